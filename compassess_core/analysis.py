@@ -1,0 +1,249 @@
+"""Join a dataset and a run's comparisons into what people look at: rankings, bias, evaluation.
+
+Everything the CLI prints and the pages show is computed here (pages never recompute it), from a
+``Dataset`` and a ``ComparisonTable``. Pure: no I/O, no UI, no store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import bias, metrics, ranking
+from .errors import InputError
+from .types import ComparisonTable, Context, Dataset, FloatArray, IntArray
+
+DEBIAS_CHOICES = ("none", "balanced")
+
+
+@dataclass(frozen=True)
+class ContextComparisons:
+    """One context's comparisons as candidate indices (for the math modules)."""
+
+    context: Context
+    i: IntArray
+    j: IntArray
+    p: FloatArray
+
+    @property
+    def n(self) -> int:
+        return len(self.context.candidates)
+
+
+def split_by_context(dataset: Dataset, table: ComparisonTable) -> list[ContextComparisons]:
+    """Map string ids to per-context candidate indices; contexts without comparisons are left out."""
+    out = []
+    if len(table) == 0:
+        return out
+    order = pd.Index(table.context_ids)
+    for ctx in dataset.contexts:
+        mask = np.asarray(order == ctx.context_id)
+        if not mask.any():
+            continue
+        index = pd.Index(ctx.candidate_ids)
+        i = index.get_indexer(table.a_ids[mask])
+        j = index.get_indexer(table.b_ids[mask])
+        keep = (i >= 0) & (j >= 0)
+        out.append(ContextComparisons(ctx, i[keep].astype(np.int64), j[keep].astype(np.int64),
+                                      table.p[mask][keep].astype(np.float64)))
+    return out
+
+
+def resolve_tau(debias: str | float | None, p: FloatArray) -> float:
+    """``none`` -> 0.5 (eq. 3's natural threshold), ``balanced`` -> tau* (eq. 10), or a number in (0, 1)."""
+    if debias is None or debias == "none":
+        return 0.5
+    if debias == "balanced":
+        return float(bias.balanced_threshold(p)) if len(p) else 0.5
+    try:
+        tau = float(debias)
+    except (TypeError, ValueError):
+        raise InputError(f"--debias must be none, balanced or a number in (0, 1), not '{debias}'") from None
+    if not 0.0 < tau < 1.0:
+        raise InputError(f"tau must be strictly between 0 and 1, got {tau}")
+    return tau
+
+
+def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "win-ratio",
+                  tau: float = 0.5, with_ci: bool = False, n_boot: int = 200,
+                  seed: int = 0) -> pd.DataFrame:
+    """One row per candidate: context_id, rank (1 = best), candidate_id, system, text, score,
+    ci_low, ci_high, n_comparisons, and every reference-score column of the dataset."""
+    if method not in ranking.METHODS:
+        raise InputError(f"unknown ranking method '{method}'; choose one of {', '.join(ranking.METHODS)}")
+    fn = ranking.METHODS[method]
+    rows = []
+    for cc in split_by_context(dataset, table):
+        res = fn(cc.n, cc.i, cc.j, cc.p, tau=tau)
+        low = high = np.full(cc.n, np.nan)
+        if with_ci and len(cc.p):
+            low, high = ranking.bootstrap_ci(method, cc.n, cc.i, cc.j, cc.p, tau=tau,
+                                             n_boot=n_boot, seed=seed)
+        ranks = ranking.rank_scores(res.scores)
+        for k, cand in enumerate(cc.context.candidates):
+            row = dict(context_id=cc.context.context_id, rank=int(ranks[k]),
+                       candidate_id=cand.candidate_id, system=cand.system, text=cand.text,
+                       score=float(res.scores[k]), ci_low=float(low[k]), ci_high=float(high[k]),
+                       n_comparisons=int(res.n_comparisons[k]))
+            for col in dataset.score_columns:
+                row[col] = cand.scores.get(col, np.nan)
+            rows.append(row)
+    cols = ["context_id", "rank", "candidate_id", "system", "text", "score", "ci_low", "ci_high",
+            "n_comparisons", *dataset.score_columns]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values(["context_id", "rank"], kind="stable", key=_context_order(dataset)).reset_index(drop=True)
+
+
+def _context_order(dataset: Dataset):
+    pos = {c.context_id: k for k, c in enumerate(dataset.contexts)}
+
+    def key(col: pd.Series) -> pd.Series:
+        return col.map(pos) if col.name == "context_id" else col
+    return key
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Numbers of one run at one threshold (all labelled; x100 where the paper reports x100)."""
+
+    tau: float
+    p_a: float
+    p_b: float
+    spearman_x100: float | None = None
+    kendall_x100: float | None = None
+    system_spearman_x100: float | None = None
+    pooled_spearman_x100: float | None = None
+    pairwise_accuracy: float | None = None
+    n_pairs_accuracy: int = 0
+    contexts_used: int = 0
+    contexts_skipped: int = 0
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    run: str
+    method: str
+    reference: str | None
+    n_comparisons: int
+    n_contexts: int
+    balanced_tau: float
+    flip_rate: float
+    n_pairs_both_orders: int
+    raw: Evaluation
+    debiased: Evaluation
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method: str,
+                reference: str | None, tau: float, all_p: FloatArray) -> Evaluation:
+    p_a, p_b = bias.positional_bias(all_p, tau)
+    if reference is None:
+        return Evaluation(tau=tau, p_a=p_a, p_b=p_b)
+    fn = ranking.METHODS[method]
+    preds, refs, systems = [], [], []
+    acc_hits = acc_n = 0
+    for cc in parts:
+        preds.append(fn(cc.n, cc.i, cc.j, cc.p, tau=tau).scores)
+        ref = np.array([c.scores.get(reference, np.nan) for c in cc.context.candidates], dtype=float)
+        refs.append(ref)
+        systems.append([c.system for c in cc.context.candidates])
+        acc, n_used = metrics.pairwise_accuracy(cc.i, cc.j, cc.p, ref, tau)
+        if n_used:
+            acc_hits += acc * n_used
+            acc_n += n_used
+    sp = metrics.per_context_correlation(preds, refs, method="spearman")
+    kd = metrics.per_context_correlation(preds, refs, method="kendall")
+    flat_sys = [s for ss in systems for s in ss]
+    system_x100 = None
+    if all(s is not None for s in flat_sys) and len(set(flat_sys)) > 2:
+        system_x100 = metrics.system_level_correlation(preds, refs, systems, method="spearman")
+    pooled = metrics.pooled_correlation(preds, refs, method="spearman")
+    return Evaluation(tau=tau, p_a=p_a, p_b=p_b, spearman_x100=sp.mean_x100,
+                      kendall_x100=kd.mean_x100, system_spearman_x100=system_x100,
+                      pooled_spearman_x100=pooled,
+                      pairwise_accuracy=(acc_hits / acc_n) if acc_n else None,
+                      n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped)
+
+
+def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", method: str = "win-ratio",
+                 reference: str | None = None, debias: str | float = "balanced") -> EvaluationReport:
+    """Raw (tau = 0.5) and debiased numbers for a run: the content of ``compassess evaluate``."""
+    if reference is not None and reference not in dataset.score_columns:
+        raise InputError(f"reference column '{reference}' is not in dataset '{dataset.name}'; "
+                         f"it has: {', '.join(dataset.score_columns) or 'no score columns'}")
+    parts = split_by_context(dataset, table)
+    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    tau_star = float(bias.balanced_threshold(all_p)) if len(all_p) else 0.5
+    tau_db = resolve_tau(debias, all_p)
+    i_all, j_all, p_all = _global_pairs(parts)
+    fr, n_both = bias.flip_rate(i_all, j_all, p_all, 0.5) if len(p_all) else (float("nan"), 0)
+    notes = []
+    if reference is None:
+        notes.append("no --reference column given: correlations not computed")
+    raw = evaluate_at(dataset, parts, method=method, reference=reference, tau=0.5, all_p=all_p)
+    deb = evaluate_at(dataset, parts, method=method, reference=reference, tau=tau_db, all_p=all_p)
+    return EvaluationReport(run=run, method=method, reference=reference, n_comparisons=int(len(all_p)),
+                            n_contexts=len(parts), balanced_tau=tau_star, flip_rate=float(fr),
+                            n_pairs_both_orders=int(n_both), raw=raw, debiased=deb, notes=notes)
+
+
+def _global_pairs(parts: Sequence[ContextComparisons]) -> tuple[IntArray, IntArray, FloatArray]:
+    """Concatenate contexts with offset indices so pair-level functions work across contexts."""
+    if not parts:
+        e = np.array([], dtype=np.int64)
+        return e, e, np.array([], dtype=float)
+    offsets = np.cumsum([0] + [cc.n for cc in parts[:-1]])
+    i = np.concatenate([cc.i + o for cc, o in zip(parts, offsets)])
+    j = np.concatenate([cc.j + o for cc, o in zip(parts, offsets)])
+    p = np.concatenate([cc.p for cc in parts])
+    return i, j, p
+
+
+def bias_by_context(dataset: Dataset, table: ComparisonTable, tau: float) -> pd.DataFrame:
+    """P(A), P(B) and flip rate per context at threshold ``tau`` (eq. 8)."""
+    rows = []
+    for cc in split_by_context(dataset, table):
+        p_a, p_b = bias.positional_bias(cc.p, tau)
+        fr, n_both = bias.flip_rate(cc.i, cc.j, cc.p, tau)
+        rows.append(dict(context_id=cc.context.context_id, n_comparisons=len(cc.p), p_a=p_a,
+                         p_b=p_b, flip_rate=fr, n_pairs_both_orders=n_both))
+    return pd.DataFrame(rows, columns=["context_id", "n_comparisons", "p_a", "p_b", "flip_rate",
+                                       "n_pairs_both_orders"])
+
+
+def order_dependence(dataset: Dataset, table: ComparisonTable, tau: float = 0.5) -> pd.DataFrame:
+    """Unordered pairs judged in both orders, most order-dependent first.
+
+    ``inconsistency`` = |p_ij - (1 - p_ji)|: 0 for a judge that ignores order; ``flips`` marks pairs
+    whose verdict at ``tau`` changes with the order.
+    """
+    rows = []
+    for cc in split_by_context(dataset, table):
+        m = bias.comparison_matrix(cc.n, cc.i, cc.j, cc.p)
+        a, b = np.triu_indices(cc.n, 1)
+        pij, pji = m[a, b], m[b, a]
+        ok = ~np.isnan(pij) & ~np.isnan(pji)
+        ids = np.array(cc.context.candidate_ids, dtype=object)
+        for x, y, u, v in zip(a[ok], b[ok], pij[ok], pji[ok]):
+            rows.append(dict(context_id=cc.context.context_id, first=ids[x], second=ids[y],
+                             p_first_second=float(u), p_second_first=float(v),
+                             inconsistency=float(abs(u - (1 - v))),
+                             flips=bool((u > tau) == (v > tau))))
+    df = pd.DataFrame(rows, columns=["context_id", "first", "second", "p_first_second",
+                                     "p_second_first", "inconsistency", "flips"])
+    return df.sort_values("inconsistency", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def context_matrix(dataset: Dataset, table: ComparisonTable, context_id: str) -> tuple[list[str], FloatArray]:
+    """Candidate ids and the n x n matrix of p_ij (row = first position, column = second; nan = not compared)."""
+    ctx = dataset.context(context_id)
+    for cc in split_by_context(dataset, table.for_context(context_id)):
+        return ctx.candidate_ids, bias.comparison_matrix(cc.n, cc.i, cc.j, cc.p)
+    n = len(ctx.candidates)
+    return ctx.candidate_ids, np.full((n, n), np.nan)

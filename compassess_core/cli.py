@@ -1,0 +1,367 @@
+"""``compassess`` command line: run, rank, evaluate, export (and fetch-model, datasets, runs, worker).
+
+Exit codes: 0 ok, 2 bad input (message on stderr naming the problem), 1 other failure,
+130 interrupted (everything computed so far is stored; the same command resumes).
+The CLI reaches the store through ``sink.open_store`` (an entry point), never by importing ``db``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .errors import CompAssessError, InputError, RunCancelled
+
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="SQLAlchemy URL (default: $COMPASSESS_DATABASE_URL or the SQLite file in $COMPASSESS_HOME)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .ranking import METHODS
+    from .selection import STRATEGIES
+
+    parser = argparse.ArgumentParser(prog="compassess", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"compassess {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
+    r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
+                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own adjective")
+    r.add_argument("--template", default="t1", help="t1, t2 or a file holding a template with {context} {a} {b} {aspect}")
+    r.add_argument("--task", default="auto", choices=["auto", "summary", "dialogue"],
+                   help="wording of t1/t2: Summary/passage or Response/conversation (auto: from the aspect)")
+    r.add_argument("--model", default=None, help="a .gguf file, a local model folder or a hub id (default: bundled SmolLM2-135M-Instruct)")
+    r.add_argument("--strategy", default="full", choices=list(STRATEGIES))
+    r.add_argument("--budget", type=int, default=None, help="comparisons per context (random, no-repeat, symmetric)")
+    r.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--batch-size", type=int, default=8)
+    r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    r.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    r.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")
+    _db_arg(r)
+
+    k = sub.add_parser("rank", help="rank the candidates of a run")
+    k.add_argument("--run", required=True, metavar="NAME")
+    k.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    k.add_argument("--debias", default="none", metavar="none|balanced|TAU")
+    k.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    k.add_argument("--context", default=None, metavar="ID", help="only this context")
+    k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
+    _db_arg(k)
+
+    e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
+    e.add_argument("--run", required=True, metavar="NAME")
+    e.add_argument("--reference", default=None, metavar="COLUMN", help="reference-score column (default: the aspect's column if present)")
+    e.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    e.add_argument("--debias", default="balanced", metavar="balanced|TAU")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(e)
+
+    x = sub.add_parser("export", help="write rankings or all comparisons with the run's settings")
+    x.add_argument("--run", required=True, metavar="NAME")
+    x.add_argument("--what", required=True, choices=["rankings", "comparisons"])
+    x.add_argument("--format", required=True, choices=["csv", "json", "parquet"])
+    x.add_argument("-o", "--output", required=True, metavar="FILE")
+    x.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    x.add_argument("--debias", default="none", metavar="none|balanced|TAU")
+    _db_arg(x)
+
+    f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
+    f.add_argument("--print-path", action="store_true")
+
+    d = sub.add_parser("datasets", help="list stored datasets")
+    _db_arg(d)
+    u = sub.add_parser("runs", help="list stored runs")
+    u.add_argument("--json", action="store_true")
+    _db_arg(u)
+
+    w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
+    w.add_argument("--run", required=True, metavar="NAME")
+    _db_arg(w)
+    return parser
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+def _open_store(url):
+    from .sink import open_store
+    return open_store(url)
+
+
+def _progress_printer(stream=sys.stderr):
+    tty = stream.isatty()
+    last = {"t": 0.0}
+
+    def show(pr) -> None:
+        now = time.monotonic()
+        final = pr.done >= pr.total
+        if not tty and not final and now - last["t"] < 5:
+            return
+        last["t"] = now
+        width = 30
+        filled = int(width * pr.fraction)
+        eta = "--:--" if pr.eta_s is None else time.strftime("%H:%M:%S", time.gmtime(pr.eta_s))
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {pr.done}/{pr.total} comparisons "
+                f"({100 * pr.fraction:.0f}%) | {pr.rate:.2f} comparisons/s | ETA {eta}"
+                + (f" | {pr.cached} from cache" if pr.cached else ""))
+        stream.write(("\r" + line) if tty else (line + "\n"))
+        if tty and final:
+            stream.write("\n")
+        stream.flush()
+    return show
+
+
+def _resolve_dataset(store, data: str):
+    from .data import load_candidates
+    path = Path(data)
+    if path.exists():
+        dataset = load_candidates(path)
+        dataset_id = store.save_dataset(dataset)
+        return store.load_dataset(dataset_id), dataset_id
+    try:
+        ds = store.load_dataset(data)
+    except CompAssessError:
+        raise InputError(f"'{data}' is neither a file nor a stored dataset "
+                         "(see `compassess datasets`)") from None
+    info = [d for d in store.list_datasets() if d.name == ds.name]
+    return ds, info[0].id
+
+
+def _execute(store, dataset, settings, run_id: int, judge) -> int:
+    from .runner import run_comparisons
+
+    def on_term(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        summary = run_comparisons(dataset, settings, judge, store, run_id, progress=_progress_printer())
+    except (KeyboardInterrupt, RunCancelled):
+        print("\nstopped: every comparison computed so far is stored; run the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    print(f"done: {summary.total} comparisons in the run ({summary.already_stored} already stored, "
+          f"{summary.computed} computed, {summary.cached} from cache) in {summary.elapsed_s:.1f} s",
+          file=sys.stderr)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------- commands
+
+def cmd_run(args) -> int:
+    from .judges import load_judge
+    from .prompts import Aspect, resolve_template
+    from .settings import RunSettings
+
+    if args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    if args.contexts is not None and args.contexts < 1:
+        raise InputError("--contexts must be at least 1")
+    aspect = Aspect.from_name(args.aspect)
+    template = resolve_template(args.template, aspect, args.task)
+    if args.strategy != "full" and args.budget is None:
+        raise InputError(f"--strategy {args.strategy} needs --budget R (comparisons per context)")
+    store = _open_store(args.db)
+    dataset, dataset_id = _resolve_dataset(store, args.data)
+    judge = load_judge(args.model, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    settings = RunSettings(
+        dataset=dataset.name, aspect=aspect.name, aspect_adjective=aspect.adjective,
+        template_name=template.name, template_text=template.text, primer=template.primer,
+        model=args.model or "bundled:SmolLM2-135M-Instruct", model_key=judge.model_key,
+        label_words=tuple(judge.label_words), strategy=args.strategy,
+        budget=None if args.strategy == "full" else args.budget, contexts=args.contexts,
+        seed=args.seed, batch_size=args.batch_size, device=args.device, dtype=args.dtype)
+    name = args.run or settings.default_run_name()
+    run_id = store.create_run(name, dataset_id, settings.to_dict())
+    print(f"run '{name}' on dataset '{dataset.name}' with {judge.description}", file=sys.stderr)
+    code = _execute(store, dataset, settings, run_id, judge)
+    if code == EXIT_OK:
+        print(name)
+    return code
+
+
+def cmd_worker(args) -> int:
+    from .judges import load_judge
+    from .settings import RunSettings
+
+    store = _open_store(args.db)
+    run = store.get_run(args.run)
+    settings = RunSettings.from_dict(run.settings)
+    dataset = store.load_dataset(run.dataset_id)
+    try:
+        model = None if settings.model.startswith("bundled:") else settings.model
+        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
+                           batch_size=settings.batch_size)
+    except BaseException as e:
+        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
+        raise
+    return _execute(store, dataset, settings, run.id, judge)
+
+
+def _load_run(store, name):
+    from .settings import RunSettings
+    run = store.get_run(name)
+    return run, RunSettings.from_dict(run.settings), store.load_dataset(run.dataset_id)
+
+
+def cmd_rank(args) -> int:
+    from .analysis import rank_contexts, resolve_tau
+    store = _open_store(args.db)
+    run, settings, dataset = _load_run(store, args.run)
+    table = store.comparison_table(run.id)
+    if args.context:
+        try:
+            dataset.context(args.context)
+        except KeyError:
+            raise InputError(f"context '{args.context}' is not in dataset '{dataset.name}'") from None
+        table = table.for_context(args.context)
+    tau = resolve_tau(args.debias, table.p)
+    df = rank_contexts(dataset, table, method=args.method, tau=tau, with_ci=args.ci)
+    df = df.drop(columns=["text"])
+    if not args.ci:
+        df = df.drop(columns=["ci_low", "ci_high"])
+    if args.format == "csv":
+        from .export import neutralise_frame
+        neutralise_frame(df).to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        print(json.dumps({"run": run.name, "method": args.method, "tau": tau,
+                          "rankings": json.loads(df.to_json(orient="records"))}, indent=2))
+    else:
+        print(f"# run {run.name}: {args.method} scores at tau = {tau:.4f} "
+              f"({len(table)} comparisons)")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return EXIT_OK
+
+
+def _fmt(v, spec=".1f"):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return format(v, spec)
+
+
+def cmd_evaluate(args) -> int:
+    from .analysis import evaluate_run
+    store = _open_store(args.db)
+    run, settings, dataset = _load_run(store, args.run)
+    reference = args.reference
+    if reference is None and settings.aspect in dataset.score_columns:
+        reference = settings.aspect
+    table = store.comparison_table(run.id)
+    report = evaluate_run(dataset, table, run=run.name, method=args.method, reference=reference,
+                          debias=args.debias)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, default=lambda o: None))
+        return EXIT_OK
+    r, d = report.raw, report.debiased
+    print(f"run {report.run}: {report.n_comparisons} comparisons over {report.n_contexts} contexts; "
+          f"ranking method {report.method}; reference column: {report.reference or 'none'}")
+    rows = [
+        ("threshold tau", _fmt(r.tau, ".4f"), _fmt(d.tau, ".4f")),
+        ("Spearman x100 (per-context mean)", _fmt(r.spearman_x100), _fmt(d.spearman_x100)),
+        ("Kendall x100 (per-context mean)", _fmt(r.kendall_x100), _fmt(d.kendall_x100)),
+        ("system-level Spearman x100", _fmt(r.system_spearman_x100), _fmt(d.system_spearman_x100)),
+        ("pooled Spearman x100 (all candidates)", _fmt(r.pooled_spearman_x100), _fmt(d.pooled_spearman_x100)),
+        ("pairwise accuracy (pairs with different reference)", _fmt(r.pairwise_accuracy, ".3f"), _fmt(d.pairwise_accuracy, ".3f")),
+        ("P(A) first position wins", _fmt(r.p_a, ".3f"), _fmt(d.p_a, ".3f")),
+        ("P(B) second position wins", _fmt(r.p_b, ".3f"), _fmt(d.p_b, ".3f")),
+    ]
+    w = max(len(x[0]) for x in rows)
+    print(f"{'':{w}}  {'raw':>10}  {'debiased':>10}")
+    for name, a, b in rows:
+        print(f"{name:{w}}  {a:>10}  {b:>10}")
+    print(f"balancing threshold tau* = {report.balanced_tau:.4f}; flip rate (verdict changes with order, "
+          f"tau = 0.5) = {_fmt(report.flip_rate, '.3f')} over {report.n_pairs_both_orders} pairs judged in both orders")
+    if r.contexts_skipped:
+        print(f"{r.contexts_skipped} context(s) skipped: all reference scores equal")
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+def cmd_export(args) -> int:
+    from .analysis import rank_contexts, resolve_tau
+    from .export import write_table
+    store = _open_store(args.db)
+    run, settings, dataset = _load_run(store, args.run)
+    table = store.comparison_table(run.id)
+    meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
+            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "compassess_version": __version__}
+    if args.what == "rankings":
+        tau = resolve_tau(args.debias, table.p)
+        df = rank_contexts(dataset, table, method=args.method, tau=tau, with_ci=True)
+        meta.update(method=args.method, tau=tau, debias=args.debias)
+    else:
+        df = store.comparisons_frame(run.id)
+    paths = write_table(df, args.output, args.format, what=args.what, metadata=meta)
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_fetch_model(args) -> int:
+    from .models import default_model_path, fetch_default_model
+    path = default_model_path()
+    if not path.exists():
+        path = fetch_default_model()
+    print(path if args.print_path else f"bundled model ready: {path}")
+    return EXIT_OK
+
+
+def cmd_datasets(args) -> int:
+    store = _open_store(args.db)
+    for d in store.list_datasets():
+        print(f"{d.name}\t{d.n_contexts} contexts\t{d.n_candidates} candidates\t"
+              f"scores: {', '.join(d.score_columns) or '-'}")
+    return EXIT_OK
+
+
+def cmd_runs(args) -> int:
+    store = _open_store(args.db)
+    runs = store.list_runs()
+    if args.json:
+        print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status, done=r.done,
+                               total=r.total, n_comparisons=r.n_comparisons) for r in runs], indent=2))
+        return EXIT_OK
+    for r in runs:
+        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.n_comparisons}/{r.total or '?'} comparisons")
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "rank": cmd_rank, "evaluate": cmd_evaluate, "export": cmd_export,
+            "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
+            "worker": cmd_worker}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - the last line of defence prints, not a traceback
+        if os.environ.get("COMPASSESS_DEBUG"):
+            raise
+        print(f"error: {type(e).__name__}: {e} (set COMPASSESS_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

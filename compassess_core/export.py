@@ -1,0 +1,66 @@
+"""Writing rankings and comparisons to CSV, JSON and Parquet, with the run's settings alongside.
+
+CSV cells that a spreadsheet would execute (starting with ``=``, ``+``, ``-``, ``@``, tab or CR) are
+neutralised with a leading apostrophe (OWASP "CSV injection"); numbers are left as numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError
+
+FORMATS = ("csv", "json", "parquet")
+_DANGEROUS_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value):
+    """Prefix a string cell that a spreadsheet would read as a formula; leave everything else."""
+    if isinstance(value, str) and value.startswith(_DANGEROUS_PREFIXES):
+        return "'" + value
+    return value
+
+
+def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
+            out[col] = out[col].map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    return out
+
+
+def _json_safe(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def write_table(df: pd.DataFrame, path: str | Path, fmt: str, *, what: str, metadata: dict) -> list[Path]:
+    """Write ``df`` as ``fmt``; JSON embeds ``metadata``, CSV and Parquet get a ``.settings.json`` sidecar.
+
+    Returns the paths written.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise InputError(f"output folder '{path.parent}' does not exist")
+    written = [path]
+    if fmt == "json":
+        records = [{k: _json_safe(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
+        payload = {"what": what, **metadata, what: records}
+        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        return written
+    if fmt == "csv":
+        neutralise_frame(df).to_csv(path, index=False)
+    else:
+        df.to_parquet(path, index=False)
+    sidecar = path.with_name(path.name + ".settings.json")
+    sidecar.write_text(json.dumps({"what": what, **metadata}, indent=2, default=str), encoding="utf-8")
+    written.append(sidecar)
+    return written

@@ -1,0 +1,426 @@
+"""Judge backends on transformers: causal chat models (prefix-cached, batched) and seq2seq (FlanT5).
+
+``p_ij`` follows eq. 3 of Liusie et al. 2024 (EACL): the label words' probabilities under the
+model's next-token distribution after the primed answer. Label-word log-probabilities are always
+computed in fp32 from the final hidden state of the last position only (one hidden x vocab matmul
+per prompt for the full-softmax normaliser), even when the model runs in bf16: bf16 logits quantise
+p to a handful of values and break ties and tau.
+
+Causal models reuse shared prompt prefixes exactly: prompts are tokenised in full, the shared
+prefixes are found by comparing token ids (``prefix_tree.plan_prefixes``), each prefix's key/value
+cache is computed once and extended per first candidate, and only the remaining suffixes run per
+pair, batched by length with right padding. This module must never write results anywhere or
+decide which pairs to compare.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..types import ComparisonPrompt, Judgement
+from .base import judgements_from_logprobs
+from .loading import LoadedModel, dtype_name
+from .prefix_tree import PrefixNode, plan_prefixes
+
+#: Label words read after the primer "Answer: Summary" (causal) / at the first decoder step (seq2seq).
+CAUSAL_LABEL_WORDS = (" A", " B")
+SEQ2SEQ_LABEL_WORDS = ("A", "B")
+
+
+def _configure_cpu_threads() -> None:
+    # torch defaults to the physical core count; honour a narrower CPU affinity (containers, taskset).
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    if torch.get_num_threads() > n:
+        torch.set_num_threads(n)
+
+
+class _FP32Head:
+    """Full-vocabulary log-softmax of the last position, in fp32, from the final hidden state.
+
+    Holds an fp32 copy of the output embedding when the model runs in lower precision (bf16 values
+    upcast exactly, so this is the model's own head evaluated without bf16 rounding of the logits).
+    """
+
+    def __init__(self, model: torch.nn.Module, scale: float = 1.0):
+        head = model.get_output_embeddings()
+        self.weight = head.weight.detach().float()
+        bias = getattr(head, "bias", None)
+        fb = getattr(model, "final_logits_bias", None)  # BART-style seq2seq
+        b = bias.detach().float() if bias is not None else None
+        if fb is not None:
+            b = fb.detach().float().reshape(-1) + (b if b is not None else 0)
+        self.bias = b
+        self.scale = scale
+        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        self.softcap = getattr(cfg, "final_logit_softcapping", None)
+        self.logit_scale = getattr(cfg, "logit_scale", None)
+
+    def logprobs(self, hidden: torch.Tensor, ids: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(logp_a, logp_b) for hidden states (B, H) of the positions that predict the label word."""
+        h = hidden.float()
+        if self.scale != 1.0:
+            h = h * self.scale
+        logits = h @ self.weight.T
+        if self.bias is not None:
+            logits = logits + self.bias
+        if self.logit_scale is not None:
+            logits = logits * self.logit_scale
+        if self.softcap is not None:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        lse = torch.logsumexp(logits, dim=-1)
+        la = (logits[:, ids[0]] - lse).double().cpu().numpy()
+        lb = (logits[:, ids[1]] - lse).double().cpu().numpy()
+        return la, lb
+
+
+def _model_key(identity: str, dtype: torch.dtype, label_words: tuple[str, str]) -> str:
+    return f"{identity}|{dtype_name(dtype)}|labels={json.dumps(list(label_words))}"
+
+
+class CausalJudge:
+    """A causal chat model judging with its chat template, a primed answer and prefix-cached batches.
+
+    Parameters
+    ----------
+    loaded
+        The model and tokenizer (``loading.load_model``).
+    label_words
+        Read at the position after the primer; each must be one token there (see ``_label_ids``).
+    batch_size
+        Suffixes run together per forward pass (sorted by length so padding stays small).
+    token_budget
+        Upper bound on batch size x padded suffix length, to bound activation memory for long texts.
+    prefix_cache
+        Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
+    min_saving
+        A prefix gets its own cache only if that saves at least this many prompt tokens.
+    """
+
+    def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
+                 batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
+                 min_saving: int = 32):
+        if batch_size < 1:
+            raise InputError(f"batch size must be at least 1, got {batch_size}")
+        self._loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = loaded.device
+        self.label_words = tuple(label_words)
+        self.batch_size = batch_size
+        self.token_budget = max(token_budget, 1)
+        self.min_saving = min_saving
+        self._label_ids = self._resolve_label_ids()
+        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
+        self.description = f"{loaded.name} (causal, {loaded.device.type}, {dtype_name(loaded.dtype)})"
+        self._head = _FP32Head(self.model)
+        self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
+        self._pad_id = self._pad_token_id()
+        self.prefix_cache = prefix_cache and self._plain_cache()
+        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
+        if self.device.type == "cpu":
+            _configure_cpu_threads()
+
+    # ------------------------------------------------------------------ rendering and tokens
+    def render(self, prompt: ComparisonPrompt) -> str:
+        """Chat template around the user message ``text`` with the generation prompt, then ``primer``.
+
+        A tokenizer without a chat template gets ``text + "\\n\\n" + primer``.
+        """
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            head = tok.apply_chat_template([{"role": "user", "content": prompt.text}], tokenize=False,
+                                           add_generation_prompt=True)
+            return head + prompt.primer
+        return prompt.text + "\n\n" + prompt.primer
+
+    def _add_special(self, text: str) -> bool:
+        # A chat template writes its own BOS/special tokens; plain text gets the tokenizer's.
+        bos = getattr(self.tokenizer, "bos_token", None)
+        if getattr(self.tokenizer, "chat_template", None):
+            return False
+        return not (bos and text.startswith(bos))
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of rendered prompts, exactly as a one-at-a-time forward pass would see them."""
+        add = [self._add_special(t) for t in texts]
+        out: list[list[int] | None] = [None] * len(texts)
+        for flag in (True, False):
+            idx = [i for i, a in enumerate(add) if a == flag]
+            if idx:
+                enc = self.tokenizer([texts[i] for i in idx], add_special_tokens=flag)["input_ids"]
+                for i, ids in zip(idx, enc):
+                    out[i] = list(ids)
+        return out  # type: ignore[return-value]
+
+    def _resolve_label_ids(self) -> tuple[int, int]:
+        """Token ids of the label words as they follow the primer.
+
+        A label word is tokenised in context (``"Answer: Summary" + word`` minus the tokens of the
+        primer) so SentencePiece-style word-initial pieces come out right. A word that is more
+        than one token there, or that merges with the primer, is rejected: p would not be the
+        probability of the word.
+        """
+        probe = "Answer: Summary"
+        base = self.tokenizer(probe, add_special_tokens=False)["input_ids"]
+        ids = []
+        for w in self.label_words:
+            full = self.tokenizer(probe + w, add_special_tokens=False)["input_ids"]
+            extra = full[len(base):]
+            if full[:len(base)] != base or len(extra) != 1:
+                pieces = self.tokenizer.convert_ids_to_tokens(extra if full[:len(base)] == base else full)
+                raise InputError(
+                    f"label word {w!r} is not a single token after the primer for this tokenizer "
+                    f"(it becomes {pieces}); choose label words that are one token each, "
+                    f"e.g. {CAUSAL_LABEL_WORDS}")
+            ids.append(extra[0])
+        if ids[0] == ids[1]:
+            raise InputError(f"label words {self.label_words} map to the same token")
+        return ids[0], ids[1]
+
+    def _pad_token_id(self) -> int:
+        tok = self.tokenizer
+        for cand in (tok.pad_token_id, tok.eos_token_id, 0):
+            if cand is not None:
+                return int(cand if not isinstance(cand, list) else cand[0])
+        return 0
+
+    def _plain_cache(self) -> bool:
+        # Sliding-window / chunked layers drop old keys: a reused prefix cache would not be exact.
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+        try:
+            cache = DynamicCache(config=self.model.config)
+        except Exception:
+            return False
+        return all(type(layer) is DynamicLayer for layer in cache.layers)
+
+    # ------------------------------------------------------------------ model calls
+    def _make_cache(self, kv: list[tuple[torch.Tensor, torch.Tensor]], batch: int):
+        """A DynamicCache over a batch-1 prefix, broadcast to ``batch`` rows without copying.
+
+        The layers' update concatenates new keys onto these views, producing fresh tensors, so the
+        prefix cache itself is never modified and can be reused.
+        """
+        from transformers import DynamicCache
+        cache = DynamicCache(config=self.model.config)
+        for layer, (k, v) in zip(cache.layers, kv):
+            layer.lazy_initialization(k, v)
+            layer.keys = k.expand(batch, -1, -1, -1) if batch > 1 else k
+            layer.values = v.expand(batch, -1, -1, -1) if batch > 1 else v
+        return cache
+
+    def _forward(self, ids: torch.Tensor, kv, want_cache: bool):
+        """Run the decoder on ``ids`` (B, S) after the cached prefix ``kv`` (or none)."""
+        self.stats["forward_passes"] += 1
+        cache = self._make_cache(kv, ids.shape[0]) if kv is not None else None
+        if cache is None and want_cache:
+            from transformers import DynamicCache
+            cache = DynamicCache(config=self.model.config)
+        out = self._base(input_ids=ids, past_key_values=cache, use_cache=cache is not None)
+        new_kv = [(layer.keys, layer.values) for layer in cache.layers] if want_cache else None
+        return out.last_hidden_state, new_kv
+
+    def _extend(self, seq: list[int], start: int, stop: int, kv):
+        ids = torch.tensor([seq[start:stop]], dtype=torch.long, device=self.device)
+        self.stats["model_tokens"] += stop - start
+        _, new_kv = self._forward(ids, kv, want_cache=True)
+        return new_kv
+
+    def _batches(self, suffix_lens: np.ndarray) -> list[np.ndarray]:
+        """Length-sorted micro-batches within batch_size and token_budget (positions into the list)."""
+        order = np.argsort(suffix_lens, kind="stable")
+        out, cur = [], []
+        for pos in order:
+            longest = int(suffix_lens[pos])  # sorted ascending: the newcomer is the longest
+            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * longest > self.token_budget):
+                out.append(np.asarray(cur))
+                cur = []
+            cur.append(int(pos))
+        if cur:
+            out.append(np.asarray(cur))
+        return out
+
+    def _run_leaves(self, seqs, leaves: list[int], start: int, kv, la, lb) -> None:
+        if not leaves:
+            return
+        lens = np.array([len(seqs[i]) - start for i in leaves], dtype=np.int64)
+        for batch in self._batches(lens):
+            rows = [leaves[p] for p in batch]
+            width = int(lens[batch].max())
+            # Right padding: causal attention never lets a real token see the pads after it, and
+            # positions continue from the cache without offsets.
+            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+            for r, i in enumerate(rows):
+                s = seqs[i][start:]
+                ids[r, :len(s)] = torch.tensor(s, dtype=torch.long)
+            self.stats["model_tokens"] += int(lens[batch].sum())
+            hidden, _ = self._forward(ids.to(self.device), kv, want_cache=False)
+            last = torch.as_tensor(lens[batch] - 1, device=hidden.device)
+            h = hidden[torch.arange(len(rows), device=hidden.device), last]
+            a, b = self._head.logprobs(h, self._label_ids)
+            la[rows] = a
+            lb[rows] = b
+
+    def _run_node(self, seqs, node: PrefixNode, base: int, kv, la, lb) -> None:
+        if node.prefix_len > base:
+            kv = self._extend(seqs[node.rep], base, node.prefix_len, kv)
+        # Children first, then this node's own leaves: the deepest caches are freed soonest.
+        for child in node.children:
+            self._run_node(seqs, child, node.prefix_len, kv, la, lb)
+        self._run_leaves(seqs, node.leaves, node.prefix_len, kv, la, lb)
+
+    @torch.inference_mode()
+    def logprobs_for_ids(self, seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """(logp_a, logp_b) for token sequences; identical sequences are computed once."""
+        uniq: dict[tuple[int, ...], int] = {}
+        inv = np.empty(len(seqs), dtype=np.int64)
+        for k, s in enumerate(seqs):
+            inv[k] = uniq.setdefault(tuple(s), len(uniq))
+        useqs = [list(t) for t in uniq]
+        la = np.full(len(useqs), np.nan)
+        lb = np.full(len(useqs), np.nan)
+        self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
+        if self.prefix_cache:
+            root = plan_prefixes(useqs, self.min_saving)
+            self._run_node(useqs, root, 0, None, la, lb)
+        else:
+            self._run_leaves(useqs, list(range(len(useqs))), 0, None, la, lb)
+        return la[inv], lb[inv]
+
+    def judge(self, prompts: Sequence[ComparisonPrompt]) -> list[Judgement]:
+        """Eq. 3 for every prompt, in input order; ``latency_ms`` = chunk time / chunk size."""
+        if not prompts:
+            return []
+        t0 = time.perf_counter()
+        seqs = self.encode([self.render(p) for p in prompts])
+        la, lb = self.logprobs_for_ids(seqs)
+        ms = (time.perf_counter() - t0) * 1000.0 / len(prompts)
+        return judgements_from_logprobs(la, lb, ms)
+
+    def close(self) -> None:
+        self.model = self._base = self._head = None  # type: ignore[assignment]
+        self._loaded = None  # type: ignore[assignment]
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+class Seq2SeqJudge:
+    """An encoder-decoder model (FlanT5) reading the first decoder step at the label words.
+
+    The encoder is bidirectional, so a shared prompt prefix has different encoder states in every
+    prompt and cannot be reused; instead prompts are deduplicated, sorted by length and batched
+    with right padding and an attention mask (T5's relative positions need no position offsets),
+    and the decoder runs a single step.
+    """
+
+    def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = SEQ2SEQ_LABEL_WORDS,
+                 batch_size: int = 8, token_budget: int = 8192):
+        if batch_size < 1:
+            raise InputError(f"batch size must be at least 1, got {batch_size}")
+        self._loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = loaded.device
+        self.label_words = tuple(label_words)
+        self.batch_size = batch_size
+        self.token_budget = max(token_budget, 1)
+        self._label_ids = self._resolve_label_ids()
+        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
+        self.description = f"{loaded.name} (seq2seq, {loaded.device.type}, {dtype_name(loaded.dtype)})"
+        cfg = self.model.config
+        scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", False) else 1.0
+        self._head = _FP32Head(self.model, scale=scale)
+        start = cfg.decoder_start_token_id
+        self._start_id = int(start if start is not None else cfg.pad_token_id)
+        self._pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
+        if self.device.type == "cpu":
+            _configure_cpu_threads()
+
+    def render(self, prompt: ComparisonPrompt) -> str:
+        """The encoder input: the prompt text itself (no chat template, no primer)."""
+        return prompt.text
+
+    def _resolve_label_ids(self) -> tuple[int, int]:
+        ids = []
+        for w in self.label_words:
+            enc = self.tokenizer(w, add_special_tokens=False)["input_ids"]
+            if len(enc) != 1:
+                raise InputError(
+                    f"label word {w!r} is {len(enc)} tokens for this tokenizer "
+                    f"({self.tokenizer.convert_ids_to_tokens(enc)}); the first decoder step can only "
+                    f"read one-token label words, e.g. {SEQ2SEQ_LABEL_WORDS}")
+            ids.append(enc[0])
+        if ids[0] == ids[1]:
+            raise InputError(f"label words {self.label_words} map to the same token")
+        return ids[0], ids[1]
+
+    @torch.inference_mode()
+    def logprobs_for_ids(self, seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        uniq: dict[tuple[int, ...], int] = {}
+        inv = np.empty(len(seqs), dtype=np.int64)
+        for k, s in enumerate(seqs):
+            inv[k] = uniq.setdefault(tuple(s), len(uniq))
+        useqs = [list(t) for t in uniq]
+        la = np.full(len(useqs), np.nan)
+        lb = np.full(len(useqs), np.nan)
+        lens = np.array([len(s) for s in useqs], dtype=np.int64)
+        self.stats["prompt_tokens"] += int(sum(len(s) for s in seqs))
+        order = np.argsort(lens, kind="stable")
+        batches, cur = [], []
+        for pos in order:
+            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * int(lens[pos]) > self.token_budget):
+                batches.append(cur)
+                cur = []
+            cur.append(int(pos))
+        if cur:
+            batches.append(cur)
+        enc_mod, dec_mod = self.model.get_encoder(), self.model.get_decoder()
+        for rows in batches:
+            width = int(lens[rows].max())
+            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, i in enumerate(rows):
+                ids[r, :lens[i]] = torch.tensor(useqs[i], dtype=torch.long)
+                mask[r, :lens[i]] = 1
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            self.stats["model_tokens"] += int(lens[rows].sum())
+            self.stats["forward_passes"] += 1
+            enc = enc_mod(input_ids=ids, attention_mask=mask).last_hidden_state
+            dec_ids = torch.full((len(rows), 1), self._start_id, dtype=torch.long, device=self.device)
+            dec = dec_mod(input_ids=dec_ids, encoder_hidden_states=enc, encoder_attention_mask=mask,
+                          use_cache=False).last_hidden_state
+            a, b = self._head.logprobs(dec[:, -1], self._label_ids)
+            la[rows] = a
+            lb[rows] = b
+        return la[inv], lb[inv]
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [list(x) for x in self.tokenizer(list(texts))["input_ids"]]
+
+    def judge(self, prompts: Sequence[ComparisonPrompt]) -> list[Judgement]:
+        if not prompts:
+            return []
+        t0 = time.perf_counter()
+        la, lb = self.logprobs_for_ids(self.encode([self.render(p) for p in prompts]))
+        ms = (time.perf_counter() - t0) * 1000.0 / len(prompts)
+        return judgements_from_logprobs(la, lb, ms)
+
+    def close(self) -> None:
+        self.model = self._head = None  # type: ignore[assignment]
+        self._loaded = None  # type: ignore[assignment]
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

@@ -1,0 +1,197 @@
+"""Import human pairwise labels (CSV or JSON Lines) and validate them against a candidate dataset.
+
+A label file has columns ``context_id``, ``candidate_a``, ``candidate_b``, ``winner`` and optionally
+``annotator``; ``winner`` is one of the two candidate ids or ``tie`` (any case). Every problem is
+reported with file, row and column in one :class:`~compassess_core.errors.ValidationError`.
+
+This module must never return labels from a file that has any problem, never write anything
+(storing labels is ``db``'s job), and never import ``streamlit`` or ``db``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+import pandas as pd
+
+from .data import MAX_FILE_BYTES, Source, _default_label, _norm, _row_numbers, _sorted, parse_table
+from .errors import Problem, ValidationError
+from .types import Dataset, Outcome
+
+TIE = "tie"
+LABEL_COLUMNS: tuple[str, ...] = ("context_id", "candidate_a", "candidate_b", "winner")
+OPTIONAL_LABEL_COLUMNS: tuple[str, ...] = ("annotator",)
+DEFAULT_ANNOTATOR = "imported"
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """One human verdict on an unordered pair: ``winner`` is ``candidate_a``, ``candidate_b`` or ``"tie"``.
+
+    ``row`` is the source row (spreadsheet row for CSV, line for JSONL).
+    """
+
+    context_id: str
+    candidate_a: str
+    candidate_b: str
+    winner: str
+    annotator: str = DEFAULT_ANNOTATOR
+    row: int | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        """The verdict seen from ``candidate_a`` shown first."""
+        if self.winner == TIE:
+            return Outcome.TIE
+        return Outcome.A if self.winner == self.candidate_a else Outcome.B
+
+
+def _resolve(columns: list[str], file_label: str) -> tuple[dict[str, str], list[Problem]]:
+    by_norm: dict[str, str] = {}
+    for col in columns:
+        by_norm.setdefault(_norm(col), col)
+    have = ", ".join(f"'{c}'" for c in columns) or "(none)"
+    resolved: dict[str, str] = {}
+    problems: list[Problem] = []
+    for canon in LABEL_COLUMNS + OPTIONAL_LABEL_COLUMNS:
+        if canon in columns:
+            resolved[canon] = canon
+        elif canon in by_norm:
+            resolved[canon] = by_norm[canon]
+        elif canon in LABEL_COLUMNS:
+            problems.append(Problem(
+                file_label, f"missing required column '{canon}'; the file has: {have}. A label "
+                f"file needs columns {', '.join(LABEL_COLUMNS)} (and optionally annotator)",
+                column=canon))
+    return resolved, problems
+
+
+def validate_labels_frame(df: pd.DataFrame, dataset: Dataset, *, file_label: str,
+                          default_annotator: str = DEFAULT_ANNOTATOR
+                          ) -> tuple[list[HumanLabel] | None, list[Problem]]:
+    """Check a table of human labels against ``dataset``; build the labels only if all is well.
+
+    Problems (each with row and column): missing columns; empty values; unknown context; a
+    candidate not in that context; ``candidate_a == candidate_b``; a winner that is neither
+    candidate nor ``tie``; the same annotator labelling the same unordered pair twice.
+
+    Parameters
+    ----------
+    df
+        All-string table from :func:`compassess_core.data.parse_table` (its ``row`` index gives
+        row numbers).
+    dataset
+        The candidates the labels refer to.
+    file_label
+        File name used in problems.
+    default_annotator
+        Annotator for rows without one (or files without the column).
+
+    Returns
+    -------
+    tuple[list[HumanLabel] | None, list[Problem]]
+        The labels in file order (``None`` whenever there is a problem) and every problem.
+    """
+    rows = _row_numbers(df)
+    cols, problems = _resolve([str(c) for c in df.columns], file_label)
+    if problems:
+        return None, problems
+    if len(df) == 0:
+        return None, [Problem(file_label, "the file has a header but no labels")]
+
+    def column(name: str) -> np.ndarray:
+        return df[cols[name]].fillna("").astype(str).str.strip().to_numpy()
+
+    cid, a, b, win = (column(c) for c in LABEL_COLUMNS)
+    ann = column("annotator") if "annotator" in cols else np.full(len(df), "", dtype=object)
+    known = {c.context_id: set(c.candidate_ids) for c in dataset.contexts}
+    first_seen: dict[tuple[str, str, frozenset[str]], int] = {}
+    labels: list[HumanLabel] = []
+    for i in range(len(df)):
+        row, before = int(rows[i]), len(problems)
+        for canon, values in zip(LABEL_COLUMNS, (cid, a, b, win)):
+            if not values[i]:
+                problems.append(Problem(file_label, f"empty {canon}", row=row, column=cols[canon]))
+        if len(problems) > before:
+            continue
+        if cid[i] not in known:
+            problems.append(Problem(file_label, f"unknown context '{cid[i]}': not in dataset "
+                                    f"'{dataset.name}'", row=row, column=cols["context_id"]))
+            continue
+        for canon, cand in (("candidate_a", a[i]), ("candidate_b", b[i])):
+            if cand not in known[cid[i]]:
+                problems.append(Problem(
+                    file_label, f"unknown candidate '{cand}' in context '{cid[i]}' (it has: "
+                    f"{', '.join(sorted(known[cid[i]]))})", row=row, column=cols[canon]))
+        if a[i] == b[i]:
+            problems.append(Problem(file_label, f"candidate_a and candidate_b are both '{a[i]}'; "
+                                    "a label compares two different candidates", row=row,
+                                    column=cols["candidate_b"]))
+        winner = TIE if win[i].lower() == TIE else win[i]
+        if winner not in (a[i], b[i], TIE):
+            problems.append(Problem(
+                file_label, f"winner '{win[i]}' is neither candidate_a ('{a[i]}'), candidate_b "
+                f"('{b[i]}') nor 'tie'", row=row, column=cols["winner"]))
+        annotator = ann[i] or default_annotator
+        key = (annotator, cid[i], frozenset((a[i], b[i])))
+        if key in first_seen:
+            problems.append(Problem(
+                file_label, f"annotator '{annotator}' labelled the pair '{a[i]}' / '{b[i]}' of "
+                f"context '{cid[i]}' twice: rows {first_seen[key]} and {row}", row=row,
+                column=cols.get("annotator", cols["candidate_a"])))
+        else:
+            first_seen[key] = row
+        if len(problems) == before:
+            labels.append(HumanLabel(cid[i], a[i], b[i], winner, annotator, row))
+    if problems:
+        return None, _sorted(problems)
+    return labels, []
+
+
+def load_human_labels(source: Source, dataset: Dataset, *, file_label: str | None = None,
+                      default_annotator: str = DEFAULT_ANNOTATOR,
+                      max_bytes: int = MAX_FILE_BYTES) -> list[HumanLabel]:
+    """Read and validate a human pairwise-label file against ``dataset``.
+
+    Parameters
+    ----------
+    source
+        A path, the file's bytes, or a binary file object.
+    dataset
+        The candidate dataset the labels refer to.
+    file_label
+        Name used in problems; defaults to the file name (its extension picks CSV or JSONL).
+    default_annotator
+        Annotator of rows that name none.
+    max_bytes
+        Larger files are refused from their size alone.
+
+    Returns
+    -------
+    list[HumanLabel]
+        Labels in file order.
+
+    Raises
+    ------
+    ValidationError
+        With every problem found in the file.
+    """
+    label = file_label or _default_label(source)
+    frame, problems = parse_table(source, label, max_bytes=max_bytes)
+    if frame is None:
+        raise ValidationError(problems)
+    labels, more = validate_labels_frame(frame, dataset, file_label=label,
+                                         default_annotator=default_annotator)
+    problems = _sorted(problems + more)
+    if problems or labels is None:
+        raise ValidationError(problems)
+    return labels
+
+
+def labels_frame(labels: list[HumanLabel]) -> pd.DataFrame:
+    """Labels as a table with the import columns (for export and display)."""
+    return pd.DataFrame(
+        [(x.context_id, x.candidate_a, x.candidate_b, x.winner, x.annotator) for x in labels],
+        columns=list(LABEL_COLUMNS + OPTIONAL_LABEL_COLUMNS))
+
+

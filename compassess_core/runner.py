@@ -1,0 +1,198 @@
+"""The run loop: compute the comparisons a run still lacks, stream each batch to a sink, resume cleanly.
+
+Given a validated dataset, run settings, a judge and a sink, ``run_comparisons`` plans the ordered
+pairs of every context (``selection.select_pairs``), skips pairs the run already stored, reuses
+judgements any run stored for the same model, label words and rendered prompt (the cache), and sends
+the rest to the judge one chunk at a time. A chunk holds whole groups of pairs sharing their first
+candidate, so the judge's prefix cache stays warm; it is written to the sink the moment it is
+computed, so a crash or Ctrl-C loses at most one chunk and a rerun repeats nothing that was stored.
+
+This module must never import the store or a UI: it talks to ``sink.ResultSink`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .errors import RunCancelled
+from .prompts import prompt_hash
+from .selection import select_pairs
+from .settings import RunSettings
+from .sink import ResultSink
+from .types import ComparisonPrompt, ComparisonResult, Context, Dataset, IntArray, PairKey
+
+#: Default number of prompts per judge call; rounded up to whole first-candidate groups.
+DEFAULT_CHUNK_PROMPTS = 64
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands. ``rate`` is comparisons per second computed by the judge in this session."""
+
+    done: int
+    total: int
+    computed: int
+    cached: int
+    elapsed_s: float
+    rate: float
+    eta_s: float | None
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    status: str
+    total: int
+    already_stored: int
+    computed: int
+    cached: int
+    elapsed_s: float
+
+
+def label_words_key(label_words: Sequence[str]) -> str:
+    return json.dumps(list(label_words))
+
+
+def context_seed(seed: int, context_id: str) -> np.random.Generator:
+    """A per-context generator that does not depend on which other contexts are in the run."""
+    digest = int(hashlib.sha256(context_id.encode("utf-8")).hexdigest()[:8], 16)
+    return np.random.default_rng([seed, digest])
+
+
+def planned_pairs(context: Context, settings: RunSettings) -> IntArray:
+    """The ordered pairs (first, second) of one context, as candidate indices (paper §3.4)."""
+    return select_pairs(len(context.candidates), settings.strategy, settings.budget,
+                        context_seed(settings.seed, context.context_id))
+
+
+def render_prompt(context: Context, a: int, b: int, settings: RunSettings) -> ComparisonPrompt:
+    """The prompt of one comparison, rebuilt from the stored template and texts."""
+    return settings.template.render(context.text, context.candidates[a].text,
+                                    context.candidates[b].text, settings.aspect_obj)
+
+
+def _chunks(pairs: IntArray, target: int) -> Iterator[IntArray]:
+    """Split pairs (sorted by first candidate) into chunks of whole first-candidate groups."""
+    if len(pairs) == 0:
+        return
+    starts = np.flatnonzero(np.r_[True, pairs[1:, 0] != pairs[:-1, 0]])
+    bounds = list(starts) + [len(pairs)]
+    begin = 0
+    for k in range(1, len(bounds)):
+        if bounds[k] - begin >= target or k == len(bounds) - 1:
+            yield pairs[begin:bounds[k]]
+            begin = bounds[k]
+
+
+def run_comparisons(
+    dataset: Dataset,
+    settings: RunSettings,
+    judge,
+    sink: ResultSink,
+    run_id: int,
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    cancel: threading.Event | None = None,
+    chunk_prompts: int = DEFAULT_CHUNK_PROMPTS,
+    heartbeat_s: float = 5.0,
+) -> RunSummary:
+    """Compute and store every planned comparison of ``dataset`` that ``run_id`` lacks.
+
+    Raises
+    ------
+    RunCancelled
+        When ``cancel`` is set or the sink reports a cancel request; what was computed is stored.
+    """
+    contexts = dataset.head(settings.contexts).contexts
+    stored = sink.stored_pairs(run_id)
+    plans = [(ctx, planned_pairs(ctx, settings)) for ctx in contexts]
+    total = int(sum(len(p) for _, p in plans))
+    already = sum(1 for ctx, pairs in plans for a, b in pairs
+                  if PairKey(ctx.context_id, ctx.candidates[a].candidate_id,
+                             ctx.candidates[b].candidate_id) in stored)
+    state = {"done": already, "computed": 0, "cached": 0}
+    start = time.perf_counter()
+    judge_seconds = 0.0
+    lw_key = label_words_key(settings.label_words)
+    model_key = getattr(judge, "model_key", settings.model_key)
+
+    def snapshot() -> Progress:
+        elapsed = time.perf_counter() - start
+        rate = state["computed"] / judge_seconds if judge_seconds > 0 else 0.0
+        left = total - state["done"]
+        eta = left / rate if rate > 0 else None
+        return Progress(state["done"], total, state["computed"], state["cached"], elapsed, rate, eta)
+
+    # A heartbeat thread keeps the run's row fresh during long judge calls, so a UI can tell a
+    # busy worker from a dead one.
+    stop_beat = threading.Event()
+
+    def beat() -> None:
+        while not stop_beat.wait(heartbeat_s):
+            try:
+                sink.set_run_status(run_id, "running", done=state["done"], total=total)
+            except Exception:  # a heartbeat must never kill the run
+                pass
+
+    sink.set_run_status(run_id, "running", done=already, total=total, message=None)
+    beater = threading.Thread(target=beat, name="compassess-heartbeat", daemon=True)
+    beater.start()
+    if progress:
+        progress(snapshot())
+    try:
+        for ctx, pairs in plans:
+            ids = ctx.candidate_ids
+            todo = np.array([(a, b) for a, b in pairs
+                             if PairKey(ctx.context_id, ids[a], ids[b]) not in stored],
+                            dtype=np.int64).reshape(-1, 2)
+            for chunk in _chunks(todo, chunk_prompts):
+                if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
+                    raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
+                keys = [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in chunk]
+                prompts = [render_prompt(ctx, int(a), int(b), settings) for a, b in chunk]
+                hashes = [prompt_hash(p) for p in prompts]
+                hits = sink.cached_judgements(model_key, lw_key, hashes)
+                results: list[ComparisonResult] = []
+                missing = [k for k, h in enumerate(hashes) if h not in hits]
+                for k, h in enumerate(hashes):
+                    if h in hits:
+                        results.append(ComparisonResult(keys[k], hits[h].judgement, h))
+                if missing:
+                    t0 = time.perf_counter()
+                    judgements = judge.judge([prompts[k] for k in missing])
+                    judge_seconds += time.perf_counter() - t0
+                    results.extend(ComparisonResult(keys[k], jd, hashes[k])
+                                   for k, jd in zip(missing, judgements))
+                sink.add_comparisons(run_id, results)
+                state["done"] += len(results)
+                state["computed"] += len(missing)
+                state["cached"] += len(results) - len(missing)
+                sink.set_run_status(run_id, "running", done=state["done"], total=total)
+                if progress:
+                    progress(snapshot())
+    except (RunCancelled, KeyboardInterrupt):
+        stop_beat.set()
+        sink.set_run_status(run_id, "cancelled", done=state["done"], total=total,
+                            message="stopped on request; run again to resume")
+        raise
+    except BaseException as e:
+        stop_beat.set()
+        sink.set_run_status(run_id, "failed", done=state["done"], total=total,
+                            message=f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        stop_beat.set()
+        beater.join(timeout=1)
+    sink.set_run_status(run_id, "completed", done=state["done"], total=total, message=None)
+    return RunSummary("completed", total, already, state["computed"], state["cached"],
+                      time.perf_counter() - start)

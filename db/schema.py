@@ -1,0 +1,227 @@
+"""The store's tables, as SQLAlchemy 2.0 declarative classes (the single source of truth for alembic).
+
+Engine identifiers (``context_id``, ``candidate_id``) are the strings of the user's file; here they
+are ``key`` columns, and every relation uses integer primary keys. Every foreign key cascades on
+delete so that deleting a dataset removes its runs, comparisons and judgements in the database
+itself (SQLite needs ``PRAGMA foreign_keys=ON``, which ``db.store`` sets on every connection).
+
+This module must never issue SQL or hold a connection: it only describes tables. A change here
+needs a new migration in ``db/migrations/versions`` (``alembic -c db/alembic.ini revision
+--autogenerate``); ``tests/test_store.py`` fails when the two disagree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, MetaData,
+                        String, Text, UniqueConstraint)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+#: Constraint names are fixed so that later migrations (batch mode on SQLite) can address them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Run states written by the run loop (``compassess_core.runner``) and the store.
+RUN_STATUSES = ("pending", "running", "completed", "cancelled", "failed")
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp that is always timezone-aware UTC in Python, whatever the backend keeps.
+
+    SQLite has no time zones and returns naive values; PostgreSQL returns aware ones. Naive values
+    written by callers are taken to be UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc) if dialect.name != "sqlite" else value
+        value = value.astimezone(timezone.utc)
+        # SQLite stores the text verbatim: keep it naive so string order is time order.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[str]: JSON()}
+
+
+class DatasetRow(Base):
+    """One saved candidate file. ``content_hash`` identifies its content (saving is idempotent)."""
+
+    __tablename__ = "datasets"
+    # Ids are never reused after a delete: the store caches id -> key maps per dataset.
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    content_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    source: Mapped[str] = mapped_column(Text, default="")
+    score_columns: Mapped[list[str]] = mapped_column(JSON, default=list)
+    n_contexts: Mapped[int] = mapped_column(Integer)
+    n_candidates: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ContextRow(Base):
+    """A context (source text) of a dataset; ``position`` keeps file order."""
+
+    __tablename__ = "contexts"
+    __table_args__ = (
+        UniqueConstraint("dataset_id", "key"),
+        UniqueConstraint("dataset_id", "position"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(255))
+    position: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+
+
+class CandidateRow(Base):
+    """A candidate text of a context; ``dataset_id`` is repeated so a dataset's ids load in one query."""
+
+    __tablename__ = "candidates"
+    __table_args__ = (
+        UniqueConstraint("context_id", "key"),
+        UniqueConstraint("context_id", "position"),
+        Index("ix_candidates_dataset_id", "dataset_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(255))
+    position: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    system: Mapped[str | None] = mapped_column(String(255))
+    source_row: Mapped[int | None] = mapped_column(Integer)
+
+
+class ReferenceScoreRow(Base):
+    """A reference (human) score of a candidate in one score column. NULL stands for NaN."""
+
+    __tablename__ = "reference_scores"
+
+    candidate_id: Mapped[int] = mapped_column(
+        ForeignKey("candidates.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[float | None] = mapped_column(Float)
+
+
+class RunRow(Base):
+    """A comparison run: all settings as JSON, the ones pages filter on as columns, live status."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_dataset_id", "dataset_id"),
+        Index("ix_runs_model_key_label_words", "model_key", "label_words"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    model: Mapped[str | None] = mapped_column(String(1024))
+    model_key: Mapped[str | None] = mapped_column(String(1024))
+    # json.dumps(list(label_words)), the key compassess_core.runner.label_words_key makes.
+    label_words: Mapped[str | None] = mapped_column(String(255))
+    aspect: Mapped[str | None] = mapped_column(Text)
+    template_name: Mapped[str | None] = mapped_column(String(255))
+    strategy: Mapped[str | None] = mapped_column(String(64))
+    budget: Mapped[int | None] = mapped_column(Integer)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(32), default="pending")
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    total: Mapped[int | None] = mapped_column(Integer)
+    message: Mapped[str | None] = mapped_column(Text)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker_pid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ComparisonRow(Base):
+    """One stored judgement of an ordered pair (a first, b second). NULL floats stand for NaN."""
+
+    __tablename__ = "comparisons"
+    __table_args__ = (
+        UniqueConstraint("run_id", "a_id", "b_id"),
+        Index("ix_comparisons_prompt_hash", "prompt_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    a_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    b_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    p: Mapped[float | None] = mapped_column(Float)
+    logp_a: Mapped[float | None] = mapped_column(Float)
+    logp_b: Mapped[float | None] = mapped_column(Float)
+    label_mass: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    prompt_hash: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class HumanJudgementRow(Base):
+    """A person's A/B judgement of a pair as shown (left = A). Not unique: a later issue decides."""
+
+    __tablename__ = "human_judgements"
+    __table_args__ = (
+        Index("ix_human_judgements_dataset_id_aspect", "dataset_id", "aspect"),
+        Index("ix_human_judgements_context_id", "context_id"),
+        Index("ix_human_judgements_annotator", "annotator"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    left_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    right_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    # "ab": left is the pair's first candidate as sampled, "ba": the display swapped them.
+    shown_order: Mapped[str | None] = mapped_column(String(8))
+    # compassess_core.types.Outcome values, seen from the left candidate: A, B, tie, skip.
+    winner: Mapped[str] = mapped_column(String(8))
+    annotator: Mapped[str] = mapped_column(String(255), default="")
+    aspect: Mapped[str] = mapped_column(String(255), default="")
+    seconds: Mapped[float | None] = mapped_column(Float)
+    source: Mapped[str] = mapped_column(String(32), default="app")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class GuidelineRow(Base):
+    """Annotation guidelines shown on the annotate page, one text per dataset."""
+
+    __tablename__ = "guidelines"
+
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+    text: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -1,0 +1,410 @@
+"""Shared UI helpers of the Streamlit pages: the store handle, cached reads, pickers, the tau control,
+the worker launcher and the comparison view.
+
+Pages stay thin by calling these. This module must never compute a statistic (that is
+``compassess_core.analysis``) nor issue SQL (that is ``db.store``); it must never render user text as
+HTML or markdown: candidate and context texts go through ``st.text``/``st.code``/``st.dataframe``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from compassess_core import analysis
+from compassess_core.runner import render_prompt
+from compassess_core.settings import RunSettings
+from compassess_core.types import ComparisonTable, Dataset
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
+SAMPLE_NAME = "sample_summeval"
+BUNDLED_MODEL = "bundled:SmolLM2-135M-Instruct"
+#: A running run whose heartbeat is older than this is taken to have lost its worker (the worker
+#: beats every 5 s, so 30 s leaves room for a slow first model load).
+STALE_AFTER_S = 30.0
+#: Characters of a text shown in tables; the full text is in the comparison view and the exports.
+PREVIEW_CHARS = 120
+
+
+# --------------------------------------------------------------------------------------- store
+
+def db_url() -> str:
+    """The database the app works on (``COMPASSESS_DATABASE_URL`` or the default SQLite file)."""
+    from db.store import default_database_url
+    return default_database_url()
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(url: str):
+    from db.store import Store
+    return Store(url)
+
+
+def store():
+    return _open_store(db_url())
+
+
+def home_dir() -> Path:
+    """``COMPASSESS_HOME`` (worker logs live in its ``logs`` folder)."""
+    env = os.environ.get("COMPASSESS_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "compassess"
+
+
+# Cached reads are keyed by the database URL and ids (and the number of stored comparisons for a
+# run), so the tau slider and page switches never go back to the database for unchanged data.
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_dataset(url: str, dataset_id: int) -> Dataset:
+    return _open_store(url).load_dataset(dataset_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_table(url: str, run_id: int, n_comparisons: int) -> ComparisonTable:
+    return _open_store(url).comparison_table(run_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_parts(url: str, dataset_id: int, run_id: int, n_comparisons: int):
+    dataset = cached_dataset(url, dataset_id)
+    table = cached_table(url, run_id, n_comparisons)
+    parts = analysis.split_by_context(dataset, table)
+    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    return parts, all_p
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_ranking(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
+                   tau: float, with_ci: bool) -> pd.DataFrame:
+    return analysis.rank_contexts(cached_dataset(url, dataset_id),
+                                  cached_table(url, run_id, n_comparisons),
+                                  method=method, tau=tau, with_ci=with_ci)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_evaluation(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
+                      reference: str | None, tau: float) -> analysis.Evaluation:
+    parts, all_p = cached_parts(url, dataset_id, run_id, n_comparisons)
+    return analysis.evaluate_at(cached_dataset(url, dataset_id), parts, method=method,
+                                reference=reference, tau=tau, all_p=all_p)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_report(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
+                  reference: str | None) -> analysis.EvaluationReport:
+    return analysis.evaluate_run(cached_dataset(url, dataset_id),
+                                 cached_table(url, run_id, n_comparisons),
+                                 method=method, reference=reference, debias="balanced")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_bias_by_context(url: str, dataset_id: int, run_id: int, n_comparisons: int,
+                           tau: float) -> pd.DataFrame:
+    return analysis.bias_by_context(cached_dataset(url, dataset_id),
+                                    cached_table(url, run_id, n_comparisons), tau)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_order_dependence(url: str, dataset_id: int, run_id: int, n_comparisons: int,
+                            tau: float) -> pd.DataFrame:
+    return analysis.order_dependence(cached_dataset(url, dataset_id),
+                                     cached_table(url, run_id, n_comparisons), tau)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def cached_matrix(url: str, dataset_id: int, run_id: int, n_comparisons: int,
+                  context_id: str) -> tuple[list[str], np.ndarray]:
+    return analysis.context_matrix(cached_dataset(url, dataset_id),
+                                   cached_table(url, run_id, n_comparisons), context_id)
+
+
+# ------------------------------------------------------------------------------ selection state
+
+def remember(key: str, value: Any) -> None:
+    """Keep a selection across pages (session state) and across a browser refresh (query params)."""
+    st.session_state[key] = value
+    if value is None:
+        st.query_params.pop(key, None)
+    else:
+        st.query_params[key] = str(value)
+
+
+def recalled(key: str) -> str | None:
+    if key in st.session_state and st.session_state[key] is not None:
+        return str(st.session_state[key])
+    value = st.query_params.get(key)
+    return value if value else None
+
+
+def pick_dataset(where=st.sidebar, label: str = "Dataset"):
+    """A dataset picker; returns the chosen ``DatasetInfo`` or None when the store has none."""
+    infos = store().list_datasets()
+    if not infos:
+        return None
+    ids = [d.id for d in infos]
+    want = recalled("dataset")
+    index = next((k for k, d in enumerate(infos) if str(d.id) == want), len(infos) - 1)
+    chosen = where.selectbox(label, ids, index=index, format_func=lambda i: _dataset_label(infos, i))
+    remember("dataset", chosen)
+    return next(d for d in infos if d.id == chosen)
+
+
+def _dataset_label(infos, dataset_id: int) -> str:
+    d = next(x for x in infos if x.id == dataset_id)
+    return f"{d.name} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
+
+
+def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True):
+    """A run picker over every run of the store; returns the chosen ``RunInfo`` or None."""
+    runs = store().list_runs()
+    if need_comparisons:
+        runs = [r for r in runs if (r.n_comparisons or 0) > 0]
+    if not runs:
+        return None
+    names = [r.name for r in runs]
+    want = recalled("run")
+    index = names.index(want) if want in names else len(names) - 1
+    chosen = where.selectbox(label, names, index=index,
+                             format_func=lambda n: _run_label(runs[names.index(n)]))
+    remember("run", chosen)
+    return store().get_run(chosen)
+
+
+def _run_label(run) -> str:
+    return f"{run.name} [{run.status}, {run.n_comparisons or 0} comparisons]"
+
+
+def no_run_message() -> None:
+    st.info("No run with stored comparisons yet. Load the sample on **Home**, then start a run on "
+            "**Run** (the bundled model needs about a minute on the sample's first contexts).")
+    st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
+
+
+class RunView:
+    """Everything a result page needs about the selected run, read once per rerun (cached)."""
+
+    def __init__(self, run) -> None:
+        self.run = run
+        self.url = db_url()
+        self.n = int(run.n_comparisons or 0)
+        self.dataset_id = int(run.dataset_id)
+        self.dataset = cached_dataset(self.url, self.dataset_id)
+        self.settings = RunSettings.from_dict(run.settings)
+        self.parts, self.all_p = cached_parts(self.url, self.dataset_id, run.id, self.n)
+
+    @property
+    def key(self) -> tuple[str, int, int, int]:
+        return self.url, self.dataset_id, self.run.id, self.n
+
+    @property
+    def tau_star(self) -> float:
+        return analysis.resolve_tau("balanced", self.all_p)
+
+    @property
+    def context_ids(self) -> list[str]:
+        return [cc.context.context_id for cc in self.parts]
+
+
+# ------------------------------------------------------------------------------------ tau control
+
+TAU_MODES = ("off", "balanced", "manual")
+
+
+def tau_control(view: RunView) -> float:
+    """The sidebar threshold control shared by every result page; returns the current tau.
+
+    ``off`` is eq. 3's natural threshold 0.5, ``balanced`` is tau* (the median of p, which makes
+    P(A) = P(B) = 0.5, eq. 10), ``manual`` a slider. The choice survives page switches.
+    """
+    tau_star = view.tau_star
+    if "tau_mode_w" not in st.session_state:
+        st.session_state["tau_mode_w"] = st.session_state.get("tau_mode", "off")
+    labels = {"off": "off (tau = 0.5)", "balanced": f"balanced (tau* = {tau_star:.3f})",
+              "manual": "manual"}
+    mode = st.sidebar.radio("Decision threshold tau (eq. 10)", TAU_MODES, key="tau_mode_w",
+                            format_func=labels.get,
+                            help="A comparison is won by the first position (A) when p > tau. "
+                                 "tau* balances P(A) = P(B) = 0.5 and removes positional bias.")
+    st.session_state["tau_mode"] = mode
+    if "tau_manual_w" not in st.session_state:
+        st.session_state["tau_manual_w"] = float(st.session_state.get("tau_manual", round(tau_star, 3)))
+    manual = st.sidebar.slider("tau", min_value=0.001, max_value=0.999, step=0.001, format="%.3f",
+                               key="tau_manual_w", disabled=mode != "manual",
+                               help=f"The balancing value tau* = {tau_star:.4f} is marked in the "
+                                    "gauges and histograms.")
+    st.session_state["tau_manual"] = manual
+    tau = {"off": 0.5, "balanced": tau_star, "manual": float(manual)}[mode]
+    marker = " (balanced)" if mode == "balanced" else ""
+    st.sidebar.caption(f"Current tau = {tau:.4f}{marker}; tau* = {tau_star:.4f} on "
+                       f"{len(view.all_p):,} comparisons.")
+    return tau
+
+
+# ------------------------------------------------------------------------------------ formatting
+
+def preview(text: str | None, n: int = PREVIEW_CHARS) -> str:
+    if text is None:
+        return ""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= n else flat[: n - 1] + "\u2026"
+
+
+def fmt(value: float | None, spec: str = ".1f", missing: str = "n/a") -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return missing
+    return format(value, spec)
+
+
+def escape_md(text: str) -> str:
+    """Escape markdown/HTML so a name from the user shows literally inside ``st.markdown``."""
+    out = []
+    for ch in str(text):
+        if ch in "\\`*_{}[]()#+-.!|<>~$&":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------------- the worker
+
+def heartbeat_age_s(run) -> float | None:
+    hb = getattr(run, "heartbeat_at", None)
+    if hb is None:
+        return None
+    if hb.tzinfo is None:
+        hb = hb.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - hb).total_seconds()
+
+
+def worker_state(run) -> str:
+    """``working``, ``stale`` (running but silent), ``completed``, ``cancelled``, ``failed``, ``pending``."""
+    if run.status == "running":
+        age = heartbeat_age_s(run)
+        return "working" if age is not None and age < STALE_AFTER_S else "stale"
+    return run.status
+
+
+def worker_log_path(run_name: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)[:120]
+    return home_dir() / "logs" / f"worker-{safe}.log"
+
+
+def start_worker(run_name: str, run_id: int, url: str) -> Path:
+    """Start ``compassess worker`` for a stored run in its own session; returns its log file.
+
+    The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
+    sees a live worker and does not start another one.
+    """
+    log = worker_log_path(run_name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    store().set_run_status(run_id, "running", message="worker starting")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    with open(log, "ab") as out:
+        subprocess.Popen([sys.executable, "-m", "compassess_core.cli", "worker", "--run", run_name,
+                          "--db", url], stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=str(REPO_ROOT),
+                         env=env)
+    return log
+
+
+def log_tail(path: Path, n_lines: int = 12) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n_lines:])
+
+
+def rate_and_eta(run_name: str, done: int, total: int) -> tuple[float | None, float | None]:
+    """Comparisons per second seen by this session since it started watching, and the ETA in s."""
+    marks = st.session_state.setdefault("_progress_marks", {})
+    now = time.monotonic()
+    first = marks.setdefault(run_name, (now, done))
+    if done < first[1]:
+        marks[run_name] = first = (now, done)
+    elapsed = now - first[0]
+    if elapsed < 1.0 or done <= first[1]:
+        return None, None
+    rate = (done - first[1]) / elapsed
+    return rate, (total - done) / rate if rate > 0 else None
+
+
+# ---------------------------------------------------------------------------- comparison view
+
+@st.cache_resource(show_spinner="Loading the judge to show its chat template ...", max_entries=2)
+def _judge_for_render(model: str, device: str, dtype: str):
+    from compassess_core.judges import load_judge
+    return load_judge(None if model.startswith("bundled:") else model, device="cpu", dtype=dtype,
+                      batch_size=1)
+
+
+def open_comparison(context_id: str, first: str, second: str) -> None:
+    st.session_state["open_comparison"] = (context_id, first, second)
+
+
+def comparison_view(view: RunView, context_id: str, first: str, second: str, tau: float) -> None:
+    """Both texts side by side, the exact prompt, p in both orders, label mass and a flip flag."""
+    ctx = view.dataset.context(context_id)
+    ids = ctx.candidate_ids
+    a, b = ids.index(first), ids.index(second)
+    fwd = store().get_comparison(view.run.id, context_id, first, second)
+    rev = store().get_comparison(view.run.id, context_id, second, first)
+    st.subheader(f"Comparison in context {context_id}")
+    st.caption("Texts are shown exactly as stored (plain text, never rendered).")
+    with st.expander("Context", expanded=False):
+        st.text(ctx.text)
+    left, right = st.columns(2)
+    for col, cand, label in ((left, ctx.candidates[a], "A (first position)"),
+                             (right, ctx.candidates[b], "B (second position)")):
+        with col:
+            st.markdown(f"**{label}:** {escape_md(cand.candidate_id)}"
+                        + (f" — system {escape_md(cand.system)}" if cand.system else ""))
+            st.text(cand.text)
+    c1, c2, c3, c4 = st.columns(4)
+    p_fwd = None if fwd is None else float(fwd["p"])
+    p_rev = None if rev is None else float(rev["p"])
+    c1.metric(f"p({first} first beats {second})", fmt(p_fwd, ".3f"))
+    c2.metric(f"p({second} first beats {first})", fmt(p_rev, ".3f"))
+    c3.metric("Label-word mass P(w_A)+P(w_B), this order",
+              fmt(None if fwd is None else float(fwd.get("label_mass", np.nan)), ".3f"))
+    c4.metric("Label-word mass, swapped order",
+              fmt(None if rev is None else float(rev.get("label_mass", np.nan)), ".3f"))
+    if p_fwd is not None and p_rev is not None:
+        # Order-consistent verdicts name the same winner: first wins one order iff it loses the other.
+        flips = (p_fwd > tau) == (p_rev > tau)
+        winner_fwd = first if p_fwd > tau else second
+        winner_rev = second if p_rev > tau else first
+        if flips:
+            st.error(f"The verdict FLIPS with the order at tau = {tau:.3f}: with {first} first the "
+                     f"winner is {winner_fwd}; with {second} first the winner is {winner_rev}.",
+                     icon=":material/swap_horiz:")
+        else:
+            st.success(f"Order-consistent at tau = {tau:.3f}: {winner_fwd} wins in both orders.",
+                       icon=":material/check:")
+    elif p_fwd is None:
+        st.warning("This ordered pair was not compared in this run.")
+    else:
+        st.info("The swapped order was not compared in this run, so a flip cannot be checked.")
+    prompt = render_prompt(ctx, a, b, view.settings)
+    st.markdown("**The exact prompt sent** (user message, then the answer primer the model continues):")
+    st.code(prompt.text, language=None, wrap_lines=True)
+    st.code(prompt.primer, language=None)
+    if st.checkbox("Show it with the model's chat template (loads the judge, a few seconds)",
+                   key=f"chat_{context_id}_{first}_{second}"):
+        try:
+            judge = _judge_for_render(view.settings.model, view.settings.device, view.settings.dtype)
+            st.code(judge.render(prompt), language=None, wrap_lines=True)
+        except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
+            st.warning(f"Could not load the judge to render its chat template: {e}")
