@@ -46,9 +46,11 @@ def split_by_context(dataset: Dataset, table: ComparisonTable) -> list[ContextCo
         index = pd.Index(ctx.candidate_ids)
         i = index.get_indexer(table.a_ids[mask])
         j = index.get_indexer(table.b_ids[mask])
-        keep = (i >= 0) & (j >= 0)
+        p = table.p[mask]
+        # unknown ids (a candidate deleted since) and non-finite p are left out of every statistic
+        keep = (i >= 0) & (j >= 0) & np.isfinite(p)
         out.append(ContextComparisons(ctx, i[keep].astype(np.int64), j[keep].astype(np.int64),
-                                      table.p[mask][keep].astype(np.float64)))
+                                      p[keep].astype(np.float64)))
     return out
 
 
@@ -247,3 +249,27 @@ def context_matrix(dataset: Dataset, table: ComparisonTable, context_id: str) ->
         return ctx.candidate_ids, bias.comparison_matrix(cc.n, cc.i, cc.j, cc.p)
     n = len(ctx.candidates)
     return ctx.candidate_ids, np.full((n, n), np.nan)
+
+
+def decision_matrix(matrix: FloatArray, tau: float) -> FloatArray:
+    """Eq. 10 decisions of a p_ij matrix: 1 where the first position wins (p_ij > tau), 0 where the
+    second does, NaN where the pair was not compared (Liusie et al. 2024, eq. 10)."""
+    tau = resolve_tau(tau, np.array([], dtype=float))
+    m = np.asarray(matrix, dtype=np.float64)
+    return np.where(np.isnan(m), np.nan, (m > tau).astype(np.float64))
+
+
+def consistency_matrix(matrix: FloatArray) -> FloatArray:
+    """``p_ij - (1 - p_ji)`` per cell: 0 for a judge that ignores order, > 0 where the pair's first
+    position is favoured in both orders; NaN unless both orders were compared."""
+    m = np.asarray(matrix, dtype=np.float64)
+    return m - (1.0 - m.T)
+
+
+def overall_flip_rate(parts: Sequence[ContextComparisons], tau: float) -> tuple[float, int]:
+    """Flip rate over every context at threshold ``tau``: share of unordered pairs judged in both
+    orders whose eq. 10 verdict changes with the order; ``(nan, 0)`` without such pairs."""
+    i, j, p = _global_pairs(parts)
+    if len(p) == 0:
+        return float("nan"), 0
+    return bias.flip_rate(i, j, p, tau)

@@ -88,6 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--json", action="store_true")
     _db_arg(u)
 
+    il = sub.add_parser("import-labels", help="store human A/B labels from a CSV/JSONL file "
+                        "(context_id, candidate_a, candidate_b, winner[, annotator])")
+    il.add_argument("file", metavar="FILE")
+    il.add_argument("--dataset", required=True, metavar="NAME", help="stored dataset the labels refer to")
+    il.add_argument("--aspect", default="overall", help="aspect the people judged (default: overall)")
+    _db_arg(il)
+
+    ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
+    ag.add_argument("--run", required=True, metavar="NAME")
+    ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
+                    help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
+    ag.add_argument("--debias", default="balanced", metavar="balanced|TAU")
+    ag.add_argument("--json", action="store_true")
+    _db_arg(ag)
+
     w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
     w.add_argument("--run", required=True, metavar="NAME")
     _db_arg(w)
@@ -341,7 +356,74 @@ def cmd_runs(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "rank": cmd_rank, "evaluate": cmd_evaluate, "export": cmd_export,
+def _dataset_id(store, name: str) -> int:
+    for d in store.list_datasets():
+        if d.name == name or str(d.id) == name:
+            return d.id
+    raise InputError(f"no stored dataset named '{name}' (see `compassess datasets`)")
+
+
+def cmd_import_labels(args) -> int:
+    from .labels import load_human_labels, store_rows
+    store = _open_store(args.db)
+    dataset_id = _dataset_id(store, args.dataset)
+    dataset = store.load_dataset(dataset_id)
+    labels = load_human_labels(Path(args.file), dataset)
+    n = store.add_human_judgements(dataset_id, store_rows(labels, aspect=args.aspect))
+    print(f"stored {n} human labels for dataset '{dataset.name}', aspect '{args.aspect}'", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_agreement(args) -> int:
+    from .agreement import human_table_from_labels, agreement_summary
+    from .analysis import resolve_tau
+    from .labels import load_human_labels
+    store = _open_store(args.db)
+    run, settings, dataset = _load_run(store, args.run)
+    table = store.comparison_table(run.id)
+    if args.labels == "stored":
+        human = store.human_judgements_frame(run.dataset_id, settings.aspect)
+        source = f"stored labels for aspect '{settings.aspect}'"
+    else:
+        human = human_table_from_labels(load_human_labels(Path(args.labels), dataset))
+        source = args.labels
+    if len(human) == 0:
+        raise InputError(f"no human labels for dataset '{dataset.name}' and aspect '{settings.aspect}'; "
+                         "import some with `compassess import-labels` or annotate in the app")
+    tau = resolve_tau(args.debias, table.p)
+    summary = agreement_summary(human, table, dataset, tau)
+    summary = {"run": run.name, "labels": source, **summary}
+    if args.json:
+        print(json.dumps(summary, indent=2, default=lambda o: None))
+        return EXIT_OK
+    llm = summary["llm_vs_human"]
+    print(f"run {run.name} vs {source}: {llm['n_pairs_matched']} pairs judged by both "
+          f"({llm['n_judgements']} human judgements, {llm['n_skipped']} skips left out)")
+    for at in ("raw", "debiased"):
+        m = llm[at]
+        print(f"{at:>8} (tau = {m['tau']:.4f}): accuracy {_fmt(m['accuracy_without_ties'], '.3f')} / "
+              f"Cohen's kappa {_fmt(m['kappa_without_ties'], '.3f')} without ties (n = {m['n_without_ties']}); "
+              f"accuracy {_fmt(m['accuracy_with_ties'], '.3f')} / kappa {_fmt(m['kappa_with_ties'], '.3f')} "
+              f"with ties (n = {m['n_with_ties']}, {m['n_human_ties']} human ties)")
+    pb = summary["positional_bias"]
+    print(f"positional bias: people picked the left text in {_fmt(pb['human_share_left'], '.3f')} of "
+          f"{pb['human_n']} decisive judgements; LLM P(A) {pb['llm_p_a_raw']:.3f} raw, "
+          f"{pb['llm_p_a_debiased']:.3f} at tau")
+    hh = summary["human_human"]
+    if hh["n_items"]:
+        print(f"human vs human on {hh['n_items']} pairs: agreement {_fmt(hh['percent_agreement'], '.3f')}, "
+              f"Krippendorff's alpha {_fmt(hh['krippendorff_alpha'], '.3f')}"
+              + (f", Cohen's kappa {hh['cohen_kappa']:.3f}" if hh["cohen_kappa"] is not None else ""))
+    rc = summary["ranking_correlation"]
+    if rc["n_used"]:
+        print(f"LLM vs human-only Bradley-Terry ranking: Spearman x100 {_fmt(rc['spearman_x100'])} "
+              f"(mean over {rc['n_used']} contexts)")
+    for note in llm["notes"]:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+COMMANDS = {"import-labels": cmd_import_labels, "agreement": cmd_agreement, "run": cmd_run, "rank": cmd_rank, "evaluate": cmd_evaluate, "export": cmd_export,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
             "worker": cmd_worker}
 
@@ -356,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `compassess rank ... | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as e:  # noqa: BLE001 - the last line of defence prints, not a traceback
         if os.environ.get("COMPASSESS_DEBUG"):
             raise

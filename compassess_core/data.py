@@ -370,9 +370,26 @@ def _parse_csv(text: str, label: str, delimiter: str
     if header is None:
         problems.append(Problem(label, "the file is empty"))
         return None, problems, end_lines
+    if text.count('"') % 2 and _ends_inside_quotes(text, delimiter):
+        problems.append(Problem(
+            label, "a double quote opened on this row is never closed, so the rest of the file "
+            "was read as one field; close the quote (a literal quote inside a quoted field is "
+            "written twice: \"\")", row=row))
+        return None, problems, end_lines
     names, name_problems = _unique_names(header, label)
     problems.extend(name_problems)
     return _frame(names, records, rows), problems, end_lines
+
+
+def _ends_inside_quotes(text: str, delimiter: str) -> bool:
+    """Whether the CSV ends inside a quoted field (lenient parsing silently swallows the rest)."""
+    # Only strict mode tells an unclosed quote apart from a literal quote in an unquoted field.
+    try:
+        for _ in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
 
 
 def _cell(value: object) -> str:
@@ -388,14 +405,13 @@ def _cell(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _objects_frame(objects: list[dict], rows: list[int], label: str
-                   ) -> tuple[pd.DataFrame, list[Problem]]:
+def _objects_frame(objects: list[dict], rows: list[int]) -> pd.DataFrame:
+    """Objects as a table: columns in first-appearance order, a missing key an empty cell."""
     columns: dict[str, None] = {}
     for obj in objects:
         columns.update(dict.fromkeys(obj))
     names = list(columns)
-    records = [[_cell(obj.get(c)) for c in names] for obj in objects]
-    return _frame(names, records, rows), []
+    return _frame(names, [[_cell(obj.get(c)) for c in names] for obj in objects], rows)
 
 
 def _parse_jsonl(text: str, label: str) -> tuple[pd.DataFrame | None, list[Problem]]:
@@ -419,8 +435,7 @@ def _parse_jsonl(text: str, label: str) -> tuple[pd.DataFrame | None, list[Probl
         rows.append(line_no)
     if not objects and not problems:
         return None, [Problem(label, "the file is empty")]
-    frame, more = _objects_frame(objects, rows, label)
-    return frame, problems + more
+    return _objects_frame(objects, rows), problems
 
 
 def _parse_json_array(text: str, label: str) -> tuple[pd.DataFrame | None, list[Problem]]:
@@ -437,8 +452,7 @@ def _parse_json_array(text: str, label: str) -> tuple[pd.DataFrame | None, list[
     keep = [(i, o) for i, o in enumerate(data, start=1) if isinstance(o, dict)]
     if not keep and not problems:
         return None, [Problem(label, "the file is empty")]
-    frame, more = _objects_frame([o for _, o in keep], [i for i, _ in keep], label)
-    return frame, problems + more
+    return _objects_frame([o for _, o in keep], [i for i, _ in keep]), problems
 
 
 def _encoding_problems(bad: list[tuple[int, int]], raw: bytes, label: str,

@@ -64,3 +64,17 @@ def write_table(df: pd.DataFrame, path: str | Path, fmt: str, *, what: str, meta
     sidecar.write_text(json.dumps({"what": what, **metadata}, indent=2, default=str), encoding="utf-8")
     written.append(sidecar)
     return written
+
+
+def table_bytes(df: pd.DataFrame, fmt: str, *, what: str, metadata: dict) -> tuple[bytes, bytes | None]:
+    """The bytes :func:`write_table` would write, for downloads: ``(file, sidecar)``.
+
+    The sidecar (``.settings.json``) is None for JSON, which embeds ``metadata`` itself.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="compassess-export-") as tmp:
+        paths = write_table(df, Path(tmp) / f"{what}.{fmt}", fmt, what=what, metadata=metadata)
+        data = paths[0].read_bytes()
+        sidecar = paths[1].read_bytes() if len(paths) > 1 else None
+    return data, sidecar

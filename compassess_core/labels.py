@@ -195,3 +195,11 @@ def labels_frame(labels: list[HumanLabel]) -> pd.DataFrame:
         columns=list(LABEL_COLUMNS + OPTIONAL_LABEL_COLUMNS))
 
 
+
+
+def store_rows(labels: list[HumanLabel], *, aspect: str) -> list[dict]:
+    """Rows for ``Store.add_human_judgements``: an imported label has no screen order, so
+    ``shown_order`` stays None and ``source`` is ``"import"`` (left out of human positional bias)."""
+    return [dict(context_id=lb.context_id, candidate_left=lb.candidate_a,
+                 candidate_right=lb.candidate_b, winner=lb.outcome.value, annotator=lb.annotator,
+                 aspect=aspect, source="import") for lb in labels]

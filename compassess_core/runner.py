@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import RunCancelled
 from .prompts import prompt_hash
-from .selection import select_pairs
+from .selection import max_budget, select_pairs
 from .settings import RunSettings
 from .sink import ResultSink
 from .types import ComparisonPrompt, ComparisonResult, Context, Dataset, IntArray, PairKey
@@ -70,8 +70,16 @@ def context_seed(seed: int, context_id: str) -> np.random.Generator:
 
 
 def planned_pairs(context: Context, settings: RunSettings) -> IntArray:
-    """The ordered pairs (first, second) of one context, as candidate indices (paper §3.4)."""
-    return select_pairs(len(context.candidates), settings.strategy, settings.budget,
+    """The ordered pairs (first, second) of one context, as candidate indices (paper §3.4).
+
+    A budget larger than a context allows is capped at that context's maximum (contexts of one
+    dataset may differ in size), so one budget works for every context.
+    """
+    n = len(context.candidates)
+    budget = settings.budget
+    if settings.strategy != "full" and budget is not None:
+        budget = min(budget, max_budget(n, settings.strategy))
+    return select_pairs(n, settings.strategy, budget,
                         context_seed(settings.seed, context.context_id))
 
 

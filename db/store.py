@@ -15,6 +15,8 @@ This module must never compute rankings or statistics, and never import a UI.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
 import math
 import os
@@ -32,11 +34,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import (Connection, Engine, Select, Table, case, create_engine, delete, event,
-                        func, insert, select, text, update)
+from sqlalchemy import (Connection, Engine, Select, String, Table, case, create_engine, delete,
+                        event, func, insert, select, text, type_coerce, update)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import aliased
 from sqlalchemy.pool import StaticPool
 
@@ -63,6 +65,9 @@ HUMAN_JUDGEMENT_KEYS = frozenset({"context_id", "candidate_left", "candidate_rig
                                   "candidate_b", "winner", "annotator", "aspect", "seconds",
                                   "shown_order", "source", "created_at"})
 SHOWN_ORDERS = frozenset({"ab", "ba"})
+
+#: Longest dataset or run name (the width of their columns in db/schema.py).
+MAX_NAME_LENGTH = 255
 
 _WRITE_OPTION = "compassess_write"
 # Arbitrary constant key of the PostgreSQL advisory lock that serialises migrations.
@@ -112,6 +117,17 @@ class _DatasetKeys:
 
     contexts: dict[str, int]
     candidates: dict[tuple[str, str], int]
+    # Reverse maps as arrays: key_of[id - offset] is the string id of integer key ``id``.
+    context_offset: int = 0
+    context_key_of: np.ndarray = dataclasses.field(default_factory=lambda: np.array([], object))
+    candidate_offset: int = 0
+    candidate_key_of: np.ndarray = dataclasses.field(default_factory=lambda: np.array([], object))
+
+    def context_keys(self, ids: np.ndarray) -> np.ndarray:
+        return self.context_key_of[ids - self.context_offset]
+
+    def candidate_keys(self, ids: np.ndarray) -> np.ndarray:
+        return self.candidate_key_of[ids - self.candidate_offset]
 
 
 def default_database_url() -> str:
@@ -170,10 +186,43 @@ def _chunks(items: Sequence[str], size: int = _IN_CHUNK) -> Iterator[Sequence[st
         yield items[i:i + size]
 
 
+def _reverse(pairs: Iterable[tuple[str, int]]) -> tuple[int, np.ndarray]:
+    """``(offset, key_of)`` with ``key_of[id - offset] == key``: integer keys of a dataset are dense."""
+    pairs = list(pairs)
+    if not pairs:
+        return 0, np.array([], dtype=object)
+    ids = np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))
+    offset = int(ids.min())
+    key_of = np.full(int(ids.max()) - offset + 1, None, dtype=object)
+    key_of[ids - offset] = [k for k, _ in pairs]
+    return offset, key_of
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small tuples.
+
+    Fetching 100k rows allocates 100k+ tuples that hold no cycles; each allocation burst triggers
+    full collections that otherwise cost more than the query itself.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _make_engine(url: str, echo: bool) -> Engine:
-    u = make_url(url)
-    if u.get_backend_name() != "sqlite":
-        return create_engine(u, echo=echo, pool_pre_ping=True)
+    try:
+        u = make_url(url)
+        if u.get_backend_name() != "sqlite":
+            return create_engine(u, echo=echo, pool_pre_ping=True)
+    except (ArgumentError, NoSuchModuleError, ImportError) as e:
+        raise InputError(f"cannot open the database URL {url!r}: {e} (e.g. "
+                         "sqlite:////path/compassess.db or postgresql+psycopg://user@host/db "
+                         "with its driver installed)") from None
     database = u.database or ""
     in_memory = database in ("", ":memory:") or "mode=memory" in str(u.query)
     if in_memory:
@@ -235,6 +284,7 @@ class Store:
         self.engine: Engine = _make_engine(self.url, echo)
         self.dialect: str = self.engine.dialect.name
         if self.dialect not in ("sqlite", "postgresql"):
+            self.engine.dispose()
             raise InputError(f"database '{self.dialect}' is not supported: use SQLite or PostgreSQL")
         self._keys: dict[int, _DatasetKeys] = {}
         self._keys_lock = threading.Lock()
@@ -320,7 +370,8 @@ class Store:
             select(ContextRow.key, CandidateRow.key, CandidateRow.id)
             .join(ContextRow, ContextRow.id == CandidateRow.context_id)
             .where(CandidateRow.dataset_id == dataset_id))}
-        return _DatasetKeys(contexts, candidates)
+        return _DatasetKeys(contexts, candidates, *_reverse(contexts.items()),
+                            *_reverse(((k[1], i) for k, i in candidates.items())))
 
     def _dataset_row(self, conn: Connection, name_or_id: str | int):
         cols = (DatasetRow.id, DatasetRow.name, DatasetRow.n_contexts, DatasetRow.n_candidates,
@@ -360,6 +411,9 @@ class Store:
         """
         if not dataset.name.strip():
             raise InputError("a dataset needs a non-empty name to be saved")
+        if len(dataset.name) > MAX_NAME_LENGTH:
+            raise InputError(f"the dataset name '{dataset.name[:40]}...' is longer than "
+                             f"{MAX_NAME_LENGTH} characters")
         if not dataset.contexts:
             raise InputError(f"dataset '{dataset.name}' has no contexts: nothing to save")
         chash = dataset.content_hash or dataset_content_hash(dataset.contexts)
@@ -493,6 +547,9 @@ class Store:
         """
         if not name or not name.strip():
             raise InputError("a run needs a non-empty name")
+        if len(name) > MAX_NAME_LENGTH:
+            raise InputError(f"the run name '{name[:40]}...' is longer than {MAX_NAME_LENGTH} "
+                             "characters")
         try:
             canonical = json.loads(json.dumps(settings, sort_keys=True, allow_nan=False))
         except (TypeError, ValueError) as e:
@@ -604,7 +661,7 @@ class Store:
                 .join(ContextRow, ContextRow.id == ComparisonRow.context_id)
                 .join(A, A.id == ComparisonRow.a_id).join(B, B.id == ComparisonRow.b_id)
                 .where(ComparisonRow.run_id == run_id))
-        with self._read() as conn:
+        with self._read() as conn, _gc_paused():
             self._run_dataset_id(conn, run_id)
             return {PairKey(c, a, b) for c, a, b in conn.execute(stmt)}
 
@@ -654,8 +711,7 @@ class Store:
         """
         if not results:
             return
-        now = utcnow()
-        with self._write() as conn:
+        with self._write() as conn, _gc_paused():
             keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
             rows, unknown = [], []
             for r in results:
@@ -669,14 +725,14 @@ class Store:
                 rows.append(dict(run_id=run_id, context_id=ctx, a_id=a, b_id=b, p=_db_float(j.p),
                                  logp_a=_db_float(j.logp_a), logp_b=_db_float(j.logp_b),
                                  label_mass=_db_float(j.label_mass),
-                                 latency_ms=_db_float(j.latency_ms), prompt_hash=r.prompt_hash,
-                                 created_at=now))
+                                 latency_ms=_db_float(j.latency_ms), prompt_hash=r.prompt_hash))
             if unknown:
                 shown = ", ".join(f"({k.context_id}, {k.a_id}, {k.b_id})" for k in unknown[:5])
                 raise InputError(f"{len(unknown)} comparison(s) for run {run_id} name a context or "
                                  f"candidate not in its dataset, e.g. {shown}; nothing was stored")
-            conn.execute(self._insert_ignore(ComparisonRow.__table__, ["run_id", "a_id", "b_id"]),
-                         rows)
+            # The database's clock, as SQL: a bound Python datetime costs a conversion per row.
+            stmt = self._insert_ignore(ComparisonRow.__table__, ["run_id", "a_id", "b_id"])
+            conn.execute(stmt.values(created_at=func.current_timestamp()), rows)
 
     def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
                        total: int | None = None, message: str | None = None) -> None:
@@ -719,12 +775,15 @@ class Store:
 
     # ---------------------------------------------------------------- reading comparisons
 
-    def _comparison_select(self, run_id: int, extra: bool) -> Select:
+    def _comparison_select(self, run_id: int, raw_time: bool = False) -> Select:
         A, B = aliased(CandidateRow), aliased(CandidateRow)
+        # raw_time: the backend's own value (text on SQLite), which pandas parses vectorised,
+        # far faster than one Python conversion per row.
+        created = (type_coerce(ComparisonRow.created_at, String) if raw_time
+                   else ComparisonRow.created_at)
         cols = [ContextRow.key, A.key, B.key, ComparisonRow.p, ComparisonRow.logp_a,
-                ComparisonRow.logp_b, ComparisonRow.label_mass]
-        if extra:
-            cols += [ComparisonRow.latency_ms, ComparisonRow.prompt_hash, ComparisonRow.created_at]
+                ComparisonRow.logp_b, ComparisonRow.label_mass, ComparisonRow.latency_ms,
+                ComparisonRow.prompt_hash, created]
         return (select(*cols).select_from(ComparisonRow)
                 .join(ContextRow, ContextRow.id == ComparisonRow.context_id)
                 .join(A, A.id == ComparisonRow.a_id).join(B, B.id == ComparisonRow.b_id)
@@ -733,31 +792,39 @@ class Store:
     def comparison_table(self, run_id: int) -> ComparisonTable:
         """All comparisons of a run, in the order stored, as aligned arrays (NULL -> NaN).
 
+        One SELECT of integer keys and floats, turned into arrays column by column; the string
+        ids come from the dataset's cached key arrays (a join would double the time).
+
         Raises
         ------
         RunNotFoundError
             When the run does not exist.
         """
-        with self._read() as conn:
-            self._run_dataset_id(conn, run_id)
-            rows = conn.execute(self._comparison_select(run_id, extra=False)).all()
-        if not rows:
-            return ComparisonTable.empty()
-        cols = list(zip(*rows))
-        obj = [np.array(c, dtype=object) for c in cols[:3]]
-        num = [np.array(c, dtype=np.float64) for c in cols[3:]]
-        return ComparisonTable(*obj, *num)
+        C = ComparisonRow
+        with self._read() as conn, _gc_paused():
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows = conn.execute(select(C.context_id, C.a_id, C.b_id, C.p, C.logp_a, C.logp_b,
+                                       C.label_mass)
+                                .where(C.run_id == run_id).order_by(C.id)).all()
+            if not rows:
+                return ComparisonTable.empty()
+            cols = list(zip(*rows))
+            del rows
+            ctx, a, b = (np.fromiter(c, dtype=np.int64, count=len(c)) for c in cols[:3])
+            num = [np.array(c, dtype=np.float64) for c in cols[3:]]
+        return ComparisonTable(keys.context_keys(ctx), keys.candidate_keys(a),
+                               keys.candidate_keys(b), *num)
 
     def comparisons_frame(self, run_id: int) -> pd.DataFrame:
         """All comparisons of a run with latency, prompt hash and time (``COMPARISON_COLUMNS``)."""
-        with self._read() as conn:
+        with self._read() as conn, _gc_paused():
             self._run_dataset_id(conn, run_id)
-            rows = conn.execute(self._comparison_select(run_id, extra=True)).all()
+            rows = conn.execute(self._comparison_select(run_id, raw_time=True)).all()
         cols = list(zip(*rows)) if rows else [()] * len(COMPARISON_COLUMNS)
         data: dict[str, Any] = {}
         for name, values in zip(COMPARISON_COLUMNS, cols):
             if name in ("context_id", "a_id", "b_id", "prompt_hash"):
-                data[name] = pd.Series(values, dtype=object)
+                data[name] = pd.Series(values, dtype="str")
             elif name == "created_at":
                 data[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
             else:
@@ -767,7 +834,7 @@ class Store:
     def get_comparison(self, run_id: int, context_id: str, a_id: str,
                        b_id: str) -> dict | None:
         """One stored comparison as a dict of ``COMPARISON_COLUMNS``, or None when not stored."""
-        stmt = self._comparison_select(run_id, extra=True)
+        stmt = self._comparison_select(run_id)
         A, B = stmt.selected_columns[1], stmt.selected_columns[2]
         with self._read() as conn:
             row = conn.execute(stmt.where(ContextRow.key == context_id, A == a_id,

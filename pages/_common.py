@@ -120,6 +120,19 @@ def cached_order_dependence(url: str, dataset_id: int, run_id: int, n_comparison
                                      cached_table(url, run_id, n_comparisons), tau)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_export(url: str, dataset_id: int, run_id: int, n_comparisons: int, what: str, fmt: str,
+                  method: str, tau: float, metadata: dict) -> tuple[bytes, bytes | None, pd.DataFrame]:
+    """An export file, its settings sidecar and a 10-row preview (rankings or all comparisons)."""
+    from compassess_core.export import table_bytes
+    if what == "rankings":
+        frame = cached_ranking(url, dataset_id, run_id, n_comparisons, method, tau, False)
+    else:
+        frame = _open_store(url).comparisons_frame(run_id)
+    data, sidecar = table_bytes(frame, fmt, what=what, metadata=metadata)
+    return data, sidecar, frame.head(10)
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def cached_matrix(url: str, dataset_id: int, run_id: int, n_comparisons: int,
                   context_id: str) -> tuple[list[str], np.ndarray]:
@@ -408,3 +421,41 @@ def comparison_view(view: RunView, context_id: str, first: str, second: str, tau
             st.code(judge.render(prompt), language=None, wrap_lines=True)
         except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
             st.warning(f"Could not load the judge to render its chat template: {e}")
+
+
+# ------------------------------------------------------------------------------- method control
+
+METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probability",
+                 "bradley-terry": "Bradley-Terry (soft)", "poe": "product of experts (Gaussian)"}
+
+
+def method_control() -> str:
+    """The ranking-method picker shared by the result pages (kept across page switches)."""
+    from compassess_core.ranking import METHODS
+    methods = list(METHODS)
+    if "method_w" not in st.session_state:
+        st.session_state["method_w"] = st.session_state.get("method", methods[0])
+    method = st.sidebar.selectbox("Ranking method", methods, key="method_w",
+                                  format_func=lambda m: METHOD_LABELS.get(m, m))
+    st.session_state["method"] = method
+    return method
+
+
+def result_page_header(title: str) -> tuple[RunView, float, str] | None:
+    """Title, run picker, method and tau controls; None (with guidance shown) when there is no run."""
+    st.title(title)
+    run = pick_run()
+    if run is None:
+        no_run_message()
+        return None
+    view = RunView(run)
+    if len(view.all_p) == 0:
+        st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")
+        return None
+    method = method_control()
+    tau = tau_control(view)
+    if worker_state(run) == "working":
+        st.info(f"Run '{run.name}' is still running ({run.n_comparisons:,}/{run.total or '?'} "
+                "comparisons stored): numbers here use what is stored so far.",
+                icon=":material/hourglass_top:")
+    return view, tau, method

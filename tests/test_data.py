@@ -435,3 +435,18 @@ def test_shared_benchmarks_load(name, n_contexts, per_context, scores):
     assert {len(c.candidates) for c in ds.contexts} == {per_context}
     assert ds.score_columns == scores
     assert all(k.text.strip() for c in ds.contexts for k in c.candidates)
+
+
+def test_unclosed_quote_is_named_not_swallowed(tmp_path):
+    csv = 'context_id,context,candidate_id,text\nA0,c,S0,"open\nA0,c,S1,t\nA0,c,S2,t\n'
+    p = only(problems_of(write(tmp_path, "q.csv", csv)))
+    assert p.row == 2 and "never closed" in p.message
+    literal = 'context_id,context,candidate_id,text\nA0,c,S0,a 5" screen\nA0,c,S1,t\n'
+    ds = load_candidates(write(tmp_path, "lit.csv", literal))
+    assert ds.contexts[0].candidates[0].text == 'a 5" screen'
+
+
+def test_repeated_header_name(tmp_path):
+    csv = "context_id,text,context,candidate_id,text\nA0,a,c,S0,t\nA0,a,c,S1,t\n"
+    p = only(problems_of(write(tmp_path, "d.csv", csv)))
+    assert (p.row, p.column) == (1, "text") and "columns 2 and 5" in p.message

@@ -105,14 +105,17 @@ class CausalJudge:
         Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
     min_saving
         A prefix gets its own cache only if that saves at least this many prompt tokens.
+    window
+        Leaves wait in a window of ``window * batch_size`` before being length-sorted into
+        batches; larger windows pad less but keep more prefix caches alive.
     """
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
                  batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
-                 min_saving: int = 32):
+                 min_saving: int = 32, window: int = 4):
         if batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size}")
-        self._loaded = loaded
+        self.loaded = loaded
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = loaded.device
@@ -120,6 +123,7 @@ class CausalJudge:
         self.batch_size = batch_size
         self.token_budget = max(token_budget, 1)
         self.min_saving = min_saving
+        self.window = window
         self._label_ids = self._resolve_label_ids()
         self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
         self.description = f"{loaded.name} (causal, {loaded.device.type}, {dtype_name(loaded.dtype)})"
@@ -237,48 +241,106 @@ class CausalJudge:
         _, new_kv = self._forward(ids, kv, want_cache=True)
         return new_kv
 
-    def _batches(self, suffix_lens: np.ndarray) -> list[np.ndarray]:
-        """Length-sorted micro-batches within batch_size and token_budget (positions into the list)."""
-        order = np.argsort(suffix_lens, kind="stable")
+    def _split(self, widths: np.ndarray) -> list[np.ndarray]:
+        """Cut length-sorted items into micro-batches within batch_size and token_budget."""
         out, cur = [], []
-        for pos in order:
-            longest = int(suffix_lens[pos])  # sorted ascending: the newcomer is the longest
+        for pos in range(len(widths)):
+            longest = int(widths[pos])  # ascending: the newcomer is the longest so far
             if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * longest > self.token_budget):
                 out.append(np.asarray(cur))
                 cur = []
-            cur.append(int(pos))
+            cur.append(pos)
         if cur:
             out.append(np.asarray(cur))
         return out
 
-    def _run_leaves(self, seqs, leaves: list[int], start: int, kv, la, lb) -> None:
-        if not leaves:
-            return
-        lens = np.array([len(seqs[i]) - start for i in leaves], dtype=np.int64)
-        for batch in self._batches(lens):
-            rows = [leaves[p] for p in batch]
-            width = int(lens[batch].max())
-            # Right padding: causal attention never lets a real token see the pads after it, and
-            # positions continue from the cache without offsets.
-            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
-            for r, i in enumerate(rows):
-                s = seqs[i][start:]
-                ids[r, :len(s)] = torch.tensor(s, dtype=torch.long)
-            self.stats["model_tokens"] += int(lens[batch].sum())
-            hidden, _ = self._forward(ids.to(self.device), kv, want_cache=False)
-            last = torch.as_tensor(lens[batch] - 1, device=hidden.device)
-            h = hidden[torch.arange(len(rows), device=hidden.device), last]
-            a, b = self._head.logprobs(h, self._label_ids)
-            la[rows] = a
-            lb[rows] = b
+    def _flush(self, seqs, pending: list, la, lb, final: bool) -> None:
+        """Run pending leaves in length-sorted micro-batches; keep an unfilled last batch unless final.
 
-    def _run_node(self, seqs, node: PrefixNode, base: int, kv, la, lb) -> None:
+        Leaves of different cached prefixes share a batch (``_run_batch`` pads their caches), so
+        small groups (6 TopicalChat responses, first candidates split by a shared opening word)
+        still fill whole batches.
+        """
+        if not pending:
+            return
+        pending.sort(key=lambda it: len(seqs[it[0]]) - it[1])
+        widths = np.array([len(seqs[i]) - start for i, start, _ in pending], dtype=np.int64)
+        batches = self._split(widths)
+        if not final and len(batches[-1]) < self.batch_size:
+            keep = [pending[p] for p in batches[-1]]
+            batches = batches[:-1]
+        else:
+            keep = []
+        for b in batches:
+            self._run_batch(seqs, [pending[p] for p in b], la, lb)
+        pending[:] = keep
+
+    def _run_batch(self, seqs, items: list, la, lb) -> None:
+        """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)].
+
+        Suffixes are right-padded: causal attention never lets a real token see the pads after it.
+        When all items share one cache it is broadcast (no mask needed); otherwise the caches are
+        stacked, right-padded to the longest, and an attention mask hides each row's cache padding
+        while explicit position ids continue each row from its own cache length.
+        """
+        rows = [i for i, _, _ in items]
+        starts = np.array([st for _, st, _ in items], dtype=np.int64)
+        lens = np.array([len(seqs[i]) for i in rows], dtype=np.int64) - starts
+        width = int(lens.max())
+        b = len(items)
+        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        for r, (i, st, _) in enumerate(items):
+            ids[r, :lens[r]] = torch.tensor(seqs[i][st:], dtype=torch.long)
+        ids = ids.to(self.device)
+        self.stats["model_tokens"] += int(lens.sum())
+        self.stats["forward_passes"] += 1
+        kv0 = items[0][2]
+        if all(it[2] is kv0 for it in items):
+            out = self._base(input_ids=ids, past_key_values=self._make_cache(kv0, b) if kv0 else None,
+                             use_cache=kv0 is not None)
+        else:
+            out = self._base(**self._mixed_inputs(ids, items, starts, lens))
+        hidden = out.last_hidden_state
+        h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
+        a, bb = self._head.logprobs(h, self._label_ids)
+        la[rows] = a
+        lb[rows] = bb
+
+    def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
+        from transformers import DynamicCache
+        b, width = ids.shape
+        lmax = int(starts.max())
+        cache = DynamicCache(config=self.model.config)
+        ref = next(it[2] for it in items if it[2] is not None)
+        for li, layer in enumerate(cache.layers):
+            k0, v0 = ref[li]
+            # Zeros, not empty memory: a masked key must not be NaN (NaN * 0 weight is still NaN).
+            k = k0.new_zeros((b, k0.shape[1], lmax, k0.shape[3]))
+            v = v0.new_zeros((b, v0.shape[1], lmax, v0.shape[3]))
+            for r, (_, st, kv) in enumerate(items):
+                if kv is not None and st:
+                    k[r, :, :st] = kv[li][0][0]
+                    v[r, :, :st] = kv[li][1][0]
+            layer.lazy_initialization(k, v)
+            layer.keys, layer.values = k, v
+        mask = torch.zeros((b, lmax + width), dtype=torch.long)
+        pos = torch.zeros((b, width), dtype=torch.long)
+        for r in range(b):
+            mask[r, :starts[r]] = 1
+            mask[r, lmax:lmax + lens[r]] = 1
+            pos[r] = int(starts[r]) + torch.arange(width)
+        return dict(input_ids=ids, past_key_values=cache, use_cache=True,
+                    attention_mask=mask.to(ids.device), position_ids=pos.to(ids.device))
+
+    def _run_node(self, seqs, node: PrefixNode, base: int, kv, pending: list, la, lb) -> None:
         if node.prefix_len > base:
             kv = self._extend(seqs[node.rep], base, node.prefix_len, kv)
-        # Children first, then this node's own leaves: the deepest caches are freed soonest.
         for child in node.children:
-            self._run_node(seqs, child, node.prefix_len, kv, la, lb)
-        self._run_leaves(seqs, node.leaves, node.prefix_len, kv, la, lb)
+            self._run_node(seqs, child, node.prefix_len, kv, pending, la, lb)
+        pending.extend((i, node.prefix_len, kv) for i in node.leaves)
+        # A bounded window of pending leaves: length-sorted batches without holding every cache.
+        if len(pending) >= self.window * self.batch_size:
+            self._flush(seqs, pending, la, lb, final=False)
 
     @torch.inference_mode()
     def logprobs_for_ids(self, seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -291,11 +353,12 @@ class CausalJudge:
         la = np.full(len(useqs), np.nan)
         lb = np.full(len(useqs), np.nan)
         self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
+        pending: list = []
         if self.prefix_cache:
-            root = plan_prefixes(useqs, self.min_saving)
-            self._run_node(useqs, root, 0, None, la, lb)
+            self._run_node(useqs, plan_prefixes(useqs, self.min_saving), 0, None, pending, la, lb)
         else:
-            self._run_leaves(useqs, list(range(len(useqs))), 0, None, la, lb)
+            pending = [(i, 0, None) for i in range(len(useqs))]
+        self._flush(useqs, pending, la, lb, final=True)
         return la[inv], lb[inv]
 
     def judge(self, prompts: Sequence[ComparisonPrompt]) -> list[Judgement]:
@@ -310,7 +373,7 @@ class CausalJudge:
 
     def close(self) -> None:
         self.model = self._base = self._head = None  # type: ignore[assignment]
-        self._loaded = None  # type: ignore[assignment]
+        self.loaded = None  # type: ignore[assignment]
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -329,7 +392,7 @@ class Seq2SeqJudge:
                  batch_size: int = 8, token_budget: int = 8192):
         if batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size}")
-        self._loaded = loaded
+        self.loaded = loaded
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = loaded.device
@@ -420,7 +483,7 @@ class Seq2SeqJudge:
 
     def close(self) -> None:
         self.model = self._head = None  # type: ignore[assignment]
-        self._loaded = None  # type: ignore[assignment]
+        self.loaded = None  # type: ignore[assignment]
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

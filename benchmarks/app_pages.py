@@ -1,0 +1,142 @@
+"""How fast the app's pages render on large runs, measured with Streamlit's AppTest.
+
+Two synthetic runs are written straight into a temporary SQLite store (made-up probabilities with a
+first-position bias; no model is involved):
+
+* ``wide``: 200 contexts x 16 candidates, every ordered pair (200 x 240 = 48,000 comparisons);
+* ``deep``: one context of 300 candidates, every ordered pair (89,700 comparisons).
+
+For each run the script prints, in seconds: the first (cold) render of every result page, a second
+(warm) render, and single moves of the tau slider on Rankings, Matrix and Bias. The target is under
+2 s per page and no visible lag for the slider. A live server keeps ``st.cache_data`` between
+reruns; AppTest makes a fresh cache store per run, so the script shares one across runs to measure
+what a user sees. Run: ``.venv/bin/python benchmarks/app_pages.py`` (about 1-3 minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.settings import RunSettings  # noqa: E402
+from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset, Judgement,  # noqa: E402
+                                   PairKey)
+
+PAGES = ("rankings", "matrix", "bias", "export")
+SLIDER_PAGES = ("rankings", "matrix", "bias")
+TAUS = (0.45, 0.55, 0.62)
+
+
+def synthetic_dataset(name: str, n_contexts: int, n_candidates: int, rng: np.random.Generator) -> Dataset:
+    contexts = []
+    for c in range(n_contexts):
+        cands = tuple(Candidate(f"c{c}-s{k}", f"summary {k} of context {c} " + "word " * 40,
+                                system=f"sys{k % 8}", scores={"quality": float(rng.normal())})
+                      for k in range(n_candidates))
+        contexts.append(Context(f"ctx{c:03d}", f"context {c} " + "text " * 200, cands))
+    from compassess_core.data import content_hash
+    return Dataset(name, tuple(contexts), ("quality",), f"{name}.csv", content_hash(contexts))
+
+
+def write_run(store, dataset: Dataset, rng: np.random.Generator) -> tuple[str, float]:
+    dataset_id = store.save_dataset(dataset)
+    t, a = builtin_template("t1", "summary"), Aspect.from_name("coherence")
+    settings = RunSettings(dataset=dataset.name, aspect=a.name, aspect_adjective=a.adjective,
+                           template_name=t.name, template_text=t.text, primer=t.primer,
+                           model="synthetic")
+    name = f"bench-{dataset.name}"
+    run_id = store.create_run(name, dataset_id, settings.to_dict())
+    start = time.perf_counter()
+    total = 0
+    for ctx in dataset.contexts:
+        n = len(ctx.candidates)
+        q = np.array([c.scores["quality"] for c in ctx.candidates])
+        i, j = np.nonzero(~np.eye(n, dtype=bool))
+        p = 1 / (1 + np.exp(-(0.6 + (q[i] - q[j]) + rng.normal(0, 0.8, len(i)))))
+        ids = ctx.candidate_ids
+        batch = [ComparisonResult(PairKey(ctx.context_id, ids[a_], ids[b_]),
+                                  Judgement(float(pp), float(np.log(0.5 * pp)), float(np.log(0.5 * (1 - pp))), 0.5),
+                                  f"{ctx.context_id}/{a_}/{b_}")
+                 for a_, b_, pp in zip(i, j, p)]
+        for k in range(0, len(batch), 20_000):
+            store.add_comparisons(run_id, batch[k:k + 20_000])
+        total += len(batch)
+    store.set_run_status(run_id, "completed", done=total, total=total)
+    return name, time.perf_counter() - start
+
+
+def share_cache_data_between_runs() -> None:
+    """AppTest builds a new cache store per run; a live server keeps one (see the module docstring)."""
+    import streamlit.testing.v1.app_test as app_test
+    shared = app_test.MemoryCacheStorageManager()
+    app_test.MemoryCacheStorageManager = lambda: shared
+
+
+def timed(at, page: str | None = None) -> float:
+    if page is not None:
+        at.switch_page(f"pages/{page}.py")
+    start = time.perf_counter()
+    at.run(timeout=300)
+    elapsed = time.perf_counter() - start
+    if at.exception:
+        raise RuntimeError(f"{page}: {at.exception[0].value}")
+    return elapsed
+
+
+def bench_run(run_name: str) -> dict[str, float]:
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["run"] = run_name
+    timed(at)
+    out = {}
+    for page in PAGES:
+        out[f"{page} (cold)"] = timed(at, page)
+        out[f"{page} (warm)"] = timed(at, page)
+    for page in SLIDER_PAGES:
+        at.switch_page(f"pages/{page}.py").run(timeout=300)
+        at.radio(key="tau_mode_w").set_value("manual")
+        timed(at)
+        for tau in TAUS:
+            at.slider(key="tau_manual_w").set_value(tau)
+            out[f"{page} slider -> {tau}"] = timed(at)
+        at.slider(key="tau_manual_w").set_value(TAUS[0])
+        out[f"{page} slider back to {TAUS[0]} (cached)"] = timed(at)
+    return out
+
+
+def main() -> int:
+    share_cache_data_between_runs()
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="compassess-bench-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        os.environ["COMPASSESS_DATABASE_URL"] = url
+        os.environ["COMPASSESS_HOME"] = tmp
+        from db.store import Store
+        store = Store(url)
+        runs = []
+        for name, n_ctx, n_cand in (("wide", 200, 16), ("deep", 1, 300)):
+            ds = synthetic_dataset(name, n_ctx, n_cand, rng)
+            run, write_s = write_run(store, ds, rng)
+            n = store.get_run(run).n_comparisons
+            print(f"{name}: {n_ctx} contexts x {n_cand} candidates = {n:,} comparisons "
+                  f"(written in {write_s:.1f} s)")
+            runs.append((name, run))
+        for name, run in runs:
+            print(f"\n== {name} ==")
+            for what, seconds in bench_run(run).items():
+                flag = "" if seconds < 2.0 else "   <-- over 2 s"
+                print(f"  {what:<42s} {seconds:6.2f} s{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

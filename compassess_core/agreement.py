@@ -1,0 +1,836 @@
+"""Agreement between an LLM judge and people, and among people, on pairwise (A/B) judgements.
+
+Inputs are a table of human judgements (from the store, the annotate page or an imported label
+file) and a run's :class:`~compassess_core.types.ComparisonTable`. Everything is computed per
+*unordered* pair ``{x, y}`` with ``x < y`` (string order), so the human's screen order and the
+LLM's prompt order can differ. Classes, relative to that canonical order: ``0`` = first-listed
+(``x``) better, ``1`` = second-listed (``y``) better, ``2`` = tie.
+
+What it provides: LLM verdicts per pair (eq. 9-10 of Liusie, Manakul, Gales, EACL 2024), accuracy
+and Cohen's kappa of LLM vs humans with and without human ties (as MT-Bench reports, Zheng et al.
+2023), the confusion matrix, per-annotator and majority-vote numbers, human-human
+agreement (percent agreement, Cohen's kappa, Krippendorff's alpha), human positional bias, rankings
+from human judgements alone and their correlation with the LLM's, and the list of disagreements.
+
+Pure pandas/numpy (plus ``krippendorff`` and ``ranking``'s evalica): this module must never read
+or write storage, import ``streamlit`` or ``db``, or import scikit-learn (tests only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from . import metrics, ranking
+from .bias import debias_probabilities
+from .errors import InputError, LengthMismatchError
+from .types import ComparisonTable, Dataset, FloatArray, IntArray, Outcome
+
+__all__ = [
+    "TIE",
+    "SKIP",
+    "HUMAN_COLUMNS",
+    "CLASS_NAMES",
+    "as_human_table",
+    "human_table_from_labels",
+    "normalise_human_labels",
+    "pair_probabilities",
+    "verdicts_at",
+    "llm_pair_verdicts",
+    "cohen_kappa",
+    "confusion_matrix",
+    "majority_vote",
+    "AgreementScores",
+    "AgreementAt",
+    "AgreementReport",
+    "llm_vs_human",
+    "HumanAgreement",
+    "human_human_agreement",
+    "human_positional_bias",
+    "positional_bias_side_by_side",
+    "human_rankings",
+    "ranking_correlation",
+    "disagreements",
+]
+
+TIE = Outcome.TIE.value
+SKIP = Outcome.SKIP.value
+
+#: The canonical human-judgement table: the pair as shown on screen and the chosen candidate id
+#: (or "tie" / "skip"); ``seconds`` is NaN for imported labels.
+HUMAN_COLUMNS: tuple[str, ...] = ("context_id", "left_id", "right_id", "winner_id", "annotator",
+                                  "seconds")
+
+#: Class names of codes 0, 1, 2 (relative to the canonical order x < y of each pair).
+CLASS_NAMES: tuple[str, ...] = ("first-listed better", "second-listed better", "tie")
+N_CLASSES = len(CLASS_NAMES)
+X_BETTER, Y_BETTER, TIE_CODE = 0, 1, 2
+
+_PAIR = ["context_id", "x", "y"]
+
+
+# ----------------------------------------------------------------------------- human tables
+
+def as_human_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Bring a human-judgement table to :data:`HUMAN_COLUMNS` (skips kept), whatever its source.
+
+    Accepted shapes, recognised by their columns:
+
+    - canonical: ``context_id, left_id, right_id, winner_id`` (+ ``annotator``, ``seconds``);
+    - the store's ``human_judgements_frame``: ``candidate_left, candidate_right`` and ``winner`` an
+      :class:`~compassess_core.types.Outcome` value seen from the left (``A``, ``B``, ``tie``,
+      ``skip``);
+    - an import/label table: ``candidate_a, candidate_b`` and ``winner`` a candidate id or ``tie``
+      (``candidate_a`` is taken as the left one).
+
+    A ``source`` column is kept (``"import"`` rows have no real screen order, see
+    :func:`human_positional_bias`).
+
+    Raises
+    ------
+    InputError
+        If required columns are missing, a pair compares a candidate with itself, or a winner is
+        neither candidate, ``tie`` nor ``skip``; the message names the first bad row.
+    """
+    cols = set(df.columns)
+    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    if {"left_id", "right_id", "winner_id"} <= cols:
+        left, right, winner = df["left_id"], df["right_id"], df["winner_id"]
+    elif {"candidate_left", "candidate_right", "winner"} <= cols:
+        left, right = df["candidate_left"], df["candidate_right"]
+        w = df["winner"].map(lambda v: v.value if isinstance(v, Outcome) else v)
+        w = w.astype(str).str.strip().str.lower()
+        winner = pd.Series(np.select([w == "a", w == "b"], [left.astype(str), right.astype(str)],
+                                     default=w.to_numpy()), index=df.index)
+    elif {"candidate_a", "candidate_b", "winner"} <= cols:
+        left, right, winner = df["candidate_a"], df["candidate_b"], df["winner"]
+    else:
+        raise InputError("a human-judgement table needs columns context_id, left_id, right_id, "
+                         "winner_id (or candidate_left/candidate_right/winner from the store, or "
+                         f"candidate_a/candidate_b/winner from a label file); it has: "
+                         f"{', '.join(map(str, df.columns)) or '(none)'}")
+    if "context_id" not in cols:
+        raise InputError("a human-judgement table needs a context_id column")
+    out["context_id"] = df["context_id"].astype(str).to_numpy()
+    out["left_id"] = left.astype(str).to_numpy()
+    out["right_id"] = right.astype(str).to_numpy()
+    win = winner.astype(str).str.strip().to_numpy(dtype=object)
+    lower = np.char.lower(win.astype(str))
+    win = np.where(np.isin(lower, [TIE, SKIP]), lower, win)
+    out["winner_id"] = win
+    out["annotator"] = (df["annotator"].fillna("").astype(str).to_numpy() if "annotator" in cols
+                        else "")
+    out["seconds"] = (pd.to_numeric(df["seconds"], errors="coerce").to_numpy(dtype=np.float64)
+                      if "seconds" in cols else np.nan)
+    if "source" in cols:
+        out["source"] = df["source"].fillna("").astype(str).to_numpy()
+    same = out["left_id"].to_numpy() == out["right_id"].to_numpy()
+    if same.any():
+        k = int(np.flatnonzero(same)[0])
+        raise InputError(f"human judgement row {k} compares candidate '{out['left_id'][k]}' with "
+                         f"itself (context '{out['context_id'][k]}')")
+    ok = ((out["winner_id"] == out["left_id"]) | (out["winner_id"] == out["right_id"])
+          | out["winner_id"].isin([TIE, SKIP])).to_numpy()
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise InputError(f"{int((~ok).sum())} human judgement(s) have a winner that is neither "
+                         f"candidate, '{TIE}' nor '{SKIP}'; the first is row {k}: winner "
+                         f"'{out['winner_id'][k]}' for '{out['left_id'][k]}' vs "
+                         f"'{out['right_id'][k]}' in context '{out['context_id'][k]}'")
+    return out
+
+
+def human_table_from_labels(labels: Sequence) -> pd.DataFrame:
+    """Canonical table (:data:`HUMAN_COLUMNS` + ``source = "import"``) from imported labels.
+
+    ``labels`` are :class:`compassess_core.labels.HumanLabel` objects (anything with
+    ``context_id, candidate_a, candidate_b, winner, annotator``); ``candidate_a`` is the left one.
+    """
+    df = pd.DataFrame([(x.context_id, x.candidate_a, x.candidate_b, x.winner, x.annotator)
+                       for x in labels],
+                      columns=["context_id", "left_id", "right_id", "winner_id", "annotator"])
+    df["seconds"] = np.nan
+    df["source"] = "import"
+    return as_human_table(df)
+
+
+def _normalise(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    t = as_human_table(df)
+    skipped = (t["winner_id"] == SKIP).to_numpy()
+    t = t.loc[~skipped].reset_index(drop=True)
+    left, right = t["left_id"].to_numpy(dtype=object), t["right_id"].to_numpy(dtype=object)
+    left_first = (t["left_id"] < t["right_id"]).to_numpy()
+    t["x"] = np.where(left_first, left, right)
+    t["y"] = np.where(left_first, right, left)
+    win = t["winner_id"].to_numpy(dtype=object)
+    t["label"] = np.select([win == TIE, win == t["x"].to_numpy()], [TIE_CODE, X_BETTER],
+                           default=Y_BETTER).astype(np.int64)
+    t["preferred"] = win
+    t["left_picked"] = np.where(win == TIE, np.nan, (win == left).astype(np.float64))
+    # One vote per annotator and pair: a later judgement (made with allow_repeat) replaces the
+    # earlier one, so agreement counts each person once.
+    before = len(t)
+    t = t.drop_duplicates(["annotator", *_PAIR], keep="last").reset_index(drop=True)
+    return t, int(skipped.sum()), before - len(t)
+
+
+def normalise_human_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """Human judgements keyed by unordered pair, skips dropped, one vote per annotator and pair.
+
+    Parameters
+    ----------
+    df
+        Any table :func:`as_human_table` accepts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The canonical columns plus ``x``, ``y`` (the pair with ``x < y``), ``label`` (0 = x
+        better, 1 = y better, 2 = tie), ``preferred`` (winner id or ``"tie"``) and ``left_picked``
+        (1.0 / 0.0, NaN for a tie). When an annotator judged a pair more than once the last row
+        counts. ``attrs["n_skipped"]`` and ``attrs["n_replaced"]`` count the dropped rows.
+
+    Raises
+    ------
+    InputError
+        As :func:`as_human_table`.
+    """
+    t, n_skipped, n_replaced = _normalise(df)
+    t.attrs["n_skipped"] = n_skipped
+    t.attrs["n_replaced"] = n_replaced
+    return t
+
+
+# ----------------------------------------------------------------------------- LLM verdicts
+
+def pair_probabilities(table: ComparisonTable) -> pd.DataFrame:
+    """The run's probabilities per unordered pair: ``context_id, x, y, p_xy, p_yx`` (x < y).
+
+    ``p_xy`` is P(x better) with x shown first (eq. 3 of Liusie et al. 2024), ``p_yx`` with y
+    first; NaN where that order was not judged, the mean where it was judged more than once.
+    Non-finite probabilities are left out.
+    """
+    cid = np.asarray(table.context_ids, dtype=object).astype(str)
+    a = np.asarray(table.a_ids, dtype=object).astype(str)
+    b = np.asarray(table.b_ids, dtype=object).astype(str)
+    p = np.asarray(table.p, dtype=np.float64)
+    keep = np.isfinite(p) & (a != b)
+    cid, a, b, p = cid[keep], a[keep], b[keep], p[keep]
+    fwd = a < b
+    df = pd.DataFrame({"context_id": cid, "x": np.where(fwd, a, b), "y": np.where(fwd, b, a),
+                       "order": np.where(fwd, "p_xy", "p_yx"), "p": p})
+    wide = df.pivot_table(index=_PAIR, columns="order", values="p", aggfunc="mean", sort=True)
+    wide = wide.reindex(columns=["p_xy", "p_yx"])
+    wide.columns.name = None
+    return wide.reset_index()
+
+
+def verdicts_at(pairs: pd.DataFrame, tau: float = 0.5) -> pd.DataFrame:
+    """Add the LLM verdict at threshold ``tau`` to a :func:`pair_probabilities` table.
+
+    Each order is reweighted by eq. 9 of Liusie et al. 2024, ``p^ = a p / (a p + 1 - p)`` with
+    ``a = (1 - tau) / tau``, whose threshold is 0.5 exactly where eq. 10 puts ``tau``. When both
+    orders were judged the verdict comes from their average ``p_avg = (p^_xy + 1 - p^_yx) / 2``,
+    which cancels what is left of the positional bias; otherwise from the one order
+    (``p_avg = p^_xy`` or ``1 - p^_yx``). ``x`` wins iff ``p_avg > 0.5`` (an exact 0.5 goes to
+    ``y``, as eq. 10 gives ``p == tau`` to the second position).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``pairs`` plus ``p_avg`` (reweighted), ``verdict`` (the x or y id), ``llm_label`` (0/1),
+        ``confidence`` = ``|p_avg - 0.5|`` (the distance from the threshold on the reweighted
+        scale; at tau = 0.5 it is ``|p - tau|``), ``both_orders`` and ``flips`` (both orders
+        judged and the eq. 10 verdict changes with the order).
+
+    Raises
+    ------
+    InputError
+        If ``tau`` is not in (0, 1).
+    """
+    out = pairs.copy()
+    p_xy = out["p_xy"].to_numpy(dtype=np.float64)
+    p_yx = out["p_yx"].to_numpy(dtype=np.float64)
+    h_xy, h_yx = _reweight(p_xy, tau), _reweight(p_yx, tau)
+    fwd = np.isfinite(h_xy)
+    rev = np.isfinite(h_yx)
+    both = fwd & rev
+    p_avg = np.where(both, 0.5 * (h_xy + 1.0 - h_yx), np.where(fwd, h_xy, 1.0 - h_yx))
+    x_wins = p_avg > 0.5
+    out["p_avg"] = p_avg
+    out["verdict"] = np.where(x_wins, out["x"].to_numpy(dtype=object),
+                              out["y"].to_numpy(dtype=object))
+    out["llm_label"] = np.where(x_wins, X_BETTER, Y_BETTER).astype(np.int64)
+    out["confidence"] = np.abs(p_avg - 0.5)
+    out["both_orders"] = both
+    # x wins from (x, y) iff p_xy > tau, and from (y, x) iff p_yx <= tau (eq. 10).
+    out["flips"] = both & ((p_xy > tau) == (p_yx > tau))
+    return out
+
+
+def _reweight(p: FloatArray, tau: float) -> FloatArray:
+    out = np.full(len(p), np.nan)
+    ok = np.isfinite(p)
+    out[ok] = debias_probabilities(p[ok], tau)  # also rejects a bad tau when nothing is finite
+    return out
+
+
+def llm_pair_verdicts(table: ComparisonTable, tau: float = 0.5) -> pd.DataFrame:
+    """LLM verdict per unordered pair at threshold ``tau``: :func:`verdicts_at` of
+    :func:`pair_probabilities` (eq. 9-10 of Liusie et al. 2024).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``context_id, x, y, p_xy, p_yx, p_avg, verdict, llm_label, confidence, both_orders,
+        flips``.
+
+    Raises
+    ------
+    InputError
+        If ``tau`` is not in (0, 1).
+    """
+    return verdicts_at(pair_probabilities(table), tau)
+
+
+# ----------------------------------------------------------------------------- agreement math
+
+def _codes(labels: ArrayLike, name: str) -> IntArray:
+    arr = np.asarray(labels).reshape(-1)
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise InputError(f"{name} must hold integer class codes 0..{N_CLASSES - 1}")
+    arr = arr.astype(np.int64)
+    if (arr.min() < 0 or arr.max() >= N_CLASSES):
+        raise InputError(f"{name} must hold class codes 0..{N_CLASSES - 1}, found {int(arr.min())}"
+                         f"..{int(arr.max())}")
+    return arr
+
+
+def confusion_matrix(rows: ArrayLike, cols: ArrayLike) -> IntArray:
+    """3 x 3 counts ``C[r, c]`` of items with row class ``r`` and column class ``c`` (codes 0-2).
+
+    Raises
+    ------
+    LengthMismatchError
+        If the label arrays differ in length.
+    InputError
+        If a code is outside 0..2.
+    """
+    r, c = _codes(rows, "rows"), _codes(cols, "cols")
+    if len(r) != len(c):
+        raise LengthMismatchError(f"confusion matrix: {len(r)} row labels but {len(c)} column labels")
+    return np.bincount(r * N_CLASSES + c, minlength=N_CLASSES ** 2).reshape(N_CLASSES, N_CLASSES)
+
+
+def _kappa_from_confusion(conf: IntArray) -> float:
+    n = conf.sum()
+    if n == 0:
+        return float("nan")
+    p_o = np.trace(conf) / n
+    p_e = float(conf.sum(axis=1) @ conf.sum(axis=0)) / n ** 2
+    if p_e >= 1.0:
+        return float("nan")  # both raters constant and equal: chance explains everything
+    return float((p_o - p_e) / (1.0 - p_e))
+
+
+def cohen_kappa(a: ArrayLike, b: ArrayLike) -> float:
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)`` of two raters on the same items (Cohen 1960).
+
+    ``p_o`` is the observed share of agreement and ``p_e = sum_k (n_ak / n)(n_bk / n)`` the
+    agreement expected by chance from each rater's class frequencies.
+
+    Parameters
+    ----------
+    a, b : array_like of int
+        Class codes 0..2 of each item by each rater.
+
+    Returns
+    -------
+    float
+        NaN when there are no items or both raters give one and the same class to every item
+        (``p_e = 1``; scikit-learn's ``cohen_kappa_score`` is NaN there too).
+
+    Raises
+    ------
+    LengthMismatchError, InputError
+        As :func:`confusion_matrix`.
+    """
+    return _kappa_from_confusion(confusion_matrix(a, b))
+
+
+def majority_vote(human: pd.DataFrame) -> pd.DataFrame:
+    """One label per unordered pair from all its annotators' votes; a tied vote counts as a tie.
+
+    Parameters
+    ----------
+    human
+        A :func:`normalise_human_labels` table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``context_id, x, y, n_x, n_y, n_tie, n_votes, label, preferred, annotators``
+        (``annotators`` joined with ", "), in pair order.
+    """
+    if len(human) == 0:
+        return pd.DataFrame(columns=[*_PAIR, "n_x", "n_y", "n_tie", "n_votes", "label",
+                                     "preferred", "annotators"])
+    counts = (pd.crosstab([human["context_id"], human["x"], human["y"]], human["label"])
+              .reindex(columns=range(N_CLASSES), fill_value=0))
+    c = counts.to_numpy(dtype=np.int64)
+    top = c.max(axis=1)
+    unique_top = (c == top[:, None]).sum(axis=1) == 1
+    label = np.where(unique_top, c.argmax(axis=1), TIE_CODE)
+    out = counts.index.to_frame(index=False)
+    out["n_x"], out["n_y"], out["n_tie"] = c[:, 0], c[:, 1], c[:, 2]
+    out["n_votes"] = c.sum(axis=1)
+    out["label"] = label.astype(np.int64)
+    out["preferred"] = np.select([label == X_BETTER, label == Y_BETTER],
+                                 [out["x"].to_numpy(dtype=object), out["y"].to_numpy(dtype=object)],
+                                 default=TIE)
+    who = human.groupby(_PAIR, sort=True)["annotator"].agg(lambda s: ", ".join(sorted(set(s))))
+    out["annotators"] = who.reindex(pd.MultiIndex.from_frame(out[_PAIR])).to_numpy()
+    return out
+
+
+@dataclass(frozen=True)
+class AgreementScores:
+    """LLM vs one set of human labels at one threshold.
+
+    "With ties" keeps every pair: the LLM never says tie, so a human tie always counts as a
+    disagreement (3 classes). "Without ties" drops pairs the humans called a tie (2 classes), as
+    MT-Bench reports both (Zheng et al. 2023). ``confusion`` rows are the human classes,
+    columns the LLM's, both in :data:`CLASS_NAMES` order.
+    """
+
+    accuracy_with_ties: float
+    kappa_with_ties: float
+    n_with_ties: int
+    accuracy_without_ties: float
+    kappa_without_ties: float
+    n_without_ties: int
+    n_human_ties: int
+    confusion: IntArray
+
+    def confusion_frame(self) -> pd.DataFrame:
+        """The confusion matrix with labelled rows (human) and columns (LLM)."""
+        return pd.DataFrame(self.confusion, index=pd.Index([f"human: {c}" for c in CLASS_NAMES]),
+                            columns=pd.Index([f"LLM: {c}" for c in CLASS_NAMES]))
+
+
+def _scores(human_label: IntArray, llm_label: IntArray) -> AgreementScores:
+    conf = confusion_matrix(human_label, llm_label)
+    n = int(conf.sum())
+    no_tie = conf[:2, :2]
+    n2 = int(no_tie.sum())
+    nan = float("nan")
+    return AgreementScores(
+        accuracy_with_ties=float(np.trace(conf) / n) if n else nan,
+        kappa_with_ties=_kappa_from_confusion(conf),
+        n_with_ties=n,
+        accuracy_without_ties=float(np.trace(no_tie) / n2) if n2 else nan,
+        kappa_without_ties=_kappa_from_confusion(no_tie),
+        n_without_ties=n2,
+        n_human_ties=int(conf[TIE_CODE].sum()),
+        confusion=conf,
+    )
+
+
+@dataclass(frozen=True)
+class AgreementAt:
+    """LLM vs humans at one threshold: majority vote and each annotator."""
+
+    tau: float
+    majority: AgreementScores
+    per_annotator: dict[str, AgreementScores]
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """LLM vs humans, raw (tau = 0.5) and at the chosen threshold, side by side.
+
+    ``n_pairs_labelled`` counts unordered pairs with at least one human vote,
+    ``n_pairs_matched`` those the run also judged (the only ones scored), ``n_judgements`` the
+    votes used (after dropping skips and repeats), ``n_skipped`` the skips dropped.
+    """
+
+    raw: AgreementAt
+    debiased: AgreementAt
+    n_judgements: int
+    n_skipped: int
+    n_pairs_labelled: int
+    n_pairs_matched: int
+    annotators: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def summary_frame(self) -> pd.DataFrame:
+        """One row per scope (``majority`` then each annotator) and threshold, for tables/CLI."""
+        rows = []
+        for at, which in ((self.raw, "raw"), (self.debiased, "debiased")):
+            scopes = [("majority", at.majority)] + sorted(at.per_annotator.items())
+            for scope, s in scopes:
+                rows.append(dict(scope=scope, threshold=which, tau=at.tau,
+                                 accuracy_with_ties=s.accuracy_with_ties,
+                                 kappa_with_ties=s.kappa_with_ties, n_with_ties=s.n_with_ties,
+                                 accuracy_without_ties=s.accuracy_without_ties,
+                                 kappa_without_ties=s.kappa_without_ties,
+                                 n_without_ties=s.n_without_ties, n_human_ties=s.n_human_ties))
+        return pd.DataFrame(rows)
+
+
+def _llm_probs(llm: pd.DataFrame | ComparisonTable) -> pd.DataFrame:
+    if isinstance(llm, ComparisonTable):
+        return pair_probabilities(llm)
+    missing = {"context_id", "x", "y", "p_xy", "p_yx"} - set(llm.columns)
+    if missing:
+        raise InputError(f"LLM pair table lacks column(s) {', '.join(sorted(missing))}; build it "
+                         "with llm_pair_verdicts or pair_probabilities")
+    return llm[["context_id", "x", "y", "p_xy", "p_yx"]]
+
+
+def _agreement_at(human: pd.DataFrame, majority: pd.DataFrame, probs: pd.DataFrame,
+                  tau: float) -> AgreementAt:
+    llm = verdicts_at(probs, tau)[[*_PAIR, "llm_label"]]
+    maj = majority.merge(llm, on=_PAIR, how="inner")
+    per = human.merge(llm, on=_PAIR, how="inner")
+    per_annotator = {str(a): _scores(g["label"].to_numpy(np.int64), g["llm_label"].to_numpy(np.int64))
+                     for a, g in per.groupby("annotator", sort=True)}
+    return AgreementAt(float(tau), _scores(maj["label"].to_numpy(np.int64),
+                                           maj["llm_label"].to_numpy(np.int64)), per_annotator)
+
+
+def llm_vs_human(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
+                 tau: float = 0.5) -> AgreementReport:
+    """Accuracy, Cohen's kappa and confusion matrix of the LLM against human labels.
+
+    Every number is given raw (tau = 0.5) and at ``tau`` (eq. 9-10 of Liusie et al. 2024, see
+    :func:`verdicts_at`), with and without human ties (:class:`AgreementScores`), for the
+    majority vote of each pair (:func:`majority_vote`) and for each annotator alone. Only pairs
+    both labelled and judged by the run are scored.
+
+    Parameters
+    ----------
+    human_df
+        Human judgements in any shape :func:`as_human_table` accepts.
+    llm
+        A run's :class:`ComparisonTable`, or a table from :func:`llm_pair_verdicts` /
+        :func:`pair_probabilities` (only its probabilities are used; verdicts are recomputed).
+    tau
+        The current threshold (e.g. tau* from ``bias.balanced_threshold``).
+
+    Raises
+    ------
+    InputError
+        Bad human table, LLM table lacking columns, or ``tau`` not in (0, 1).
+    """
+    human, n_skipped, _ = _normalise(human_df)
+    probs = _llm_probs(llm)
+    majority = majority_vote(human)
+    raw = _agreement_at(human, majority, probs, 0.5)
+    deb = _agreement_at(human, majority, probs, tau)
+    n_matched = len(majority.merge(probs[_PAIR], on=_PAIR, how="inner"))
+    notes = []
+    if n_matched < len(majority):
+        notes.append(f"{len(majority) - n_matched} labelled pair(s) were not judged by the run and "
+                     "are left out")
+    if len(human) and (human["label"] == TIE_CODE).any():
+        notes.append("the LLM never answers tie: human ties count as disagreements 'with ties'")
+    return AgreementReport(raw=raw, debiased=deb, n_judgements=len(human), n_skipped=n_skipped,
+                           n_pairs_labelled=len(majority), n_pairs_matched=n_matched,
+                           annotators=sorted(human["annotator"].unique().tolist()), notes=notes)
+
+
+# ----------------------------------------------------------------------------- human vs human
+
+@dataclass(frozen=True)
+class HumanAgreement:
+    """Agreement among annotators on pairs that at least two of them labelled.
+
+    ``percent_agreement`` is the share of agreeing annotator pairs over all items
+    (``sum_i sum_k n_ik (n_ik - 1) / sum_i m_i (m_i - 1)`` with ``n_ik`` the votes for class ``k``
+    on item ``i`` and ``m_i`` its annotators: Fleiss' observed agreement, items weighted by their
+    number of annotator pairs);
+    ``cohen_kappa`` is the kappa of the two annotators when exactly two labelled overlapping pairs
+    (else None); ``krippendorff_alpha`` is nominal alpha for any number of annotators;
+    ``pairwise`` has one row per annotator pair with a shared item: ``annotator_1, annotator_2,
+    n_items, agreement, kappa``.
+    """
+
+    n_items: int
+    n_annotators: int
+    percent_agreement: float
+    cohen_kappa: float | None
+    krippendorff_alpha: float
+    pairwise: pd.DataFrame
+
+
+def human_human_agreement(human_df: pd.DataFrame) -> HumanAgreement:
+    """Percent agreement, Cohen's kappa and Krippendorff's alpha among annotators (3 classes).
+
+    Classes are x better / y better / tie (:data:`CLASS_NAMES`); skips are dropped and a repeated
+    judgement counts once (:func:`normalise_human_labels`). Alpha is nominal, from the
+    ``krippendorff`` package (Krippendorff 2011), on the annotator x pair matrix with missing
+    entries; NaN when fewer than two labels or only one class occur.
+
+    Raises
+    ------
+    InputError
+        As :func:`as_human_table`.
+    """
+    import krippendorff  # lazily: only this function needs it
+
+    human, _, _ = _normalise(human_df)
+    m = human.groupby(_PAIR)["annotator"].transform("size")
+    shared = human.loc[m >= 2]
+    annotators = sorted(shared["annotator"].unique().tolist())
+    empty = pd.DataFrame(columns=["annotator_1", "annotator_2", "n_items", "agreement", "kappa"])
+    if len(shared) == 0:
+        return HumanAgreement(0, 0, float("nan"), None, float("nan"), empty)
+    counts = (pd.crosstab([shared["context_id"], shared["x"], shared["y"]], shared["label"])
+              .reindex(columns=range(N_CLASSES), fill_value=0).to_numpy(dtype=np.int64))
+    per_item = counts.sum(axis=1)
+    agree = float((counts * (counts - 1)).sum()) / float((per_item * (per_item - 1)).sum())
+    wide = shared.pivot_table(index="annotator", columns=_PAIR, values="label", aggfunc="first")
+    wide = wide.reindex(annotators)
+    data = wide.to_numpy(dtype=np.float64)
+    try:
+        alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    except ValueError:
+        alpha = float("nan")  # one class only: alpha is undefined
+    rows = []
+    for ia in range(len(annotators)):
+        for ib in range(ia + 1, len(annotators)):
+            both = ~np.isnan(data[ia]) & ~np.isnan(data[ib])
+            if not both.any():
+                continue
+            a, b = data[ia, both].astype(np.int64), data[ib, both].astype(np.int64)
+            rows.append(dict(annotator_1=annotators[ia], annotator_2=annotators[ib],
+                             n_items=int(both.sum()), agreement=float((a == b).mean()),
+                             kappa=cohen_kappa(a, b)))
+    pairwise = pd.DataFrame(rows, columns=empty.columns) if rows else empty
+    kappa = float(pairwise["kappa"].iloc[0]) if len(annotators) == 2 and len(pairwise) else None
+    return HumanAgreement(n_items=len(counts), n_annotators=len(annotators),
+                          percent_agreement=agree, cohen_kappa=kappa, krippendorff_alpha=alpha,
+                          pairwise=pairwise)
+
+
+# ----------------------------------------------------------------------------- positional bias
+
+def human_positional_bias(human_df: pd.DataFrame) -> tuple[float, int]:
+    """Share of people's decisive judgements that picked the left (shown-first) candidate.
+
+    The human counterpart of P(A) (eq. 8 of Liusie et al. 2024): ties and skips are left out, and
+    so are rows whose ``source`` is ``"import"``, whose left/right is the file's column order and
+    not what a person saw.
+
+    Returns
+    -------
+    tuple of (float, int)
+        ``(share_left, n)``; the share is NaN when ``n == 0``.
+
+    Raises
+    ------
+    InputError
+        As :func:`as_human_table`.
+    """
+    human, _, _ = _normalise(human_df)
+    if "source" in human.columns:
+        human = human.loc[human["source"] != "import"]
+    picked = human["left_picked"].to_numpy(dtype=np.float64)
+    picked = picked[~np.isnan(picked)]
+    if len(picked) == 0:
+        return float("nan"), 0
+    return float(picked.mean()), int(len(picked))
+
+
+def positional_bias_side_by_side(human_df: pd.DataFrame, table: ComparisonTable,
+                                 tau: float) -> pd.DataFrame:
+    """People's share of left picks next to the LLM's P(A) raw and at ``tau`` (eq. 8, 10).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``humans``, ``LLM (tau = 0.5)``, ``LLM (tau = ...)``; columns ``share_first``
+        (left / position A picked) and ``n``.
+    """
+    from .bias import positional_bias
+
+    share, n = human_positional_bias(human_df)
+    p = np.asarray(table.p, dtype=np.float64)
+    p = p[np.isfinite(p)]
+    raw_a, _ = positional_bias(p, 0.5)
+    deb_a, _ = positional_bias(p, tau)
+    return pd.DataFrame({"share_first": [share, raw_a, deb_a], "n": [n, len(p), len(p)]},
+                        index=pd.Index(["humans", "LLM (tau = 0.5)", f"LLM (tau = {tau:.4g})"],
+                                       name="who"))
+
+
+# ----------------------------------------------------------------------------- rankings
+
+def human_rankings(human_df: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
+    """Bradley-Terry scores of each context's candidates from human judgements alone.
+
+    Every vote is one comparison with soft outcome 1 (the winner), 0 or 0.5 for a tie, fitted by
+    :func:`compassess_core.ranking.bradley_terry` (Bradley & Terry 1952; outcomes clipped to
+    ``[BT_EPS, 1 - BT_EPS]`` so a candidate that always wins has a finite strength). Contexts
+    without human votes are left out; candidates without one get NaN.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``context_id, candidate_id, score, rank, n_comparisons`` (the ``rank_contexts`` shape).
+
+    Raises
+    ------
+    InputError
+        As :func:`as_human_table`; also if a judgement names a context or candidate that is not
+        in ``dataset``.
+    """
+    human, _, _ = _normalise(human_df)
+    rows = []
+    by_ctx = dict(tuple(human.groupby("context_id", sort=False)))
+    known = {c.context_id for c in dataset.contexts}
+    unknown = sorted(set(by_ctx) - known)
+    if unknown:
+        raise InputError(f"human judgements name context(s) not in dataset '{dataset.name}': "
+                         f"{', '.join(unknown[:5])}")
+    for ctx in dataset.contexts:
+        g = by_ctx.get(ctx.context_id)
+        if g is None:
+            continue
+        index = pd.Index(ctx.candidate_ids)
+        i = index.get_indexer(g["x"])
+        j = index.get_indexer(g["y"])
+        if (i < 0).any() or (j < 0).any():
+            bad = g["x"].to_numpy()[i < 0].tolist() + g["y"].to_numpy()[j < 0].tolist()
+            raise InputError(f"human judgements name candidate '{bad[0]}' which is not in context "
+                             f"'{ctx.context_id}'")
+        lab = g["label"].to_numpy(np.int64)
+        p = np.select([lab == X_BETTER, lab == Y_BETTER], [1.0, 0.0], default=0.5)
+        res = ranking.bradley_terry(len(index), i, j, p)
+        ranks = ranking.rank_scores(res.scores)
+        rows.append(pd.DataFrame({"context_id": ctx.context_id, "candidate_id": ctx.candidate_ids,
+                                  "score": res.scores, "rank": ranks,
+                                  "n_comparisons": res.n_comparisons}))
+    if not rows:
+        return pd.DataFrame(columns=["context_id", "candidate_id", "score", "rank",
+                                     "n_comparisons"])
+    return pd.concat(rows, ignore_index=True)
+
+
+def ranking_correlation(human_scores: pd.DataFrame, llm_scores: pd.DataFrame,
+                        method: str = "spearman") -> metrics.CorrelationResult:
+    """Per-context correlation of LLM scores with human-judgement scores, mean x100 (§4 of
+    Liusie et al. 2024), over the contexts both tables hold.
+
+    Parameters
+    ----------
+    human_scores, llm_scores
+        Tables with ``context_id, candidate_id, score`` (e.g. :func:`human_rankings` and
+        ``analysis.rank_contexts``). The humans are the reference: contexts whose human scores
+        are all equal are skipped (see :mod:`compassess_core.metrics`).
+
+    Raises
+    ------
+    InputError
+        Missing columns or an unknown ``method``.
+    """
+    need = {"context_id", "candidate_id", "score"}
+    for name, t in (("human", human_scores), ("LLM", llm_scores)):
+        if need - set(t.columns):
+            raise InputError(f"{name} scores lack column(s) {', '.join(sorted(need - set(t.columns)))}")
+    both = human_scores[list(need)].merge(llm_scores[list(need)], on=["context_id", "candidate_id"],
+                                          suffixes=("_human", "_llm"))
+    groups = list(both.groupby("context_id", sort=False))
+    pred = [g["score_llm"].to_numpy(np.float64) for _, g in groups]
+    ref = [g["score_human"].to_numpy(np.float64) for _, g in groups]
+    return metrics.per_context_correlation(pred, ref, method=method)
+
+
+# ----------------------------------------------------------------------------- disagreements
+
+def disagreements(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
+                  tau: float = 0.5) -> pd.DataFrame:
+    """Pairs where the humans' majority (:func:`majority_vote`) differs from the LLM at ``tau``.
+
+    Human ties are included (the LLM never says tie, see :class:`AgreementScores`), marked by
+    ``human == "tie"``. Sorted by LLM confidence, most confident first: those are the LLM's
+    most striking errors (or the humans').
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``context_id, x, y, human, n_x, n_y, n_tie, annotators, verdict, p_xy, p_yx, p_avg,
+        confidence, flips``.
+
+    Raises
+    ------
+    InputError
+        As :func:`llm_vs_human`.
+    """
+    human, _, _ = _normalise(human_df)
+    llm_at = verdicts_at(_llm_probs(llm), tau)
+    joined = majority_vote(human).merge(llm_at, on=_PAIR, how="inner")
+    joined = joined.loc[joined["label"] != joined["llm_label"]]
+    joined = joined.rename(columns={"preferred": "human"})
+    cols = ["context_id", "x", "y", "human", "n_x", "n_y", "n_tie", "annotators", "verdict",
+            "p_xy", "p_yx", "p_avg", "confidence", "flips"]
+    return (joined.sort_values(["confidence", *_PAIR], ascending=[False, True, True, True],
+                               kind="stable")[cols].reset_index(drop=True))
+
+
+# ----------------------------------------------------------------------------- one report
+
+def _scores_dict(s: AgreementScores) -> dict:
+    return dict(accuracy_with_ties=s.accuracy_with_ties, kappa_with_ties=s.kappa_with_ties,
+                n_with_ties=s.n_with_ties, accuracy_without_ties=s.accuracy_without_ties,
+                kappa_without_ties=s.kappa_without_ties, n_without_ties=s.n_without_ties,
+                n_human_ties=s.n_human_ties, confusion=s.confusion.tolist())
+
+
+def _nan_to_none(v):
+    return None if isinstance(v, float) and not np.isfinite(v) else v
+
+
+def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: Dataset,
+                      tau: float) -> dict:
+    """Everything the Agreement page and ``compassess agreement`` show, as one JSON-able dict:
+    LLM vs human (majority vote, raw and at ``tau``), human vs human, positional bias of both,
+    and the correlation of the LLM's Bradley-Terry ranking with the human-only one."""
+    from . import analysis
+
+    report = llm_vs_human(human_df, table, tau)
+    llm = dict(n_judgements=report.n_judgements, n_skipped=report.n_skipped,
+               n_pairs_labelled=report.n_pairs_labelled, n_pairs_matched=report.n_pairs_matched,
+               annotators=report.annotators, notes=report.notes,
+               confusion_labels=list(CLASS_NAMES))
+    for name, at in (("raw", report.raw), ("debiased", report.debiased)):
+        llm[name] = {"tau": at.tau, **{k: _nan_to_none(v) if not isinstance(v, list) else v
+                                       for k, v in _scores_dict(at.majority).items()}}
+    hh = human_human_agreement(human_df)
+    share, n_left = human_positional_bias(human_df)
+    from .bias import positional_bias
+    p = np.asarray(table.p, dtype=np.float64)
+    p = p[np.isfinite(p)]
+    human_scores = human_rankings(human_df, dataset)
+    llm_scores = analysis.rank_contexts(dataset, table, method="bradley-terry", tau=tau)
+    rc = ranking_correlation(human_scores, llm_scores) if len(human_scores) else None
+    return dict(
+        tau=float(tau),
+        llm_vs_human=llm,
+        human_human=dict(n_items=hh.n_items, n_annotators=hh.n_annotators,
+                         percent_agreement=_nan_to_none(hh.percent_agreement),
+                         cohen_kappa=_nan_to_none(hh.cohen_kappa),
+                         krippendorff_alpha=_nan_to_none(hh.krippendorff_alpha)),
+        positional_bias=dict(human_share_left=_nan_to_none(share), human_n=n_left,
+                             llm_p_a_raw=positional_bias(p, 0.5)[0] if len(p) else None,
+                             llm_p_a_debiased=positional_bias(p, tau)[0] if len(p) else None),
+        ranking_correlation=dict(spearman_x100=_nan_to_none(rc.mean_x100) if rc else None,
+                                 n_used=rc.n_used if rc else 0),
+    )

@@ -1,0 +1,104 @@
+"""Bias: the positional-bias audit of a run — P(A)/P(B) gauges raw and at the current tau, the p_ij
+histogram, the flip rate, P(A) per context and the most order-dependent comparisons.
+
+Every number comes from ``compassess_core.analysis``/``bias``; this page must never compute one.
+"""
+
+from __future__ import annotations
+
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from compassess_core import analysis, bias
+from pages._common import (cached_bias_by_context, cached_order_dependence, comparison_view, fmt,
+                           open_comparison, result_page_header)
+
+header = result_page_header("Positional bias audit")
+if header is None:
+    st.stop()
+view, tau, method = header
+url, dataset_id, run_id, n = view.key
+n_p = len(view.all_p)
+
+raw_a, raw_b = bias.positional_bias(view.all_p, 0.5)
+cur_a, cur_b = bias.positional_bias(view.all_p, tau)
+
+
+def gauge(value: float, title: str) -> go.Figure:
+    fig = go.Figure(go.Indicator(
+        mode="gauge+number", value=value, number=dict(valueformat=".2f"),
+        title=dict(text=title, font=dict(size=14)),
+        gauge=dict(axis=dict(range=[0, 1], tickvals=[0, 0.25, 0.5, 0.75, 1]),
+                   bar=dict(color="#3b5bdb"),
+                   steps=[dict(range=[0.45, 0.55], color="#d3f9d8")],
+                   threshold=dict(line=dict(color="black", width=3), thickness=0.9, value=0.5))))
+    fig.update_layout(height=210, margin=dict(l=20, r=20, t=50, b=10))
+    return fig
+
+
+st.caption(f"P(A): share of {n_p:,} comparisons won by the first position (eq. 8); P(B) = 1 - P(A). "
+           "The black mark is 0.5, an unbiased judge; the green band is 0.45-0.55.")
+g = st.columns(4)
+for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
+                               (g[1], raw_b, "P(B) raw (tau = 0.5)", "g_raw_b"),
+                               (g[2], cur_a, f"P(A) at tau = {tau:.3f}", "g_cur_a"),
+                               (g[3], cur_b, f"P(B) at tau = {tau:.3f}", "g_cur_b")):
+    col.plotly_chart(gauge(value, title), key=key, width="stretch")
+m = st.columns(4)
+m[0].metric("P(A) raw", fmt(raw_a, ".2f"))
+m[1].metric(f"P(A) at tau = {tau:.3f}", fmt(cur_a, ".2f"))
+flip, n_both = analysis.overall_flip_rate(view.parts, tau)
+m[2].metric(f"Flip rate at tau = {tau:.3f}", fmt(flip, ".1%"),
+            help=f"Share of {n_both:,} pairs judged in both orders whose verdict changes with the order.")
+m[3].metric("tau* (balancing)", f"{view.tau_star:.3f}")
+
+left, right = st.columns(2)
+with left:
+    st.markdown("**Histogram of p_ij** (all comparisons)")
+    hist = px.histogram(x=view.all_p, nbins=40, labels=dict(x="p_ij = P(first position wins)"))
+    for x, name, color, where in ((0.5, "0.5", "black", "top left"),
+                                  (view.tau_star, "tau*", "green", "bottom right"),
+                                  (tau, "current tau", "#e8590c", "top right")):
+        hist.add_vline(x=x, line_dash="dash", line_color=color, annotation_text=name,
+                       annotation_position=where)
+    hist.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="comparisons",
+                       bargap=0.05)
+    st.plotly_chart(hist, key="hist", width="stretch")
+    st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
+with right:
+    per = cached_bias_by_context(url, dataset_id, run_id, n, tau)
+    st.markdown(f"**P(A) per context** at tau = {tau:.3f}")
+    bar = px.bar(per, x="context_id", y="p_a", hover_data=["n_comparisons", "flip_rate"],
+                 labels=dict(p_a="P(A)", context_id="context"))
+    bar.add_hline(y=0.5, line_dash="dash", line_color="black")
+    bar.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_range=[0, 1],
+                      xaxis_type="category")
+    st.plotly_chart(bar, key="per_context", width="stretch")
+    st.caption(f"{len(per)} contexts; dashed line: 0.5.")
+
+st.subheader("Most order-dependent comparisons")
+dep = cached_order_dependence(url, dataset_id, run_id, n, tau)
+top = dep.head(50)
+if top.empty:
+    st.info("No pair was judged in both orders (strategy 'no-repeat'?), so order dependence cannot "
+            "be measured.")
+    st.stop()
+event = st.dataframe(
+    top, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+    key="dep_table",
+    column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
+                   "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
+                   "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
+                   "flips": st.column_config.CheckboxColumn(f"flips at tau = {tau:.3f}")})
+st.caption(f"The {len(top)} most order-dependent of {len(dep):,} pairs judged in both orders; "
+           "select a row (or pick below) to open the comparison.")
+rows = event.selection.rows if event and hasattr(event, "selection") else []
+labels = [f"{k + 1}. {r.context_id}: {r.first} vs {r.second}" for k, r in enumerate(top.itertuples())]
+pick = st.selectbox("Open comparison", labels, index=None, placeholder="choose a pair",
+                    key="dep_pick")
+chosen_row = rows[0] if rows else (labels.index(pick) if pick is not None else None)
+if chosen_row is not None:
+    r = top.iloc[int(chosen_row)]
+    open_comparison(r["context_id"], r["first"], r["second"])
+    comparison_view(view, r["context_id"], r["first"], r["second"], tau=tau)

@@ -1,0 +1,93 @@
+"""Matrix: the p_ij heatmap of one context (row = first position, column = second), its eq. 10
+decisions at the current tau and the order-consistency view; clicking a cell opens that comparison.
+
+Matrices come from ``compassess_core.analysis``; this page only orders them by the current ranking
+and draws them. It must never compute a probability or a decision itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from compassess_core import analysis
+from pages._common import (cached_matrix, cached_ranking, comparison_view, open_comparison,
+                           result_page_header)
+
+header = result_page_header("Comparison matrix")
+if header is None:
+    st.stop()
+view, tau, method = header
+url, dataset_id, run_id, n = view.key
+
+VIEWS = {"p": "p_ij = P(first beats second)", "decision": "decision at the current tau (eq. 10)",
+         "consistency": "consistency: p_ij - (1 - p_ji)"}
+c1, c2 = st.columns([1, 2])
+context_id = c1.selectbox("Context", view.context_ids, key="matrix_context")
+mode = c2.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="matrix_mode")
+
+ids, matrix = cached_matrix(url, dataset_id, run_id, n, context_id)
+ranking = cached_ranking(url, dataset_id, run_id, n, method, tau, False)
+order_ids = list(ranking.loc[ranking["context_id"] == context_id, "candidate_id"])
+pos = [ids.index(c) for c in order_ids] if len(order_ids) == len(ids) else list(range(len(ids)))
+ordered_ids = [ids[k] for k in pos]
+base = matrix[np.ix_(pos, pos)]
+if mode == "p":
+    z, zmin, zmax, scale, what = base, 0.0, 1.0, "RdBu", "p_ij"
+elif mode == "decision":
+    z, zmin, zmax, scale, what = analysis.decision_matrix(base, tau), 0.0, 1.0, "RdBu", "first wins (1) / second wins (0)"
+else:
+    z, zmin, zmax, scale, what = analysis.consistency_matrix(base), -1.0, 1.0, "PuOr", "p_ij - (1 - p_ji)"
+
+size = len(ordered_ids)
+# Numeric axes with candidate-id tick labels: numpy arrays travel to the browser as typed arrays, so a
+# 300 x 300 matrix (89,700 cells) stays fast to draw and to redraw when tau moves.
+step = max(1, size // 40)
+ticks = dict(tickmode="array", tickvals=list(range(0, size, step)), ticktext=ordered_ids[::step])
+fig = go.Figure()
+fig.add_trace(go.Heatmap(z=z, zmin=zmin, zmax=zmax, colorscale=scale,
+                         zmid=0.5 if mode != "consistency" else 0.0, hoverongaps=False,
+                         hoverinfo="skip", colorbar=dict(title=what)))
+# Heatmap cells cannot be selected in Streamlit; a transparent marker per compared cell takes the click.
+rows, cols = np.nonzero(~np.isnan(base))
+fig.add_trace(go.Scattergl(
+    x=cols, y=rows, mode="markers",
+    marker=dict(symbol="square", size=max(4, min(40, 600 // max(size, 1))), opacity=0.01,
+                color=z[rows, cols], colorscale=scale, cmin=zmin, cmax=zmax),
+    customdata=(np.stack([np.asarray(ordered_ids, dtype=object)[rows],
+                          np.asarray(ordered_ids, dtype=object)[cols]], axis=1)
+                if size <= 60 and len(rows) else None),
+    hovertemplate=("first: %{customdata[0]}<br>second: %{customdata[1]}<br>"
+                   if size <= 60 else "row %{y} (first), column %{x} (second)<br>")
+                  + "value: %{marker.color:.3f}<extra></extra>",
+    showlegend=False))
+fig.update_layout(height=min(900, 220 + 22 * size), margin=dict(l=10, r=10, t=30, b=10),
+                  xaxis=dict(title="second position (B)", side="top", range=[-0.5, size - 0.5],
+                             showgrid=False, zeroline=False, **ticks),
+                  yaxis=dict(title="first position (A)", autorange="reversed", showgrid=False,
+                             zeroline=False, **ticks),
+                  clickmode="event+select", dragmode="select" if size > 40 else False)
+event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points",), key="matrix_chart",
+                        width="stretch")
+st.caption(f"{context_id}: {size} candidates ordered by their current rank ({method}, tau = {tau:.3f}), "
+           f"best first; {int((~np.isnan(base)).sum())} compared ordered pairs. Click a cell to open "
+           "that comparison.")
+
+points = (event or {}).get("selection", {}).get("points", []) if event else []
+if points:
+    pt = points[0]
+    r, c = int(round(pt.get("y", -1))), int(round(pt.get("x", -1)))
+    if 0 <= r < size and 0 <= c < size and r != c:
+        open_comparison(context_id, ordered_ids[r], ordered_ids[c])
+
+with st.expander("Or choose a comparison by name", expanded=False):
+    a1, a2, a3 = st.columns([2, 2, 1])
+    first = a1.selectbox("First position (A)", ordered_ids, key="pick_first")
+    second = a2.selectbox("Second position (B)", [c for c in ordered_ids if c != first], key="pick_second")
+    if a3.button("Open comparison", key="open_pick"):
+        open_comparison(context_id, first, second)
+
+chosen = st.session_state.get("open_comparison")
+if chosen and chosen[0] == context_id:
+    comparison_view(view, *chosen, tau=tau)

@@ -1,0 +1,189 @@
+"""Run: configure a comparison run, start it in a worker process, watch it, cancel it, resume it.
+
+The run executes outside this script (``compassess worker``), writing comparisons, status and a
+heartbeat to the store; this page only creates the run, starts the worker and polls the store, so a
+refresh, another page or a second browser sees the same run. It must never run the judge itself and
+never start a second worker for a run whose worker is alive.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from compassess_core.errors import CompAssessError, TemplateError
+from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
+                                     infer_task, TASKS)
+from compassess_core.selection import max_budget
+from compassess_core.settings import RunSettings
+from pages._common import (BUNDLED_MODEL, cached_dataset, db_url, fmt, log_tail, pick_dataset,
+                           rate_and_eta, recalled, remember, start_worker, store, worker_log_path,
+                           worker_state)
+
+OWN = "own description ..."
+STRATEGIES = ("full", "random", "no-repeat", "symmetric")
+
+st.title("Run the judge")
+
+info = pick_dataset(st, "Dataset")
+if info is None:
+    st.info("The store has no dataset yet: load the sample on **Home** or upload a file on **Upload**.")
+    st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    st.stop()
+dataset = cached_dataset(db_url(), info.id)
+
+with st.container(border=True):
+    st.markdown("**What to judge**")
+    c1, c2, c3 = st.columns(3)
+    presets = list(ASPECT_ADJECTIVES)
+    default_aspect = next((a for a in presets if a in dataset.score_columns), "coherence")
+    choice = c1.selectbox("Aspect", presets + [OWN], index=presets.index(default_aspect),
+                          help="A preset becomes its adjective in the prompt (coherence -> coherent).")
+    own_aspect = (c1.text_input("Your aspect description", placeholder="e.g. factually accurate",
+                                key="own_aspect") if choice == OWN else "")
+    try:
+        aspect = Aspect.from_name(own_aspect if choice == OWN else choice)
+    except TemplateError as e:
+        st.error(str(e))
+        st.stop()
+    template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True, key="template_choice",
+                               help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
+                                    "{context} {a} {b} {aspect} placeholders.")
+    task = c3.selectbox("Wording", ("auto",) + TASKS,
+                        help="summary: 'Summary A/B' and 'passage'; dialogue: 'Response A/B' and "
+                             "'conversation'. auto picks dialogue for dialogue aspects.")
+    resolved_task = infer_task(aspect) if task == "auto" else task
+    default_text = builtin_template("t1", resolved_task).text
+    own_text = (st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
+                             value=default_text, height=150, key="own_template")
+                if template_choice == "own" else "")
+    try:
+        template = (custom_template(own_text) if template_choice == "own"
+                    else builtin_template(template_choice.lower(), resolved_task))
+    except TemplateError as e:
+        st.error(f"Template problem: {e}")
+        st.stop()
+    first = dataset.contexts[0]
+    prompt = template.render(first.text, first.candidates[0].text, first.candidates[1].text, aspect)
+    with st.expander(f"Live preview: the prompt of {first.context_id}, "
+                     f"{first.candidates[0].candidate_id} vs {first.candidates[1].candidate_id}",
+                     expanded=True):
+        st.code(prompt.text, language=None, wrap_lines=True)
+        st.caption(f"Answer primer the model continues: {prompt.primer!r} -> next token ' A' or ' B'")
+
+with st.container(border=True):
+    st.markdown("**Judge and comparisons**")
+    c1, c2, c3 = st.columns(3)
+    model_kind = c1.radio("Model", ("bundled default", "local path or .gguf", "hub id"),
+                          help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`.")
+    model_text = ("" if model_kind == "bundled default" else
+                  c1.text_input("Model path or hub id", key="model_text",
+                                placeholder="/models/qwen.gguf or Qwen/Qwen2.5-0.5B-Instruct"))
+    device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"))
+    batch_size = c2.number_input("Batch size (prompts per forward pass)", 1, 256, 8)
+    strategy = c3.selectbox("Selection strategy (paper §3.4)", STRATEGIES, key="strategy",
+                            help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric: "
+                                 "a budget of R comparisons per context.")
+    smallest = min(len(c.candidates) for c in dataset.contexts)
+    budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
+                             max(1, min(10, max_budget(smallest, "no-repeat"))),
+                             disabled=strategy == "full", key="budget")
+    n_ctx = c3.number_input(f"Contexts to judge (first N of {len(dataset.contexts)})", 1,
+                            len(dataset.contexts), len(dataset.contexts), key="n_contexts")
+    seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, 0)
+
+model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
+settings = None
+if model:
+    settings = RunSettings(
+        dataset=dataset.name, aspect=aspect.name, aspect_adjective=aspect.adjective,
+        template_name=template.name, template_text=template.text, primer=template.primer,
+        model=model, strategy=strategy, budget=None if strategy == "full" else int(budget),
+        contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx), seed=int(seed),
+        batch_size=int(batch_size), device=device)
+run_name = st.text_input("Run name", value=settings.default_run_name() if settings else "",
+                         help="Starting a run with an existing name and the same settings resumes it.")
+if st.button("Start", type="primary", icon=":material/play_arrow:", disabled=settings is None):
+    try:
+        run_id = store().create_run(run_name.strip(), info.id, settings.to_dict())
+        run = store().get_run(run_id)
+        state = worker_state(run)
+        if state == "working":
+            st.warning(f"Run '{run.name}' already has a live worker; watching it below.")
+        elif state == "completed" and run.total and run.done >= run.total:
+            st.info(f"Run '{run.name}' is already complete ({run.done}/{run.total}); nothing to do.")
+        else:
+            start_worker(run.name, run.id, db_url())
+            st.toast(f"Started run '{run.name}'")
+        remember("run", run.name)
+    except CompAssessError as e:
+        st.error(str(e))
+
+st.divider()
+st.subheader("Runs")
+runs = store().list_runs()
+if not runs:
+    st.info("No run yet: configure one above and press Start.")
+    st.stop()
+names = [r.name for r in runs]
+want = recalled("run")
+watched = st.selectbox("Watch run", names, index=names.index(want) if want in names else len(names) - 1,
+                       format_func=lambda n: f"{n} [{runs[names.index(n)].status}]")
+remember("run", watched)
+
+STATE_TEXT = {
+    "working": ("running", "The worker is computing; results are stored as they come."),
+    "stale": ("worker stopped responding", "No heartbeat for over 30 s: the worker died or the "
+              "machine slept. Resume starts a new worker; nothing stored is recomputed."),
+    "completed": ("completed", "Every planned comparison is stored."),
+    "cancelled": ("cancelled", "Stopped on request; Resume continues where it stopped."),
+    "failed": ("failed", "The worker failed; see the message and the log. Resume retries."),
+    "pending": ("not started", "The run exists but no worker is running it."),
+}
+
+
+def progress_panel(name: str, was_active: bool) -> None:
+    run = store().get_run(name)
+    state = worker_state(run)
+    title, explain = STATE_TEXT.get(state, (state, ""))
+    total = int(run.total or 0)
+    done = int(run.n_comparisons)
+    st.markdown(f"**Status: {title}** — {explain}")
+    if total:
+        rate, eta = rate_and_eta(run.name, done, total) if state == "working" else (None, None)
+        st.progress(min(done / total, 1.0),
+                    text=f"{done:,}/{total:,} comparisons stored ({100 * done / total:.0f}%)"
+                         f" · {fmt(rate, '.2f')} comparisons/s"
+                         f" · ETA {fmt(eta, '.0f')} s")
+    else:
+        st.progress(0.0, text=f"{done:,} comparisons stored · waiting for the worker to plan the run")
+    if run.message:
+        st.caption(f"Message: {run.message}")
+    c1, c2, c3 = st.columns([1, 1, 3])
+    if state == "working":
+        if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
+            store().request_cancel(run.id)
+            st.toast("Cancel requested: the worker stops after its current batch.")
+    elif state in ("stale", "cancelled", "failed", "pending") or (state == "completed" and done < total):
+        if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
+            fresh = store().get_run(run.id)
+            if worker_state(fresh) == "working":
+                st.warning("A worker is already running this run.")
+            else:
+                start_worker(fresh.name, fresh.id, db_url())
+                st.rerun()
+    if done:
+        c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
+        if done <= 20_000:
+            frame = store().comparisons_frame(run.id).tail(8).iloc[::-1]
+            st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
+            st.dataframe(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
+                         hide_index=True, width="stretch")
+    with st.expander("Worker log (last lines)"):
+        st.code(log_tail(worker_log_path(run.name)) or "(no log yet)", language=None)
+    if was_active and state != "working":
+        st.rerun()  # the whole page: stop polling, refresh the run list
+
+
+current = store().get_run(watched)
+active = worker_state(current) == "working"
+st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)

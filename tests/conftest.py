@@ -1,0 +1,98 @@
+"""Shared fixtures: a real store on a real database, and a tiny dataset built from the engine types.
+
+``db_url`` is a fresh SQLite file in ``tmp_path``; set ``COMPASSESS_TEST_DATABASE_URL`` (e.g. a
+PostgreSQL URL) to run the same tests on that database instead; it is emptied before each test.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from compassess_core.data import content_hash
+from compassess_core.types import Candidate, Context, Dataset
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _empty_database(url: str) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    from db.schema import Base
+
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.begin() as conn:
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    url = os.environ.get("COMPASSESS_TEST_DATABASE_URL", "").strip()
+    if url:
+        _empty_database(url)
+        return url
+    return f"sqlite:///{tmp_path / 'compassess.db'}"
+
+
+@pytest.fixture
+def store(db_url: str):
+    from db.store import Store
+
+    s = Store(db_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def tiny_dataset() -> Dataset:
+    """2 contexts x 3 candidates with a numeric ``coherence`` score and systems s1..s3."""
+    def cand(cid: str, text: str, system: str, score: float, row: int) -> Candidate:
+        return Candidate(candidate_id=cid, text=text, system=system, scores={"coherence": score},
+                         row=row)
+
+    contexts = (
+        Context("doc1", "The cat sat on the mat. It was warm.", (
+            cand("c1", "A cat sat on a mat.", "s1", 4.0, 2),
+            cand("c2", "Mat warm cat.", "s2", 2.5, 3),
+            cand("c3", "The cat was on the warm mat.", "s3", 5.0, 4),
+        )),
+        Context("doc2", "Rain fell all day in the city.", (
+            cand("c1", "It rained.", "s1", 3.0, 5),
+            cand("c2", "The city had rain all day long.", "s2", 4.5, 6),
+            cand("c3", "Day city rain fell.", "s3", 1.0, 7),
+        )),
+    )
+    return Dataset(name="tiny", contexts=contexts, score_columns=("coherence",),
+                   source="tiny.csv", content_hash=content_hash(contexts))
+
+
+
+@pytest.fixture(scope="session")
+def bundled_model() -> Path:
+    """The bundled SmolLM2-135M-Instruct GGUF (fetched by `make setup`).
+
+    Skips with the reason when it is absent, except in CI (COMPASSESS_REQUIRE_MODEL=1), where a
+    missing model is a set-up failure.
+    """
+    from compassess_core.models import default_model_path
+
+    path = default_model_path()
+    if not path.exists():
+        if os.environ.get("COMPASSESS_REQUIRE_MODEL") == "1":
+            pytest.fail(f"bundled model missing at {path}: run `make setup` (compassess fetch-model)")
+        pytest.skip(f"bundled model not fetched ({path}); run `make setup` or `compassess fetch-model`")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data beside the checkout (benchmarks in the candidate-CSV format)."""
+    if not SHARED_DATA.exists():
+        pytest.skip("../shared/data is absent: the shared benchmark files live beside the checkout, "
+                    "not in the project")
+    return SHARED_DATA

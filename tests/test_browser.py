@@ -1,0 +1,190 @@
+"""One real-browser test: ``streamlit run app.py`` on a free localhost port against a temporary
+database, driven by Debian's chromium through Playwright.
+
+It clicks Home -> Load the sample -> Rankings -> Matrix (opens a comparison) -> Bias -> Export and
+saves a screenshot of each page under ``test-artifacts/`` (gitignored; ``docs/img/`` holds copies).
+A judge's output is simulated by writing comparisons straight into the store (the model itself is
+exercised by ``tests/test_app_run.py``), so the pages have a complete 3-context run to show.
+
+Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSER=1`` (then it fails).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+
+if not CHROMIUM.exists():
+    if os.environ.get("COMPASSESS_REQUIRE_BROWSER") == "1":
+        raise RuntimeError(f"COMPASSESS_REQUIRE_BROWSER=1 but {CHROMIUM} is missing "
+                           "(apt-get install chromium)")
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); "
+                "set COMPASSESS_REQUIRE_BROWSER=1 to make this a failure", allow_module_level=True)
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="python package playwright missing")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path: Path, db_url: str):
+    port = free_port()
+    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(tmp_path / "home"),
+               PYTHONPATH=str(ROOT))
+    log = open(tmp_path / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.terminate()
+        raise AssertionError(f"streamlit did not start: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")
+    yield url, db_url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def simulate_finished_run(db_url: str) -> str:
+    """A complete run on the stored sample with judge-like probabilities: a first-position bias plus
+    the coherence difference plus noise (what a small biased judge produces)."""
+    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.settings import RunSettings
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+    from db.store import Store
+
+    store = Store(db_url)
+    [info] = store.list_datasets()
+    dataset = store.load_dataset(info.id)
+    t, a = builtin_template("t1", "summary"), Aspect.from_name("coherence")
+    settings = RunSettings(dataset=dataset.name, aspect=a.name, aspect_adjective=a.adjective,
+                           template_name=t.name, template_text=t.text, primer=t.primer,
+                           model="bundled:SmolLM2-135M-Instruct")
+    name = "sample-coherence-t1"
+    run_id = store.create_run(name, info.id, settings.to_dict())
+    rng = np.random.default_rng(7)
+    results = []
+    for ctx in dataset.contexts:
+        for x in ctx.candidates:
+            for y in ctx.candidates:
+                if x is y:
+                    continue
+                logit = 0.8 + 0.9 * (x.scores["coherence"] - y.scores["coherence"]) + rng.normal(0, 0.7)
+                p = float(1 / (1 + np.exp(-logit)))
+                mass = float(rng.uniform(0.4, 0.9))
+                results.append(ComparisonResult(PairKey(ctx.context_id, x.candidate_id, y.candidate_id),
+                                                Judgement(p, float(np.log(mass * p)),
+                                                          float(np.log(mass * (1 - p))), mass),
+                                                f"sim-{ctx.context_id}-{x.candidate_id}-{y.candidate_id}"))
+    store.add_comparisons(run_id, results)
+    store.set_run_status(run_id, "completed", done=len(results), total=len(results))
+    return name
+
+
+def settle(page, text: str, timeout_ms: int = 30_000) -> None:
+    page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
+    # Streamlit shows a running indicator while the script works; wait for it to go, then for plots.
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        timeout=timeout_ms)
+    page.wait_for_timeout(1500)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def nav(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+
+
+def test_click_through_the_app_in_chromium(server):
+    url, db_url = server
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+        page.goto(url)
+        settle(page, "Try it in a minute")
+        assert page.get_by_text("No dataset yet").first.is_visible()
+        shot(page, "home-empty")
+
+        page.get_by_role("button", name="Load the sample dataset").click()
+        settle(page, "Sample dataset 'sample_summeval' is in the store")
+        shot(page, "home")
+
+        run_name = simulate_finished_run(db_url)
+
+        nav(page, "Run")
+        settle(page, "Watch run")
+        assert page.get_by_text("Status: completed").first.is_visible()
+        shot(page, "run")
+
+        nav(page, "Rankings")
+        settle(page, "Agreement with 'coherence'")
+        assert f"run={run_name}" in page.url  # the selection is in the URL, so a refresh keeps it
+        assert page.get_by_text("P(A) at tau = 0.500").first.is_visible()
+        page.get_by_text("balanced (tau*").first.click()
+        settle(page, "P(A) at tau = 0.")
+        assert page.get_by_text("0.50", exact=True).first.is_visible()
+        shot(page, "rankings")
+
+        nav(page, "Matrix")
+        settle(page, "Click a cell to open that comparison")
+        assert page.locator("[data-testid=\"stPlotlyChart\"]").count() >= 1
+        # Click the cell (row 1 = first position, column 2 = second) of the heatmap.
+        box = page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 1.5 / 5, box["y"] + box["height"] * 0.5 / 5)
+        settle(page, "The exact prompt sent")
+        assert page.get_by_text("Summary A:").first.is_visible()
+        shot(page, "matrix")
+
+        nav(page, "Bias")
+        settle(page, "Most order-dependent comparisons")
+        assert page.locator("[data-testid=\"stPlotlyChart\"]").count() >= 6
+        shot(page, "bias")
+
+        nav(page, "Export")
+        settle(page, "Settings recorded with every file")
+        assert page.get_by_role("button", name="Download rankings.csv").is_visible()
+        shot(page, "export")
+
+        nav(page, "Upload")
+        settle(page, "Upload candidates")
+        shot(page, "upload")
+        browser.close()
+    for name in ("home", "run", "rankings", "matrix", "bias", "export", "upload"):
+        assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name

@@ -1,0 +1,633 @@
+"""The store on real databases: datasets, runs, comparisons, cache, status, judgements, migrations.
+
+Every test uses the ``db_url``/``store`` fixtures of conftest.py (a SQLite file in tmp_path, or the
+database named by COMPASSESS_TEST_DATABASE_URL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from compassess_core.data import content_hash
+from compassess_core.errors import InputError, RunNotFoundError
+from compassess_core.sink import ResultSink
+from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset, Judgement,
+                                   Outcome, PairKey)
+from db.store import Store, default_database_url
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = '[" A", " B"]'
+
+
+def settings(**over) -> dict:
+    s = dict(dataset="tiny", model="bundled:SmolLM2-135M-Instruct", model_key="smollm2-135m@abc",
+             aspect="coherence", aspect_adjective="coherent", template_name="t1",
+             template_text="{context} {a} {b} {aspect}", primer="Answer: Summary",
+             label_words=[" A", " B"], strategy="full", budget=None, contexts=None, seed=0,
+             batch_size=8, device="cpu", dtype="auto")
+    s.update(over)
+    return s
+
+
+def result(ctx: str, a: str, b: str, p: float, h: str | None = None, **kw) -> ComparisonResult:
+    j = Judgement(p=p, logp_a=kw.get("logp_a", math.log(p)), logp_b=kw.get("logp_b", math.log(1 - p)),
+                  label_mass=kw.get("label_mass", 0.9), latency_ms=kw.get("latency_ms", 12.5))
+    return ComparisonResult(PairKey(ctx, a, b), j, h or f"h-{ctx}-{a}-{b}")
+
+
+def count(store: Store, table: str) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()
+
+
+@pytest.fixture
+def run_id(store, tiny_dataset) -> int:
+    return store.create_run("r1", store.save_dataset(tiny_dataset), settings())
+
+
+# ------------------------------------------------------------------------- datasets
+
+def test_store_is_a_result_sink(store):
+    assert isinstance(store, ResultSink)
+
+
+def test_dataset_round_trip_is_exact(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    assert store.load_dataset(ds_id) == tiny_dataset
+    assert store.load_dataset("tiny") == tiny_dataset
+    assert store.load_dataset(str(ds_id)) == tiny_dataset
+    [info] = store.list_datasets()
+    assert (info.id, info.name, info.n_contexts, info.n_candidates, info.score_columns,
+            info.source, info.content_hash) == (ds_id, "tiny", 2, 6, ["coherence"], "tiny.csv",
+                                                tiny_dataset.content_hash)
+    assert info.created_at.tzinfo is not None
+
+
+def test_round_trip_keeps_nan_score_missing_system_and_no_row(store):
+    ctx = (Context("k", "ctx", (Candidate("x", "t1", None, {"a": float("nan"), "b": 1.0}, None),
+                                Candidate("y", "t2", "sys", {"b": 2.0}, 9))),)
+    ds = Dataset("odd", ctx, ("a", "b"), "", content_hash="odd-hash")
+    loaded = store.load_dataset(store.save_dataset(ds))
+    x, y = loaded.contexts[0].candidates
+    assert math.isnan(x.scores["a"]) and x.scores["b"] == 1.0 and x.system is None and x.row is None
+    assert y == Candidate("y", "t2", "sys", {"b": 2.0}, 9)
+    assert (loaded.name, loaded.score_columns, loaded.content_hash) == ("odd", ("a", "b"), "odd-hash")
+
+
+def test_empty_content_hash_is_computed(store, tiny_dataset):
+    # as compassess_core.data computes it, so a later save of the same file is recognised
+    loaded = store.load_dataset(store.save_dataset(dataclasses.replace(tiny_dataset, content_hash="")))
+    assert loaded == tiny_dataset
+
+
+def test_save_is_idempotent_and_keeps_the_first_name(store, tiny_dataset):
+    first = store.save_dataset(tiny_dataset)
+    assert store.save_dataset(tiny_dataset) == first
+    assert store.save_dataset(dataclasses.replace(tiny_dataset, name="renamed")) == first
+    assert [d.name for d in store.list_datasets()] == ["tiny"]
+    assert count(store, "candidates") == 6
+
+
+def test_different_dataset_with_existing_name_is_refused(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    ctx = tiny_dataset.contexts[:1]
+    other = Dataset("tiny", ctx, ("coherence",), "other.csv", content_hash(ctx))
+    with pytest.raises(InputError, match="a different dataset named 'tiny'"):
+        store.save_dataset(other)
+    assert len(store.list_datasets()) == 1
+
+
+def test_failed_save_leaves_nothing_behind(store, tiny_dataset):
+    # doc2 repeats candidate id c1: contexts and doc1's candidates are inserted before it fails.
+    bad_ctx = tiny_dataset.contexts[1]
+    dup = Context(bad_ctx.context_id, bad_ctx.text,
+                  (bad_ctx.candidates[0], dataclasses.replace(bad_ctx.candidates[1], candidate_id="c1")))
+    contexts = (tiny_dataset.contexts[0], dup)
+    bad = Dataset("bad", contexts, ("coherence",), "bad.csv", content_hash(contexts))
+    with pytest.raises(InputError, match="could not be saved and nothing was stored"):
+        store.save_dataset(bad)
+    for table in ("datasets", "contexts", "candidates", "reference_scores"):
+        assert count(store, table) == 0, table
+    # and the store still works afterwards, under the id the failed save would have had
+    ds_id = store.save_dataset(tiny_dataset)
+    assert store.load_dataset(ds_id) == tiny_dataset
+
+
+def test_missing_dataset_raises_not_found(store):
+    with pytest.raises(RunNotFoundError, match="no dataset named or numbered 'nope'"):
+        store.load_dataset("nope")
+    with pytest.raises(RunNotFoundError):
+        store.delete_dataset(42)
+
+
+def test_delete_dataset_cascades(store, tiny_dataset, run_id):
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7)])
+    ds_id = store.get_run(run_id).dataset_id
+    store.add_human_judgements(ds_id, [dict(context_id="doc1", candidate_left="c1",
+                                            candidate_right="c2", winner="A")])
+    store.set_guidelines(ds_id, "be fair")
+    store.delete_dataset("tiny")
+    for table in ("datasets", "contexts", "candidates", "reference_scores", "runs", "comparisons",
+                  "human_judgements", "guidelines"):
+        assert count(store, table) == 0, table
+    # saving again gives a new id and fresh id maps (no stale cache)
+    new_id = store.save_dataset(tiny_dataset)
+    assert new_id != ds_id
+    r2 = store.create_run("r2", new_id, settings())
+    store.add_comparisons(r2, [result("doc2", "c3", "c1", 0.2)])
+    assert store.stored_pairs(r2) == {PairKey("doc2", "c3", "c1")}
+
+
+# ------------------------------------------------------------------------- runs
+
+def test_create_run_resumes_with_same_settings(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    rid = store.create_run("r1", ds_id, settings())
+    # batch size and device do not change results: same run, settings record the new values
+    assert store.create_run("r1", ds_id, settings(batch_size=64, device="cuda")) == rid
+    info = store.get_run("r1")
+    assert (info.id, info.name, info.dataset_id, info.dataset_name, info.status, info.done,
+            info.total, info.n_comparisons) == (rid, "r1", ds_id, "tiny", "pending", 0, None, 0)
+    assert info.settings == settings(batch_size=64, device="cuda")
+    assert store.get_run(rid) == info and store.list_runs() == [info]
+    assert store.list_runs(ds_id) == [info] and store.list_runs(ds_id + 1) == []
+
+
+def test_create_run_with_conflicting_settings_names_the_keys(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    store.create_run("r1", ds_id, settings())
+    with pytest.raises(InputError) as e:
+        store.create_run("r1", ds_id, settings(aspect="fluency", seed=3, batch_size=1))
+    msg = str(e.value)
+    assert "aspect: 'coherence' -> 'fluency'" in msg and "seed: 0 -> 3" in msg
+    assert "batch_size" not in msg
+    assert len(store.list_runs()) == 1
+
+
+def test_create_run_refuses_other_dataset_and_bad_input(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    other = store.save_dataset(Dataset("one", tiny_dataset.contexts[:1], ("coherence",), "",
+                                       content_hash(tiny_dataset.contexts[:1])))
+    store.create_run("r1", ds_id, settings())
+    with pytest.raises(InputError, match="already exists on dataset 'tiny', not 'one'"):
+        store.create_run("r1", other, settings())
+    with pytest.raises(InputError, match="cannot be stored as JSON"):
+        store.create_run("r2", ds_id, settings(seed=object()))
+    with pytest.raises(RunNotFoundError):
+        store.create_run("r3", 999, settings())
+    with pytest.raises(RunNotFoundError, match="no run named or numbered 'zz'"):
+        store.get_run("zz")
+
+
+def test_key_settings_are_columns(store, run_id):
+    with store.engine.connect() as conn:
+        row = conn.execute(text("SELECT model, model_key, label_words, aspect, template_name, "
+                                "strategy, budget, seed FROM runs WHERE id = :i"),
+                           {"i": run_id}).one()
+    assert tuple(row) == ("bundled:SmolLM2-135M-Instruct", "smollm2-135m@abc", LABELS,
+                          "coherence", "t1", "full", None, 0)
+
+
+def test_delete_run_removes_its_comparisons_only(store, tiny_dataset, run_id):
+    ds_id = store.get_run(run_id).dataset_id
+    other = store.create_run("r2", ds_id, settings(seed=1))
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7)])
+    store.add_comparisons(other, [result("doc1", "c1", "c2", 0.6)])
+    store.delete_run(run_id)
+    assert [r.name for r in store.list_runs()] == ["r2"]
+    assert count(store, "comparisons") == 1
+    with pytest.raises(RunNotFoundError):
+        store.delete_run(run_id)
+
+
+# ------------------------------------------------------------------------- ResultSink
+
+def test_add_comparisons_ignores_duplicates_and_stored_pairs(store, run_id):
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7), result("doc1", "c2", "c1", 0.4),
+                                   result("doc2", "c3", "c1", 0.1)])
+    # a repeat (also repeated inside one batch) is ignored and keeps the first value
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.99), result("doc2", "c1", "c3", 0.8),
+                                   result("doc2", "c1", "c3", 0.5)])
+    assert store.stored_pairs(run_id) == {PairKey("doc1", "c1", "c2"), PairKey("doc1", "c2", "c1"),
+                                          PairKey("doc2", "c3", "c1"), PairKey("doc2", "c1", "c3")}
+    assert store.get_comparison(run_id, "doc1", "c1", "c2")["p"] == 0.7
+    assert store.get_comparison(run_id, "doc2", "c1", "c3")["p"] == 0.8
+    assert store.get_run(run_id).n_comparisons == 4
+    store.add_comparisons(run_id, [])  # nothing to do is not an error
+
+
+def test_add_comparisons_is_atomic_on_unknown_ids(store, run_id):
+    with pytest.raises(InputError, match=r"1 comparison\(s\).*\(doc1, c1, zz\)"):
+        store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7),
+                                       result("doc1", "c1", "zz", 0.5)])
+    assert store.stored_pairs(run_id) == set()
+    with pytest.raises(RunNotFoundError):
+        store.add_comparisons(999, [result("doc1", "c1", "c2", 0.7)])
+
+
+def test_cached_judgements_across_runs(store, tiny_dataset, run_id):
+    ds_id = store.get_run(run_id).dataset_id
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7, h="H1"),
+                                   result("doc1", "c2", "c1", 0.25, h="H2")])
+    other_template = store.create_run("r2", ds_id, settings(template_name="t2"))
+    other_model = store.create_run("r3", ds_id, settings(model_key="other", seed=5))
+    other_words = store.create_run("r4", ds_id, settings(label_words=["1", "2"], seed=6))
+    store.add_comparisons(other_model, [result("doc1", "c1", "c3", 0.6, h="H3")])
+    store.add_comparisons(other_words, [result("doc1", "c1", "c3", 0.6, h="H4")])
+
+    hits = store.cached_judgements("smollm2-135m@abc", LABELS, ["H1", "H2", "H3", "H4", "H9"])
+    assert set(hits) == {"H1", "H2"}
+    assert hits["H1"] == result("doc1", "c1", "c2", 0.7, h="H1")
+    assert hits["H2"].judgement.p == 0.25 and hits["H2"].key == PairKey("doc1", "c2", "c1")
+    assert set(store.cached_judgements("other", LABELS, ["H1", "H3"])) == {"H3"}
+    assert set(store.cached_judgements("smollm2-135m@abc", '["1", "2"]', ["H4"])) == {"H4"}
+    assert store.cached_judgements("", LABELS, ["H1"]) == {}
+    assert store.get_run(other_template).n_comparisons == 0
+
+
+def test_cached_judgements_handles_many_hashes(store, run_id):
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.7, h="H1")])
+    hashes = [f"x{i}" for i in range(1200)] + ["H1"]
+    assert list(store.cached_judgements("smollm2-135m@abc", LABELS, iter(hashes))) == ["H1"]
+
+
+def test_set_run_status_records_progress_and_heartbeat(store, run_id):
+    before = datetime.now(timezone.utc)
+    store.set_run_status(run_id, "running", done=3, total=30, message="warming up")
+    r = store.get_run(run_id)
+    assert (r.status, r.done, r.total, r.message, r.worker_pid) == ("running", 3, 30, "warming up",
+                                                                     os.getpid())
+    assert before - timedelta(seconds=1) <= r.heartbeat_at <= datetime.now(timezone.utc)
+    first_beat = r.heartbeat_at
+    time.sleep(0.01)
+    store.set_run_status(run_id, "running", done=4)  # same status: message and total kept
+    r = store.get_run(run_id)
+    assert (r.done, r.total, r.message) == (4, 30, "warming up") and r.heartbeat_at > first_beat
+    store.set_run_status(run_id, "completed", done=30)  # status changes: message cleared
+    r = store.get_run(run_id)
+    assert (r.status, r.done, r.message) == ("completed", 30, None)
+    with pytest.raises(InputError, match="unknown run status 'done'"):
+        store.set_run_status(run_id, "done")
+    with pytest.raises(RunNotFoundError):
+        store.set_run_status(999, "running")
+
+
+def test_cancel_flag(store, run_id):
+    assert store.cancel_requested(run_id) is False
+    store.request_cancel(run_id)
+    assert store.cancel_requested(run_id) is True
+    assert store.get_run(run_id).cancel_requested is True
+    store.set_run_status(run_id, "running", done=1)  # a heartbeat does not clear the request
+    assert store.cancel_requested(run_id) is True
+    store.set_run_status(run_id, "cancelled", done=1, message="stopped")  # honoured: resumable
+    assert store.cancel_requested(run_id) is False
+    assert store.get_run(run_id).message == "stopped"
+    store.delete_run(run_id)
+    assert store.cancel_requested(run_id) is True  # a deleted run must stop its worker
+    with pytest.raises(RunNotFoundError):
+        store.request_cancel(run_id)
+
+
+# ------------------------------------------------------------------------- reading
+
+def test_comparison_table_is_aligned_in_insertion_order(store, run_id):
+    store.add_comparisons(run_id, [result("doc2", "c3", "c1", 0.1, logp_a=-2.0, logp_b=-0.1),
+                                   result("doc1", "c1", "c2", 0.75, logp_a=float("nan"),
+                                          logp_b=float("nan"), label_mass=1.0)])
+    store.add_comparisons(run_id, [result("doc1", "c2", "c1", 0.5, label_mass=0.25)])
+    t = store.comparison_table(run_id)
+    assert len(t) == 3
+    assert t.context_ids.tolist() == ["doc2", "doc1", "doc1"]
+    assert t.a_ids.tolist() == ["c3", "c1", "c2"] and t.b_ids.tolist() == ["c1", "c2", "c1"]
+    assert t.context_ids.dtype == object and t.p.dtype == np.float64
+    np.testing.assert_array_equal(t.p, [0.1, 0.75, 0.5])
+    np.testing.assert_array_equal(t.logp_a, [-2.0, np.nan, math.log(0.5)])
+    np.testing.assert_array_equal(t.logp_b, [-0.1, np.nan, math.log(0.5)])
+    np.testing.assert_array_equal(t.label_mass, [0.9, 1.0, 0.25])
+    assert t.for_context("doc1").a_ids.tolist() == ["c1", "c2"]
+
+
+def test_comparison_table_of_empty_and_missing_run(store, run_id):
+    assert len(store.comparison_table(run_id)) == 0
+    with pytest.raises(RunNotFoundError):
+        store.comparison_table(999)
+
+
+def test_comparisons_frame_and_get_comparison(store, run_id):
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    store.add_comparisons(run_id, [result("doc1", "c1", "c2", 0.75, h="abc", latency_ms=float("nan")),
+                                   result("doc2", "c2", "c3", 0.5)])
+    df = store.comparisons_frame(run_id)
+    assert list(df.columns) == ["context_id", "a_id", "b_id", "p", "logp_a", "logp_b",
+                                "label_mass", "latency_ms", "prompt_hash", "created_at"]
+    assert df["context_id"].tolist() == ["doc1", "doc2"] and df["prompt_hash"].tolist()[0] == "abc"
+    assert df["p"].tolist() == [0.75, 0.5] and math.isnan(df["latency_ms"][0])
+    assert df["latency_ms"][1] == 12.5
+    assert (df["created_at"] >= before).all() and str(df["created_at"].dt.tz) == "UTC"
+    c = store.get_comparison(run_id, "doc1", "c1", "c2")
+    assert (c["context_id"], c["a_id"], c["b_id"], c["p"], c["prompt_hash"]) == (
+        "doc1", "c1", "c2", 0.75, "abc")
+    assert c["logp_a"] == math.log(0.75) and math.isnan(c["latency_ms"])
+    assert store.get_comparison(run_id, "doc1", "c2", "c1") is None
+    assert len(store.comparisons_frame(store.create_run("empty", store.get_run(run_id).dataset_id, settings(seed=9)))) == 0
+
+
+def _big_dataset(n_contexts: int, n_candidates: int) -> Dataset:
+    contexts = tuple(
+        Context(f"ctx{i}", f"context {i}",
+                tuple(Candidate(f"cand{j}", f"text {i}.{j}", f"sys{j}", {"s": float(j)})
+                      for j in range(n_candidates)))
+        for i in range(n_contexts))
+    return Dataset("big", contexts, ("s",), "", content_hash(contexts))
+
+
+def test_100k_comparisons_write_and_read_back(store):
+    ds = _big_dataset(10, 101)  # 10 * 101 * 100 = 101,000 ordered pairs
+    rid = store.create_run("big", store.save_dataset(ds), settings(dataset="big"))
+    n = 101
+    a, b = np.divmod(np.arange(n * n), n)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    rng = np.random.default_rng(0)
+    p_all = rng.random((10, len(a)))
+    t0 = time.perf_counter()
+    for i in range(10):
+        store.add_comparisons(rid, [
+            ComparisonResult(PairKey(f"ctx{i}", f"cand{x}", f"cand{y}"),
+                             Judgement(float(p), math.log(p), math.log1p(-p), 1.0, 5.0), f"{i}-{x}-{y}")
+            for x, y, p in zip(a.tolist(), b.tolist(), p_all[i].tolist())])
+    t1 = time.perf_counter()
+    table = store.comparison_table(rid)
+    t2 = time.perf_counter()
+    print(f"\nwrote {len(table)} comparisons in {t1 - t0:.2f} s, comparison_table in {t2 - t1:.3f} s")
+    assert len(table) == 10 * n * (n - 1)
+    assert table.context_ids[:3].tolist() == ["ctx0"] * 3 and table.context_ids[-1] == "ctx9"
+    assert table.a_ids[:3].tolist() == ["cand0"] * 3 and table.b_ids[:3].tolist() == [
+        "cand1", "cand2", "cand3"]
+    np.testing.assert_array_equal(table.p, p_all.ravel())
+    np.testing.assert_allclose(table.logp_a, np.log(p_all.ravel()))
+    np.testing.assert_array_equal(table.label_mass, np.ones(len(table)))
+
+
+# ------------------------------------------------------------------------- human judgements
+
+def test_human_judgements_round_trip(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    at = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+    n = store.add_human_judgements(ds_id, [
+        dict(context_id="doc1", candidate_left="c2", candidate_right="c1", shown_order="ba",
+             winner=Outcome.B, annotator="ann", aspect="coherence", seconds=4.5),
+        dict(context_id="doc2", candidate_a="c1", candidate_b="c3", winner="tie",
+             annotator="imp", aspect="fluency", source="import", created_at=at),
+        dict(context_id="doc2", candidate_left="c3", candidate_right="c2", winner="skip",
+             aspect="coherence"),
+    ])
+    assert n == 3
+    df = store.human_judgements_frame(ds_id)
+    assert list(df.columns) == ["id", "context_id", "candidate_left", "candidate_right",
+                                "shown_order", "winner", "annotator", "aspect", "seconds",
+                                "source", "created_at"]
+    assert df[["context_id", "candidate_left", "candidate_right", "winner", "source"]].values.tolist() == [
+        ["doc1", "c2", "c1", "B", "app"], ["doc2", "c1", "c3", "tie", "import"],
+        ["doc2", "c3", "c2", "skip", "app"]]
+    assert df["shown_order"][0] == "ba" and df["shown_order"][1:].isna().all()
+    assert df["seconds"][0] == 4.5 and math.isnan(df["seconds"][1])
+    assert df["created_at"][1] == at
+    coh = store.human_judgements_frame(ds_id, aspect="coherence")
+    assert coh["candidate_left"].tolist() == ["c2", "c3"]
+    assert len(store.human_judgements_frame(ds_id, aspect="nope")) == 0
+
+
+def test_human_judgements_report_every_bad_row_and_store_none(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    with pytest.raises(InputError) as e:
+        store.add_human_judgements(ds_id, [
+            dict(context_id="doc1", candidate_left="c1", candidate_right="c2", winner="A"),
+            dict(context_id="docX", candidate_left="c1", candidate_right="c2", winner="A"),
+            dict(context_id="doc1", candidate_left="c1", candidate_right="c9", winner="maybe"),
+            dict(context_id="doc1", candidate_left="c1", candidate_right="c1", winner="A", colour=1),
+        ])
+    msg = str(e.value)
+    assert msg.startswith("5 problem(s)")
+    for part in ("row 1: context 'docX'", "row 2: candidate 'c9' is not in context 'doc1'",
+                 "row 2: winner 'maybe'", "row 3: unknown key(s) colour",
+                 "row 3: a candidate cannot be compared with itself"):
+        assert part in msg
+    assert count(store, "human_judgements") == 0
+    assert store.add_human_judgements(ds_id, []) == 0
+
+
+def test_guidelines(store, tiny_dataset):
+    ds_id = store.save_dataset(tiny_dataset)
+    assert store.get_guidelines(ds_id) == ""
+    store.set_guidelines(ds_id, "Prefer faithful summaries.")
+    store.set_guidelines(ds_id, "Prefer coherent summaries.")
+    assert store.get_guidelines(ds_id) == "Prefer coherent summaries."
+    assert count(store, "guidelines") == 1
+    with pytest.raises(RunNotFoundError):
+        store.set_guidelines(999, "x")
+
+
+# ------------------------------------------------------------------------- opening, migrations
+
+def test_default_database_url(monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPASSESS_DATABASE_URL", "postgresql://u@h/db")
+    assert default_database_url() == "postgresql://u@h/db"
+    monkeypatch.delenv("COMPASSESS_DATABASE_URL")
+    monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home" / "cs"))
+    assert default_database_url() == f"sqlite:///{tmp_path / 'home' / 'cs' / 'compassess.db'}"
+    assert (tmp_path / "home" / "cs").is_dir()
+    monkeypatch.delenv("COMPASSESS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_database_url() == f"sqlite:///{tmp_path}/.local/share/compassess/compassess.db"
+    s = Store()
+    assert s.url == default_database_url() and (tmp_path / ".local/share/compassess/compassess.db").exists()
+    s.close()
+
+
+def test_bad_url_is_an_input_error():
+    with pytest.raises(InputError, match="cannot open the database URL 'not a url'"):
+        Store("not a url")
+    with pytest.raises(InputError, match="cannot open the database URL 'nosuchdb://x'"):
+        Store("nosuchdb://x")
+
+
+def test_fresh_database_is_at_head_and_matches_schema(store):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from db.schema import Base
+    from db.store import _alembic_config
+
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head == "0001"
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [head]
+        # the migration creates exactly what db/schema.py declares
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def test_sqlite_pragmas(store):
+    if store.dialect != "sqlite":
+        pytest.skip("SQLite pragmas only")
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+
+
+def test_two_stores_on_one_file(db_url, tiny_dataset):
+    s1, s2 = Store(db_url), Store(db_url)
+    rid = s1.create_run("r1", s1.save_dataset(tiny_dataset), settings())
+    s2.add_comparisons(rid, [result("doc1", "c1", "c2", 0.7)])
+    s2.request_cancel(rid)
+    assert s1.stored_pairs(rid) == {PairKey("doc1", "c1", "c2")} and s1.cancel_requested(rid)
+    s1.close(), s2.close()
+
+
+def test_newer_database_is_refused(db_url):
+    Store(db_url).close()
+    engine = create_engine(db_url, poolclass=NullPool)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+    with pytest.raises(InputError, match="schema revision '9999', unknown"):
+        Store(db_url)
+
+
+def test_in_memory_store_works_across_threads(tiny_dataset):
+    import threading
+
+    s = Store("sqlite://")
+    rid = s.create_run("r", s.save_dataset(tiny_dataset), settings())
+    t = threading.Thread(target=s.set_run_status, args=(rid, "running"), kwargs=dict(done=2))
+    t.start(), t.join()
+    assert s.get_run(rid).done == 2
+
+
+_OPEN_AND_WRITE = textwrap.dedent("""
+    import sys, time
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+    from db.store import Store
+    url, start_at, run_id, which = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    while time.time() < start_at:
+        time.sleep(0.001)
+    store = Store(url)
+    if run_id:
+        # 60 small transactions of 3 pairs each; the two processes write disjoint pairs
+        for i in range(60):
+            ctx = f"ctx{i % 10}"
+            store.add_comparisons(run_id, [ComparisonResult(
+                PairKey(ctx, f"cand{which}", f"cand{10 + (i // 10) * 3 + k}"),
+                Judgement(0.5, -0.7, -0.7, 1.0), f"{which}-{i}-{k}") for k in range(3)])
+            store.set_run_status(run_id, "running", done=i)
+    print("ok")
+""")
+
+
+def _spawn(url: str, start_at: float, run_id: int, which: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
+    return subprocess.Popen([sys.executable, "-c", _OPEN_AND_WRITE, url, str(start_at),
+                             str(run_id), str(which)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and out.strip() == "ok", err
+
+
+def test_two_processes_migrate_a_fresh_database_at_once(db_url):
+    start_at = time.time() + 3.0  # both processes are importing by then and open together
+    _wait([_spawn(db_url, start_at, 0, w) for w in (0, 1)])
+    s = Store(db_url)
+    with s.engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0001"]
+    s.close()
+
+
+def test_concurrent_writers_in_two_processes_lose_nothing(store):
+    ds = _big_dataset(10, 40)
+    rid = store.create_run("shared", store.save_dataset(ds), settings(dataset="big"))
+    start_at = time.time() + 3.0
+    _wait([_spawn(store.url, start_at, rid, w) for w in (0, 1)])
+    t = store.comparison_table(rid)
+    assert len(t) == 2 * 60 * 3
+    assert len(set(zip(t.context_ids, t.a_ids, t.b_ids))) == 360
+    assert sorted(set(t.a_ids.tolist())) == ["cand0", "cand1"]
+
+
+# ------------------------------------------------------------------------- with the run loop
+
+class _FakeJudge:
+    """FAKE judge (storage tests only): p from the prompt length; counts the prompts it judged."""
+
+    model_key = "fake-judge"
+    label_words = (" A", " B")
+
+    def __init__(self, cancel_after: tuple[Store, int] | None = None):
+        self.n = 0
+        self.cancel_after = cancel_after
+
+    def judge(self, prompts):
+        self.n += len(prompts)
+        if self.cancel_after is not None:
+            self.cancel_after[0].request_cancel(self.cancel_after[1])
+        return [Judgement(p=(len(p.text) % 10 + 0.5) / 11, logp_a=-1.0, logp_b=-2.0,
+                          label_mass=0.8, latency_ms=1.0) for p in prompts]
+
+
+def test_run_loop_streams_into_the_store_resumes_and_caches(store, tiny_dataset):
+    from compassess_core.errors import RunCancelled
+    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.runner import run_comparisons
+    from compassess_core.settings import RunSettings
+
+    t, a = builtin_template("t1"), Aspect.from_name("coherence")
+    rs = RunSettings(dataset="tiny", aspect=a.name, aspect_adjective=a.adjective,
+                     template_name=t.name, template_text=t.text, primer=t.primer, model="fake",
+                     model_key="fake-judge")
+    ds_id = store.save_dataset(tiny_dataset)
+    rid = store.create_run("loop", ds_id, rs.to_dict())
+
+    # the judge asks for a cancel during the first chunk: that chunk is stored, then the run stops
+    first = _FakeJudge(cancel_after=(store, rid))
+    with pytest.raises(RunCancelled):
+        run_comparisons(tiny_dataset, rs, first, store, rid, chunk_prompts=1)
+    stopped = store.get_run(rid)
+    assert stopped.status == "cancelled" and 0 < stopped.n_comparisons < 12
+    assert stopped.cancel_requested is False
+
+    # resume: only the missing pairs are judged; all 2 x 3 x 2 ordered pairs end up stored once
+    second = _FakeJudge()
+    assert store.create_run("loop", ds_id, rs.to_dict()) == rid
+    run_comparisons(tiny_dataset, rs, second, store, rid)
+    done = store.get_run(rid)
+    assert (done.status, done.done, done.total, done.n_comparisons) == ("completed", 12, 12, 12)
+    assert first.n + second.n == 12
+
+    # a second run with the same model, words and prompts is served from the cache
+    rid2 = store.create_run("loop-again", ds_id, dict(rs.to_dict(), seed=1))
+    third = _FakeJudge()
+    summary = run_comparisons(tiny_dataset, rs, third, store, rid2)
+    assert third.n == 0 and summary.cached == 12
+    t1, t2 = store.comparison_table(rid), store.comparison_table(rid2)
+    order = {k: i for i, k in enumerate(zip(t1.context_ids, t1.a_ids, t1.b_ids))}
+    idx = [order[k] for k in zip(t2.context_ids, t2.a_ids, t2.b_ids)]
+    np.testing.assert_array_equal(t2.p, t1.p[idx])
