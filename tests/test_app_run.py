@@ -70,3 +70,30 @@ def test_start_a_run_from_the_page_with_the_bundled_model(db_url, tmp_path, monk
     at.switch_page("pages/rankings.py").run()
     assert not at.exception, at.exception
     assert len(at.dataframe[-1].value) == 5  # the 5 summaries of A0, ranked
+
+
+def test_cancel_then_resume_from_the_page_repeats_nothing(db_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPASSESS_DATABASE_URL", db_url)
+    monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.button[0].click().run()
+    at.switch_page("pages/run.py").run()
+    at.number_input(key="n_contexts").set_value(1).run()
+    at.selectbox(key="strategy").set_value("no-repeat").run()
+    at.number_input(key="budget").set_value(3).run()
+    [b for b in at.button if b.label == "Start"][0].click().run()
+    # Cancel at once: the worker is still loading the model, so it stops before its first chunk.
+    [b for b in at.button if b.label == "Cancel"][0].click().run()
+    store = Store(db_url)
+    [run] = store.list_runs()
+    stopped = wait_for(store, run.name, {"cancelled", "completed", "failed"})
+    assert stopped.status == "cancelled", stopped.message
+    at.run()
+    assert "Status: cancelled" in "\n".join(m.value for m in at.markdown)
+    [b for b in at.button if b.label == "Resume"][0].click().run()
+    done = wait_for(store, run.name, {"completed", "failed"})
+    assert done.status == "completed", done.message
+    assert done.n_comparisons == done.total == 3
+    table = store.comparison_table(run.id)
+    pairs = set(zip(table.a_ids, table.b_ids))
+    assert len(pairs) == 3 and not any((b, a) in pairs for a, b in pairs)  # no-repeat: one order

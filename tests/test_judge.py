@@ -101,8 +101,8 @@ def judge() -> Judge:
 @pytest.fixture(scope="session")
 def chunks() -> list[list[ComparisonPrompt]]:
     """Two real contexts (SummEval article, TopicalChat dialogue) of varied lengths, 6 prompts each."""
-    se = _rows("summeval.csv", "A0", 3, 1200) or (_BUILTIN_CONTEXT, _BUILTIN_CANDIDATES)
-    tc = _rows("topicalchat_usr.csv", "C0", 3, 1200) or (_BUILTIN_CONTEXT[:90], _BUILTIN_CANDIDATES)
+    se = _rows("summeval.csv", "A0", 3, 700) or (_BUILTIN_CONTEXT, _BUILTIN_CANDIDATES)
+    tc = _rows("topicalchat_usr.csv", "C0", 3, 600) or (_BUILTIN_CONTEXT[:90], _BUILTIN_CANDIDATES)
     return [_context_prompts(*se, "summary", "coherence"),
             _context_prompts(*tc, "dialogue", "engagingness")]
 
