@@ -25,6 +25,8 @@ PAGES = [
     st.Page("pages/rankings.py", title="Rankings", icon=":material/leaderboard:"),
     st.Page("pages/matrix.py", title="Matrix", icon=":material/grid_on:"),
     st.Page("pages/bias.py", title="Bias", icon=":material/balance:"),
+    st.Page("pages/annotate.py", title="Annotate", icon=":material/rate_review:"),
+    st.Page("pages/agreement.py", title="Agreement", icon=":material/handshake:"),
     st.Page("pages/export.py", title="Export", icon=":material/download:"),
 ]
 

@@ -932,6 +932,18 @@ class Store:
         df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
         return df
 
+    def delete_human_judgement(self, judgement_id: int, annotator: str) -> bool:
+        """Delete one human judgement (the annotate page's undo); returns whether a row went.
+
+        Only a row written by ``annotator`` is deleted, so one person's undo can never remove
+        another person's answer; a row already gone (undone from another tab) returns False.
+        """
+        H = HumanJudgementRow
+        with self._write() as conn:
+            gone = conn.execute(delete(H).where(H.id == int(judgement_id),
+                                                H.annotator == str(annotator)))
+        return gone.rowcount == 1
+
     def get_guidelines(self, dataset_id: int) -> str:
         """The dataset's annotation guidelines ("" when none were written)."""
         with self._read() as conn:

@@ -459,3 +459,80 @@ def result_page_header(title: str) -> tuple[RunView, float, str] | None:
                 "comparisons stored): numbers here use what is stored so far.",
                 icon=":material/hourglass_top:")
     return view, tau, method
+
+
+# ----------------------------------------------------------------------- human judgements
+
+#: Aspect used for human labels when nothing else suggests one (the CLI's import default).
+DEFAULT_ASPECT = "overall"
+
+
+def aspect_options(dataset_id: int) -> list[str]:
+    """Aspects worth offering for a dataset: the presets, its runs' aspects and its stored labels'."""
+    from compassess_core.prompts import ASPECT_ADJECTIVES
+    run_aspects = [r.settings.get("aspect") for r in store().list_runs(dataset_id)]
+    labelled = store().human_judgements_frame(dataset_id)["aspect"].tolist()
+    extra = sorted({str(a) for a in run_aspects + labelled if a} - set(ASPECT_ADJECTIVES))
+    return list(ASPECT_ADJECTIVES) + extra
+
+
+def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged") -> str:
+    """An aspect picker for human judgements, defaulting to the newest run's aspect (kept in the URL)."""
+    options = aspect_options(dataset_id)
+    runs = store().list_runs(dataset_id)
+    want = recalled("aspect") or (runs[-1].settings.get("aspect") if runs else None) or DEFAULT_ASPECT
+    index = options.index(want) if want in options else options.index(DEFAULT_ASPECT)
+    chosen = where.selectbox(label, options, index=index, key="aspect_w",
+                             help="Human judgements are stored per dataset and aspect; the Agreement "
+                                  "page compares a run with the labels of the run's aspect.")
+    remember("aspect", chosen)
+    return chosen
+
+
+def aspect_question(aspect: str) -> str:
+    """The question people answer, in the prompts' words ("Which text is more coherent?")."""
+    from compassess_core.prompts import Aspect
+    adjective = Aspect.from_name(aspect).adjective
+    # As the prompt templates do: "more good" reads "better".
+    question = f"Which text is more {adjective}?"
+    return question.replace("more good", "better")
+
+
+def problems_frame(err) -> pd.DataFrame:
+    """A ``ValidationError``'s problems as a table (file, row, column, problem)."""
+    return pd.DataFrame([dict(file=p.file, row=p.row, column=p.column, problem=p.message)
+                         for p in err.problems], columns=["file", "row", "column", "problem"])
+
+
+def labels_not_stored(labels: list, stored: pd.DataFrame) -> tuple[list, int]:
+    """Imported labels whose (annotator, context, unordered pair) is not stored yet, and how many
+    were, so importing the same file twice adds nothing."""
+    have = {(a, c, frozenset((x, y))) for a, c, x, y in
+            stored.loc[stored["source"] == "import",
+                       ["annotator", "context_id", "candidate_left", "candidate_right"]]
+            .itertuples(index=False)}
+    new = [lb for lb in labels
+           if (lb.annotator, lb.context_id, frozenset((lb.candidate_a, lb.candidate_b))) not in have]
+    return new, len(labels) - len(new)
+
+
+@st.cache_data(show_spinner="Computing agreement ...", max_entries=16)
+def cached_agreement(url: str, dataset_id: int, run_id: int, n_comparisons: int,
+                     human: pd.DataFrame, tau: float) -> dict:
+    """Everything the Agreement page shows for one run, one set of human labels and one tau.
+
+    ``summary`` is exactly ``agreement.agreement_summary`` (what ``compassess agreement`` prints);
+    the rest are the engine's tables behind it. Keyed by the human table's content, so a new or
+    undone judgement recomputes it.
+    """
+    from compassess_core import agreement
+    dataset = cached_dataset(url, dataset_id)
+    table = cached_table(url, run_id, n_comparisons)
+    return dict(
+        summary=agreement.agreement_summary(human, table, dataset, tau),
+        report=agreement.llm_vs_human(human, table, tau),
+        human_human=agreement.human_human_agreement(human),
+        bias=agreement.positional_bias_side_by_side(human, table, tau),
+        human_ranking=agreement.human_rankings(human, dataset),
+        disagreements=agreement.disagreements(human, table, tau),
+    )

@@ -94,7 +94,12 @@ def judge() -> Judge:
         except ModelLoadError as e:
             pytest.skip(f"bundled SmolLM2 model absent and could not be fetched: {e}")
     j = load_judge(None, device="cpu", dtype="fp32", batch_size=4)
+    # One thread: on a shared 2-core machine, two OpenMP threads stall at every barrier whenever
+    # another process holds a core, which makes this file 10x slower; results do not change.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     yield j
+    torch.set_num_threads(threads)
     j.close()
 
 

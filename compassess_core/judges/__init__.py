@@ -30,7 +30,8 @@ def _default_model() -> Path:
 
 def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "auto",
                batch_size: int = 8, label_words: tuple[str, str] | None = None) -> Judge:
-    """Load a judge: the bundled default (``None``), a ``.gguf`` file, a model directory or a hub id.
+    """Load a judge: the bundled default (``None``), a ``.gguf`` file, a model directory, a hub id,
+    or a served model ``openai:BASE_URL#MODEL`` / ``openai-completions:BASE_URL#MODEL``.
 
     Causal models get the chat template with the answer primed and label words ``(" A", " B")``;
     encoder-decoder models (FlanT5) read the first decoder step at ``("A", "B")``.
@@ -42,6 +43,13 @@ def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "
     InputError
         Bad device/dtype, or label words that are not one token each.
     """
+    from .openai_judge import is_openai_spec, load_openai_judge
+
+    if model is not None and is_openai_spec(model):
+        # A served model (vLLM, TGI, Ollama): device and dtype are the server's business;
+        # --batch-size sets how many requests are in flight.
+        return load_openai_judge(model, concurrency=batch_size, label_words=label_words)
+
     from .loading import load_model
     from .transformers_judge import (CAUSAL_LABEL_WORDS, SEQ2SEQ_LABEL_WORDS, CausalJudge,
                                      Seq2SeqJudge)

@@ -64,12 +64,11 @@ def cpu_supports_bf16() -> bool:
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """``auto``: bf16 on a GPU that supports it (fp16 otherwise), fp32 on CPU.
+    """``auto``: bf16 where the device computes it natively, else fp32 (fp16 on old GPUs).
 
-    CPU stays fp32 by default even with AVX512-BF16: measured on this project's 2-core EPYC, bf16
-    was not faster than fp32 for 135M-0.5B models (see docs/performance.md), and fp32 keeps
-    prefix-cached p within 1e-5 of one-at-a-time p. Ask for ``bf16`` explicitly to trade accuracy
-    for memory.
+    GPUs with bf16 support get bf16 (fp16 otherwise); CPUs with AVX512-BF16 or AMX get bf16
+    (measured ~2x faster than fp32 on this project's 2-core EPYC, see docs/performance.md); other
+    CPUs fp32. Label-word log-probabilities are computed in fp32 whatever the model dtype.
     """
     d = dtype.strip().lower()
     table = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
@@ -77,7 +76,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if d == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
+        return torch.bfloat16 if cpu_supports_bf16() else torch.float32
     if d not in table:
         raise InputError(f"unknown dtype '{dtype}'; choose auto, fp32, bf16 or fp16")
     return table[d]
@@ -133,6 +132,7 @@ def convert_gguf(gguf: Path, sha: str) -> Path:
     fresh.load_state_dict(loaded.state_dict(), strict=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the models it holds
     try:
         fresh.save_pretrained(tmp)
         tok.save_pretrained(tmp)

@@ -224,22 +224,23 @@ class CausalJudge:
             layer.values = v.expand(batch, -1, -1, -1) if batch > 1 else v
         return cache
 
-    def _forward(self, ids: torch.Tensor, kv, want_cache: bool):
-        """Run the decoder on ``ids`` (B, S) after the cached prefix ``kv`` (or none)."""
-        self.stats["forward_passes"] += 1
-        cache = self._make_cache(kv, ids.shape[0]) if kv is not None else None
-        if cache is None and want_cache:
-            from transformers import DynamicCache
-            cache = DynamicCache(config=self.model.config)
-        out = self._base(input_ids=ids, past_key_values=cache, use_cache=cache is not None)
-        new_kv = [(layer.keys, layer.values) for layer in cache.layers] if want_cache else None
-        return out.last_hidden_state, new_kv
+    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
+        """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), one forward.
 
-    def _extend(self, seq: list[int], start: int, stop: int, kv):
-        ids = torch.tensor([seq[start:stop]], dtype=torch.long, device=self.device)
-        self.stats["model_tokens"] += stop - start
-        _, new_kv = self._forward(ids, kv, want_cache=True)
-        return new_kv
+        The extensions are right-padded into one batch; each node's cache is the view of its row
+        up to its own prefix length, so the pads after it are never part of it.
+        """
+        from transformers import DynamicCache
+        lens = [n.prefix_len - base for n in nodes]
+        ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
+        for r, n in enumerate(nodes):
+            ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
+        self.stats["model_tokens"] += sum(lens)
+        self.stats["forward_passes"] += 1
+        cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
+        self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True)
+        return [[(layer.keys[r:r + 1, :, :n.prefix_len], layer.values[r:r + 1, :, :n.prefix_len])
+                 for layer in cache.layers] for r, n in enumerate(nodes)]
 
     def _split(self, widths: np.ndarray) -> list[np.ndarray]:
         """Cut length-sorted items into micro-batches within batch_size and token_budget."""
@@ -332,15 +333,21 @@ class CausalJudge:
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
                     attention_mask=mask.to(ids.device), position_ids=pos.to(ids.device))
 
-    def _run_node(self, seqs, node: PrefixNode, base: int, kv, pending: list, la, lb) -> None:
-        if node.prefix_len > base:
-            kv = self._extend(seqs[node.rep], base, node.prefix_len, kv)
-        for child in node.children:
-            self._run_node(seqs, child, node.prefix_len, kv, pending, la, lb)
+    def _run_node(self, seqs, node: PrefixNode, kv, pending: list, la, lb) -> None:
+        """Queue ``node``'s leaves on its cache ``kv``; build its children's caches in waves.
+
+        A wave is at most ``batch_size`` children extended in one forward pass; its subtrees run
+        before the next wave, so only a wave's caches plus those referenced by pending leaves
+        (a window of ``window * batch_size``) are alive at once, whatever the chunk size.
+        """
         pending.extend((i, node.prefix_len, kv) for i in node.leaves)
-        # A bounded window of pending leaves: length-sorted batches without holding every cache.
-        if len(pending) >= self.window * self.batch_size:
-            self._flush(seqs, pending, la, lb, final=False)
+        kids = sorted(node.children, key=lambda c: c.prefix_len)
+        for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
+            group = [kids[p] for p in wave]
+            for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
+                self._run_node(seqs, child, child_kv, pending, la, lb)
+            if len(pending) >= self.window * self.batch_size:
+                self._flush(seqs, pending, la, lb, final=False)
 
     @torch.inference_mode()
     def logprobs_for_ids(self, seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -355,7 +362,9 @@ class CausalJudge:
         self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
         pending: list = []
         if self.prefix_cache:
-            self._run_node(useqs, plan_prefixes(useqs, self.min_saving), 0, None, pending, la, lb)
+            root = plan_prefixes(useqs, self.min_saving)
+            kv = self._extend(useqs, [root], 0, None)[0] if root.prefix_len > 0 else None
+            self._run_node(useqs, root, kv, pending, la, lb)
         else:
             pending = [(i, 0, None) for i in range(len(useqs))]
         self._flush(useqs, pending, la, lb, final=True)

@@ -1,0 +1,337 @@
+"""Judge throughput: the naive reference recipe vs the prefix-cached, batched engine, same comparisons.
+
+Naive = one prompt per forward pass, no batching, no prefix reuse (chat template, primed answer,
+label-word log-probs in fp32 from the final hidden state). Engine = ``CausalJudge`` as the run
+loop uses it (one chunk per context, sorted by first candidate). Both run in this process on the
+same prompts; the table reports comparisons/s, prompt tokens/s, peak memory and max |p_engine -
+p_naive|. The naive pass is slow, so it runs on an evenly spaced sample of each context's prompts
+(``--naive-per-context``); its rate is a per-comparison rate and does not depend on the sample.
+
+    .venv/bin/python benchmarks/judge_throughput.py --contexts 1 --candidates 16
+    .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda \\
+        --peak-tflops 989 --contexts 2
+
+Models that are absent are skipped with a message. This script must never write to the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from compassess_core.errors import CompAssessError  # noqa: E402
+from compassess_core.judges.loading import LoadedModel, load_model  # noqa: E402
+from compassess_core.judges.transformers_judge import (CausalJudge, Seq2SeqJudge,  # noqa: E402
+                                                       _FP32Head)
+from compassess_core.models import default_model_path, models_dir  # noqa: E402
+from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.types import ComparisonPrompt  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+DATASETS = {  # name -> (file, task, aspect)
+    "summeval": ("summeval.csv", "summary", "coherence"),
+    "topicalchat": ("topicalchat_usr.csv", "dialogue", "engagingness"),
+}
+
+#: Randomly initialised stand-ins for GPU throughput runs (shapes of the public configs).
+RANDOM_CONFIGS = {
+    "qwen2.5-1.5b": ("qwen2", dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+                                   num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
+                                   max_position_embeddings=32768, tie_word_embeddings=True,
+                                   rope_theta=1e6)),
+    "llama3-8b": ("llama", dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+                                max_position_embeddings=8192, tie_word_embeddings=False,
+                                rope_theta=5e5)),
+    "flan-t5-large": ("t5", dict(d_model=1024, d_ff=2816, d_kv=64, num_layers=24, num_decoder_layers=24,
+                                 num_heads=16, vocab_size=32128, feed_forward_proj="gated-gelu",
+                                 tie_word_embeddings=False)),
+}
+
+
+@dataclass
+class Row:
+    model: str
+    dataset: str
+    dtype: str
+    n: int
+    naive_n: int
+    naive_cps: float
+    engine_cps: float
+    naive_tps: float
+    engine_tps: float
+    run_tokens_frac: float
+    naive_peak_mb: float
+    engine_peak_mb: float
+    max_dp: float
+    cpu_ratio: float
+    mfu: float | None = None
+
+
+def load_contexts(name: str, n_contexts: int, n_candidates: int) -> list[list[ComparisonPrompt]]:
+    """Per context, all ordered pairs of its first ``n_candidates`` candidates, sorted by first."""
+    file, task, aspect = DATASETS[name]
+    path = DATA / file
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    by_ctx: dict[str, tuple[str, list[str]]] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            ctx = by_ctx.setdefault(r["context_id"], (r["context"], []))
+            ctx[1].append(r["text"])
+    tpl, asp = builtin_template("t1", task), Aspect.from_name(aspect)
+    out = []
+    for context, texts in list(by_ctx.values())[:n_contexts]:
+        texts = texts[:n_candidates]
+        out.append([tpl.render(context, a, b, asp) for i, a in enumerate(texts)
+                    for k, b in enumerate(texts) if i != k])
+    return out
+
+
+def reset_peak() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    try:  # Linux: "5" resets VmHWM, so each phase reports its own peak resident memory.
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+@torch.inference_mode()
+def naive_logprobs(judge: CausalJudge | Seq2SeqJudge, prompts: list[ComparisonPrompt]) -> np.ndarray:
+    """The reference recipe, written out plainly: one prompt, one full forward pass, fp32 head."""
+    model, tok, dev = judge.model, judge.tokenizer, judge.device
+    ps = []
+    if isinstance(judge, Seq2SeqJudge):
+        for p in prompts:
+            enc = tok(judge.render(p), return_tensors="pt").to(dev)
+            out = model(**enc, decoder_input_ids=torch.tensor([[judge._start_id]], device=dev),
+                        output_hidden_states=True)
+            la, lb = judge._head.logprobs(out.decoder_hidden_states[-1][:, -1], judge._label_ids)
+            ps.append(1 / (1 + np.exp(lb[0] - la[0])))
+        return np.array(ps)
+    head = _FP32Head(model)
+    for p in prompts:
+        text = judge.render(p)
+        ids = tok(text, add_special_tokens=judge._add_special(text), return_tensors="pt")["input_ids"]
+        hidden = model.get_decoder()(input_ids=ids.to(dev)).last_hidden_state
+        la, lb = head.logprobs(hidden[:, -1], judge._label_ids)
+        ps.append(1 / (1 + np.exp(lb[0] - la[0])))
+    return np.array(ps)
+
+
+def sample(n: int, k: int) -> np.ndarray:
+    return np.unique(np.linspace(0, n - 1, num=min(k, n)).round().astype(int))
+
+
+def model_flops(model: torch.nn.Module, tokens: int, prompts: int) -> float:
+    """Matmul FLOPs: 2 x parameters per token they touch (attention scores not counted).
+
+    Causal: every non-embedding parameter per prompt token run, plus the fp32 head once per
+    prompt. Seq2seq: encoder parameters per prompt token, decoder and head once per prompt.
+    """
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+
+    def params(m: torch.nn.Module) -> int:
+        seen = {emb.data_ptr(), head.data_ptr()}
+        return sum(p.numel() for p in m.parameters() if p.data_ptr() not in seen)
+
+    if getattr(model.config, "is_encoder_decoder", False):
+        return 2.0 * (params(model.get_encoder()) * tokens
+                      + (params(model.get_decoder()) + head.numel()) * prompts)
+    return 2.0 * params(model) * tokens + 2.0 * head.numel() * prompts
+
+
+def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: str, naive_k: int,
+          peak_tflops: float | None, skip_naive: bool) -> Row:
+    dev = judge.device
+    n = sum(len(c) for c in contexts)
+    prompt_tokens = sum(len(s) for c in contexts for s in judge.encode([judge.render(p) for p in c]))
+    # Warm-up (allocator, kernels) outside the timings.
+    judge.judge(contexts[0][:2])
+    judge.stats.update(prompt_tokens=0, model_tokens=0, forward_passes=0)
+
+    # Interleaved per context (engine chunk, then the naive sample of the same context) so that
+    # load from other processes on a shared machine hits both alike; CPU time is reported too.
+    t_engine = c_engine = t_naive = c_naive = 0.0
+    engine_peak = naive_peak = 0.0
+    naive_n, naive_tokens, dps = 0, 0, []
+    for c in contexts:
+        reset_peak()
+        sync(dev)
+        t0, c0 = time.perf_counter(), time.process_time()
+        ep = np.array([j.p for j in judge.judge(c)])
+        sync(dev)
+        t_engine += time.perf_counter() - t0
+        c_engine += time.process_time() - c0
+        engine_peak = max(engine_peak, peak_mb(dev))
+        if skip_naive:
+            continue
+        idx = sample(len(c), naive_k)
+        sub = [c[i] for i in idx]
+        naive_tokens += sum(len(s) for s in judge.encode([judge.render(p) for p in sub]))
+        reset_peak()
+        sync(dev)
+        t0, c0 = time.perf_counter(), time.process_time()
+        npv = naive_logprobs(judge, sub)
+        sync(dev)
+        t_naive += time.perf_counter() - t0
+        c_naive += time.process_time() - c0
+        naive_peak = max(naive_peak, peak_mb(dev))
+        naive_n += len(sub)
+        dps.append(np.abs(npv - ep[idx]))
+    run_tokens = judge.stats["model_tokens"]
+    max_dp = float(np.max(np.concatenate(dps))) if dps else float("nan")
+    cpu_ratio = (n / c_engine) / (naive_n / c_naive) if naive_n else float("nan")
+    mfu = None
+    if peak_tflops:
+        flops = model_flops(judge.model, run_tokens, n)
+        mfu = flops / t_engine / (peak_tflops * 1e12)
+    return Row(label, dataset, str(judge.loaded.dtype).replace("torch.", ""), n, naive_n,
+               naive_n / t_naive if naive_n else float("nan"), n / t_engine,
+               naive_tokens / t_naive if naive_n else float("nan"), prompt_tokens / t_engine,
+               run_tokens / prompt_tokens, naive_peak, engine_peak, max_dp, cpu_ratio, mfu)
+
+
+def random_init_model(name: str, device: torch.device, dtype: torch.dtype, tokenizer) -> LoadedModel:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    if name not in RANDOM_CONFIGS:
+        raise SystemExit(f"unknown --random-init {name}; choose {', '.join(RANDOM_CONFIGS)}")
+    kind, kw = RANDOM_CONFIGS[name]
+    # The prompts are tokenised by the bundled tokenizer: every id must be inside the vocabulary.
+    kw = dict(kw, vocab_size=max(kw["vocab_size"], len(tokenizer)))
+    cfg = AutoConfig.for_model(kind, **kw)
+    cfg.pad_token_id = tokenizer.pad_token_id
+    cfg.eos_token_id = tokenizer.eos_token_id
+    if kind == "t5":
+        cfg.decoder_start_token_id = tokenizer.pad_token_id
+    torch.manual_seed(0)
+    cls = AutoModelForSeq2SeqLM if kind == "t5" else AutoModelForCausalLM
+    with torch.device(device):
+        model = cls.from_config(cfg, dtype=dtype, attn_implementation="sdpa").eval()
+    return LoadedModel(model, tokenizer, f"random:{name}", f"{name} (random init)", kind == "t5",
+                       device, dtype)
+
+
+def print_table(rows: list[Row]) -> None:
+    head = ("| model | data | dtype | comparisons | naive (n) cmp/s | engine cmp/s | speed-up (CPU-time) | "
+            "naive prompt tok/s | engine prompt tok/s | tokens run | peak MB naive / engine | "
+            "max abs dp |" + (" MFU |" if any(r.mfu is not None for r in rows) else ""))
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        ratio = r.engine_cps / r.naive_cps if r.naive_n else float("nan")
+        line = (f"| {r.model} | {r.dataset} | {r.dtype} | {r.n} | {r.naive_cps:.3f} ({r.naive_n}) | "
+                f"{r.engine_cps:.3f} | {ratio:.1f}x ({r.cpu_ratio:.1f}x) | {r.naive_tps:.0f} | {r.engine_tps:.0f} | "
+                f"{100 * r.run_tokens_frac:.0f}% | {r.naive_peak_mb:.0f} / {r.engine_peak_mb:.0f} | "
+                f"{r.max_dp:.2e} |")
+        if r.mfu is not None:
+            line += f" {100 * r.mfu:.1f}% |"
+        print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", action="append", metavar="NAME=PATH",
+                    help="model(s) to run (default: the bundled SmolLM2 and Qwen2.5-Coder-0.5B GGUF)")
+    ap.add_argument("--datasets", default="summeval,topicalchat")
+    ap.add_argument("--contexts", type=int, default=1)
+    ap.add_argument("--candidates", type=int, default=16)
+    ap.add_argument("--naive-per-context", type=int, default=24,
+                    help="prompts per context the naive baseline runs (evenly spaced)")
+    ap.add_argument("--dtype", default="fp32", help="comma list: fp32,bf16")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    ap.add_argument("--random-init", metavar="CONFIG", help=f"one of {', '.join(RANDOM_CONFIGS)}")
+    ap.add_argument("--peak-tflops", type=float, help="device peak, for MFU")
+    ap.add_argument("--skip-naive", action="store_true")
+    args = ap.parse_args(argv)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"torch {torch.__version__} threads {torch.get_num_threads()}, device {args.device}"
+          + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""))
+    print("command: " + " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])))
+
+    datasets = {}
+    for name in args.datasets.split(","):
+        try:
+            datasets[name] = load_contexts(name, args.contexts, args.candidates)
+        except FileNotFoundError as e:
+            print(f"skip dataset {name}: {e} not found (../shared/data absent)")
+    if not datasets:
+        return 1
+
+    rows: list[Row] = []
+    for dtype in args.dtype.split(","):
+        if args.random_init:
+            tok_src = load_model(default_model_path(), device="cpu", dtype="fp32")
+            tok = tok_src.tokenizer
+            del tok_src
+            loaded = random_init_model(args.random_init, torch.device(args.device),
+                                       {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype], tok)
+            specs = [(args.random_init, loaded)]
+        else:
+            specs = []
+            for item in args.model or [f"smollm2={default_model_path()}",
+                                       f"qwen0.5b={models_dir() / 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'}"]:
+                label, _, path = item.partition("=")
+                path = path or label
+                if not Path(path).expanduser().exists() and (path.endswith(".gguf") or "/" in path[:1]):
+                    print(f"skip {label}: {path} is absent (fetch it with ../shared/tools/get_models.sh)")
+                    continue
+                specs.append((label, path))
+        for label, spec in specs:
+            try:
+                loaded = spec if isinstance(spec, LoadedModel) else load_model(spec, args.device, dtype)
+            except CompAssessError as e:
+                print(f"skip {label}: {e}")
+                continue
+            cls = Seq2SeqJudge if loaded.is_seq2seq else CausalJudge
+            judge = cls(loaded, batch_size=args.batch_size)
+            for name, contexts in datasets.items():
+                rows.append(bench(label, judge, contexts, name, args.naive_per_context,
+                                  args.peak_tflops, args.skip_naive))
+                print_table(rows[-1:])
+            judge.close()
+            del loaded
+    print()
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

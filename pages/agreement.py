@@ -1,0 +1,259 @@
+"""Agreement: how an LLM run agrees with people, and people with each other, on one dataset and
+aspect — raw (tau = 0.5) and at the current tau side by side.
+
+Every number comes from ``compassess_core.agreement`` (``agreement_summary`` is exactly what
+``compassess agreement`` prints); this page only lays them out, labelled with what they were
+computed on. It must never compute a statistic itself, and never render user text as markdown.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from compassess_core.agreement import CLASS_NAMES
+from compassess_core.export import table_bytes
+from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, escape_md,
+                           fmt, no_run_message, pick_run, store, tau_control)
+
+st.title("Agreement with people")
+run = pick_run()
+if run is None:
+    no_run_message()
+    st.stop()
+view = RunView(run)
+if len(view.all_p) == 0:
+    st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")
+    st.stop()
+tau = tau_control(view)
+url, dataset_id, run_id, n = view.key
+
+all_human = store().human_judgements_frame(dataset_id)
+aspects = sorted(set(all_human["aspect"].astype(str)))
+run_aspect = view.settings.aspect
+if not aspects:
+    st.info(f"No human labels for dataset '{view.dataset.name}' yet. Judge pairs or import a label "
+            "file on **Annotate**; this page then compares them with the run.",
+            icon=":material/rate_review:")
+    st.page_link("pages/annotate.py", label="Go to Annotate", icon=":material/rate_review:")
+    st.stop()
+options = aspects if run_aspect in aspects else [run_aspect, *aspects]
+aspect = st.sidebar.selectbox("Human labels of aspect", options, index=options.index(run_aspect),
+                              key="agreement_aspect",
+                              help=f"The run judged '{run_aspect}'; compare it with people's "
+                                   "labels of the same aspect.")
+human = all_human.loc[all_human["aspect"] == aspect].reset_index(drop=True)
+if len(human) == 0:
+    st.warning(f"No human labels of aspect '{aspect}' for dataset '{view.dataset.name}' (there are "
+               f"labels of: {', '.join(aspects)}). Pick one of those in the sidebar, or annotate "
+               f"this aspect on **Annotate**.")
+    st.stop()
+if aspect != run_aspect:
+    st.warning(f"The run judged '{run_aspect}' but these labels are for '{aspect}'.",
+               icon=":material/warning:")
+
+bundle = cached_agreement(url, dataset_id, run_id, n, human, tau)
+summary, report = bundle["summary"], bundle["report"]
+llm = summary["llm_vs_human"]
+st.caption(f"Run **{escape_md(run.name)}** vs {llm['n_judgements']:,} human judgements of "
+           f"'{escape_md(aspect)}' by {len(llm['annotators'])} annotator(s) "
+           f"({llm['n_skipped']} skips left out). {llm['n_pairs_matched']:,} of "
+           f"{llm['n_pairs_labelled']:,} labelled pairs were also judged by the run: only those are "
+           "scored, each against the majority vote of its annotators (a tied vote is a tie).")
+
+# ----------------------------------------------------------------------- LLM vs humans
+st.header("LLM vs humans (majority vote)")
+cols = st.columns(2)
+#: (key in the summary, metric label, unit); shown in this order, ties left out first.
+SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
+          ("accuracy_with_ties", "Accuracy", "%"), ("kappa_with_ties", "Cohen's kappa", ""))
+for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
+                          (cols[1], "debiased", f"At the current tau = {tau:.4f}")):
+    m = llm[which]
+    with col.container(border=True):
+        st.subheader(title)
+        for row, (scope, n_pairs) in enumerate((
+                ("Ties left out", f"{m['n_without_ties']} pairs"),
+                ("Ties kept", f"{m['n_with_ties']} pairs, {m['n_human_ties']} of them human ties"))):
+            st.caption(f"**{scope}** (on {n_pairs})")
+            inner = st.columns(2)
+            for k, (key, label, unit) in enumerate(SCORES[2 * row: 2 * row + 2]):
+                value = m[key]
+                shown = (fmt(None if value is None else 100 * value, ".1f") + " %" if unit == "%"
+                         else fmt(value, ".3f"))
+                delta = None
+                raw_value = llm["raw"][key]
+                if which == "debiased" and value is not None and raw_value is not None \
+                        and abs(value - raw_value) > 5e-4:
+                    change = value - raw_value
+                    delta = (f"{100 * change:+.1f} pts vs raw" if unit == "%"
+                             else f"{change:+.3f} vs raw")
+                inner[k].metric(label, shown, delta=delta,
+                                help=f"{label} of the LLM vs the majority vote, {which}, "
+                                     f"{'without' if 'without' in key else 'with'} ties, on "
+                                     f"{n_pairs}")
+st.caption("'Without ties' drops the pairs whose majority vote is a tie (2 classes, as MT-Bench "
+           "reports); 'with ties' keeps them, so a human tie always counts as a disagreement. "
+           "Kappa is Cohen's kappa (1 = perfect, 0 = chance).")
+for note in llm["notes"]:
+    st.caption(f"Note: {note}.")
+
+
+def confusion_figure(conf: np.ndarray, title: str) -> go.Figure:
+    fig = go.Figure(go.Heatmap(z=conf, x=[f"LLM: {c}" for c in CLASS_NAMES],
+                               y=[f"human: {c}" for c in CLASS_NAMES], colorscale="Blues",
+                               text=conf, texttemplate="%{text}", showscale=False,
+                               hovertemplate="%{y}<br>%{x}<br>%{z} pairs<extra></extra>"))
+    fig.update_layout(title=title, height=330, margin=dict(l=10, r=10, t=50, b=10),
+                      yaxis=dict(autorange="reversed"))
+    return fig
+
+
+st.subheader("Confusion matrices (pairs, majority vote)")
+st.caption("Rows: the humans' majority; columns: the LLM. Classes refer to each pair's candidates "
+           "in id order (first-listed = the smaller id), whatever order anyone saw them in.")
+c1, c2 = st.columns(2)
+c1.plotly_chart(confusion_figure(report.raw.majority.confusion, "Raw (tau = 0.5)"),
+                key="confusion_raw", width="stretch")
+c2.plotly_chart(confusion_figure(report.debiased.majority.confusion,
+                                 f"At tau = {report.debiased.tau:.4f}"),
+                key="confusion_debiased", width="stretch")
+with st.expander("Every annotator alone, raw and at tau", expanded=False):
+    st.dataframe(report.summary_frame(), hide_index=True, width="stretch",
+                 column_config={"accuracy_with_ties": st.column_config.NumberColumn(format="%.3f"),
+                                "accuracy_without_ties": st.column_config.NumberColumn(format="%.3f"),
+                                "kappa_with_ties": st.column_config.NumberColumn(format="%.3f"),
+                                "kappa_without_ties": st.column_config.NumberColumn(format="%.3f"),
+                                "tau": st.column_config.NumberColumn(format="%.4f")})
+
+# ----------------------------------------------------------------------- human vs human
+st.header("Human vs human")
+hh = bundle["human_human"]
+if hh.n_items == 0:
+    st.info("No pair has been labelled by two or more annotators yet. Choose 'pairs other "
+            "annotators labelled' on **Annotate** to build an overlap.")
+else:
+    h1, h2, h3, h4 = st.columns(4)
+    h1.metric("Pairs labelled by 2+ annotators", f"{hh.n_items:,}",
+              help=f"{hh.n_annotators} annotators share at least one pair")
+    h2.metric("Pairwise agreement", fmt(100 * hh.percent_agreement, ".1f") + " %",
+              help="Share of agreeing annotator pairs over all shared pairs (3 classes)")
+    h3.metric("Cohen's kappa (2 annotators)",
+              fmt(hh.cohen_kappa, ".3f") if hh.cohen_kappa is not None else "n/a",
+              help="Defined when exactly two annotators share pairs")
+    h4.metric("Krippendorff's alpha (nominal)", fmt(hh.krippendorff_alpha, ".3f"),
+              help="Any number of annotators, missing labels allowed")
+    st.caption(f"On {hh.n_items} pairs labelled by at least two of {hh.n_annotators} annotators; "
+               "classes: first-listed better / second-listed better / tie.")
+    if len(hh.pairwise):
+        st.dataframe(hh.pairwise, hide_index=True, width="stretch",
+                     column_config={"agreement": st.column_config.NumberColumn(format="%.3f"),
+                                    "kappa": st.column_config.NumberColumn(format="%.3f")})
+
+# ----------------------------------------------------------------------- positional bias
+st.header("Positional bias: people vs the LLM")
+bias = bundle["bias"]
+b1, b2 = st.columns([1, 1])
+fig = go.Figure(go.Bar(x=bias.index.tolist(), y=bias["share_first"].to_numpy(dtype=float),
+                       text=[fmt(v, ".3f") for v in bias["share_first"]], textposition="outside",
+                       marker_color=["#e67700", "#3b5bdb", "#74c0fc"]))
+fig.add_hline(y=0.5, line_dash="dash", annotation_text="no bias (0.5)",
+              annotation_position="top left")
+fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10),
+                  yaxis=dict(title="share won by the first / left position", range=[0, 1.1]))
+b1.plotly_chart(fig, key="bias_chart", width="stretch")
+with b2:
+    st.dataframe(bias.reset_index().rename(columns={"share_first": "share first/left",
+                                                    "n": "judgements"}),
+                 hide_index=True, width="stretch",
+                 column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")})
+    st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
+               "out) that picked the left text. LLM: P(A), the share of comparisons won by the "
+               "first position (eq. 8), raw and at the current tau (eq. 10).")
+
+# ----------------------------------------------------------------------- rankings
+st.header("Rankings: people alone vs the LLM")
+rc = summary["ranking_correlation"]
+human_rank = bundle["human_ranking"]
+r1, r2 = st.columns([1, 3])
+r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
+          help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at tau = {tau:.4f}) with "
+               f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
+r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
+if len(human_rank):
+    llm_rank = cached_ranking(url, dataset_id, run_id, n, "bradley-terry", tau, False)
+    contexts = list(dict.fromkeys(human_rank["context_id"]))
+    ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context")
+    side = (human_rank.loc[human_rank["context_id"] == ctx_id,
+                           ["candidate_id", "rank", "score", "n_comparisons"]]
+            .merge(llm_rank.loc[llm_rank["context_id"] == ctx_id,
+                                ["candidate_id", "rank", "score"]],
+                   on="candidate_id", suffixes=(" (people)", " (LLM)"))
+            .sort_values("rank (people)"))
+    side = side.rename(columns={"n_comparisons": "human votes"})
+    r2.dataframe(side, hide_index=True, width="stretch",
+                 column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
+                                "score (LLM)": st.column_config.NumberColumn(format="%.3f")})
+    r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
+               f"LLM's from its comparisons at tau = {tau:.4f}. Rank 1 = best.")
+
+# ----------------------------------------------------------------------- disagreements
+st.header("Disagreements")
+dis = bundle["disagreements"]
+if len(dis) == 0:
+    st.success(f"At tau = {tau:.4f} the LLM agrees with the majority vote on every scored pair.")
+else:
+    st.caption(f"{len(dis)} of {llm['n_pairs_matched']} scored pairs where the humans' majority "
+               f"differs from the LLM at tau = {tau:.4f}, the LLM's most confident first (click a "
+               "column header to sort). Select a row to open the comparison. confidence = "
+               "|p_avg - 0.5| on the reweighted scale (eq. 9); p_xy = P(x better) with x first.")
+    event = st.dataframe(dis, hide_index=True, width="stretch", on_select="rerun",
+                         selection_mode="single-row", key="disagreements_table",
+                         column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                        for c in ("p_xy", "p_yx", "p_avg", "confidence")})
+    rows = (event or {}).get("selection", {}).get("rows", []) if event else []
+    labels = [f"{r.context_id}: {r.x} vs {r.y} (humans: {r.human}, LLM: {r.verdict}, "
+              f"confidence {r.confidence:.3f})" for r in dis.itertuples(index=False)]
+    with st.expander("Or choose a disagreement from a list", expanded=False):
+        picked = st.selectbox("Disagreement", range(len(dis)), format_func=labels.__getitem__,
+                              index=None, key="disagreement_pick", placeholder="Choose one")
+    chosen = rows[0] if rows else picked
+    if chosen is not None:
+        row = dis.iloc[int(chosen)]
+        st.subheader("Human answers on this pair")
+        pair = {row["x"], row["y"]}
+        answers = human.loc[(human["context_id"] == row["context_id"])
+                            & human["candidate_left"].isin(pair) & human["candidate_right"].isin(pair),
+                            ["annotator", "candidate_left", "candidate_right", "winner", "seconds",
+                             "source"]]
+        st.dataframe(answers.rename(columns={"candidate_left": "shown left (A)",
+                                             "candidate_right": "shown right (B)",
+                                             "winner": "answer (A = left)"}),
+                     hide_index=True, width="stretch")
+        st.caption(f"Majority: {row['human']} ({row['n_x']} for {row['x']}, {row['n_y']} for "
+                   f"{row['y']}, {row['n_tie']} ties). The LLM picks {row['verdict']}: "
+                   f"p({row['x']} first) = {fmt(row['p_xy'], '.3f')}, p({row['y']} first) = "
+                   f"{fmt(row['p_yx'], '.3f')}.")
+        comparison_view(view, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
+
+# ----------------------------------------------------------------------- exports
+st.header("Exports")
+safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{view.dataset.name}-{aspect}")
+metadata = dict(dataset=view.dataset.name, aspect=aspect, n_judgements=len(human))
+e1, e2, e3 = st.columns(3)
+for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
+    data, _ = table_bytes(human, fmt_name, what="human_judgements", metadata=metadata)
+    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)", data,
+                        file_name=f"{safe}-human-judgements.{fmt_name}", mime=mime,
+                        icon=":material/download:", key=f"dl_human_{fmt_name}")
+report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
+                          **summary}, indent=2, default=lambda o: None)
+e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
+                   file_name=f"{run.name}-agreement.json".replace("/", "_"),
+                   mime="application/json", icon=":material/download:", key="dl_report")
+st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
+           "JSON is what `compassess agreement --run NAME --json` prints.")

@@ -1,0 +1,263 @@
+"""Annotate: people judge pairs of candidates (A better / B better / tie / skip), and human labels
+are imported from files.
+
+Which pair comes next is ``compassess_core.annotation.next_pairs``'s choice and the left/right
+order is ``annotation.shown_pair``'s coin; every answer (with its screen order and the seconds it
+took) goes to the store in its own transaction, so several people can annotate at once. Label files
+are validated by ``compassess_core.labels``. This page must never render candidate, context or
+guideline text as markdown or HTML (``st.text`` only), never offer a pair again to the same person
+unless asked, and never store a label file that has a single problem.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from compassess_core.annotation import MODES, next_pairs, shown_pair
+from compassess_core.errors import CompAssessError, ValidationError
+from compassess_core.labels import load_human_labels, store_rows
+from compassess_core.types import Outcome
+from pages._common import (RunView, aspect_question, cached_dataset, cached_table, db_url,
+                           escape_md, labels_not_stored, pick_aspect, pick_dataset, problems_frame,
+                           recalled, remember, store)
+
+MODE_LABELS = {"random": "random pairs",
+               "uncertain": "where the LLM is least certain (p near tau*)",
+               "flips": "where the LLM's verdict flips with the order",
+               "overlap": "pairs other annotators labelled (for agreement)"}
+#: Answers: (outcome stored, button label, keyboard shortcut, widget key).
+ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
+           (Outcome.B.value, "B is better", "B", "answer_b"),
+           (Outcome.TIE.value, "Tie", "T", "answer_tie"),
+           (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
+UNDO_SHORTCUT = "U"
+NO_RUN = "(none)"
+CURRENT, HISTORY, FLASH = "annotate_current", "annotate_history", "annotate_flash"
+#: Height (px) of the scrolling boxes that hold the texts, so both candidates line up.
+TEXT_BOX_PX = 380
+CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 240, 600
+
+st.title("Annotate")
+
+info = pick_dataset()
+if info is None:
+    st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, then "
+            "come back to judge pairs or import human labels.")
+    st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    st.stop()
+aspect = pick_aspect(info.id)
+dataset = cached_dataset(db_url(), info.id)
+
+
+# ------------------------------------------------------------------------------- identity
+
+def annotator_name() -> str:
+    """The annotator's name: typed in the sidebar or given as ``?annotator=NAME`` by a lead."""
+    if "annotator_w" not in st.session_state:
+        st.session_state["annotator_w"] = recalled("annotator") or ""
+    name = st.sidebar.text_input("Your name (annotator)", key="annotator_w", max_chars=255,
+                                 help="Remembered for this browser session. A lead can send each "
+                                      "person a link ending in ?annotator=NAME.").strip()
+    remember("annotator", name or None)
+    return name
+
+
+name = annotator_name()
+judge_tab, import_tab, guide_tab = st.tabs(["Judge pairs", "Import labels", "Guidelines"])
+
+
+# ---------------------------------------------------------------------------------- answers
+
+def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str) -> None:
+    cur = st.session_state.get(CURRENT)
+    if not cur:
+        return
+    seconds = time.time() - cur["shown_at"]
+    try:
+        store().add_human_judgements(dataset_id, [dict(
+            context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
+            winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
+            shown_order=cur["shown_order"], source="app")])
+    except CompAssessError as e:
+        st.session_state[FLASH] = ("error", f"Not saved: {e}")
+        return
+    mine = store().human_judgements_frame(dataset_id, aspect)
+    mine = mine.loc[(mine["annotator"] == annotator) & (mine["context_id"] == cur["context_id"])
+                    & (mine["candidate_left"] == cur["left"])
+                    & (mine["candidate_right"] == cur["right"])]
+    st.session_state.setdefault(HISTORY, []).append(dict(id=int(mine["id"].max()), pair=cur))
+    st.session_state[CURRENT] = None
+    said = {"A": f"{cur['left']} (left) better", "B": f"{cur['right']} (right) better",
+            "tie": "tie", "skip": "skipped"}[winner]
+    st.session_state[FLASH] = ("saved", f"Saved: {said} in context {cur['context_id']} "
+                                        f"({seconds:.1f} s).")
+
+
+def _undo(annotator: str) -> None:
+    history = st.session_state.get(HISTORY) or []
+    if not history:
+        return
+    last = history.pop()
+    if store().delete_human_judgement(last["id"], annotator):
+        # The undone pair comes back in the same screen order; its clock starts again.
+        st.session_state[CURRENT] = dict(last["pair"], shown_at=time.time())
+        st.session_state[FLASH] = ("undone", f"Undone: your answer on {last['pair']['left']} vs "
+                                             f"{last['pair']['right']} was deleted; judge it again.")
+    else:
+        st.session_state[FLASH] = ("error", "That answer was already removed (undone in another tab).")
+
+
+def _llm_run_choice(dataset_id: int):
+    """An optional LLM run of this dataset (needed by the 'uncertain' and 'flips' modes)."""
+    runs = [r for r in store().list_runs(dataset_id) if (r.n_comparisons or 0) > 0]
+    names = [NO_RUN] + [r.name for r in runs]
+    want = recalled("run")
+    index = names.index(want) if want in names else len(names) - 1
+    chosen = st.sidebar.selectbox("LLM run (for 'least certain' and 'flips')", names, index=index,
+                                  key="annotate_run")
+    return None if chosen == NO_RUN else next(r for r in runs if r.name == chosen)
+
+
+def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
+    mine = human.loc[human["annotator"] == annotator]
+    done = len(mine)
+    skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
+    if "annotate_target" not in st.session_state:
+        st.session_state["annotate_target"] = int(min(50, max(n_pairs, 1)))
+    target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
+                                         key="annotate_target"))
+    st.progress(min(done / target, 1.0),
+                text=f"{escape_md(annotator)}: {done} / {target} judgements done on dataset "
+                     f"{escape_md(info.name)}, aspect {escape_md(aspect)} ({skipped} skipped)")
+    others = human["annotator"].nunique() - (1 if done else 0)
+    st.caption(f"{n_pairs:,} candidate pairs in this dataset; {len(human):,} judgements stored for "
+               f"this aspect, by {others} other annotator(s) and you.")
+
+
+def judge_pairs() -> None:
+    if not name:
+        st.info("Type your name in the sidebar (or open this page with ?annotator=YOUR_NAME) to "
+                "start judging. Your answers and progress are kept under that name.",
+                icon=":material/badge:")
+        return
+    mode = st.sidebar.radio("Which pairs to show", MODES, format_func=MODE_LABELS.get,
+                            key="annotate_mode")
+    run = _llm_run_choice(info.id)
+    allow_repeat = st.sidebar.checkbox("Show pairs I already judged again", key="annotate_repeat")
+    human = store().human_judgements_frame(info.id, aspect)
+    n_pairs = sum(len(c.candidates) * (len(c.candidates) - 1) // 2 for c in dataset.contexts)
+    _progress(human, name, n_pairs)
+
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        kind, message = flash
+        (st.error if kind == "error" else st.toast if kind == "saved" else st.info)(message)
+
+    scope = (info.id, aspect, name, mode, None if run is None else run.id, allow_repeat)
+    cur = st.session_state.get(CURRENT)
+    if not cur or cur.get("scope") != scope:
+        llm, tau = None, 0.5
+        if run is not None:
+            view = RunView(run)
+            llm, tau = cached_table(view.url, run.id, view.n), view.tau_star
+        try:
+            # The seed moves with every answer, so a skip is followed by a fresh random order.
+            nxt = next_pairs(dataset, llm, human, name, mode, tau, allow_repeat=allow_repeat,
+                             seed=np.random.default_rng(), limit=1)
+        except CompAssessError as e:
+            st.warning(f"{e}")
+            return
+        if not nxt:
+            st.success(f"You have judged every pair of this dataset for aspect '{aspect}'. Thank "
+                       "you! Tick 'Show pairs I already judged again' to revise some.",
+                       icon=":material/celebration:")
+            return
+        context_id, x, y = nxt[0]
+        left, right, shown_order = shown_pair(x, y, np.random.default_rng())
+        cur = dict(context_id=context_id, left=left, right=right, shown_order=shown_order,
+                   shown_at=time.time(), scope=scope, mode=mode)
+        st.session_state[CURRENT] = cur
+
+    ctx = dataset.context(cur["context_id"])
+    by_id = {c.candidate_id: c for c in ctx.candidates}
+    with st.expander("Guidelines", expanded=False, icon=":material/menu_book:"):
+        text = store().get_guidelines(info.id)
+        if text:
+            st.text(text)
+        else:
+            st.caption("No guidelines for this dataset yet; write them in the Guidelines tab.")
+    st.markdown(f"**Context** {escape_md(ctx.context_id)}")
+    # A short question needs no scroll box; a long article gets one so the candidates stay in view.
+    with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS else "content"):
+        st.text(ctx.text)
+    st.markdown(f"#### {escape_md(aspect_question(aspect))}")
+    st.caption(f"Aspect: {aspect}. Compare the two texts below; their left/right order is random.")
+    left_col, right_col = st.columns(2)
+    for col, side, cid in ((left_col, "A (left)", cur["left"]), (right_col, "B (right)", cur["right"])):
+        with col:
+            st.markdown(f"**{side}**")
+            with st.container(border=True, height=TEXT_BOX_PX):
+                st.text(by_id[cid].text)
+    buttons = st.columns(len(ANSWERS) + 1)
+    for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
+        # Streamlit draws the shortcut key inside the button itself.
+        col.button(label, key=wkey, shortcut=key_, width="stretch",
+                   type="primary" if winner in ("A", "B") else "secondary",
+                   on_click=_save_answer, args=(winner, info.id, aspect, name))
+    buttons[-1].button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
+                       width="stretch", icon=":material/undo:",
+                       disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))
+    st.caption("Keyboard: A = left better, B = right better, T = tie, S = skip, U = undo. "
+               "The time from showing a pair to your answer is stored with it.")
+
+
+def import_labels() -> None:
+    st.markdown("A CSV or JSON Lines file with columns **context_id, candidate_a, candidate_b, "
+                "winner** and optionally **annotator**; winner is one of the two candidate ids or "
+                "`tie`. It is checked against this dataset's candidates; a file with any problem is "
+                "not stored at all.")
+    upload = st.file_uploader("Label file (CSV or JSONL)", type=["csv", "tsv", "jsonl", "json"],
+                              key="labels_file")
+    if upload is None:
+        return
+    try:
+        labels = load_human_labels(upload.getvalue(), dataset, file_label=upload.name)
+    except ValidationError as err:
+        st.error(f"{len(err.problems)} problem(s) found in {upload.name}; nothing was stored. Rows "
+                 "are numbered as a spreadsheet shows them.", icon=":material/error:")
+        st.dataframe(problems_frame(err), hide_index=True, width="stretch")
+        return
+    annotators = sorted({lb.annotator for lb in labels})
+    st.success(f"No problem found: {len(labels)} labels by {len(annotators)} annotator(s) "
+               f"({', '.join(annotators[:5])}{' ...' if len(annotators) > 5 else ''}) for dataset "
+               f"'{info.name}'.", icon=":material/check_circle:")
+    if st.button(f"Store these labels as aspect '{aspect}'", type="primary", icon=":material/save:",
+                 key="import_labels"):
+        new, already = labels_not_stored(labels, store().human_judgements_frame(info.id, aspect))
+        n = store().add_human_judgements(info.id, store_rows(new, aspect=aspect))
+        st.success(f"Stored {n} labels for aspect '{aspect}'"
+                   + (f"; {already} were already in the store and were not added again." if already
+                      else "."))
+
+
+def edit_guidelines() -> None:
+    st.caption("Shown (collapsed) above every pair on this dataset. Plain text.")
+    current = store().get_guidelines(info.id)
+    text = st.text_area("Annotation guidelines for this dataset", value=current, height=220,
+                        key=f"guidelines_{info.id}")
+    if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
+                 disabled=text == current):
+        store().set_guidelines(info.id, text)
+        st.success("Guidelines saved; every annotator sees them from their next pair.")
+
+
+with judge_tab:
+    judge_pairs()
+with import_tab:
+    import_labels()
+with guide_tab:
+    edit_guidelines()

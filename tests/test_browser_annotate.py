@@ -1,0 +1,123 @@
+"""Two people annotating at once in a real browser: one ``streamlit run app.py`` server, two
+chromium browser contexts (separate cookies and sessions) opened on ``/annotate?annotator=alice``
+and ``?annotator=bob``, answering in turn by mouse and by keyboard shortcut. Both must see their
+judgements stored, and alice's undo must remove only hers.
+
+Then the Agreement page is opened on the simulated run with more labels written straight into the
+store, and screenshots of both pages go to ``test-artifacts/`` (``docs/img/`` holds copies).
+
+Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSER=1``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
+                          server, settle, shot, simulate_finished_run)
+
+pytestmark = pytest.mark.browser
+
+SAMPLE = ARTIFACTS.parent / "assets" / "sample_summeval.csv"
+
+
+def store_sample_and_run(db_url: str) -> int:
+    from compassess_core.data import load_candidates
+    from db.store import Store
+    dataset_id = Store(db_url).save_dataset(load_candidates(SAMPLE, name="sample_summeval"))
+    simulate_finished_run(db_url)
+    return dataset_id
+
+
+def wait_done(page, who: str, n: int) -> None:
+    settle(page, f"{who}: {n} / ")
+
+
+def more_labels(db_url: str, dataset_id: int) -> None:
+    """carol and dave label every pair by coherence, dave with a few slips, for the screenshot."""
+    from db.store import Store
+    store = Store(db_url)
+    rng = np.random.default_rng(3)
+    rows = []
+    for ctx in store.load_dataset(dataset_id).contexts:
+        coh = {c.candidate_id: c.scores["coherence"] for c in ctx.candidates}
+        for x, y in itertools.combinations(sorted(coh), 2):
+            for who, slip in (("carol", 0.1), ("dave", 0.25)):
+                left, right = (x, y) if rng.random() < 0.5 else (y, x)
+                better = "A" if coh[left] > coh[right] else "B"
+                r = rng.random()
+                winner = "tie" if r < 0.05 else ({"A": "B", "B": "A"}[better] if r < slip else better)
+                rows.append(dict(context_id=ctx.context_id, candidate_left=left,
+                                 candidate_right=right, winner=winner, annotator=who,
+                                 aspect="coherence", shown_order="ab" if left == x else "ba",
+                                 seconds=float(rng.uniform(4, 30))))
+    store.add_human_judgements(dataset_id, rows)
+
+
+def test_two_annotators_at_once_in_chromium(server):
+    from db.store import Store
+
+    url, db_url = server
+    dataset_id = store_sample_and_run(db_url)
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        pages = {}
+        for who in ("alice", "bob"):
+            context = browser.new_context(viewport={"width": 1400, "height": 1300})
+            page = context.new_page()
+            if not pages:
+                # A fresh server whose first session opens a sub-page URL runs Streamlit's legacy
+                # pages/-folder mode (st.navigation never runs); the root page sets it right.
+                page.goto(url)
+                settle(page, "Try it in a minute")
+            page.goto(f"{url}/annotate?annotator={who}")
+            pages[who] = page
+        for who, page in pages.items():
+            settle(page, "Which text is more coherent?")
+            wait_done(page, who, 0)
+        alice, bob = pages["alice"], pages["bob"]
+
+        # Interleaved answers: buttons for alice, keyboard shortcuts for bob.
+        for k in range(1, 4):
+            alice.get_by_role("button", name="A is better").click()
+            # Focus the page itself (not a text box, where a letter would be typed) first.
+            bob.get_by_role("heading", name="Annotate").first.click()
+            bob.keyboard.press("b" if k < 3 else "t")
+            wait_done(alice, "alice", k)
+            wait_done(bob, "bob", k)
+
+        df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
+        assert sorted(df.loc[df["annotator"] == "alice", "winner"]) == ["A", "A", "A"]
+        assert sorted(df.loc[df["annotator"] == "bob", "winner"]) == ["B", "B", "tie"]
+        assert set(df["shown_order"]) <= {"ab", "ba"} and (df["seconds"] > 0).all()
+        for who in ("alice", "bob"):  # never the same pair twice to one person
+            mine = df.loc[df["annotator"] == who]
+            assert len({(c, frozenset((a, b))) for c, a, b in
+                        mine[["context_id", "candidate_left", "candidate_right"]]
+                        .itertuples(index=False)}) == 3
+
+        alice.get_by_role("button", name="Undo").click()
+        wait_done(alice, "alice", 2)
+        df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
+        assert (df["annotator"] == "alice").sum() == 2 and (df["annotator"] == "bob").sum() == 3
+        alice.get_by_role("button", name="A is better").click()
+        wait_done(alice, "alice", 3)
+        shot(alice, "annotate")
+
+        more_labels(db_url, dataset_id)
+        nav(bob, "Agreement")
+        settle(bob, "LLM vs humans (majority vote)")
+        bob.get_by_text("balanced (tau*").first.click()
+        settle(bob, "At the current tau = 0.")
+        assert bob.get_by_text("Ties left out").first.is_visible()
+        assert bob.locator('[data-testid="stPlotlyChart"]').count() >= 3
+        # The page scrolls inside Streamlit's own container: a tall window shows it whole.
+        bob.set_viewport_size({"width": 1400, "height": 4200})
+        bob.wait_for_timeout(1500)
+        shot(bob, "agreement")
+        browser.close()
+    for name in ("annotate", "agreement"):
+        assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name
