@@ -75,6 +75,8 @@ class Row:
     run_tokens_frac: float
     naive_peak_mb: float
     engine_peak_mb: float
+    naive_extra_mb: float
+    engine_extra_mb: float
     max_dp: float
     cpu_ratio: float
     mfu: float | None = None
@@ -109,12 +111,15 @@ def reset_peak() -> None:
         pass
 
 
-def peak_mb(device: torch.device) -> float:
+def peak_mb(device: torch.device, field: str = "VmHWM:") -> float:
+    """Peak memory since ``reset_peak`` (GPU: allocated; CPU: resident set); ``VmRSS:`` = now."""
     if device.type == "cuda":
+        if field == "VmRSS:":
+            return torch.cuda.memory_allocated() / 2**20
         return torch.cuda.max_memory_allocated() / 2**20
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -185,10 +190,11 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
     # Interleaved per context (engine chunk, then the naive sample of the same context) so that
     # load from other processes on a shared machine hits both alike; CPU time is reported too.
     t_engine = c_engine = t_naive = c_naive = 0.0
-    engine_peak = naive_peak = 0.0
+    engine_peak = naive_peak = engine_extra = naive_extra = 0.0
     naive_n, naive_tokens, dps = 0, 0, []
     for c in contexts:
         reset_peak()
+        base_mb = peak_mb(dev, "VmRSS:")
         sync(dev)
         t0, c0 = time.perf_counter(), time.process_time()
         ep = np.array([j.p for j in judge.judge(c)])
@@ -196,12 +202,14 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
         t_engine += time.perf_counter() - t0
         c_engine += time.process_time() - c0
         engine_peak = max(engine_peak, peak_mb(dev))
+        engine_extra = max(engine_extra, peak_mb(dev) - base_mb)
         if skip_naive:
             continue
         idx = sample(len(c), naive_k)
         sub = [c[i] for i in idx]
         naive_tokens += sum(len(s) for s in judge.encode([judge.render(p) for p in sub]))
         reset_peak()
+        base_mb = peak_mb(dev, "VmRSS:")
         sync(dev)
         t0, c0 = time.perf_counter(), time.process_time()
         npv = naive_logprobs(judge, sub)
@@ -209,6 +217,7 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
         t_naive += time.perf_counter() - t0
         c_naive += time.process_time() - c0
         naive_peak = max(naive_peak, peak_mb(dev))
+        naive_extra = max(naive_extra, peak_mb(dev) - base_mb)
         naive_n += len(sub)
         dps.append(np.abs(npv - ep[idx]))
     run_tokens = judge.stats["model_tokens"]
@@ -221,7 +230,8 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
     return Row(label, dataset, str(judge.loaded.dtype).replace("torch.", ""), n, naive_n,
                naive_n / t_naive if naive_n else float("nan"), n / t_engine,
                naive_tokens / t_naive if naive_n else float("nan"), prompt_tokens / t_engine,
-               run_tokens / prompt_tokens, naive_peak, engine_peak, max_dp, cpu_ratio, mfu)
+               run_tokens / prompt_tokens, naive_peak, engine_peak, naive_extra, engine_extra, max_dp,
+               cpu_ratio, mfu)
 
 
 def random_init_model(name: str, device: torch.device, dtype: torch.dtype, tokenizer) -> LoadedModel:
@@ -246,7 +256,7 @@ def random_init_model(name: str, device: torch.device, dtype: torch.dtype, token
 
 def print_table(rows: list[Row]) -> None:
     head = ("| model | data | dtype | comparisons | naive (n) cmp/s | engine cmp/s | speed-up (CPU-time) | "
-            "naive prompt tok/s | engine prompt tok/s | tokens run | peak MB naive / engine | "
+            "naive prompt tok/s | engine prompt tok/s | tokens run | peak MB naive / engine (+growth) | "
             "max abs dp |" + (" MFU |" if any(r.mfu is not None for r in rows) else ""))
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -254,7 +264,8 @@ def print_table(rows: list[Row]) -> None:
         ratio = r.engine_cps / r.naive_cps if r.naive_n else float("nan")
         line = (f"| {r.model} | {r.dataset} | {r.dtype} | {r.n} | {r.naive_cps:.3f} ({r.naive_n}) | "
                 f"{r.engine_cps:.3f} | {ratio:.1f}x ({r.cpu_ratio:.1f}x) | {r.naive_tps:.0f} | {r.engine_tps:.0f} | "
-                f"{100 * r.run_tokens_frac:.0f}% | {r.naive_peak_mb:.0f} / {r.engine_peak_mb:.0f} | "
+                f"{100 * r.run_tokens_frac:.0f}% | {r.naive_peak_mb:.0f} (+{r.naive_extra_mb:.0f}) / "
+                f"{r.engine_peak_mb:.0f} (+{r.engine_extra_mb:.0f}) | "
                 f"{r.max_dp:.2e} |")
         if r.mfu is not None:
             line += f" {100 * r.mfu:.1f}% |"

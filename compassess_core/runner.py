@@ -28,8 +28,10 @@ from .settings import RunSettings
 from .sink import ResultSink
 from .types import ComparisonPrompt, ComparisonResult, Context, Dataset, IntArray, PairKey
 
-#: Default number of prompts per judge call; rounded up to whole first-candidate groups.
-DEFAULT_CHUNK_PROMPTS = 64
+#: Prompts per judge call, rounded up to whole first-candidate groups: large enough that the judge
+#: reuses a context's key/value prefix for many pairs (a SummEval article is 2 calls), small enough
+#: that a crash loses under a minute of work on a CPU.
+DEFAULT_CHUNK_PROMPTS = 128
 
 
 @dataclass(frozen=True)

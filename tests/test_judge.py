@@ -60,6 +60,13 @@ def test_prefix_plan_keeps_one_suffix_token():
     assert root.prefix_len == 2 and sorted(root.leaves) == [0, 1]
 
 
+def test_prefix_plan_deep_nesting_has_no_recursion_error():
+    # [1,2], [1,1,2], [1,1,1,2], ...: every sequence nests one level deeper than the last.
+    seqs = [[1] * k + [2] for k in range(1, 1500)]
+    root = plan_prefixes(seqs, min_saving=0)
+    assert root.n_sequences() == len(seqs)
+
+
 # ---------------------------------------------------------------- real model
 def _rows(name: str, context_id: str, n: int, ctx_chars: int) -> tuple[str, list[str]] | None:
     path = DATA / name

@@ -50,6 +50,11 @@ def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "
         # --batch-size sets how many requests are in flight.
         return load_openai_judge(model, concurrency=batch_size, label_words=label_words)
 
+    if model is not None and model.startswith(("openai:", "openai-completions:")):
+        # An OpenAI-compatible server (vLLM, TGI, Ollama, ...): the remote backend, same protocol.
+        from .openai_judge import load_openai_judge
+        return load_openai_judge(model, label_words=label_words)
+
     from .loading import load_model
     from .transformers_judge import (CAUSAL_LABEL_WORDS, SEQ2SEQ_LABEL_WORDS, CausalJudge,
                                      Seq2SeqJudge)

@@ -15,6 +15,9 @@ from typing import Sequence
 import numpy as np
 
 
+_MAX_DEPTH = 64
+
+
 @dataclass
 class PrefixNode:
     """A cached prefix: ``tokens[:prefix_len]`` of ``rep`` (identical for every sequence below).
@@ -67,14 +70,16 @@ def plan_prefixes(seqs: Sequence[Sequence[int]], min_saving: int = 32) -> Prefix
     lcp = adjacent_lcp(seqs, order)
     order_arr = np.asarray(order, dtype=np.int64)
 
-    def make(lo: int, hi: int) -> PrefixNode:
+    def make(lo: int, hi: int, depth: int = 0) -> PrefixNode:
         # Sorted order makes every run of sequences sharing a longer prefix contiguous.
         cap = int(lengths[lo:hi].min()) - 1
         if hi - lo == 1:
             return PrefixNode(prefix_len=cap, rep=int(order_arr[lo]), leaves=[int(order_arr[lo])])
         common = int(lcp[lo:hi - 1].min())
         node = PrefixNode(prefix_len=min(common, cap), rep=int(order_arr[lo]))
-        if common > cap:  # one sequence is a prefix of the others: all start here
+        # One sequence is a prefix of the others, or nesting deeper than real prompts ever get
+        # (context > first candidate > shared opening words): all start here, no recursion limit.
+        if common > cap or depth >= _MAX_DEPTH:
             node.leaves = [int(i) for i in order_arr[lo:hi]]
             return node
         cuts = lo + 1 + np.flatnonzero(lcp[lo:hi - 1] == common)
@@ -83,7 +88,7 @@ def plan_prefixes(seqs: Sequence[Sequence[int]], min_saving: int = 32) -> Prefix
             if b - a == 1:
                 node.leaves.append(int(order_arr[a]))
                 continue
-            child = make(a, b)
+            child = make(a, b, depth + 1)
             if (b - a - 1) * (child.prefix_len - node.prefix_len) >= min_saving:
                 node.children.append(child)
             else:
