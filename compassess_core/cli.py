@@ -155,6 +155,18 @@ def _resolve_dataset(store, data: str):
     return ds, info[0].id
 
 
+def _check_model_key(store, run, settings, judge):
+    """Fill in the judge identity of a run created before its model was loaded (the app does
+    that), and refuse to resume a run with a model whose files changed since it started."""
+    if not settings.model_key:
+        store.set_run_model_key(run.id, judge.model_key)
+        return settings.__class__.from_dict({**settings.to_dict(), "model_key": judge.model_key})
+    if settings.model_key != judge.model_key:
+        raise InputError(f"run '{run.name}' was judged by {settings.model_key}, but '{settings.model}' "
+                         f"now loads as {judge.model_key}: the model changed; start a new run")
+    return settings
+
+
 def _execute(store, dataset, settings, run_id: int, judge) -> int:
     from .runner import run_comparisons
 
@@ -202,6 +214,8 @@ def cmd_run(args) -> int:
         seed=args.seed, batch_size=args.batch_size, device=args.device, dtype=args.dtype)
     name = args.run or settings.default_run_name()
     run_id = store.create_run(name, dataset_id, settings.to_dict())
+    run = store.get_run(run_id)
+    _check_model_key(store, run, RunSettings.from_dict(run.settings), judge)
     print(f"run '{name}' on dataset '{dataset.name}' with {judge.description}", file=sys.stderr)
     code = _execute(store, dataset, settings, run_id, judge)
     if code == EXIT_OK:
@@ -223,6 +237,11 @@ def cmd_worker(args) -> int:
                            batch_size=settings.batch_size)
     except BaseException as e:
         store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
+        raise
+    try:
+        settings = _check_model_key(store, run, settings, judge)
+    except InputError as e:
+        store.set_run_status(run.id, "failed", message=str(e))
         raise
     return _execute(store, dataset, settings, run.id, judge)
 

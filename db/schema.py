@@ -225,3 +225,31 @@ class GuidelineRow(Base):
         ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
     text: Mapped[str] = mapped_column(Text, default="")
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+# ------------------------------------------------------------------ issue 6: prompt scoring (0002)
+
+class CandidateScoreRow(Base):
+    """One prompt-scoring judgement of a candidate (a ``kind="scoring"`` run), paper §4.3.2.
+
+    ``probabilities`` is the renormalised distribution over the scores 1..10 (a JSON list of ten
+    floats); ``score_expected`` is its mean (G-Eval). NULL floats stand for NaN.
+    """
+
+    __tablename__ = "candidate_scores"
+    __table_args__ = (
+        UniqueConstraint("run_id", "candidate_id"),
+        Index("ix_candidate_scores_prompt_hash", "prompt_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    prompt_hash: Mapped[str] = mapped_column(String(128))
+    score_argmax: Mapped[float | None] = mapped_column(Float)
+    score_expected: Mapped[float | None] = mapped_column(Float)
+    probabilities: Mapped[list[float]] = mapped_column(JSON, default=list)
+    label_mass: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

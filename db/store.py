@@ -159,6 +159,10 @@ def settings_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list
     keys = sorted((set(old) | set(new)) - NON_RESULT_KEYS)
     out = []
     for k in keys:
+        # A model_key not known yet (the app creates runs before a worker loads the model) is
+        # filled in later by set_run_model_key; it matches whatever the run already has.
+        if k == "model_key" and not (new.get(k) and old.get(k)):
+            continue
         if old.get(k) != new.get(k):
             out.append(f"{k}: {_short(old.get(k, '(unset)'))} -> {_short(new.get(k, '(unset)'))}")
     return out
@@ -636,6 +640,18 @@ class Store:
             stmt = stmt.where(RunRow.dataset_id == dataset_id)
         with self._read() as conn:
             return [self._run_info(r) for r in conn.execute(stmt)]
+
+    def set_run_model_key(self, run_id: int, model_key: str) -> None:
+        """Record the judge's identity once a worker has loaded it (settings JSON and column), so
+        later runs of the same model find this run's comparisons in the cache."""
+        with self._write() as conn:
+            row = conn.execute(select(RunRow.settings).where(RunRow.id == run_id)).first()
+            if row is None:
+                raise RunNotFoundError(f"no run with id {run_id}")
+            settings = dict(row[0] or {})
+            settings["model_key"] = model_key
+            conn.execute(update(RunRow).where(RunRow.id == run_id)
+                         .values(settings=settings, model_key=model_key))
 
     def request_cancel(self, run_id: int) -> None:
         """Ask the run's worker (any process) to stop at its next chunk."""

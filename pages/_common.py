@@ -36,6 +36,27 @@ STALE_AFTER_S = 30.0
 PREVIEW_CHARS = 120
 
 
+def _leave_legacy_pages_folder_mode() -> None:
+    """Make a deep link on a fresh server go through ``app.py``'s navigation.
+
+    Streamlit treats a folder named ``pages/`` beside the entry script as an old-style multipage
+    app until ``st.navigation`` has run once in the server process, so the first visitor of a link
+    such as ``/annotate?annotator=alice`` would get the bare page without ``app.py`` (no
+    navigation, wrong layout). Switching the flag off and rerunning sends the same URL through
+    ``app.py``. (Streamlit 1.67 ``PagesManager.uses_pages_directory``; pinned in requirements.)
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a future Streamlit without the old mode
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_legacy_pages_folder_mode()
+
+
 # --------------------------------------------------------------------------------------- store
 
 def db_url() -> str:

@@ -68,15 +68,13 @@ def test_two_annotators_at_once_in_chromium(server):
         for who in ("alice", "bob"):
             context = browser.new_context(viewport={"width": 1400, "height": 1300})
             page = context.new_page()
-            if not pages:
-                # A fresh server whose first session opens a sub-page URL runs Streamlit's legacy
-                # pages/-folder mode (st.navigation never runs); the root page sets it right.
-                page.goto(url)
-                settle(page, "Try it in a minute")
+            # Straight to the link a lead sends, on a fresh server: the page must come up inside
+            # app.py's navigation (pages/_common.py leaves Streamlit's legacy pages/ mode).
             page.goto(f"{url}/annotate?annotator={who}")
             pages[who] = page
         for who, page in pages.items():
             settle(page, "Which text is more coherent?")
+            assert page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").is_visible()
             wait_done(page, who, 0)
         alice, bob = pages["alice"], pages["bob"]
 

@@ -631,3 +631,20 @@ def test_run_loop_streams_into_the_store_resumes_and_caches(store, tiny_dataset)
     order = {k: i for i, k in enumerate(zip(t1.context_ids, t1.a_ids, t1.b_ids))}
     idx = [order[k] for k in zip(t2.context_ids, t2.a_ids, t2.b_ids)]
     np.testing.assert_array_equal(t2.p, t1.p[idx])
+
+
+def test_model_key_filled_in_later_by_the_worker(store, tiny_dataset):
+    """The app creates a run before any model is loaded (model_key ""); the worker fills it in,
+    the same settings still resume that run, and the cache then finds its comparisons."""
+    ds_id = store.save_dataset(tiny_dataset)
+    settings = {"model": "m", "model_key": "", "aspect": "coherence", "label_words": [" A", " B"]}
+    run_id = store.create_run("r", ds_id, settings)
+    store.set_run_model_key(run_id, "m@sha256:abc")
+    run = store.get_run(run_id)
+    assert run.settings["model_key"] == "m@sha256:abc"
+    assert store.create_run("r", ds_id, settings) == run_id  # unknown key matches
+    assert store.create_run("r", ds_id, {**settings, "model_key": "m@sha256:abc"}) == run_id
+    import pytest as _pytest
+    from compassess_core.errors import InputError as _InputError
+    with _pytest.raises(_InputError, match="model_key"):
+        store.create_run("r", ds_id, {**settings, "model_key": "other"})

@@ -68,6 +68,11 @@ class _FP32Head:
 
     def logprobs(self, hidden: torch.Tensor, ids: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """(logp_a, logp_b) for hidden states (B, H) of the positions that predict the label word."""
+        out = self.label_logprobs(hidden, ids)
+        return out[:, 0], out[:, 1]
+
+    def label_logprobs(self, hidden: torch.Tensor, ids: Sequence[int]) -> np.ndarray:
+        """Log-probabilities (B, k) of ``k`` label tokens under the full fp32 next-token softmax."""
         h = hidden.float()
         if self.scale != 1.0:
             h = h * self.scale
@@ -79,9 +84,7 @@ class _FP32Head:
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         lse = torch.logsumexp(logits, dim=-1)
-        la = (logits[:, ids[0]] - lse).double().cpu().numpy()
-        lb = (logits[:, ids[1]] - lse).double().cpu().numpy()
-        return la, lb
+        return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
 
 
 def _model_key(identity: str, dtype: torch.dtype, label_words: tuple[str, str]) -> str:
@@ -255,7 +258,7 @@ class CausalJudge:
             out.append(np.asarray(cur))
         return out
 
-    def _flush(self, seqs, pending: list, la, lb, final: bool) -> None:
+    def _flush(self, seqs, pending: list, out, ids, final: bool) -> None:
         """Run pending leaves in length-sorted micro-batches; keep an unfilled last batch unless final.
 
         Leaves of different cached prefixes share a batch (``_run_batch`` pads their caches), so
@@ -273,10 +276,10 @@ class CausalJudge:
         else:
             keep = []
         for b in batches:
-            self._run_batch(seqs, [pending[p] for p in b], la, lb)
+            self._run_batch(seqs, [pending[p] for p in b], out, ids)
         pending[:] = keep
 
-    def _run_batch(self, seqs, items: list, la, lb) -> None:
+    def _run_batch(self, seqs, items: list, out_lp, label_ids) -> None:
         """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)].
 
         Suffixes are right-padded: causal attention never lets a real token see the pads after it.
@@ -303,9 +306,7 @@ class CausalJudge:
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
         hidden = out.last_hidden_state
         h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
-        a, bb = self._head.logprobs(h, self._label_ids)
-        la[rows] = a
-        lb[rows] = bb
+        out_lp[rows] = self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
         from transformers import DynamicCache
@@ -333,7 +334,7 @@ class CausalJudge:
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
                     attention_mask=mask.to(ids.device), position_ids=pos.to(ids.device))
 
-    def _run_node(self, seqs, node: PrefixNode, kv, pending: list, la, lb) -> None:
+    def _run_node(self, seqs, node: PrefixNode, kv, pending: list, out, ids) -> None:
         """Queue ``node``'s leaves on its cache ``kv``; build its children's caches in waves.
 
         A wave is at most ``batch_size`` children extended in one forward pass; its subtrees run
@@ -345,30 +346,73 @@ class CausalJudge:
         for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
             group = [kids[p] for p in wave]
             for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
-                self._run_node(seqs, child, child_kv, pending, la, lb)
+                self._run_node(seqs, child, child_kv, pending, out, ids)
             if len(pending) >= self.window * self.batch_size:
-                self._flush(seqs, pending, la, lb, final=False)
+                self._flush(seqs, pending, out, ids, final=False)
 
-    @torch.inference_mode()
     def logprobs_for_ids(self, seqs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """(logp_a, logp_b) for token sequences; identical sequences are computed once."""
+        out = self.label_logprobs_for_ids(seqs, self._label_ids)
+        return out[:, 0], out[:, 1]
+
+    @torch.inference_mode()
+    def label_logprobs_for_ids(self, seqs: list[list[int]], label_ids: Sequence[int]) -> np.ndarray:
+        """Log-probabilities (n, k) of ``k`` label tokens after each token sequence.
+
+        The same prefix-cached, batched pass as the comparative judge (which reads two labels);
+        identical sequences are computed once.
+        """
         uniq: dict[tuple[int, ...], int] = {}
         inv = np.empty(len(seqs), dtype=np.int64)
         for k, s in enumerate(seqs):
             inv[k] = uniq.setdefault(tuple(s), len(uniq))
         useqs = [list(t) for t in uniq]
-        la = np.full(len(useqs), np.nan)
-        lb = np.full(len(useqs), np.nan)
+        out = np.full((len(useqs), len(label_ids)), np.nan)
         self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
         pending: list = []
         if self.prefix_cache:
             root = plan_prefixes(useqs, self.min_saving)
             kv = self._extend(useqs, [root], 0, None)[0] if root.prefix_len > 0 else None
-            self._run_node(useqs, root, kv, pending, la, lb)
+            self._run_node(useqs, root, kv, pending, out, label_ids)
         else:
             pending = [(i, 0, None) for i in range(len(useqs))]
-        self._flush(useqs, pending, la, lb, final=True)
-        return la[inv], lb[inv]
+        self._flush(useqs, pending, out, label_ids, final=True)
+        return out[inv]
+
+    def label_token_ids(self, words: Sequence[str], primer: str) -> tuple[int, ...]:
+        """Token ids of label words as they follow ``primer`` (each must be one token there).
+
+        Raises
+        ------
+        InputError
+            A word that is several tokens after the primer, merges with it, or repeats another.
+        """
+        base = self.tokenizer(primer, add_special_tokens=False)["input_ids"]
+        ids = []
+        for w in words:
+            full = self.tokenizer(primer + w, add_special_tokens=False)["input_ids"]
+            extra = full[len(base):]
+            if full[:len(base)] != base or len(extra) != 1:
+                raise InputError(f"label word {w!r} is not a single token after {primer!r} for this "
+                                 "tokenizer; choose one-token label words")
+            ids.append(extra[0])
+        if len(set(ids)) != len(ids):
+            raise InputError(f"label words {tuple(words)} map to repeated tokens")
+        return tuple(ids)
+
+    def label_logprobs(self, prompts: Sequence[ComparisonPrompt],
+                       words: Sequence[str]) -> tuple[np.ndarray, float]:
+        """Log-probabilities (n, k) of ``words`` after each prompt's primer, and ms per prompt.
+
+        The primer of the first prompt is used to tokenise the words (all prompts share it).
+        """
+        if not prompts:
+            return np.empty((0, len(words))), float("nan")
+        t0 = time.perf_counter()
+        ids = self.label_token_ids(words, prompts[0].primer)
+        seqs = self.encode([self.render(p) for p in prompts])
+        out = self.label_logprobs_for_ids(seqs, ids)
+        return out, (time.perf_counter() - t0) * 1000.0 / len(prompts)
 
     def judge(self, prompts: Sequence[ComparisonPrompt]) -> list[Judgement]:
         """Eq. 3 for every prompt, in input order; ``latency_ms`` = chunk time / chunk size."""
