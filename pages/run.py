@@ -8,6 +8,8 @@ never start a second worker for a run whose worker is alive.
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from compassess_core.errors import CompAssessError, TemplateError
@@ -73,13 +75,32 @@ with st.container(border=True):
 with st.container(border=True):
     st.markdown("**Judge and comparisons**")
     c1, c2, c3 = st.columns(3)
-    model_kind = c1.radio("Model", ("bundled default", "local path or .gguf", "hub id"),
-                          help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`.")
-    model_text = ("" if model_kind == "bundled default" else
-                  c1.text_input("Model path or hub id", key="model_text",
-                                placeholder="/models/qwen.gguf or Qwen/Qwen2.5-0.5B-Instruct"))
+    # COMPASSESS_JUDGE_MODEL (e.g. set by docker-compose to a vLLM server) pre-selects a judge.
+    default_model = os.environ.get("COMPASSESS_JUDGE_MODEL", "")
+    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)")
+    default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
+    model_kind = c1.radio("Model", kinds, index=default_kind,
+                          help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
+                               "Served: a vLLM / TGI / Ollama server; the API key comes from the "
+                               "COMPASSESS_OPENAI_API_KEY environment variable of the app, never from here.")
+    if model_kind == "bundled default":
+        model_text = ""
+    elif model_kind.startswith("served"):
+        base = default_model.split(":", 1)[1].split("#")[0] if default_kind == 3 else "http://127.0.0.1:8000/v1"
+        served_url = c1.text_input("Server base URL", value=base, key="served_url")
+        served_name = c1.text_input("Model name on the server", key="served_name",
+                                    value=default_model.split("#", 1)[1] if default_kind == 3 and "#" in default_model else "")
+        endpoint = c1.radio("Endpoint", ("chat", "completions (exact primer, needs logprobs)"),
+                            key="served_endpoint", horizontal=True)
+        prefix = "openai:" if endpoint == "chat" else "openai-completions:"
+        model_text = f"{prefix}{served_url.strip()}#{served_name.strip()}" if served_name.strip() else ""
+    else:
+        model_text = c1.text_input("Model path or hub id", key="model_text",
+                                   value=default_model if default_kind == 1 else "",
+                                   placeholder="/models/qwen.gguf or Qwen/Qwen2.5-0.5B-Instruct")
     device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"))
-    batch_size = c2.number_input("Batch size (prompts per forward pass)", 1, 256, 8)
+    batch_size = c2.number_input("Batch size (prompts per forward pass; requests in flight for a served judge)",
+                                 1, 256, 8)
     strategy = c3.selectbox("Selection strategy (paper §3.4)", STRATEGIES, key="strategy",
                             help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric: "
                                  "a budget of R comparisons per context.")

@@ -362,3 +362,15 @@ def test_run_page_shows_cancel_for_a_live_worker(app_env):
     assert cancel
     cancel[0].click().run()
     assert store.get_run(run_id).cancel_requested
+
+
+def test_run_page_builds_a_served_judge_spec(app_env):
+    seed_run(app_env)
+    at = open_page("run")
+    at.radio[[r.label for r in at.radio].index("Model")].set_value("served (OpenAI-compatible API)").run()
+    at.text_input(key="served_url").set_value("http://127.0.0.1:8000/v1").run()
+    at.text_input(key="served_name").set_value("qwen2.5-7b-instruct").run()
+    name = [t for t in at.text_input if t.label == "Run name"][0].value
+    assert "qwen2.5-7b-instruct" in name
+    at.radio(key="served_endpoint").set_value("completions (exact primer, needs logprobs)").run()
+    assert not at.exception
