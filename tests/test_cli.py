@@ -62,6 +62,19 @@ def count_rows(db_file: Path, run_name: str) -> int:
         con.close()
 
 
+def start_run_until_first_write(db_file: Path, data: Path, aspect: str, run: str) -> subprocess.Popen:
+    """Start `compassess run` on 3 contexts and return once its first chunk is stored."""
+    cmd = [sys.executable, "-m", "compassess_core.cli", "run", str(data), "--aspect", aspect,
+           "--contexts", "3", "--run", run, "--batch-size", "4", "--db", f"sqlite:///{db_file}"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while count_rows(db_file, run) == 0:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "no comparison stored within 10 minutes"
+        time.sleep(0.2)
+    return proc
+
+
 def test_run_evaluate_rank_export_on_real_model(tmp_path, topicalchat_slice, bundled_model):
     db_file = tmp_path / "cli.db"
     db = f"sqlite:///{db_file}"
@@ -117,14 +130,7 @@ def test_run_evaluate_rank_export_on_real_model(tmp_path, topicalchat_slice, bun
 def test_kill_mid_run_then_resume_recomputes_nothing(tmp_path, topicalchat_slice, bundled_model):
     db_file = tmp_path / "kill.db"
     db = f"sqlite:///{db_file}"
-    cmd = [sys.executable, "-m", "compassess_core.cli", "run", str(topicalchat_slice), "--aspect",
-           "naturalness", "--contexts", "3", "--run", "k", "--batch-size", "4", "--db", db]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 600
-    while count_rows(db_file, "k") == 0:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline
-        time.sleep(0.2)
+    proc = start_run_until_first_write(db_file, topicalchat_slice, "naturalness", "k")
     proc.send_signal(signal.SIGKILL)  # a crash: no handler runs
     proc.wait(timeout=60)
     stored = count_rows(db_file, "k")
@@ -148,14 +154,7 @@ def test_kill_mid_run_then_resume_recomputes_nothing(tmp_path, topicalchat_slice
 def test_sigterm_stops_cleanly_and_marks_run_cancelled(tmp_path, topicalchat_slice, bundled_model):
     db_file = tmp_path / "term.db"
     db = f"sqlite:///{db_file}"
-    cmd = [sys.executable, "-m", "compassess_core.cli", "run", str(topicalchat_slice), "--aspect",
-           "engagingness", "--contexts", "3", "--run", "t", "--batch-size", "4", "--db", db]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 600
-    while count_rows(db_file, "t") == 0:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline
-        time.sleep(0.2)
+    proc = start_run_until_first_write(db_file, topicalchat_slice, "engagingness", "t")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
