@@ -23,6 +23,7 @@ PAGES = [
     st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:"),
     st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
     st.Page("pages/rankings.py", title="Rankings", icon=":material/leaderboard:"),
+    st.Page("pages/scores.py", title="Scores", icon=":material/speed:"),
     st.Page("pages/matrix.py", title="Matrix", icon=":material/grid_on:"),
     st.Page("pages/bias.py", title="Bias", icon=":material/balance:"),
     st.Page("pages/annotate.py", title="Annotate", icon=":material/rate_review:"),

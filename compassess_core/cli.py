@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
     r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
                    "engagingness, naturalness, continuity, understandable, grammar, overall) or your own adjective")
-    r.add_argument("--template", default="t1", help="t1, t2 or a file holding a template with {context} {a} {b} {aspect}")
+    r.add_argument("--mode", default="comparative", choices=["comparative", "scoring"],
+                   help="comparative: pairwise judgements (default); scoring: the paper's prompt-scoring "
+                   "baseline, a 1-10 score per candidate from the score-token distribution (argmax and "
+                   "G-Eval expected score)")
+    r.add_argument("--template", default=None, help="t1, t2 or a file holding a template with {context} {a} {b} "
+                   "{aspect} (default t1); with --mode scoring: s1 or s2 (default s1)")
     r.add_argument("--task", default="auto", choices=["auto", "summary", "dialogue"],
                    help="wording of t1/t2: Summary/passage or Response/conversation (auto: from the aspect)")
     r.add_argument("--model", default=None, help="a .gguf file, a local model folder or a hub id (default: bundled SmolLM2-135M-Instruct)")
@@ -53,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")
     _db_arg(r)
 
+    _score_parser(sub)
+
     k = sub.add_parser("rank", help="rank the candidates of a run")
     k.add_argument("--run", required=True, metavar="NAME")
     k.add_argument("--method", default="win-ratio", choices=list(METHODS))
@@ -60,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--format", default="table", choices=["table", "csv", "json"])
     k.add_argument("--context", default=None, metavar="ID", help="only this context")
     k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
+    _absolute_args(k)
     _db_arg(k)
 
     e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
@@ -68,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--method", default="win-ratio", choices=list(METHODS))
     e.add_argument("--debias", default="balanced", metavar="balanced|TAU")
     e.add_argument("--json", action="store_true", help="print one JSON object")
+    _absolute_args(e)
     _db_arg(e)
 
     x = sub.add_parser("export", help="write rankings or all comparisons with the run's settings")
@@ -77,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", required=True, metavar="FILE")
     x.add_argument("--method", default="win-ratio", choices=list(METHODS))
     x.add_argument("--debias", default="none", metavar="none|balanced|TAU")
+    _absolute_args(x)
     _db_arg(x)
 
     f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
@@ -194,6 +204,9 @@ def cmd_run(args) -> int:
     from .prompts import Aspect, resolve_template
     from .settings import RunSettings
 
+    if args.mode == "scoring":
+        return _cmd_run_scoring(args)
+    args.template = args.template or "t1"
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
     if args.contexts is not None and args.contexts < 1:
@@ -229,8 +242,12 @@ def cmd_worker(args) -> int:
 
     store = _open_store(args.db)
     run = store.get_run(args.run)
+    if run.settings.get("kind") == "absolute":
+        return _absolute_worker(store, run)
     settings = RunSettings.from_dict(run.settings)
     dataset = store.load_dataset(run.dataset_id)
+    if settings.kind == "scoring":
+        return _worker_scoring(store, run, settings, dataset)
     try:
         model = None if settings.model.startswith("bundled:") else settings.model
         judge = load_judge(model, device=settings.device, dtype=settings.dtype,
@@ -256,6 +273,10 @@ def cmd_rank(args) -> int:
     from .analysis import rank_contexts, resolve_tau
     store = _open_store(args.db)
     run, settings, dataset = _load_run(store, args.run)
+    if settings.kind == "absolute":
+        return _absolute_rank(args, store, run, settings, dataset)
+    if settings.kind == "scoring":
+        return _rank_scoring(args, store, run, dataset)
     table = store.comparison_table(run.id)
     if args.context:
         try:
@@ -291,9 +312,13 @@ def cmd_evaluate(args) -> int:
     from .analysis import evaluate_run
     store = _open_store(args.db)
     run, settings, dataset = _load_run(store, args.run)
+    if settings.kind == "absolute":
+        return _absolute_evaluate(args, store, run, settings, dataset)
     reference = args.reference
     if reference is None and settings.aspect in dataset.score_columns:
         reference = settings.aspect
+    if settings.kind == "scoring":
+        return _evaluate_scoring(args, store, run, dataset, reference)
     table = store.comparison_table(run.id)
     report = evaluate_run(dataset, table, run=run.name, method=args.method, reference=reference,
                           debias=args.debias)
@@ -331,11 +356,21 @@ def cmd_export(args) -> int:
     from .export import write_table
     store = _open_store(args.db)
     run, settings, dataset = _load_run(store, args.run)
+    if settings.kind == "absolute":
+        return _absolute_export(args, store, run, settings, dataset)
     table = store.comparison_table(run.id)
     meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
             "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "compassess_version": __version__}
-    if args.what == "rankings":
+    if settings.kind == "scoring":
+        from .scoring import rank_scored
+        st = store.score_table(run.id)
+        if args.what == "rankings":
+            df = rank_scored(dataset, st)
+            meta.update(method="g-eval expected score")
+        else:
+            df = rank_scored(dataset, st).drop(columns=["rank", "score"])
+    elif args.what == "rankings":
         tau = resolve_tau(args.debias, table.p)
         df = rank_contexts(dataset, table, method=args.method, tau=tau, with_ci=True)
         meta.update(method=args.method, tau=tau, debias=args.debias)
@@ -442,7 +477,313 @@ def cmd_agreement(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"import-labels": cmd_import_labels, "agreement": cmd_agreement, "run": cmd_run, "rank": cmd_rank, "evaluate": cmd_evaluate, "export": cmd_export,
+# ------------------------------------------------------------------ issue 6: prompt-scoring runs
+
+def _cmd_run_scoring(args) -> int:
+    from .prompts import Aspect
+    from .scoring import load_scorer, scoring_settings, scoring_template
+
+    if args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    if args.contexts is not None and args.contexts < 1:
+        raise InputError("--contexts must be at least 1")
+    if args.strategy != "full" or args.budget is not None:
+        raise InputError("--mode scoring scores every candidate once: --strategy and --budget do not apply")
+    aspect = Aspect.from_name(args.aspect)
+    template = scoring_template(args.template or "s1", aspect, args.task)
+    store = _open_store(args.db)
+    dataset, dataset_id = _resolve_dataset(store, args.data)
+    scorer = load_scorer(args.model, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    settings = scoring_settings(dataset.name, aspect, template,
+                                args.model or "bundled:SmolLM2-135M-Instruct", scorer.model_key,
+                                contexts=args.contexts, batch_size=args.batch_size,
+                                device=args.device, dtype=args.dtype)
+    name = args.run or settings.default_run_name()
+    run_id = store.create_run(name, dataset_id, settings.to_dict())
+    print(f"scoring run '{name}' on dataset '{dataset.name}' with {scorer.description}", file=sys.stderr)
+    code = _execute_scoring(store, dataset, settings, run_id, scorer)
+    if code == EXIT_OK:
+        print(name)
+    return code
+
+
+def _execute_scoring(store, dataset, settings, run_id: int, scorer) -> int:
+    from .scoring import run_scoring
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        summary = run_scoring(dataset, settings, scorer, store, run_id, progress=_progress_printer())
+    except (KeyboardInterrupt, RunCancelled):
+        print("\nstopped: every score computed so far is stored; run the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    print(f"done: {summary.total} candidates in the run ({summary.already_stored} already stored, "
+          f"{summary.computed} computed, {summary.cached} from cache) in {summary.elapsed_s:.1f} s",
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def _worker_scoring(store, run, settings, dataset) -> int:
+    from .scoring import load_scorer
+    try:
+        model = None if settings.model.startswith("bundled:") else settings.model
+        scorer = load_scorer(model, device=settings.device, dtype=settings.dtype,
+                             batch_size=settings.batch_size)
+    except BaseException as e:
+        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
+        raise
+    if not settings.model_key:
+        store.set_run_model_key(run.id, scorer.model_key)
+    elif settings.model_key != scorer.model_key:
+        msg = (f"run '{run.name}' was scored by {settings.model_key}, but '{settings.model}' now "
+               f"loads as {scorer.model_key}: the model changed; start a new run")
+        store.set_run_status(run.id, "failed", message=msg)
+        raise InputError(msg)
+    return _execute_scoring(store, dataset, settings, run.id, scorer)
+
+
+def _rank_scoring(args, store, run, dataset) -> int:
+    from .scoring import rank_scored
+    df = rank_scored(dataset, store.score_table(run.id))
+    if args.context:
+        if args.context not in {c.context_id for c in dataset.contexts}:
+            raise InputError(f"context '{args.context}' is not in dataset '{dataset.name}'")
+        df = df[df["context_id"] == args.context]
+    df = df.drop(columns=["text"])
+    if args.format == "csv":
+        from .export import neutralise_frame
+        neutralise_frame(df).to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        print(json.dumps({"run": run.name, "method": "g-eval expected score",
+                          "rankings": json.loads(df.to_json(orient="records"))}, indent=2))
+    else:
+        print(f"# scoring run {run.name}: ranked by the G-Eval expected score ({len(df)} candidates)")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return EXIT_OK
+
+
+def _evaluate_scoring(args, store, run, dataset, reference) -> int:
+    from .scoring import evaluate_scores
+    report = {"run": run.name, "kind": "scoring",
+              **evaluate_scores(dataset, store.score_table(run.id), reference)}
+    if args.json:
+        print(json.dumps(report, indent=2, default=lambda o: None))
+        return EXIT_OK
+    print(f"scoring run {run.name}: {report['n_scored']} candidates scored; reference column: "
+          f"{reference or 'none'}; mean mass on the scores 1-10: {_fmt(report['mean_label_mass'], '.3f')}")
+    for label, name in (("prompt_scoring", "prompt scoring (argmax)"), ("g_eval", "G-Eval (expected)")):
+        if label in report:
+            r = report[label]
+            print(f"{name}: Spearman x100 {_fmt(r['spearman_x100'])} (per-context mean over "
+                  f"{r['contexts_used']} contexts), system-level {_fmt(r['system_spearman_x100'])}, "
+                  f"pooled {_fmt(r['pooled_spearman_x100'])}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ issue 7: absolute scores
+
+def _score_parser(sub) -> None:
+    from .absolute import DEFAULT_LEVELS, ORDERS, TASKS, VARIANTS
+    s = sub.add_parser("score", help="absolute score per candidate: compare it with synthetic "
+                       "references of quality 1..N (thresholdable)")
+    s.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
+    s.add_argument("--references", type=int, default=DEFAULT_LEVELS, metavar="N",
+                   help=f"reference quality levels 1..N (default {DEFAULT_LEVELS})")
+    s.add_argument("--anchors", default=None, metavar="CSV",
+                   help="your own reference texts (columns context_id, level, text) instead of generated ones")
+    s.add_argument("--task", default="auto", choices=["auto", *TASKS],
+                   help="wording: summary/passage, dialogue response/conversation or story/prompt")
+    s.add_argument("--variant", default="bws", choices=list(VARIANTS),
+                   help="bws: read P(Better/Worse/Similar); yes-no: the paper's Yes/No ablation")
+    s.add_argument("--orders", default="both", choices=list(ORDERS),
+                   help="judge target-first, reference-first or both (averaged: removes positional bias)")
+    s.add_argument("--model", default=None, help="a .gguf file, a local model folder or a hub id (default: bundled SmolLM2-135M-Instruct)")
+    s.add_argument("--max-new-tokens", type=int, default=96, help="length limit of generated references")
+    s.add_argument("--sample", action="store_true", help="sample references (default greedy); seeded by --seed")
+    s.add_argument("--temperature", type=float, default=0.7)
+    s.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=8)
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    s.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    s.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")
+    _db_arg(s)
+
+
+def _absolute_args(p) -> None:
+    p.add_argument("--score", default="level", choices=["level", "score"],
+                   help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="absolute runs: pass/fail at score >= THRESHOLD")
+
+
+def _run_absolute(store, dataset, dataset_id, settings, run_id, judge) -> int:
+    from .absolute import execute
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        summary = execute(store, dataset, dataset_id, settings, run_id, judge,
+                          progress=_progress_printer(),
+                          on_reference=lambda cid, n: n and print(
+                              f"wrote {n} reference(s) for context {cid}", file=sys.stderr))
+    except (KeyboardInterrupt, RunCancelled):
+        print("\nstopped: everything computed so far is stored; run the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    print(f"done: {summary.total} comparisons with references ({summary.already_stored} already "
+          f"stored, {summary.computed} computed, {summary.cached} from cache) in "
+          f"{summary.elapsed_s:.1f} s", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_score(args) -> int:
+    from .absolute import UPLOADED, absolute_settings, parse_anchor_file
+    from .judges import load_judge
+    from .prompts import Aspect
+
+    if args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    if args.contexts is not None and args.contexts < 1:
+        raise InputError("--contexts must be at least 1")
+    aspect = Aspect.from_name(args.aspect)
+    anchors = parse_anchor_file(args.anchors, n_levels=args.references) if args.anchors else None
+    store = _open_store(args.db)
+    dataset, dataset_id = _resolve_dataset(store, args.data)
+    judge = load_judge(args.model, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    settings = absolute_settings(
+        dataset.name, aspect, model=args.model or "bundled:SmolLM2-135M-Instruct",
+        model_key=judge.model_key, n_levels=args.references, task=args.task, variant=args.variant,
+        orders=args.orders, reference_set=UPLOADED if anchors else "generated",
+        max_new_tokens=args.max_new_tokens, sample=args.sample, temperature=args.temperature,
+        contexts=args.contexts, seed=args.seed, batch_size=args.batch_size, device=args.device,
+        dtype=args.dtype)
+    if anchors:
+        n = store.save_references(dataset_id, aspect.name, UPLOADED, anchors)
+        print(f"stored {n} anchor text(s) from {args.anchors}", file=sys.stderr)
+    name = args.run or settings.default_run_name()
+    run_id = store.create_run(name, dataset_id, settings.to_dict())
+    print(f"absolute run '{name}' on dataset '{dataset.name}' with {judge.description}", file=sys.stderr)
+    code = _run_absolute(store, dataset, dataset_id, settings, run_id, judge)
+    if code == EXIT_OK:
+        print(name)
+    return code
+
+
+def _absolute_worker(store, run) -> int:
+    from .judges import load_judge
+    from .settings import RunSettings
+    settings = RunSettings.from_dict(run.settings)
+    dataset = store.load_dataset(run.dataset_id)
+    try:
+        model = None if settings.model.startswith("bundled:") else settings.model
+        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
+                           batch_size=settings.batch_size)
+    except BaseException as e:
+        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
+        raise
+    try:
+        settings = _check_model_key(store, run, settings, judge)
+    except InputError as e:
+        store.set_run_status(run.id, "failed", message=str(e))
+        raise
+    return _run_absolute(store, dataset, run.dataset_id, settings, run.id, judge)
+
+
+def _absolute_scores(args, store, run, settings, dataset):
+    from .absolute import ORDERS, score_table
+    frame = store.absolute_frame(run.id)
+    table = score_table(dataset, frame, int(settings.extra.get("n_levels", 5)),
+                        ORDERS[settings.extra.get("orders", "both")])
+    return frame, table
+
+
+def _ranked_scores(table, score: str, threshold):
+    from .absolute import passes
+    out = table.sort_values(["context_id", score], ascending=[True, False], kind="stable",
+                            na_position="last")
+    out.insert(1, "rank", out.groupby("context_id", sort=False).cumcount() + 1)
+    if threshold is not None:
+        out["pass"] = passes(out[score].to_numpy(), threshold)
+    return out
+
+
+def _absolute_rank(args, store, run, settings, dataset) -> int:
+    frame, table = _absolute_scores(args, store, run, settings, dataset)
+    if args.context:
+        if args.context not in {c.context_id for c in dataset.contexts}:
+            raise InputError(f"context '{args.context}' is not in dataset '{dataset.name}'")
+        table = table[table["context_id"] == args.context]
+    df = _ranked_scores(table, args.score, args.threshold).drop(columns=["text"])
+    if args.format == "csv":
+        from .export import neutralise_frame
+        neutralise_frame(df).to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        print(json.dumps({"run": run.name, "score": args.score, "threshold": args.threshold,
+                          "scores": json.loads(df.to_json(orient="records"))}, indent=2))
+    else:
+        n_levels = settings.extra.get("n_levels", 5)
+        print(f"# run {run.name}: absolute scores ('{args.score}'; level = calibrated 1..{n_levels}, "
+              f"score = the paper's s) from {len(frame)} comparisons with references")
+        if args.threshold is not None:
+            print(f"# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} >= {args.threshold:g}")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return EXIT_OK
+
+
+def _absolute_evaluate(args, store, run, settings, dataset) -> int:
+    from .absolute import evaluate_scores
+    frame, table = _absolute_scores(args, store, run, settings, dataset)
+    reference = args.reference
+    if reference is None and settings.aspect in dataset.score_columns:
+        reference = settings.aspect
+    ev = evaluate_scores(table, frame, score=args.score, reference=reference, threshold=args.threshold)
+    if args.json:
+        print(json.dumps({"run": run.name, **ev.to_dict()}, indent=2, default=lambda o: None))
+        return EXIT_OK
+    print(f"run {run.name}: absolute scores ('{ev.score}') for {ev.n_scored}/{ev.n_candidates} "
+          f"candidates from {len(frame)} comparisons; reference column: {reference or 'none'}")
+    rows = [("sample-level Spearman x100 (per-context mean)", _fmt(ev.sample_spearman_x100)),
+            ("sample-level Kendall x100 (per-context mean)", _fmt(ev.sample_kendall_x100)),
+            ("system-level Spearman x100 (per-system means)", _fmt(ev.system_spearman_x100)),
+            ("summary-level Spearman x100 (all candidates pooled)", _fmt(ev.summary_spearman_x100)),
+            ("P(Better) about the first text", _fmt(ev.p_first_better, ".3f")),
+            ("P(Worse) about the first text", _fmt(ev.p_first_worse, ".3f")),
+            ("mean |level target-first - level reference-first|", _fmt(ev.order_gap, ".3f"))]
+    if args.threshold is not None:
+        rows.append((f"pass rate at {ev.score} >= {args.threshold:g}",
+                     f"{ev.n_pass}/{ev.n_scored} = {_fmt(ev.pass_rate, '.3f')}"))
+    w = max(len(r[0]) for r in rows)
+    for name, v in rows:
+        print(f"{name:{w}}  {v:>10}")
+    return EXIT_OK
+
+
+def _absolute_export(args, store, run, settings, dataset) -> int:
+    from .export import write_table
+    meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
+            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "compassess_version": __version__}
+    frame, table = _absolute_scores(args, store, run, settings, dataset)
+    if args.what == "rankings":
+        df = _ranked_scores(table, args.score, args.threshold)
+        meta.update(score=args.score, threshold=args.threshold)
+    else:
+        df = frame
+    paths = write_table(df, args.output, args.format, what=args.what, metadata=meta)
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"score": cmd_score, "import-labels": cmd_import_labels, "agreement": cmd_agreement, "run": cmd_run, "rank": cmd_rank, "evaluate": cmd_evaluate, "export": cmd_export,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
             "worker": cmd_worker}
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import RunCancelled
 from .prompts import prompt_hash
-from .selection import max_budget, select_pairs
+from .selection import OUTCOME_DEPENDENT, max_budget, select_pairs
 from .settings import RunSettings
 from .sink import ResultSink
 from .types import ComparisonPrompt, ComparisonResult, Context, Dataset, IntArray, PairKey
@@ -85,6 +85,17 @@ def planned_pairs(context: Context, settings: RunSettings) -> IntArray:
                         context_seed(settings.seed, context.context_id))
 
 
+def adaptive_batch_size(n: int) -> int:
+    """Pairs an adaptive run judges per step in a context of ``n`` candidates: small enough that
+    the outcomes steer the choice, large enough to keep the judge's batches busy."""
+    return max(2, n // 2)
+
+
+def _budget_of(context: Context, settings: RunSettings) -> int:
+    n = len(context.candidates)
+    return min(int(settings.budget), max_budget(n, settings.strategy))
+
+
 def render_prompt(context: Context, a: int, b: int, settings: RunSettings) -> ComparisonPrompt:
     """The prompt of one comparison, rebuilt from the stored template and texts."""
     return settings.template.render(context.text, context.candidates[a].text,
@@ -102,6 +113,27 @@ def _chunks(pairs: IntArray, target: int) -> Iterator[IntArray]:
         if bounds[k] - begin >= target or k == len(bounds) - 1:
             yield pairs[begin:bounds[k]]
             begin = bounds[k]
+
+
+def _run_adaptive_context(ctx: Context, settings: RunSettings, known: dict[PairKey, float],
+                          process: Callable[[Context, IntArray], list[ComparisonResult]]) -> None:
+    """Judge an adaptive context batch by batch, each batch chosen from the outcomes so far."""
+    from .efficient import adaptive_next_pairs
+
+    ids = ctx.candidate_ids
+    pos = {c: k for k, c in enumerate(ids)}
+    mine = [(pos[k.a_id], pos[k.b_id], p) for k, p in known.items()
+            if k.context_id == ctx.context_id and k.a_id in pos and k.b_id in pos]
+    budget = _budget_of(ctx, settings)
+    step = adaptive_batch_size(len(ids))
+    while len(mine) < budget:
+        arr = np.array(mine, dtype=np.float64).reshape(-1, 3)
+        nxt = adaptive_next_pairs(len(ids), arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
+                                  arr[:, 2], min(step, budget - len(mine)),
+                                  context_seed(settings.seed, ctx.context_id))
+        nxt = nxt[np.lexsort((nxt[:, 1], nxt[:, 0]))]
+        for r in process(ctx, nxt):
+            mine.append((pos[r.key.a_id], pos[r.key.b_id], r.judgement.p))
 
 
 def run_comparisons(
@@ -125,11 +157,29 @@ def run_comparisons(
     """
     contexts = dataset.head(settings.contexts).contexts
     stored = sink.stored_pairs(run_id)
-    plans = [(ctx, planned_pairs(ctx, settings)) for ctx in contexts]
-    total = int(sum(len(p) for _, p in plans))
-    already = sum(1 for ctx, pairs in plans for a, b in pairs
-                  if PairKey(ctx.context_id, ctx.candidates[a].candidate_id,
-                             ctx.candidates[b].candidate_id) in stored)
+    adaptive = settings.strategy in OUTCOME_DEPENDENT
+    if adaptive:
+        if settings.budget is None:
+            from .errors import InputError
+            raise InputError(f"strategy {settings.strategy!r} needs a budget")
+        if not hasattr(sink, "stored_probabilities"):
+            from .errors import InputError
+            raise InputError(f"strategy {settings.strategy!r} needs a store that can read back "
+                             "stored probabilities (stored_probabilities)")
+        known = sink.stored_probabilities(run_id)
+        plans = [(ctx, None) for ctx in contexts]
+        total = int(sum(_budget_of(ctx, settings) for ctx in contexts))
+        per_ctx = {ctx.context_id: 0 for ctx in contexts}
+        for k in known:
+            if k.context_id in per_ctx:
+                per_ctx[k.context_id] += 1
+        already = int(sum(min(per_ctx[c.context_id], _budget_of(c, settings)) for c in contexts))
+    else:
+        plans = [(ctx, planned_pairs(ctx, settings)) for ctx in contexts]
+        total = int(sum(len(p) for _, p in plans))
+        already = sum(1 for ctx, pairs in plans for a, b in pairs
+                      if PairKey(ctx.context_id, ctx.candidates[a].candidate_id,
+                                 ctx.candidates[b].candidate_id) in stored)
     state = {"done": already, "computed": 0, "cached": 0}
     start = time.perf_counter()
     judge_seconds = 0.0
@@ -159,37 +209,47 @@ def run_comparisons(
     beater.start()
     if progress:
         progress(snapshot())
+    def process(ctx: Context, chunk: IntArray) -> list[ComparisonResult]:
+        """Judge (or take from the cache) one chunk of a context's pairs and store it."""
+        nonlocal judge_seconds
+        if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
+            raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
+        ids = ctx.candidate_ids
+        keys = [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in chunk]
+        prompts = [render_prompt(ctx, int(a), int(b), settings) for a, b in chunk]
+        hashes = [prompt_hash(p) for p in prompts]
+        hits = sink.cached_judgements(model_key, lw_key, hashes)
+        results: list[ComparisonResult] = []
+        missing = [k for k, h in enumerate(hashes) if h not in hits]
+        for k, h in enumerate(hashes):
+            if h in hits:
+                results.append(ComparisonResult(keys[k], hits[h].judgement, h))
+        if missing:
+            t0 = time.perf_counter()
+            judgements = judge.judge([prompts[k] for k in missing])
+            judge_seconds += time.perf_counter() - t0
+            results.extend(ComparisonResult(keys[k], jd, hashes[k])
+                           for k, jd in zip(missing, judgements))
+        sink.add_comparisons(run_id, results)
+        state["done"] += len(results)
+        state["computed"] += len(missing)
+        state["cached"] += len(results) - len(missing)
+        sink.set_run_status(run_id, "running", done=state["done"], total=total)
+        if progress:
+            progress(snapshot())
+        return results
+
     try:
         for ctx, pairs in plans:
+            if pairs is None:
+                _run_adaptive_context(ctx, settings, known, process)
+                continue
             ids = ctx.candidate_ids
             todo = np.array([(a, b) for a, b in pairs
                              if PairKey(ctx.context_id, ids[a], ids[b]) not in stored],
                             dtype=np.int64).reshape(-1, 2)
             for chunk in _chunks(todo, chunk_prompts):
-                if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
-                    raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
-                keys = [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in chunk]
-                prompts = [render_prompt(ctx, int(a), int(b), settings) for a, b in chunk]
-                hashes = [prompt_hash(p) for p in prompts]
-                hits = sink.cached_judgements(model_key, lw_key, hashes)
-                results: list[ComparisonResult] = []
-                missing = [k for k, h in enumerate(hashes) if h not in hits]
-                for k, h in enumerate(hashes):
-                    if h in hits:
-                        results.append(ComparisonResult(keys[k], hits[h].judgement, h))
-                if missing:
-                    t0 = time.perf_counter()
-                    judgements = judge.judge([prompts[k] for k in missing])
-                    judge_seconds += time.perf_counter() - t0
-                    results.extend(ComparisonResult(keys[k], jd, hashes[k])
-                                   for k, jd in zip(missing, judgements))
-                sink.add_comparisons(run_id, results)
-                state["done"] += len(results)
-                state["computed"] += len(missing)
-                state["cached"] += len(results) - len(missing)
-                sink.set_run_status(run_id, "running", done=state["done"], total=total)
-                if progress:
-                    progress(snapshot())
+                process(ctx, chunk)
     except (RunCancelled, KeyboardInterrupt):
         stop_beat.set()
         sink.set_run_status(run_id, "cancelled", done=state["done"], total=total,

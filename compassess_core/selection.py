@@ -19,13 +19,17 @@ from .types import IntArray
 
 __all__ = ["STRATEGIES", "select_pairs", "max_budget"]
 
-STRATEGIES: tuple[str, ...] = ("full", "random", "no-repeat", "symmetric")
+STRATEGIES: tuple[str, ...] = ("full", "random", "no-repeat", "symmetric", "poe", "adaptive")
+#: Strategies that choose pairs from outcomes already judged: they cannot be planned up front
+#: (the run loop asks ``efficient.adaptive_next_pairs`` for each next batch).
+OUTCOME_DEPENDENT: frozenset[str] = frozenset({"adaptive"})
 
 
 def max_budget(n: int, strategy: str) -> int:
     """Largest number of comparisons ``strategy`` can produce for ``n`` candidates.
 
-    ``n(n-1)`` for full, random and symmetric; ``n(n-1)/2`` for no-repeat (one order per pair).
+    ``n(n-1)`` for full, random, symmetric, poe and adaptive; ``n(n-1)/2`` for no-repeat (one
+    order per pair).
 
     Raises
     ------
@@ -81,11 +85,13 @@ def select_pairs(n: int, strategy: str = "full", budget: int | None = None,
     ----------
     n : int
         Number of candidates in the context (at least 2).
-    strategy : {"full", "random", "no-repeat", "symmetric"}
+    strategy : {"full", "random", "no-repeat", "symmetric", "poe"}
         ``full``: all ``n(n-1)`` ordered pairs (``budget`` is ignored). ``random``: ``budget``
         ordered pairs drawn uniformly without replacement. ``no-repeat``: ``budget`` unordered
         pairs drawn without replacement, each in one order chosen at random (never both orders).
-        ``symmetric``: ``budget // 2`` unordered pairs, each in both orders.
+        ``symmetric``: ``budget // 2`` unordered pairs, each in both orders. ``poe``: greedy
+        product-of-experts selection (``efficient.poe_pairs``). ``adaptive`` depends on outcomes
+        and is refused here (see ``runner``).
     budget : int, optional
         Number of ordered comparisons; required for every strategy but ``full``.
     seed : int or numpy.random.Generator
@@ -108,6 +114,9 @@ def select_pairs(n: int, strategy: str = "full", budget: int | None = None,
         raise InputError(f"a context needs at least 2 candidates to compare, got {n}")
     if strategy == "full":
         return _decode_ordered(np.arange(n * (n - 1), dtype=np.int64), n)
+    if strategy in OUTCOME_DEPENDENT:
+        raise InputError(f"strategy {strategy!r} chooses pairs from the outcomes so far; it cannot "
+                         "be planned up front (the run loop selects its pairs batch by batch)")
 
     if budget is None:
         raise InputError(f"strategy {strategy!r} needs a budget (number of comparisons per context)")
@@ -122,6 +131,9 @@ def select_pairs(n: int, strategy: str = "full", budget: int | None = None,
         raise InputError(f"strategy 'symmetric' needs an even budget (both orders of each pair), "
                          f"got {budget}")
 
+    if strategy == "poe":
+        from .efficient import poe_pairs
+        return poe_pairs(n, budget, seed)
     rng = np.random.default_rng(seed)
     if strategy == "random":
         code = rng.choice(n * (n - 1), size=budget, replace=False).astype(np.int64)

@@ -40,6 +40,7 @@ class MemorySink:
         self.results: dict[int, dict[PairKey, ComparisonResult]] = {}
         self.status: dict[int, dict] = {}
         self.cancel: set[int] = set()
+        self.scores: dict[int, dict[tuple[str, str], object]] = {}  # scoring runs (issue 6)
 
     def stored_pairs(self, run_id: int) -> set[PairKey]:
         return set(self.results.get(run_id, {}))
@@ -58,6 +59,22 @@ class MemorySink:
 
     def cancel_requested(self, run_id: int) -> bool:
         return run_id in self.cancel
+
+    # -------------------------------------------------- issue 6: adaptive selection, prompt scoring
+    def stored_probabilities(self, run_id: int) -> dict[PairKey, float]:
+        """p of every stored pair of the run (what adaptive selection conditions on)."""
+        return {k: r.judgement.p for k, r in self.results.get(run_id, {}).items()}
+
+    def stored_scores(self, run_id: int) -> set[tuple[str, str]]:
+        return set(self.scores.get(run_id, {}))
+
+    def cached_scores(self, model_key, prompt_hashes):
+        return {}
+
+    def add_scores(self, run_id: int, results: list) -> None:
+        bucket = self.scores.setdefault(run_id, {})
+        for r in results:
+            bucket.setdefault((r.context_id, r.candidate_id), r)
 
 
 STORE_ENTRY_POINT_GROUP = "compassess.stores"

@@ -253,3 +253,61 @@ class CandidateScoreRow(Base):
     label_mass: Mapped[float | None] = mapped_column(Float)
     latency_ms: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+# ------------------------------------------------------------------ issue 7: absolute scores (0003)
+
+class SyntheticReferenceRow(Base):
+    """A reference text of known quality ``level`` (1..N) for a context and aspect (issue 7).
+
+    ``reference_set`` names where the texts come from: the generating model's identity (texts
+    written once per context, aspect and model, then reused) or ``upload`` (a user's anchors).
+    ``source`` is generated, edited or uploaded; ``generation`` records prompt, decoding and seed.
+    """
+
+    __tablename__ = "synthetic_references"
+    __table_args__ = (
+        UniqueConstraint("context_id", "aspect", "reference_set", "level"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    aspect: Mapped[str] = mapped_column(String(255))
+    reference_set: Mapped[str] = mapped_column(String(512))
+    level: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(16), default="generated")
+    generation: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class AbsoluteComparisonRow(Base):
+    """A target candidate compared with the reference of ``level`` (a ``kind="absolute"`` run).
+
+    ``target_first``: the candidate was shown first (else the reference). ``p_better`` etc. are
+    the answer about the text shown first, normalised over the label words; NULL stands for NaN.
+    """
+
+    __tablename__ = "absolute_comparisons"
+    __table_args__ = (
+        UniqueConstraint("run_id", "candidate_id", "level", "target_first"),
+        Index("ix_absolute_comparisons_prompt_hash", "prompt_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    level: Mapped[int] = mapped_column(Integer)
+    target_first: Mapped[bool] = mapped_column(Boolean)
+    p_better: Mapped[float | None] = mapped_column(Float)
+    p_worse: Mapped[float | None] = mapped_column(Float)
+    p_similar: Mapped[float | None] = mapped_column(Float)
+    logp_better: Mapped[float | None] = mapped_column(Float)
+    logp_worse: Mapped[float | None] = mapped_column(Float)
+    logp_similar: Mapped[float | None] = mapped_column(Float)
+    label_mass: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    prompt_hash: Mapped[str] = mapped_column(String(128))
+    reference_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

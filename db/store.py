@@ -979,3 +979,295 @@ class Store:
             self._dataset_row(conn, int(dataset_id))
             conn.execute(self._upsert(GuidelineRow.__table__, ["dataset_id"], ["text", "updated_at"]),
                          [dict(dataset_id=int(dataset_id), text=text, updated_at=utcnow())])
+
+    # ---------------------------------------------------------------- issue 6: adaptive selection
+    # and prompt scoring (candidate_scores, migration 0002). Schema classes and engine types are
+    # imported inside the methods to keep this section self-contained.
+
+    def stored_probabilities(self, run_id: int) -> dict[PairKey, float]:
+        """p of every ordered pair stored for the run (NaN for NULL): what adaptive selection
+        conditions on. The optional sink method of ``compassess_core.efficient``."""
+        t = self.comparison_table(run_id)
+        return {PairKey(c, a, b): float(p)
+                for c, a, b, p in zip(t.context_ids, t.a_ids, t.b_ids, t.p)}
+
+    def stored_scores(self, run_id: int) -> set[tuple[str, str]]:
+        """(context_id, candidate_id) already scored by a scoring run (``ScoreSink``)."""
+        from .schema import CandidateScoreRow as S
+        stmt = (select(ContextRow.key, CandidateRow.key).select_from(S)
+                .join(ContextRow, ContextRow.id == S.context_id)
+                .join(CandidateRow, CandidateRow.id == S.candidate_id)
+                .where(S.run_id == run_id))
+        with self._read() as conn:
+            self._run_dataset_id(conn, run_id)
+            return {(c, k) for c, k in conn.execute(stmt)}
+
+    def cached_scores(self, model_key: str, prompt_hashes: Iterable[str]) -> dict:
+        """Scores any run stored for the same scorer model key and rendered prompt (hash -> judgement)."""
+        from compassess_core.scoring import ScoreJudgement
+
+        from .schema import CandidateScoreRow as S
+        hashes = list(dict.fromkeys(prompt_hashes))
+        if not model_key or not hashes:
+            return {}
+        base = (select(S.prompt_hash, S.score_argmax, S.score_expected, S.probabilities,
+                       S.label_mass, S.latency_ms).select_from(S)
+                .join(RunRow, RunRow.id == S.run_id)
+                .where(RunRow.model_key == model_key).order_by(S.id))
+        out: dict = {}
+        with self._read() as conn:
+            for chunk in _chunks(hashes):
+                for h, arg, exp, probs, mass, lat in conn.execute(
+                        base.where(S.prompt_hash.in_(list(chunk)))):
+                    if h not in out:
+                        out[h] = ScoreJudgement(_py_float(arg), _py_float(exp),
+                                                tuple(_py_float(x) for x in probs),
+                                                _py_float(mass), _py_float(lat))
+        return out
+
+    def add_scores(self, run_id: int, results: list) -> None:
+        """Store ``ScoreResult``s in one transaction; a (run, candidate) already stored is ignored.
+
+        Raises
+        ------
+        RunNotFoundError
+            When the run does not exist.
+        InputError
+            When a result names a context or candidate not in the run's dataset (nothing stored).
+        """
+        from .schema import CandidateScoreRow as S
+        if not results:
+            return
+        with self._write() as conn:
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows, unknown = [], []
+            for r in results:
+                ctx = keys.contexts.get(r.context_id)
+                cand = keys.candidates.get((r.context_id, r.candidate_id))
+                if ctx is None or cand is None:
+                    unknown.append((r.context_id, r.candidate_id))
+                    continue
+                j = r.judgement
+                rows.append(dict(run_id=run_id, context_id=ctx, candidate_id=cand,
+                                 prompt_hash=r.prompt_hash, score_argmax=_db_float(j.score_argmax),
+                                 score_expected=_db_float(j.score_expected),
+                                 probabilities=[_db_float(x) for x in j.probabilities],
+                                 label_mass=_db_float(j.label_mass),
+                                 latency_ms=_db_float(j.latency_ms)))
+            if unknown:
+                raise InputError(f"{len(unknown)} score(s) for run {run_id} name a context or "
+                                 f"candidate not in its dataset, e.g. {unknown[:5]}; nothing was stored")
+            stmt = self._insert_ignore(S.__table__, ["run_id", "candidate_id"])
+            conn.execute(stmt.values(created_at=func.current_timestamp()), rows)
+
+    def score_table(self, run_id: int):
+        """All stored scores of a scoring run as a ``compassess_core.scoring.ScoreTable``.
+
+        Raises
+        ------
+        RunNotFoundError
+            When the run does not exist.
+        """
+        from compassess_core.scoring import ScoreTable
+
+        from .schema import CandidateScoreRow as S
+        with self._read() as conn:
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows = conn.execute(select(S.context_id, S.candidate_id, S.score_argmax,
+                                       S.score_expected, S.label_mass, S.probabilities)
+                                .where(S.run_id == run_id).order_by(S.id)).all()
+        if not rows:
+            e = np.array([], dtype=object)
+            f = np.array([], dtype=np.float64)
+            return ScoreTable(e, e, f, f, f, np.empty((0, 10)))
+        ctx = np.array([r[0] for r in rows], dtype=np.int64)
+        cand = np.array([r[1] for r in rows], dtype=np.int64)
+        num = [np.array([_py_float(r[k]) for r in rows]) for k in (2, 3, 4)]
+        probs = np.array([[_py_float(x) for x in r[5]] for r in rows], dtype=np.float64)
+        return ScoreTable(keys.context_keys(ctx), keys.candidate_keys(cand), *num, probs)
+
+    # ---------------------------------------------------------------- issue 7: absolute scores
+
+    def save_references(self, dataset_id: int, aspect: str, reference_set: str,
+                        references: list) -> int:
+        """Store (or replace) reference texts of a dataset's contexts for an aspect and set.
+
+        ``references`` are ``compassess_core.absolute.Reference``; a (context, aspect, set, level)
+        already stored gets the new text, source and generation record. Returns the rows written.
+
+        Raises
+        ------
+        InputError
+            A reference names a context that is not in the dataset (nothing is stored then).
+        RunNotFoundError
+            The dataset does not exist.
+        """
+        from .schema import SyntheticReferenceRow as R
+        if not references:
+            return 0
+        with self._write() as conn:
+            self._dataset_row(conn, int(dataset_id))
+            keys = self._dataset_keys(conn, int(dataset_id))
+            unknown = sorted({r.context_id for r in references if r.context_id not in keys.contexts})
+            if unknown:
+                raise InputError(f"{len(unknown)} reference context(s) are not in the dataset, e.g. "
+                                 f"{', '.join(repr(u) for u in unknown[:5])}; nothing was stored")
+            now = utcnow()
+            rows = [dict(context_id=keys.contexts[r.context_id], aspect=aspect,
+                         reference_set=reference_set, level=int(r.level), text=r.text,
+                         source=r.source, generation=dict(r.generation), updated_at=now)
+                    for r in references]
+            conn.execute(self._upsert(R.__table__, ["context_id", "aspect", "reference_set", "level"],
+                                      ["text", "source", "generation", "updated_at"]), rows)
+        return len(rows)
+
+    def load_references(self, dataset_id: int, aspect: str, reference_set: str) -> list:
+        """The stored references of a dataset for an aspect and set, by context key and level."""
+        from compassess_core.absolute import Reference
+
+        from .schema import SyntheticReferenceRow as R
+        with self._read() as conn:
+            rows = conn.execute(
+                select(ContextRow.key, R.level, R.text, R.source, R.generation)
+                .join(ContextRow, ContextRow.id == R.context_id)
+                .where(ContextRow.dataset_id == int(dataset_id), R.aspect == aspect,
+                       R.reference_set == reference_set)
+                .order_by(ContextRow.position, R.level)).all()
+        return [Reference(c, int(lv), t, s, dict(g or {})) for c, lv, t, s, g in rows]
+
+    def reference_sets(self, dataset_id: int) -> list[tuple[str, str, int]]:
+        """``(aspect, reference_set, n_texts)`` of every stored reference set of a dataset."""
+        from .schema import SyntheticReferenceRow as R
+        with self._read() as conn:
+            rows = conn.execute(
+                select(R.aspect, R.reference_set, func.count())
+                .join(ContextRow, ContextRow.id == R.context_id)
+                .where(ContextRow.dataset_id == int(dataset_id))
+                .group_by(R.aspect, R.reference_set).order_by(R.aspect, R.reference_set)).all()
+        return [(a, s, int(n)) for a, s, n in rows]
+
+    def delete_references(self, dataset_id: int, aspect: str, reference_set: str,
+                          context_id: str | None = None) -> int:
+        """Delete a set's references (of one context when given), so a run writes them afresh."""
+        from .schema import SyntheticReferenceRow as R
+        with self._write() as conn:
+            ctx = select(ContextRow.id).where(ContextRow.dataset_id == int(dataset_id))
+            if context_id is not None:
+                ctx = ctx.where(ContextRow.key == context_id)
+            return conn.execute(delete(R).where(R.aspect == aspect, R.reference_set == reference_set,
+                                                R.context_id.in_(ctx))).rowcount
+
+    def stored_absolute(self, run_id: int) -> dict:
+        """``AbsoluteKey`` -> prompt hash of every comparison stored for an absolute run."""
+        from compassess_core.absolute import REFERENCE_FIRST, TARGET_FIRST, AbsoluteKey
+
+        from .schema import AbsoluteComparisonRow as X
+        with self._read() as conn, _gc_paused():
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows = conn.execute(select(X.context_id, X.candidate_id, X.level, X.target_first,
+                                       X.prompt_hash).where(X.run_id == run_id)).all()
+        if not rows:
+            return {}
+        ctx = keys.context_keys(np.array([r[0] for r in rows], dtype=np.int64))
+        cand = keys.candidate_keys(np.array([r[1] for r in rows], dtype=np.int64))
+        return {AbsoluteKey(c, k, int(r[2]), TARGET_FIRST if r[3] else REFERENCE_FIRST): r[4]
+                for c, k, r in zip(ctx, cand, rows)}
+
+    def cached_absolute(self, model_key: str, label_words: str, prompt_hashes) -> dict:
+        """Absolute judgements any run stored for the same model key, label words and prompt."""
+        from compassess_core.absolute import AbsoluteJudgement
+
+        from .schema import AbsoluteComparisonRow as X
+        hashes = list(dict.fromkeys(prompt_hashes))
+        if not model_key or not hashes:
+            return {}
+        base = (select(X.prompt_hash, X.p_better, X.p_worse, X.p_similar, X.logp_better,
+                       X.logp_worse, X.logp_similar, X.label_mass, X.latency_ms)
+                .join(RunRow, RunRow.id == X.run_id)
+                .where(RunRow.model_key == model_key, RunRow.label_words == label_words)
+                .order_by(X.id))
+        out: dict = {}
+        with self._read() as conn:
+            for chunk in _chunks(hashes):
+                for h, *vals in conn.execute(base.where(X.prompt_hash.in_(list(chunk)))):
+                    if h not in out:
+                        out[h] = AbsoluteJudgement(*(_py_float(v) for v in vals))
+        return out
+
+    def add_absolute(self, run_id: int, results: list) -> None:
+        """Store absolute comparisons in one transaction; one already stored for the same
+        (run, candidate, level, order) is replaced (its reference was edited or regenerated).
+
+        Raises
+        ------
+        InputError
+            A result names a context or candidate not in the run's dataset (nothing is stored).
+        """
+        from compassess_core.absolute import TARGET_FIRST
+
+        from .schema import AbsoluteComparisonRow as X
+        if not results:
+            return
+        cols = ["context_id", "p_better", "p_worse", "p_similar", "logp_better", "logp_worse",
+                "logp_similar", "label_mass", "latency_ms", "prompt_hash", "reference_hash",
+                "created_at"]
+        with self._write() as conn, _gc_paused():
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows, unknown = [], []
+            now = utcnow()
+            for r in results:
+                k, j = r.key, r.judgement
+                ctx = keys.contexts.get(k.context_id)
+                cand = keys.candidates.get((k.context_id, k.candidate_id))
+                if ctx is None or cand is None:
+                    unknown.append((k.context_id, k.candidate_id))
+                    continue
+                rows.append(dict(run_id=run_id, context_id=ctx, candidate_id=cand, level=int(k.level),
+                                 target_first=k.order == TARGET_FIRST,
+                                 p_better=_db_float(j.p_better), p_worse=_db_float(j.p_worse),
+                                 p_similar=_db_float(j.p_similar),
+                                 logp_better=_db_float(j.logp_better),
+                                 logp_worse=_db_float(j.logp_worse),
+                                 logp_similar=_db_float(j.logp_similar),
+                                 label_mass=_db_float(j.label_mass),
+                                 latency_ms=_db_float(j.latency_ms), prompt_hash=r.prompt_hash,
+                                 reference_hash=r.reference_hash, created_at=now))
+            if unknown:
+                raise InputError(f"{len(unknown)} absolute comparison(s) for run {run_id} name a "
+                                 f"context or candidate not in its dataset, e.g. {unknown[:5]}; "
+                                 "nothing was stored")
+            conn.execute(self._upsert(X.__table__, ["run_id", "candidate_id", "level", "target_first"],
+                                      cols), rows)
+
+    def absolute_frame(self, run_id: int) -> pd.DataFrame:
+        """All comparisons of an absolute run (``compassess_core.absolute.ABSOLUTE_COLUMNS``),
+        NULL -> NaN, ``order`` as ``target-first``/``reference-first``, sorted by context,
+        candidate, order and level."""
+        from compassess_core.absolute import ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST
+
+        from .schema import AbsoluteComparisonRow as X
+        with self._read() as conn, _gc_paused():
+            keys = self._dataset_keys(conn, self._run_dataset_id(conn, run_id))
+            rows = conn.execute(select(X.context_id, X.candidate_id, X.level, X.target_first,
+                                       X.p_better, X.p_worse, X.p_similar, X.logp_better,
+                                       X.logp_worse, X.logp_similar, X.label_mass, X.latency_ms,
+                                       X.prompt_hash, X.reference_hash, X.created_at)
+                                .where(X.run_id == run_id).order_by(X.id)).all()
+        if not rows:
+            return pd.DataFrame({c: pd.Series(dtype=object if c in ("context_id", "candidate_id",
+                                 "order", "prompt_hash", "reference_hash") else float)
+                                 for c in ABSOLUTE_COLUMNS})
+        cols = list(zip(*rows))
+        data: dict[str, Any] = {
+            "context_id": keys.context_keys(np.array(cols[0], dtype=np.int64)),
+            "candidate_id": keys.candidate_keys(np.array(cols[1], dtype=np.int64)),
+            "level": np.array(cols[2], dtype=np.int64),
+            "order": np.where(np.array(cols[3], dtype=bool), TARGET_FIRST, REFERENCE_FIRST),
+        }
+        for name, values in zip(ABSOLUTE_COLUMNS[4:12], cols[4:12]):
+            data[name] = np.array([_py_float(v) for v in values], dtype=np.float64)
+        data["prompt_hash"], data["reference_hash"] = list(cols[12]), list(cols[13])
+        data["created_at"] = pd.to_datetime(pd.Series(cols[14], dtype=object), utc=True)
+        frame = pd.DataFrame(data, columns=list(ABSOLUTE_COLUMNS))
+        return frame.sort_values(["context_id", "candidate_id", "order", "level"],
+                                 kind="stable").reset_index(drop=True)

@@ -121,6 +121,36 @@ if model:
         model=model, strategy=strategy, budget=None if strategy == "full" else int(budget),
         contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx), seed=int(seed),
         batch_size=int(batch_size), device=device)
+# ---- issue 7: absolute scores (candidates compared with synthetic references of quality 1..N)
+mode = st.radio("Mode", ("pairwise comparisons", "absolute scores"), horizontal=True, key="run_mode",
+                help="absolute scores: every candidate is compared with N references of known quality "
+                     "(written by the model, or your anchors) and gets a score you can threshold; "
+                     "see the Scores page. Template and selection strategy do not apply.")
+if mode == "absolute scores":
+    from compassess_core import absolute as ab
+    with st.container(border=True):
+        st.markdown("**Absolute scores (synthetic references)**")
+        a1, a2, a3 = st.columns(3)
+        n_levels = a1.number_input("Reference levels N", 2, 20, ab.DEFAULT_LEVELS, key="abs_levels")
+        max_new = a1.number_input("Max new tokens per reference", 8, 1024, 96, key="abs_max_new")
+        orders = a2.selectbox("Orders", list(ab.ORDERS), key="abs_orders",
+                              help="both: each comparison in both orders, averaged (removes positional bias)")
+        sample = a2.checkbox("Sample references (greedy otherwise; seeded)", key="abs_sample")
+        variant = a3.selectbox("Label words", list(ab.VARIANTS), key="abs_variant",
+                               format_func=lambda v: {"bws": "Better / Worse / Similar",
+                                                      "yes-no": "Yes / No (ablation)"}[v])
+        ref_source = a3.radio("References", ("generated", ab.UPLOADED), key="abs_refs",
+                              format_func=lambda r: {"generated": "written by the model",
+                                                     ab.UPLOADED: "my anchors (upload on Scores)"}[r])
+    try:
+        settings = (ab.absolute_settings(
+            dataset.name, aspect, model=model, n_levels=int(n_levels), task=task if task in ab.TASKS else "auto",
+            variant=variant, orders=orders, reference_set=ref_source, max_new_tokens=int(max_new),
+            sample=bool(sample), contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx),
+            seed=int(seed), batch_size=int(batch_size), device=device) if model else None)
+    except CompAssessError as e:
+        st.error(str(e))
+        settings = None
 run_name = st.text_input("Run name", value=settings.default_run_name() if settings else "",
                          help="Starting a run with an existing name and the same settings resumes it.")
 if st.button("Start", type="primary", icon=":material/play_arrow:", disabled=settings is None):
@@ -167,7 +197,8 @@ def progress_panel(name: str, was_active: bool) -> None:
     state = worker_state(run)
     title, explain = STATE_TEXT.get(state, (state, ""))
     total = int(run.total or 0)
-    done = int(run.n_comparisons)
+    absolute = run.settings.get("kind") == "absolute"
+    done = int(run.done or 0) if absolute else int(run.n_comparisons)
     st.markdown(f"**Status: {title}** — {explain}")
     if total:
         rate, eta = rate_and_eta(run.name, done, total) if state == "working" else (None, None)
@@ -193,8 +224,11 @@ def progress_panel(name: str, was_active: bool) -> None:
                 start_worker(fresh.name, fresh.id, db_url())
                 st.rerun()
     if done:
-        c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
-        if done <= 20_000:
+        if absolute:
+            c2.page_link("pages/scores.py", label="See scores", icon=":material/speed:")
+        else:
+            c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
+        if done <= 20_000 and not absolute:
             frame = store().comparisons_frame(run.id).tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],

@@ -91,7 +91,7 @@ def test_errors():
         select_pairs(1)
     with pytest.raises(InputError):
         select_pairs(5, "random", -1)
-    assert set(STRATEGIES) == {"full", "random", "no-repeat", "symmetric"}
+    assert set(STRATEGIES) == {"full", "random", "no-repeat", "symmetric", "poe", "adaptive"}
 
 
 def test_large_n_random_small_budget_is_cheap():
