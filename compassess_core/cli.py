@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     r.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")
+    r.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     _db_arg(r)
 
     _score_parser(sub)
@@ -209,6 +211,10 @@ def cmd_run(args) -> int:
     args.template = args.template or "t1"
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
+    if args.threads < 0:
+        raise InputError("--threads must be 0 (all cores) or more")
+    if args.threads:
+        os.environ["COMPASSESS_THREADS"] = str(args.threads)
     if args.contexts is not None and args.contexts < 1:
         raise InputError("--contexts must be at least 1")
     aspect = Aspect.from_name(args.aspect)
@@ -485,6 +491,10 @@ def _cmd_run_scoring(args) -> int:
 
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
+    if args.threads < 0:
+        raise InputError("--threads must be 0 (all cores) or more")
+    if args.threads:
+        os.environ["COMPASSESS_THREADS"] = str(args.threads)
     if args.contexts is not None and args.contexts < 1:
         raise InputError("--contexts must be at least 1")
     if args.strategy != "full" or args.budget is not None:
@@ -652,6 +662,10 @@ def cmd_score(args) -> int:
 
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
+    if args.threads < 0:
+        raise InputError("--threads must be 0 (all cores) or more")
+    if args.threads:
+        os.environ["COMPASSESS_THREADS"] = str(args.threads)
     if args.contexts is not None and args.contexts < 1:
         raise InputError("--contexts must be at least 1")
     aspect = Aspect.from_name(args.aspect)

@@ -36,6 +36,12 @@ SEQ2SEQ_LABEL_WORDS = ("A", "B")
 
 
 def _configure_cpu_threads() -> None:
+    # COMPASSESS_THREADS (or `compassess run --threads`) wins: on a machine shared with other busy
+    # processes one thread can beat two, whose OpenMP barriers stall whenever a core is taken.
+    wanted = os.environ.get("COMPASSESS_THREADS", "").strip()
+    if wanted.isdigit() and int(wanted) > 0:
+        torch.set_num_threads(int(wanted))
+        return
     # torch defaults to the physical core count; honour a narrower CPU affinity (containers, taskset).
     try:
         n = len(os.sched_getaffinity(0))
