@@ -619,6 +619,8 @@ def _score_parser(sub) -> None:
     s.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=8)
+    s.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     s.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")

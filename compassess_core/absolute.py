@@ -1,0 +1,976 @@
+"""Absolute scores from pairwise comparisons with synthetic references (Lawrence et al. 2025,
+"Direct-Scoring NLG Evaluators Can Use Pairwise Comparisons Too", arXiv:2509.05440).
+
+For each context and aspect, N references of known quality 1..N are written by the model (the
+worst and the best first, then each in-between level from its two neighbours, recursively), or
+uploaded by the user. A candidate ("target") is compared with every reference; the judge's
+next-token probabilities of the words "Better", "Worse", "Similar" (or "Yes"/"No", the paper's
+ablation) give an absolute, thresholdable score
+
+    s = sum_i ( i * P(Better | i) - i * P(Worse | i) )          (the paper's score)
+
+and a calibrated variant on the 1..N scale, the expected level (see :func:`expected_level`).
+Both presentation orders (target first / reference first) can be judged and averaged, which removes
+the positional bias the same way as comparing both orders in pairwise runs.
+
+The module holds the prompts, the pure score math, the reference generator and the run loop. It
+talks to storage only through the small ``AbsoluteSink``/``ReferenceBook`` protocols below, and must
+never import ``db`` or a UI.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+from .errors import InputError, Problem, RunCancelled, ValidationError
+from .prompts import Aspect, infer_task
+from .runner import Progress, RunSummary, context_seed, label_words_key
+from .settings import RunSettings
+from .types import ComparisonPrompt, Dataset, FloatArray
+
+# ------------------------------------------------------------------------------- vocabulary
+
+KIND = "absolute"
+DEFAULT_LEVELS = 5
+TARGET_FIRST, REFERENCE_FIRST = "target-first", "reference-first"
+#: ``--orders`` choices -> the presentation orders judged for every (candidate, reference).
+ORDERS: dict[str, tuple[str, ...]] = {
+    "both": (TARGET_FIRST, REFERENCE_FIRST),
+    TARGET_FIRST: (TARGET_FIRST,),
+    REFERENCE_FIRST: (REFERENCE_FIRST,),
+}
+#: Label words per prompt variant: "bws" reads Better/Worse/Similar, "yes-no" the paper's ablation.
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "bws": (" Better", " Worse", " Similar"),
+    "yes-no": (" Yes", " No"),
+}
+PRIMER = "Answer:"
+#: Reference set of user-uploaded anchor texts (generated sets are named by the model identity).
+UPLOADED = "upload"
+#: Score columns of :func:`score_table`: the paper's s and the calibrated 1..N level.
+SCORES = ("level", "score")
+
+_WORDING = {
+    "summary": dict(noun="Summary", source="passage", source_label="Passage", verb="summarises"),
+    "dialogue": dict(noun="Response", source="conversation", source_label="Conversation",
+                     verb="continues"),
+    "story": dict(noun="Story", source="prompt", source_label="Story prompt", verb="follows"),
+}
+TASKS = tuple(_WORDING)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference text of known quality ``level`` (1 = worst .. N = best) for one context.
+
+    ``source`` is ``generated``, ``edited`` (a generated text the user changed) or ``uploaded``;
+    ``generation`` records how a generated text was made (prompt, decoding, seed, model).
+    """
+
+    context_id: str
+    level: int
+    text: str
+    source: str = "generated"
+    generation: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AbsoluteKey:
+    """One comparison of a target candidate with the reference of ``level``, in ``order``."""
+
+    context_id: str
+    candidate_id: str
+    level: int
+    order: str  # TARGET_FIRST or REFERENCE_FIRST
+
+
+@dataclass(frozen=True)
+class AbsoluteJudgement:
+    """The judge's answer about the text shown first (A), normalised over the label words.
+
+    ``p_better`` = P("Better") / (P("Better") + P("Worse") + P("Similar")) under the full softmax
+    (likewise ``p_worse``, ``p_similar``); for the yes-no variant P("Yes") and P("No") normalised
+    over the two words, and ``p_similar`` = 0. ``logp_*`` are the raw label log-probabilities
+    (``logp_similar`` NaN for yes-no); ``label_mass`` their summed probability.
+    """
+
+    p_better: float
+    p_worse: float
+    p_similar: float
+    logp_better: float
+    logp_worse: float
+    logp_similar: float
+    label_mass: float
+    latency_ms: float = float("nan")
+
+
+@dataclass(frozen=True)
+class AbsoluteResult:
+    key: AbsoluteKey
+    judgement: AbsoluteJudgement
+    prompt_hash: str
+    reference_hash: str
+
+
+class AbsoluteSink(Protocol):
+    """Where an absolute run's comparisons go (``db.store.Store`` implements it)."""
+
+    def stored_absolute(self, run_id: int) -> dict[AbsoluteKey, str]:
+        """Comparisons stored for the run -> their prompt hash (a changed reference is stale)."""
+
+    def cached_absolute(self, model_key: str, label_words: str,
+                        prompt_hashes: Iterable[str]) -> dict[str, AbsoluteJudgement]:
+        """Judgements any absolute run stored for the same model, label words and prompt."""
+
+    def add_absolute(self, run_id: int, results: list[AbsoluteResult]) -> None:
+        """Store results; a (run, candidate, level, order) already stored is replaced."""
+
+    def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
+                       total: int | None = None, message: str | None = None) -> None: ...
+
+    def cancel_requested(self, run_id: int) -> bool: ...
+
+
+class ReferenceBook(Protocol):
+    """Stored references, per dataset, aspect and reference set."""
+
+    def load_references(self, dataset_id: int, aspect: str, reference_set: str) -> list[Reference]:
+        ...
+
+    def save_references(self, dataset_id: int, aspect: str, reference_set: str,
+                        references: list[Reference]) -> int:
+        ...
+
+
+# ------------------------------------------------------------------------------------ prompts
+
+def _wording(task: str) -> dict:
+    if task not in _WORDING:
+        raise InputError(f"unknown task '{task}' for absolute scores; choose one of {', '.join(TASKS)}")
+    return _WORDING[task]
+
+
+def _more(adjective: str) -> str:
+    # "more good" reads "better", as in the comparative prompts (prompts.Template.render).
+    return "better" if adjective == "good" or adjective.startswith("good ") else f"more {adjective}"
+
+
+def generation_plan(n_levels: int) -> list[tuple[int, int | None, int | None]]:
+    """The order references are written in: ``(level, lower, upper)`` (the paper's recursion).
+
+    Level 1 and level N come first from the context alone; then each gap ``(lo, hi)`` with room
+    in between gets its middle level ``(lo + hi) // 2`` written from its two neighbours, breadth
+    first. N = 5 gives 1, 5, 3 (from 1 and 5), 2 (from 1 and 3), 4 (from 3 and 5).
+
+    Raises
+    ------
+    InputError
+        Fewer than 2 levels.
+    """
+    if n_levels < 2:
+        raise InputError(f"absolute scores need at least 2 reference levels, got {n_levels}")
+    plan: list[tuple[int, int | None, int | None]] = [(1, None, None), (n_levels, None, None)]
+    gaps = [(1, n_levels)]
+    while gaps:
+        nxt = []
+        for lo, hi in gaps:
+            if hi - lo < 2:
+                continue
+            mid = (lo + hi) // 2
+            plan.append((mid, lo, hi))
+            nxt += [(lo, mid), (mid, hi)]
+        gaps = nxt
+    return plan
+
+
+def generation_prompt(context: str, level: int, n_levels: int, aspect: Aspect, task: str,
+                      lower: str | None = None, upper: str | None = None,
+                      lower_level: int | None = None, upper_level: int | None = None) -> str:
+    """The instruction that makes the model write the reference of ``level`` (1..N).
+
+    Worst and best are asked for from the context alone; an in-between level is asked for with its
+    two already-written neighbours shown, so it lands between them (the paper's recursive scheme,
+    wording ours: the paper's exact prompt text was not available to us).
+    """
+    w = _wording(task)
+    noun, low = w["noun"], w["noun"].lower()
+    head = f"{w['source_label']}:\n{context}\n\n"
+    scale = f"on a scale of 1 (worst) to {n_levels} (best) for being {aspect.adjective}"
+    if lower is None or upper is None:
+        if level == 1:
+            ask = (f"Write a very poor {low} of the {w['source']} above: it must deserve a score "
+                   f"of 1 {scale}, that is it should be as little {aspect.adjective} as possible.")
+        else:
+            ask = (f"Write an excellent {low} of the {w['source']} above: it must deserve a score "
+                   f"of {n_levels} {scale}, that is it should be as {aspect.adjective} as possible.")
+        return head + ask + f" Reply with the {low} only."
+    return (head + f"{noun} with a score of {lower_level} {scale}:\n{lower}\n\n"
+            f"{noun} with a score of {upper_level}:\n{upper}\n\n"
+            f"Write a new {low} of the {w['source']} that deserves a score of {level}: "
+            f"{_more(aspect.adjective)} than the first {low} and less so than the second. "
+            f"Reply with the {low} only.")
+
+
+def comparison_template(variant: str, task: str) -> str:
+    """The comparison prompt with ``{context} {a} {b} {aspect}`` placeholders (A is shown first).
+
+    ``bws`` asks for Better/Worse/Similar about A relative to B; ``yes-no`` asks whether A is more
+    {aspect} than B (the paper's ablation).
+    """
+    w = _wording(task)
+    n = w["noun"]
+    head = f"{w['source_label']}:\n{{context}}\n\n{n} A: {{a}}\n\n{n} B: {{b}}\n\n"
+    if variant == "bws":
+        return head + (f"Compared with {n} B, is {n} A better, worse or similar in how {{aspect}} "
+                       "it is? Answer with one word: Better, Worse or Similar.")
+    if variant == "yes-no":
+        return head + f"Is {n} A {{more_aspect}} than {n} B? Answer Yes or No."
+    raise InputError(f"unknown absolute-score variant '{variant}'; choose one of {', '.join(VARIANTS)}")
+
+
+def comparison_prompt(template: str, context: str, target: str, reference: str, aspect: Aspect,
+                      order: str) -> ComparisonPrompt:
+    """The prompt comparing ``target`` with ``reference`` in ``order`` (who is shown first)."""
+    a, b = (target, reference) if order == TARGET_FIRST else (reference, target)
+    text = template.format(context=context, a=a, b=b, aspect=aspect.adjective,
+                           more_aspect=_more(aspect.adjective))
+    return ComparisonPrompt(text=text, primer=PRIMER)
+
+
+def _sha(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def absolute_prompt_hash(prompt: ComparisonPrompt, variant: str) -> str:
+    """Cache identity of an absolute comparison (rendered prompt, primer and variant)."""
+    return _sha("absolute", variant, prompt.text, prompt.primer)
+
+
+def reference_hash(text: str) -> str:
+    return _sha(text)[:16]
+
+
+# --------------------------------------------------------------------------------------- math
+
+def label_probabilities(logp: FloatArray, variant: str) -> tuple[FloatArray, FloatArray]:
+    """Normalise label-word log-probabilities to (P(Better), P(Worse), P(Similar)), and the mass.
+
+    The three words' probabilities are renormalised to sum to 1 over the three words (the paper
+    reads them off the full next-token distribution; normalising makes the score independent of
+    how much mass the model puts elsewhere, and ``label_mass`` keeps that signal). For ``yes-no``,
+    Yes -> Better and No -> Worse normalised over the two words, and P(Similar) = 0.
+
+    Parameters
+    ----------
+    logp : (n, k) float array
+        Log-probabilities of the variant's label words, in ``VARIANTS[variant]`` order.
+
+    Returns
+    -------
+    probs : (n, 3) float array
+    mass : (n,) float array
+        Sum of the raw label-word probabilities.
+    """
+    lp = np.asarray(logp, dtype=np.float64).reshape(len(logp), -1)
+    top = lp.max(axis=1, keepdims=True)
+    e = np.exp(lp - top)  # stable: the largest term is 1
+    probs = e / e.sum(axis=1, keepdims=True)
+    mass = np.exp(lp).sum(axis=1)
+    if variant == "yes-no":
+        probs = np.column_stack([probs[:, 0], probs[:, 1], np.zeros(len(probs))])
+    return probs, mass
+
+
+def judgements_from_logprobs(logp: FloatArray, variant: str,
+                             latency_ms: float = float("nan")) -> list[AbsoluteJudgement]:
+    probs, mass = label_probabilities(logp, variant)
+    lp = np.asarray(logp, dtype=np.float64)
+    sim = lp[:, 2] if lp.shape[1] > 2 else np.full(len(lp), np.nan)
+    return [AbsoluteJudgement(float(probs[k, 0]), float(probs[k, 1]), float(probs[k, 2]),
+                              float(lp[k, 0]), float(lp[k, 1]), float(sim[k]), float(mass[k]),
+                              float(latency_ms)) for k in range(len(lp))]
+
+
+def target_view(p_better: FloatArray, p_worse: FloatArray, p_similar: FloatArray,
+                target_first: Sequence[bool] | np.ndarray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Answers about the first text, turned into P(target better), P(target worse), P(similar).
+
+    With the reference shown first, "Better" says the reference is better, i.e. the target worse:
+    the two columns swap; "Similar" is symmetric.
+    """
+    tf = np.asarray(target_first, dtype=bool)
+    pb, pw = np.asarray(p_better, np.float64), np.asarray(p_worse, np.float64)
+    return np.where(tf, pb, pw), np.where(tf, pw, pb), np.asarray(p_similar, np.float64)
+
+
+def paper_score(p_better: FloatArray, p_worse: FloatArray,
+                levels: Sequence[int] | None = None) -> FloatArray:
+    """The paper's absolute score ``s = sum_i (i * P(Better|i) - i * P(Worse|i))``.
+
+    Parameters
+    ----------
+    p_better, p_worse : (m, N) float arrays
+        P(target better / worse than the reference of level i), one row per target.
+    levels : sequence of int, optional
+        The level of each column (default 1..N).
+
+    Returns
+    -------
+    (m,) float array in [-N(N+1)/2, N(N+1)/2].
+    """
+    pb = np.atleast_2d(np.asarray(p_better, np.float64))
+    pw = np.atleast_2d(np.asarray(p_worse, np.float64))
+    lv = np.arange(1, pb.shape[1] + 1, dtype=np.float64) if levels is None else np.asarray(levels, np.float64)
+    return (pb - pw) @ lv
+
+
+def expected_level(p_better: FloatArray, p_similar: FloatArray) -> FloatArray:
+    """Calibrated score on the 1..N scale: where the target sits among the N references.
+
+    ``level = clip(1/2 + sum_i [P(Better|i) + P(Similar|i) / 2], 1, N)``: the expected number of
+    references the target beats, counting a "similar" as half a win, plus one half. A target that
+    is surely better than levels 1..k-1, similar to level k and worse than the rest scores exactly
+    k; one better than every reference scores N, one worse than every reference 1; in between it
+    interpolates linearly in the probabilities.
+
+    Parameters
+    ----------
+    p_better, p_similar : (m, N) float arrays
+
+    Returns
+    -------
+    (m,) float array in [1, N].
+    """
+    pb = np.atleast_2d(np.asarray(p_better, np.float64))
+    ps = np.atleast_2d(np.asarray(p_similar, np.float64))
+    n = pb.shape[1]
+    return np.clip(0.5 + (pb + 0.5 * ps).sum(axis=1), 1.0, float(n))
+
+
+ABSOLUTE_COLUMNS = ("context_id", "candidate_id", "level", "order", "p_better", "p_worse",
+                    "p_similar", "logp_better", "logp_worse", "logp_similar", "label_mass",
+                    "latency_ms", "prompt_hash", "reference_hash", "created_at")
+
+
+def comparisons_in_target_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run's stored comparisons (``ABSOLUTE_COLUMNS``) with ``pb_target``, ``pw_target``,
+    ``ps_target`` (see :func:`target_view`) and each comparison's contribution to the paper's
+    score, ``level * (pb_target - pw_target)``."""
+    out = frame.copy()
+    pb, pw, ps = target_view(out["p_better"].to_numpy(), out["p_worse"].to_numpy(),
+                             out["p_similar"].to_numpy(), (out["order"] == TARGET_FIRST).to_numpy())
+    out["pb_target"], out["pw_target"], out["ps_target"] = pb, pw, ps
+    out["contribution"] = out["level"].to_numpy(np.float64) * (pb - pw)
+    return out
+
+
+def score_table(dataset: Dataset, frame: pd.DataFrame, n_levels: int,
+                orders: Sequence[str] = (TARGET_FIRST, REFERENCE_FIRST)) -> pd.DataFrame:
+    """One row per candidate of the dataset's judged contexts: both scores and their parts.
+
+    The probabilities of the judged orders are averaged per (candidate, level) before scoring
+    (averaging both orders cancels a positional preference), then ``score`` = :func:`paper_score`
+    and ``level`` = :func:`expected_level`; ``score_<order>``/``level_<order>`` use one order only
+    (when both were judged, their gap measures positional bias). A candidate missing any level of
+    any judged order (an unfinished run) gets NaN scores.
+
+    Returns
+    -------
+    DataFrame with context_id, candidate_id, system, text, level, score, per-order columns,
+    n_comparisons, and the dataset's reference-score columns.
+    """
+    view = comparisons_in_target_view(frame) if len(frame) else frame.assign(
+        pb_target=[], pw_target=[], ps_target=[])
+    judged = set(view["context_id"]) if len(view) else set()
+    rows = []
+    for ctx in dataset.contexts:
+        if ctx.context_id not in judged:
+            continue
+        for c in ctx.candidates:
+            rows.append(dict(context_id=ctx.context_id, candidate_id=c.candidate_id,
+                             system=c.system, text=c.text, **dict(c.scores)))
+    base = pd.DataFrame(rows, columns=["context_id", "candidate_id", "system", "text",
+                                       *dataset.score_columns])
+    if base.empty:
+        for col in ("level", "score", "n_comparisons"):
+            base[col] = pd.Series(dtype=float)
+        return base
+    levels = np.arange(1, n_levels + 1)
+    idx = pd.MultiIndex.from_frame(base[["context_id", "candidate_id"]])
+
+    def matrix(sub: pd.DataFrame, col: str) -> np.ndarray:
+        # (candidates, levels), mean over the orders present; NaN where missing.
+        piv = sub.pivot_table(index=["context_id", "candidate_id"], columns="level", values=col,
+                              aggfunc="mean")
+        return piv.reindex(index=idx, columns=levels).to_numpy(np.float64)
+
+    def scores(sub: pd.DataFrame, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pb, pw, ps = (matrix(sub, c) for c in ("pb_target", "pw_target", "ps_target"))
+        s, lv = paper_score(np.nan_to_num(pb), np.nan_to_num(pw), levels), \
+            expected_level(np.nan_to_num(pb), np.nan_to_num(ps))
+        return np.where(complete, s, np.nan), np.where(complete, lv, np.nan)
+
+    counts = view.groupby(["context_id", "candidate_id"]).size()
+    need = n_levels * len(orders)
+    n_cmp = counts.reindex(idx).fillna(0).to_numpy(np.int64)
+    complete = n_cmp >= need
+    out = base.copy()
+    out["score"], out["level"] = scores(view, complete)
+    if len(orders) > 1:
+        for o in orders:
+            sub = view[view["order"] == o]
+            c = sub.groupby(["context_id", "candidate_id"]).size().reindex(idx).fillna(0).to_numpy() >= n_levels
+            out[f"score_{o}"], out[f"level_{o}"] = scores(sub, c)
+    out["n_comparisons"] = n_cmp
+    return out
+
+
+def passes(scores: FloatArray, threshold: float) -> np.ndarray:
+    """Pass/fail at a threshold: ``score >= threshold`` (NaN, an unscored candidate, fails)."""
+    s = np.asarray(scores, np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(s, nan=-np.inf) >= threshold
+
+
+def score_range(score: str, n_levels: int) -> tuple[float, float]:
+    """The possible range of a score column: ``level`` in [1, N], ``score`` in +-N(N+1)/2."""
+    if score == "level":
+        return 1.0, float(n_levels)
+    top = n_levels * (n_levels + 1) / 2.0
+    return -top, top
+
+
+@dataclass(frozen=True)
+class AbsoluteEvaluation:
+    """Agreement of absolute scores with a reference column, and pass rates.
+
+    * ``sample_spearman_x100``: Spearman within each context, averaged over contexts, x100
+      ("sample level"; contexts with a constant reference are skipped, metrics module).
+    * ``system_spearman_x100``: Spearman of the per-system mean scores across all contexts
+      ("system level"; needs a ``system`` column).
+    * ``summary_spearman_x100``: Spearman over all candidates of all contexts pooled ("summary
+      level", Liusie et al. 2024 appendix B): the one that rewards scores that are comparable
+      across contexts, which is what an absolute score is for.
+    * ``pass_rate``: share of scored candidates with ``score >= threshold``.
+    """
+
+    score: str
+    reference: str | None
+    n_candidates: int
+    n_scored: int
+    sample_spearman_x100: float
+    sample_kendall_x100: float
+    system_spearman_x100: float
+    summary_spearman_x100: float
+    contexts_used: int
+    threshold: float | None
+    n_pass: int
+    pass_rate: float
+    order_gap: float
+    p_first_better: float
+    p_first_worse: float
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+        return asdict(self)
+
+
+def evaluate_scores(table: pd.DataFrame, frame: pd.DataFrame, *, score: str = "level",
+                    reference: str | None = None, threshold: float | None = None) -> AbsoluteEvaluation:
+    """Sample-, system- and summary-level Spearman x100 of ``table[score]`` with ``reference``,
+    pass rate at ``threshold``, and positional bias of the raw comparisons.
+
+    ``order_gap`` is the mean |level_target-first - level_reference-first| over candidates judged
+    in both orders (NaN otherwise); ``p_first_better``/``p_first_worse`` are the mean P(Better) /
+    P(Worse) answered about the first text over all comparisons (with both orders judged, an
+    order-blind judge has them equal: the analogue of P(A) = P(B)).
+
+    Raises
+    ------
+    InputError
+        Unknown score column, or a reference column not in the table.
+    """
+    if score not in SCORES:
+        raise InputError(f"unknown score '{score}'; choose one of {', '.join(SCORES)}")
+    if reference is not None and reference not in table.columns:
+        raise InputError(f"reference column '{reference}' is not in the dataset")
+    s = table[score].to_numpy(np.float64) if len(table) else np.array([])
+    scored = ~np.isnan(s)
+    nan = float("nan")
+    samp = kend = sysl = summ = nan
+    used = 0
+    if reference is not None and scored.any():
+        t = table[scored]
+        groups = [g for _, g in t.groupby("context_id", sort=False)]
+        pred = [g[score].to_numpy(np.float64) for g in groups]
+        ref = [g[reference].to_numpy(np.float64) for g in groups]
+        r = metrics.per_context_correlation(pred, ref, "spearman")
+        samp, used = r.mean_x100, r.n_used
+        kend = metrics.per_context_correlation(pred, ref, "kendall").mean_x100
+        summ = metrics.pooled_correlation(pred, ref, "spearman")
+        if t["system"].notna().all():
+            sysl = metrics.system_level_correlation(pred, ref, [g["system"].to_numpy(object)
+                                                                for g in groups])
+    n_pass = int(passes(s, threshold).sum()) if threshold is not None else 0
+    rate = n_pass / int(scored.sum()) if threshold is not None and scored.any() else nan
+    gap = nan
+    a, b = f"level_{TARGET_FIRST}", f"level_{REFERENCE_FIRST}"
+    if a in table.columns and b in table.columns and len(table):
+        d = np.abs(table[a].to_numpy(np.float64) - table[b].to_numpy(np.float64))
+        gap = float(np.nanmean(d)) if np.isfinite(d).any() else nan
+    pfb = float(frame["p_better"].mean()) if len(frame) else nan
+    pfw = float(frame["p_worse"].mean()) if len(frame) else nan
+    return AbsoluteEvaluation(score, reference, len(table), int(scored.sum()), samp, kend, sysl,
+                              summ, used, threshold, n_pass, rate, gap, pfb, pfw)
+
+
+# ----------------------------------------------------------------------------------- settings
+
+def absolute_settings(dataset: str, aspect: Aspect, *, model: str, model_key: str = "",
+                      n_levels: int = DEFAULT_LEVELS, task: str = "auto", variant: str = "bws",
+                      orders: str = "both", reference_set: str = "generated",
+                      max_new_tokens: int = 96, sample: bool = False, temperature: float = 0.7,
+                      top_p: float = 0.95, contexts: int | None = None, seed: int = 0,
+                      batch_size: int = 8, device: str = "auto", dtype: str = "auto") -> RunSettings:
+    """The ``RunSettings`` of an absolute run (``kind="absolute"``; specifics in ``extra``).
+
+    ``reference_set`` is ``generated`` (the judge model writes the references, stored per
+    context, aspect and model and reused) or ``upload`` (the user's anchor texts).
+
+    Raises
+    ------
+    InputError
+        Bad level count, order, variant, task or decoding setting.
+    """
+    if task == "auto":
+        task = infer_task(aspect)
+    _wording(task)
+    template = comparison_template(variant, task)
+    if orders not in ORDERS:
+        raise InputError(f"unknown orders '{orders}'; choose one of {', '.join(ORDERS)}")
+    generation_plan(n_levels)
+    if n_levels > 20:
+        raise InputError(f"at most 20 reference levels, got {n_levels}")
+    if max_new_tokens < 1:
+        raise InputError("--max-new-tokens must be at least 1")
+    if reference_set not in ("generated", UPLOADED):
+        raise InputError(f"reference set must be 'generated' or '{UPLOADED}', not '{reference_set}'")
+    return RunSettings(
+        dataset=dataset, aspect=aspect.name, aspect_adjective=aspect.adjective,
+        template_name=f"absolute-{variant}-{task}", template_text=template, primer=PRIMER,
+        model=model, model_key=model_key, label_words=VARIANTS[variant], strategy="full",
+        contexts=contexts, seed=seed, batch_size=batch_size, device=device, dtype=dtype, kind=KIND,
+        extra=dict(n_levels=int(n_levels), task=task, variant=variant, orders=orders,
+                   reference_set=reference_set,
+                   generation=dict(max_new_tokens=int(max_new_tokens), sample=bool(sample),
+                                   temperature=float(temperature), top_p=float(top_p))))
+
+
+def is_absolute(settings: RunSettings | Mapping) -> bool:
+    kind = settings.get("kind") if isinstance(settings, Mapping) else settings.kind
+    return kind == KIND
+
+
+def reference_set_key(settings: RunSettings, judge=None) -> str:
+    """The stored reference set a run uses: ``upload``, or the generating model's identity."""
+    if settings.extra.get("reference_set") == UPLOADED:
+        return UPLOADED
+    loaded = getattr(judge, "loaded", None)
+    if loaded is not None:
+        from .judges.loading import dtype_name
+        return f"{loaded.identity}|{dtype_name(loaded.dtype)}"
+    key = settings.model_key or settings.model
+    return key.split("|labels=")[0]
+
+
+# -------------------------------------------------------------------------------- references
+
+def parse_anchor_file(source: str | Path | bytes, *, file_label: str | None = None,
+                      n_levels: int | None = None) -> list[Reference]:
+    """Read user anchor texts from a CSV with columns ``context_id, level, text``.
+
+    Raises
+    ------
+    ValidationError
+        Missing columns, a non-integer or out-of-range level, an empty text, or a repeated
+        (context_id, level); every problem is reported with its row.
+    """
+    if isinstance(source, (bytes, bytearray)):
+        label = file_label or "anchors.csv"
+        text = bytes(source).decode("utf-8-sig", errors="replace")
+    else:
+        label = file_label or str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8-sig")
+        except OSError as e:
+            raise InputError(f"cannot read anchor file {source}: {e}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ("context_id", "level", "text") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValidationError([Problem(label, f"missing column(s): {', '.join(missing)} "
+                                              "(expected context_id, level, text)")])
+    problems, out, seen = [], [], set()
+    for k, row in enumerate(reader, start=2):
+        cid, lvl, txt = (row.get("context_id") or "").strip(), (row.get("level") or "").strip(), row.get("text") or ""
+        try:
+            level = int(lvl)
+        except ValueError:
+            problems.append(Problem(label, f"level '{lvl}' is not an integer", k, "level"))
+            continue
+        if level < 1 or (n_levels is not None and level > n_levels):
+            problems.append(Problem(label, f"level {level} is outside 1..{n_levels or 'N'}", k, "level"))
+            continue
+        if not cid:
+            problems.append(Problem(label, "empty context_id", k, "context_id"))
+            continue
+        if not txt.strip():
+            problems.append(Problem(label, "empty text", k, "text"))
+            continue
+        if (cid, level) in seen:
+            problems.append(Problem(label, f"level {level} of context '{cid}' appears twice", k, "level"))
+            continue
+        seen.add((cid, level))
+        out.append(Reference(cid, level, txt, source="uploaded"))
+    if problems:
+        raise ValidationError(problems)
+    if not out:
+        raise ValidationError([Problem(label, "no anchor rows")])
+    return out
+
+
+def missing_levels(refs: Iterable[Reference], context_ids: Iterable[str],
+                   n_levels: int) -> dict[str, list[int]]:
+    """Context -> the levels 1..N it has no reference for (contexts with none missing left out)."""
+    have: dict[str, set[int]] = {}
+    for r in refs:
+        have.setdefault(r.context_id, set()).add(r.level)
+    out = {}
+    for cid in context_ids:
+        miss = [lv for lv in range(1, n_levels + 1) if lv not in have.get(cid, set())]
+        if miss:
+            out[cid] = miss
+    return out
+
+
+class ReferenceGenerator:
+    """Writes references with a transformers causal model (a ``CausalJudge``'s model and tokenizer).
+
+    Greedy by default; with ``sample`` each text is drawn with its own seed derived from the run
+    seed, the context and the level, so a rerun writes the same texts.
+    """
+
+    def __init__(self, judge, *, max_new_tokens: int = 96, sample: bool = False,
+                 temperature: float = 0.7, top_p: float = 0.95, seed: int = 0):
+        loaded = getattr(judge, "loaded", None)
+        if loaded is None or loaded.is_seq2seq:
+            raise InputError("references can only be generated with a local causal (chat) model; "
+                             "upload your own anchor texts for this judge instead")
+        self.loaded = loaded
+        self.tokenizer = loaded.tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.sample = sample
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+
+    def decoding(self) -> dict:
+        return dict(model=self.loaded.identity, max_new_tokens=self.max_new_tokens,
+                    sample=self.sample, temperature=self.temperature if self.sample else None,
+                    top_p=self.top_p if self.sample else None, seed=self.seed)
+
+    def _chat(self, text: str) -> str:
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                           add_generation_prompt=True)
+        return text + "\n\n"
+
+    def generate(self, prompt: str, context_id: str, level: int) -> str:
+        import torch
+        rendered = self._chat(prompt)
+        enc = self.tokenizer(rendered, return_tensors="pt", add_special_tokens=not getattr(
+            self.tokenizer, "chat_template", None))
+        enc = {k: v.to(self.loaded.device) for k, v in enc.items()}
+        kw = dict(max_new_tokens=self.max_new_tokens, do_sample=self.sample,
+                  pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+        if self.sample:
+            kw.update(temperature=self.temperature, top_p=self.top_p)
+            seed = int(context_seed(self.seed, f"{context_id}#{level}").integers(0, 2**31 - 1))
+            torch.manual_seed(seed)
+        else:
+            kw.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.loaded.model.generate(**enc, **kw)
+        text = self.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        return clean_generation(text)
+
+
+def clean_generation(text: str) -> str:
+    """Strip whitespace, a leading "Summary:"-style label and wrapping quotes from a generation."""
+    t = text.strip()
+    for label in ("Summary:", "Response:", "Story:", "Answer:"):
+        if t.lower().startswith(label.lower()):
+            t = t[len(label):].strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        t = t[1:-1].strip()
+    return t
+
+
+def generate_references(dataset: Dataset, settings: RunSettings, generator: ReferenceGenerator,
+                        existing: Sequence[Reference] = (), *,
+                        on_context: Callable[[str, list[Reference]], None] | None = None,
+                        cancel: Callable[[], bool] | None = None) -> list[Reference]:
+    """Write the references each context of the run still lacks, in :func:`generation_plan` order.
+
+    Existing (stored, edited or uploaded) texts are kept and used as neighbours of the levels
+    written around them. ``on_context(context_id, new_refs)`` is called after each context (the
+    caller stores them at once, so an interruption loses at most one context).
+
+    Returns
+    -------
+    list[Reference]
+        Only the newly written references.
+    """
+    n = int(settings.extra.get("n_levels", DEFAULT_LEVELS))
+    task = settings.extra.get("task", "summary")
+    aspect = settings.aspect_obj
+    by_ctx: dict[str, dict[int, str]] = {}
+    for r in existing:
+        by_ctx.setdefault(r.context_id, {})[r.level] = r.text
+    new: list[Reference] = []
+    for ctx in dataset.head(settings.contexts).contexts:
+        have = by_ctx.setdefault(ctx.context_id, {})
+        if all(lv in have for lv in range(1, n + 1)):
+            continue
+        if cancel is not None and cancel():
+            raise RunCancelled("cancelled while writing references")
+        made: list[Reference] = []
+        for level, lo, hi in generation_plan(n):
+            if level in have:
+                continue
+            prompt = generation_prompt(ctx.text, level, n, aspect, task,
+                                       have.get(lo) if lo else None, have.get(hi) if hi else None,
+                                       lo, hi)
+            text = generator.generate(prompt, ctx.context_id, level)
+            have[level] = text
+            made.append(Reference(ctx.context_id, level, text, "generated",
+                                  dict(generator.decoding(), prompt=prompt, lower=lo, upper=hi)))
+        new += made
+        if on_context is not None:
+            on_context(ctx.context_id, made)
+    return new
+
+
+# ----------------------------------------------------------------------------------- run loop
+
+def planned_keys(dataset: Dataset, settings: RunSettings) -> list[AbsoluteKey]:
+    """Every (context, candidate, level, order) the run compares, grouped so that prompts sharing
+    their first text are adjacent (the judge's prefix cache then reuses them)."""
+    n = int(settings.extra.get("n_levels", DEFAULT_LEVELS))
+    orders = ORDERS[settings.extra.get("orders", "both")]
+    keys = []
+    for ctx in dataset.head(settings.contexts).contexts:
+        for order in orders:
+            if order == TARGET_FIRST:
+                keys += [AbsoluteKey(ctx.context_id, c.candidate_id, lv, order)
+                         for c in ctx.candidates for lv in range(1, n + 1)]
+            else:
+                keys += [AbsoluteKey(ctx.context_id, c.candidate_id, lv, order)
+                         for lv in range(1, n + 1) for c in ctx.candidates]
+    return keys
+
+
+def score_run(dataset: Dataset, settings: RunSettings, judge, sink: AbsoluteSink, run_id: int,
+              references: Mapping[str, Mapping[int, str]], *,
+              progress: Callable[[Progress], None] | None = None,
+              cancel: threading.Event | None = None, chunk_prompts: int = 128,
+              heartbeat_s: float = 5.0) -> RunSummary:
+    """Compare every candidate with every reference (and order) the run lacks; stream to ``sink``.
+
+    A stored comparison whose prompt hash differs from the current one (its reference was edited
+    or regenerated since) is recomputed and replaced; judgements stored by any absolute run for
+    the same model, label words and prompt are reused (the cache).
+
+    Raises
+    ------
+    InputError
+        A context without all N references, or a judge that cannot read label-word
+        probabilities (``label_logprobs``).
+    RunCancelled
+        On ``cancel`` or a cancel request in the sink; everything computed so far is stored.
+    """
+    if not hasattr(judge, "label_logprobs"):
+        raise InputError(f"judge {getattr(judge, 'description', judge)!r} cannot read label-word "
+                         "probabilities; absolute scores need a local transformers causal model")
+    n = int(settings.extra.get("n_levels", DEFAULT_LEVELS))
+    variant = settings.extra.get("variant", "bws")
+    words = VARIANTS[variant]
+    contexts = dataset.head(settings.contexts).contexts
+    lacking = missing_levels([Reference(c, lv, t) for c, m in references.items() for lv, t in m.items()],
+                             [c.context_id for c in contexts], n)
+    if lacking:
+        cid, lv = next(iter(lacking.items()))
+        raise InputError(f"{len(lacking)} context(s) lack references, e.g. '{cid}' levels {lv}; "
+                         "generate them or upload anchors for every level 1..N")
+    aspect = settings.aspect_obj
+    keys = planned_keys(dataset, settings)
+    ctx_by_id = {c.context_id: c for c in contexts}
+    texts = {(c.context_id, x.candidate_id): x.text for c in contexts for x in c.candidates}
+
+    def prompt_of(k: AbsoluteKey) -> ComparisonPrompt:
+        return comparison_prompt(settings.template_text, ctx_by_id[k.context_id].text,
+                                 texts[(k.context_id, k.candidate_id)],
+                                 references[k.context_id][k.level], aspect, k.order)
+
+    stored = sink.stored_absolute(run_id)
+    prompts = {k: prompt_of(k) for k in keys}
+    hashes = {k: absolute_prompt_hash(p, variant) for k, p in prompts.items()}
+    todo = [k for k in keys if stored.get(k) != hashes[k]]
+    total = len(keys)
+    state = {"done": total - len(todo), "computed": 0, "cached": 0}
+    already = state["done"]
+    start = time.perf_counter()
+    judge_s = [0.0]
+    lw_key = label_words_key(words)
+    model_key = getattr(judge, "model_key", settings.model_key)
+
+    def snapshot() -> Progress:
+        rate = state["computed"] / judge_s[0] if judge_s[0] > 0 else 0.0
+        left = total - state["done"]
+        return Progress(state["done"], total, state["computed"], state["cached"],
+                        time.perf_counter() - start, rate, left / rate if rate > 0 else None)
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(heartbeat_s):
+            try:
+                sink.set_run_status(run_id, "running", done=state["done"], total=total)
+            except Exception:  # a heartbeat must never kill the run
+                pass
+
+    sink.set_run_status(run_id, "running", done=state["done"], total=total, message=None)
+    beater = threading.Thread(target=beat, name="compassess-absolute-heartbeat", daemon=True)
+    beater.start()
+    if progress:
+        progress(snapshot())
+    try:
+        for begin in range(0, len(todo), chunk_prompts):
+            if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
+                raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
+            chunk = todo[begin:begin + chunk_prompts]
+            hs = [hashes[k] for k in chunk]
+            hits = sink.cached_absolute(model_key, lw_key, hs)
+            miss = [i for i, h in enumerate(hs) if h not in hits]
+            got: dict[int, AbsoluteJudgement] = {i: hits[h] for i, h in enumerate(hs) if h in hits}
+            if miss:
+                t0 = time.perf_counter()
+                logp, ms = judge.label_logprobs([prompts[chunk[i]] for i in miss], words)
+                judge_s[0] += time.perf_counter() - t0
+                for i, j in zip(miss, judgements_from_logprobs(logp, variant, ms)):
+                    got[i] = j
+            results = [AbsoluteResult(k, got[i], hs[i],
+                                      reference_hash(references[k.context_id][k.level]))
+                       for i, k in enumerate(chunk)]
+            sink.add_absolute(run_id, results)
+            state["done"] += len(results)
+            state["computed"] += len(miss)
+            state["cached"] += len(results) - len(miss)
+            sink.set_run_status(run_id, "running", done=state["done"], total=total)
+            if progress:
+                progress(snapshot())
+    except (RunCancelled, KeyboardInterrupt):
+        stop.set()
+        sink.set_run_status(run_id, "cancelled", done=state["done"], total=total,
+                            message="stopped on request; run again to resume")
+        raise
+    except BaseException as e:
+        stop.set()
+        sink.set_run_status(run_id, "failed", done=state["done"], total=total,
+                            message=f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        stop.set()
+        beater.join(timeout=1)
+    sink.set_run_status(run_id, "completed", done=state["done"], total=total, message=None)
+    return RunSummary("completed", total, already, state["computed"], state["cached"],
+                      time.perf_counter() - start)
+
+
+def references_by_context(refs: Iterable[Reference]) -> dict[str, dict[int, str]]:
+    out: dict[str, dict[int, str]] = {}
+    for r in refs:
+        out.setdefault(r.context_id, {})[r.level] = r.text
+    return out
+
+
+def execute(store, dataset: Dataset, dataset_id: int, settings: RunSettings, run_id: int, judge, *,
+            progress: Callable[[Progress], None] | None = None,
+            on_reference: Callable[[str, int], None] | None = None,
+            cancel: threading.Event | None = None) -> RunSummary:
+    """A whole absolute run: write the references the contexts lack (stored at once, reused by
+    later runs), then :func:`score_run`. ``store`` is both ``ReferenceBook`` and ``AbsoluteSink``.
+
+    Raises
+    ------
+    InputError
+        Uploaded references missing for some context (nothing to generate them with).
+    """
+    ref_set = reference_set_key(settings, judge)
+    existing = store.load_references(dataset_id, settings.aspect, ref_set)
+    n = int(settings.extra.get("n_levels", DEFAULT_LEVELS))
+    ctx_ids = [c.context_id for c in dataset.head(settings.contexts).contexts]
+    lacking = missing_levels(existing, ctx_ids, n)
+    if lacking:
+        if ref_set == UPLOADED:
+            cid, lv = next(iter(lacking.items()))
+            raise InputError(f"uploaded anchors lack {len(lacking)} context(s), e.g. '{cid}' levels "
+                             f"{lv}; upload a CSV (context_id, level, text) covering levels 1..{n}")
+        g = settings.extra.get("generation", {})
+        gen = ReferenceGenerator(judge, max_new_tokens=int(g.get("max_new_tokens", 96)),
+                                 sample=bool(g.get("sample", False)),
+                                 temperature=float(g.get("temperature", 0.7)),
+                                 top_p=float(g.get("top_p", 0.95)), seed=settings.seed)
+        store.set_run_status(run_id, "running", message=f"writing references for {len(lacking)} context(s)")
+
+        def save(cid: str, made: list[Reference]) -> None:
+            if made:
+                store.save_references(dataset_id, settings.aspect, ref_set, made)
+            if on_reference is not None:
+                on_reference(cid, len(made))
+            store.set_run_status(run_id, "running", message=f"references written for {cid}")
+
+        try:
+            generate_references(dataset, settings, gen, existing, on_context=save,
+                                cancel=lambda: (cancel is not None and cancel.is_set())
+                                or store.cancel_requested(run_id))
+        except (RunCancelled, KeyboardInterrupt):
+            store.set_run_status(run_id, "cancelled", message="stopped while writing references; "
+                                 "run again to resume (written references are kept)")
+            raise
+        except BaseException as e:
+            store.set_run_status(run_id, "failed", message=f"{type(e).__name__}: {e}")
+            raise
+        existing = store.load_references(dataset_id, settings.aspect, ref_set)
+    return score_run(dataset, settings, judge, store, run_id, references_by_context(existing),
+                     progress=progress, cancel=cancel)
+
+
+def settings_json(settings: RunSettings) -> str:
+    return json.dumps(settings.to_dict(), sort_keys=True)

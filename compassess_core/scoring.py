@@ -1,0 +1,509 @@
+"""Prompt scoring baselines (Liusie et al. 2024, EACL, §4.3.2 and Figure 3): argmax score and G-Eval.
+
+The model is asked for a score between 1 and 10 for one candidate at a time; its next-token
+distribution after the primed answer ``"Score: "`` gives ``P(score = s)`` for s = 1..10. The
+*prompt-scoring* baseline takes the argmax, *G-Eval* the expected value ``sum_s s P(s)``.
+
+"10" is two tokens ("1", "0") for the tokenizers used here (SmolLM2, Qwen2.5 split digits), so a
+single next-token read cannot tell "1" from "10". The score tokens are resolved in context: each
+score is tokenised after the primer; a score that is one token is read at the first step; a score
+of two tokens whose first token is another score's token (``"10" = "1" + "0"``) is resolved by a
+second step on the prompt extended by that first token (which shares the whole prompt prefix, so
+the prefix-cached judge computes it for one extra token):
+``P(10) = P("1") P("0" | "1")`` and ``P(1) = P("1") (1 - sum_d P(d | "1"))`` where ``d`` runs
+over the score-piece tokens (digits), so "1" followed by another digit (11..19, out of range)
+counts for neither. ``label_mass`` is the total probability of the ten valid scores; the stored
+distribution is renormalised over them.
+
+The run loop (``run_scoring``) mirrors ``runner.run_comparisons``: one stored row per candidate and
+run, resume without recomputation, cache by model key and rendered prompt hash. This module must
+never import the store or a UI; it talks to a ``ScoreSink``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .errors import InputError, RunCancelled, TemplateError
+from .prompts import Aspect, infer_task, prompt_hash
+from .runner import Progress, RunSummary
+from .settings import RunSettings
+from .types import ComparisonPrompt, Dataset, FloatArray
+
+#: Scores the templates ask for.
+SCORES: tuple[int, ...] = tuple(range(1, 11))
+#: The answer primer: the next token is the score's first digit (the space is in the primer so
+#: that digits follow it directly; both tokenizers here tokenise "Score: 7" as ... "Ġ", "7").
+SCORE_PRIMER = "Score: "
+#: Stored in the run's ``label_words`` so scoring runs are told apart in the cache.
+SCORE_LABEL_WORDS = ("1", "10")
+SCORING_TEMPLATES = ("s1", "s2")
+
+#: Nouns for the s2 wording ("measures the summary's coherence").
+ASPECT_NOUNS: dict[str, str] = {
+    "understandable": "understandability", "grammar": "grammaticality", "overall": "overall quality",
+}
+
+_S1 = ("{source_label}: {{context}}\n\n{noun}: {{a}}\n\nScore the response between 1 and 10 "
+       "based on how {{aspect}} the {lower} is")
+_S2 = ("{{context}}\n\n{noun}: {{a}}\n\nProvide a score between 1 and 10 that measures the "
+       "{lower}'s {{aspect_noun}}")
+_WORDING = {
+    "summary": dict(noun="Summary", lower="summary", source_label="Passage"),
+    "dialogue": dict(noun="Response", lower="response", source_label="Conversation"),
+}
+
+
+# ------------------------------------------------------------------------------ templates
+
+@dataclass(frozen=True)
+class ScoreTemplate:
+    """A scoring template: placeholders ``{context} {a} {aspect} {aspect_noun}``."""
+
+    name: str
+    text: str
+
+    def render(self, context: str, candidate: str, aspect: Aspect) -> ComparisonPrompt:
+        noun = ASPECT_NOUNS.get(aspect.name, aspect.name)
+        text = self.text.format(context=context, a=candidate, aspect=aspect.adjective,
+                                aspect_noun=noun)
+        return ComparisonPrompt(text=text, primer=SCORE_PRIMER)
+
+
+def scoring_template(name: str, aspect: Aspect, task: str = "auto") -> ScoreTemplate:
+    """The paper's Figure 3 scoring template ``s1`` (Passage/"Score the response ... how
+    {adjective}") or ``s2`` ("Provide a score ... the summary's {aspect}"), in summary or dialogue
+    wording (``auto``: dialogue for dialogue aspects, as for t1/t2).
+
+    Raises
+    ------
+    TemplateError
+        Unknown template name or task.
+    """
+    if task == "auto":
+        task = infer_task(aspect)
+    if task not in _WORDING:
+        raise TemplateError(f"unknown task '{task}'; choose one of {', '.join(_WORDING)}")
+    raw = {"s1": _S1, "s2": _S2}.get(name.lower())
+    if raw is None:
+        raise TemplateError(f"unknown scoring template '{name}'; choose one of "
+                            f"{', '.join(SCORING_TEMPLATES)}")
+    return ScoreTemplate(name=f"{name.lower()}-{task}", text=raw.format(**_WORDING[task]))
+
+
+# ------------------------------------------------------------------------------ score arithmetic
+
+@dataclass(frozen=True)
+class ScorePlan:
+    """How the ten scores map to token reads.
+
+    ``first_ids[k]`` is the token read at step one for ``single[k]`` (score index 0..9);
+    ``two_step`` lists (score index, first token, second token) for scores of two tokens;
+    ``piece_ids`` are all score-piece tokens (what may follow a first token inside a number).
+    """
+
+    single: tuple[int, ...]
+    first_ids: tuple[int, ...]
+    two_step: tuple[tuple[int, int, int], ...]
+    piece_ids: tuple[int, ...]
+
+    @property
+    def read_ids(self) -> tuple[int, ...]:
+        """Every token id read at either step, in a fixed order (columns of the log-prob matrix)."""
+        return tuple(dict.fromkeys(self.first_ids + tuple(s for _, _, s in self.two_step)
+                                   + self.piece_ids))
+
+    @property
+    def step_two_firsts(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(f for _, f, _ in self.two_step))
+
+
+def plan_score_tokens(tokenize: Callable[[str], list[int]], primer: str = SCORE_PRIMER,
+                      digits_as_pieces: bool = True) -> ScorePlan:
+    """Resolve the tokens of the scores 1..10 after ``primer`` (see the module docstring).
+
+    Parameters
+    ----------
+    tokenize
+        Text -> token ids without special tokens.
+    digits_as_pieces
+        Also treat the tokens of "0".."9" after the primer as number pieces (so "1" followed by
+        any digit is not the score 1).
+
+    Raises
+    ------
+    InputError
+        A score that is more than two tokens, merges with the primer, or whose first token is no
+        other score's token (it could not be resolved from two reads).
+    """
+    base = tokenize(primer)
+    pieces: dict[str, list[int]] = {}
+    for s in SCORES:
+        full = tokenize(primer + str(s))
+        if full[:len(base)] != base:
+            raise InputError(f"score {s} merges with the primer {primer!r} for this tokenizer")
+        pieces[str(s)] = full[len(base):]
+    single = [s - 1 for s in SCORES if len(pieces[str(s)]) == 1]
+    first_ids = [pieces[str(s + 1)][0] for s in single]
+    if len(set(first_ids)) != len(first_ids):
+        raise InputError("two scores map to the same token after the primer")
+    two = []
+    for s in SCORES:
+        t = pieces[str(s)]
+        if len(t) == 1:
+            continue
+        if len(t) != 2 or t[0] not in first_ids:
+            raise InputError(f"score {s} is {len(t)} tokens after {primer!r} and does not start "
+                             "with another score's token; it cannot be read from two steps")
+        two.append((s - 1, t[0], t[1]))
+    piece_ids = set(first_ids) | {sec for _, _, sec in two}
+    if digits_as_pieces:
+        for d in "0123456789":
+            t = tokenize(primer + d)[len(base):]
+            if len(t) == 1:
+                piece_ids.add(t[0])
+    return ScorePlan(tuple(single), tuple(first_ids), tuple(two), tuple(sorted(piece_ids)))
+
+
+def score_distribution(plan: ScorePlan, step1: FloatArray,
+                       step2: dict[int, FloatArray]) -> tuple[FloatArray, FloatArray]:
+    """P(score) for s = 1..10 from the log-probabilities of the read tokens.
+
+    Parameters
+    ----------
+    step1
+        (n, len(plan.read_ids)) log-probs after the primer.
+    step2
+        For each first token of a two-token score: (n, len(plan.read_ids)) log-probs after the
+        primer extended by that token.
+
+    Returns
+    -------
+    (probabilities, label_mass)
+        ``probabilities`` (n, 10) renormalised over the ten scores (rows sum to 1; NaN when the
+        mass is 0), ``label_mass`` (n,) the unnormalised total probability of the ten scores.
+    """
+    col = {t: k for k, t in enumerate(plan.read_ids)}
+    n = step1.shape[0]
+    p1 = np.exp(step1)
+    raw = np.zeros((n, len(SCORES)))
+    for k, s in enumerate(plan.single):
+        raw[:, s] = p1[:, col[plan.first_ids[k]]]
+    piece_cols = [col[t] for t in plan.piece_ids]
+    for first in plan.step_two_firsts:
+        p2 = np.exp(step2[first])
+        # The single-token score with this token only wins when no further digit follows.
+        stop = np.clip(1.0 - p2[:, piece_cols].sum(axis=1), 0.0, 1.0)
+        s_single = plan.single[plan.first_ids.index(first)]
+        raw[:, s_single] = p1[:, col[first]] * stop
+        for s, f, sec in plan.two_step:
+            if f == first:
+                raw[:, s] = p1[:, col[first]] * p2[:, col[sec]]
+    mass = raw.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        probs = raw / mass[:, None]
+    return probs, mass
+
+
+def argmax_and_expected(probs: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Prompt-scoring score (argmax, ties to the lower score) and the G-Eval expected score.
+
+    G-Eval (Liu et al. 2023) weights each score by its probability: ``sum_s s P(s)``.
+    """
+    scores = np.asarray(SCORES, dtype=np.float64)
+    ok = np.isfinite(probs).all(axis=1)
+    arg = np.where(ok, scores[np.argmax(np.nan_to_num(probs, nan=-1.0), axis=1)], np.nan)
+    exp = np.where(ok, np.nan_to_num(probs) @ scores, np.nan)
+    return arg, exp
+
+
+# ------------------------------------------------------------------------------ results
+
+@dataclass(frozen=True)
+class ScoreJudgement:
+    """A scorer's verdict on one candidate (``probabilities`` over the scores 1..10)."""
+
+    score_argmax: float
+    score_expected: float
+    probabilities: tuple[float, ...]
+    label_mass: float
+    latency_ms: float = float("nan")
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    context_id: str
+    candidate_id: str
+    judgement: ScoreJudgement
+    prompt_hash: str
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """All stored scores of a scoring run as aligned arrays (one entry per candidate)."""
+
+    context_ids: np.ndarray
+    candidate_ids: np.ndarray
+    score_argmax: FloatArray
+    score_expected: FloatArray
+    label_mass: FloatArray
+    probabilities: FloatArray = field(default_factory=lambda: np.empty((0, 10)))
+
+    def __len__(self) -> int:
+        return len(self.score_argmax)
+
+
+def judgements_from_distribution(probs: FloatArray, mass: FloatArray,
+                                 latency_ms: float = float("nan")) -> list[ScoreJudgement]:
+    arg, exp = argmax_and_expected(probs)
+    return [ScoreJudgement(float(arg[k]), float(exp[k]), tuple(float(x) for x in probs[k]),
+                           float(mass[k]), float(latency_ms)) for k in range(len(arg))]
+
+
+# ------------------------------------------------------------------------------ the scorer
+
+class CausalScorer:
+    """Prompt scoring with a causal chat model, on the comparative judge's prefix-cached pass.
+
+    Wraps a ``CausalJudge`` (``judges.transformers_judge``): the same chat template and fp32
+    head, reading the score tokens instead of the label words.
+    """
+
+    def __init__(self, judge) -> None:
+        if not hasattr(judge, "label_logprobs_for_ids"):
+            raise InputError(f"prompt scoring needs a local causal model; {judge.description} "
+                             "cannot read score-token probabilities")
+        self.judge = judge
+        tok = judge.tokenizer
+        self.plan = plan_score_tokens(lambda t: list(tok(t, add_special_tokens=False)["input_ids"]))
+        identity = judge.model_key.split("|labels=")[0]
+        self.model_key = f"{identity}|scores=1-10"
+        self.label_words = SCORE_LABEL_WORDS
+        self.description = judge.description
+
+    def score(self, prompts: Sequence[ComparisonPrompt]) -> list[ScoreJudgement]:
+        """Score every prompt (one candidate each), in input order; one batched pass for both steps."""
+        if not prompts:
+            return []
+        t0 = time.perf_counter()
+        seqs = self.judge.encode([self.judge.render(p) for p in prompts])
+        firsts = self.plan.step_two_firsts
+        ext = [s + [f] for f in firsts for s in seqs]
+        lp = self.judge.label_logprobs_for_ids(seqs + ext, self.plan.read_ids)
+        n = len(seqs)
+        step2 = {f: lp[n * (k + 1):n * (k + 2)] for k, f in enumerate(firsts)}
+        probs, mass = score_distribution(self.plan, lp[:n], step2)
+        ms = (time.perf_counter() - t0) * 1000.0 / n
+        return judgements_from_distribution(probs, mass, ms)
+
+    def close(self) -> None:
+        self.judge.close()
+
+
+def load_scorer(model: str | None = None, *, device: str = "auto", dtype: str = "auto",
+                batch_size: int = 8) -> CausalScorer:
+    """Load a model as a prompt scorer (same loading as ``judges.load_judge``).
+
+    Raises
+    ------
+    InputError
+        A served (openai:) or encoder-decoder model: score-token probabilities are read from a
+        local causal model only.
+    """
+    from .judges import load_judge
+    judge = load_judge(model, device=device, dtype=dtype, batch_size=batch_size)
+    return CausalScorer(judge)
+
+
+# ------------------------------------------------------------------------------ run loop
+
+@runtime_checkable
+class ScoreSink(Protocol):
+    """What ``run_scoring`` needs from a store (``db.store.Store`` and ``sink.MemorySink``)."""
+
+    def stored_scores(self, run_id: int) -> set[tuple[str, str]]:
+        """(context_id, candidate_id) already scored by this run."""
+
+    def cached_scores(self, model_key: str, prompt_hashes: Iterable[str]) -> dict[str, ScoreJudgement]:
+        """Scores stored by any run for the same scorer model key and rendered prompt."""
+
+    def add_scores(self, run_id: int, results: list[ScoreResult]) -> None:
+        """Store results atomically; a candidate already stored for the run is ignored."""
+
+    def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
+                       total: int | None = None, message: str | None = None) -> None: ...
+
+    def cancel_requested(self, run_id: int) -> bool: ...
+
+
+def scoring_settings(dataset: str, aspect: Aspect, template: ScoreTemplate, model: str,
+                     model_key: str, *, contexts: int | None = None, batch_size: int = 8,
+                     device: str = "auto", dtype: str = "auto") -> RunSettings:
+    """RunSettings of a scoring run (``kind="scoring"``, primer ``"Score: "``)."""
+    return RunSettings(dataset=dataset, aspect=aspect.name, aspect_adjective=aspect.adjective,
+                       template_name=template.name, template_text=template.text,
+                       primer=SCORE_PRIMER, model=model, model_key=model_key,
+                       label_words=SCORE_LABEL_WORDS, strategy="full", budget=None,
+                       contexts=contexts, seed=0, batch_size=batch_size, device=device,
+                       dtype=dtype, kind="scoring")
+
+
+def run_scoring(dataset: Dataset, settings: RunSettings, scorer, sink: ScoreSink, run_id: int, *,
+                progress: Callable[[Progress], None] | None = None,
+                cancel: threading.Event | None = None, chunk_prompts: int = 32) -> RunSummary:
+    """Score every candidate of ``dataset`` (first ``settings.contexts`` contexts) that the run lacks.
+
+    Chunks hold whole contexts where possible so the scorer reuses each context's prompt prefix.
+
+    Raises
+    ------
+    RunCancelled
+        On ``cancel`` or a cancel request in the sink; what was computed is stored.
+    InputError
+        ``settings.kind`` is not ``"scoring"``.
+    """
+    if settings.kind != "scoring":
+        raise InputError(f"run_scoring needs a scoring run, got kind {settings.kind!r}")
+    template = ScoreTemplate(settings.template_name, settings.template_text)
+    aspect = settings.aspect_obj
+    contexts = dataset.head(settings.contexts).contexts
+    stored = sink.stored_scores(run_id)
+    items = [(ctx, c) for ctx in contexts for c in ctx.candidates]
+    total = len(items)
+    todo = [(ctx, c) for ctx, c in items if (ctx.context_id, c.candidate_id) not in stored]
+    already = total - len(todo)
+    state = {"done": already, "computed": 0, "cached": 0, "judge_s": 0.0}
+    start = time.perf_counter()
+    model_key = getattr(scorer, "model_key", settings.model_key)
+
+    def snapshot() -> Progress:
+        rate = state["computed"] / state["judge_s"] if state["judge_s"] > 0 else 0.0
+        left = total - state["done"]
+        return Progress(state["done"], total, state["computed"], state["cached"],
+                        time.perf_counter() - start, rate, left / rate if rate > 0 else None)
+
+    sink.set_run_status(run_id, "running", done=already, total=total, message=None)
+    if progress:
+        progress(snapshot())
+    try:
+        for k in range(0, len(todo), chunk_prompts):
+            if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
+                raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
+            chunk = todo[k:k + chunk_prompts]
+            prompts = [template.render(ctx.text, c.text, aspect) for ctx, c in chunk]
+            hashes = [prompt_hash(p) for p in prompts]
+            hits = sink.cached_scores(model_key, hashes)
+            missing = [i for i, h in enumerate(hashes) if h not in hits]
+            got: dict[int, ScoreJudgement] = {i: hits[h] for i, h in enumerate(hashes) if h in hits}
+            if missing:
+                t0 = time.perf_counter()
+                for i, jd in zip(missing, scorer.score([prompts[i] for i in missing])):
+                    got[i] = jd
+                state["judge_s"] += time.perf_counter() - t0
+            results = [ScoreResult(ctx.context_id, c.candidate_id, got[i], hashes[i])
+                       for i, (ctx, c) in enumerate(chunk)]
+            sink.add_scores(run_id, results)
+            state["done"] += len(results)
+            state["computed"] += len(missing)
+            state["cached"] += len(results) - len(missing)
+            sink.set_run_status(run_id, "running", done=state["done"], total=total)
+            if progress:
+                progress(snapshot())
+    except (RunCancelled, KeyboardInterrupt):
+        sink.set_run_status(run_id, "cancelled", done=state["done"], total=total,
+                            message="stopped on request; run again to resume")
+        raise
+    except BaseException as e:
+        sink.set_run_status(run_id, "failed", done=state["done"], total=total,
+                            message=f"{type(e).__name__}: {e}")
+        raise
+    sink.set_run_status(run_id, "completed", done=state["done"], total=total, message=None)
+    return RunSummary("completed", total, already, state["computed"], state["cached"],
+                      time.perf_counter() - start)
+
+
+def score_vectors(dataset: Dataset, table: ScoreTable, which: str = "expected"
+                  ) -> dict[str, FloatArray]:
+    """Per context, the candidates' scores in dataset order (NaN where not scored).
+
+    ``which``: ``"expected"`` (G-Eval) or ``"argmax"`` (prompt scoring).
+    """
+    if which not in ("expected", "argmax"):
+        raise InputError(f"unknown score kind {which!r}; choose expected or argmax")
+    values = table.score_expected if which == "expected" else table.score_argmax
+    lookup = {(c, k): float(v) for c, k, v in zip(table.context_ids, table.candidate_ids, values)}
+    return {ctx.context_id: np.array([lookup.get((ctx.context_id, c), np.nan)
+                                      for c in ctx.candidate_ids])
+            for ctx in dataset.contexts}
+
+
+def rank_scored(dataset: Dataset, table: ScoreTable, which: str = "expected"):
+    """One row per candidate of a scoring run, like ``analysis.rank_contexts``: context_id, rank
+    (1 = best; ties share the better rank), candidate_id, system, text, score (G-Eval expected or
+    argmax), score_argmax, score_expected, label_mass and the dataset's reference columns."""
+    import pandas as pd
+
+    from .ranking import rank_scores
+
+    vec = score_vectors(dataset, table, which)
+    other = {(c, k): (a, e, m) for c, k, a, e, m in zip(table.context_ids, table.candidate_ids,
+                                                         table.score_argmax, table.score_expected,
+                                                         table.label_mass)}
+    nan3 = (np.nan, np.nan, np.nan)
+    rows = []
+    for ctx in dataset.contexts:
+        s = vec[ctx.context_id]
+        if np.isnan(s).all():
+            continue
+        ranks = rank_scores(s)
+        for k, cand in enumerate(ctx.candidates):
+            a, e, m = other.get((ctx.context_id, cand.candidate_id), nan3)
+            row = dict(context_id=ctx.context_id, rank=int(ranks[k]), candidate_id=cand.candidate_id,
+                       system=cand.system, text=cand.text, score=float(s[k]),
+                       score_argmax=float(a), score_expected=float(e), label_mass=float(m))
+            row.update({col: cand.scores.get(col, np.nan) for col in dataset.score_columns})
+            rows.append(row)
+    cols = ["context_id", "rank", "candidate_id", "system", "text", "score", "score_argmax",
+            "score_expected", "label_mass", *dataset.score_columns]
+    df = pd.DataFrame(rows, columns=cols)
+    pos = {c.context_id: k for k, c in enumerate(dataset.contexts)}
+    df["_pos"] = df["context_id"].map(pos)
+    return df.sort_values(["_pos", "rank"], kind="stable").drop(columns="_pos").reset_index(drop=True)
+
+
+def evaluate_scores(dataset: Dataset, table: ScoreTable, reference: str | None) -> dict:
+    """Spearman x100 (per-context mean, system level, pooled) of prompt scoring (argmax) and
+    G-Eval (expected score) against a reference column, as in the paper's Tables 1 and 3.
+
+    Raises
+    ------
+    InputError
+        ``reference`` is not a score column of the dataset.
+    """
+    from .metrics import per_context_correlation, pooled_correlation, system_level_correlation
+
+    out: dict = {"n_scored": int(len(table)), "reference": reference,
+                 "mean_label_mass": float(np.nanmean(table.label_mass)) if len(table) else float("nan")}
+    if reference is None:
+        return out
+    if reference not in dataset.score_columns:
+        raise InputError(f"reference column '{reference}' is not in dataset '{dataset.name}' "
+                         f"(columns: {', '.join(dataset.score_columns) or 'none'})")
+    scored = {c for c in table.context_ids}
+    ctxs = [c for c in dataset.contexts if c.context_id in scored]
+    ref = [np.array([c.scores.get(reference, np.nan) for c in ctx.candidates]) for ctx in ctxs]
+    systems = [np.array([c.system or "" for c in ctx.candidates], dtype=object) for ctx in ctxs]
+    for which, label in (("argmax", "prompt_scoring"), ("expected", "g_eval")):
+        vec = score_vectors(dataset, table, which)
+        pred = [vec[ctx.context_id] for ctx in ctxs]
+        pc = per_context_correlation(pred, ref)
+        out[label] = dict(spearman_x100=pc.mean_x100, contexts_used=pc.n_used,
+                          contexts_skipped=pc.n_skipped,
+                          system_spearman_x100=system_level_correlation(pred, ref, systems),
+                          pooled_spearman_x100=pooled_correlation(pred, ref))
+    return out

@@ -1,0 +1,175 @@
+"""Scores: absolute scores of an absolute run (candidates compared with synthetic references of
+quality 1..N), a threshold with pass/fail, the comparisons behind each score, and the references
+themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
+
+Every number comes from ``compassess_core.absolute`` and every read/write goes through ``db.store``;
+this page must never compute a score itself, never run the judge (a worker does), and shows user
+texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``).
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from compassess_core import absolute as ab
+from compassess_core.errors import CompAssessError, ValidationError
+from compassess_core.settings import RunSettings
+from pages._common import (cached_dataset, db_url, fmt, preview, problems_frame, recalled, remember,
+                           start_worker, store, worker_state)
+
+SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_frame(url: str, run_id: int, done: int, status: str, beat: str):
+    from pages._common import _open_store
+    return _open_store(url).absolute_frame(run_id)
+
+
+st.title("Scores")
+runs = [r for r in store().list_runs() if r.settings.get("kind") == ab.KIND]
+if not runs:
+    st.info("No absolute-score run yet. On **Run**, choose the mode *absolute scores*: every candidate "
+            "is compared with synthetic references of quality 1..N and gets a score you can "
+            "threshold. From the command line: `compassess score DATA --aspect coherence`.")
+    st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
+    st.stop()
+
+names = [r.name for r in runs]
+want = recalled("abs_run")
+name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
+                            format_func=lambda n: f"{n} [{runs[names.index(n)].status}]")
+remember("abs_run", name)
+run = store().get_run(name)
+settings = RunSettings.from_dict(run.settings)
+n_levels = int(settings.extra.get("n_levels", ab.DEFAULT_LEVELS))
+orders = ab.ORDERS[settings.extra.get("orders", "both")]
+dataset = cached_dataset(db_url(), run.dataset_id)
+frame = cached_frame(db_url(), run.id, int(run.done or 0), run.status, str(run.heartbeat_at))
+table = ab.score_table(dataset, frame, n_levels, orders)
+ref_set = ab.reference_set_key(settings)
+
+st.caption(f"Aspect **{settings.aspect}**, {n_levels} reference levels, orders: {', '.join(orders)}, "
+           f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
+           f"{len(frame):,} comparisons stored ({run.status}).")
+if worker_state(run) == "working":
+    st.info("The run is still working: scores appear as candidates complete.", icon=":material/hourglass_top:")
+
+score = st.sidebar.radio("Score", list(ab.SCORES), format_func=SCORE_LABELS.get, key="abs_score",
+                         help="level: where the candidate sits among the references, 1..N "
+                              "(0.5 + sum_i [P(Better|i) + P(Similar|i)/2], clipped). score: the "
+                              "paper's s, in -N(N+1)/2 .. N(N+1)/2.")
+lo, hi = ab.score_range(score, n_levels)
+threshold = st.sidebar.slider("Threshold (pass when score >= threshold)", min_value=lo, max_value=hi,
+                              value=(lo + hi) / 2, step=(hi - lo) / 100, key=f"abs_threshold_{score}")
+refs = list(dataset.score_columns)
+reference = st.sidebar.selectbox("Reference score column", refs or ["(none)"], disabled=not refs,
+                                 index=refs.index(settings.aspect) if settings.aspect in refs else 0)
+reference = reference if refs else None
+ev = ab.evaluate_scores(table, frame, score=score, reference=reference, threshold=threshold)
+
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Candidates passing", f"{ev.n_pass} of {ev.n_scored}",
+          help=f"{SCORE_LABELS[score]} >= {threshold:.2f}; unfinished candidates are not counted.")
+m2.metric("Pass rate", fmt(ev.pass_rate, ".1%"))
+m3.metric("Sample-level Spearman x100", fmt(ev.sample_spearman_x100),
+          help="Within each context, averaged over contexts, against the reference column.")
+m4.metric("Summary-level Spearman x100", fmt(ev.summary_spearman_x100),
+          help="All candidates of all contexts pooled: rewards scores comparable across contexts.")
+st.caption(f"System-level Spearman x100: {fmt(ev.system_spearman_x100)}; "
+           f"P(Better) / P(Worse) about the first text: {fmt(ev.p_first_better, '.3f')} / "
+           f"{fmt(ev.p_first_worse, '.3f')} (equal for an order-blind judge); mean level gap "
+           f"between orders: {fmt(ev.order_gap, '.2f')}.")
+
+values = table[score].dropna()
+fig = go.Figure(go.Histogram(x=values, nbinsx=min(40, max(10, len(values) // 3)), name="candidates"))
+fig.add_vline(x=threshold, line_dash="dash", line_color="firebrick",
+              annotation_text=f"threshold {threshold:.2f}")
+fig.update_layout(height=280, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=SCORE_LABELS[score],
+                  yaxis_title="candidates", xaxis_range=[lo, hi])
+st.plotly_chart(fig, key="abs_hist", width="stretch")
+
+st.subheader("Scores")
+shown = table.assign(passed=ab.passes(table[score].to_numpy(), threshold), text=table["text"].map(preview))
+columns = ["context_id", "candidate_id", "system", "level", "score", "passed", "n_comparisons"]
+columns += ([reference] if reference else []) + ["text"]
+st.dataframe(shown[columns], hide_index=True, width="stretch",
+             height=min(35 * (len(shown) + 1) + 3, 420),
+             column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
+                            "score": st.column_config.NumberColumn("score s", format="%.3f"),
+                            "text": st.column_config.TextColumn("text (preview)", width="large")})
+export = table.assign(threshold=threshold, score_used=score,
+                      passed=ab.passes(table[score].to_numpy(), threshold))
+from compassess_core.export import table_bytes  # noqa: E402 - only needed for the download
+
+data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name, "settings": run.settings})
+st.download_button("Download scores with pass/fail (CSV)", data, file_name=f"{run.name}-scores.csv",
+                   mime="text/csv", icon=":material/download:")
+
+st.subheader("Why this score: the comparisons behind it")
+scored = table[table["n_comparisons"] > 0]
+if len(scored):
+    keys = list(zip(scored["context_id"], scored["candidate_id"]))
+    pick = st.selectbox("Candidate", range(len(keys)), key="abs_pick",
+                        format_func=lambda k: f"{keys[k][0]} / {keys[k][1]}")
+    cid, cand = keys[pick]
+    row = scored.iloc[pick]
+    st.text(dataset.context(cid).candidates[dataset.context(cid).candidate_ids.index(cand)].text)
+    st.caption(f"level {fmt(row['level'], '.3f')}, score s {fmt(row['score'], '.3f')}")
+    view = ab.comparisons_in_target_view(frame[(frame["context_id"] == cid) & (frame["candidate_id"] == cand)])
+    book = {r.level: r.text for r in store().load_references(run.dataset_id, settings.aspect, ref_set)
+            if r.context_id == cid}
+    view = view.assign(reference=view["level"].map(lambda lv: preview(book.get(int(lv), ""), 80)))
+    st.dataframe(view[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
+                       "label_mass", "reference"]], hide_index=True, width="stretch",
+                 column_config={"pb_target": st.column_config.NumberColumn("P(target better)", format="%.3f"),
+                                "pw_target": st.column_config.NumberColumn("P(target worse)", format="%.3f"),
+                                "ps_target": st.column_config.NumberColumn("P(similar)", format="%.3f"),
+                                "contribution": st.column_config.NumberColumn("level x (P(B) - P(W))", format="%.3f"),
+                                "label_mass": st.column_config.NumberColumn("label mass", format="%.3f")})
+
+st.subheader("References")
+context_ids = [c.context_id for c in dataset.head(settings.contexts).contexts]
+ctx_id = st.selectbox("Context", context_ids, key="abs_ref_context")
+stored = {r.level: r for r in store().load_references(run.dataset_id, settings.aspect, ref_set)
+          if r.context_id == ctx_id}
+with st.expander("Context text"):
+    st.text(dataset.context(ctx_id).text)
+if not stored:
+    st.info("No references stored for this context yet: the run writes them before scoring it.")
+edited = {}
+for level in range(1, n_levels + 1):
+    ref = stored.get(level)
+    label = f"Level {level}" + (f" ({ref.source})" if ref else " (missing)")
+    edited[level] = st.text_area(label, value=ref.text if ref else "", key=f"ref_{run.id}_{ctx_id}_{level}",
+                                 height=90)
+c1, c2 = st.columns(2)
+if c1.button("Save edits", icon=":material/save:", key="abs_save"):
+    changed = [ab.Reference(ctx_id, lv, t, "edited" if lv in stored else "uploaded")
+               for lv, t in edited.items() if t.strip() and (lv not in stored or stored[lv].text != t)]
+    if changed:
+        store().save_references(run.dataset_id, settings.aspect, ref_set, changed)
+        st.success(f"Saved {len(changed)} reference(s). Resume the run (Run page) to rescore the "
+                   "comparisons that used them; nothing else is recomputed.")
+    else:
+        st.info("Nothing changed.")
+if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", icon=":material/refresh:",
+                                        key="abs_regen"):
+    n = store().delete_references(run.dataset_id, settings.aspect, ref_set, ctx_id)
+    if worker_state(store().get_run(run.id)) != "working":
+        start_worker(run.name, run.id, db_url())
+    st.success(f"Deleted {n} reference(s) of {ctx_id}; the run's worker writes new ones and rescores.")
+
+with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
+    up = st.file_uploader("Anchor CSV", type=["csv"], key="abs_anchors")
+    if up is not None and st.button("Use these anchors for this run", key="abs_use_anchors"):
+        try:
+            anchors = ab.parse_anchor_file(up.getvalue(), file_label=up.name, n_levels=n_levels)
+            n = store().save_references(run.dataset_id, settings.aspect, ref_set, anchors)
+            st.success(f"Stored {n} anchor text(s). Resume the run to rescore with them.")
+        except ValidationError as e:
+            st.error(f"{len(e.problems)} problem(s) in {up.name}; nothing was stored.")
+            st.dataframe(problems_frame(e), hide_index=True)
+        except CompAssessError as e:
+            st.error(str(e))
