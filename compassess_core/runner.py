@@ -209,6 +209,7 @@ def run_comparisons(
     beater.start()
     if progress:
         progress(snapshot())
+
     def process(ctx: Context, chunk: IntArray) -> list[ComparisonResult]:
         """Judge (or take from the cache) one chunk of a context's pairs and store it."""
         nonlocal judge_seconds

@@ -15,14 +15,13 @@ import streamlit as st
 from compassess_core.errors import CompAssessError, TemplateError
 from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
                                      infer_task, TASKS)
-from compassess_core.selection import max_budget
+from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import RunSettings
 from pages._common import (BUNDLED_MODEL, cached_dataset, db_url, fmt, log_tail, pick_dataset,
                            rate_and_eta, recalled, remember, start_worker, store, worker_log_path,
                            worker_state)
 
 OWN = "own description ..."
-STRATEGIES = ("full", "random", "no-repeat", "symmetric")
 
 st.title("Run the judge")
 
@@ -101,9 +100,11 @@ with st.container(border=True):
     device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"))
     batch_size = c2.number_input("Batch size (prompts per forward pass; requests in flight for a served judge)",
                                  1, 256, 8)
-    strategy = c3.selectbox("Selection strategy (paper §3.4)", STRATEGIES, key="strategy",
-                            help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric: "
-                                 "a budget of R comparisons per context.")
+    strategy = c3.selectbox("Selection strategy", STRATEGIES, key="strategy",
+                            help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric "
+                                 "(paper §3.4): a budget of R comparisons per context; poe: the pairs "
+                                 "that most reduce the product-of-experts score variance; adaptive: "
+                                 "chosen from the outcomes so far (both beyond the paper).")
     smallest = min(len(c.candidates) for c in dataset.contexts)
     budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
                              max(1, min(10, max_budget(smallest, "no-repeat"))),
