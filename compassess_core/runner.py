@@ -4,7 +4,8 @@ Given a validated dataset, run settings, a judge and a sink, ``run_comparisons``
 pairs of every context (``selection.select_pairs``), skips pairs the run already stored, reuses
 judgements any run stored for the same model, label words and rendered prompt (the cache), and sends
 the rest to the judge one chunk at a time. A chunk holds whole groups of pairs sharing their first
-candidate, so the judge's prefix cache stays warm; it is written to the sink the moment it is
+candidate, so the judge's prefix cache stays warm (contexts with few pairs, such as A-vs-B data,
+share a chunk so the judge's batches stay full); it is written to the sink the moment it is
 computed, so a crash or Ctrl-C loses at most one chunk and a rerun repeats nothing that was stored.
 
 This module must never import the store or a UI: it talks to ``sink.ResultSink`` only.
@@ -210,14 +211,19 @@ def run_comparisons(
     if progress:
         progress(snapshot())
 
-    def process(ctx: Context, chunk: IntArray) -> list[ComparisonResult]:
-        """Judge (or take from the cache) one chunk of a context's pairs and store it."""
+    def process_many(pieces: list[tuple[Context, IntArray]]) -> list[ComparisonResult]:
+        """Judge (or take from the cache) chunks of one or more contexts in one judge call, and
+        store them. Several contexts share a call when each has few pairs (an A-vs-B dataset has
+        2 per context), so the judge still fills its batches."""
         nonlocal judge_seconds
         if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
             raise RunCancelled(f"run {run_id} cancelled at {state['done']}/{total}")
-        ids = ctx.candidate_ids
-        keys = [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in chunk]
-        prompts = [render_prompt(ctx, int(a), int(b), settings) for a, b in chunk]
+        keys: list[PairKey] = []
+        prompts: list[ComparisonPrompt] = []
+        for ctx, chunk in pieces:
+            ids = ctx.candidate_ids
+            keys.extend(PairKey(ctx.context_id, ids[a], ids[b]) for a, b in chunk)
+            prompts.extend(render_prompt(ctx, int(a), int(b), settings) for a, b in chunk)
         hashes = [prompt_hash(p) for p in prompts]
         hits = sink.cached_judgements(model_key, lw_key, hashes)
         results: list[ComparisonResult] = []
@@ -240,6 +246,11 @@ def run_comparisons(
             progress(snapshot())
         return results
 
+    def process(ctx: Context, chunk: IntArray) -> list[ComparisonResult]:
+        return process_many([(ctx, chunk)])
+
+    pending: list[tuple[Context, IntArray]] = []
+    pending_n = 0
     try:
         for ctx, pairs in plans:
             if pairs is None:
@@ -250,7 +261,13 @@ def run_comparisons(
                              if PairKey(ctx.context_id, ids[a], ids[b]) not in stored],
                             dtype=np.int64).reshape(-1, 2)
             for chunk in _chunks(todo, chunk_prompts):
-                process(ctx, chunk)
+                pending.append((ctx, chunk))
+                pending_n += len(chunk)
+                if pending_n >= chunk_prompts:
+                    process_many(pending)
+                    pending, pending_n = [], 0
+        if pending:
+            process_many(pending)
     except (RunCancelled, KeyboardInterrupt):
         stop_beat.set()
         sink.set_run_status(run_id, "cancelled", done=state["done"], total=total,

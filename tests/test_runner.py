@@ -103,3 +103,23 @@ def test_progress_reports_total_and_done():
                     progress=seen.append, chunk_prompts=2)
     assert seen[0].done == 0 and seen[-1].done == seen[-1].total == 12
     assert all(a.done <= b.done for a, b in zip(seen, seen[1:]))
+
+
+class FakeCountingJudge(FakeLengthJudge):
+    """FAKE judge that also counts its calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def judge(self, prompts):
+        self.calls.append(len(prompts))
+        return super().judge(prompts)
+
+
+def test_small_contexts_share_judge_calls_and_stay_streamed():
+    # 40 A-vs-B contexts (2 ordered pairs each): one call per 16 prompts, not one per context.
+    ds, sink, judge = make_dataset(n_contexts=40, n_candidates=2), MemorySink(), FakeCountingJudge()
+    s = run_comparisons(ds, make_settings(), judge, sink, 1, chunk_prompts=16)
+    assert s.total == 80 and len(sink.stored_pairs(1)) == 80
+    assert judge.calls == [16] * 5
