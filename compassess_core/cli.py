@@ -408,11 +408,17 @@ def cmd_runs(args) -> int:
     store = _open_store(args.db)
     runs = store.list_runs()
     if args.json:
-        print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status, done=r.done,
+        print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
+                               kind=r.settings.get("kind", "comparative"), done=r.done,
                                total=r.total, n_comparisons=r.n_comparisons) for r in runs], indent=2))
         return EXIT_OK
+    # `done` is the run loop's own count, right for every kind (comparisons, prompt scores,
+    # absolute judgements); n_comparisons counts the pairwise table only.
+    units = {"scoring": "candidates scored", "absolute": "reference comparisons"}
     for r in runs:
-        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.n_comparisons}/{r.total or '?'} comparisons")
+        kind = r.settings.get("kind", "comparative")
+        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.done}/{r.total or '?'} "
+              f"{units.get(kind, 'comparisons')}")
     return EXIT_OK
 
 
