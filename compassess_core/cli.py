@@ -167,6 +167,18 @@ def _resolve_dataset(store, data: str):
     return ds, info[0].id
 
 
+def _check_run_options(args) -> None:
+    """Options every model-running command shares (run, run --mode scoring, score)."""
+    if args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    if args.threads < 0:
+        raise InputError("--threads must be 0 (all cores) or more")
+    if args.threads:
+        os.environ["COMPASSESS_THREADS"] = str(args.threads)
+    if args.contexts is not None and args.contexts < 1:
+        raise InputError("--contexts must be at least 1")
+
+
 def _check_model_key(store, run, settings, judge):
     """Fill in the judge identity of a run created before its model was loaded (the app does
     that), and refuse to resume a run with a model whose files changed since it started."""
@@ -209,14 +221,7 @@ def cmd_run(args) -> int:
     if args.mode == "scoring":
         return _cmd_run_scoring(args)
     args.template = args.template or "t1"
-    if args.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    if args.threads < 0:
-        raise InputError("--threads must be 0 (all cores) or more")
-    if args.threads:
-        os.environ["COMPASSESS_THREADS"] = str(args.threads)
-    if args.contexts is not None and args.contexts < 1:
-        raise InputError("--contexts must be at least 1")
+    _check_run_options(args)
     aspect = Aspect.from_name(args.aspect)
     template = resolve_template(args.template, aspect, args.task)
     if args.strategy != "full" and args.budget is None:
@@ -495,14 +500,7 @@ def _cmd_run_scoring(args) -> int:
     from .prompts import Aspect
     from .scoring import load_scorer, scoring_settings, scoring_template
 
-    if args.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    if args.threads < 0:
-        raise InputError("--threads must be 0 (all cores) or more")
-    if args.threads:
-        os.environ["COMPASSESS_THREADS"] = str(args.threads)
-    if args.contexts is not None and args.contexts < 1:
-        raise InputError("--contexts must be at least 1")
+    _check_run_options(args)
     if args.strategy != "full" or args.budget is not None:
         raise InputError("--mode scoring scores every candidate once: --strategy and --budget do not apply")
     aspect = Aspect.from_name(args.aspect)
@@ -668,14 +666,7 @@ def cmd_score(args) -> int:
     from .judges import load_judge
     from .prompts import Aspect
 
-    if args.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    if args.threads < 0:
-        raise InputError("--threads must be 0 (all cores) or more")
-    if args.threads:
-        os.environ["COMPASSESS_THREADS"] = str(args.threads)
-    if args.contexts is not None and args.contexts < 1:
-        raise InputError("--contexts must be at least 1")
+    _check_run_options(args)
     aspect = Aspect.from_name(args.aspect)
     anchors = parse_anchor_file(args.anchors, n_levels=args.references) if args.anchors else None
     store = _open_store(args.db)
