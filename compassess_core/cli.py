@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     r.add_argument("--run", default=None, metavar="NAME", help="run name (default: derived from the settings); an existing name resumes")
+    r.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="prompts per judge call and per store write (default 128): smaller loses less "
+                        "on a crash, larger keeps the judge's prefix cache warm longer")
     r.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     _db_arg(r)
@@ -128,7 +131,8 @@ def _open_store(url):
     return open_store(url)
 
 
-def _progress_printer(stream=sys.stderr):
+def _progress_printer(stream=None):
+    stream = stream or sys.stderr  # looked up now: a caller (or pytest) may have replaced it
     tty = stream.isatty()
     last = {"t": 0.0}
 
@@ -177,6 +181,8 @@ def _check_run_options(args) -> None:
         os.environ["COMPASSESS_THREADS"] = str(args.threads)
     if args.contexts is not None and args.contexts < 1:
         raise InputError("--contexts must be at least 1")
+    if getattr(args, "chunk_size", None) is not None and args.chunk_size < 1:
+        raise InputError("--chunk-size must be at least 1")
 
 
 def _check_model_key(store, run, settings, judge):
@@ -191,14 +197,15 @@ def _check_model_key(store, run, settings, judge):
     return settings
 
 
-def _execute(store, dataset, settings, run_id: int, judge) -> int:
-    from .runner import run_comparisons
+def _execute(store, dataset, settings, run_id: int, judge, chunk_prompts: int | None = None) -> int:
+    from .runner import DEFAULT_CHUNK_PROMPTS, run_comparisons
 
     def on_term(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        summary = run_comparisons(dataset, settings, judge, store, run_id, progress=_progress_printer())
+        summary = run_comparisons(dataset, settings, judge, store, run_id, progress=_progress_printer(),
+                                  chunk_prompts=chunk_prompts or DEFAULT_CHUNK_PROMPTS)
     except (KeyboardInterrupt, RunCancelled):
         print("\nstopped: every comparison computed so far is stored; run the same command to resume",
               file=sys.stderr)
@@ -241,7 +248,7 @@ def cmd_run(args) -> int:
     run = store.get_run(run_id)
     _check_model_key(store, run, RunSettings.from_dict(run.settings), judge)
     print(f"run '{name}' on dataset '{dataset.name}' with {judge.description}", file=sys.stderr)
-    code = _execute(store, dataset, settings, run_id, judge)
+    code = _execute(store, dataset, settings, run_id, judge, args.chunk_size)
     if code == EXIT_OK:
         print(name)
     return code

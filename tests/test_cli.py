@@ -63,9 +63,11 @@ def count_rows(db_file: Path, run_name: str) -> int:
 
 
 def start_run_until_first_write(db_file: Path, data: Path, aspect: str, run: str) -> subprocess.Popen:
-    """Start `compassess run` on 3 contexts and return once its first chunk is stored."""
+    """Start `compassess run` on 3 contexts, one chunk (30 prompts) per context, and return once
+    its first chunk is stored."""
     cmd = [sys.executable, "-m", "compassess_core.cli", "run", str(data), "--aspect", aspect,
-           "--contexts", "3", "--run", run, "--batch-size", "4", "--db", f"sqlite:///{db_file}"]
+           "--contexts", "3", "--run", run, "--batch-size", "4", "--chunk-size", "30",
+           "--db", f"sqlite:///{db_file}"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 600
     while count_rows(db_file, run) == 0:
