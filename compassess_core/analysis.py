@@ -225,20 +225,23 @@ def order_dependence(dataset: Dataset, table: ComparisonTable, tau: float = 0.5)
     ``inconsistency`` = |p_ij - (1 - p_ji)|: 0 for a judge that ignores order; ``flips`` marks pairs
     whose verdict at ``tau`` changes with the order.
     """
-    rows = []
+    cols = ["context_id", "first", "second", "p_first_second", "p_second_first", "inconsistency",
+            "flips"]
+    parts = []
     for cc in split_by_context(dataset, table):
         m = bias.comparison_matrix(cc.n, cc.i, cc.j, cc.p)
         a, b = np.triu_indices(cc.n, 1)
         pij, pji = m[a, b], m[b, a]
         ok = ~np.isnan(pij) & ~np.isnan(pji)
+        a, b, pij, pji = a[ok], b[ok], pij[ok], pji[ok]
         ids = np.array(cc.context.candidate_ids, dtype=object)
-        for x, y, u, v in zip(a[ok], b[ok], pij[ok], pji[ok]):
-            rows.append(dict(context_id=cc.context.context_id, first=ids[x], second=ids[y],
-                             p_first_second=float(u), p_second_first=float(v),
-                             inconsistency=float(abs(u - (1 - v))),
-                             flips=bool((u > tau) == (v > tau))))
-    df = pd.DataFrame(rows, columns=["context_id", "first", "second", "p_first_second",
-                                     "p_second_first", "inconsistency", "flips"])
+        parts.append(pd.DataFrame({
+            "context_id": cc.context.context_id, "first": ids[a], "second": ids[b],
+            "p_first_second": pij, "p_second_first": pji,
+            "inconsistency": np.abs(pij - (1.0 - pji)),
+            # consistent iff exactly one order is decided for the pair's first-listed candidate
+            "flips": (pij > tau) == (pji > tau)}, columns=cols))
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
     return df.sort_values("inconsistency", ascending=False, kind="stable").reset_index(drop=True)
 
 
