@@ -197,6 +197,24 @@ def _check_model_key(store, run, settings, judge):
     return settings
 
 
+def _load_worker_judge(store, run, settings):
+    """The judge of a stored run, loaded from its settings; a model that fails to load or no longer
+    matches the run's judge identity marks the run failed (the app shows the message)."""
+    from .judges import load_judge
+    try:
+        model = None if settings.model.startswith("bundled:") else settings.model
+        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
+                           batch_size=settings.batch_size)
+    except BaseException as e:
+        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
+        raise
+    try:
+        return _check_model_key(store, run, settings, judge), judge
+    except InputError as e:
+        store.set_run_status(run.id, "failed", message=str(e))
+        raise
+
+
 def _execute(store, dataset, settings, run_id: int, judge, chunk_prompts: int | None = None) -> int:
     from .runner import DEFAULT_CHUNK_PROMPTS, run_comparisons
 
@@ -255,7 +273,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from .judges import load_judge
     from .settings import RunSettings
 
     store = _open_store(args.db)
@@ -266,18 +283,7 @@ def cmd_worker(args) -> int:
     dataset = store.load_dataset(run.dataset_id)
     if settings.kind == "scoring":
         return _worker_scoring(store, run, settings, dataset)
-    try:
-        model = None if settings.model.startswith("bundled:") else settings.model
-        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
-                           batch_size=settings.batch_size)
-    except BaseException as e:
-        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
-        raise
-    try:
-        settings = _check_model_key(store, run, settings, judge)
-    except InputError as e:
-        store.set_run_status(run.id, "failed", message=str(e))
-        raise
+    settings, judge = _load_worker_judge(store, run, settings)
     return _execute(store, dataset, settings, run.id, judge)
 
 
@@ -699,22 +705,10 @@ def cmd_score(args) -> int:
 
 
 def _absolute_worker(store, run) -> int:
-    from .judges import load_judge
     from .settings import RunSettings
     settings = RunSettings.from_dict(run.settings)
     dataset = store.load_dataset(run.dataset_id)
-    try:
-        model = None if settings.model.startswith("bundled:") else settings.model
-        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
-                           batch_size=settings.batch_size)
-    except BaseException as e:
-        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
-        raise
-    try:
-        settings = _check_model_key(store, run, settings, judge)
-    except InputError as e:
-        store.set_run_status(run.id, "failed", message=str(e))
-        raise
+    settings, judge = _load_worker_judge(store, run, settings)
     return _run_absolute(store, dataset, run.dataset_id, settings, run.id, judge)
 
 
