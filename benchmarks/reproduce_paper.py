@@ -38,6 +38,11 @@ ASPECTS = {"summeval": ["coherence", "consistency", "fluency", "relevance"],
            "topicalchat": ["understandable", "continuity", "engagingness", "naturalness"]}
 MODELS = {"smollm2": None,
           "qwen0.5b": str(Path.home() / ".cache/compassess/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")}
+#: The paper's comparative-assessment Spearman x100 (full matrix) for FlanT5-3B, Tables 1 and 3
+#: (TopicalChat COH/CNT/ENG/NAT mapped to understandable/continuity/engagingness/naturalness).
+PAPER_FLANT5_3B = {"summeval": {"coherence": 51.2, "consistency": 47.1, "fluency": 32.5, "relevance": 44.8},
+                   "topicalchat": {"understandable": 49.4, "continuity": 49.4, "engagingness": 37.3,
+                                   "naturalness": 47.4}}
 FRACTIONS = (0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0)
 
 
@@ -115,9 +120,9 @@ def cmd_tables(args) -> int:
         return len(m) if m else 0
 
     say(f"### Spearman x100 per aspect ({ds}, {model}; contexts per cell in brackets)\n")
-    say("| aspect | comparative t1 | comparative t2 | comparative mean(t1,t2) | prompt scoring s1 | "
-        "prompt scoring s2 | G-Eval s1 | G-Eval s2 |")
-    say("|---|---|---|---|---|---|---|---|")
+    say("| aspect | comparative t1 | comparative t2 | comparative mean(t1,t2), raw / debiased | prompt scoring s1 | "
+        "prompt scoring s2 | G-Eval s1 | G-Eval s2 | paper FlanT5-3B comparative |")
+    say("|---|---|---|---|---|---|---|---|---|")
     for a in args.aspects:
         cells = []
         for t in ("t1", "t2"):
@@ -125,14 +130,16 @@ def cmd_tables(args) -> int:
             cells.append(f"{_fmt(rp.spearman_x100(m))} ({len(m)})" if m else "–")
         if mats.get((a, "t1")) and mats.get((a, "t2")):
             mm = rp.mean_matrices(mats[a, "t1"], mats[a, "t2"])
-            cells.append(f"{_fmt(rp.spearman_x100(mm))} ({len(mm)})" if mm else "–")
+            cells.append(f"{_fmt(rp.spearman_x100(mm))} / {_fmt(rp.spearman_x100(mm, tau=rp.pooled_tau(mm)))} "
+                         f"({len(mm)})" if mm else "–")
         else:
             cells.append("–")
         for key in ("argmax", "expected"):
             for t in ("s1", "s2"):
                 s = scores.get((a, t))
                 cells.append(f"{_fmt(s[key])} ({s['n']})" if s else "–")
-        # columns: t1 t2 mean | ps s1, ps s2 | geval s1, geval s2
+        # columns: t1 t2 mean | ps s1, ps s2 | geval s1, geval s2 | paper
+        cells.append(_fmt(PAPER_FLANT5_3B.get(ds, {}).get(a, float("nan"))))
         say(f"| {a} | " + " | ".join(cells) + " |")
     if scores:
         say("\nMean probability mass on the scores 1-10 (label mass): "
@@ -147,6 +154,22 @@ def cmd_tables(args) -> int:
         say(f"| {a} | {t} | {q.n_contexts} | {q.n_comparisons} | {_fmt(q.p_a_raw, '.3f')} | "
             f"{_fmt(q.tau, '.3f')} | {_fmt(q.spearman_raw)} | {_fmt(q.spearman_debiased)} | "
             f"{_fmt(q.accuracy_raw, '.3f')} | {_fmt(q.accuracy_debiased, '.3f')} |")
+
+    fits = {}
+    for k, m in mats.items():
+        try:
+            fits[k] = rp.fit_judge(m)
+        except rp.InputError:
+            pass
+    if fits:
+        say(f"\n### The judge as a model: logit p_ij = a_i - a_j + b + e_ij ({ds}; log-odds; "
+            "rp.fit_judge)\n")
+        say("| aspect | template | contexts | bias b | noise sd(e) | signal sd(a) | noise/signal | "
+            "rho(a, human) |")
+        say("|---|---|---|---|---|---|---|---|")
+        for (a, t), f in fits.items():
+            say(f"| {a} | {t} | {f.n_contexts} | {f.bias_logit:.3f} | {f.noise_sd:.3f} | "
+                f"{f.signal_sd:.3f} | {f.noise_to_signal:.2f} | {f.rho:.2f} |")
 
     full = {k: m for k, m in mats.items() if m}
     if full:
@@ -165,23 +188,44 @@ def cmd_tables(args) -> int:
             mc = rp.method_comparison(m)
             say(f"| {a} | {t} | " + " | ".join(f"{_fmt(r)} / {_fmt(d)}" for r, d in mc.values()) + " |")
 
-        say(f"\n### Spearman x100 vs share of the N(N-1) comparisons ({ds}, mean over draws; "
-            "paper strategies with win ratio, poe/adaptive with the PoE ranking)\n")
+        say(f"\n### Spearman x100 vs share of the N(N-1) comparisons ({ds}, mean over draws)\n")
+        say(f"Figure 4 rows (random, no-repeat, symmetric) rank by win ratio, raw (tau 0.5) and "
+            f"debiased (balanced tau of the kept comparisons), {args.draws} draws; the PoE rows rank by "
+            f"the PoE Gaussian, debiased, {max(1, args.draws // 5)} draws for poe/adaptive. "
+            "\"vs full matrix\" rows correlate with the same ranking computed from every stored "
+            "comparison instead of with the human scores.\n")
         curves_all = {}
         for (a, t), m in full.items():
             if (a, t) not in args.curve_runs and args.curve_runs:
                 continue
-            curves = {}
-            for s in rp.CURVE_STRATEGIES:
-                method = "poe" if s in ("poe", "adaptive") else "win-ratio"
-                draws = args.draws if s not in ("poe", "adaptive") else max(1, args.draws // 5)
+            curves, targets = {}, {}
+            tau_full = rp.pooled_tau(m)
+            for strat in ("random", "no-repeat", "symmetric"):
                 for deb in (False, True):
-                    mu, _ = rp.selection_curve(m, s, FRACTIONS, draws=draws, debias=deb, method=method)
-                    curves[f"{s}{' debiased' if deb else ''}"] = mu
-            curves_all[a, t] = curves
-            say(f"**{a} / {t}** (full matrix: {_fmt(rp.spearman_x100(m))} raw)\n")
+                    mu, _ = rp.selection_curve(m, strat, FRACTIONS, draws=args.draws, debias=deb)
+                    curves[f"{strat} / win ratio{' debiased' if deb else ''}"] = mu
+                    targets[f"{strat} / win ratio{' debiased' if deb else ''}"] = rp.spearman_x100(
+                        m, tau=tau_full if deb else 0.5)
+            poe_full = rp.spearman_x100(m, method="poe", tau=tau_full)
+            for strat in ("random", "poe", "adaptive"):
+                draws = args.draws if strat == "random" else max(1, args.draws // 5)
+                mu, _ = rp.selection_curve(m, strat, FRACTIONS, draws=draws, debias=True, method="poe")
+                curves[f"{strat} / PoE debiased"] = mu
+                targets[f"{strat} / PoE debiased"] = poe_full
+            for strat in ("random", "poe", "adaptive"):
+                draws = args.draws if strat == "random" else max(1, args.draws // 5)
+                mu, _ = rp.selection_curve(m, strat, FRACTIONS, draws=draws, debias=True, method="poe",
+                                           against="full-matrix")
+                curves[f"{strat} / PoE debiased, vs full matrix"] = mu
+                targets[f"{strat} / PoE debiased, vs full matrix"] = 100.0
+            curves_all[a, t] = {k: v for k, v in curves.items() if "vs full" not in k}
+            say(f"**{a} / {t}** ({len(m)} contexts; full matrix {_fmt(rp.spearman_x100(m))} win ratio raw, "
+                f"{_fmt(poe_full)} PoE debiased)\n")
             say(rp.curve_table(curves, FRACTIONS))
-            say("")
+            reach = {k: rp.fraction_to_reach(FRACTIONS, mu, 0.95 * targets[k]) if targets[k] > 0 else np.nan
+                     for k, mu in curves.items()}
+            say("\nshare of comparisons that first reaches 95% of the row's full-matrix value: "
+                + ", ".join(f"{k} {_fmt(100 * v, 'g')}%" for k, v in reach.items()) + "\n")
         if args.plots and curves_all:
             _plot_curves(curves_all, Path(args.plots) / f"results-curves-{ds}.png", ds)
     text = "\n".join(out)
@@ -212,60 +256,108 @@ def _plot_curves(curves_all: dict, path: Path, title: str) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-SIM = {16: dict(contexts=40, fractions=FRACTIONS, draws=20),
-       50: dict(contexts=8, fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0), draws=5),
-       200: dict(contexts=2, fractions=(0.005, 0.01, 0.02, 0.05), draws=2)}
+SIM = {16: dict(contexts=40, fractions=(0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 1.0), draws=10),
+       50: dict(contexts=10, fractions=(0.01, 0.02, 0.05, 0.1, 0.25, 1.0), draws=4),
+       200: dict(contexts=3, fractions=(0.005, 0.01, 0.02, 0.05, 0.1, 1.0), draws=2)}
+
+#: (strategy, ranking method) rows of the simulated curves; every one decides at the balanced
+#: threshold of the comparisons it has (debiased), since the simulated judge is biased.
+SIM_ROWS = (("random", "win-ratio"), ("symmetric", "win-ratio"), ("no-repeat", "win-ratio"),
+            ("random", "poe"), ("symmetric", "poe"), ("poe", "poe"), ("adaptive", "poe"))
+
+#: Judges to calibrate the simulation on (first stored run of each list is used).
+CALIBRATE = {"SmolLM2-135M": ("repro-summeval-coherence-t1-smollm2-c10",
+                              "repro-summeval-coherence-t1-smollm2-c4"),
+             "Qwen2.5-Coder-0.5B": ("repro-summeval-coherence-t1-qwen0.5b-c6",
+                                    "repro-summeval-coherence-t1-qwen0.5b-c3")}
+
+
+def _fits(args) -> dict[str, "rp.JudgeFit"]:
+    """Fitted judge models of the stored calibration runs (or the command-line parameters)."""
+    if not args.db:
+        return {f"manual (noise {args.noise}, bias {args.bias})":
+                rp.JudgeFit(args.bias, args.noise, args.slope, args.rho, 0, 0)}
+    from compassess_core.sink import open_store
+    store = open_store(args.db)
+    fits = {}
+    for label, names in CALIBRATE.items():
+        for name in names:
+            got = _load(store, name)
+            if got:
+                run, settings, dataset = got
+                mats = rp.context_matrices(dataset, store.comparison_table(run.id), settings.aspect)
+                fits[f"{label} ({name})"] = rp.fit_judge(mats)
+                break
+    if not fits:
+        raise SystemExit(f"none of the calibration runs {sorted(CALIBRATE.values())} is in {args.db}")
+    return fits
 
 
 def cmd_simulate(args) -> int:
     out = []
+    say = out.append
+    fits = _fits(args)
+    say("**Judges fitted** (`logit p_ij = a_i - a_j + b + e_ij` by least squares on their full matrices; "
+        "log-odds units)\n")
+    say("| judge (run) | contexts | comparisons | bias b | noise sd(e) | signal sd(a) | noise/signal | "
+        "rho(a, human) |")
+    say("|---|---|---|---|---|---|---|---|")
+    for label, f in fits.items():
+        say(f"| {label} | {f.n_contexts} | {f.n_comparisons} | {f.bias_logit:.3f} | {f.noise_sd:.3f} | "
+            f"{f.signal_sd:.3f} | {f.noise_to_signal:.2f} | {f.rho:.2f} |")
+    say(f"\nSimulated with each judge's bias, noise and signal, and rho = {args.rho} (the judge's "
+        "agreement with people when it sees every pair; see the text).\n")
     curves_all = {}
-    for n in args.sizes:
-        cfg = SIM[n]
-        mats = rp.simulated_matrices(n, cfg["contexts"], slope=args.slope, noise=args.noise,
-                                     bias_logit=args.bias, seed=0)
-        full = rp.spearman_x100(mats)
-        q = rp.quality_row(mats) if n <= 50 else None
-        curves = {}
-        for s in rp.CURVE_STRATEGIES:
-            if n == 200 and s == "adaptive" and not args.adaptive_200:
-                continue
-            method = "poe" if s in ("poe", "adaptive") else "win-ratio"
-            draws = cfg["draws"] if s not in ("poe", "adaptive") else max(1, cfg["draws"] // 4)
-            t0 = time.perf_counter()
-            mu, _ = rp.selection_curve(mats, s, cfg["fractions"], draws=draws, method=method)
-            curves[s] = mu
-            if s in ("random", "poe"):
-                mu2, _ = rp.selection_curve(mats, s, cfg["fractions"], draws=draws,
-                                            method="poe" if s == "random" else "win-ratio")
-                curves[f"{s} ({'PoE' if s == 'random' else 'win-ratio'} ranking)"] = mu2
-            print(f"N={n} {s}: {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
-        curves_all[n] = (cfg["fractions"], curves, full)
-        out.append(f"**Simulated judge, N = {n}** ({cfg['contexts']} contexts; full-matrix Spearman "
-                   f"{_fmt(full)} with win ratio"
-                   + (f", P(A) {q.p_a_raw:.2f}" if q else "") + ")\n")
-        out.append(rp.curve_table(curves, cfg["fractions"]))
-        target = 0.95 * full
-        reach = {k: rp.fraction_to_reach(cfg["fractions"], v, target) for k, v in curves.items()}
-        out.append("\nshare of comparisons to reach 95% of the full-matrix Spearman: "
-                   + ", ".join(f"{k} {_fmt(100 * v, '.0f')}%" for k, v in reach.items()) + "\n")
+    for label, f in fits.items():
+        short = label.split(" (")[0]
+        for n in args.sizes:
+            cfg = SIM[n]
+            mats = rp.simulated_like(f, n, cfg["contexts"], seed=0, rho=args.rho)
+            full = {m: rp.spearman_x100(mats, method=m, tau=rp.pooled_tau(mats)) for m in ("win-ratio", "poe")}
+            curves = {}
+            for strategy, method in SIM_ROWS:
+                if strategy == "adaptive" and n == 200 and not args.adaptive_200:
+                    continue
+                draws = cfg["draws"] if strategy not in ("poe", "adaptive") else max(1, cfg["draws"] // 2)
+                t0 = time.perf_counter()
+                mu, _ = rp.selection_curve(mats, strategy, cfg["fractions"], draws=draws, debias=True,
+                                           method=method)
+                curves[f"{strategy} / {'PoE' if method == 'poe' else 'win ratio'}"] = (mu, full[method])
+                print(f"{short} N={n} {strategy}/{method}: {time.perf_counter() - t0:.1f}s",
+                      file=sys.stderr, flush=True)
+            curves_all[short, n] = (cfg["fractions"], curves)
+            say(f"**{short}-like judge, N = {n}** ({cfg['contexts']} simulated contexts; full-matrix "
+                f"Spearman x100 vs the known scores: {_fmt(full['win-ratio'])} win ratio, "
+                f"{_fmt(full['poe'])} PoE, both debiased)\n")
+            say(rp.curve_table({k: v[0] for k, v in curves.items()}, cfg["fractions"]))
+            reach = {k: rp.fraction_to_reach(cfg["fractions"], mu, 0.95 * fm) for k, (mu, fm) in curves.items()}
+            say("\nshare of comparisons that first reaches 95% of the same ranking's full-matrix "
+                "Spearman: " + ", ".join(f"{k} {_fmt(100 * v, 'g')}%" for k, v in reach.items()) + "\n")
     text = "\n".join(out)
     print(text)
+    if args.md:
+        Path(args.md).write_text(text + "\n", encoding="utf-8")
     if args.out:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, len(curves_all), figsize=(4.4 * len(curves_all), 3.6), squeeze=False)
-        for ax, (n, (fr, curves, full)) in zip(axes[0], curves_all.items()):
-            for name, mu in curves.items():
-                ax.plot(100 * np.array(fr), mu, marker="o", ms=3, label=name)
-            ax.axhline(0.95 * full, color="grey", lw=0.8, ls=":")
+        keys = list(curves_all)
+        cols = len(args.sizes)
+        rows = max(1, len(keys) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.5 * rows), squeeze=False)
+        for ax, key in zip(axes.ravel(), keys):
+            fr, curves = curves_all[key]
+            for name, (mu, full) in curves.items():
+                ax.plot(100 * np.array(fr), mu, marker="o", ms=3, label=name,
+                        ls="--" if "win ratio" in name else "-")
+            poe_full = next(fm for k, (mu, fm) in curves.items() if k.endswith("PoE"))
+            ax.axhline(0.95 * poe_full, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
-            ax.set_title(f"simulated judge, N = {n}")
+            ax.set_title(f"{key[0]}-like judge, N = {key[1]}", fontsize=9)
             ax.set_xlabel("% of N(N-1) comparisons (log)")
-            ax.set_ylabel("Spearman x100")
+            ax.set_ylabel("Spearman x100 vs known scores")
             ax.grid(alpha=0.3)
-        axes[0][-1].legend(fontsize=7)
+        axes[0][-1].legend(fontsize=6)
         fig.tight_layout()
         path = Path(args.out) / "results-simulated.png"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -293,12 +385,17 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--plots", default=None, help="folder for results-curves-<dataset>.png")
     t.add_argument("--curve-runs", default="", help="aspect/template,... (default: every full run)")
     s = sub.add_parser("simulate")
+    s.add_argument("--db", default=os.environ.get("COMPASSESS_DATABASE_URL"),
+                   help="store with the calibration runs; without it --slope/--noise/--bias are used")
     s.add_argument("--sizes", default="16,50,200")
-    s.add_argument("--slope", type=float, default=1.0)
-    s.add_argument("--noise", type=float, default=3.0)
-    s.add_argument("--bias", type=float, default=0.6)
+    s.add_argument("--rho", type=float, default=0.6,
+                   help="judge-human agreement of the simulated judge's latent scores (default 0.6)")
+    s.add_argument("--slope", type=float, default=1.0, help="signal sd without --db")
+    s.add_argument("--noise", type=float, default=1.0, help="noise sd without --db")
+    s.add_argument("--bias", type=float, default=0.4, help="bias log-odds without --db")
     s.add_argument("--adaptive-200", action="store_true", help="also simulate adaptive at N=200 (slow)")
     s.add_argument("--out", default=None, help="folder for results-simulated.png")
+    s.add_argument("--md", default=None, help="also write the markdown here")
     args = p.parse_args(argv)
     if args.cmd == "simulate":
         args.sizes = [int(x) for x in args.sizes.split(",")]

@@ -131,8 +131,14 @@ def _open_store(url):
     return open_store(url)
 
 
-def _progress_printer(stream=None):
+def _progress_printer(stream=None, *, unit: str = "comparisons", rate_unit: str | None = None):
+    """A progress callback printing ``done/total UNIT (x%) | rate RATE_UNIT | ETA``.
+
+    ``unit`` names what is counted ("comparisons" for pairwise runs, "candidates scored" for
+    prompt-scoring runs); ``rate_unit`` defaults to ``comparisons/s``-style from its first word.
+    """
     stream = stream or sys.stderr  # looked up now: a caller (or pytest) may have replaced it
+    rate_unit = rate_unit or f"{unit.split()[0]}/s"
     tty = stream.isatty()
     last = {"t": 0.0}
 
@@ -145,8 +151,8 @@ def _progress_printer(stream=None):
         width = 30
         filled = int(width * pr.fraction)
         eta = "--:--" if pr.eta_s is None else time.strftime("%H:%M:%S", time.gmtime(pr.eta_s))
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {pr.done}/{pr.total} comparisons "
-                f"({100 * pr.fraction:.0f}%) | {pr.rate:.2f} comparisons/s | ETA {eta}"
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {pr.done}/{pr.total} {unit} "
+                f"({100 * pr.fraction:.0f}%) | {pr.rate:.2f} {rate_unit} | ETA {eta}"
                 + (f" | {pr.cached} from cache" if pr.cached else ""))
         stream.write(("\r" + line) if tty else (line + "\n"))
         if tty and final:
@@ -432,11 +438,9 @@ def cmd_runs(args) -> int:
         return EXIT_OK
     # `done` is the run loop's own count, right for every kind (comparisons, prompt scores,
     # absolute judgements); n_comparisons counts the pairwise table only.
-    units = {"scoring": "candidates scored", "absolute": "reference comparisons"}
+    from .settings import run_unit
     for r in runs:
-        kind = r.settings.get("kind", "comparative")
-        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.done}/{r.total or '?'} "
-              f"{units.get(kind, 'comparisons')}")
+        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.done}/{r.total or '?'} {run_unit(r.settings)}")
     return EXIT_OK
 
 
@@ -541,7 +545,8 @@ def _execute_scoring(store, dataset, settings, run_id: int, scorer) -> int:
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        summary = run_scoring(dataset, settings, scorer, store, run_id, progress=_progress_printer())
+        summary = run_scoring(dataset, settings, scorer, store, run_id,
+                              progress=_progress_printer(unit="candidates scored"))
     except (KeyboardInterrupt, RunCancelled):
         print("\nstopped: every score computed so far is stored; run the same command to resume",
               file=sys.stderr)

@@ -37,7 +37,8 @@ DEFAULT_CHUNK_PROMPTS = 128
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a run stands. ``rate`` is comparisons per second computed by the judge in this session."""
+    """Where a run stands. ``rate``: units per second computed in this session (comparisons, or
+    candidates for scoring runs)."""
 
     done: int
     total: int

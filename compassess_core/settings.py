@@ -71,3 +71,13 @@ class RunSettings:
     def default_run_name(self) -> str:
         model = self.model.rstrip("/").split("/")[-1].removesuffix(".gguf")
         return f"{self.dataset}-{self.aspect.replace(' ', '_')[:24]}-{self.template_name}-{model}-{self.result_hash()[:6]}"
+
+
+#: What a run's ``done`` / ``total`` count, by the ``kind`` in its settings.
+RUN_UNITS = {"comparative": "comparisons", "scoring": "candidates scored",
+             "absolute": "reference comparisons"}
+
+
+def run_unit(settings: dict) -> str:
+    """The unit of a stored run's progress counts (``settings`` as stored with the run)."""
+    return RUN_UNITS.get(settings.get("kind") or "comparative", "comparisons")

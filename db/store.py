@@ -218,6 +218,19 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+SQLITE_FILE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def database_url(url_or_path: str) -> str:
+    """A SQLAlchemy URL, or a file path ending in .db, .sqlite or .sqlite3 taken as a SQLite file
+    (``runs.db`` -> ``sqlite:////abs/runs.db``): users type paths, and SQLAlchemy cannot parse
+    them. Anything else is passed on, so a mistyped URL still fails with its own message."""
+    text = url_or_path.strip()
+    if "://" not in text and text.lower().endswith(SQLITE_FILE_SUFFIXES):
+        return "sqlite:///" + str(Path(text).expanduser().resolve())
+    return text
+
+
 def _make_engine(url: str, echo: bool) -> Engine:
     try:
         u = make_url(url)
@@ -225,8 +238,8 @@ def _make_engine(url: str, echo: bool) -> Engine:
             return create_engine(u, echo=echo, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, ImportError) as e:
         raise InputError(f"cannot open the database URL {url!r}: {e} (e.g. "
-                         "sqlite:////path/compassess.db or postgresql+psycopg://user@host/db "
-                         "with its driver installed)") from None
+                         "sqlite:////path/compassess.db, a file path ending in .db, or "
+                         "postgresql+psycopg://user@host/db with its driver installed)") from None
     database = u.database or ""
     in_memory = database in ("", ":memory:") or "mode=memory" in str(u.query)
     if in_memory:
@@ -284,7 +297,7 @@ class Store:
     """
 
     def __init__(self, url: str | None = None, *, echo: bool = False):
-        self.url: str = url or default_database_url()
+        self.url: str = database_url(url) if url else default_database_url()
         self.engine: Engine = _make_engine(self.url, echo)
         self.dialect: str = self.engine.dialect.name
         if self.dialect not in ("sqlite", "postgresql"):

@@ -154,6 +154,43 @@ def cached_export(url: str, dataset_id: int, run_id: int, n_comparisons: int, wh
     return data, sidecar, frame.head(10)
 
 
+# Prompt-scoring runs (kind "scoring", one stored score per candidate): keyed by the run's own count
+# of scored candidates and its status, so a finished chunk of a live run refreshes them.
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_score_table(url: str, run_id: int, done: int, status: str):
+    return _open_store(url).score_table(run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_scored_ranking(url: str, dataset_id: int, run_id: int, done: int, status: str,
+                          which: str) -> pd.DataFrame:
+    """``scoring.rank_scored``: one row per scored candidate, ranked by ``which`` (expected/argmax)."""
+    from compassess_core.scoring import rank_scored
+    return rank_scored(cached_dataset(url, dataset_id), cached_score_table(url, run_id, done, status),
+                       which)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_scoring_evaluation(url: str, dataset_id: int, run_id: int, done: int, status: str,
+                              reference: str | None) -> dict:
+    """``scoring.evaluate_scores``: what ``compassess evaluate`` prints for a scoring run."""
+    from compassess_core.scoring import evaluate_scores
+    return evaluate_scores(cached_dataset(url, dataset_id),
+                           cached_score_table(url, run_id, done, status), reference)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_scoring_export(url: str, dataset_id: int, run_id: int, done: int, status: str, fmt: str,
+                          metadata: dict) -> tuple[bytes, bytes | None, pd.DataFrame]:
+    """A scoring run's per-candidate scores as ``compassess export --what rankings`` writes them
+    (ranked by the G-Eval expected score), its settings sidecar and a 10-row preview."""
+    from compassess_core.export import table_bytes
+    frame = cached_scored_ranking(url, dataset_id, run_id, done, status, "expected")
+    data, sidecar = table_bytes(frame, fmt, what="rankings", metadata=metadata)
+    return data, sidecar, frame.head(10)
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def cached_matrix(url: str, dataset_id: int, run_id: int, n_comparisons: int,
                   context_id: str) -> tuple[list[str], np.ndarray]:
@@ -197,23 +234,39 @@ def _dataset_label(infos, dataset_id: int) -> str:
     return f"{d.name} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
 
 
-def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True):
-    """A run picker over every run of the store; returns the chosen ``RunInfo`` or None."""
+def is_scoring_run(run) -> bool:
+    """A prompt-scoring run (one score per candidate, no comparisons)."""
+    return (run.settings or {}).get("kind") == "scoring"
+
+
+def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True,
+             with_scoring: bool = False):
+    """A run picker over every run of the store; returns the chosen ``RunInfo`` or None.
+
+    ``need_comparisons`` keeps the runs with stored comparisons (pairwise runs);
+    ``with_scoring`` adds the prompt-scoring runs with at least one scored candidate.
+    """
     runs = store().list_runs()
     if need_comparisons:
-        runs = [r for r in runs if (r.n_comparisons or 0) > 0]
+        runs = [r for r in runs if (r.n_comparisons or 0) > 0
+                or (with_scoring and is_scoring_run(r) and (r.done or 0) > 0)]
     if not runs:
         return None
     names = [r.name for r in runs]
     want = recalled("run")
-    index = names.index(want) if want in names else len(names) - 1
-    chosen = where.selectbox(label, names, index=index,
+    # A keyed widget whose state follows the remembered run: an index-only selectbox gets a new
+    # widget id whenever its default index changes, which dropped every second switch of run.
+    st.session_state["run_pick_w"] = want if want in names else names[-1]
+    chosen = where.selectbox(label, names, key="run_pick_w",
+                             on_change=lambda: remember("run", st.session_state["run_pick_w"]),
                              format_func=lambda n: _run_label(runs[names.index(n)]))
     remember("run", chosen)
     return store().get_run(chosen)
 
 
 def _run_label(run) -> str:
+    if is_scoring_run(run):
+        return f"{run.name} [{run.status}, prompt scoring, {run.done or 0} candidates scored]"
     return f"{run.name} [{run.status}, {run.n_comparisons or 0} comparisons]"
 
 
@@ -222,6 +275,21 @@ def no_run_message() -> None:
             "**Run** (the bundled model needs about a minute on the sample's first contexts).")
     st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
+
+
+def pairwise_only_note(have_pairwise_run: bool) -> None:
+    """On a page that applies to pairwise runs only: say why the store's prompt-scoring runs are not
+    in its run picker (an info when there is no pairwise run to show, a sidebar note otherwise)."""
+    n = sum(1 for r in store().list_runs() if is_scoring_run(r))
+    if not n:
+        return
+    text = (f"{n} prompt-scoring run(s) are not listed here: this page applies to pairwise runs "
+            "(comparisons). See a scoring run's scores per candidate on **Rankings** and download "
+            "them on **Export**.")
+    if have_pairwise_run:
+        st.sidebar.caption(text)
+    else:
+        st.info(text, icon=":material/info:")
 
 
 class RunView:
@@ -463,12 +531,23 @@ def method_control() -> str:
 
 
 def result_page_header(title: str) -> tuple[RunView, float, str] | None:
-    """Title, run picker, method and tau controls; None (with guidance shown) when there is no run."""
+    """Title, run picker, method and tau controls; None (with guidance shown) when there is no run.
+
+    Lists pairwise runs only; prompt-scoring runs get a note saying where they are shown.
+    """
     st.title(title)
     run = pick_run()
     if run is None:
         no_run_message()
+        pairwise_only_note(False)
         return None
+    pairwise_only_note(True)
+    return run_controls(run)
+
+
+def run_controls(run) -> tuple[RunView, float, str] | None:
+    """The method and tau controls of a pairwise run picked by the page; None (with a warning)
+    when none of its comparisons matches its dataset."""
     view = RunView(run)
     if len(view.all_p) == 0:
         st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")

@@ -18,13 +18,15 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, escape_md,
-                           fmt, no_run_message, pick_run, store, tau_control)
+                           fmt, no_run_message, pairwise_only_note, pick_run, store, tau_control)
 
 st.title("Agreement with people")
-run = pick_run()
+run = pick_run()  # pairwise runs only: human labels are pairwise too
 if run is None:
     no_run_message()
+    pairwise_only_note(False)
     st.stop()
+pairwise_only_note(True)
 view = RunView(run)
 if len(view.all_p) == 0:
     st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")

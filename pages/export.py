@@ -1,6 +1,9 @@
 """Export: rankings and all comparisons of a run as CSV, JSON or Parquet, with the run's settings
 inside (JSON) or in a sidecar (CSV, Parquet), CSV cells neutralised against formula injection.
 
+A prompt-scoring run exports its per-candidate scores (ranked by the G-Eval expected score), the
+same file as ``compassess export --run NAME --what rankings``.
+
 Files are produced by ``compassess_core.export``; this page must never format cells itself.
 """
 
@@ -9,23 +12,55 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core.export import FORMATS
-from pages._common import cached_export, result_page_header
+from pages._common import (cached_export, cached_scoring_export, db_url, is_scoring_run,
+                           no_run_message, pick_run, run_controls)
 
 MIME = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
+FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreadsheet cannot run them. "
+               "JSON holds the settings inside; CSV and Parquet get a .settings.json sidecar.")
 
-header = result_page_header("Export")
+st.title("Export")
+run = pick_run(with_scoring=True)
+if run is None:
+    no_run_message()
+    st.stop()
+safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
+
+if is_scoring_run(run):
+    st.sidebar.info("Ranking method and tau apply to pairwise runs only; a prompt-scoring run "
+                    "exports its scores per candidate.", icon=":material/info:")
+    fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
+    done, status = int(run.done or 0), str(run.status)
+    metadata = dict(run=run.name, dataset=run.dataset_name, method="g-eval expected score",
+                    n_scored=done, settings=run.settings)
+    st.subheader(f"Scores per candidate ({done:,} candidates scored)")
+    data, sidecar, head = cached_scoring_export(db_url(), int(run.dataset_id), run.id, done, status,
+                                                fmt_choice, metadata)
+    c1, c2 = st.columns(2)
+    c1.download_button(f"Download scores.{fmt_choice}", data, file_name=f"{safe}-scores.{fmt_choice}",
+                       mime=MIME[fmt_choice], icon=":material/download:", key="dl_scores")
+    if sidecar is not None:
+        c2.download_button("Download its settings (.settings.json)", sidecar,
+                           file_name=f"{safe}-scores.{fmt_choice}.settings.json",
+                           mime="application/json", key="dl_scores_settings")
+    st.caption(f"{len(data) / 1024:,.0f} KiB; one row per candidate, ranked within its context by "
+               "the expected score (G-Eval, 1–10, from the model's distribution over the score "
+               "tokens), with the argmax score, the probability mass on the scores 1–10 and the "
+               "reference columns. The first rows:")
+    st.dataframe(head, hide_index=True, width="stretch")
+    st.subheader("Settings recorded with every file")
+    st.json(metadata, expanded=False)
+    st.stop()
+
+header = run_controls(run)
 if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
 
-fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format",
-                      help="CSV cells starting with = + - @ are prefixed with ' so a spreadsheet "
-                           "cannot run them. JSON holds the settings inside; CSV and Parquet get a "
-                           ".settings.json sidecar.")
+fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
 metadata = dict(run=view.run.name, dataset=view.dataset.name, method=method, tau=tau,
                 tau_star=view.tau_star, n_comparisons=n, settings=view.run.settings)
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in view.run.name)
 
 for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
                     ("comparisons", f"All comparisons ({n:,})")):

@@ -10,6 +10,7 @@ import streamlit as st
 
 from compassess_core.data import load_candidates
 from compassess_core.errors import CompAssessError
+from compassess_core.settings import run_unit
 from pages._common import SAMPLE_NAME, SAMPLE_PATH, remember, store
 
 st.title("CompAssess")
@@ -56,8 +57,9 @@ else:
 st.subheader("Runs in the store")
 runs = store().list_runs()
 if runs:
+    # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     st.dataframe(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.dataset_name, status=r.status,
-                                    stored_comparisons=r.n_comparisons, planned=r.total,
+                                    done=r.done, planned=r.total, unit=run_unit(r.settings),
                                     model=r.settings.get("model"), aspect=r.settings.get("aspect"),
                                     created=r.created_at) for r in runs]),
                  hide_index=True, width="stretch")

@@ -1,8 +1,13 @@
 """Rankings: per-context (or all-context) rankings of a run, with the ranking method, the tau control,
 and correlations with a reference-score column, raw and at the current tau side by side.
 
-Every number comes from ``compassess_core.analysis`` (cached per run and tau); this page must never
-compute a score or a correlation itself, and shows candidate texts only through ``st.dataframe``.
+A prompt-scoring run (paper §4.3.2 baseline, one score per candidate) is shown too: candidates
+ranked by the G-Eval expected score with the argmax score beside it, and Spearman x100 of both
+against a reference column; the method and tau controls do not apply to it and are not shown.
+
+Every number comes from ``compassess_core.analysis`` / ``compassess_core.scoring`` (cached per run
+and tau); this page must never compute a score or a correlation itself, and shows candidate texts
+only through ``st.dataframe``.
 """
 
 from __future__ import annotations
@@ -10,15 +15,112 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._common import (cached_evaluation, cached_ranking, fmt, preview, result_page_header)
+from compassess_core.settings import RunSettings
+from pages._common import (cached_dataset, cached_evaluation, cached_ranking,
+                           cached_scored_ranking, cached_scoring_evaluation, db_url, escape_md, fmt,
+                           is_scoring_run, no_run_message, pick_run, preview, run_controls,
+                           worker_state)
 
-header = result_page_header("Rankings")
+ALL = "(all contexts)"
+EXPECTED_HELP = "expected score, 1–10, from the model's distribution over the score tokens (G-Eval)"
+ARGMAX_HELP = "argmax score, 1–10: the most probable score token (prompt scoring)"
+RANK_BY = {"expected": "expected score (G-Eval)", "argmax": "argmax score (prompt scoring)"}
+
+
+def scoring_rankings(run) -> None:
+    """The Rankings view of a prompt-scoring run."""
+    url, dataset_id = db_url(), int(run.dataset_id)
+    dataset = cached_dataset(url, dataset_id)
+    settings = RunSettings.from_dict(run.settings)
+    done, status = int(run.done or 0), str(run.status)
+    st.sidebar.info("Ranking method and decision threshold tau apply to pairwise runs only: a "
+                    "prompt-scoring run ranks each context's candidates by their own scores, so "
+                    "there are no comparisons to aggregate or debias.", icon=":material/info:")
+    st.caption(f"Prompt-scoring run (paper §4.3.2 baseline): template **{escape_md(settings.template_name)}**, "
+               f"aspect **{escape_md(settings.aspect)}**, model {escape_md(settings.model)}; "
+               f"{done:,} candidates scored ({escape_md(status)}). The model scores each candidate "
+               "alone, 1–10.")
+    if worker_state(run) == "working":
+        st.info(f"Run '{run.name}' is still running ({done:,}/{run.total or '?'} candidates scored): "
+                "numbers here use what is stored so far.", icon=":material/hourglass_top:")
+    c1, c2, c3 = st.columns([2, 2, 1])
+    which = c3.radio("Rank by", list(RANK_BY), format_func=RANK_BY.get, key="score_rank_by",
+                     help=f"expected: {EXPECTED_HELP}. argmax: {ARGMAX_HELP}.")
+    ranking = cached_scored_ranking(url, dataset_id, run.id, done, status, which)
+    scored = set(ranking["context_id"])
+    contexts = [c.context_id for c in dataset.contexts if c.context_id in scored]
+    context = c1.selectbox("Context", [ALL] + contexts, key="score_rank_context")
+    refs = list(dataset.score_columns)
+    reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
+                             index=refs.index(settings.aspect) if settings.aspect in refs else 0,
+                             disabled=not refs, key="score_reference")
+    reference = reference if refs else None
+
+    if reference is not None:
+        ev = cached_scoring_evaluation(url, dataset_id, run.id, done, status, reference)
+        g, a = ev["g_eval"], ev["prompt_scoring"]
+        st.subheader(f"Agreement with '{reference}'")
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Spearman x100, expected score (G-Eval)", fmt(g["spearman_x100"]),
+                  help=f"Within each context, averaged over {g['contexts_used']} context(s); "
+                       f"{EXPECTED_HELP}.")
+        m2.metric("Spearman x100, argmax score", fmt(a["spearman_x100"]),
+                  help=f"Within each context, averaged over {a['contexts_used']} context(s); "
+                       f"{ARGMAX_HELP}.")
+        m3.metric("Mean probability mass on the scores 1–10", fmt(ev["mean_label_mass"], ".3f"),
+                  help=f"Over {ev['n_scored']:,} scored candidates: how much of the next-token "
+                       "distribution falls on a valid score (scores are renormalised over it).")
+        rows = [("Spearman x100, mean over contexts", "spearman_x100"),
+                ("System-level Spearman x100", "system_spearman_x100"),
+                ("Pooled Spearman x100 (all scored candidates together)", "pooled_spearman_x100")]
+        table = pd.DataFrame([{"metric": label, RANK_BY["expected"]: fmt(g[key]),
+                               RANK_BY["argmax"]: fmt(a[key])} for label, key in rows])
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.caption(f"Spearman x100 against '{reference}' over {g['contexts_used']} context(s) "
+                   f"({g['contexts_skipped']} skipped: constant scores or reference); "
+                   f"{ev['n_scored']:,} candidates scored; the same numbers as "
+                   "`compassess evaluate --run NAME`.")
+
+    st.subheader("Ranking by " + RANK_BY[which] + ("" if context == ALL else f" of {context}"))
+    if context != ALL:
+        ranking = ranking[ranking["context_id"] == context]
+    shown = ranking.assign(text=ranking["text"].map(preview))
+    columns = (["context_id", "rank", "candidate_id", "system", "score_expected", "score_argmax",
+                "label_mass"] + ([reference] if reference else []) + ["text"])
+    st.dataframe(
+        shown[columns], hide_index=True, width="stretch",
+        height=min(35 * (len(shown) + 1) + 3, 600),
+        column_config={
+            "rank": st.column_config.NumberColumn("rank", help=f"1 = best in its context by the {RANK_BY[which]}"),
+            "score_expected": st.column_config.NumberColumn("expected score (G-Eval, 1–10)",
+                                                            format="%.3f", help=EXPECTED_HELP),
+            "score_argmax": st.column_config.NumberColumn("argmax score (1–10)", format="%.0f",
+                                                          help=ARGMAX_HELP),
+            "label_mass": st.column_config.NumberColumn(
+                "mass on scores 1–10", format="%.3f",
+                help="Probability the model put on the ten valid scores for this candidate."),
+            "text": st.column_config.TextColumn("text (preview)", width="large"),
+        })
+    st.caption(f"{len(shown):,} scored candidates, ranked within each context by the {RANK_BY[which]}; "
+               "ties share the better rank. Expected score: 1–10, from the model's distribution "
+               "over the score tokens; argmax score: the most probable score. Texts are previews "
+               "(full texts in the exports).")
+
+
+st.title("Rankings")
+picked = pick_run(with_scoring=True)
+if picked is None:
+    no_run_message()
+    st.stop()
+if is_scoring_run(picked):
+    scoring_rankings(picked)
+    st.stop()
+header = run_controls(picked)
 if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
 
-ALL = "(all contexts)"
 c1, c2, c3 = st.columns([2, 2, 1])
 context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context")
 refs = list(view.dataset.score_columns)

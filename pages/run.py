@@ -1,5 +1,9 @@
 """Run: configure a comparison run, start it in a worker process, watch it, cancel it, resume it.
 
+Three modes: pairwise comparisons, absolute scores (synthetic references) and prompt scoring (the
+paper's §4.3.2 baseline: each candidate scored 1..10 alone with template s1 or s2; argmax and G-Eval
+expected scores are stored). All are started, watched, cancelled and resumed the same way.
+
 The run executes outside this script (``compassess worker``), writing comparisons, status and a
 heartbeat to the store; this page only creates the run, starts the worker and polls the store, so a
 refresh, another page or a second browser sees the same run. It must never run the judge itself and
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import pandas as pd
 import streamlit as st
 
 from compassess_core.errors import CompAssessError, TemplateError
@@ -123,10 +128,16 @@ if model:
         contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx), seed=int(seed),
         batch_size=int(batch_size), device=device)
 # ---- issue 7: absolute scores (candidates compared with synthetic references of quality 1..N)
-mode = st.radio("Mode", ("pairwise comparisons", "absolute scores"), horizontal=True, key="run_mode",
+SCORING_MODE = "prompt scoring (baseline)"
+mode = st.radio("Mode", ("pairwise comparisons", "absolute scores", SCORING_MODE), horizontal=True,
+                key="run_mode",
                 help="absolute scores: every candidate is compared with N references of known quality "
                      "(written by the model, or your anchors) and gets a score you can threshold; "
-                     "see the Scores page. Template and selection strategy do not apply.")
+                     "see the Scores page. Template and selection strategy do not apply.\n\n"
+                     "prompt scoring (baseline): the model scores each candidate alone, 1 to 10, "
+                     "with the paper's template s1 or s2 (§4.3.2); the argmax and the G-Eval "
+                     "expected score are stored and ranked on the Rankings page. Template T1/T2, "
+                     "selection strategy, budget and seed do not apply.")
 if mode == "absolute scores":
     from compassess_core import absolute as ab
     with st.container(border=True):
@@ -152,6 +163,47 @@ if mode == "absolute scores":
     except CompAssessError as e:
         st.error(str(e))
         settings = None
+if mode == SCORING_MODE:
+    from compassess_core import scoring as sc
+    from compassess_core.judges.openai_judge import is_openai_spec
+    settings = None
+    with st.container(border=True):
+        st.markdown("**Prompt scoring (paper §4.3.2 baseline)**")
+        s1, s2 = st.columns([1, 3])
+        score_name = s1.radio("Scoring template", sc.SCORING_TEMPLATES, horizontal=True,
+                              key="score_template",
+                              help="The paper's Figure 3 templates: s1 'Score the response between 1 "
+                                   "and 10 based on how {adjective} ...', s2 'Provide a score between "
+                                   "1 and 10 that measures ...'. The Wording choice above applies.")
+        try:
+            score_template = sc.scoring_template(score_name, aspect, task)
+        except TemplateError as e:
+            st.error(f"Template problem: {e}")
+            score_template = None
+        if score_template is not None:
+            s2.caption(f"Template {score_template.name} ({{context}} {{a}} {{aspect}} {{aspect_noun}} "
+                       "placeholders):")
+            s2.code(score_template.text, language=None, wrap_lines=True)
+            cand = first.candidates[0]
+            scored_prompt = score_template.render(first.text, cand.text, aspect)
+            with st.expander(f"Live preview: the prompt of {first.context_id}, candidate "
+                             f"{cand.candidate_id}", expanded=False):
+                st.code(scored_prompt.text, language=None, wrap_lines=True)
+                st.caption(f"Answer primer the model continues: {scored_prompt.primer!r} -> next "
+                           "token(s): the score 1..10")
+        st.caption("Each candidate is scored once: the argmax score (prompt scoring) and the "
+                   "expected score sum_s s P(s) over 1..10 (G-Eval) are both stored. Model, device, "
+                   "batch size and 'Contexts to judge' above apply; template T1/T2, selection "
+                   "strategy, budget and seed do not.")
+    if model and is_openai_spec(model):
+        st.error("Prompt scoring reads the probabilities of the score tokens from a local model: "
+                 "choose the bundled model, a local path or .gguf file, or a hub id (a served model "
+                 "cannot be used here).")
+    elif model and score_template is not None:
+        settings = sc.scoring_settings(
+            dataset.name, aspect, score_template, model, "",
+            contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx),
+            batch_size=int(batch_size), device=device)
 run_name = st.text_input("Run name", value=settings.default_run_name() if settings else "",
                          help="Starting a run with an existing name and the same settings resumes it.")
 if st.button("Start", type="primary", icon=":material/play_arrow:", disabled=settings is None):
@@ -198,17 +250,23 @@ def progress_panel(name: str, was_active: bool) -> None:
     state = worker_state(run)
     title, explain = STATE_TEXT.get(state, (state, ""))
     total = int(run.total or 0)
-    absolute = run.settings.get("kind") == "absolute"
-    done = int(run.done or 0) if absolute else int(run.n_comparisons)
+    kind = run.settings.get("kind", "comparative")
+    absolute, scoring = kind == "absolute", kind == "scoring"
+    # `done` is the run loop's own count (right for every kind); n_comparisons counts pairs only.
+    done = int(run.done or 0) if (absolute or scoring) else int(run.n_comparisons)
+    unit, rate_unit = (("candidates scored", "candidates/s") if scoring
+                       else ("comparisons stored", "comparisons/s"))
+    if scoring and state == "completed":
+        explain = "Every candidate is scored."
     st.markdown(f"**Status: {title}** — {explain}")
     if total:
         rate, eta = rate_and_eta(run.name, done, total) if state == "working" else (None, None)
         st.progress(min(done / total, 1.0),
-                    text=f"{done:,}/{total:,} comparisons stored ({100 * done / total:.0f}%)"
-                         f" · {fmt(rate, '.2f')} comparisons/s"
+                    text=f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
+                         f" · {fmt(rate, '.2f')} {rate_unit}"
                          f" · ETA {fmt(eta, '.0f')} s")
     else:
-        st.progress(0.0, text=f"{done:,} comparisons stored · waiting for the worker to plan the run")
+        st.progress(0.0, text=f"{done:,} {unit} · waiting for the worker to plan the run")
     if run.message:
         st.caption(f"Message: {run.message}")
     c1, c2, c3 = st.columns([1, 1, 3])
@@ -229,7 +287,17 @@ def progress_panel(name: str, was_active: bool) -> None:
             c2.page_link("pages/scores.py", label="See scores", icon=":material/speed:")
         else:
             c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
-        if done <= 20_000 and not absolute:
+        if done <= 20_000 and scoring:
+            table = store().score_table(run.id)
+            latest = pd.DataFrame(dict(context_id=table.context_ids, candidate_id=table.candidate_ids,
+                                       score_expected=table.score_expected,
+                                       score_argmax=table.score_argmax,
+                                       label_mass=table.label_mass)).tail(8).iloc[::-1]
+            st.caption("Latest scored candidates (expected score = G-Eval, 1–10, from the model's "
+                       "distribution over the score tokens; argmax score = the most probable score; "
+                       "label mass = probability on the scores 1–10)")
+            st.dataframe(latest, hide_index=True, width="stretch")
+        elif done <= 20_000 and not absolute:
             frame = store().comparisons_frame(run.id).tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],

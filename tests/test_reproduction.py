@@ -86,3 +86,77 @@ def test_simulated_judge_has_its_bias_and_signal():
 def test_curve_table_markdown():
     t = rp.curve_table({"random": np.array([1.0, 2.0])}, [0.1, 1.0])
     assert t.splitlines() == ["| strategy | 10% | 100% |", "|---|---|---|", "| random | 1.0 | 2.0 |"]
+
+
+def test_against_full_matrix_is_100_at_the_full_budget(mats):
+    # The full budget keeps every comparison, so the ranking equals the full matrix's own: rho 1
+    # in both contexts whatever the judge got wrong (doc2 is wrong against the reference).
+    mu, _ = rp.selection_curve(mats, "random", [1.0], draws=2, against="full-matrix")
+    assert mu[0] == pytest.approx(100.0)
+    full = rp.full_matrix_scores(mats)
+    np.testing.assert_allclose(full[1], [1.0, 0.5, 0.0])      # doc2 win ratios, as hand-worked above
+    with pytest.raises(rp.InputError, match="against"):
+        rp.selection_curve(mats, "random", [1.0], against="humans")
+
+
+def test_fit_judge_hand_worked():
+    # Three candidates, a = (0.3, 0, -0.3), b = 0.2, and residuals +-0.1 that cancel per row:
+    # logit p_ij = a_i - a_j + b + e_ij with e = +0.1 on (0,1), (1,2), (2,0) and -0.1 on the rest.
+    a = np.array([0.3, 0.0, -0.3])
+    e = np.array([[0, 0.1, -0.1], [-0.1, 0, 0.1], [0.1, -0.1, 0]])
+    lg = a[:, None] - a[None, :] + 0.2 + e
+    p = 1 / (1 + np.exp(-lg))
+    np.fill_diagonal(p, np.nan)
+    f = rp.fit_judge([rp.ContextMatrix("x", p, np.array([3.0, 2.0, 1.0]))])
+    assert f.bias_logit == pytest.approx(0.2)
+    # residual variance: 6 residuals of 0.1^2 over 6 - 3 degrees of freedom = 0.02
+    assert f.noise_sd == pytest.approx(np.sqrt(0.02))
+    # signal: var(a, ddof=1) = 0.09 minus the estimate noise 0.02 / (2 * 2) = 0.005
+    assert f.signal_sd == pytest.approx(np.sqrt(0.085))
+    assert f.rho == pytest.approx(1.0)                       # clipped after the attenuation fix
+    assert (f.n_contexts, f.n_comparisons) == (1, 6)
+
+
+def test_fit_judge_recovers_a_simulated_judge():
+    mats = rp.simulated_matrices(16, 40, slope=0.5, noise=0.3, bias_logit=0.4, rho=0.6, seed=3)
+    f = rp.fit_judge(mats)
+    assert f.bias_logit == pytest.approx(0.4, abs=0.02)
+    assert f.noise_sd == pytest.approx(0.3, rel=0.05)
+    assert f.signal_sd == pytest.approx(0.5, rel=0.15)
+    assert f.rho == pytest.approx(0.6, abs=0.1)
+    again = rp.simulated_like(f, 8, 2, seed=1)
+    assert len(again) == 2 and again[0].p.shape == (8, 8)
+    with pytest.raises(rp.InputError, match="complete"):
+        rp.fit_judge([rp.ContextMatrix("x", np.full((3, 3), np.nan), np.arange(3.0))])
+    with pytest.raises(rp.InputError, match="rho"):
+        rp.simulated_matrices(4, 1, rho=1.5)
+
+
+def test_benchmark_tables_command_reads_the_store(store, db_url, tiny_dataset, capsys):
+    """benchmarks/reproduce_paper.py tables, end to end on two stored templates (no model)."""
+    import importlib.util
+    from pathlib import Path
+
+    from compassess_core.settings import RunSettings
+    spec = importlib.util.spec_from_file_location(
+        "reproduce_paper", Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce_paper.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    ds = store.save_dataset(tiny_dataset)
+    for t in ("t1", "t2"):
+        s = RunSettings(dataset="tiny", aspect="coherence", aspect_adjective="coherent",
+                        template_name=t, template_text="{context}{a}{b}" + t, primer="Answer: Summary",
+                        model="m")
+        rid = store.create_run(bench.run_name("summeval", "coherence", t, "smollm2", 2), ds, s.to_dict())
+        store.add_comparisons(rid, [
+            ComparisonResult(PairKey(c, a, b), Judgement(p, np.log(p), np.log(1 - p), 1.0), f"{t}{c}{a}{b}")
+            for c, d in P.items() for (a, b), p in d.items()])
+    assert bench.main(["tables", "--dataset", "summeval", "--contexts", "2", "--aspects", "coherence",
+                       "--db", db_url, "--draws", "2"]) == 0
+    out = capsys.readouterr().out
+    # per-aspect row: t1 = t2 = 75.0 (the hand-worked value above), mean raw/debiased, paper 51.2
+    assert "| coherence | 75.0 (2) | 75.0 (2) | 75.0 / 75.0 (2) | – | – | – | – | 51.2 |" in out
+    assert "| coherence | t1 | 2 | 12 | 0.500 |" in out          # Tables 5/6/7 row: P(A) 0.5
+    assert "### The judge as a model" in out and "| coherence | t1 | 2 |" in out
+    assert "**coherence / t1** (2 contexts; full matrix 75.0 win ratio raw" in out
+    assert "| poe / PoE debiased, vs full matrix |" in out

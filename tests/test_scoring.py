@@ -142,3 +142,46 @@ def test_real_model_run_is_stored_resumed_and_cached(scorer, store, tiny_dataset
     s2 = run_scoring(tiny_dataset, settings, scorer, store, run2)
     assert (s2.computed, s2.cached) == (0, 6)
     np.testing.assert_allclose(store.score_table(run2).score_expected, table.score_expected)
+
+
+# ------------------------------------------------------------------ CLI progress wording
+
+def test_cli_scoring_progress_counts_candidates_not_comparisons(db_url, store, tiny_dataset,
+                                                                monkeypatch, capsys):
+    """`compassess run --mode scoring` reports candidates scored (a fake scorer, no model)."""
+    import compassess_core.scoring as scoring
+    from compassess_core.cli import main
+
+    class FakeScorer:
+        model_key = "fake|scores=1-10"
+        description = "fake scorer"
+
+        def score(self, prompts):
+            probs = np.full((len(prompts), 10), 0.1)
+            return scoring.judgements_from_distribution(probs, np.ones(len(prompts)))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(scoring, "load_scorer", lambda *a, **k: FakeScorer())
+    store.save_dataset(tiny_dataset)
+    code = main(["run", "tiny", "--mode", "scoring", "--aspect", "coherence", "--template", "s2",
+                 "--run", "fake-scoring", "--db", db_url])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    progress = [line for line in err.splitlines() if line.startswith("[")]
+    assert progress and progress[-1].startswith("[" + "#" * 30 + "] 6/6 candidates scored (100%)")
+    assert "candidates/s" in progress[-1]
+    assert not any("comparisons" in line for line in progress)
+    assert len(store.score_table(store.get_run("fake-scoring").id)) == 6
+
+
+def test_cli_pairwise_progress_still_counts_comparisons():
+    import io
+
+    from compassess_core.cli import _progress_printer
+    from compassess_core.runner import Progress
+
+    out = io.StringIO()
+    _progress_printer(out)(Progress(2, 2, 2, 0, 1.0, 2.0, 0.0))
+    assert "2/2 comparisons (100%) | 2.00 comparisons/s" in out.getvalue()

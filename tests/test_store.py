@@ -465,6 +465,14 @@ def test_bad_url_is_an_input_error():
         Store("nosuchdb://x")
 
 
+def test_a_plain_db_path_is_a_sqlite_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = Store("sub/runs.db")
+    assert s.url == f"sqlite:///{tmp_path / 'sub' / 'runs.db'}" and s.dialect == "sqlite"
+    assert (tmp_path / "sub" / "runs.db").exists()
+    s.close()
+
+
 def test_fresh_database_is_at_head_and_matches_schema(store):
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext

@@ -97,6 +97,26 @@ def _model_key(identity: str, dtype: torch.dtype, label_words: tuple[str, str]) 
     return f"{identity}|{dtype_name(dtype)}|labels={json.dumps(list(label_words))}"
 
 
+def _init_judge(judge, loaded: LoadedModel, label_words: tuple[str, str], batch_size: int,
+                token_budget: int, kind: str) -> None:
+    """What both local judges set up alike: model handles, label ids, cache key, thread count."""
+    if batch_size < 1:
+        raise InputError(f"batch size must be at least 1, got {batch_size}")
+    judge.loaded = loaded
+    judge.model = loaded.model
+    judge.tokenizer = loaded.tokenizer
+    judge.device = loaded.device
+    judge.label_words = tuple(label_words)
+    judge.batch_size = batch_size
+    judge.token_budget = max(token_budget, 1)
+    judge._label_ids = judge._resolve_label_ids()
+    judge.model_key = _model_key(loaded.identity, loaded.dtype, judge.label_words)
+    judge.description = f"{loaded.name} ({kind}, {loaded.device.type}, {dtype_name(loaded.dtype)})"
+    judge.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
+    if judge.device.type == "cpu":
+        _configure_cpu_threads()
+
+
 class CausalJudge:
     """A causal chat model judging with its chat template, a primed answer and prefix-cached batches.
 
@@ -122,27 +142,13 @@ class CausalJudge:
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
                  batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
                  min_saving: int = 32, window: int = 4):
-        if batch_size < 1:
-            raise InputError(f"batch size must be at least 1, got {batch_size}")
-        self.loaded = loaded
-        self.model = loaded.model
-        self.tokenizer = loaded.tokenizer
-        self.device = loaded.device
-        self.label_words = tuple(label_words)
-        self.batch_size = batch_size
-        self.token_budget = max(token_budget, 1)
+        _init_judge(self, loaded, label_words, batch_size, token_budget, "causal")
         self.min_saving = min_saving
         self.window = window
-        self._label_ids = self._resolve_label_ids()
-        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
-        self.description = f"{loaded.name} (causal, {loaded.device.type}, {dtype_name(loaded.dtype)})"
         self._head = _FP32Head(self.model)
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
         self.prefix_cache = prefix_cache and self._plain_cache()
-        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
-        if self.device.type == "cpu":
-            _configure_cpu_threads()
 
     # ------------------------------------------------------------------ rendering and tokens
     def render(self, prompt: ComparisonPrompt) -> str:
@@ -449,27 +455,13 @@ class Seq2SeqJudge:
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = SEQ2SEQ_LABEL_WORDS,
                  batch_size: int = 8, token_budget: int = 8192):
-        if batch_size < 1:
-            raise InputError(f"batch size must be at least 1, got {batch_size}")
-        self.loaded = loaded
-        self.model = loaded.model
-        self.tokenizer = loaded.tokenizer
-        self.device = loaded.device
-        self.label_words = tuple(label_words)
-        self.batch_size = batch_size
-        self.token_budget = max(token_budget, 1)
-        self._label_ids = self._resolve_label_ids()
-        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
-        self.description = f"{loaded.name} (seq2seq, {loaded.device.type}, {dtype_name(loaded.dtype)})"
+        _init_judge(self, loaded, label_words, batch_size, token_budget, "seq2seq")
         cfg = self.model.config
         scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", False) else 1.0
         self._head = _FP32Head(self.model, scale=scale)
         start = cfg.decoder_start_token_id
         self._start_id = int(start if start is not None else cfg.pad_token_id)
         self._pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
-        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
-        if self.device.type == "cpu":
-            _configure_cpu_threads()
 
     def render(self, prompt: ComparisonPrompt) -> str:
         """The encoder input: the prompt text itself (no chat template, no primer)."""
