@@ -227,12 +227,29 @@ def cmd_tables(args) -> int:
             say("\nshare of comparisons that first reaches 95% of the row's full-matrix value: "
                 + ", ".join(f"{k} {_fmt(100 * v, 'g')}%" for k, v in reach.items()) + "\n")
         if args.plots and curves_all:
-            _plot_curves(curves_all, Path(args.plots) / f"results-curves-{ds}.png", ds)
+            stem = f"results-curves-{ds}" + ("" if model == "smollm2" else f"-{model}")
+            _plot_curves(curves_all, Path(args.plots) / f"{stem}.png", f"{ds} ({model})")
     text = "\n".join(out)
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
+    if args.doc:
+        key = f"tables {ds} {model}" + (f" c{c}" if c else "")
+        replace_generated(Path(args.doc), key, text)
     return 0
+
+
+def replace_generated(doc: Path, key: str, text: str) -> None:
+    """Put ``text`` between ``<!-- generated: KEY -->`` and ``<!-- end generated: KEY -->`` in
+    ``doc`` (the markers stay, so the next run replaces it again)."""
+    begin, end = f"<!-- generated: {key} -->", f"<!-- end generated: {key} -->"
+    body = doc.read_text(encoding="utf-8")
+    if begin not in body or end not in body:
+        raise SystemExit(f"{doc} has no '{begin}' ... '{end}' block to fill")
+    head, rest = body.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
+    print(f"updated {doc} ({key})", file=sys.stderr)
 
 
 def _plot_curves(curves_all: dict, path: Path, title: str) -> None:
@@ -240,16 +257,21 @@ def _plot_curves(curves_all: dict, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     k = len(curves_all)
-    fig, axes = plt.subplots(1, k, figsize=(4.2 * k, 3.6), squeeze=False)
-    for ax, ((a, t), curves) in zip(axes[0], curves_all.items()):
+    cols = min(4, k)
+    rows = -(-k // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.ravel()[k:]:
+        ax.axis("off")
+    for ax, ((a, t), curves) in zip(axes.ravel(), curves_all.items()):
         for name, mu in curves.items():
             ax.plot(100 * np.array(FRACTIONS), mu, marker="o", ms=3,
-                    ls="--" if "debiased" in name else "-", label=name)
+                    ls=":" if name.endswith("win ratio") else "--" if "win ratio" in name else "-",
+                    label=name)
         ax.set_title(f"{title}: {a} / {t}")
         ax.set_xlabel("% of N(N-1) comparisons")
         ax.set_ylabel("Spearman x100")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+    axes.ravel()[k - 1].legend(fontsize=6)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -337,6 +359,8 @@ def cmd_simulate(args) -> int:
     print(text)
     if args.md:
         Path(args.md).write_text(text + "\n", encoding="utf-8")
+    if args.doc:
+        replace_generated(Path(args.doc), "simulate", text)
     if args.out:
         import matplotlib
         matplotlib.use("Agg")
@@ -383,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--draws", type=int, default=50)
     t.add_argument("--out", default=None, help="also write the markdown here")
     t.add_argument("--plots", default=None, help="folder for results-curves-<dataset>.png")
+    t.add_argument("--doc", default=None, help="fill the 'tables DATASET MODEL[ cN]' block of this "
+                   "markdown file (docs/results.md)")
     t.add_argument("--curve-runs", default="", help="aspect/template,... (default: every full run)")
     s = sub.add_parser("simulate")
     s.add_argument("--db", default=os.environ.get("COMPASSESS_DATABASE_URL"),
@@ -396,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--adaptive-200", action="store_true", help="also simulate adaptive at N=200 (slow)")
     s.add_argument("--out", default=None, help="folder for results-simulated.png")
     s.add_argument("--md", default=None, help="also write the markdown here")
+    s.add_argument("--doc", default=None, help="fill the 'simulate' block of this markdown file")
     args = p.parse_args(argv)
     if args.cmd == "simulate":
         args.sizes = [int(x) for x in args.sizes.split(",")]
