@@ -114,6 +114,13 @@ with st.container(border=True):
     budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
                              max(1, min(10, max_budget(smallest, "no-repeat"))),
                              disabled=strategy == "full", key="budget")
+    largest = max(len(c.candidates) for c in dataset.contexts)
+    if strategy != "full" and budget < largest:
+        # Below one comparison per candidate some candidates are never compared (and poe's
+        # greedy variance criterion builds long chains there): docs/results.md, section 2.
+        c3.warning(f"A budget of {int(budget)} is below one comparison per candidate ({largest} "
+                   "in the largest context): some candidates cannot be ranked. At least "
+                   f"{2 * largest} (two per candidate) is recommended.")
     n_ctx = c3.number_input(f"Contexts to judge (first N of {len(dataset.contexts)})", 1,
                             len(dataset.contexts), len(dataset.contexts), key="n_contexts")
     seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, 0)

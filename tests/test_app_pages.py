@@ -374,3 +374,14 @@ def test_run_page_builds_a_served_judge_spec(app_env):
     assert "qwen2.5-7b-instruct" in name
     at.radio(key="served_endpoint").set_value("completions (exact primer, needs logprobs)").run()
     assert not at.exception
+
+
+def test_run_page_warns_about_a_budget_below_one_comparison_per_candidate(app_env):
+    seed_run(app_env)                    # the sample: 5 candidates per context
+    at = open_page("run")
+    at.selectbox(key="strategy").set_value("poe").run()
+    at.number_input(key="budget").set_value(4).run()
+    assert not at.exception
+    assert "A budget of 4 is below one comparison per candidate (5 in the largest context)" in texts(at.warning)
+    at.number_input(key="budget").set_value(10).run()
+    assert "below one comparison per candidate" not in texts(at.warning)
