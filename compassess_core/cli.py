@@ -259,6 +259,7 @@ def cmd_run(args) -> int:
         raise InputError(f"--strategy {args.strategy} needs --budget R (comparisons per context)")
     store = _open_store(args.db)
     dataset, dataset_id = _resolve_dataset(store, args.data)
+    _warn_small_budget(args, dataset)
     judge = load_judge(args.model, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     settings = RunSettings(
         dataset=dataset.name, aspect=aspect.name, aspect_adjective=aspect.adjective,
@@ -276,6 +277,19 @@ def cmd_run(args) -> int:
     if code == EXIT_OK:
         print(name)
     return code
+
+
+def _warn_small_budget(args, dataset) -> None:
+    """Below one comparison per candidate some candidates are never compared (and poe's greedy
+    variance criterion builds long chains there: docs/results.md, section 2)."""
+    if args.strategy == "full":
+        return
+    contexts = dataset.contexts[:args.contexts] if args.contexts else dataset.contexts
+    largest = max((len(c.candidates) for c in contexts), default=0)
+    if args.budget < largest:
+        print(f"warning: --budget {args.budget} is below one comparison per candidate ({largest} in the "
+              f"largest context): some candidates cannot be ranked; at least {2 * largest} is "
+              "recommended", file=sys.stderr)
 
 
 def cmd_worker(args) -> int:

@@ -176,3 +176,23 @@ def test_bad_input_exit_code_2_names_row_and_column(tmp_path, bundled_model):
     tmpl = cli("run", str(SAMPLE), "--aspect", "coherence", "--template", str(tmp_path / "none.txt"),
                db=f"sqlite:///{tmp_path / 'x.db'}", check=False)
     assert tmpl.returncode == 2 and "template" in tmpl.stderr
+
+
+def test_run_warns_about_a_budget_below_one_comparison_per_candidate(tmp_path, monkeypatch, capsys):
+    """The warning comes before the model loads; the judge loader is stopped right after it."""
+    import compassess_core.judges as judges
+    from compassess_core.cli import main
+    from compassess_core.errors import InputError
+
+    def stop(*a, **k):
+        raise InputError("stopped before loading a model (test)")
+    monkeypatch.setattr(judges, "load_judge", stop)
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    assert main(["run", str(sample), "--aspect", "coherence", "--strategy", "poe", "--budget", "3",
+                 "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "warning: --budget 3 is below one comparison per candidate (5 in the largest context)" in err
+    assert main(["run", str(sample), "--aspect", "coherence", "--strategy", "poe", "--budget", "10",
+                 "--db", db]) == 2
+    assert "below one comparison per candidate" not in capsys.readouterr().err
