@@ -31,4 +31,6 @@ PAGES = [
     st.Page("pages/export.py", title="Export", icon=":material/download:"),
 ]
 
+# Tells pages/_common.ensure_app_navigation that this run came through the navigation.
+st.session_state["_compassess_via_app"] = True
 st.navigation(PAGES).run()

@@ -56,6 +56,24 @@ def _leave_legacy_pages_folder_mode() -> None:
 
 _leave_legacy_pages_folder_mode()
 
+#: Session-state key app.py sets on every run before it hands over to the page.
+NAV_KEY = "_compassess_via_app"
+
+
+def ensure_app_navigation() -> None:
+    """Rerun a page that was started without ``app.py`` (every page calls this after its imports).
+
+    ``_leave_legacy_pages_folder_mode`` runs once per process, when this module is first imported.
+    A second visitor whose first run began in the old pages/ mode before the first visitor switched
+    it off gets the bare page, and the module-level switch does not run again for them; one rerun
+    sends that session through ``app.py`` too. At most one rerun per session, so a page run on its
+    own (``streamlit run pages/x.py``) still works.
+    """
+    if st.session_state.get(NAV_KEY) or st.session_state.get("_compassess_rerouted"):
+        return
+    st.session_state["_compassess_rerouted"] = True
+    st.rerun()
+
 
 # --------------------------------------------------------------------------------------- store
 
