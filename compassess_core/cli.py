@@ -191,31 +191,33 @@ def _check_run_options(args) -> None:
         raise InputError("--chunk-size must be at least 1")
 
 
-def _check_model_key(store, run, settings, judge):
+def _check_model_key(store, run, settings, judge, verb: str = "judged"):
     """Fill in the judge identity of a run created before its model was loaded (the app does
     that), and refuse to resume a run with a model whose files changed since it started."""
     if not settings.model_key:
         store.set_run_model_key(run.id, judge.model_key)
         return settings.__class__.from_dict({**settings.to_dict(), "model_key": judge.model_key})
     if settings.model_key != judge.model_key:
-        raise InputError(f"run '{run.name}' was judged by {settings.model_key}, but '{settings.model}' "
+        raise InputError(f"run '{run.name}' was {verb} by {settings.model_key}, but '{settings.model}' "
                          f"now loads as {judge.model_key}: the model changed; start a new run")
     return settings
 
 
-def _load_worker_judge(store, run, settings):
-    """The judge of a stored run, loaded from its settings; a model that fails to load or no longer
-    matches the run's judge identity marks the run failed (the app shows the message)."""
-    from .judges import load_judge
+def _load_worker_judge(store, run, settings, loader=None, verb: str = "judged"):
+    """The judge (or, with ``loader=load_scorer``, the scorer) of a stored run, loaded from its
+    settings; a model that fails to load or no longer matches the run's judge identity marks the
+    run failed (the app shows the message)."""
+    if loader is None:
+        from .judges import load_judge as loader
     try:
         model = None if settings.model.startswith("bundled:") else settings.model
-        judge = load_judge(model, device=settings.device, dtype=settings.dtype,
-                           batch_size=settings.batch_size)
+        judge = loader(model, device=settings.device, dtype=settings.dtype,
+                       batch_size=settings.batch_size)
     except BaseException as e:
         store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
         raise
     try:
-        return _check_model_key(store, run, settings, judge), judge
+        return _check_model_key(store, run, settings, judge, verb), judge
     except InputError as e:
         store.set_run_status(run.id, "failed", message=str(e))
         raise
@@ -575,20 +577,7 @@ def _execute_scoring(store, dataset, settings, run_id: int, scorer) -> int:
 
 def _worker_scoring(store, run, settings, dataset) -> int:
     from .scoring import load_scorer
-    try:
-        model = None if settings.model.startswith("bundled:") else settings.model
-        scorer = load_scorer(model, device=settings.device, dtype=settings.dtype,
-                             batch_size=settings.batch_size)
-    except BaseException as e:
-        store.set_run_status(run.id, "failed", message=f"could not load the model: {e}")
-        raise
-    if not settings.model_key:
-        store.set_run_model_key(run.id, scorer.model_key)
-    elif settings.model_key != scorer.model_key:
-        msg = (f"run '{run.name}' was scored by {settings.model_key}, but '{settings.model}' now "
-               f"loads as {scorer.model_key}: the model changed; start a new run")
-        store.set_run_status(run.id, "failed", message=msg)
-        raise InputError(msg)
+    settings, scorer = _load_worker_judge(store, run, settings, load_scorer, "scored")
     return _execute_scoring(store, dataset, settings, run.id, scorer)
 
 
