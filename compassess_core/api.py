@@ -344,8 +344,8 @@ class Store:
 
         Raises
         ------
-        RunNotFoundError
-            No dataset of that name or id.
+        InputError
+            No dataset of that name or id (``RunNotFoundError``).
         """
         return self.backend.load_dataset(name_or_id)
 
@@ -417,8 +417,8 @@ class Store:
 
         Raises
         ------
-        RunNotFoundError
-            No run of that name or id.
+        InputError
+            No run of that name or id (``RunNotFoundError``).
         """
         return Run(self, self.backend.get_run(name_or_id))
 
