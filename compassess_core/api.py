@@ -92,8 +92,7 @@ class ProgressBar:
 
     def message(self, text: str) -> None:
         """Write a line above the bar."""
-        from tqdm.auto import tqdm
-        tqdm.write(text, file=self.file or sys.stderr)
+        _tqdm().write(text, file=self.file or sys.stderr)
 
     def progress(self, progress: Progress) -> None:
         """Redraw the bar at ``progress`` (closed once everything is done)."""
@@ -104,10 +103,10 @@ class ProgressBar:
         postfix = f"{rate}, ETA {eta}" + (f", {progress.cached} from cache" if progress.cached
                                           else "")
         if self._bar is None:
-            from tqdm.auto import tqdm
-            self._bar = tqdm(total=progress.total, initial=progress.done, unit=f" {self.unit}",
-                             file=self.file, dynamic_ncols=True, leave=True, postfix=postfix,
-                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}{postfix}]")
+            self._bar = _tqdm()(
+                total=progress.total, initial=progress.done, unit=f" {self.unit}", file=self.file,
+                dynamic_ncols=True, leave=True, postfix=postfix,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}{postfix}]")
         self._bar.total = progress.total
         self._bar.n = progress.done
         self._bar.set_postfix_str(postfix, refresh=False)
@@ -120,6 +119,18 @@ class ProgressBar:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def _tqdm():
+    """``tqdm.auto.tqdm``: the widget in Jupyter, the text bar elsewhere (and in a notebook without
+    ipywidgets, where tqdm's warning about it is left out: the text bar works there too)."""
+    import warnings
+
+    from tqdm import TqdmWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TqdmWarning)
+        from tqdm.auto import tqdm
+    return tqdm
 
 
 class _Quiet:
