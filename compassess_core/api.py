@@ -578,11 +578,10 @@ class Store:
     def _dataset_id(self, dataset: str | int) -> int:
         """A stored dataset's id from its id, its name, or its id as text."""
         infos = self.backend.list_datasets()
-        for match in ((lambda d: d.id == dataset) if isinstance(dataset, (int, np.integer)) else
-                      (lambda d: d.name == dataset), lambda d: str(d.id) == str(dataset)):
-            found = [d.id for d in infos if match(d)]
-            if found:
-                return found[0]
+        by_name = [] if isinstance(dataset, (int, np.integer)) else [d for d in infos
+                                                                      if d.name == dataset]
+        for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
+            return d.id
         raise InputError(f"no stored dataset named '{dataset}' (see `compassess datasets`)")
 
     def import_labels(self, source: Source, *, dataset: str | int,
