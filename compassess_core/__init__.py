@@ -1,7 +1,52 @@
-"""CompAssess engine: LLM comparative assessment (Liusie et al.) without any UI or storage code.
+"""CompAssess: LLM comparative assessment (Liusie et al.), from Python.
 
-This package must never import ``streamlit`` or the ``db`` package: results leave the engine only
-through the :class:`compassess_core.sink.ResultSink` interface.
+    import compassess_core as ca
+
+    store = ca.open_store(":memory:")             # a throwaway store; a .db path or a URL persists
+    run = store.run("assets/sample_summeval.csv", aspect="coherence", contexts=1)
+    run.rankings(method="bradley-terry", debias="balanced")   # pandas DataFrame
+    run.evaluation().debiased.spearman_x100                    # typed report
+
+The public names are listed in ``__all__`` (walkthrough: docs/python.md); they live in
+:mod:`compassess_core.api` and are imported on first use, so ``import compassess_core`` stays
+cheap (no pandas, torch or transformers until a name is used). ``RANKING_METHODS`` and
+``SELECTION_STRATEGIES`` are the names ``Run.rankings(method=...)`` and ``Store.run(strategy=...)``
+accept. Everything else in the package is internal.
+
+The engine modules of this package must never import ``streamlit`` or the ``db`` package:
+results leave the engine only through the :class:`compassess_core.sink.ResultSink` interface.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+__all__ = [
+    # a store and the data in it
+    "open_store", "Store", "load_candidates", "Dataset", "LabelsImported",
+    # runs: settings, execution, progress
+    "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
+    "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    # what a run reads back as
+    "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
+    # errors
+    "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled", "RunInterrupted",
+]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use
+    from .api import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import api
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'compassess_core' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -176,12 +176,17 @@ def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method
                       n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped)
 
 
-def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", method: str = "win-ratio",
-                 reference: str | None = None, debias: str | float = "balanced") -> EvaluationReport:
-    """Raw (tau = 0.5) and debiased numbers for a run: the content of ``compassess evaluate``."""
+def check_reference(dataset: Dataset, reference: str | None) -> None:
+    """Raise ``InputError`` unless ``reference`` is None or a score column of ``dataset``."""
     if reference is not None and reference not in dataset.score_columns:
         raise InputError(f"reference column '{reference}' is not in dataset '{dataset.name}'; "
                          f"it has: {', '.join(dataset.score_columns) or 'no score columns'}")
+
+
+def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", method: str = "win-ratio",
+                 reference: str | None = None, debias: str | float = "balanced") -> EvaluationReport:
+    """Raw (tau = 0.5) and debiased numbers for a run: the content of ``compassess evaluate``."""
+    check_reference(dataset, reference)
     parts = split_by_context(dataset, table)
     all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
     tau_star = float(bias.balanced_threshold(all_p)) if len(all_p) else 0.5

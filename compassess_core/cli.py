@@ -1,10 +1,11 @@
-"""``compassess`` command line: it parses options and prints; the worker and the engine do the work.
+"""``compassess`` command line: it parses options and prints; the Python API does the work.
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, import-labels, agreement,
 datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the
 problem), 1 other failure, 130 interrupted (everything computed so far is stored; the same command
 resumes).
-The CLI reaches the store through ``sink.open_store`` (an entry point), never by importing ``db``.
+Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
+store through ``sink.open_store`` (an entry point): the CLI never imports ``db``.
 """
 
 from __future__ import annotations
@@ -14,31 +15,19 @@ import json
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
-
-from . import __version__, absolute, analysis
-from .agreement import agreement_summary, human_table_from_labels
-from .compare import compare_runs
-from .data import load_candidates
-from .diagnosis import partial_run_note
-from .errors import CompAssessError, InputError
-from .labels import load_human_labels, store_rows
-from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS, leaderboard
-from .export import neutralise_frame, write_table
-from .models import BUNDLED_MODEL, default_model_path, fetch_default_model
-from .prompts import Aspect, resolve_template
+from . import __version__, absolute, api
+from .errors import InputError, RunCancelled, RunInterrupted
+from .export import neutralise_frame
+from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS
+from .models import default_model_path, fetch_default_model
 from .ranking import METHODS
-from .run_kinds import ReadOptions, kind_of
-from .scoring import scoring_settings, scoring_template
+from .run_kinds import kind_of
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
-from .sink import open_store as _open_store
 from .types import Dataset
-from .worker import (EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter,
-                     load_run_judge, run_to_exit_code)
+from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
 # ------------------------------------------------------------------------------------ the parser
@@ -212,68 +201,39 @@ def _check_model_options(args) -> None:
         raise InputError("--chunk-size must be at least 1")
 
 
-def _read_dataset(store, data: str) -> tuple[Dataset, int | None]:
-    """A candidate file (validated, not stored yet) or a stored dataset with its id."""
-    path = Path(data)
-    if path.exists():
-        return load_candidates(path), None
-    try:
-        ds = store.load_dataset(data)
-    except CompAssessError:
-        raise InputError(f"'{data}' is neither a file nor a stored dataset "
-                         "(see `compassess datasets`)") from None
-    return ds, next(d.id for d in store.list_datasets() if d.name == ds.name)
-
-
-def _start(args, store, dataset: Dataset, dataset_id: int | None, settings: RunSettings,
-           before_run=None) -> int:
-    """Load the judge, check every prompt fits it (nothing is stored if not), store the dataset
-    and the run, and execute it in this process."""
+def _start(args, store: api.Store, dataset: Dataset, settings: RunSettings,
+           anchors: str | None = None) -> int:
+    """Execute a run of ``settings`` in this process (``api.Store.start``: nothing is stored
+    when the judge cannot load or a prompt does not fit it) and print its name."""
     kind = kind_of(settings)
-    kind.check(settings)
-    judge = load_run_judge(settings)
-    kind.preflight(dataset, settings, judge)
-    if dataset_id is None:
-        dataset_id = store.save_dataset(dataset)
-    stored_name = store.load_dataset(dataset_id).name  # the same content may be stored under another name
-    settings = settings.with_changes(dataset=stored_name)
-    if before_run is not None:
-        before_run(dataset_id)
-    name = args.run or settings.default_run_name()
-    run_id = store.create_run(name, dataset_id, settings.to_dict())
-    print(f"{kind.label} run '{name}' on dataset '{stored_name}'", file=sys.stderr)
-    code = run_to_exit_code(store, run_id, reporter=ConsoleReporter(kind.unit, kind.rate_unit),
-                            judge=judge, chunk_prompts=args.chunk_size)
-    if code == EXIT_OK:
-        print(name)
-    return code
+    try:
+        run = store.start(dataset, settings, name=args.run, anchors=anchors,
+                          progress=ConsoleReporter(kind.unit, kind.rate_unit),
+                          chunk_size=args.chunk_size)
+    except (RunCancelled, RunInterrupted):
+        return EXIT_INTERRUPTED
+    print(run.name)
+    return EXIT_OK
 
 
 def cmd_run(args) -> int:
     _check_model_options(args)
-    aspect = Aspect.from_name(args.aspect)
-    store = _open_store(args.db)
-    dataset, dataset_id = _read_dataset(store, args.data)
-    common = dict(contexts=args.contexts, batch_size=args.batch_size, device=args.device,
-                  dtype=args.dtype, truncate_context=args.truncate_context)
+    store = api.open_store(args.db)
+    dataset, _ = store.read_data(args.data)
     if args.mode == "scoring":
         if args.strategy != "full" or args.budget is not None:
             raise InputError("--mode scoring scores every candidate once: --strategy and --budget "
                              "do not apply")
-        settings = scoring_settings(dataset.name, aspect,
-                                    scoring_template(args.template or "s1", aspect, args.task),
-                                    args.model or BUNDLED_MODEL, **common)
-    else:
-        if args.strategy != "full" and args.budget is None:
-            raise InputError(f"--strategy {args.strategy} needs --budget R (comparisons per context)")
-        template = resolve_template(args.template or "t1", aspect, args.task)
-        settings = RunSettings(
-            dataset=dataset.name, aspect=aspect.name, aspect_adjective=aspect.adjective,
-            template_name=template.name, template_text=template.text, primer=template.primer,
-            model=args.model or BUNDLED_MODEL, strategy=args.strategy,
-            budget=None if args.strategy == "full" else args.budget, seed=args.seed, **common)
+    elif args.strategy != "full" and args.budget is None:
+        raise InputError(f"--strategy {args.strategy} needs --budget R (comparisons per context)")
+    settings = api.run_settings(
+        dataset.name, aspect=args.aspect, mode=args.mode, template=args.template, task=args.task,
+        strategy=args.strategy, budget=args.budget, model=args.model, contexts=args.contexts,
+        seed=args.seed, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+        truncate_context=args.truncate_context)
+    if args.mode != "scoring":
         _warn_small_budget(args, dataset)
-    return _start(args, store, dataset, dataset_id, settings)
+    return _start(args, store, dataset, settings)
 
 
 def _warn_small_budget(args, dataset: Dataset) -> None:
@@ -290,93 +250,66 @@ def _warn_small_budget(args, dataset: Dataset) -> None:
 
 def cmd_score(args) -> int:
     _check_model_options(args)
-    aspect = Aspect.from_name(args.aspect)
-    anchors = (absolute.parse_anchor_file(args.anchors, n_levels=args.references)
-               if args.anchors else None)
-    store = _open_store(args.db)
-    dataset, dataset_id = _read_dataset(store, args.data)
-    settings = absolute.absolute_settings(
-        dataset.name, aspect, model=args.model or BUNDLED_MODEL, n_levels=args.references,
+    store = api.open_store(args.db)
+    dataset, _ = store.read_data(args.data)
+    settings = api.score_settings(
+        dataset.name, aspect=args.aspect, references=args.references, anchors=bool(args.anchors),
         task=args.task, variant=args.variant, orders=args.orders,
-        reference_set=absolute.UPLOADED if anchors else "generated",
         max_new_tokens=args.max_new_tokens, sample=args.sample, temperature=args.temperature,
-        contexts=args.contexts, seed=args.seed, batch_size=args.batch_size, device=args.device,
-        dtype=args.dtype, truncate_context=args.truncate_context)
-
-    def store_anchors(stored_id: int) -> None:
-        if anchors:
-            n = store.save_references(stored_id, aspect.name, absolute.UPLOADED, anchors)
-            print(f"stored {n} anchor text(s) from {args.anchors}", file=sys.stderr)
-    return _start(args, store, dataset, dataset_id, settings, before_run=store_anchors)
+        model=args.model, contexts=args.contexts, seed=args.seed, batch_size=args.batch_size,
+        device=args.device, dtype=args.dtype, truncate_context=args.truncate_context)
+    return _start(args, store, dataset, settings, anchors=args.anchors)
 
 
 def cmd_worker(args) -> int:
-    store = _open_store(args.db)
-    run = store.get_run(args.run)
-    kind = kind_of(run.settings)
-    return run_to_exit_code(store, run.id, reporter=ConsoleReporter(kind.unit, kind.rate_unit),
-                            chunk_prompts=args.chunk_size)
+    run = api.open_store(args.db).get_run(args.run)
+    kind = kind_of(run.info.settings)
+    try:
+        run.execute(progress=ConsoleReporter(kind.unit, kind.rate_unit), chunk_size=args.chunk_size)
+    except (RunCancelled, RunInterrupted):
+        return EXIT_INTERRUPTED
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- reading runs back
 
-def _load_run(args):
-    store = _open_store(args.db)
-    run = store.get_run(args.run)
-    settings = RunSettings.from_dict(run.settings)
-    dataset = store.load_dataset(run.dataset_id)
-    kind = kind_of(settings)
-    return store, run, settings, dataset, kind
+def _load_run(args) -> api.Run:
+    return api.open_store(args.db).get_run(args.run)
 
 
-def _read_options(args, settings: RunSettings, dataset: Dataset, *, ci: bool = False) -> ReadOptions:
-    reference = getattr(args, "reference", None)
-    if reference is None and settings.aspect in dataset.score_columns:
-        reference = settings.aspect
-    return ReadOptions(method=args.method, debias=args.debias, ci=ci, score=args.score,
-                       threshold=args.threshold, reference=reference)
-
-
-def _ranking_header(run, settings: RunSettings, results, options: ReadOptions, n: int
-                    ) -> tuple[dict, str]:
-    """What a ranking is of, as JSON fields and as the table's first line."""
-    if settings.kind == "scoring":
-        return ({"method": "g-eval expected score"},
-                f"# scoring run {run.name}: ranked by the G-Eval expected score ({n} candidates)")
-    if settings.kind == "absolute":
-        frame, _ = results
-        levels = settings.reference_options.n_levels
-        return ({"score": options.score, "threshold": options.threshold},
-                f"# run {run.name}: absolute scores ('{options.score}'; level = calibrated "
+def _ranking_header(run: api.Run, fields: dict, n: int) -> str:
+    """What a ranking is of, as the table's first line (``fields``: ``Run.ranking_metadata``)."""
+    if run.kind == "scoring":
+        return f"# scoring run {run.name}: ranked by the G-Eval expected score ({n} candidates)"
+    if run.kind == "absolute":
+        frame, _ = run.results
+        levels = run.settings.reference_options.n_levels
+        return (f"# run {run.name}: absolute scores ('{fields['score']}'; level = calibrated "
                 f"1..{levels}, score = the paper's s) from {len(frame)} comparisons with references")
-    tau = analysis.resolve_tau(options.debias, results.p)
-    return ({"method": options.method, "tau": tau},
-            f"# run {run.name}: {options.method} scores at tau = {tau:.4f} ({len(results)} comparisons)")
+    return (f"# run {run.name}: {fields['method']} scores at tau = {fields['tau']:.4f} "
+            f"({len(run.results)} comparisons)")
 
 
 def cmd_rank(args) -> int:
-    store, run, settings, dataset, kind = _load_run(args)
-    results = kind.read(store, run.id, dataset, settings)
-    options = _read_options(args, settings, dataset, ci=args.ci)
-    df = kind.rank(dataset, results, options)
-    if args.context:
-        if args.context not in {c.context_id for c in dataset.contexts}:
-            raise InputError(f"context '{args.context}' is not in dataset '{dataset.name}'")
-        df = df[df["context_id"] == args.context]
+    run = _load_run(args)
+    df = run.rankings(args.method, args.debias, ci=args.ci, context=args.context, score=args.score,
+                      threshold=args.threshold)
     df = df.drop(columns=["text"])
-    if settings.kind == "comparative" and not args.ci:
+    if run.kind == "comparative" and not args.ci:
         df = df.drop(columns=["ci_low", "ci_high"])
-    fields, header = _ranking_header(run, settings, results, options, len(df))
+    fields = run.ranking_metadata(args.method, args.debias, score=args.score,
+                                  threshold=args.threshold)
     if args.format == "csv":
         neutralise_frame(df).to_csv(sys.stdout, index=False)
     elif args.format == "json":
-        rows = "scores" if settings.kind == "absolute" else "rankings"
+        rows = "scores" if run.kind == "absolute" else "rankings"
         print(json.dumps({"run": run.name, **fields, rows: json.loads(df.to_json(orient="records"))},
                          indent=2))
     else:
-        if settings.kind == "absolute" and options.threshold is not None:
-            header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {options.score} "
-                       f">= {options.threshold:g}")
+        header = _ranking_header(run, fields, len(df))
+        if run.kind == "absolute" and args.threshold is not None:
+            header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
+                       f">= {args.threshold:g}")
         print(header)
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return EXIT_OK
@@ -396,7 +329,7 @@ def _table(rows: list[tuple[str, ...]], head: tuple[str, ...] | None = None) -> 
         print(f"{name:{w}}  " + "  ".join(f"{v:>10}" for v in values))
 
 
-def _print_comparative(report, options: ReadOptions) -> None:
+def _print_comparative(report) -> None:
     r, d = report.raw, report.debiased
     print(f"run {report.run}: {report.n_comparisons} comparisons over {report.n_contexts} contexts; "
           f"ranking method {report.method}; reference column: {report.reference or 'none'}")
@@ -420,10 +353,10 @@ def _print_comparative(report, options: ReadOptions) -> None:
         print(f"note: {note}")
 
 
-def _print_scoring(report, options: ReadOptions) -> None:
+def _print_scoring(report) -> None:
     n = report.numbers
     print(f"scoring run {report.run}: {n['n_scored']} candidates scored; reference column: "
-          f"{options.reference or 'none'}; mean mass on the scores 1-10: {_fmt(n['mean_label_mass'], '.3f')}")
+          f"{n['reference'] or 'none'}; mean mass on the scores 1-10: {_fmt(n['mean_label_mass'], '.3f')}")
     for label, name in (("prompt_scoring", "prompt scoring (argmax)"), ("g_eval", "G-Eval (expected)")):
         if label in n:
             r = n[label]
@@ -432,9 +365,9 @@ def _print_scoring(report, options: ReadOptions) -> None:
                   f"pooled {_fmt(r['pooled_spearman_x100'])}")
 
 
-def _print_absolute(ev, options: ReadOptions) -> None:
+def _print_absolute(ev) -> None:
     print(f"absolute scores ('{ev.score}') for {ev.n_scored}/{ev.n_candidates} candidates; "
-          f"reference column: {options.reference or 'none'}")
+          f"reference column: {ev.reference or 'none'}")
     rows = [("sample-level Spearman x100 (per-context mean)", _fmt(ev.sample_spearman_x100)),
             ("sample-level Kendall x100 (per-context mean)", _fmt(ev.sample_kendall_x100)),
             ("system-level Spearman x100 (per-system means)", _fmt(ev.system_spearman_x100)),
@@ -442,8 +375,8 @@ def _print_absolute(ev, options: ReadOptions) -> None:
             ("P(Better) about the first text", _fmt(ev.p_first_better, ".3f")),
             ("P(Worse) about the first text", _fmt(ev.p_first_worse, ".3f")),
             ("mean |level target-first - level reference-first|", _fmt(ev.order_gap, ".3f"))]
-    if options.threshold is not None:
-        rows.append((f"pass rate at {ev.score} >= {options.threshold:g}",
+    if ev.threshold is not None:
+        rows.append((f"pass rate at {ev.score} >= {ev.threshold:g}",
                      f"{ev.n_pass}/{ev.n_scored} = {_fmt(ev.pass_rate, '.3f')}"))
     _table(rows)
 
@@ -454,17 +387,17 @@ EVALUATION_PRINTERS = {"comparative": _print_comparative, "scoring": _print_scor
 
 
 def cmd_evaluate(args) -> int:
-    store, run, settings, dataset, kind = _load_run(args)
-    options = _read_options(args, settings, dataset)
-    report = kind.evaluate(dataset, kind.read(store, run.id, dataset, settings), options, run=run.name)
-    partial = partial_run_note(run.status, run.done, run.total, kind.unit)
+    run = _load_run(args)
+    report = run.evaluation(args.method, args.debias, reference=args.reference, score=args.score,
+                            threshold=args.threshold)
+    partial = run.partial_note
     if args.json:
         out = report.to_dict()
         out.setdefault("run", run.name)
         out["partial_run"] = partial
         print(json.dumps(out, indent=2, default=lambda o: None))
     else:
-        EVALUATION_PRINTERS[kind.name](report, options)
+        EVALUATION_PRINTERS[run.kind](report)
         for line in [partial, *getattr(report, "warnings", [])]:
             if line:
                 print(f"warning: {line}")
@@ -472,19 +405,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    store, run, settings, dataset, kind = _load_run(args)
-    options = _read_options(args, settings, dataset, ci=True)
-    meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
-            "judge": run.judge_key, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "compassess_version": __version__}
-    if args.what == "rankings":
-        results = kind.read(store, run.id, dataset, settings)
-        df = kind.rank(dataset, results, options)
-        fields, _ = _ranking_header(run, settings, results, options, len(df))
-        meta.update(fields, debias=options.debias)
-    else:
-        df = kind.results_frame(store, run.id, dataset, settings)
-    paths = write_table(df, args.output, args.format, what=args.what, metadata=meta)
+    paths = _load_run(args).export(args.output, args.what, format=args.format, method=args.method,
+                                   debias=args.debias, score=args.score, threshold=args.threshold)
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return EXIT_OK
 
@@ -500,7 +422,7 @@ def cmd_fetch_model(args) -> int:
 
 
 def cmd_datasets(args) -> int:
-    store = _open_store(args.db)
+    store = api.open_store(args.db).backend
     for d in store.list_datasets():
         print(f"{d.name}\t{d.n_contexts} contexts\t{d.n_candidates} candidates\t"
               f"scores: {', '.join(d.score_columns) or '-'}")
@@ -508,7 +430,7 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    store = _open_store(args.db)
+    store = api.open_store(args.db).backend
     runs = store.list_runs()
     if args.json:
         print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
@@ -521,44 +443,23 @@ def cmd_runs(args) -> int:
     return EXIT_OK
 
 
-def _dataset_id(store, name: str) -> int:
-    for d in store.list_datasets():
-        if d.name == name or str(d.id) == name:
-            return d.id
-    raise InputError(f"no stored dataset named '{name}' (see `compassess datasets`)")
-
-
 def cmd_import_labels(args) -> int:
-    store = _open_store(args.db)
-    dataset_id = _dataset_id(store, args.dataset)
-    dataset = store.load_dataset(dataset_id)
-    labels = load_human_labels(Path(args.file), dataset)
-    n = store.add_human_judgements(dataset_id, store_rows(labels, aspect=args.aspect))
-    print(f"stored {n} human labels for dataset '{dataset.name}', aspect '{args.aspect}'", file=sys.stderr)
+    done = api.open_store(args.db).import_labels(Path(args.file), dataset=args.dataset,
+                                                 aspect=args.aspect)
+    print(f"stored {done.stored} human labels for dataset '{done.dataset}', aspect '{done.aspect}'"
+          + (f"; {done.already_stored} were already stored and were not added again"
+             if done.already_stored else ""), file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_agreement(args) -> int:
-    store, run, settings, dataset, kind = _load_run(args)
-    if kind.name != "comparative":
-        raise InputError(f"run '{run.name}' is a {kind.label} run: agreement with human A/B labels "
-                         "needs pairwise comparisons")
-    table = store.comparison_table(run.id)
-    if args.labels == "stored":
-        human = store.human_judgements_frame(run.dataset_id, settings.aspect)
-        source = f"stored labels for aspect '{settings.aspect}'"
-    else:
-        human = human_table_from_labels(load_human_labels(Path(args.labels), dataset))
-        source = args.labels
-    if len(human) == 0:
-        raise InputError(f"no human labels for dataset '{dataset.name}' and aspect '{settings.aspect}'; "
-                         "import some with `compassess import-labels` or annotate in the app")
-    tau = analysis.resolve_tau(args.debias, table.p)
-    summary = agreement_summary(human, table, dataset, tau)
-    summary = {"run": run.name, "labels": source, **summary}
+    run = _load_run(args)
+    found = run.agreement(None if args.labels == "stored" else args.labels, args.debias)
+    summary = {"run": run.name, **found.to_dict()}
     if args.json:
         print(json.dumps(summary, indent=2, default=lambda o: None))
         return EXIT_OK
+    source = found.labels
     llm = summary["llm_vs_human"]
     print(f"run {run.name} vs {source}: {llm['n_pairs_matched']} pairs judged by both "
           f"({llm['n_judgements']} human judgements, {llm['n_skipped']} skips left out)")
@@ -590,30 +491,14 @@ def cmd_agreement(args) -> int:
 
 # ------------------------------------------------------------------- leaderboard and compare
 
-def _comparative_run(store, name: str, what: str):
-    """A stored pairwise run with its dataset and comparisons, or an ``InputError`` saying why."""
-    run = store.get_run(name)
-    kind = kind_of(run.settings)
-    if kind.name != "comparative":
-        raise InputError(f"run '{run.name}' is a {kind.label} run: {what} needs pairwise comparisons")
-    return run, store.load_dataset(run.dataset_id), store.comparison_table(run.id)
-
-
 def cmd_leaderboard(args) -> int:
-    store = _open_store(args.db)
-    run, dataset, table = _comparative_run(store, args.run, "a leaderboard")
-    settings = RunSettings.from_dict(run.settings)
-    reference = args.reference
-    if reference is None and settings.aspect in dataset.score_columns:
-        reference = settings.aspect
-    tau = analysis.resolve_tau(args.debias, table.p[np.isfinite(table.p)])
-    board = leaderboard(dataset, table, method=args.method, tau=tau, reference=reference,
-                        n_boot=args.bootstrap)
-    partial = partial_run_note(run.status, run.done, run.total)
-    diagnosis = analysis.position_diagnosis(analysis.split_by_context(dataset, table), tau)
-    warnings = [w for w in (partial, diagnosis.warning()) if w]
+    run = _load_run(args)
+    board = run.leaderboard(args.method, args.debias, reference=args.reference,
+                            n_boot=args.bootstrap)
+    warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
+    reference = board.reference
     if args.format == "json":
-        print(json.dumps({"run": run.name, "dataset": dataset.name, "settings": run.settings,
+        print(json.dumps({"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
                           **board.to_dict(), "warnings": warnings}, indent=2))
         return EXIT_OK
     frame = board.frame
@@ -646,18 +531,16 @@ def cmd_leaderboard(args) -> int:
 def cmd_compare(args) -> int:
     if len(args.run) != 2:
         raise InputError(f"compare needs exactly two runs (--run A --run B), got {len(args.run)}")
-    store = _open_store(args.db)
-    (run_a, ds_a, t_a), (run_b, ds_b, t_b) = (_comparative_run(store, name, "compare")
-                                              for name in args.run)
-    tau_a = analysis.resolve_tau(args.debias, t_a.p[np.isfinite(t_a.p)])
-    tau_b = analysis.resolve_tau(args.debias, t_b.p[np.isfinite(t_b.p)])
-    result = compare_runs(ds_a, t_a, ds_b, t_b, tau_a=tau_a, tau_b=tau_b, method=args.method)
-    partial = [n for n in (partial_run_note(r.status, r.done, r.total) for r in (run_a, run_b)) if n]
+    store = api.open_store(args.db)
+    run_a, run_b = (store.get_run(name) for name in args.run)
+    result = run_a.compare(run_b, args.method, args.debias)
+    tau_a, tau_b = result.tau_a, result.tau_b
+    partial = [n for n in (run_a.partial_note, run_b.partial_note) if n]
     if args.json:
         print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
         return EXIT_OK
     print(f"runs {run_a.name} (A, tau = {tau_a:.4f}) and {run_b.name} (B, tau = {tau_b:.4f}) on "
-          f"dataset '{ds_a.name}': {result.n_shared:,} ordered pairs judged by both")
+          f"dataset '{run_a.dataset.name}': {result.n_shared:,} ordered pairs judged by both")
     _table([
         ("verdict agreement (share of shared pairs)", _fmt(result.agreement, ".3f")),
         ("Cohen's kappa of the verdicts", _fmt(result.kappa, ".3f")),

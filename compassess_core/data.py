@@ -1,4 +1,5 @@
-"""Load and validate a candidate file (CSV or JSON Lines) into a :class:`~compassess_core.types.Dataset`.
+"""Load and validate a candidate file (CSV or JSON Lines) or a pandas DataFrame into a
+:class:`~compassess_core.types.Dataset`.
 
 One row per candidate: ``context_id``, ``context``, ``candidate_id``, ``text``, optional ``system``,
 and any number of numeric reference-score columns (e.g. ``coherence``). Other column names are
@@ -7,7 +8,8 @@ proposes one.
 
 Validation reports *every* problem it finds (file, row, column) in one
 :class:`~compassess_core.errors.ValidationError`; rows are numbered as a spreadsheet shows them
-(header = row 1, first data row = row 2) and JSONL rows by line number.
+(header = row 1, first data row = row 2) and JSONL rows by line number; a DataFrame's rows are
+numbered as the CSV ``df.to_csv(index=False)`` writes would show them (its first row is row 2).
 
 This module must never return a half-built dataset, never read a file larger than ``max_bytes``
 into memory, and never import ``streamlit`` or ``db``.
@@ -43,7 +45,7 @@ SHARED_COLUMNS = frozenset({"candidate_id", "system"})
 _GENERATED_COLUMN = "candidate_id (generated)"
 MAX_FILE_BYTES: int = 512 * 1024 * 1024
 
-Source = str | Path | bytes | bytearray | BinaryIO
+Source = str | Path | bytes | bytearray | BinaryIO | pd.DataFrame
 
 _ID_COLUMNS = ("context_id", "candidate_id")
 _ROW_INDEX_NAME = "row"
@@ -237,6 +239,8 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
 
 
 def _default_label(source: Source) -> str:
+    if isinstance(source, pd.DataFrame):
+        return "DataFrame"
     if isinstance(source, (str, Path)):
         return Path(source).name
     name = getattr(source, "name", None)
@@ -473,6 +477,27 @@ def _objects_frame(objects: list[dict], rows: list[int]) -> pd.DataFrame:
     return _frame(names, [[_cell(obj.get(c)) for c in names] for obj in objects], rows)
 
 
+def _frame_cell(value: object) -> str:
+    """A DataFrame cell as the string a CSV cell would hold (missing values are empty)."""
+    if isinstance(value, str):
+        return value
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):  # a list or an array in a cell: not a missing value
+        pass
+    return str(value)
+
+
+def _parse_frame(df: pd.DataFrame, label: str) -> tuple[pd.DataFrame | None, list[Problem]]:
+    """A user's DataFrame as the all-string table a file gives: the same checks follow."""
+    if len(df.columns) == 0:
+        return None, [Problem(label, "the DataFrame has no columns")]
+    names, problems = _unique_names([str(c) for c in df.columns], label)
+    records = [[_frame_cell(v) for v in row] for row in df.itertuples(index=False, name=None)]
+    return _frame(names, records, list(range(2, len(df) + 2))), problems
+
+
 def _parse_jsonl(text: str, label: str) -> tuple[pd.DataFrame | None, list[Problem]]:
     problems: list[Problem] = []
     objects: list[dict] = []
@@ -536,7 +561,8 @@ def _encoding_problems(bad: list[tuple[int, int]], raw: bytes, label: str,
 
 def parse_table(source: Source, file_label: str | None = None, *,
                 max_bytes: int = MAX_FILE_BYTES) -> tuple[pd.DataFrame | None, list[Problem]]:
-    """Read a CSV/TSV/JSONL/JSON-array file into an all-string frame, collecting every problem.
+    """Read a CSV/TSV/JSONL/JSON-array file (or a DataFrame) into an all-string frame, collecting
+    every problem.
 
     The frame's index (named ``row``) holds each record's source row: the spreadsheet row for
     CSV (header = row 1) and the line number for JSONL. Cells are strings exactly as in the file
@@ -554,6 +580,8 @@ def parse_table(source: Source, file_label: str | None = None, *,
         Only when the file must not be read at all: missing, or larger than ``max_bytes``.
     """
     label = file_label or _default_label(source)
+    if isinstance(source, pd.DataFrame):
+        return _parse_frame(source, label)
     raw = _read_bytes(source, label, max_bytes)
     if not raw.strip(b" \t\r\n\xef\xbb\xbf"):
         return None, [Problem(label, "the file is empty")]
@@ -853,9 +881,10 @@ def load_candidates(source: Source, *, name: str | None = None,
     Parameters
     ----------
     source
-        A path, the file's bytes, or a binary file object (e.g. an upload).
+        A path, the file's bytes, a binary file object (e.g. an upload), or a pandas DataFrame
+        (its cells are read as the CSV it would be written to: missing values are empty).
     name
-        Dataset name; defaults to the file stem.
+        Dataset name; defaults to the file stem (``DataFrame`` for a DataFrame).
     column_map
         Canonical name -> column in the file (see :func:`suggest_column_map`).
     file_label

@@ -69,3 +69,9 @@ class LengthMismatchError(CompAssessError):
 
 class RunCancelled(CompAssessError):
     """A run was stopped on request; everything computed so far is stored."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C, SIGTERM or a notebook's stop button: everything computed so far
+    is stored, the run is marked cancelled, and running it again resumes it. A
+    ``KeyboardInterrupt``, so it stops a script or a notebook cell as Ctrl-C does."""

@@ -156,7 +156,8 @@ def load_human_labels(source: Source, dataset: Dataset, *, file_label: str | Non
     Parameters
     ----------
     source
-        A path, the file's bytes, or a binary file object.
+        A path, the file's bytes, a binary file object, or a pandas DataFrame with the file's
+        columns.
     dataset
         The candidate dataset the labels refer to.
     file_label
@@ -203,3 +204,16 @@ def store_rows(labels: list[HumanLabel], *, aspect: str) -> list[dict]:
     return [dict(context_id=lb.context_id, candidate_left=lb.candidate_a,
                  candidate_right=lb.candidate_b, winner=lb.outcome.value, annotator=lb.annotator,
                  aspect=aspect, source="import") for lb in labels]
+
+
+def labels_not_stored(labels: list[HumanLabel], stored: pd.DataFrame) -> tuple[list[HumanLabel], int]:
+    """The imported labels whose (annotator, context, unordered pair) is not among the imported
+    rows of ``stored`` (a store's ``human_judgements_frame``), and how many were, so importing
+    the same file twice adds nothing."""
+    have = {(a, c, frozenset((x, y))) for a, c, x, y in
+            stored.loc[stored["source"] == "import",
+                       ["annotator", "context_id", "candidate_left", "candidate_right"]]
+            .itertuples(index=False)}
+    new = [lb for lb in labels
+           if (lb.annotator, lb.context_id, frozenset((lb.candidate_a, lb.candidate_b))) not in have]
+    return new, len(labels) - len(new)

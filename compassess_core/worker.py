@@ -27,9 +27,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, TextIO
+from typing import Iterator, Protocol, TextIO
 
-from .errors import CompAssessError, InputError, RunCancelled
+from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .run_kinds import RunJob, get_kind, kind_of
 from .run_loop import Heartbeat, Progress, RunSummary, run_plan
 from .settings import RunSettings
@@ -231,23 +231,51 @@ def summary_line(summary: RunSummary, unit: str) -> str:
             f"{summary.elapsed_s:.1f} s")
 
 
-def run_to_exit_code(store, run_id: int, *, reporter: Reporter, judge=None,
-                     chunk_prompts: int | None = None,
-                     on_done: Callable[[RunSummary], None] | None = None) -> int:
-    """:func:`execute_run` under signal handlers, as an exit code (what a command returns)."""
+def stopped_line(unit: str) -> str:
+    return (f"stopped: every one of the {unit} computed so far is stored; run the same command "
+            "to resume")
+
+
+def execute_until_stopped(store, run_id: int, *, reporter: Reporter, judge=None,
+                          chunk_prompts: int | None = None) -> RunSummary:
+    """:func:`execute_run` under :func:`stop_on_signals`, telling its reporter how it ended.
+
+    What a command, a script or a notebook cell runs: Ctrl-C, SIGTERM or a notebook's stop
+    button stop the run after the micro-batch in flight (a second one at once).
+
+    Raises
+    ------
+    RunInterrupted
+        Stopped by a signal, or a ``KeyboardInterrupt`` raised while it ran (everything
+        computed is stored; the run is marked cancelled).
+    RunCancelled
+        Stopped by a cancel request in the store (the app's Cancel).
+    InputError
+        As :func:`execute_run`.
+    """
     unit = kind_of(store.get_run(run_id).settings).unit
     working = threading.Event()
     with stop_on_signals(threading.Event(), working) as cancel:
         try:
             summary = execute_run(store, run_id, judge=judge, reporter=reporter, cancel=cancel,
                                   chunk_prompts=chunk_prompts, working=working)
-        except (RunCancelled, KeyboardInterrupt):
-            reporter.message(f"stopped: every one of the {unit} computed so far is stored; run "
-                             "the same command to resume")
-            return EXIT_INTERRUPTED
+        except (RunCancelled, KeyboardInterrupt) as e:
+            reporter.message(stopped_line(unit))
+            if isinstance(e, KeyboardInterrupt) or cancel.is_set():
+                raise RunInterrupted(stopped_line(unit)) from None
+            raise
     reporter.message(summary_line(summary, unit))
-    if on_done is not None:
-        on_done(summary)
+    return summary
+
+
+def run_to_exit_code(store, run_id: int, *, reporter: Reporter, judge=None,
+                     chunk_prompts: int | None = None) -> int:
+    """:func:`execute_until_stopped` as an exit code (what a worker process returns)."""
+    try:
+        execute_until_stopped(store, run_id, reporter=reporter, judge=judge,
+                              chunk_prompts=chunk_prompts)
+    except (RunCancelled, RunInterrupted):
+        return EXIT_INTERRUPTED
     return EXIT_OK
 
 

@@ -22,7 +22,7 @@ import gc
 import math
 import os
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -294,6 +294,11 @@ class StoreBase:
             raise InputError(f"database '{self.dialect}' is not supported: use SQLite or PostgreSQL")
         self._keys: dict[int, DatasetKeys] = {}
         self._keys_lock = threading.Lock()
+        # An in-memory SQLite database is one shared connection (StaticPool): two threads (the
+        # run loop and its heartbeat) must take turns, or one BEGINs inside the other's
+        # transaction. A file or a server database gives each thread its own connection.
+        self._one_connection = (threading.RLock() if isinstance(self.engine.pool, StaticPool)
+                                else nullcontext())
         self._upgrade()
 
     def __repr__(self) -> str:
@@ -314,7 +319,7 @@ class StoreBase:
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """A transaction that holds the write lock from its first statement (SQLite)."""
-        with self.engine.connect() as conn:
+        with self._one_connection, self.engine.connect() as conn:
             conn.execution_options(**{_WRITE_OPTION: True})
             with conn.begin():
                 yield conn
@@ -322,7 +327,7 @@ class StoreBase:
     @contextmanager
     def _read(self) -> Iterator[Connection]:
         """A connection for reads (its implicit transaction ends with the block)."""
-        with self.engine.connect() as conn:
+        with self._one_connection, self.engine.connect() as conn:
             yield conn
 
     def _upgrade(self) -> None:

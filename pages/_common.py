@@ -1,9 +1,12 @@
 """Shared UI helpers of the Streamlit pages: the store handle, cached reads, pickers, the tau control,
 the worker launcher and the comparison view.
 
-Pages stay thin by calling these. This module must never compute a statistic (that is
-``compassess_core.analysis``) nor issue SQL (that is ``db.store``); it must never render user text as
-HTML or markdown: candidate and context texts go through ``st.text``/``st.code``/``st.dataframe``.
+Pages stay thin by calling these. What the CLI does too (creating and starting runs, reading a
+run's rankings, evaluation and agreement back) goes through the Python API (``compassess_core.api``),
+so the app, the CLI and a notebook show the same numbers. This module must never compute a
+statistic (that is ``compassess_core.analysis``) nor issue SQL (that is ``db.store``); it must never
+render user text as HTML or markdown: candidate and context texts go through
+``st.text``/``st.code``/``st.dataframe``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from compassess_core import analysis, worker
+from compassess_core import analysis, api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from compassess_core.comparative import render_prompt
 from compassess_core.context_window import truncated_text
@@ -54,6 +57,11 @@ def store():
     return _open_store(db_url())
 
 
+def api_store() -> api.Store:
+    """The same store through the Python API (what the CLI calls)."""
+    return api.Store(store())
+
+
 def home_dir() -> Path:
     """``COMPASSESS_HOME`` (worker logs live in its ``logs`` folder)."""
     env = os.environ.get("COMPASSESS_HOME")
@@ -82,28 +90,33 @@ def cached_parts(url: str, dataset_id: int, run_id: int, n_comparisons: int):
     return parts, all_p
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_run(url: str, run_id: int, n_stored: int, status: str = "") -> api.Run:
+    """The API's view of a run (``api.Run``), keyed by how much it stores: its dataset and
+    results are read once (a pairwise run's comparisons and their split by context shared with
+    ``cached_table`` and ``cached_parts``)."""
+    info = _open_store(url).get_run(run_id)
+    dataset_id = int(info.dataset_id)
+    if kind_of(info.settings).name != "comparative":
+        return api.Run(api.Store(_open_store(url)), info, dataset=cached_dataset(url, dataset_id))
+    return api.Run(api.Store(_open_store(url)), info, dataset=cached_dataset(url, dataset_id),
+                   results=cached_table(url, run_id, n_stored),
+                   parts=cached_parts(url, dataset_id, run_id, n_stored))
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def cached_ranking(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
                    tau: float, with_ci: bool) -> pd.DataFrame:
-    return analysis.rank_contexts(cached_dataset(url, dataset_id),
-                                  cached_table(url, run_id, n_comparisons),
-                                  method=method, tau=tau, with_ci=with_ci)
+    """``Run.rankings`` (``compassess rank``) at ``tau``."""
+    return cached_run(url, run_id, n_comparisons).rankings(method, tau, ci=with_ci)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def cached_evaluation(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
                       reference: str | None, tau: float) -> analysis.Evaluation:
-    parts, all_p = cached_parts(url, dataset_id, run_id, n_comparisons)
-    return analysis.evaluate_at(cached_dataset(url, dataset_id), parts, method=method,
-                                reference=reference, tau=tau, all_p=all_p)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def cached_report(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
-                  reference: str | None) -> analysis.EvaluationReport:
-    return analysis.evaluate_run(cached_dataset(url, dataset_id),
-                                 cached_table(url, run_id, n_comparisons),
-                                 method=method, reference=reference, debias="balanced")
+    """``Run.evaluation_at``: the numbers ``compassess evaluate`` reports at one threshold."""
+    return cached_run(url, run_id, n_comparisons).evaluation_at(tau, method=method,
+                                                                reference=reference)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -172,27 +185,18 @@ def cached_export(url: str, dataset_id: int, run_id: int, n_comparisons: int, wh
 # Prompt-scoring runs (kind "scoring", one stored score per candidate): keyed by the run's own count
 # of scored candidates and its status, so a finished chunk of a live run refreshes them.
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def cached_score_table(url: str, run_id: int, done: int, status: str):
-    return _open_store(url).score_table(run_id)
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def cached_scored_ranking(url: str, dataset_id: int, run_id: int, done: int, status: str,
                           which: str) -> pd.DataFrame:
-    """``scoring.rank_scored``: one row per scored candidate, ranked by ``which`` (expected/argmax)."""
-    from compassess_core.scoring import rank_scored
-    return rank_scored(cached_dataset(url, dataset_id), cached_score_table(url, run_id, done, status),
-                       which)
+    """``Run.rankings``: one row per scored candidate, ranked by ``which`` (expected/argmax)."""
+    return cached_run(url, run_id, done, status).rankings(which=which)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def cached_scoring_evaluation(url: str, dataset_id: int, run_id: int, done: int, status: str,
                               reference: str | None) -> dict:
-    """``scoring.evaluate_scores``: what ``compassess evaluate`` prints for a scoring run."""
-    from compassess_core.scoring import evaluate_scores
-    return evaluate_scores(cached_dataset(url, dataset_id),
-                           cached_score_table(url, run_id, done, status), reference)
+    """``Run.evaluation``: what ``compassess evaluate`` prints for a scoring run."""
+    return cached_run(url, run_id, done, status).evaluation(reference=reference).numbers
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -557,14 +561,13 @@ def worker_log_path(run_name: str) -> Path:
 
 
 def start_worker(run) -> Path:
-    """Start a worker process (``compassess_core.worker``) for a stored run; returns its log file.
+    """Start a worker process (``api.Run.start_worker``) for a stored run; returns its log file.
 
     The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
     sees a live worker and does not start another one.
     """
     log = worker_log_path(run.name)
-    store().set_run_status(run.id, "running", message="worker starting")
-    worker.start_worker(run.id, db_url(), log, cwd=REPO_ROOT)
+    api.Run(api_store(), run).start_worker(log, cwd=REPO_ROOT)
     return log
 
 
@@ -778,35 +781,11 @@ def problems_frame(err) -> pd.DataFrame:
                          for p in err.problems], columns=["file", "row", "column", "problem"])
 
 
-def labels_not_stored(labels: list, stored: pd.DataFrame) -> tuple[list, int]:
-    """Imported labels whose (annotator, context, unordered pair) is not stored yet, and how many
-    were, so importing the same file twice adds nothing."""
-    have = {(a, c, frozenset((x, y))) for a, c, x, y in
-            stored.loc[stored["source"] == "import",
-                       ["annotator", "context_id", "candidate_left", "candidate_right"]]
-            .itertuples(index=False)}
-    new = [lb for lb in labels
-           if (lb.annotator, lb.context_id, frozenset((lb.candidate_a, lb.candidate_b))) not in have]
-    return new, len(labels) - len(new)
-
-
 @st.cache_data(show_spinner="Computing agreement ...", max_entries=16)
 def cached_agreement(url: str, dataset_id: int, run_id: int, n_comparisons: int,
-                     human: pd.DataFrame, tau: float) -> dict:
-    """Everything the Agreement page shows for one run, one set of human labels and one tau.
-
-    ``summary`` is exactly ``agreement.agreement_summary`` (what ``compassess agreement`` prints);
-    the rest are the engine's tables behind it. Keyed by the human table's content, so a new or
-    undone judgement recomputes it.
+                     human: pd.DataFrame, tau: float) -> api.Agreement:
+    """``Run.agreement``: everything the Agreement page shows for one run, one set of human labels
+    and one tau (its ``summary`` is what ``compassess agreement`` prints). Keyed by the human
+    table's content, so a new or undone judgement recomputes it.
     """
-    from compassess_core import agreement
-    dataset = cached_dataset(url, dataset_id)
-    table = cached_table(url, run_id, n_comparisons)
-    return dict(
-        summary=agreement.agreement_summary(human, table, dataset, tau),
-        report=agreement.llm_vs_human(human, table, tau),
-        human_human=agreement.human_human_agreement(human),
-        bias=agreement.positional_bias_side_by_side(human, table, tau),
-        human_ranking=agreement.human_rankings(human, dataset),
-        disagreements=agreement.disagreements(human, table, tau),
-    )
+    return cached_run(url, run_id, n_comparisons).agreement(human, tau)

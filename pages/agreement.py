@@ -61,7 +61,7 @@ if aspect != run_aspect:
                icon=":material/warning:")
 
 bundle = cached_agreement(url, dataset_id, run_id, n, human, tau)
-summary, report = bundle["summary"], bundle["report"]
+summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
 st.caption(f"Run **{escape_md(run.name)}** vs {llm['n_judgements']:,} human judgements of "
            f"'{escape_md(aspect)}' by {len(llm['annotators'])} annotator(s) "
@@ -136,7 +136,7 @@ with st.expander("Every annotator alone, raw and at tau", expanded=False):
 
 # ----------------------------------------------------------------------- human vs human
 st.header("Human vs human")
-hh = bundle["human_human"]
+hh = bundle.human_human
 if hh.n_items == 0:
     st.info("No pair has been labelled by two or more annotators yet. Choose 'pairs other "
             "annotators labelled' on **Annotate** to build an overlap.")
@@ -160,7 +160,7 @@ else:
 
 # ----------------------------------------------------------------------- positional bias
 st.header("Positional bias: people vs the LLM")
-bias = bundle["bias"]
+bias = bundle.positional_bias
 b1, b2 = st.columns([1, 1])
 fig = go.Figure(go.Bar(x=bias.index.tolist(), y=bias["share_first"].to_numpy(dtype=float),
                        text=[fmt(v, ".3f") for v in bias["share_first"]], textposition="outside",
@@ -182,7 +182,7 @@ with b2:
 # ----------------------------------------------------------------------- rankings
 st.header("Rankings: people alone vs the LLM")
 rc = summary["ranking_correlation"]
-human_rank = bundle["human_ranking"]
+human_rank = bundle.human_rankings
 r1, r2 = st.columns([1, 3])
 r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
           help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at tau = {tau:.4f}) with "
@@ -207,7 +207,7 @@ if len(human_rank):
 
 # ----------------------------------------------------------------------- disagreements
 st.header("Disagreements")
-dis = bundle["disagreements"]
+dis = bundle.disagreements
 if len(dis) == 0:
     st.success(f"At tau = {tau:.4f} the LLM agrees with the majority vote on every scored pair.")
 else:

@@ -19,11 +19,11 @@ import streamlit as st
 
 from compassess_core.annotation import MODES, next_pairs, shown_pair
 from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.labels import load_human_labels, store_rows
+from compassess_core.labels import load_human_labels
 from compassess_core.types import Outcome
-from pages._common import (RunView, aspect_question, cached_dataset, cached_table, db_url,
-                           escape_md, labels_not_stored, pick_aspect, pick_dataset, problems_frame,
-                           recalled, remember, store)
+from pages._common import (RunView, api_store, aspect_question, cached_dataset, cached_table,
+                           db_url, escape_md, pick_aspect, pick_dataset, problems_frame, recalled,
+                           remember, store)
 
 MODE_LABELS = {"random": "random pairs",
                "uncertain": "where the LLM is least certain (p near tau*)",
@@ -284,8 +284,8 @@ def import_labels() -> None:
                f"'{info.name}'.", icon=":material/check_circle:")
     if st.button(f"Store these labels as aspect '{aspect}'", type="primary", icon=":material/save:",
                  key="import_labels"):
-        new, already = labels_not_stored(labels, store().human_judgements_frame(info.id, aspect))
-        n = store().add_human_judgements(info.id, store_rows(new, aspect=aspect))
+        done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect)
+        n, already = done.stored, done.already_stored
         st.success(f"Stored {n} labels for aspect '{aspect}'"
                    + (f"; {already} were already in the store and were not added again." if already
                       else "."))

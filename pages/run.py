@@ -25,9 +25,9 @@ from compassess_core.run_kinds import kind_of
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration, measured_speed
-from pages._common import (cached_dataset, db_url, fmt, is_active, log_tail, pick_dataset,
-                           rate_and_eta, recalled, remember, start_worker, store, worker_log_path,
-                           worker_state)
+from pages._common import (api_store, cached_dataset, db_url, fmt, is_active, log_tail,
+                           pick_dataset, rate_and_eta, recalled, remember, start_worker, store,
+                           worker_log_path, worker_state)
 
 OWN = "own description ..."
 
@@ -245,8 +245,7 @@ run_name = top.text_input("Run name", value=settings.default_run_name() if setti
                           help="Starting a run with an existing name and the same settings resumes it.")
 if top.button("Start", type="primary", icon=":material/play_arrow:", disabled=settings is None):
     try:
-        run_id = store().create_run(run_name.strip(), info.id, settings.to_dict())
-        run = store().get_run(run_id)
+        run = api_store().create_run(info.id, settings, name=run_name.strip()).info
         state = worker_state(run)
         if is_active(state):
             top.warning(f"Run '{run.name}' already has a live worker; watching it below.")

@@ -2,7 +2,8 @@
 quality 1..N), a threshold with pass/fail, the comparisons behind each score, and the references
 themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
 
-Every number comes from ``compassess_core.absolute`` and every read/write goes through ``db.store``;
+Every number comes from ``compassess_core.absolute`` (read through the Python API's ``Run``, as
+``compassess rank|evaluate`` read it) and every read/write goes through ``db.store``;
 this page must never compute a score itself, never run the judge (a worker does), and shows user
 texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``).
 """
@@ -15,16 +16,10 @@ import streamlit as st
 from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.settings import RunSettings
-from pages._common import (cached_dataset, db_url, fmt, is_active, partial_warning, preview,
-                           problems_frame, recalled, remember, start_worker, store, worker_state)
+from pages._common import (cached_dataset, cached_run, db_url, fmt, is_active, partial_warning,
+                           preview, problems_frame, recalled, remember, start_worker, store, worker_state)
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_frame(url: str, run_id: int, done: int, status: str, beat: str):
-    from pages._common import _open_store
-    return _open_store(url).absolute_frame(run_id)
 
 
 st.title("Scores")
@@ -46,8 +41,9 @@ settings = RunSettings.from_dict(run.settings)
 n_levels = settings.reference_options.n_levels
 orders = ab.ORDERS[settings.reference_options.orders]
 dataset = cached_dataset(db_url(), run.dataset_id)
-frame = cached_frame(db_url(), run.id, int(run.done or 0), run.status, str(run.heartbeat_at))
-table = ab.score_table(dataset, frame, n_levels, orders)
+# Keyed by the heartbeat too: edited references replace comparisons without changing the count.
+scored_run = cached_run(db_url(), run.id, int(run.done or 0), f"{run.status} {run.heartbeat_at}")
+frame, table = scored_run.results
 ref_set = ab.reference_set_key(settings, run.judge_key)
 
 st.caption(f"Aspect **{settings.aspect}**, {n_levels} reference levels, orders: {', '.join(orders)}, "
@@ -69,7 +65,7 @@ refs = list(dataset.score_columns)
 reference = st.sidebar.selectbox("Reference score column", refs or ["(none)"], disabled=not refs,
                                  index=refs.index(settings.aspect) if settings.aspect in refs else 0)
 reference = reference if refs else None
-ev = ab.evaluate_scores(table, frame, score=score, reference=reference, threshold=threshold)
+ev = scored_run.evaluation(score=score, reference=reference, threshold=threshold)
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Candidates passing", f"{ev.n_pass} of {ev.n_scored}",

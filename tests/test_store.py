@@ -805,6 +805,37 @@ def test_in_memory_store_works_across_threads(tiny_dataset):
     assert s.get_run(rid).done == 2
 
 
+def test_in_memory_store_takes_turns_between_a_writer_and_its_heartbeat(tiny_dataset):
+    """An in-memory database is one shared connection: a run loop writing results while its
+    heartbeat thread writes the status must never BEGIN inside the other's transaction."""
+    import threading
+
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+
+    s = Store("sqlite://")
+    rid = s.create_run("r", s.save_dataset(tiny_dataset), settings())
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.is_set():
+            try:
+                s.set_run_status(rid, "running", done=1)
+            except Exception as e:  # noqa: BLE001 - collected, asserted below
+                errors.append(repr(e))
+    beat = threading.Thread(target=heartbeat)
+    beat.start()
+    try:
+        for k in range(200):
+            s.add_results(rid, "comparative", [ComparisonResult(
+                PairKey("doc1", "c1", "c2"), Judgement(0.5, -0.7, -0.7, 1.0), f"h{k}")])
+            s.stored_results(rid, "comparative")
+    finally:
+        stop.set()
+        beat.join()
+    assert errors == [] and len(s.stored_results(rid, "comparative")) == 1
+
+
 _OPEN_AND_WRITE = textwrap.dedent("""
     import sys, time
     from compassess_core.types import ComparisonResult, Judgement, PairKey

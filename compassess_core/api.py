@@ -1,0 +1,986 @@
+"""The Python API: everything ``compassess`` does, for notebooks and scripts.
+
+    import compassess_core as ca
+
+    store = ca.open_store(":memory:")          # or a .db path, a URL, or None for the default store
+    run = store.run("assets/sample_summeval.csv", aspect="coherence", contexts=1)
+    run.rankings(method="bradley-terry", debias="balanced")      # a DataFrame
+    run.evaluation().debiased.spearman_x100                       # a typed report
+
+:class:`Store` mirrors the store and the CLI's verbs that write (``run``, ``score``,
+``import-labels``); :class:`Run` mirrors the ones that read a run back (``rank``, ``evaluate``,
+``export``, ``agreement``) and ``worker`` (:meth:`Run.execute`). The CLI and the app's pages call
+this module, so the three give the same numbers by construction. Walkthrough: docs/python.md.
+
+This module is wiring, like ``worker`` and ``cli``: it computes nothing itself (the run kinds,
+``analysis`` and ``agreement`` do) and reaches the store only through ``sink.open_store`` (the
+``compassess.stores`` entry point), never by importing ``db``. It must not import a judge
+backend at import time (``import compassess_core`` stays free of torch and transformers).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+# Some of these names are not used here: compassess_core re-exports them from this module
+# (its __all__), for type hints and except clauses.
+from . import __version__, absolute, analysis, worker
+from .absolute import AbsoluteEvaluation
+from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
+                        human_human_agreement, human_rankings, human_table_from_labels,
+                        llm_vs_human, positional_bias_side_by_side)
+from .analysis import Evaluation, EvaluationReport
+from .data import Source, load_candidates
+from .errors import (CompAssessError, InputError, Problem, RunCancelled, RunInterrupted,
+                     ValidationError)
+from .export import FORMATS, write_table
+from .labels import labels_not_stored, load_human_labels, store_rows
+from .models import BUNDLED_MODEL
+from .prompts import Aspect, resolve_template
+from .ranking import METHODS
+from .run_kinds import ReadOptions, RunKind, kind_of
+from .run_loop import Progress, RunSummary
+from .scoring import ScoringEvaluation, scoring_settings, scoring_template
+from .selection import STRATEGIES
+from .settings import GenerationOptions, ReferenceOptions, RunSettings
+from .sink import open_store as _open_backend
+from .types import Dataset
+from .worker import Reporter
+
+#: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
+RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
+#: Pair-selection strategies of ``Store.run(strategy=...)`` (``compassess run --strategy``).
+SELECTION_STRATEGIES: tuple[str, ...] = tuple(STRATEGIES)
+
+#: What ``open_store`` takes for a throwaway in-memory store.
+_MEMORY = (":memory:", "sqlite://")
+#: Label-file columns that tell a label table (validated like a file) from the store's table.
+_LABEL_FILE_COLUMNS = {"candidate_a", "candidate_b"}
+
+
+# ------------------------------------------------------------------------------ progress
+
+class ProgressBar:
+    """A :class:`Reporter` drawing a ``tqdm.auto`` progress bar: a widget in Jupyter (a text bar
+    where ipywidgets is missing), a redrawn line in a terminal, lines in a log.
+
+    It shows done/total in the run kind's unit, the run's own rate (units per second of judging,
+    not counting what came from the cache or was stored before) and the ETA: the numbers
+    ``compassess run`` prints. Messages (the judge loaded, truncated contexts, how the run
+    ended) are written above the bar.
+    """
+
+    def __init__(self, unit: str = "comparisons", rate_unit: str | None = None, *,
+                 file=None) -> None:
+        self.unit = unit
+        self.rate_unit = rate_unit or f"{unit.split()[0]}/s"
+        self.file = file
+        self._bar = None
+
+    def loaded(self, description: str) -> None:
+        """Say which judge was loaded."""
+        self.message(f"judge: {description}")
+
+    def message(self, text: str) -> None:
+        """Write a line above the bar."""
+        _tqdm().write(text, file=self.file or sys.stderr)
+
+    def progress(self, progress: Progress) -> None:
+        """Redraw the bar at ``progress`` (closed once everything is done)."""
+        rate = (f"{progress.rate:.2f} {self.rate_unit}" if progress.computed
+                else f"-- {self.rate_unit}")
+        eta = ("--:--:--" if progress.eta_s is None
+               else time.strftime("%H:%M:%S", time.gmtime(progress.eta_s)))
+        postfix = f"{rate}, ETA {eta}" + (f", {progress.cached} from cache" if progress.cached
+                                          else "")
+        if self._bar is None:
+            self._bar = _tqdm()(
+                total=progress.total, initial=progress.done, unit=f" {self.unit}", file=self.file,
+                dynamic_ncols=True, leave=True, postfix=postfix,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}{postfix}]")
+        self._bar.total = progress.total
+        self._bar.n = progress.done
+        self._bar.set_postfix_str(postfix, refresh=False)
+        self._bar.refresh()
+        if progress.done >= progress.total:
+            self.close()
+
+    def close(self) -> None:
+        """Close the bar (a run that stops early leaves it where it stopped)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _tqdm():
+    """``tqdm.auto.tqdm``: the widget in Jupyter, the text bar elsewhere (and in a notebook without
+    ipywidgets, where tqdm's warning about it is left out: the text bar works there too)."""
+    import warnings
+
+    from tqdm import TqdmWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TqdmWarning)
+        from tqdm.auto import tqdm
+    return tqdm
+
+
+class _Quiet:
+    """A reporter that says nothing (``progress=False``)."""
+
+    def loaded(self, description: str) -> None:
+        pass
+
+    def progress(self, progress: Progress) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
+
+
+def _reporter(progress: bool | Reporter, kind: RunKind) -> Reporter:
+    if progress is True:
+        return ProgressBar(kind.unit, kind.rate_unit)
+    if progress is False or progress is None:
+        return _Quiet()
+    return progress
+
+
+# -------------------------------------------------------------------------------- settings
+
+def _check_at_least(name: str, value: int | None, least: int) -> None:
+    if value is not None and value < least:
+        raise InputError(f"{name} must be at least {least}, not {value}")
+
+
+def _model_options(*, contexts: int | None, batch_size: int, chunk_size: int | None = None,
+                   threads: int | None = None) -> None:
+    """Check the options every model run takes; ``threads`` is process-wide (the judge reads it
+    when it loads)."""
+    _check_at_least("contexts", contexts, 1)
+    _check_at_least("batch_size", batch_size, 1)
+    _check_at_least("chunk_size", chunk_size, 1)
+    _check_at_least("threads", threads, 0)
+    if threads:
+        os.environ["COMPASSESS_THREADS"] = str(threads)
+
+
+def run_settings(dataset: str, *, aspect: str, mode: str = "comparative",
+                 template: str | None = None, task: str = "auto",
+                 strategy: str = RunSettings.strategy, budget: int | None = None,
+                 model: str | None = None, contexts: int | None = None,
+                 seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
+                 device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+                 truncate_context: bool = False) -> RunSettings:
+    """The settings of a ``compassess run`` on dataset ``dataset`` (its name), checked.
+
+    Parameters
+    ----------
+    aspect
+        A preset (coherence, consistency, fluency, relevance, engagingness, naturalness,
+        continuity, understandable, grammar, overall) or your own adjective.
+    mode
+        ``comparative`` (pairwise judgements, the paper's method) or ``scoring`` (the
+        prompt-scoring baseline: a 1-10 score per candidate, argmax and G-Eval expected score).
+    template
+        ``t1``/``t2`` or a template file with ``{context} {a} {b} {aspect}`` (default ``t1``);
+        with ``mode="scoring"``: ``s1``/``s2`` (default ``s1``).
+    task
+        Wording of the built-in templates: ``summary``, ``dialogue`` or ``auto`` (from the aspect).
+    strategy, budget
+        Which ordered pairs are judged (paper §3.4: ``full``, ``random``, ``no-repeat``,
+        ``symmetric``; beyond it: ``poe``, ``adaptive``); every strategy but ``full`` needs a
+        budget of comparisons per context.
+    model
+        A ``.gguf`` file, a local model folder, a hub id or ``openai:URL#NAME`` (default: the
+        bundled SmolLM2-135M-Instruct).
+    contexts
+        Only the first N contexts.
+
+    Raises
+    ------
+    InputError
+        An unknown mode, template, task, strategy or a bad budget (the message says which).
+    """
+    aspect_ = Aspect.from_name(aspect)
+    _check_at_least("contexts", contexts, 1)
+    _check_at_least("batch_size", batch_size, 1)
+    common = dict(contexts=contexts, batch_size=batch_size, device=device, dtype=dtype,
+                  truncate_context=truncate_context)
+    if mode == "scoring":
+        if strategy != "full" or budget is not None:
+            raise InputError("prompt scoring scores every candidate once: a strategy and a "
+                             "budget do not apply")
+        return scoring_settings(dataset, aspect_, scoring_template(template or "s1", aspect_, task),
+                                model or BUNDLED_MODEL, **common)
+    if mode != "comparative":
+        raise InputError(f"unknown mode '{mode}'; choose comparative or scoring (absolute scores: "
+                         "Store.score)")
+    tmpl = resolve_template(template or "t1", aspect_, task)
+    settings = RunSettings(
+        dataset=dataset, aspect=aspect_.name, aspect_adjective=aspect_.adjective,
+        template_name=tmpl.name, template_text=tmpl.text, primer=tmpl.primer,
+        model=model or BUNDLED_MODEL, strategy=strategy,
+        budget=None if strategy == "full" else budget, seed=seed, **common)
+    kind_of(settings).check(settings)
+    return settings
+
+
+def score_settings(dataset: str, *, aspect: str, references: int = ReferenceOptions.n_levels,
+                   anchors: bool = False, task: str = "auto",
+                   variant: str = ReferenceOptions.variant, orders: str = ReferenceOptions.orders,
+                   max_new_tokens: int = GenerationOptions.max_new_tokens,
+                   sample: bool = GenerationOptions.sample,
+                   temperature: float = GenerationOptions.temperature, model: str | None = None,
+                   contexts: int | None = None, seed: int = RunSettings.seed,
+                   batch_size: int = RunSettings.batch_size, device: str = RunSettings.device,
+                   dtype: str = RunSettings.dtype, truncate_context: bool = False) -> RunSettings:
+    """The settings of a ``compassess score`` (absolute scores from synthetic references of
+    quality 1..``references``) on dataset ``dataset``, checked.
+
+    ``anchors``: the references are your own texts (uploaded with the run) instead of written
+    by the model. ``variant``: ``bws`` (Better/Worse/Similar) or ``yes-no``; ``orders``:
+    ``both``, ``target-first`` or ``reference-first``; ``task``: ``summary``, ``dialogue``,
+    ``story`` or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
+    written.
+
+    Raises
+    ------
+    InputError
+        A bad level count, order, variant, task or decoding setting.
+    """
+    _check_at_least("contexts", contexts, 1)
+    _check_at_least("batch_size", batch_size, 1)
+    return absolute.absolute_settings(
+        dataset, Aspect.from_name(aspect), model=model or BUNDLED_MODEL, n_levels=references,
+        task=task, variant=variant, orders=orders,
+        reference_set=absolute.UPLOADED if anchors else "generated",
+        max_new_tokens=max_new_tokens, sample=sample, temperature=temperature, contexts=contexts,
+        seed=seed, batch_size=batch_size, device=device, dtype=dtype,
+        truncate_context=truncate_context)
+
+
+# ------------------------------------------------------------------------------- the store
+
+def open_store(url: str | os.PathLike | None = None) -> "Store":
+    """Open (creating and migrating it when needed) the store at ``url``.
+
+    Parameters
+    ----------
+    url
+        ``None``: ``$COMPASSESS_DATABASE_URL``, else the SQLite file in ``$COMPASSESS_HOME``
+        (the app's and the CLI's default store); a file path ending in ``.db``, ``.sqlite`` or
+        ``.sqlite3``; any SQLAlchemy URL (``postgresql+psycopg://...``); or ``":memory:"`` for a
+        throwaway in-memory store (gone when the process ends; no worker process can use it).
+
+    Raises
+    ------
+    InputError
+        A URL that cannot be opened, or a database written by a newer CompAssess.
+    """
+    if url is not None:
+        url = os.fspath(url)
+        if url.strip() in _MEMORY:
+            url = "sqlite://"
+    return Store(_open_backend(url))
+
+
+@dataclass(frozen=True)
+class LabelsImported:
+    """What :meth:`Store.import_labels` stored: ``stored`` new labels; ``already_stored`` were
+    in the store from an earlier import of the same (annotator, context, pair) and not added."""
+
+    stored: int
+    already_stored: int
+    dataset: str
+    aspect: str
+
+
+class Store:
+    """A CompAssess store: datasets, runs and their results, human labels.
+
+    Open one with :func:`open_store`. ``backend`` is the persistent store behind it (the
+    ``compassess.stores`` entry point, ``db.store.Store``), for what this API does not cover.
+    """
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        return f"compassess_core.Store({self.backend!r})"
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the store's connections (it reconnects when used again; an in-memory store's
+        data is gone)."""
+        self.backend.close()
+
+    @property
+    def url(self) -> str:
+        """The store's database URL (it may hold a password: do not print it)."""
+        return self.backend.url
+
+    @property
+    def in_memory(self) -> bool:
+        """True for a throwaway in-memory store (``open_store(":memory:")``)."""
+        url = self.url
+        return url.rstrip("/") in ("sqlite:", "sqlite:///:memory:") or "mode=memory" in url
+
+    # ---------------------------------------------------------------------------- datasets
+
+    def datasets(self) -> pd.DataFrame:
+        """One row per stored dataset: id, name, contexts, candidates, score_columns, source,
+        created_at (``compassess datasets``)."""
+        rows = [dict(id=d.id, name=d.name, contexts=d.n_contexts, candidates=d.n_candidates,
+                     score_columns=", ".join(d.score_columns), source=d.source,
+                     created_at=d.created_at) for d in self.backend.list_datasets()]
+        return pd.DataFrame(rows, columns=["id", "name", "contexts", "candidates",
+                                           "score_columns", "source", "created_at"])
+
+    def dataset(self, name_or_id: str | int) -> Dataset:
+        """A stored dataset (contexts, candidates, reference scores).
+
+        Raises
+        ------
+        InputError
+            No dataset of that name or id (``RunNotFoundError``).
+        """
+        return self.backend.load_dataset(name_or_id)
+
+    def add_dataset(self, source: Source | Dataset, *, name: str | None = None,
+                    column_map: Mapping[str, str] | None = None,
+                    score_columns: Sequence[str] | None = None) -> Dataset:
+        """Validate candidates (a file, its bytes or a DataFrame, as :func:`load_candidates`)
+        and store them; returns the dataset as stored.
+
+        Storing is idempotent: the same content is stored once, under the name it was first
+        stored with (the returned dataset carries that name).
+
+        Raises
+        ------
+        ValidationError
+            Every problem of the input, each with its row and column; nothing is stored.
+        InputError
+            A different dataset already has this name.
+        """
+        dataset = (source if isinstance(source, Dataset)
+                   else load_candidates(source, name=name, column_map=column_map,
+                                        score_columns=score_columns))
+        return self.backend.load_dataset(self.backend.save_dataset(dataset))
+
+    def read_data(self, data: Source | Dataset | int) -> tuple[Dataset, int | None]:
+        """What a run's ``data`` names: a :class:`Dataset`, a stored dataset (name or id), or
+        candidates to validate (a file path, bytes, a file object, a DataFrame), with the
+        stored dataset's id (None for data not stored yet: a run stores it when it starts).
+
+        Raises
+        ------
+        ValidationError
+            Candidates with problems (every one, with row and column).
+        InputError
+            A string that is neither an existing file nor a stored dataset's name.
+        """
+        if isinstance(data, Dataset):
+            return data, None
+        if isinstance(data, (int, np.integer)):
+            dataset = self.backend.load_dataset(int(data))
+            return dataset, int(data)
+        if isinstance(data, (str, os.PathLike)):
+            path = Path(data)
+            if path.exists():
+                return load_candidates(path), None
+            try:
+                dataset = self.backend.load_dataset(os.fspath(data))
+            except CompAssessError:
+                raise InputError(f"'{os.fspath(data)}' is neither a file nor a stored dataset "
+                                 "(see `compassess datasets`)") from None
+            return dataset, next(d.id for d in self.backend.list_datasets()
+                                 if d.name == dataset.name)
+        return load_candidates(data), None
+
+    # -------------------------------------------------------------------------------- runs
+
+    def runs(self) -> pd.DataFrame:
+        """One row per stored run, oldest first: name, dataset, kind, status, done, total, unit,
+        n_comparisons, judge, created_at (``compassess runs``)."""
+        rows = [dict(name=r.name, dataset=r.dataset_name, kind=kind_of(r.settings).name,
+                     status=r.status, done=r.done, total=r.total, unit=kind_of(r.settings).unit,
+                     n_comparisons=r.n_comparisons, judge=r.judge_key, created_at=r.created_at)
+                for r in self.backend.list_runs()]
+        return pd.DataFrame(rows, columns=["name", "dataset", "kind", "status", "done", "total",
+                                           "unit", "n_comparisons", "judge", "created_at"])
+
+    def get_run(self, name_or_id: str | int) -> "Run":
+        """A stored run by name or id.
+
+        Raises
+        ------
+        InputError
+            No run of that name or id (``RunNotFoundError``).
+        """
+        return Run(self, self.backend.get_run(name_or_id))
+
+    def create_run(self, data: Source | Dataset | int, settings: RunSettings, *,
+                   name: str | None = None) -> "Run":
+        """Store ``data`` (when it is not stored yet) and a run of ``settings`` on it, without
+        executing it: :meth:`Run.execute` executes it here, :meth:`Run.start_worker` in a
+        process of its own. ``name`` defaults to one derived from the settings; an existing run
+        of the same name, dataset and settings is returned (to be resumed).
+
+        Raises
+        ------
+        InputError
+            A run of that name exists with other settings or another dataset (the message
+            lists the differences), or the name is empty or too long.
+        """
+        if isinstance(data, (int, np.integer)):
+            return self._create_run(None, int(data), settings, name)
+        return self._create_run(*self.read_data(data), settings, name)
+
+    def _create_run(self, dataset: Dataset | None, dataset_id: int | None, settings: RunSettings,
+                    name: str | None) -> "Run":
+        if dataset_id is None:
+            dataset_id = self.backend.save_dataset(dataset)
+        # The same content may be stored under another name: the run names the stored one.
+        stored = next(d.name for d in self.backend.list_datasets() if d.id == dataset_id)
+        settings = settings.with_changes(dataset=stored)
+        name = settings.default_run_name() if name is None else name
+        return Run(self, self.backend.get_run(
+            self.backend.create_run(name, dataset_id, settings.to_dict())),
+            dataset=dataset if dataset is not None and dataset.name == stored else None)
+
+    def start(self, data: Source | Dataset | int, settings: RunSettings, *,
+              name: str | None = None, judge=None, anchors: Source | None = None,
+              progress: bool | Reporter = True, chunk_size: int | None = None) -> "Run":
+        """Execute a run of ``settings`` on ``data`` in this process and return it, finished:
+        what :meth:`run` and :meth:`score` do once their settings are built.
+
+        The judge is loaded (unless given) and every prompt checked against its context window
+        before anything is stored; then the dataset, the anchor texts of an absolute run with
+        ``anchors`` (a CSV of ``context_id, level, text``) and the run are stored, and the run
+        executes, storing every micro-batch the moment it is computed. A run of the same name
+        and settings resumes: nothing stored is computed again.
+
+        Raises
+        ------
+        RunInterrupted
+            Ctrl-C or a notebook's stop button (a ``KeyboardInterrupt``): the run stops after
+            the micro-batch in flight (a second press: at once) and is marked cancelled;
+            everything computed is stored, and the same call resumes it.
+        RunCancelled
+            The run was cancelled in the store (e.g. from the app).
+        ValidationError, InputError
+            Bad data, settings, model, or prompts too long for the model (nothing stored).
+        """
+        return self._start(*self.read_data(data), settings, name=name, judge=judge,
+                           anchors=anchors, progress=progress, chunk_size=chunk_size)
+
+    def _start(self, dataset: Dataset, dataset_id: int | None, settings: RunSettings, *,
+               name: str | None, judge, anchors: Source | None, progress: bool | Reporter,
+               chunk_size: int | None) -> "Run":
+        kind = kind_of(settings)
+        kind.check(settings)
+        references = None
+        if anchors is not None:
+            if isinstance(anchors, pd.DataFrame):
+                anchors = anchors.to_csv(index=False).encode()
+            references = absolute.parse_anchor_file(
+                anchors, n_levels=settings.reference_options.n_levels)
+        reporter = _reporter(progress, kind)
+        judge = judge if judge is not None else worker.load_run_judge(settings)
+        kind.preflight(dataset, settings, judge)
+        run = self._create_run(dataset, dataset_id, settings, name)
+        if references:
+            n = self.backend.save_references(run.info.dataset_id, settings.aspect,
+                                             absolute.UPLOADED, references)
+            where = f" from {os.fspath(anchors)}" if isinstance(anchors, (str, os.PathLike)) else ""
+            reporter.message(f"stored {n} anchor text(s){where}")
+        reporter.message(f"{kind.label} run '{run.name}' on dataset '{run.info.dataset_name}'")
+        return run.execute(judge=judge, progress=reporter, chunk_size=chunk_size)
+
+    def run(self, data: Source | Dataset | int, *, aspect: str, mode: str = "comparative",
+            template: str | None = None, task: str = "auto", strategy: str = RunSettings.strategy,
+            budget: int | None = None, model: str | None = None, contexts: int | None = None,
+            seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
+            device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+            truncate_context: bool = False, name: str | None = None, judge=None,
+            progress: bool | Reporter = True, chunk_size: int | None = None,
+            threads: int | None = None) -> "Run":
+        """Judge ``data`` with an LLM and store every judgement: ``compassess run``.
+
+        ``data`` is a candidate file, its bytes, a DataFrame (validated as an upload is), a
+        :class:`Dataset`, or the name or id of a stored dataset. The options are
+        :func:`run_settings`'s; ``name`` names the run (default: derived from the settings; an
+        existing name with the same settings resumes it). ``judge``: a judge already loaded
+        (``compassess_core.judges.load_judge``), to reuse one model across runs.
+        ``progress``: a progress bar (True), nothing (False) or your own :class:`Reporter`.
+        ``chunk_size``: prompts per judge call (the scope of its prefix cache). ``threads``: CPU
+        threads of a local model (process-wide; 0 = all cores).
+
+        Returns the finished :class:`Run`; see :meth:`start` for what is raised.
+        """
+        _model_options(contexts=contexts, batch_size=batch_size, chunk_size=chunk_size,
+                       threads=threads)
+        dataset, dataset_id = self.read_data(data)
+        settings = run_settings(dataset.name, aspect=aspect, mode=mode, template=template,
+                                task=task, strategy=strategy, budget=budget, model=model,
+                                contexts=contexts, seed=seed, batch_size=batch_size,
+                                device=device, dtype=dtype, truncate_context=truncate_context)
+        return self._start(dataset, dataset_id, settings, name=name, judge=judge, anchors=None,
+                           progress=progress, chunk_size=chunk_size)
+
+    def score(self, data: Source | Dataset | int, *, aspect: str,
+              references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
+              task: str = "auto", variant: str = ReferenceOptions.variant,
+              orders: str = ReferenceOptions.orders,
+              max_new_tokens: int = GenerationOptions.max_new_tokens,
+              sample: bool = GenerationOptions.sample,
+              temperature: float = GenerationOptions.temperature, model: str | None = None,
+              contexts: int | None = None, seed: int = RunSettings.seed,
+              batch_size: int = RunSettings.batch_size, device: str = RunSettings.device,
+              dtype: str = RunSettings.dtype, truncate_context: bool = False,
+              name: str | None = None, judge=None, progress: bool | Reporter = True,
+              chunk_size: int | None = None, threads: int | None = None) -> "Run":
+        """Absolute scores: every candidate compared with synthetic references of quality
+        1..``references``: ``compassess score``.
+
+        ``anchors``: your own reference texts (a CSV file or its bytes, or a DataFrame, with
+        columns ``context_id, level, text``) instead of references the model writes. The other
+        options are :func:`score_settings`'s and :meth:`run`'s. Returns the finished
+        :class:`Run`; see :meth:`start` for what is raised.
+        """
+        _model_options(contexts=contexts, batch_size=batch_size, chunk_size=chunk_size,
+                       threads=threads)
+        dataset, dataset_id = self.read_data(data)
+        settings = score_settings(
+            dataset.name, aspect=aspect, references=references, anchors=anchors is not None,
+            task=task, variant=variant, orders=orders, max_new_tokens=max_new_tokens,
+            sample=sample, temperature=temperature, model=model, contexts=contexts, seed=seed,
+            batch_size=batch_size, device=device, dtype=dtype, truncate_context=truncate_context)
+        return self._start(dataset, dataset_id, settings, name=name, judge=judge,
+                           anchors=anchors, progress=progress, chunk_size=chunk_size)
+
+    # ---------------------------------------------------------------------- human labels
+
+    def _dataset_id(self, dataset: str | int) -> int:
+        """A stored dataset's id from its id, its name, or its id as text."""
+        infos = self.backend.list_datasets()
+        by_name = [] if isinstance(dataset, (int, np.integer)) else [d for d in infos
+                                                                      if d.name == dataset]
+        for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
+            return d.id
+        raise InputError(f"no stored dataset named '{dataset}' (see `compassess datasets`)")
+
+    def import_labels(self, source: Source, *, dataset: str | int,
+                      aspect: str = "overall") -> LabelsImported:
+        """Validate human A/B labels (a file, its bytes or a DataFrame with columns
+        ``context_id, candidate_a, candidate_b, winner[, annotator]``; ``winner`` one of the two
+        ids or ``tie``) against a stored dataset and store them for ``aspect``:
+        ``compassess import-labels``. Importing the same labels again adds nothing.
+
+        Raises
+        ------
+        ValidationError
+            Every problem of the labels, each with its row and column; nothing is stored.
+        InputError
+            No stored dataset of that name or id.
+        """
+        dataset_id = self._dataset_id(dataset)
+        ds = self.backend.load_dataset(dataset_id)
+        labels = load_human_labels(source, ds)
+        new, already = labels_not_stored(labels,
+                                         self.backend.human_judgements_frame(dataset_id, aspect))
+        n = self.backend.add_human_judgements(dataset_id, store_rows(new, aspect=aspect))
+        return LabelsImported(stored=n, already_stored=already, dataset=ds.name, aspect=aspect)
+
+    def human_labels(self, dataset: str | int, aspect: str | None = None) -> pd.DataFrame:
+        """The human judgements stored for a dataset (of one aspect when given), in the order
+        stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
+        ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
+        return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
+
+
+# ---------------------------------------------------------------------------------- a run
+
+@dataclass(frozen=True)
+class Agreement:
+    """A run's comparisons against human A/B labels (``compassess agreement``, the Agreement
+    page), raw (tau = 0.5) and at ``tau``.
+
+    ``summary`` is what ``compassess agreement --json`` prints (accuracy and Cohen's kappa with
+    and without ties, human-human agreement, positional bias of both, the correlation of the
+    LLM's Bradley-Terry ranking with the human-only one); ``report`` the same LLM-vs-human
+    numbers typed, per annotator too, with confusion matrices; ``positional_bias``,
+    ``human_rankings`` and ``disagreements`` the tables behind them.
+    """
+
+    labels: str
+    tau: float
+    summary: dict
+    report: AgreementReport
+    human_human: HumanAgreement
+    positional_bias: pd.DataFrame
+    human_rankings: pd.DataFrame
+    disagreements: pd.DataFrame
+
+    def to_dict(self) -> dict:
+        """The summary as JSON-able values, with where the labels came from."""
+        return {"labels": self.labels, **self.summary}
+
+
+class Run:
+    """A stored run: its settings, status and results, read back as DataFrames and typed
+    reports (the numbers ``compassess rank|evaluate|export|agreement`` print).
+
+    Get one from :meth:`Store.run`, :meth:`Store.score` or :meth:`Store.get_run`. The
+    dataset and the stored results are read once and kept; :meth:`refresh` reads them again
+    (e.g. while a worker is still adding results).
+
+    ``debias`` options take ``"none"`` (tau = 0.5, eq. 3), ``"balanced"`` (tau*, the threshold
+    that makes P(A) = P(B) = 0.5, eq. 10) or a number in (0, 1).
+    """
+
+    def __init__(self, store: Store, info, *, dataset: Dataset | None = None,
+                 results: Any = None, parts: tuple | None = None) -> None:
+        """``info`` is the store's record of the run. A caller that already holds them (the
+        app's caches) may give the ``dataset``, the ``results`` as the run's kind reads them, and
+        a pairwise run's ``parts``: ``analysis.split_by_context`` of its comparisons with their
+        concatenated p."""
+        self.store = store
+        self.info = info
+        self._dataset = dataset
+        self._results = results
+        self._parts = parts
+
+    def __repr__(self) -> str:
+        return (f"<Run {self.name!r}: {self.kind}, {self.status}, {self.info.done}/"
+                f"{self.info.total if self.info.total is not None else '?'} {self._kind.unit}>")
+
+    # ------------------------------------------------------------------------ what it is
+
+    @property
+    def name(self) -> str:
+        """The run's name (unique in its store)."""
+        return self.info.name
+
+    @property
+    def id(self) -> int:
+        """The run's id in its store."""
+        return self.info.id
+
+    @property
+    def status(self) -> str:
+        """``pending``, ``running``, ``completed``, ``cancelled`` or ``failed`` (as last read)."""
+        return self.info.status
+
+    @property
+    def settings(self) -> RunSettings:
+        """Everything the run was asked to do (stored with it, in every export)."""
+        return RunSettings.from_dict(self.info.settings)
+
+    @property
+    def _kind(self) -> RunKind:
+        return kind_of(self.info.settings)
+
+    @property
+    def kind(self) -> str:
+        """``comparative``, ``scoring`` or ``absolute``."""
+        return self._kind.name
+
+    @property
+    def dataset(self) -> Dataset:
+        """The dataset the run judged (read once)."""
+        if self._dataset is None:
+            self._dataset = self.store.backend.load_dataset(self.info.dataset_id)
+        return self._dataset
+
+    @property
+    def results(self) -> Any:
+        """The stored results as the run's kind ranks them: a ``ComparisonTable`` (comparative),
+        a ``ScoreTable`` (scoring), or ``(comparisons, scores)`` DataFrames (absolute)."""
+        if self._results is None:
+            self._results = self._kind.read(self.store.backend, self.id, self.dataset,
+                                             self.settings)
+        return self._results
+
+    def refresh(self) -> "Run":
+        """Read the run's status and results again (they change while it executes)."""
+        self.info = self.store.backend.get_run(self.id)
+        self._results = self._parts = None
+        return self
+
+    def _pairwise(self, what: str) -> None:
+        if self.kind != "comparative":
+            raise InputError(f"run '{self.name}' is a {self._kind.label} run: {what} needs "
+                             "pairwise comparisons")
+
+    def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
+                 ci: bool = False, which: str = "expected", score: str = "level",
+                 threshold: float | None = None, reference: str | None = None) -> ReadOptions:
+        if reference is None and self.settings.aspect in self.dataset.score_columns:
+            reference = self.settings.aspect
+        return ReadOptions(method=method, debias=str(debias), ci=ci, which=which, score=score,
+                           threshold=threshold, reference=reference)
+
+    # ----------------------------------------------------------------------- reading back
+
+    def comparisons(self) -> pd.DataFrame:
+        """Every stored result as a table (the 'comparisons' export): comparisons with p,
+        log-probabilities, label mass, latency, prompt hash and time; scored candidates for a
+        scoring run; comparisons with references for an absolute run."""
+        return self._kind.results_frame(self.store.backend, self.id, self.dataset, self.settings)
+
+    def tau(self, debias: str | float = "balanced") -> float:
+        """The decision threshold ``debias`` names on this run's comparisons (``balanced``:
+        tau*, the median of p; eq. 10)."""
+        self._pairwise("a decision threshold")
+        return analysis.resolve_tau(debias, self.results.p)
+
+    def rankings(self, method: str = "win-ratio", debias: str | float = "none", *,
+                 ci: bool = False, context: str | None = None, which: str = "expected",
+                 score: str = "level", threshold: float | None = None) -> pd.DataFrame:
+        """One row per candidate, ranked within its context (rank 1 = best): ``compassess rank``.
+
+        Comparative runs: ``method`` (:data:`RANKING_METHODS`: win ratio, eq. 6; average
+        probability; Bradley-Terry; product of experts) at the threshold ``debias``, with
+        bootstrap 95% intervals when ``ci``. Scoring runs: ranked by ``which`` (``expected``
+        = G-Eval, ``argmax``). Absolute runs: by ``score`` (``level``, calibrated 1..N, or the
+        paper's ``score``), with ``pass`` at ``score >= threshold`` when given. ``context``:
+        one context only. Every reference-score column of the dataset is alongside.
+
+        Raises
+        ------
+        InputError
+            An unknown method, threshold, score or context.
+        """
+        frame = self._kind.rank(self.dataset, self.results,
+                                self._options(method=method, debias=debias, ci=ci, which=which,
+                                              score=score, threshold=threshold))
+        if context is not None:
+            if context not in {c.context_id for c in self.dataset.contexts}:
+                raise InputError(f"context '{context}' is not in dataset '{self.dataset.name}'")
+            frame = frame[frame["context_id"] == context].reset_index(drop=True)
+        return frame
+
+    def ranking_metadata(self, method: str = "win-ratio", debias: str | float = "none", *,
+                         which: str = "expected", score: str = "level",
+                         threshold: float | None = None) -> dict:
+        """How :meth:`rankings` with these options ranks (what a rankings export records):
+        method and tau, the scoring run's score, or the absolute run's score and threshold."""
+        if self.kind == "scoring":
+            return {"method": "g-eval expected score" if which == "expected" else "argmax score"}
+        if self.kind == "absolute":
+            return {"score": score, "threshold": threshold}
+        return {"method": method, "tau": self.tau(debias)}
+
+    def evaluation(self, method: str = "win-ratio", debias: str | float = "balanced", *,
+                   reference: str | None = None, score: str = "level",
+                   threshold: float | None = None
+                   ) -> EvaluationReport | ScoringEvaluation | AbsoluteEvaluation:
+        """Agreement with a reference-score column and positional bias: ``compassess evaluate``.
+
+        ``reference`` defaults to the column named like the run's aspect, when the dataset has
+        one. A comparative run gives an :class:`EvaluationReport`: Spearman and Kendall x100
+        per context (mean), system level and pooled, pairwise accuracy, P(A)/P(B), raw (tau =
+        0.5) and at ``debias``, with tau* and the flip rate. A scoring run gives a
+        :class:`ScoringEvaluation` (prompt scoring and G-Eval), an absolute run an
+        :class:`AbsoluteEvaluation` (``score``, pass rate at ``threshold``). ``to_dict()``
+        gives what ``compassess evaluate --json`` prints.
+
+        Raises
+        ------
+        InputError
+            A reference column the dataset lacks, an unknown method or threshold.
+        """
+        options = self._options(method=method, debias=debias, score=score, threshold=threshold,
+                                reference=reference)
+        return self._kind.evaluate(self.dataset, self.results, options, run=self.name)
+
+    def evaluation_at(self, debias: str | float = "none", *, method: str = "win-ratio",
+                      reference: str | None = None) -> Evaluation:
+        """The numbers of :meth:`evaluation` at one threshold only (``report.raw`` is
+        ``evaluation_at("none")``): cheaper when only one is needed, as for a live tau control.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, a reference column the dataset lacks, an unknown method or
+            threshold.
+        """
+        self._pairwise("an evaluation at one threshold")
+        options = self._options(method=method, debias=debias, reference=reference)
+        analysis.check_reference(self.dataset, options.reference)
+        if self._parts is None:
+            parts = analysis.split_by_context(self.dataset, self.results)
+            all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+            self._parts = parts, all_p
+        parts, all_p = self._parts
+        return analysis.evaluate_at(self.dataset, parts, method=method,
+                                    reference=options.reference,
+                                    tau=analysis.resolve_tau(options.debias, all_p), all_p=all_p)
+
+    def bias(self, debias: str | float = "none") -> pd.DataFrame:
+        """Positional bias per context at the threshold ``debias``: P(A) (share won by the
+        first position, eq. 8), P(B), the flip rate (share of pairs judged in both orders whose
+        verdict changes with the order) and the counts they were computed on."""
+        self._pairwise("positional bias")
+        return analysis.bias_by_context(self.dataset, self.results, self.tau(debias))
+
+    def order_dependence(self, debias: str | float = "none") -> pd.DataFrame:
+        """Pairs judged in both orders, most order-dependent first: p both ways,
+        ``inconsistency`` = |p_ij - (1 - p_ji)| and whether the verdict flips at ``debias``."""
+        self._pairwise("order dependence")
+        return analysis.order_dependence(self.dataset, self.results, self.tau(debias))
+
+    def matrix(self, context_id: str) -> pd.DataFrame:
+        """The p_ij of one context: rows the first position, columns the second (NaN: not
+        compared)."""
+        self._pairwise("a comparison matrix")
+        ids, m = analysis.context_matrix(self.dataset, self.results, context_id)
+        return pd.DataFrame(m, index=pd.Index(ids, name="first"),
+                            columns=pd.Index(ids, name="second"))
+
+    def human_labels(self, aspect: str | None = None) -> pd.DataFrame:
+        """The human judgements stored for this run's dataset and aspect (``aspect`` to pick
+        another), as :meth:`Store.human_labels`."""
+        return self.store.backend.human_judgements_frame(
+            self.info.dataset_id, aspect or self.settings.aspect)
+
+    def agreement(self, labels: Source | None = None, debias: str | float = "balanced", *,
+                  aspect: str | None = None) -> Agreement:
+        """The run against human A/B labels: ``compassess agreement``.
+
+        ``labels``: None for the labels stored for this dataset and the run's aspect (or
+        ``aspect``); a label file, its bytes or a DataFrame with its columns (validated, not
+        stored); or a table of human judgements as :meth:`human_labels` gives.
+
+        Raises
+        ------
+        ValidationError
+            A label file with problems (every one, with its row and column).
+        InputError
+            Not a pairwise run, or no labels.
+        """
+        self._pairwise("agreement with human A/B labels")
+        aspect = aspect or self.settings.aspect
+        if labels is None:
+            human = self.human_labels(aspect)
+            source = f"stored labels for aspect '{aspect}'"
+        elif isinstance(labels, pd.DataFrame) and not _LABEL_FILE_COLUMNS <= set(labels.columns):
+            human, source = labels, f"{len(labels)} human judgements"
+        else:
+            human = human_table_from_labels(load_human_labels(labels, self.dataset))
+            source = (os.fspath(labels) if isinstance(labels, (str, os.PathLike))
+                      else f"{len(human)} labels")
+        if len(human) == 0:
+            raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
+                             f"'{aspect}'; import some with `compassess import-labels` or "
+                             "annotate in the app")
+        table, dataset = self.results, self.dataset
+        tau = self.tau(debias)
+        return Agreement(
+            labels=source, tau=tau, summary=agreement_summary(human, table, dataset, tau),
+            report=llm_vs_human(human, table, tau), human_human=human_human_agreement(human),
+            positional_bias=positional_bias_side_by_side(human, table, tau),
+            human_rankings=human_rankings(human, dataset),
+            disagreements=disagreements(human, table, tau))
+
+    def export(self, path: str | os.PathLike, what: str = "rankings", *,
+               format: str | None = None, method: str = "win-ratio",
+               debias: str | float = "none", which: str = "expected", score: str = "level",
+               threshold: float | None = None) -> list[Path]:
+        """Write the rankings (as :meth:`rankings` with these options, with 95% intervals) or
+        every stored result (``what="comparisons"``) with the run's settings: ``compassess
+        export``. ``format``: ``csv``, ``json`` or ``parquet`` (default: from the file's
+        suffix); CSV and Parquet get a ``.settings.json`` sidecar, JSON holds the settings.
+        CSV cells a spreadsheet would execute are neutralised. Returns the paths written.
+
+        Raises
+        ------
+        InputError
+            An unknown format or ``what``, or a folder that does not exist.
+        """
+        fmt = format or Path(path).suffix.lstrip(".").lower()
+        if fmt not in FORMATS:
+            raise InputError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)} "
+                             "(or name the file with one of those suffixes)")
+        meta = {"run": self.name, "dataset": self.dataset.name, "settings": self.info.settings,
+                "judge": self.info.judge_key,
+                "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "compassess_version": __version__}
+        if what == "rankings":
+            frame = self.rankings(method, debias, ci=True, which=which, score=score,
+                                  threshold=threshold)
+            meta.update(self.ranking_metadata(method, debias, which=which, score=score,
+                                              threshold=threshold), debias=str(debias))
+        elif what == "comparisons":
+            frame = self.comparisons()
+        else:
+            raise InputError(f"unknown export '{what}'; choose rankings or comparisons")
+        return write_table(frame, path, fmt, what=what, metadata=meta)
+
+    # ------------------------------------------------------------------------- executing
+
+    def execute(self, *, judge=None, progress: bool | Reporter = True,
+                chunk_size: int | None = None) -> "Run":
+        """Execute (or resume) the run in this process: ``compassess worker``. Only what is
+        not stored yet is computed; returns the run, refreshed.
+
+        Raises
+        ------
+        RunInterrupted
+            Ctrl-C or a notebook's stop button (a ``KeyboardInterrupt``; after the micro-batch
+            in flight, a second press at once): everything computed is stored, the run is
+            marked cancelled, and calling ``execute`` again resumes it.
+        RunCancelled
+            The run was cancelled in the store (e.g. from the app).
+        InputError
+            A model that cannot load or that is not the judge that started the run, or prompts
+            too long (the run is marked failed with the message).
+        """
+        _check_at_least("chunk_size", chunk_size, 1)
+        reporter = _reporter(progress, self._kind)
+        try:
+            worker.execute_until_stopped(self.store.backend, self.id, judge=judge,
+                                         reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return self.refresh()
+
+    def start_worker(self, log_path: str | os.PathLike, *,
+                     cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Execute the run in a worker process of its own (lower priority, outliving this one),
+        as the app does; it writes progress to the store and its output to ``log_path``.
+        :meth:`refresh` shows how far it got; :meth:`cancel` stops it.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, which no other process can reach.
+        """
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        # Marked running first, so a second click or a second browser sees a live worker.
+        self.store.backend.set_run_status(self.id, "running", message="worker starting")
+        return worker.start_worker(self.id, self.store.url, Path(log_path), cwd=cwd)
+
+    def cancel(self) -> None:
+        """Ask whoever executes the run to stop after its micro-batch in flight."""
+        self.store.backend.request_cancel(self.id)
+
