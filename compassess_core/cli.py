@@ -20,7 +20,8 @@ from . import __version__, absolute, analysis
 from .agreement import agreement_summary, human_table_from_labels
 from .data import load_candidates
 from .errors import CompAssessError, InputError
-from .labels import load_human_labels, store_rows
+from .labels import annotator_counts, attribute, load_human_labels, store_rows
+from .limits import check_name
 from .export import neutralise_frame, write_table
 from .models import BUNDLED_MODEL, default_model_path, fetch_default_model
 from .prompts import Aspect, resolve_template
@@ -152,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("file", metavar="FILE")
     il.add_argument("--dataset", required=True, metavar="NAME", help="stored dataset the labels refer to")
     il.add_argument("--aspect", default="overall", help="aspect the people judged (default: overall)")
+    il.add_argument("--annotator", metavar="NAME",
+                    help="attribute every label to NAME (default: the file's annotator column; "
+                         "rows without one: 'imported')")
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
@@ -500,8 +504,14 @@ def cmd_import_labels(args) -> int:
     dataset_id = _dataset_id(store, args.dataset)
     dataset = store.load_dataset(dataset_id)
     labels = load_human_labels(Path(args.file), dataset)
-    n = store.add_human_judgements(dataset_id, store_rows(labels, aspect=args.aspect))
-    print(f"stored {n} human labels for dataset '{dataset.name}', aspect '{args.aspect}'", file=sys.stderr)
+    if args.annotator:
+        labels = attribute(labels, check_name(args.annotator, "annotator", dash_first=True))
+    added = store.add_human_judgements(dataset_id, store_rows(labels, aspect=args.aspect))
+    who = ", ".join(f"{name} ({n})" for name, n in annotator_counts(labels).items())
+    source = "--annotator" if args.annotator else "the file's annotator column"
+    print(f"{len(labels)} human labels for dataset '{dataset.name}', aspect '{args.aspect}': "
+          f"{len(labels) - added} already stored, {added} added; attributed to {who} "
+          f"({source})", file=sys.stderr)
     return EXIT_OK
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core.export import FORMATS
+from pages._auth import guard
 from pages._common import (cached_export, cached_scoring_export, db_url, is_scoring_run,
-                           no_run_message, pick_run, run_controls)
+                           no_run_message, pick_run, plain, run_controls)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 MIME = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
 FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreadsheet cannot run them. "
@@ -47,7 +50,7 @@ if is_scoring_run(run):
                "the expected score (G-Eval, 1–10, from the model's distribution over the score "
                "tokens), with the argmax score, the probability mass on the scores 1–10 and the "
                "reference columns. The first rows:")
-    st.dataframe(head, hide_index=True, width="stretch")
+    st.dataframe(plain(head, into="text"), hide_index=True, width="stretch")
     st.subheader("Settings recorded with every file")
     st.json(metadata, expanded=False)
     st.stop()
@@ -75,7 +78,7 @@ for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
                            file_name=f"{safe}-{what}.{fmt_choice}.settings.json",
                            mime="application/json", key=f"dl_{what}_settings")
     st.caption(f"{len(data) / 1024:,.0f} KiB; the first rows:")
-    st.dataframe(head, hide_index=True, width="stretch")
+    st.dataframe(plain(head, into="text"), hide_index=True, width="stretch")
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)
