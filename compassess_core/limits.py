@@ -78,14 +78,18 @@ def codepoint(ch: str) -> str:
     return f"U+{ord(ch):04X}"
 
 
+def _described(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return f"{codepoint(ch)} ({name})" if name else codepoint(ch)
+
+
 def id_problem(value: str, what: str = "id") -> str | None:
     """What is wrong with an id (None when it is fine): too long, or a control character."""
     if len(value) > MAX_ID_CHARS:
         return f"{what} is {len(value):,} characters long; at most {MAX_ID_CHARS} are allowed"
     bad = _first_forbidden(value, _NOT_IN_IDS)
     if bad is not None:
-        return (f"{what} contains the control character {codepoint(bad)} "
-                f"({unicodedata.name(bad, 'unnamed')}); ids must be printable")
+        return f"{what} contains the control character {_described(bad)}; ids must be printable"
     return None
 
 
@@ -107,8 +111,8 @@ def name_problem(value: str, what: str = "name", limit: int = MAX_NAME_CHARS, *,
         return f"the {what} must not start with '-' (it would read as a command-line option)"
     bad = _first_forbidden(value, _NOT_IN_NAMES)
     if bad is not None:
-        return (f"the {what} contains the invisible or control character {codepoint(bad)} "
-                f"({unicodedata.name(bad, 'unnamed')}); use printable characters only")
+        return (f"the {what} contains the invisible or control character {_described(bad)}; use "
+                "printable characters only")
     return None
 
 

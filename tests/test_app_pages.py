@@ -370,7 +370,7 @@ def test_run_page_builds_a_served_judge_spec(app_env, monkeypatch):
     seed_run(app_env)
     at = open_page("run")
     at.radio[[r.label for r in at.radio].index("Model")].set_value("served (OpenAI-compatible API)").run()
-    assert at.selectbox(key="served_url").options == ["http://127.0.0.1:8000/v1"]
+    assert at.selectbox(key="served_url").options == ["http://127.0.0.1:8000/v1"]  # no key: none bound
     assert not [t for t in at.text_input if "URL" in t.label]
     at.text_input(key="served_name").set_value("qwen2.5-7b-instruct").run()
     name = [t for t in at.text_input if t.label == "Run name"][0].value
