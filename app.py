@@ -49,7 +49,7 @@ if __name__ == "__main__":
     st.set_page_config(page_title="CompAssess", page_icon=":material/compare_arrows:",
                        layout="wide")
     viewer = _auth.gate()
-    PAGES = [  # (file, title, icon); the first page the viewer may open is the default
+    PAGES = [  # (file, title, icon)
         ("pages/home.py", "Home", ":material/home:"),
         ("pages/upload.py", "Upload", ":material/upload_file:"),
         ("pages/run.py", "Run", ":material/play_arrow:"),
@@ -62,9 +62,14 @@ if __name__ == "__main__":
         ("pages/export.py", "Export", ":material/download:"),
         ("pages/people.py", "People", ":material/group:"),
     ]
-    mine = [p for p in PAGES if _auth.allowed(p[0], viewer)]
-    st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)
-                   for k, (path, title, icon) in enumerate(mine)]).run()
+    pages = [st.Page(path, title=title, icon=icon, default=path == "pages/home.py")
+             for path, title, icon in PAGES if _auth.allowed(path, viewer)]
+    if not _auth.allowed("pages/home.py", viewer):
+        # No Home for this role: "/" opens their first page, which keeps its own URL (a default
+        # page would only be served at "/").
+        pages.insert(0, st.Page(lambda: st.switch_page(pages[1]), title="Start", url_path="start",
+                                default=True, visibility="hidden"))
+    st.navigation(pages).run()
 else:
     # The server's one import (`streamlit run app.py`, or `uvicorn app:app`), before any session.
     from streamlit.runtime.pages_manager import PagesManager

@@ -210,8 +210,12 @@ def _only_page(render, url_path: str) -> None:
     Declared through ``st.navigation`` like every other page, so no URL can reach a page file
     directly (Streamlit's legacy ``pages/`` folder mode stays off, see app.py).
     """
-    st.navigation([st.Page(render, title="CompAssess", url_path=url_path, default=True)],
-                  position="hidden").run()
+    # Every page's own URL answers with this page too (a deep link from a colleague shows the
+    # sign-in page, not "page not found").
+    others = sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.name.startswith("_"))
+    st.navigation([st.Page(render, title="CompAssess", url_path=url_path, default=True)]
+                  + [st.Page(render, title="CompAssess", url_path=name, visibility="hidden")
+                     for name in others if name != url_path], position="hidden").run()
     st.stop()
 
 

@@ -638,9 +638,12 @@ def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged")
 
 
 def aspect_question(aspect: str) -> str:
-    """The question people answer, in the prompts' words ("Which text is more coherent?")."""
-    from compassess_core.prompts import Aspect
+    """The question people answer, in the prompts' words ("Which text is more coherent?"), as
+    markdown: an own aspect description is shown through :func:`plain`."""
+    from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect
     adjective = Aspect.from_name(aspect).adjective
+    if aspect not in ASPECT_ADJECTIVES:
+        adjective = plain(adjective)
     # As the prompt templates do: "more good" reads "better".
     question = f"Which text is more {adjective}?"
     return question.replace("more good", "better")

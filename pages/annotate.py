@@ -195,7 +195,7 @@ def judge_pairs() -> None:
     # A short question needs no scroll box; a long article gets one so the candidates stay in view.
     with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS else "content"):
         st.text(ctx.text)
-    st.markdown(f"#### {plain(aspect_question(aspect))}")
+    st.markdown(f"#### {aspect_question(aspect)}")
     st.caption(f"Aspect: {plain(aspect)}. Compare the two texts below; their left/right order is "
                "random.")
     left_col, right_col = st.columns(2)

@@ -97,8 +97,8 @@ def test_annotator_gets_annotate_and_own_agreement_only(app_env):
     store, dataset_id = sample_with_a_run(app_env)
     store.set_role("ann@example.org", "annotator", "test")
     at = app_as("ann@example.org")
-    assert page_titles(at) == {"Annotate", "Agreement"}
-    assert at.title[0].value == "Annotate"  # their default page
+    assert page_titles(at) == {"Start", "Annotate", "Agreement"}  # Start: hidden, "/" -> Annotate
+    assert at.title[0].value == "Annotate"  # where they land
     # Pages outside the role do not exist for them: no URL reaches them.
     for page in ("pages/home.py", "pages/upload.py", "pages/run.py", "pages/rankings.py",
                  "pages/scores.py", "pages/matrix.py", "pages/bias.py", "pages/export.py",

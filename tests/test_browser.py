@@ -154,7 +154,7 @@ def test_click_through_the_app_in_chromium(server):
         shot(page, "run")
 
         nav(page, "Rankings")
-        settle(page, "Agreement with 'coherence'")
+        settle(page, "Agreement with coherence")
         assert f"run={run_name}" in page.url  # the selection is in the URL, so a refresh keeps it
         assert page.get_by_text("P(A) at tau = 0.500").first.is_visible()
         page.get_by_text("balanced (tau*").first.click()
