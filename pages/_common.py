@@ -385,8 +385,10 @@ def plain(value: Any, into: str = "markdown") -> Any:
         if into != "text":
             raise ValueError("a DataFrame is shown as plain text: plain(frame, into='text')")
         frame = value.rename(columns=lambda c: plain(c, "text") if isinstance(c, str) else c)
-        for col in frame.columns[frame.dtypes == object]:
-            frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
+        for col in frame.columns:
+            kind = frame[col].dtype
+            if pd.api.types.is_object_dtype(kind) or pd.api.types.is_string_dtype(kind):
+                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
         return frame
     text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
                           "" if value is None else str(value))
