@@ -250,9 +250,12 @@ def import_labels() -> None:
     with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
         for k, who in enumerate(named[:50]):
             options = [ME, who] + [p for p in people if p not in (who, name)]
-            choice = st.selectbox(f"File annotator {plain(who)}", options, key=f"map_{k}",
-                                  format_func=lambda o: (f"you ({plain(name, 'text')})" if o == ME
-                                                         else plain(o, "text")))
+            choice = st.selectbox(
+                f"File annotator {plain(who)}", options, key=f"map_{k}",
+                format_func=lambda o, who=who: (
+                    f"you ({plain(name, 'text')})" if o == ME
+                    else f"{plain(o, 'text')} (as written in the file)" if o == who
+                    else plain(o, "text")))
             if choice != ME:
                 mapping[who] = choice
         if len(named) > 50:

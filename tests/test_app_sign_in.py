@@ -186,3 +186,27 @@ def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
             "`bob@example.org` (1)") in texts(at.success)
     df = store.human_judgements_frame(dataset_id)
     assert sorted(df["annotator"]) == ["admin@example.org", "bob@example.org"]
+
+
+# ------------------------------------------------------------------------------ the policy itself
+
+def test_identity_comes_from_the_providers_claims():
+    assert access.identity_from_claims({"email": " Ann@Example.org ", "sub": "123"}) == \
+        "ann@example.org"
+    assert access.identity_from_claims({"sub": "user-42"}) == "user-42"
+    with pytest.raises(access.AccessError, match="not verified"):
+        access.identity_from_claims({"email": "ceo@example.org", "email_verified": False})
+    with pytest.raises(access.AccessError, match="neither an e-mail"):
+        access.identity_from_claims({"name": "Someone"})
+    assert access.configured_admins({"COMPASSESS_ADMINS": "A@x.org; b@x.org  c@x.org,"}) == \
+        {"a@x.org", "b@x.org", "c@x.org"}
+
+
+@pytest.mark.parametrize("sign_in,address,allow,refused", [
+    (False, "127.0.0.1", "", False), (False, "localhost", "", False), (False, "::1", "", False),
+    (False, "0.0.0.0", "", True), (False, None, "", True), (False, "10.0.0.5", "", True),
+    (False, "0.0.0.0", "1", False), (True, "0.0.0.0", "", False), (True, None, "", False),
+])
+def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refused):
+    env = {access.ALLOW_ANONYMOUS_ENV: allow}
+    assert (access.serving_problem(sign_in, address, env) is not None) == refused
