@@ -125,7 +125,8 @@ def serving_problem(sign_in_configured: bool, address: str | None,
         return None
     if anonymous_allowed(environ):
         return None
-    where = address or "every interface (server.address is not set)"
+    where = address or ("an address it cannot check (server.address is not set, or an ASGI "
+                        "server other than `streamlit run` serves it)")
     return (f"refusing to serve CompAssess on {where} without sign-in: anyone who reaches the "
             "port could run models, import labels and label as anyone. Configure sign-in ([auth] "
             "in .streamlit/secrets.toml, see docs/deploy.md), or serve on 127.0.0.1 (make run), "

@@ -93,7 +93,13 @@ def check_serving() -> None:
         configured = secrets_singleton.load_if_toml_exists() and bool(secrets_singleton.get("auth"))
     except Exception:  # noqa: BLE001 - an unreadable secrets file configures nothing
         configured = False
-    problem = access.serving_problem(configured, server_address())
+    from streamlit import config
+
+    # `streamlit run` binds the socket to server.address before it imports app.py (and says so in
+    # config._server_mode); any other ASGI server (`uvicorn app:app --host ...`) binds where its
+    # own options say, which this process cannot see: then the address counts as unknown.
+    launched_by_streamlit = getattr(config, "_server_mode", None) is not None
+    problem = access.serving_problem(configured, server_address() if launched_by_streamlit else None)
     if problem is not None:
         print(f"CompAssess: {problem}", file=sys.stderr, flush=True)
         raise SystemExit(2)
@@ -172,13 +178,7 @@ def guard(page_file: str) -> Viewer:
     it keeps a page closed if it is ever run without app.py's navigation (Streamlit's legacy
     ``pages/`` folder mode, which ``AppTest.switch_page`` uses).
     """
-    try:
-        who = current_viewer()
-    except access.AccessError as e:
-        _only_page(lambda: account_error_page(e), "account")
-    if who is None:
-        _only_page(sign_in_page, "sign-in")
-    st.session_state[VIEWER_KEY] = who
+    who = _viewer_or_sign_in()
     page = f"pages/{Path(page_file).name}"
     if who.role is None or not allowed(page, who):
         st.error("This page is not available to your account.", icon=":material/lock:")
@@ -191,6 +191,16 @@ def guard(page_file: str) -> Viewer:
 def gate() -> Viewer:
     """The viewer of this run, with the sidebar's account box; stops the run with the sign-in
     page (anonymous visitor) or the no-role page (signed in without a role)."""
+    who = _viewer_or_sign_in()
+    _account_box(who)
+    if who.role is None:
+        _only_page(lambda: no_role_page(who), "no-role")
+    return who
+
+
+def _viewer_or_sign_in() -> Viewer:
+    """The viewer (kept for this run's pages), or the run stops with the sign-in page (nobody
+    signed in) or the page saying why the account cannot be used."""
     try:
         who = current_viewer()
     except access.AccessError as e:
@@ -198,9 +208,6 @@ def gate() -> Viewer:
     if who is None:
         _only_page(sign_in_page, "sign-in")
     st.session_state[VIEWER_KEY] = who
-    _account_box(who)
-    if who.role is None:
-        _only_page(lambda: no_role_page(who), "no-role")
     return who
 
 

@@ -374,7 +374,7 @@ def plain(value: Any, into: str = "markdown") -> Any:
       backslashes); newlines become spaces.
     * ``"text"``: for what Streamlit shows as plain text (selectbox options, ``st.text``,
       dataframes): only the invisible characters are made visible. A DataFrame is accepted too
-      (its object columns and column names).
+      (its text columns and column names).
     * ``"plotly"``: for chart labels, ticks and hover texts, which plotly reads as HTML: escaped.
 
     Bidirectional controls and control characters are shown as ``⟨U+202E⟩`` in every case.

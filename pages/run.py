@@ -20,7 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core.errors import CompAssessError, InputError, TemplateError
-from compassess_core.judges.servers import configured_servers, model_name_problem
+from compassess_core.judges.servers import (configured_servers, model_name_problem,
+                                            normalise_base_url)
 from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS, name_problem
 from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
                                      infer_task, TASKS)
@@ -115,7 +116,12 @@ with st.container(border=True):
                        icon=":material/dns:")
         else:
             bases = [sv.base_url for sv in servers]
-            default_base = default_model.split(":", 1)[1].split("#")[0].rstrip("/") if default_kind == 3 else ""
+            default_base = ""
+            if default_kind == 3:  # COMPASSESS_JUDGE_MODEL names a served model
+                try:
+                    default_base = normalise_base_url(default_model.split(":", 1)[1].split("#")[0])
+                except InputError:
+                    pass
             served_url = c1.selectbox(
                 "Server (configured for this app)", bases,
                 index=bases.index(default_base) if default_base in bases else 0, key="served_url",

@@ -24,9 +24,9 @@ from compassess_core.cli import main
 from compassess_core.errors import InputError
 from compassess_core.judges import servers
 from compassess_core.judges.openai_judge import load_openai_judge
-from db.store import Store
 from openai_server import FakeBackend, OpenAIServer
 from test_app_pages import APP, app_env, seed_run, settings_for, texts  # noqa: F401 - app_env is a fixture
+from test_app_run import wait_for
 
 KEY = "sk-bound-KEY-must-not-leave-7c1d"
 
@@ -145,16 +145,6 @@ def test_judge_loader_never_attaches_the_key_elsewhere(bound_server, listener):
 
 # ------------------------------------------------------------------------------ the app
 
-def wait_for_status(store: Store, name: str, statuses: set[str], timeout_s: float = 120.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        run = store.get_run(name)
-        if run.status in statuses:
-            return run
-        time.sleep(0.3)
-    raise AssertionError(f"run {name} stayed {store.get_run(name).status}")
-
-
 def test_app_offers_only_configured_servers_and_refuses_any_other(app_env, bound_server, listener,
                                                                   tmp_path, monkeypatch):
     monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
@@ -174,7 +164,7 @@ def test_app_offers_only_configured_servers_and_refuses_any_other(app_env, bound
     name_box.set_value("served-from-the-app").run()
     at.button[[b.label for b in at.button].index("Start")].click().run()
     assert not at.exception, at.exception
-    run = wait_for_status(store, "served-from-the-app", {"completed", "failed"})
+    run = wait_for(store, "served-from-the-app", {"completed", "failed"}, timeout_s=120.0)
     assert run.status == "completed", run.message
     assert bound_server.posts > 0  # the worker the app started used the key on its own server
 

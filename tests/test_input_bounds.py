@@ -167,15 +167,15 @@ def test_upload_page_refuses_a_file_over_the_limit(app_env, monkeypatch):
 def test_the_server_applies_the_upload_limit_and_refuses_to_serve_beyond_loopback():
     env = dict(os.environ, PYTHONPATH=str(ROOT), COMPASSESS_MAX_UPLOAD_MB="7")
     env.pop("COMPASSESS_ALLOW_ANONYMOUS", None)
-    code = ("import app\n"
-            "from streamlit import config\n"
+    streamlit_run = "config._server_mode = 'starlette-app'\n"  # as `streamlit run` leaves it
+    code = ("from streamlit import config\n" + streamlit_run + "import app\n"
             "print(config.get_option('server.maxUploadSize'))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "7"
     # The same import with every interface and no sign-in: refused, with the reason.
-    code = ("from streamlit import config\n"
+    code = ("from streamlit import config\n" + streamlit_run +
             "config.set_option('server.address', '0.0.0.0')\n"
             "import app\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
@@ -186,3 +186,7 @@ def test_the_server_applies_the_upload_limit_and_refuses_to_serve_beyond_loopbac
                          env=dict(env, COMPASSESS_ALLOW_ANONYMOUS="1"), capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+    # Served by another ASGI server (uvicorn app:app --host ...), the address is unknown: refused.
+    out = subprocess.run([sys.executable, "-c", "import app"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "server.address is not set" in out.stderr
