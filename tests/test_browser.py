@@ -116,9 +116,10 @@ def simulate_finished_run(db_url: str) -> str:
 def settle(page, text: str, timeout_ms: int = 30_000) -> None:
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     # Streamlit shows a running indicator while the script works; wait for it to go, then for plots.
+    # (Streamlit 1.67 shows "Stop" there while a script runs, older versions "Running".)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        "() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
+        " return !w || !(w.innerText.includes('Running') || w.innerText.includes('Stop')); }",
         timeout=timeout_ms)
     page.wait_for_timeout(1500)
 
@@ -164,7 +165,8 @@ def test_click_through_the_app_in_chromium(server):
 
         nav(page, "Matrix")
         settle(page, "Click a cell to open that comparison")
-        assert page.locator("[data-testid=\"stPlotlyChart\"]").count() >= 1
+        # Plotly's component loads on demand: wait for the chart, not only for the script.
+        page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.wait_for(timeout=30_000)
         # Click the cell (row 1 = first position, column 2 = second) of the heatmap.
         box = page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.bounding_box()
         page.mouse.click(box["x"] + box["width"] * 1.5 / 5, box["y"] + box["height"] * 0.5 / 5)
@@ -174,7 +176,7 @@ def test_click_through_the_app_in_chromium(server):
 
         nav(page, "Bias")
         settle(page, "Most order-dependent comparisons")
-        assert page.locator("[data-testid=\"stPlotlyChart\"]").count() >= 6
+        page.locator('[data-testid="stPlotlyChart"]').nth(5).wait_for(timeout=30_000)
         shot(page, "bias")
 
         nav(page, "Export")

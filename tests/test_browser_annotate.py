@@ -132,7 +132,7 @@ def test_two_annotators_at_once_in_chromium(team_server):
         admin.get_by_text("balanced (tau*").first.click()
         settle(admin, "At the current tau = 0.")
         assert admin.get_by_text("Ties left out").first.is_visible()
-        assert admin.locator('[data-testid="stPlotlyChart"]').count() >= 3
+        admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
         # The page scrolls inside Streamlit's own container: a tall window shows it whole.
         admin.set_viewport_size({"width": 1400, "height": 4200})
         admin.wait_for_timeout(1500)
