@@ -4,6 +4,9 @@
 # The steps are the Makefile's `setup` (what .ci/run proves): torch 2.13.0 first and pinned, then the
 # pinned requirements, then the package without dependencies, then `compassess fetch-model`.
 # Only the runtime pins (requirements.txt) are installed; the test tools stay out of the image.
+# It serves on 0.0.0.0 and so requires sign-in: mount a secrets.toml with an [auth] section at
+# /home/compassess/.streamlit/secrets.toml (docs/deploy.md); without one the app refuses to start
+# unless COMPASSESS_ALLOW_ANONYMOUS=1 says anonymous access is intended.
 FROM python:3.11-slim
 
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
@@ -45,4 +48,5 @@ EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"]
 
+# 0.0.0.0: reachable from outside the container, so app.py insists on sign-in (see above).
 CMD ["streamlit", "run", "app.py", "--server.address", "0.0.0.0", "--server.port", "8501", "--server.headless", "true", "--browser.gatherUsageStats", "false"]

@@ -26,8 +26,10 @@ model: $(VENV)/.installed
 # No file watcher: .streamlit/config.toml sets server.fileWatcherType = "none" (watching the
 # checkout meant watching .venv too). Auto-reload while editing:
 #   make run STREAMLIT_ARGS="--server.fileWatcherType auto"
+# Single-user local mode: this machine only (127.0.0.1), no sign-in. A team deployment configures
+# sign-in and serves beyond loopback: docs/deploy.md.
 run: setup
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false $(STREAMLIT_ARGS)
+	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true --browser.gatherUsageStats false $(STREAMLIT_ARGS)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

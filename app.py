@@ -1,14 +1,18 @@
 """CompAssess: the Streamlit audit app (``streamlit run app.py`` or ``make run``).
 
 This file only declares the pages; each page lives in ``pages/``. It must never compute anything or
-touch the database itself.
+touch the database itself. Who may see which page is ``pages/_auth.py``'s: its gate runs before the
+pages are declared, so with sign-in configured an anonymous visitor gets the sign-in page and no
+data on every URL, and a person gets only the pages of their role.
 
 It is read twice, in two roles:
 
 * ``streamlit run app.py`` finds the ``app = st.App(...)`` below (Streamlit's ASGI app discovery
   parses the file, ``streamlit/web/server/app_discovery.py``) and imports this file once as the
   module ``app``, in the server process, before the server accepts a connection. That import only
-  switches off Streamlit's legacy ``pages/`` folder mode (see below) and builds the ASGI app.
+  switches off Streamlit's legacy ``pages/`` folder mode (see below), refuses to serve without
+  sign-in on a non-loopback address (``_auth.check_serving``), applies the upload limit and builds
+  the ASGI app.
 * For every session Streamlit then executes this same file as ``__main__`` (as ``AppTest`` does);
   that run declares the pages with ``st.navigation``.
 
@@ -38,27 +42,43 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 if __name__ == "__main__":
-    # A session's run (and AppTest's): declare the pages and run the one the URL asks for.
+    # A session's run (and AppTest's): who is looking, then the pages of their role, then the one
+    # the URL asks for (a page outside their role does not exist for them).
+    from pages import _auth
+
     st.set_page_config(page_title="CompAssess", page_icon=":material/compare_arrows:",
                        layout="wide")
-    PAGES = [
-        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-        st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:"),
-        st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
-        st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/emoji_events:"),
-        st.Page("pages/rankings.py", title="Rankings", icon=":material/leaderboard:"),
-        st.Page("pages/scores.py", title="Scores", icon=":material/speed:"),
-        st.Page("pages/matrix.py", title="Matrix", icon=":material/grid_on:"),
-        st.Page("pages/bias.py", title="Bias", icon=":material/balance:"),
-        st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:"),
-        st.Page("pages/annotate.py", title="Annotate", icon=":material/rate_review:"),
-        st.Page("pages/agreement.py", title="Agreement", icon=":material/handshake:"),
-        st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    viewer = _auth.gate()
+    PAGES = [  # (file, title, icon)
+        ("pages/home.py", "Home", ":material/home:"),
+        ("pages/upload.py", "Upload", ":material/upload_file:"),
+        ("pages/run.py", "Run", ":material/play_arrow:"),
+        ("pages/leaderboard.py", "Leaderboard", ":material/emoji_events:"),
+        ("pages/rankings.py", "Rankings", ":material/leaderboard:"),
+        ("pages/scores.py", "Scores", ":material/speed:"),
+        ("pages/matrix.py", "Matrix", ":material/grid_on:"),
+        ("pages/bias.py", "Bias", ":material/balance:"),
+        ("pages/compare.py", "Compare runs", ":material/compare_arrows:"),
+        ("pages/annotate.py", "Annotate", ":material/rate_review:"),
+        ("pages/agreement.py", "Agreement", ":material/handshake:"),
+        ("pages/export.py", "Export", ":material/download:"),
+        ("pages/people.py", "People", ":material/group:"),
     ]
-    st.navigation(PAGES).run()
+    pages = [st.Page(path, title=title, icon=icon, default=path == "pages/home.py")
+             for path, title, icon in PAGES if _auth.allowed(path, viewer)]
+    if not _auth.allowed("pages/home.py", viewer):
+        # No Home for this role: "/" opens their first page, which keeps its own URL (a default
+        # page would only be served at "/").
+        pages.insert(0, st.Page(lambda: st.switch_page(pages[1]), title="Start", url_path="start",
+                                default=True, visibility="hidden"))
+    st.navigation(pages).run()
 else:
     # The server's one import (`streamlit run app.py`, or `uvicorn app:app`), before any session.
     from streamlit.runtime.pages_manager import PagesManager
 
+    from pages import _auth
+
+    _auth.check_serving()
+    _auth.apply_upload_limit()
     PagesManager.uses_pages_directory = False
     app = st.App(__file__)

@@ -43,7 +43,8 @@ from .data import Source, load_candidates
 from .errors import (CompAssessError, InputError, Problem, RunCancelled, RunInterrupted,
                      ValidationError)
 from .export import FORMATS, write_table
-from .labels import labels_not_stored, load_human_labels, store_rows
+from .labels import annotator_counts, attribute, load_human_labels, store_rows
+from .limits import check_name
 from .models import BUNDLED_MODEL
 from .prompts import Aspect, resolve_template
 from .ranking import METHODS
@@ -296,12 +297,16 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
 @dataclass(frozen=True)
 class LabelsImported:
     """What :meth:`Store.import_labels` stored: ``stored`` new labels; ``already_stored`` were
-    in the store from an earlier import of the same (annotator, context, pair) and not added."""
+    in the store already (one judgement per person, pair and aspect) and were not added;
+    ``attributed``: labels per annotator as stored, and ``attributed_by`` whether the names come
+    from the file's annotator column or from the importer."""
 
     stored: int
     already_stored: int
     dataset: str
     aspect: str
+    attributed: dict[str, int]
+    attributed_by: str
 
 
 class Store:
@@ -584,27 +589,39 @@ class Store:
             return d.id
         raise InputError(f"no stored dataset named '{dataset}' (see `compassess datasets`)")
 
-    def import_labels(self, source: Source, *, dataset: str | int,
-                      aspect: str = "overall") -> LabelsImported:
+    def import_labels(self, source: Source, *, dataset: str | int, aspect: str = "overall",
+                      annotator: str | None = None,
+                      annotators: Mapping[str, str] | None = None) -> LabelsImported:
         """Validate human A/B labels (a file, its bytes or a DataFrame with columns
         ``context_id, candidate_a, candidate_b, winner[, annotator]``; ``winner`` one of the two
         ids or ``tie``) against a stored dataset and store them for ``aspect``:
-        ``compassess import-labels``. Importing the same labels again adds nothing.
+        ``compassess import-labels``. Importing the same labels again adds nothing (the store
+        keeps one judgement per person, pair and aspect).
+
+        Who the labels are from: by default the file's ``annotator`` column. With ``annotator``
+        (the person importing, as the app does), every label is attributed to that name except
+        the file's names that ``annotators`` maps to someone explicitly.
 
         Raises
         ------
         ValidationError
             Every problem of the labels, each with its row and column; nothing is stored.
         InputError
-            No stored dataset of that name or id.
+            No stored dataset of that name or id, or a bad annotator name.
         """
         dataset_id = self._dataset_id(dataset)
         ds = self.backend.load_dataset(dataset_id)
         labels = load_human_labels(source, ds)
-        new, already = labels_not_stored(labels,
-                                         self.backend.human_judgements_frame(dataset_id, aspect))
-        n = self.backend.add_human_judgements(dataset_id, store_rows(new, aspect=aspect))
-        return LabelsImported(stored=n, already_stored=already, dataset=ds.name, aspect=aspect)
+        attributed_by = "the file's annotator column"
+        if annotator is not None:
+            labels = attribute(labels, check_name(annotator, "annotator", dash_first=True),
+                               annotators)
+            attributed_by = f"the importer ({annotator})" + (
+                ", with the file's names mapped explicitly" if annotators else "")
+        added = self.backend.add_human_judgements(dataset_id, store_rows(labels, aspect=aspect))
+        return LabelsImported(stored=added, already_stored=len(labels) - added, dataset=ds.name,
+                              aspect=aspect, attributed=annotator_counts(labels),
+                              attributed_by=attributed_by)
 
     def human_labels(self, dataset: str | int, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for a dataset (of one aspect when given), in the order

@@ -169,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("file", metavar="FILE")
     il.add_argument("--dataset", required=True, metavar="NAME", help="stored dataset the labels refer to")
     il.add_argument("--aspect", default="overall", help="aspect the people judged (default: overall)")
+    il.add_argument("--annotator", metavar="NAME",
+                    help="attribute every label to NAME (default: the file's annotator column; "
+                         "rows without one: 'imported')")
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
@@ -445,10 +448,11 @@ def cmd_runs(args) -> int:
 
 def cmd_import_labels(args) -> int:
     done = api.open_store(args.db).import_labels(Path(args.file), dataset=args.dataset,
-                                                 aspect=args.aspect)
-    print(f"stored {done.stored} human labels for dataset '{done.dataset}', aspect '{done.aspect}'"
-          + (f"; {done.already_stored} were already stored and were not added again"
-             if done.already_stored else ""), file=sys.stderr)
+                                                 aspect=args.aspect, annotator=args.annotator)
+    who = ", ".join(f"{name} ({n})" for name, n in done.attributed.items())
+    print(f"{done.stored + done.already_stored} human labels for dataset '{done.dataset}', aspect "
+          f"'{done.aspect}': {done.already_stored} already stored, {done.stored} added; attributed "
+          f"to {who} ({'--annotator' if args.annotator else done.attributed_by})", file=sys.stderr)
     return EXIT_OK
 
 

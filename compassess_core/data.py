@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import Problem, ValidationError
+from .limits import MAX_ID_CHARS, id_problem
+from .prompts import ASPECT_ADJECTIVES
 from .types import Candidate, Context, Dataset
 
 CANONICAL: tuple[str, ...] = ("context_id", "context", "candidate_id", "text")
@@ -84,6 +86,11 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"SQLite format 3\x00", "an SQLite database"),
 )
 _SURROGATES = re.compile("[\udc80-\udcff]")
+# Characters an id may not hold (limits.id_problem says why), as a pattern for whole columns.
+_ID_FORBIDDEN = r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
+# Column names that say "this is a score": with one number in it, such a column is a score column
+# and a word in it is an error, not a reason to ignore the column.
+_SCORE_NAME = re.compile(r"(score|rating|grade|rank|label)s?$|^(human|expert|gold|ref)_")
 _UNNAMED = re.compile(r"^(unnamed_\d+|Unnamed: \d+)$")
 
 
@@ -662,17 +669,37 @@ def _parse_scores(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return numbers, empty, unparsed
 
 
+def _looks_like_score(column: str) -> bool:
+    n = _norm(column)
+    return n in ASPECT_ADJECTIVES or bool(_SCORE_NAME.search(n))
+
+
 def _detect_score_columns(df: pd.DataFrame, exclude: set[str]) -> list[str]:
-    """Columns whose non-empty cells are mostly (> 50 %) numbers; ids and mapped columns excluded."""
+    """Numeric-looking columns: at least half of their non-empty cells are numbers, or one is and
+    the name says score (an aspect such as ``coherence``, ``*_score``, ``rating``, ...); ids and
+    mapped columns excluded. A word in such a column is then reported, never silently dropped."""
     found: list[str] = []
     for col in df.columns:
         if col in exclude or _looks_like_id(col):
             continue
         numbers, empty, unparsed = _parse_scores(_as_strings(df[col]))
         filled = int((~empty).sum())
-        if filled and (filled - int(unparsed.sum())) / filled > 0.5:
+        parsed = filled - int(unparsed.sum())
+        if filled and (parsed / filled >= 0.5 or (parsed and _looks_like_score(str(col)))):
             found.append(col)
     return found
+
+
+def ignored_columns(df: pd.DataFrame, column_map: Mapping[str, str] | None = None,
+                    score_columns: Sequence[str] | None = None) -> list[str]:
+    """The columns of ``df`` that :func:`validate_frame` would neither map nor use as scores
+    (text metadata such as a ``fact`` column): what an upload page lists as not used."""
+    columns = [str(c) for c in df.columns]
+    cols, _ = _resolve_columns(columns, column_map, "")
+    used = set(cols.values())
+    scores = (list(score_columns) if score_columns is not None
+              else _detect_score_columns(df, used))
+    return [c for c in columns if c not in used and c not in scores]
 
 
 def _score_problems(df: pd.DataFrame, col: str, rows: np.ndarray, label: str
@@ -689,6 +716,24 @@ def _score_problems(df: pd.DataFrame, col: str, rows: np.ndarray, label: str
             msg = f"reference score {values.iloc[i]!r} is not a finite number"
         problems.append(Problem(label, msg, row=int(rows[i]), column=col))
     return numbers, problems
+
+
+def _id_problems(df: pd.DataFrame, cols: dict[str, str], rows: np.ndarray,
+                 label: str) -> list[Problem]:
+    """Ids (context, candidate, system) that are too long or hold a control character
+    (``limits.id_problem``), found column-wise so a large file stays fast."""
+    problems: list[Problem] = []
+    for canon in ("context_id", "candidate_id", "system"):
+        if canon not in cols:
+            continue
+        values = _as_strings(df[cols[canon]]).str.strip()
+        suspect = ((values.str.len() > MAX_ID_CHARS)
+                   | values.str.contains(_ID_FORBIDDEN, regex=True)).to_numpy()
+        for i in np.flatnonzero(suspect):
+            problem = id_problem(values.iloc[i], canon)
+            if problem is not None:
+                problems.append(Problem(label, problem, row=int(rows[i]), column=cols[canon]))
+    return problems
 
 
 def _group_problems(cids: pd.Series, cands: pd.Series, ctx: pd.Series | None, rows: np.ndarray,
@@ -787,13 +832,16 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
     """Validate a table of candidates and build the dataset when it has no problem.
 
     Checks (each failure is one :class:`Problem` with row and column): required columns present;
-    no empty/whitespace-only id, context or text; no duplicate (context_id, candidate_id); one
-    context text per context_id; at least 2 candidates per context; reference scores numeric and
-    finite.
+    no empty/whitespace-only id, context or text; ids (context, candidate, system) at most
+    ``limits.MAX_ID_CHARS`` characters without control characters (``limits.id_problem``); no
+    duplicate (context_id, candidate_id); one context text per context_id; at least 2 candidates
+    per context; reference scores numeric and finite.
 
     Score columns are ``score_columns`` when given; otherwise every column that is not canonical,
-    not mapped, not id-like (``*_id``, ``id``, unnamed) and whose non-empty cells are mostly
-    (> 50 %) numbers; columns that are mostly text (e.g. ``fact``) are metadata and ignored.
+    not mapped, not id-like (``*_id``, ``id``, unnamed) and numeric-looking: at least half of its
+    non-empty cells are numbers, or one is and its name says score (an aspect preset such as
+    ``coherence``, ``*_score``, ``rating``). A word in a score column is a problem; columns that
+    are mostly text (e.g. ``fact``) are metadata and ignored (:func:`ignored_columns` lists them).
 
     Parameters
     ----------
@@ -839,6 +887,8 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
         if canon in _ID_COLUMNS or canon == "context":
             valid &= ~empty
 
+    problems += _id_problems(df, cols, rows, file_label)
+
     if "context_id" in cols and "candidate_id" in cols:
         problems += _group_problems(
             _as_strings(df[cols["context_id"]]).str.strip(),
@@ -863,6 +913,9 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
                 score_cols.append(col)
     scores: dict[str, np.ndarray] = {}
     for col in score_cols:
+        problem = id_problem(col, f"the name of score column '{col[:40]}'")
+        if problem is not None:
+            problems.append(Problem(file_label, problem, column=col[:MAX_ID_CHARS]))
         scores[col], more = _score_problems(df, col, rows, file_label)
         problems += more
 

@@ -10,12 +10,16 @@ This module must never return labels from a file that has any problem, never wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Mapping
+
 import numpy as np
 import pandas as pd
 
 from .data import MAX_FILE_BYTES, Source, _default_label, _norm, _row_numbers, _sorted, parse_table
 from .errors import Problem, ValidationError
+from .limits import MAX_ID_CHARS, name_problem
 from .types import Dataset, Outcome
 
 TIE = "tie"
@@ -133,6 +137,10 @@ def validate_labels_frame(df: pd.DataFrame, dataset: Dataset, *, file_label: str
                 file_label, f"winner '{win[i]}' is neither candidate_a ('{a[i]}'), candidate_b "
                 f"('{b[i]}') nor 'tie'", row=row, column=cols["winner"]))
         annotator = ann[i] or default_annotator
+        bad_name = name_problem(annotator, "annotator", MAX_ID_CHARS, dash_first=True)
+        if bad_name is not None:
+            problems.append(Problem(file_label, bad_name, row=row,
+                                    column=cols.get("annotator", "annotator")))
         key = (annotator, cid[i], frozenset((a[i], b[i])))
         if key in first_seen:
             problems.append(Problem(
@@ -198,22 +206,26 @@ def labels_frame(labels: list[HumanLabel]) -> pd.DataFrame:
 
 
 
+def attribute(labels: list[HumanLabel], to: str,
+              mapping: Mapping[str, str] | None = None) -> list[HumanLabel]:
+    """The labels with their annotators decided by the importer: a file's annotator named in
+    ``mapping`` becomes ``mapping[name]``; everyone else becomes ``to`` (the importing person).
+
+    A label file is the importer's claim: by default every label is theirs, and only an
+    explicit mapping credits someone else.
+    """
+    mapping = dict(mapping or {})
+    return [replace(lb, annotator=mapping.get(lb.annotator, to)) for lb in labels]
+
+
+def annotator_counts(labels: list[HumanLabel]) -> dict[str, int]:
+    """Labels per annotator, most first (what an import reports it attributed)."""
+    return dict(Counter(lb.annotator for lb in labels).most_common())
+
+
 def store_rows(labels: list[HumanLabel], *, aspect: str) -> list[dict]:
     """Rows for ``Store.add_human_judgements``: an imported label has no screen order, so
     ``shown_order`` stays None and ``source`` is ``"import"`` (left out of human positional bias)."""
     return [dict(context_id=lb.context_id, candidate_left=lb.candidate_a,
                  candidate_right=lb.candidate_b, winner=lb.outcome.value, annotator=lb.annotator,
                  aspect=aspect, source="import") for lb in labels]
-
-
-def labels_not_stored(labels: list[HumanLabel], stored: pd.DataFrame) -> tuple[list[HumanLabel], int]:
-    """The imported labels whose (annotator, context, unordered pair) is not among the imported
-    rows of ``stored`` (a store's ``human_judgements_frame``), and how many were, so importing
-    the same file twice adds nothing."""
-    have = {(a, c, frozenset((x, y))) for a, c, x, y in
-            stored.loc[stored["source"] == "import",
-                       ["annotator", "context_id", "candidate_left", "candidate_right"]]
-            .itertuples(index=False)}
-    new = [lb for lb in labels
-           if (lb.annotator, lb.context_id, frozenset((lb.candidate_a, lb.candidate_b))) not in have]
-    return new, len(labels) - len(new)

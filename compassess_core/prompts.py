@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TemplateError
+from .limits import MAX_ASPECT_CHARS, name_problem
 from .types import ComparisonPrompt
 
 PLACEHOLDERS = frozenset({"context", "a", "b", "aspect"})
@@ -64,6 +65,10 @@ class Aspect:
                                 f"({', '.join(ASPECT_ADJECTIVES)}) or your own description")
         if key.lower() in ASPECT_ADJECTIVES:
             return Aspect(key.lower(), ASPECT_ADJECTIVES[key.lower()])
+        # An own description is stored with every label and run, and shown on every page.
+        problem = name_problem(key, "aspect", MAX_ASPECT_CHARS, dash_first=True)
+        if problem is not None:
+            raise TemplateError(problem)
         return Aspect(key, key)
 
 

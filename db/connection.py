@@ -21,6 +21,7 @@ import dataclasses
 import gc
 import math
 import os
+import re
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -93,6 +94,15 @@ def alembic_config() -> Config:
     return cfg
 
 
+# The password of a URL in any text: scheme://user:PASSWORD@host.
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^:/@\s]*:)[^@\s]*@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***`` (for messages)."""
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
+
 # ---------------------------------------------------------------------------------- engines
 
 def make_engine(url: str, echo: bool = False) -> Engine:
@@ -108,7 +118,9 @@ def make_engine(url: str, echo: bool = False) -> Engine:
         if u.get_backend_name() != "sqlite":
             return create_engine(u, echo=echo, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, ImportError) as e:
-        raise InputError(f"cannot open the database URL {url!r}: {e} (e.g. "
+        # Neither the URL nor the driver's message may show its password.
+        raise InputError(f"cannot open the database URL {redact_url(repr(url))}: "
+                         f"{redact_url(str(e))} (e.g. "
                          "sqlite:////path/compassess.db, a file path ending in .db, or "
                          "postgresql+psycopg://user@host/db with its driver installed)") from None
     database = u.database or ""

@@ -17,10 +17,11 @@ from sqlalchemy.exc import IntegrityError
 
 from compassess_core.data import content_hash as dataset_content_hash
 from compassess_core.errors import InputError
+from compassess_core.limits import check_name
 from compassess_core.types import Candidate, Context, Dataset
 
 from .connection import DatasetKeys, StoreBase, db_float, py_float
-from .schema import (MAX_NAME_LENGTH, CandidateRow, ContextRow, DatasetRow, ReferenceScoreRow,
+from .schema import (CandidateRow, ContextRow, DatasetRow, ReferenceScoreRow,
                      utcnow)
 
 
@@ -54,11 +55,7 @@ class DatasetStore(StoreBase):
             already has this name, or the content cannot be stored (e.g. a repeated id); nothing
             is stored then.
         """
-        if not dataset.name.strip():
-            raise InputError("a dataset needs a non-empty name to be saved")
-        if len(dataset.name) > MAX_NAME_LENGTH:
-            raise InputError(f"the dataset name '{dataset.name[:40]}...' is longer than "
-                             f"{MAX_NAME_LENGTH} characters")
+        check_name(dataset.name, "dataset name")
         if not dataset.contexts:
             raise InputError(f"dataset '{dataset.name}' has no contexts: nothing to save")
         chash = dataset.content_hash or dataset_content_hash(dataset.contexts)

@@ -2,7 +2,10 @@
 one's own answer, and each dataset's annotation guidelines.
 
 Several annotators may write at once (each its own process); every answer is its own short write
-transaction, and an answer is only ever deleted by the annotator who gave it.
+transaction, and an answer is only ever deleted by the annotator who gave it. A judgement is
+stored once per person, unordered pair, aspect and revision (the table's unique key): adding one
+that is already stored is a no-op, so importing a file twice, two imports at once or two tabs
+answering the same pair cannot double a label.
 
 This module must never compute agreement or any other statistic (``compassess_core.agreement``
 does), never pick which pair a person sees next, and never import a UI.
@@ -15,13 +18,13 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import aliased
 
 from compassess_core.errors import InputError
 from compassess_core.types import Outcome
 
-from .connection import DatasetKeys, StoreBase, db_float, upsert
+from .connection import DatasetKeys, StoreBase, db_float, insert_ignore, upsert
 from .schema import CandidateRow, ContextRow, GuidelineRow, HumanJudgementRow, utcnow
 
 #: Keys of the rows ``add_human_judgements`` accepts (``candidate_a``/``candidate_b`` are aliases
@@ -32,7 +35,9 @@ HUMAN_JUDGEMENT_KEYS = frozenset({"context_id", "candidate_left", "candidate_rig
 SHOWN_ORDERS = frozenset({"ab", "ba"})
 
 HUMAN_COLUMNS = ("id", "context_id", "candidate_left", "candidate_right", "shown_order", "winner",
-                 "annotator", "aspect", "seconds", "source", "created_at")
+                 "annotator", "aspect", "seconds", "source", "created_at", "revision")
+#: The unique key of a human judgement (``schema.HumanJudgementRow``).
+JUDGEMENT_KEY = ("pair_low_id", "pair_high_id", "annotator", "aspect", "revision")
 
 # Outcome values by their lower-case spelling: imports write "a", "Tie", ...
 _OUTCOMES = {o.value.lower(): o.value for o in Outcome}
@@ -41,13 +46,19 @@ _OUTCOMES = {o.value.lower(): o.value for o in Outcome}
 class LabelStore(StoreBase):
     """Human judgements (add, read, undo) and annotation guidelines."""
 
-    def add_human_judgements(self, dataset_id: int, rows: list[dict]) -> int:
-        """Store people's A/B judgements in one transaction; returns how many were stored.
+    def add_human_judgements(self, dataset_id: int, rows: list[dict], *,
+                             again: bool = False) -> int:
+        """Store people's A/B judgements in one transaction; returns how many were added.
 
         Each row has ``context_id``, ``candidate_left`` and ``candidate_right`` (or
         ``candidate_a``/``candidate_b``), ``winner`` (an ``Outcome`` or its value: A = left
         better, B, tie, skip) and optionally ``annotator``, ``aspect``, ``seconds``,
         ``shown_order`` ("ab"/"ba"), ``source`` ("app" by default, "import"), ``created_at``.
+
+        A row is a person's first judgement of its pair and aspect: when that person already
+        judged the pair (in either screen order) it is not added, so ``len(rows)`` minus the
+        result were already stored. With ``again`` each row is instead a deliberate new answer,
+        added as the person's next revision of the pair beside the earlier ones.
 
         Raises
         ------
@@ -73,15 +84,31 @@ class LabelStore(StoreBase):
                 more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
                 raise InputError(f"{len(problems)} problem(s) in human judgements, nothing was "
                                  f"stored:\n  {shown_problems}{more}")
-            conn.execute(insert(HumanJudgementRow), values)
-        return len(values)
+            if again:
+                return sum(self._add_revision(conn, v) for v in values)
+            added = conn.execute(insert_ignore(conn, HumanJudgementRow.__table__, JUDGEMENT_KEY)
+                                 .returning(HumanJudgementRow.id), values).all()
+        return len(added)
+
+    @staticmethod
+    def _add_revision(conn, values: dict[str, Any]) -> int:
+        """Add ``values`` as its person's next revision of the pair (1 when added, 0 when a
+        concurrent writer took that revision first)."""
+        H = HumanJudgementRow
+        last = conn.execute(select(func.max(H.revision)).where(
+            H.pair_low_id == values["pair_low_id"], H.pair_high_id == values["pair_high_id"],
+            H.annotator == values["annotator"], H.aspect == values["aspect"])).scalar_one()
+        values = dict(values, revision=0 if last is None else int(last) + 1)
+        added = conn.execute(insert_ignore(conn, H.__table__, JUDGEMENT_KEY).returning(H.id),
+                             [values]).all()
+        return len(added)
 
     def human_judgements_frame(self, dataset_id: int, aspect: str | None = None) -> pd.DataFrame:
         """A dataset's human judgements (``HUMAN_COLUMNS``), in the order stored."""
         L, R = aliased(CandidateRow), aliased(CandidateRow)
         H = HumanJudgementRow
         stmt = (select(H.id, ContextRow.key, L.key, R.key, H.shown_order, H.winner, H.annotator,
-                       H.aspect, H.seconds, H.source, H.created_at)
+                       H.aspect, H.seconds, H.source, H.created_at, H.revision)
                 .select_from(H).join(ContextRow, ContextRow.id == H.context_id)
                 .join(L, L.id == H.left_id).join(R, R.id == H.right_id)
                 .where(H.dataset_id == dataset_id).order_by(H.id))
@@ -160,7 +187,8 @@ def _judgement_row(r: Mapping[str, Any], keys: DatasetKeys, dataset_id: int,
     if problems:
         return None, problems
     values = dict(
-        dataset_id=dataset_id, context_id=ctx, left_id=lid, right_id=rid, shown_order=shown,
+        dataset_id=dataset_id, context_id=ctx, left_id=lid, right_id=rid,
+        pair_low_id=min(lid, rid), pair_high_id=max(lid, rid), revision=0, shown_order=shown,
         winner=winner, annotator=str(r.get("annotator") or ""), aspect=str(r.get("aspect") or ""),
         seconds=db_float(r.get("seconds")), source=str(r.get("source") or "app"),
         created_at=r.get("created_at") or now)

@@ -25,11 +25,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from compassess_core.errors import InputError, RunNotFoundError
+from compassess_core.limits import check_name
 from compassess_core.settings import NON_RESULT_KEYS, label_words_key
 from compassess_core.types import ComparisonTable
 
 from .connection import StoreBase, gc_paused, py_float
-from .schema import (MAX_NAME_LENGTH, RUN_STATUSES, CandidateRow, ComparisonRow, ContextRow,
+from .schema import (RUN_STATUSES, CandidateRow, ComparisonRow, ContextRow,
                      DatasetRow, RunRow, utcnow)
 
 #: Statuses after which a run's cancel request has been honoured or no longer matters.
@@ -365,11 +366,9 @@ class RunStore(StoreBase):
 
 
 def _check_run_name(name: str) -> None:
-    if not name or not name.strip():
-        raise InputError("a run needs a non-empty name")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InputError(f"the run name '{name[:40]}...' is longer than {MAX_NAME_LENGTH} "
-                         "characters")
+    # Bounded, printable and not option-like: a run name reaches log file names, messages and
+    # (as `compassess worker --run NAME`) command lines.
+    check_name(name, "run name")
 
 
 def _run_select() -> Select:

@@ -204,8 +204,13 @@ class ComparisonRow(Base):
 class HumanJudgementRow(Base):
     """A person's A/B judgement of a pair as shown (left = A).
 
-    Not unique: several people, or one person twice, may judge the same pair; every answer is
-    kept as given, and an answer is only ever removed by its own annotator (undo).
+    One person judges one unordered pair once per aspect (``revision`` 0); judging it again on
+    purpose (the annotate page's "show pairs I already judged again") adds revision 1, 2, ...
+    beside the earlier answers, and agreement reads the newest. The unique key makes a second
+    import of the same file, two tabs answering the same pair, or two imports at once store each
+    judgement once. ``pair_low_id``/``pair_high_id`` are the pair's candidates in key order (the
+    key must not depend on which one was shown on the left). An answer is only ever removed by
+    its own annotator (undo).
     """
 
     __tablename__ = "human_judgements"
@@ -213,6 +218,8 @@ class HumanJudgementRow(Base):
         Index("ix_human_judgements_dataset_id_aspect", "dataset_id", "aspect"),
         Index("ix_human_judgements_context_id", "context_id"),
         Index("ix_human_judgements_annotator", "annotator"),
+        UniqueConstraint("pair_low_id", "pair_high_id", "annotator", "aspect", "revision",
+                         name="uq_human_judgements_pair"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -220,6 +227,11 @@ class HumanJudgementRow(Base):
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
     left_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
     right_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    # The unordered pair: min and max of left_id and right_id.
+    pair_low_id: Mapped[int] = mapped_column(Integer)
+    pair_high_id: Mapped[int] = mapped_column(Integer)
+    # 0 for a person's first judgement of the pair (and aspect), then 1, 2, ... when asked again.
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # "ab": left is the pair's first candidate as sampled, "ba": the display swapped them.
     shown_order: Mapped[str | None] = mapped_column(String(8))
     # compassess_core.types.Outcome values, seen from the left candidate: A, B, tie, skip.
@@ -326,3 +338,21 @@ class AbsoluteComparisonRow(Base):
     prompt_hash: Mapped[str] = mapped_column(String(128))
     reference_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class PersonRow(Base):
+    """A person who may use a shared app, and their role.
+
+    ``identity`` is what the identity provider says the person is (the e-mail address, lower-case,
+    or the provider's subject when it gives no address); ``added_by`` is the admin who gave the
+    role, or ``configuration`` for the first admins (``COMPASSESS_ADMINS``).
+    """
+
+    __tablename__ = "people"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    identity: Mapped[str] = mapped_column(String(255), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    added_by: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -8,6 +8,7 @@
 - ``db.results``: the one result sink of every run kind (``stored_results``, ``cached_results``,
   ``add_results``) over the registry ``RESULT_TABLES``;
 - ``db.labels``: human judgements and annotation guidelines;
+- ``db.people``: people and their roles in a shared app;
 - ``db.scores``: scoring and absolute-run reads, and synthetic references.
 
 It hands the engine back its own types (``Dataset``, ``ComparisonTable``, result records), mapping
@@ -23,6 +24,7 @@ from .connection import (MIGRATIONS_DIR, SQLITE_BUSY_TIMEOUT_S, SQLITE_FILE_SUFF
                          alembic_config, database_url, default_database_url)
 from .datasets import DatasetInfo, DatasetStore
 from .labels import HUMAN_COLUMNS, HUMAN_JUDGEMENT_KEYS, SHOWN_ORDERS, LabelStore
+from .people import PeopleStore, Person
 from .results import RESULT_TABLES, ResultStore, ResultTable
 from .runs import (COMPARISON_COLUMNS, SETTING_COLUMNS, TERMINAL_STATUSES, RunInfo, RunStore,
                    settings_differences)
@@ -34,11 +36,11 @@ __all__ = [
     "COMPARISON_COLUMNS", "HUMAN_COLUMNS", "HUMAN_JUDGEMENT_KEYS", "SHOWN_ORDERS",
     "MAX_NAME_LENGTH", "TERMINAL_STATUSES", "SETTING_COLUMNS", "SQLITE_BUSY_TIMEOUT_S",
     "SQLITE_FILE_SUFFIXES", "MIGRATIONS_DIR", "RESULT_TABLES", "ResultTable",
-    "settings_differences",
+    "settings_differences", "Person",
 ]
 
 
-class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore):
+class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore):
     """Persistence of CompAssess in the database at ``url`` (default: ``default_database_url()``).
 
     Opening a store brings its schema to the newest migration. The store is safe to share between

@@ -2,16 +2,20 @@
 the worker launcher and the comparison view.
 
 Pages stay thin by calling these. What the CLI does too (creating and starting runs, reading a
-run's rankings, evaluation and agreement back) goes through the Python API (``compassess_core.api``),
-so the app, the CLI and a notebook show the same numbers. This module must never compute a
-statistic (that is ``compassess_core.analysis``) nor issue SQL (that is ``db.store``); it must never
-render user text as HTML or markdown: candidate and context texts go through
-``st.text``/``st.code``/``st.dataframe``.
+run's rankings, evaluation, leaderboard and agreement back) goes through the Python API
+(``compassess_core.api``), so the app, the CLI and a notebook show the same numbers. This module
+must never compute a statistic (that is ``compassess_core.analysis``) nor issue SQL (that is
+``db.store``); it must never render user text as HTML or markdown: candidate and context texts go
+through ``st.text``/``st.code``/``st.dataframe``, and every other string a user controls (ids,
+names, aspects, annotators, column names, server and error messages) goes through :func:`plain`
+wherever Streamlit would read it as markdown.
 """
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from compassess_core import analysis, api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from compassess_core.comparative import render_prompt
 from compassess_core.context_window import truncated_text
+from compassess_core.limits import codepoint
 from compassess_core.models import is_bundled
 from compassess_core.run_kinds import kind_of
 from compassess_core.settings import RunSettings
@@ -263,7 +268,7 @@ def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):
 
 def _dataset_label(infos, dataset_id: int) -> str:
     d = next(x for x in infos if x.id == dataset_id)
-    return f"{d.name} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
+    return f"{plain(d.name, 'text')} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
 
 
 def is_scoring_run(run) -> bool:
@@ -299,17 +304,18 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
 def _run_label(run) -> str:
     partial = (run.status != "running" and (run.total or 0) > (run.done or 0))
     of = f" of {run.total:,} planned, partial" if partial else ""
+    name = plain(run.name, "text")
     if is_scoring_run(run):
-        return (f"{run.name} [{run.status}, prompt scoring, {run.done or 0} candidates "
-                f"scored{of}]")
-    return f"{run.name} [{run.status}, {run.n_comparisons or 0} comparisons{of}]"
+        return f"{name} [{run.status}, prompt scoring, {run.done or 0} candidates scored{of}]"
+    return f"{name} [{run.status}, {run.n_comparisons or 0} comparisons{of}]"
 
 
 def no_run_message() -> None:
     st.info("No run with stored comparisons yet. Load the sample on **Home**, then start a run on "
             "**Run** (the bundled model needs about a minute on the sample's first contexts).")
-    st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
-    st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
+    from pages._auth import page_link
+    page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
 
 
 def pairwise_only_note(have_pairwise_run: bool) -> None:
@@ -448,7 +454,7 @@ def judge_warning(view: RunView, tau: float, where=st) -> None:
         return
     remedy = diagnosis.remedy()
     box = where.container(border=True)
-    box.warning(f"Judge of run '{escape_md(view.run.name)}': {message}", icon=":material/warning:")
+    box.warning(f"Judge of run {plain(view.run.name)}: {message}", icon=":material/warning:")
     if remedy:
         box.caption(remedy)
     if not diagnosis.balanced:
@@ -461,7 +467,7 @@ def partial_warning(run, where=st) -> None:
     from compassess_core.diagnosis import partial_run_note
     note = partial_run_note(run.status, run.done, run.total, kind_of(run.settings or {}).unit)
     if note:
-        where.warning(f"Run '{escape_md(run.name)}': {note}", icon=":material/pie_chart:")
+        where.warning(f"Run {plain(run.name)}: {note}", icon=":material/pie_chart:")
 
 
 def length_bias_metrics(where, lb, what: str = "comparisons") -> None:
@@ -517,15 +523,56 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
     return [(x, " = ".join(names), color) for x, names, color in merged]
 
 
-def escape_md(text: str) -> str:
-    """Escape markdown/HTML so a name from the user shows literally inside ``st.markdown``."""
-    out = []
-    for ch in str(text):
-        if ch in "\\`*_{}[]()#+-.!|<>~$&":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+#: Characters that make text display as something else (bidirectional controls) or not at all
+#: (C0/C1 controls other than tab and newline): shown as ``⟨U+202E⟩``.
+_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                        "\x00-\x08\x0b-\x1f\x7f-\x9f]")
+PLAIN_INTO = ("markdown", "text", "plotly")
+
+
+def plain(value: Any, into: str = "markdown") -> Any:
+    """A string a user controls, made inert for where it is shown; the one helper for that.
+
+    ``into``:
+
+    * ``"markdown"`` (default): for anything Streamlit renders as markdown: ``st.markdown``,
+      captions, alerts, toasts, progress texts, metric labels and values, and the labels of
+      widgets, tabs and expanders, and radio options. The text becomes an inline code span, so no
+      link, image, HTML tag, emphasis, math or auto-link can come out of it and it shows exactly
+      as stored (backslash escaping does not stop Streamlit's auto-links and shows stray
+      backslashes); newlines become spaces.
+    * ``"text"``: for what Streamlit shows as plain text (selectbox options, ``st.text``,
+      dataframes): only the invisible characters are made visible. A DataFrame is accepted too
+      (its text columns and column names).
+    * ``"plotly"``: for chart labels, ticks and hover texts, which plotly reads as HTML: escaped.
+
+    Bidirectional controls and control characters are shown as ``⟨U+202E⟩`` in every case.
+    """
+    if into not in PLAIN_INTO:
+        raise ValueError(f"plain(into={into!r}): use one of {', '.join(PLAIN_INTO)}")
+    if isinstance(value, pd.DataFrame):
+        if into != "text":
+            raise ValueError("a DataFrame is shown as plain text: plain(frame, into='text')")
+        frame = value.rename(columns=lambda c: plain(c, "text") if isinstance(c, str) else c)
+        for col in frame.columns:
+            kind = frame[col].dtype
+            if pd.api.types.is_object_dtype(kind) or pd.api.types.is_string_dtype(kind):
+                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
+        return frame
+    text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
+                          "" if value is None else str(value))
+    if into == "text":
+        return text
+    if into == "plotly":
+        return html.escape(text)
+    if not text:
+        return ""
+    # Streamlit turns ":material/NAME:" into an icon before parsing markdown, even in code; a
+    # word joiner (invisible) between the colon and the word keeps the text as typed.
+    text = re.sub(r"\r\n?|\n", " ", text).replace(":material/", ":\u2060material/")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # ----------------------------------------------------------------------------------- the worker
@@ -560,12 +607,29 @@ def worker_log_path(run_name: str) -> Path:
     return home_dir() / "logs" / f"worker-{safe}.log"
 
 
+def check_app_model(model: str) -> None:
+    """Refuse a served judge whose server is not configured for the app (the allowlist of
+    ``judges.servers``), before anything is requested from it.
+
+    Raises
+    ------
+    InputError
+        A served model spec that is malformed or names a server that is not configured.
+    """
+    from compassess_core.judges.openai_judge import is_openai_spec, parse_spec
+    from compassess_core.judges.servers import check_configured
+    if is_openai_spec(model):
+        check_configured(parse_spec(model).base_url)
+
+
 def start_worker(run) -> Path:
     """Start a worker process (``api.Run.start_worker``) for a stored run; returns its log file.
 
     The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
-    sees a live worker and does not start another one.
+    sees a live worker and does not start another one. A run whose served judge is not one of the
+    app's configured servers is refused (``InputError``) and nothing starts.
     """
+    check_app_model(str((run.settings or {}).get("model") or ""))
     log = worker_log_path(run.name)
     api.Run(api_store(), run).start_worker(log, cwd=REPO_ROOT)
     return log
@@ -608,7 +672,7 @@ def comparison_view(view: RunView, context_id: str, first: str, second: str, tau
     a, b = ids.index(first), ids.index(second)
     fwd = store().get_comparison(view.run.id, context_id, first, second)
     rev = store().get_comparison(view.run.id, context_id, second, first)
-    st.subheader(f"Comparison in context {context_id}")
+    st.subheader(f"Comparison in context {plain(context_id)}")
     st.caption("Texts are shown exactly as stored (plain text, never rendered).")
     with st.expander("Context", expanded=False):
         st.text(ctx.text)
@@ -616,14 +680,15 @@ def comparison_view(view: RunView, context_id: str, first: str, second: str, tau
     for col, cand, label in ((left, ctx.candidates[a], "A (first position)"),
                              (right, ctx.candidates[b], "B (second position)")):
         with col:
-            st.markdown(f"**{label}:** {escape_md(cand.candidate_id)}"
-                        + (f" — system {escape_md(cand.system)}" if cand.system else ""))
+            st.markdown(f"**{label}:** {plain(cand.candidate_id)}"
+                        + (f" — system {plain(cand.system)}" if cand.system else ""))
             st.text(cand.text)
     c1, c2, c3, c4 = st.columns(4)
     p_fwd = None if fwd is None else float(fwd["p"])
     p_rev = None if rev is None else float(rev["p"])
-    c1.metric(f"p({first} first beats {second})", fmt(p_fwd, ".3f"))
-    c2.metric(f"p({second} first beats {first})", fmt(p_rev, ".3f"))
+    a_id, b_id = plain(first), plain(second)
+    c1.metric(f"p({a_id} first beats {b_id})", fmt(p_fwd, ".3f"))
+    c2.metric(f"p({b_id} first beats {a_id})", fmt(p_rev, ".3f"))
     c3.metric("Label-word mass P(w_A)+P(w_B), this order",
               fmt(None if fwd is None else float(fwd.get("label_mass", np.nan)), ".3f"))
     c4.metric("Label-word mass, swapped order",
@@ -631,11 +696,11 @@ def comparison_view(view: RunView, context_id: str, first: str, second: str, tau
     if p_fwd is not None and p_rev is not None:
         # Order-consistent verdicts name the same winner: first wins one order iff it loses the other.
         flips = (p_fwd > tau) == (p_rev > tau)
-        winner_fwd = first if p_fwd > tau else second
-        winner_rev = second if p_rev > tau else first
+        winner_fwd = a_id if p_fwd > tau else b_id
+        winner_rev = b_id if p_rev > tau else a_id
         if flips:
-            st.error(f"The verdict FLIPS with the order at tau = {tau:.3f}: with {first} first the "
-                     f"winner is {winner_fwd}; with {second} first the winner is {winner_rev}.",
+            st.error(f"The verdict FLIPS with the order at tau = {tau:.3f}: with {a_id} first the "
+                     f"winner is {winner_fwd}; with {b_id} first the winner is {winner_rev}.",
                      icon=":material/swap_horiz:")
         else:
             st.success(f"Order-consistent at tau = {tau:.3f}: {winner_fwd} wins in both orders.",
@@ -660,7 +725,7 @@ def comparison_view(view: RunView, context_id: str, first: str, second: str, tau
             judge = _judge_for_render(view.settings.model, view.settings.device, view.settings.dtype)
             st.code(judge.render(prompt), language=None, wrap_lines=True)
         except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
-            st.warning(f"Could not load the judge to render its chat template: {e}")
+            st.warning(f"Could not load the judge to render its chat template: {plain(str(e))}")
 
 
 # ------------------------------------------------------------------------------- method control
@@ -724,12 +789,13 @@ def run_controls(run) -> tuple[RunView, float, str] | None:
     when none of its comparisons matches its dataset."""
     view = RunView(run)
     if len(view.all_p) == 0:
-        st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")
+        st.warning(f"Run {plain(run.name)} has comparisons, but none matches its dataset's "
+                   "candidates.")
         return None
     method = method_control()
     tau = tau_control(view)
     if is_active(worker_state(run)):
-        st.info(f"Run '{run.name}' is still running ({run.n_comparisons:,}/{run.total or '?'} "
+        st.info(f"Run {plain(run.name)} is still running ({run.n_comparisons:,}/{run.total or '?'} "
                 "comparisons stored): numbers here use what is stored so far.",
                 icon=":material/hourglass_top:")
     else:
@@ -760,6 +826,7 @@ def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged")
     want = recalled("aspect") or (runs[-1].settings.get("aspect") if runs else None) or DEFAULT_ASPECT
     index = options.index(want) if want in options else options.index(DEFAULT_ASPECT)
     chosen = where.selectbox(label, options, index=index, key="aspect_w",
+                             format_func=lambda a: plain(a, "text"),
                              help="Human judgements are stored per dataset and aspect; the Agreement "
                                   "page compares a run with the labels of the run's aspect.")
     remember("aspect", chosen)
@@ -767,18 +834,24 @@ def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged")
 
 
 def aspect_question(aspect: str) -> str:
-    """The question people answer, in the prompts' words ("Which text is more coherent?")."""
-    from compassess_core.prompts import Aspect
+    """The question people answer, in the prompts' words ("Which text is more coherent?"), as
+    markdown: an own aspect description is shown through :func:`plain`."""
+    from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect
     adjective = Aspect.from_name(aspect).adjective
+    if aspect not in ASPECT_ADJECTIVES:
+        adjective = plain(adjective)
     # As the prompt templates do: "more good" reads "better".
     question = f"Which text is more {adjective}?"
     return question.replace("more good", "better")
 
 
 def problems_frame(err) -> pd.DataFrame:
-    """A ``ValidationError``'s problems as a table (file, row, column, problem)."""
-    return pd.DataFrame([dict(file=p.file, row=p.row, column=p.column, problem=p.message)
-                         for p in err.problems], columns=["file", "row", "column", "problem"])
+    """A ``ValidationError``'s problems as a table (file, row, column, problem, and ``cause``:
+    ``file`` when the file must change, ``mapping`` when another column mapping fixes it), every
+    string shown as plain text."""
+    return plain(pd.DataFrame([dict(file=p.file, row=p.row, column=p.column, problem=p.message,
+                                    cause=p.cause) for p in err.problems],
+                              columns=["file", "row", "column", "problem", "cause"]), "text")
 
 
 @st.cache_data(show_spinner="Computing agreement ...", max_entries=16)

@@ -3,7 +3,8 @@ aspect — raw (tau = 0.5) and at the current tau side by side.
 
 Every number comes from ``compassess_core.agreement`` (``agreement_summary`` is exactly what
 ``compassess agreement`` prints); this page only lays them out, labelled with what they were
-computed on. It must never compute a statistic itself, and never render user text as markdown.
+computed on. An annotator sees the agreement of their own labels only. It must never compute a
+statistic itself, and never render user text as markdown (``plain``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import streamlit as st
 
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
-from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, escape_md,
-                           fmt, judge_warning, no_run_message, pairwise_only_note, partial_warning,
-                           pick_run, store, tau_control)
+from pages._auth import guard
+from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, fmt,
+                           judge_warning, no_run_message, pairwise_only_note, partial_warning,
+                           pick_run, plain, store, tau_control)
+
+me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 st.title("Agreement with people")
 run = pick_run()  # pairwise runs only: human labels are pairwise too
@@ -29,7 +33,7 @@ if run is None:
 pairwise_only_note(True)
 view = RunView(run)
 if len(view.all_p) == 0:
-    st.warning(f"Run '{run.name}' has comparisons, but none matches its dataset's candidates.")
+    st.warning(f"Run {plain(run.name)} has comparisons, but none matches its dataset's candidates.")
     st.stop()
 tau = tau_control(view)
 partial_warning(run)
@@ -37,34 +41,37 @@ judge_warning(view, tau)
 url, dataset_id, run_id, n = view.key
 
 all_human = store().human_judgements_frame(dataset_id)
+if not me.is_admin:  # an annotator's own agreement: their labels only
+    all_human = all_human.loc[all_human["annotator"] == me.identity].reset_index(drop=True)
 aspects = sorted(set(all_human["aspect"].astype(str)))
 run_aspect = view.settings.aspect
 if not aspects:
-    st.info(f"No human labels for dataset '{view.dataset.name}' yet. Judge pairs or import a label "
+    st.info(f"No human labels for dataset {plain(view.dataset.name)} yet. Judge pairs or import a label "
             "file on **Annotate**; this page then compares them with the run.",
             icon=":material/rate_review:")
     st.page_link("pages/annotate.py", label="Go to Annotate", icon=":material/rate_review:")
     st.stop()
 options = aspects if run_aspect in aspects else [run_aspect, *aspects]
 aspect = st.sidebar.selectbox("Human labels of aspect", options, index=options.index(run_aspect),
-                              key="agreement_aspect",
-                              help=f"The run judged '{run_aspect}'; compare it with people's "
+                              key="agreement_aspect", format_func=lambda a: plain(a, "text"),
+                              help=f"The run judged {plain(run_aspect)}; compare it with people's "
                                    "labels of the same aspect.")
 human = all_human.loc[all_human["aspect"] == aspect].reset_index(drop=True)
 if len(human) == 0:
-    st.warning(f"No human labels of aspect '{aspect}' for dataset '{view.dataset.name}' (there are "
-               f"labels of: {', '.join(aspects)}). Pick one of those in the sidebar, or annotate "
+    st.warning(f"No human labels of aspect {plain(aspect)} for dataset {plain(view.dataset.name)} "
+               f"(there are labels of: {', '.join(map(plain, aspects))}). Pick one of those in the "
+               "sidebar, or annotate "
                f"this aspect on **Annotate**.")
     st.stop()
 if aspect != run_aspect:
-    st.warning(f"The run judged '{run_aspect}' but these labels are for '{aspect}'.",
+    st.warning(f"The run judged {plain(run_aspect)} but these labels are for {plain(aspect)}.",
                icon=":material/warning:")
 
 bundle = cached_agreement(url, dataset_id, run_id, n, human, tau)
 summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
-st.caption(f"Run **{escape_md(run.name)}** vs {llm['n_judgements']:,} human judgements of "
-           f"'{escape_md(aspect)}' by {len(llm['annotators'])} annotator(s) "
+st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements of "
+           f"{plain(aspect)} by {len(llm['annotators'])} annotator(s) "
            f"({llm['n_skipped']} skips left out). {llm['n_pairs_matched']:,} of "
            f"{llm['n_pairs_labelled']:,} labelled pairs were also judged by the run: only those are "
            "scored, each against the majority vote of its annotators (a tied vote is a tie).")
@@ -137,7 +144,9 @@ with st.expander("Every annotator alone, raw and at tau", expanded=False):
 # ----------------------------------------------------------------------- human vs human
 st.header("Human vs human")
 hh = bundle.human_human
-if hh.n_items == 0:
+if not me.is_admin:
+    st.info("Agreement between people is shown to admins; this page shows your own labels.")
+elif hh.n_items == 0:
     st.info("No pair has been labelled by two or more annotators yet. Choose 'pairs other "
             "annotators labelled' on **Annotate** to build an overlap.")
 else:
@@ -191,7 +200,8 @@ r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
 if len(human_rank):
     llm_rank = cached_ranking(url, dataset_id, run_id, n, "bradley-terry", tau, False)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
-    ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context")
+    ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context",
+                          format_func=lambda c: plain(c, "text"))
     side = (human_rank.loc[human_rank["context_id"] == ctx_id,
                            ["candidate_id", "rank", "score", "n_comparisons"]]
             .merge(llm_rank.loc[llm_rank["context_id"] == ctx_id,
@@ -220,8 +230,8 @@ else:
                          column_config={c: st.column_config.NumberColumn(format="%.3f")
                                         for c in ("p_xy", "p_yx", "p_avg", "confidence")})
     rows = (event or {}).get("selection", {}).get("rows", []) if event else []
-    labels = [f"{r.context_id}: {r.x} vs {r.y} (humans: {r.human}, LLM: {r.verdict}, "
-              f"confidence {r.confidence:.3f})" for r in dis.itertuples(index=False)]
+    labels = [plain(f"{r.context_id}: {r.x} vs {r.y} (humans: {r.human}, LLM: {r.verdict}, "
+                    f"confidence {r.confidence:.3f})", "text") for r in dis.itertuples(index=False)]
     with st.expander("Or choose a disagreement from a list", expanded=False):
         picked = st.selectbox("Disagreement", range(len(dis)), format_func=labels.__getitem__,
                               index=None, key="disagreement_pick", placeholder="Choose one")
@@ -238,9 +248,10 @@ else:
                                              "candidate_right": "shown right (B)",
                                              "winner": "answer (A = left)"}),
                      hide_index=True, width="stretch")
-        st.caption(f"Majority: {row['human']} ({row['n_x']} for {row['x']}, {row['n_y']} for "
-                   f"{row['y']}, {row['n_tie']} ties). The LLM picks {row['verdict']}: "
-                   f"p({row['x']} first) = {fmt(row['p_xy'], '.3f')}, p({row['y']} first) = "
+        x, y = plain(row["x"]), plain(row["y"])
+        st.caption(f"Majority: {plain(row['human'])} ({row['n_x']} for {x}, {row['n_y']} for "
+                   f"{y}, {row['n_tie']} ties). The LLM picks {plain(row['verdict'])}: "
+                   f"p({x} first) = {fmt(row['p_xy'], '.3f')}, p({y} first) = "
                    f"{fmt(row['p_yx'], '.3f')}.")
         comparison_view(view, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
 
@@ -257,7 +268,8 @@ for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/j
 report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
                           **summary}, indent=2, default=lambda o: None)
 e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
-                   file_name=f"{run.name}-agreement.json".replace("/", "_"),
+                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
+                                     for c in f"{run.name}-agreement.json"),
                    mime="application/json", icon=":material/download:", key="dl_report")
 st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
            "JSON is what `compassess agreement --run NAME --json` prints.")

@@ -1,12 +1,16 @@
 """Annotate: people judge pairs of candidates (A better / B better / tie / skip), and human labels
-are imported from files.
+are imported from files (admins).
 
 Which pair comes next is ``compassess_core.annotation.next_pairs``'s choice and the left/right
 order is ``annotation.shown_pair``'s coin; every answer (with its screen order and the seconds it
-took) goes to the store in its own transaction, so several people can annotate at once. Label files
-are validated by ``compassess_core.labels``. This page must never render candidate, context or
-guideline text as markdown or HTML (``st.text`` only), never offer a pair again to the same person
-unless asked, and never store a label file that has a single problem.
+took) goes to the store in its own transaction, so several people can annotate at once. The
+annotator is the viewer (``pages._auth``: the signed-in person, or the account running a
+single-user app), never a URL parameter or a typed name. Label files are validated by
+``compassess_core.labels`` and attributed to the importing admin unless they map the file's
+annotators explicitly. This page must never render candidate, context or guideline text as
+markdown or HTML (``st.text`` only), any other user string except through ``plain``, never offer
+a pair again to the same person unless asked, and never store a label file that has a single
+problem.
 """
 
 from __future__ import annotations
@@ -19,11 +23,15 @@ import streamlit as st
 
 from compassess_core.annotation import MODES, next_pairs, shown_pair
 from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.labels import load_human_labels
+from compassess_core.labels import annotator_counts, attribute, load_human_labels
+from compassess_core.limits import max_upload_bytes, max_upload_mb
 from compassess_core.types import Outcome
+from pages._auth import guard, page_link
 from pages._common import (RunView, api_store, aspect_question, cached_dataset, cached_table,
-                           db_url, escape_md, pick_aspect, pick_dataset, problems_frame, recalled,
+                           db_url, pick_aspect, pick_dataset, plain, problems_frame, recalled,
                            remember, store)
+
+me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 MODE_LABELS = {"random": "random pairs",
                "uncertain": "where the LLM is least certain (p near tau*)",
@@ -86,44 +94,42 @@ info = pick_dataset(on_change=newest_run_of)
 if info is None:
     st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, then "
             "come back to judge pairs or import human labels.")
-    st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.stop()
 keep_run_on_dataset(info.id)
 aspect = pick_aspect(info.id)
 dataset = cached_dataset(db_url(), info.id)
 
 
-# ------------------------------------------------------------------------------- identity
-
-def annotator_name() -> str:
-    """The annotator's name: typed in the sidebar or given as ``?annotator=NAME`` by a lead."""
-    if "annotator_w" not in st.session_state:
-        st.session_state["annotator_w"] = recalled("annotator") or ""
-    name = st.sidebar.text_input("Your name (annotator)", key="annotator_w", max_chars=255,
-                                 help="Remembered for this browser session. A lead can send each "
-                                      "person a link ending in ?annotator=NAME.").strip()
-    remember("annotator", name or None)
-    return name
-
-
-name = annotator_name()
-judge_tab, import_tab, guide_tab = st.tabs(["Judge pairs", "Import labels", "Guidelines"])
+# The annotator is whoever is looking: the signed-in person (or a single-user app's owner).
+name = me.identity
+if me.is_admin:
+    judge_tab, import_tab, guide_tab = st.tabs(["Judge pairs", "Import labels", "Guidelines"])
+else:
+    judge_tab, guide_tab = st.tabs(["Judge pairs", "Guidelines"])
+    import_tab = None
 
 
 # ---------------------------------------------------------------------------------- answers
 
-def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str) -> None:
+def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, again: bool) -> None:
     cur = st.session_state.get(CURRENT)
     if not cur:
         return
     seconds = time.time() - cur["shown_at"]
     try:
-        store().add_human_judgements(dataset_id, [dict(
+        added = store().add_human_judgements(dataset_id, [dict(
             context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
-            shown_order=cur["shown_order"], source="app")])
+            shown_order=cur["shown_order"], source="app")], again=again)
     except CompAssessError as e:
-        st.session_state[FLASH] = ("error", f"Not saved: {e}")
+        st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
+        return
+    if not added:
+        # Another tab (or a double click) stored this person's answer to the pair first.
+        st.session_state[CURRENT] = None
+        st.session_state[FLASH] = ("info", "You had already judged this pair (in another tab?); "
+                                           "that answer is kept. Here is the next pair.")
         return
     mine = store().human_judgements_frame(dataset_id, aspect)
     mine = mine.loc[(mine["annotator"] == annotator) & (mine["context_id"] == cur["context_id"])
@@ -131,9 +137,9 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str) -> N
                     & (mine["candidate_right"] == cur["right"])]
     st.session_state.setdefault(HISTORY, []).append(dict(id=int(mine["id"].max()), pair=cur))
     st.session_state[CURRENT] = None
-    said = {"A": f"{cur['left']} (left) better", "B": f"{cur['right']} (right) better",
+    said = {"A": f"{plain(cur['left'])} (left) better", "B": f"{plain(cur['right'])} (right) better",
             "tie": "tie", "skip": "skipped"}[winner]
-    st.session_state[FLASH] = ("saved", f"Saved: {said} in context {cur['context_id']} "
+    st.session_state[FLASH] = ("saved", f"Saved: {said} in context {plain(cur['context_id'])} "
                                         f"({seconds:.1f} s).")
 
 
@@ -145,8 +151,9 @@ def _undo(annotator: str) -> None:
     if store().delete_human_judgement(last["id"], annotator):
         # The undone pair comes back in the same screen order; its clock starts again.
         st.session_state[CURRENT] = dict(last["pair"], shown_at=time.time())
-        st.session_state[FLASH] = ("undone", f"Undone: your answer on {last['pair']['left']} vs "
-                                             f"{last['pair']['right']} was deleted; judge it again.")
+        st.session_state[FLASH] = ("undone", f"Undone: your answer on {plain(last['pair']['left'])} "
+                                             f"vs {plain(last['pair']['right'])} was deleted; "
+                                             "judge it again.")
     else:
         st.session_state[FLASH] = ("error", "That answer was already removed (undone in another tab).")
 
@@ -165,7 +172,8 @@ def _llm_run_choice(dataset_id: int):
     want = recalled("run")
     index = names.index(want) if want in names else len(names) - 1
     chosen = st.sidebar.selectbox("LLM run (for 'least certain' and 'flips')", names, index=index,
-                                  key="annotate_run", on_change=_remember_llm_run)
+                                  key="annotate_run", on_change=_remember_llm_run,
+                                  format_func=lambda n: plain(n, "text"))
     return None if chosen == NO_RUN else next(r for r in runs if r.name == chosen)
 
 
@@ -178,19 +186,14 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
                                          key="annotate_target"))
     st.progress(min(done / target, 1.0),
-                text=f"{escape_md(annotator)}: {done} / {target} judgements done on dataset "
-                     f"{escape_md(info.name)}, aspect {escape_md(aspect)} ({skipped} skipped)")
+                text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
+                     f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped)")
     others = human["annotator"].nunique() - (1 if done else 0)
     st.caption(f"{n_pairs:,} candidate pairs in this dataset; {len(human):,} judgements stored for "
                f"this aspect, by {others} other annotator(s) and you.")
 
 
 def judge_pairs() -> None:
-    if not name:
-        st.info("Type your name in the sidebar (or open this page with ?annotator=YOUR_NAME) to "
-                "start judging. Your answers and progress are kept under that name.",
-                icon=":material/badge:")
-        return
     mode = st.sidebar.radio("Which pairs to show", MODES, format_func=MODE_LABELS.get,
                             key="annotate_mode")
     run = _llm_run_choice(info.id)
@@ -216,10 +219,10 @@ def judge_pairs() -> None:
             nxt = next_pairs(dataset, llm, human, name, mode, tau, allow_repeat=allow_repeat,
                              seed=np.random.default_rng(), limit=1)
         except CompAssessError as e:
-            st.warning(f"{e}")
+            st.warning(plain(str(e)))
             return
         if not nxt:
-            st.success(f"You have judged every pair of this dataset for aspect '{aspect}'. Thank "
+            st.success(f"You have judged every pair of this dataset for aspect {plain(aspect)}. Thank "
                        "you! Tick 'Show pairs I already judged again' to revise some.",
                        icon=":material/celebration:")
             return
@@ -237,12 +240,13 @@ def judge_pairs() -> None:
             st.text(text)
         else:
             st.caption("No guidelines for this dataset yet; write them in the Guidelines tab.")
-    st.markdown(f"**Context** {escape_md(ctx.context_id)}")
+    st.markdown(f"**Context** {plain(ctx.context_id)}")
     # A short question needs no scroll box; a long article gets one so the candidates stay in view.
     with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS else "content"):
         st.text(ctx.text)
-    st.markdown(f"#### {escape_md(aspect_question(aspect))}")
-    st.caption(f"Aspect: {aspect}. Compare the two texts below; their left/right order is random.")
+    st.markdown(f"#### {aspect_question(aspect)}")
+    st.caption(f"Aspect: {plain(aspect)}. Compare the two texts below; their left/right order is "
+               "random.")
     left_col, right_col = st.columns(2)
     for col, side, cid in ((left_col, "A (left)", cur["left"]), (right_col, "B (right)", cur["right"])):
         with col:
@@ -254,7 +258,7 @@ def judge_pairs() -> None:
         # Streamlit draws the shortcut key inside the button itself.
         col.button(label, key=wkey, shortcut=key_, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
-                   on_click=_save_answer, args=(winner, info.id, aspect, name))
+                   on_click=_save_answer, args=(winner, info.id, aspect, name, allow_repeat))
     buttons[-1].button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
                        width="stretch", icon=":material/undo:",
                        disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))
@@ -262,38 +266,72 @@ def judge_pairs() -> None:
                "The time from showing a pair to your answer is stored with it.")
 
 
+ME = "(you)"
+
+
 def import_labels() -> None:
     st.markdown("A CSV or JSON Lines file with columns **context_id, candidate_a, candidate_b, "
                 "winner** and optionally **annotator**; winner is one of the two candidate ids or "
                 "`tie`. It is checked against this dataset's candidates; a file with any problem is "
-                "not stored at all.")
-    upload = st.file_uploader("Label file (CSV or JSONL)", type=["csv", "tsv", "jsonl", "json"],
-                              key="labels_file")
+                "not stored at all. A label already stored (same person, pair and aspect) is not "
+                "stored again.")
+    upload = st.file_uploader(f"Label file (CSV or JSONL, at most {max_upload_mb()} MB)",
+                              type=["csv", "tsv", "jsonl", "json"], key="labels_file",
+                              max_upload_size=max_upload_mb())
     if upload is None:
         return
     try:
-        labels = load_human_labels(upload.getvalue(), dataset, file_label=upload.name)
+        labels = load_human_labels(upload.getvalue(), dataset, file_label=upload.name,
+                                   max_bytes=max_upload_bytes())
     except ValidationError as err:
-        st.error(f"{len(err.problems)} problem(s) found in {upload.name}; nothing was stored. Rows "
-                 "are numbered as a spreadsheet shows them.", icon=":material/error:")
-        st.dataframe(problems_frame(err), hide_index=True, width="stretch")
+        st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was "
+                 "stored. Rows are numbered as a spreadsheet shows them.", icon=":material/error:")
+        st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch")
         return
-    annotators = sorted({lb.annotator for lb in labels})
-    st.success(f"No problem found: {len(labels)} labels by {len(annotators)} annotator(s) "
-               f"({', '.join(annotators[:5])}{' ...' if len(annotators) > 5 else ''}) for dataset "
-               f"'{info.name}'.", icon=":material/check_circle:")
-    if st.button(f"Store these labels as aspect '{aspect}'", type="primary", icon=":material/save:",
-                 key="import_labels"):
-        done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect)
-        n, already = done.stored, done.already_stored
-        st.success(f"Stored {n} labels for aspect '{aspect}'"
-                   + (f"; {already} were already in the store and were not added again." if already
-                      else "."))
+    named = list(annotator_counts(labels))
+    st.success(f"No problem found: {len(labels)} labels for dataset {plain(info.name)}.",
+               icon=":material/check_circle:")
+    # A file is the importer's claim: its labels are theirs unless they credit someone explicitly.
+    st.markdown(f"**Attribution.** The labels are stored as yours ({plain(name)}) unless you map "
+                "an annotator named in the file to a person below.")
+    people = [p.identity for p in store().list_people()]
+    mapping = {}
+    with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
+        for k, who in enumerate(named[:50]):
+            options = [ME, who] + [p for p in people if p not in (who, name)]
+            choice = st.selectbox(
+                f"File annotator {plain(who)}", options, key=f"map_{k}",
+                format_func=lambda o, who=who: (
+                    f"you ({plain(name, 'text')})" if o == ME
+                    else f"{plain(o, 'text')} (as written in the file)" if o == who
+                    else plain(o, "text")))
+            if choice != ME:
+                mapping[who] = choice
+        if len(named) > 50:
+            st.caption(f"{len(named) - 50} more names are attributed to you; import them with "
+                       "`compassess import-labels` to keep their names.")
+    credited = attribute(labels, name, mapping)
+    summary = ", ".join(f"{plain(who)} ({n})" for who, n in annotator_counts(credited).items())
+    st.caption(f"Will be stored as: {summary}.")
+    if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
+                 icon=":material/save:", key="import_labels"):
+        done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect,
+                                         annotator=name, annotators=mapping)
+        st.success(f"{done.already_stored} already stored, {done.stored} added for aspect "
+                   f"{plain(aspect)}; attributed to {summary}.")
 
 
 def edit_guidelines() -> None:
+    text = store().get_guidelines(info.id)
+    if not me.is_admin:
+        st.caption("Shown (collapsed) above every pair on this dataset; written by an admin.")
+        if text:
+            st.text(text)
+        else:
+            st.caption("No guidelines for this dataset yet.")
+        return
     st.caption("Shown (collapsed) above every pair on this dataset. Plain text.")
-    current = store().get_guidelines(info.id)
+    current = text
     text = st.text_area("Annotation guidelines for this dataset", value=current, height=220,
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
@@ -304,7 +342,8 @@ def edit_guidelines() -> None:
 
 with judge_tab:
     judge_pairs()
-with import_tab:
-    import_labels()
+if import_tab is not None:
+    with import_tab:
+        import_labels()
 with guide_tab:
     edit_guidelines()

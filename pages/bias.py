@@ -13,9 +13,12 @@ import streamlit as st
 
 from compassess_core import analysis, bias
 from compassess_core.length_bias import fitted_curve, log2_length_ratio
+from pages._auth import guard
 from pages._common import (cached_bias_by_context, cached_comparison_lengths, cached_length_bias,
                            cached_order_dependence, comparison_view, fmt, length_bias_metrics,
-                           line_labels, open_comparison, result_page_header)
+                           line_labels, open_comparison, plain, result_page_header)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Positional bias audit")
 if header is None:
@@ -75,7 +78,9 @@ with left:
 with right:
     per = cached_bias_by_context(url, dataset_id, run_id, n, tau)
     st.markdown(f"**P(A) per context** at tau = {tau:.3f}")
-    bar = px.bar(per, x="context_id", y="p_a", hover_data=["n_comparisons", "flip_rate"],
+    # Plotly reads axis and hover labels as HTML: context ids are escaped for it.
+    bar = px.bar(per.assign(context_id=per["context_id"].map(lambda c: plain(c, "plotly"))),
+                 x="context_id", y="p_a", hover_data=["n_comparisons", "flip_rate"],
                  labels=dict(p_a="P(A)", context_id="context"))
     bar.add_hline(y=0.5, line_dash="dash", line_color="black")
     bar.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_range=[0, 1],
@@ -117,7 +122,7 @@ if top.empty:
             "be measured.")
     st.stop()
 event = st.dataframe(
-    top, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+    plain(top, into="text"), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
     key="dep_table",
     column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
                    "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
@@ -126,7 +131,8 @@ event = st.dataframe(
 st.caption(f"The {len(top)} most order-dependent of {len(dep):,} pairs judged in both orders; "
            "select a row (or pick below) to open the comparison.")
 rows = event.selection.rows if event and hasattr(event, "selection") else []
-labels = [f"{k + 1}. {r.context_id}: {r.first} vs {r.second}" for k, r in enumerate(top.itertuples())]
+labels = [plain(f"{k + 1}. {r.context_id}: {r.first} vs {r.second}", "text")
+          for k, r in enumerate(top.itertuples())]
 pick = st.selectbox("Open comparison", labels, index=None, placeholder="choose a pair",
                     key="dep_pick")
 chosen_row = rows[0] if rows else (labels.index(pick) if pick is not None else None)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._common import (RunView, cached_run_comparison, comparison_view, escape_md, fmt,
-                           judge_warning, partial_warning, recalled, remember,
-                           result_page_header, store, tau_in_use)
+from pages._auth import guard
+from pages._common import (RunView, cached_run_comparison, comparison_view, fmt, judge_warning,
+                           partial_warning, plain, recalled, remember, result_page_header, store,
+                           tau_in_use)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Compare two runs")
 if header is None:
@@ -26,8 +29,8 @@ others = [r for r in store().list_runs(run_a.dataset_id)
           if r.id != run_a.id and (r.n_comparisons or 0) > 0
           and (r.settings or {}).get("kind", "comparative") == "comparative"]
 if not others:
-    st.info(f"Run '{escape_md(run_a.name)}' is the only pairwise run on dataset "
-            f"'{escape_md(view_a.dataset.name)}'. Start "
+    st.info(f"Run {plain(run_a.name)} is the only pairwise run on dataset "
+            f"{plain(view_a.dataset.name)}. Start "
             "a second one on **Run** (another model, template or aspect on the same data) to audit "
             "one judge against the other.", icon=":material/compare_arrows:")
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
@@ -36,6 +39,7 @@ names = [r.name for r in others]
 want = recalled("run_b")
 st.session_state["run_b_w"] = want if want in names else names[-1]
 name_b = st.selectbox("Compare with run (B)", names, key="run_b_w",
+                      format_func=lambda n: plain(n, "text"),
                       on_change=lambda: remember("run_b", st.session_state["run_b_w"]),
                       help="Runs on the same dataset. The sidebar run is A.")
 remember("run_b", name_b)
@@ -47,8 +51,8 @@ judge_warning(view_b, tau_b)
 
 cmp = cached_run_comparison(view_a.url, view_a.dataset_id, run_a.id, view_a.n, view_b.dataset_id,
                             run_b.id, view_b.n, tau_a, tau_b, method)
-st.caption(f"A = run '{escape_md(run_a.name)}' at tau = {tau_a:.3f}; B = run "
-           f"'{escape_md(run_b.name)}' at tau = "
+st.caption(f"A = run {plain(run_a.name)} at tau = {tau_a:.3f}; B = run "
+           f"{plain(run_b.name)} at tau = "
            f"{tau_b:.3f} (the sidebar's threshold mode applied to each run: balanced = each run's "
            f"own tau*). {cmp.n_shared:,} ordered pairs were judged by both ({cmp.n_a:,} comparisons "
            f"in A, {cmp.n_b:,} in B).")
@@ -81,7 +85,7 @@ for agree, colour, label in ((True, "#3b5bdb", "same verdict"), (False, "#e8590c
     scatter.add_trace(go.Scattergl(
         x=part["p_a"], y=part["p_b"], mode="markers", name=label,
         marker=dict(size=6, opacity=0.6, color=colour),
-        customdata=part[["context_id", "first", "second"]].to_numpy(),
+        customdata=part[["context_id", "first", "second"]].map(lambda v: plain(v, "plotly")).to_numpy(),
         hovertemplate="%{customdata[0]}: %{customdata[1]} first vs %{customdata[2]}<br>"
                       "p in A %{x:.3f}, p in B %{y:.3f}<extra></extra>"))
 scatter.add_vline(x=tau_a, line_dash="dash", line_color="#868e96")
@@ -101,7 +105,7 @@ if dis.empty:
     st.stop()
 shown = dis[["context_id", "first", "second", "p_a", "p_b", "winner_a", "winner_b", "confidence"]]
 event = st.dataframe(
-    shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+    plain(shown, "text"), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
     key="compare_disagreements",
     column_config={"p_a": st.column_config.NumberColumn("p in A", format="%.3f"),
                    "p_b": st.column_config.NumberColumn("p in B", format="%.3f"),
@@ -112,14 +116,14 @@ event = st.dataframe(
 st.caption(f"{len(dis):,} of {cmp.n_shared:,} shared ordered pairs, the most confident disagreement "
            "first. Select a row (or pick below) to open the comparison in both runs.")
 rows = (event or {}).get("selection", {}).get("rows", []) if event else []
-labels = [f"{k + 1}. {row.context_id}: {row.first} first vs {row.second}"
+labels = [plain(f"{k + 1}. {row.context_id}: {row.first} first vs {row.second}", "text")
           for k, row in enumerate(dis.itertuples(index=False))]
 picked = st.selectbox("Open a disagreement", range(len(dis)), format_func=labels.__getitem__,
                       index=None, placeholder="choose a pair", key="compare_pick")
 chosen = rows[0] if rows else picked
 if chosen is not None:
     row = dis.iloc[int(chosen)]
-    tab_a, tab_b = st.tabs([f"Run A: {escape_md(run_a.name)}", f"Run B: {escape_md(run_b.name)}"])
+    tab_a, tab_b = st.tabs([f"Run A: {plain(run_a.name)}", f"Run B: {plain(run_b.name)}"])
     with tab_a:
         comparison_view(view_a, str(row["context_id"]), str(row["first"]), str(row["second"]), tau_a)
     with tab_b:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core.export import FORMATS
+from pages._auth import guard
 from pages._common import (CI_HELP, cached_export, cached_scoring_export, ci_control, db_url,
                            download_with_settings, is_scoring_run, no_run_message,
-                           partial_warning, pick_run, run_controls)
+                           partial_warning, pick_run, plain, run_controls)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreadsheet cannot run them. "
                "JSON holds the settings inside; CSV and Parquet get a .settings.json sidecar.")
@@ -42,7 +45,7 @@ if is_scoring_run(run):
                "the expected score (G-Eval, 1–10, from the model's distribution over the score "
                "tokens), with the argmax score, the probability mass on the scores 1–10 and the "
                "reference columns. The first rows:")
-    st.dataframe(head, hide_index=True, width="stretch")
+    st.dataframe(plain(head, into="text"), hide_index=True, width="stretch")
     st.subheader("Settings recorded with every file")
     st.json(metadata, expanded=False)
     st.stop()
@@ -66,7 +69,7 @@ for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
                                         metadata, with_ci)
     download_with_settings(st.columns(2), data, sidecar, f"{safe}-{what}", fmt_choice, f"dl_{what}")
     st.caption(f"{len(data) / 1024:,.0f} KiB; the first rows:")
-    st.dataframe(head, hide_index=True, width="stretch")
+    st.dataframe(plain(head, into="text"), hide_index=True, width="stretch")
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)

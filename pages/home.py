@@ -11,7 +11,10 @@ import streamlit as st
 from compassess_core.data import load_candidates
 from compassess_core.errors import CompAssessError
 from compassess_core.run_kinds import kind_of
-from pages._common import SAMPLE_NAME, SAMPLE_PATH, remember, store
+from pages._auth import guard
+from pages._common import SAMPLE_NAME, SAMPLE_PATH, plain, remember, store
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 st.title("CompAssess")
 st.markdown(
@@ -36,7 +39,7 @@ if load:
         dataset = load_candidates(SAMPLE_PATH, name=SAMPLE_NAME)
         dataset_id = store().save_dataset(dataset)
     except CompAssessError as e:
-        st.error(f"Could not load the sample: {e}")
+        st.error(f"Could not load the sample: {plain(str(e))}")
     else:
         remember("dataset", dataset_id)
         st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store ({len(dataset.contexts)} contexts, "
@@ -46,11 +49,11 @@ if load:
 st.subheader("Datasets in the store")
 datasets = store().list_datasets()
 if datasets:
-    st.dataframe(pd.DataFrame([dict(id=d.id, name=d.name, contexts=d.n_contexts,
-                                    candidates=d.n_candidates,
-                                    reference_scores=", ".join(d.score_columns),
-                                    source=d.source, saved=d.created_at) for d in datasets]),
-                 hide_index=True, width="stretch")
+    st.dataframe(plain(pd.DataFrame([dict(id=d.id, name=d.name, contexts=d.n_contexts,
+                                          candidates=d.n_candidates,
+                                          reference_scores=", ".join(d.score_columns),
+                                          source=d.source, saved=d.created_at) for d in datasets]),
+                       into="text"), hide_index=True, width="stretch")
 else:
     st.info("No dataset yet: load the sample above or upload your own file on **Upload**.")
 
@@ -58,10 +61,12 @@ st.subheader("Runs in the store")
 runs = store().list_runs()
 if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
-    st.dataframe(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.dataset_name, status=r.status,
-                                    done=r.done, planned=r.total, unit=kind_of(r.settings).unit,
-                                    model=r.settings.get("model"), aspect=r.settings.get("aspect"),
-                                    created=r.created_at) for r in runs]),
+    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.dataset_name,
+                                          status=r.status, done=r.done, planned=r.total,
+                                          unit=kind_of(r.settings).unit,
+                                          model=r.settings.get("model"),
+                                          aspect=r.settings.get("aspect"),
+                                          created=r.created_at) for r in runs]), into="text"),
                  hide_index=True, width="stretch")
 else:
     st.info("No run yet: start one on **Run**.")

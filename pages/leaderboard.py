@@ -15,9 +15,12 @@ import streamlit as st
 
 from compassess_core.export import FORMATS, table_bytes
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
+from pages._auth import guard
 from pages._common import (cached_leaderboard, default_reference_index, download_with_settings,
-                           escape_md, fmt, length_bias_metrics, recalled, remember,
+                           fmt, length_bias_metrics, plain, recalled, remember,
                            result_page_header)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 BOOTSTRAP_CHOICES = (200, 1000)
 
@@ -31,7 +34,7 @@ c1, c2 = st.columns([2, 1])
 refs = list(view.dataset.score_columns)
 reference = c1.selectbox("Reference score column", refs or ["(none in this dataset)"],
                          index=default_reference_index(refs, view.settings), disabled=not refs,
-                         key=f"board_reference_{run_id}",
+                         key=f"board_reference_{run_id}", format_func=lambda c: plain(c, "text"),
                          help="Each system's mean reference score, and the system-level "
                               "correlation of the strengths with it.")
 reference = reference if refs else None
@@ -61,7 +64,7 @@ m[1].metric("Comparisons between systems", f"{board.n_comparisons:,}",
 m[2].metric("Contexts", f"{board.n_contexts:,}", help="The clusters the bootstrap resamples.")
 m[3].metric("System-level Spearman x100", fmt(board.system_spearman_x100),
             help="Spearman correlation (x100) of the systems' strengths with their mean "
-                 f"'{escape_md(reference or '')}' score, over {len(frame)} systems (needs a "
+                 f"{plain(reference or '')} score, over {len(frame)} systems (needs a "
                  "reference column and 3+ systems).")
 st.caption(f"Strength: {unit}, method {board.method} at tau = {board.tau:.3f}. Win rate: share of a "
            f"system's comparisons it won (eq. 10 at tau). {level} intervals: percentiles of "
@@ -76,7 +79,7 @@ columns = ["rank", "system", "strength", "strength_ci_low", "strength_ci_high", 
            "mean_length", "lc_strength", "lc_win_rate"] + (["mean_reference"] if reference else [])
 pct = dict(format="percent")
 st.dataframe(
-    frame[columns], hide_index=True, width="stretch",
+    plain(frame[columns], "text"), hide_index=True, width="stretch",
     height=min(35 * (len(frame) + 1) + 3, 640),
     column_config={
         "rank": st.column_config.NumberColumn("rank", help="1 = highest strength"),
@@ -109,7 +112,7 @@ left, right = st.columns([3, 2])
 with left:
     st.subheader("Head to head")
     matrix = board.win_matrix
-    names = list(matrix.index)
+    names = [plain(str(name), "plotly") for name in matrix.index]  # plotly reads labels as HTML
     shares = matrix.to_numpy()
     heat = go.Figure(go.Heatmap(
         z=shares, x=names, y=names, zmin=0.0, zmax=1.0, zmid=0.5, colorscale="RdBu",

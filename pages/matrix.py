@@ -12,8 +12,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core import analysis
+from pages._auth import guard
 from pages._common import (cached_matrix, cached_ranking, comparison_view, open_comparison,
-                           result_page_header)
+                           plain, result_page_header)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Comparison matrix")
 if header is None:
@@ -27,7 +30,8 @@ DECISION_LABELS = ("second (B) wins", "first (A) wins")
 VIEWS = {"p": "p_ij = P(first beats second)", "decision": "decision at the current tau (eq. 10)",
          "consistency": "consistency: p_ij - (1 - p_ji)"}
 c1, c2 = st.columns([1, 2])
-context_id = c1.selectbox("Context", view.context_ids, key="matrix_context")
+context_id = c1.selectbox("Context", view.context_ids, key="matrix_context",
+                          format_func=lambda c: plain(c, "text"))
 mode = c2.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="matrix_mode")
 
 ids, matrix = cached_matrix(url, dataset_id, run_id, n, context_id)
@@ -50,7 +54,9 @@ size = len(ordered_ids)
 # Numeric axes with candidate-id tick labels: numpy arrays travel to the browser as typed arrays, so a
 # 300 x 300 matrix (89,700 cells) stays fast to draw and to redraw when tau moves.
 step = max(1, size // 40)
-ticks = dict(tickmode="array", tickvals=list(range(0, size, step)), ticktext=ordered_ids[::step])
+# Plotly reads tick and hover labels as HTML: ids are escaped for it.
+shown_ids = [plain(c, "plotly") for c in ordered_ids]
+ticks = dict(tickmode="array", tickvals=list(range(0, size, step)), ticktext=shown_ids[::step])
 fig = go.Figure()
 colorbar = (dict(title=what, tickvals=[0.25, 0.75], ticktext=list(DECISION_LABELS))
             if mode == "decision" else dict(title=what))
@@ -63,8 +69,8 @@ fig.add_trace(go.Scattergl(
     x=cols, y=rows, mode="markers",
     marker=dict(symbol="square", size=max(4, min(40, 600 // max(size, 1))), opacity=0.01,
                 color=z[rows, cols], colorscale=scale, cmin=zmin, cmax=zmax),
-    customdata=(np.stack([np.asarray(ordered_ids, dtype=object)[rows],
-                          np.asarray(ordered_ids, dtype=object)[cols]], axis=1)
+    customdata=(np.stack([np.asarray(shown_ids, dtype=object)[rows],
+                          np.asarray(shown_ids, dtype=object)[cols]], axis=1)
                 if size <= 60 and len(rows) else None),
     hovertemplate=("first: %{customdata[0]}<br>second: %{customdata[1]}<br>"
                    if size <= 60 else "row %{y} (first), column %{x} (second)<br>")
@@ -78,7 +84,7 @@ fig.update_layout(height=min(900, 220 + 22 * size), margin=dict(l=10, r=10, t=30
                   clickmode="event+select", dragmode="select" if size > 40 else False)
 event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points",), key="matrix_chart",
                         width="stretch")
-st.caption(f"{context_id}: {size} candidates ordered by their current rank ({method}, tau = {tau:.3f}), "
+st.caption(f"{plain(context_id)}: {size} candidates ordered by their current rank ({method}, tau = {tau:.3f}), "
            f"best first; {int((~np.isnan(base)).sum())} compared ordered pairs. Click a cell to open "
            "that comparison.")
 
@@ -91,8 +97,10 @@ if points:
 
 with st.expander("Or choose a comparison by name", expanded=False):
     a1, a2, a3 = st.columns([2, 2, 1])
-    first = a1.selectbox("First position (A)", ordered_ids, key="pick_first")
-    second = a2.selectbox("Second position (B)", [c for c in ordered_ids if c != first], key="pick_second")
+    first = a1.selectbox("First position (A)", ordered_ids, key="pick_first",
+                         format_func=lambda c: plain(c, "text"))
+    second = a2.selectbox("Second position (B)", [c for c in ordered_ids if c != first],
+                          key="pick_second", format_func=lambda c: plain(c, "text"))
     if a3.button("Open comparison", key="open_pick"):
         open_comparison(context_id, first, second)
 

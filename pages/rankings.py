@@ -16,11 +16,14 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core.settings import RunSettings
+from pages._auth import guard
 from pages._common import (cached_dataset, cached_evaluation, cached_ranking,
                            cached_scored_ranking, cached_scoring_evaluation, ci_control, db_url,
-                           default_reference_index, escape_md, fmt, is_scoring_run,
-                           no_run_message, partial_warning, pick_run, preview, run_controls,
+                           default_reference_index, fmt, is_scoring_run, no_run_message,
+                           partial_warning, pick_run, plain, preview, run_controls,
                            is_active, worker_state)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 ALL = "(all contexts)"
 EXPECTED_HELP = "expected score, 1–10, from the model's distribution over the score tokens (G-Eval)"
@@ -37,12 +40,12 @@ def scoring_rankings(run) -> None:
     st.sidebar.info("Ranking method and decision threshold tau apply to pairwise runs only: a "
                     "prompt-scoring run ranks each context's candidates by their own scores, so "
                     "there are no comparisons to aggregate or debias.", icon=":material/info:")
-    st.caption(f"Prompt-scoring run (paper §4.3.2 baseline): template **{escape_md(settings.template_name)}**, "
-               f"aspect **{escape_md(settings.aspect)}**, model {escape_md(settings.model)}; "
-               f"{done:,} candidates scored ({escape_md(status)}). The model scores each candidate "
+    st.caption(f"Prompt-scoring run (paper §4.3.2 baseline): template {plain(settings.template_name)}, "
+               f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
+               f"{done:,} candidates scored ({plain(status)}). The model scores each candidate "
                "alone, 1–10.")
     if is_active(worker_state(run)):
-        st.info(f"Run '{run.name}' is still running ({done:,}/{run.total or '?'} candidates scored): "
+        st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.total or '?'} candidates scored): "
                 "numbers here use what is stored so far.", icon=":material/hourglass_top:")
     else:
         partial_warning(run)
@@ -52,17 +55,19 @@ def scoring_rankings(run) -> None:
     ranking = cached_scored_ranking(url, dataset_id, run.id, done, status, which)
     scored = set(ranking["context_id"])
     contexts = [c.context_id for c in dataset.contexts if c.context_id in scored]
-    context = c1.selectbox("Context", [ALL] + contexts, key="score_rank_context")
+    context = c1.selectbox("Context", [ALL] + contexts, key="score_rank_context",
+                           format_func=lambda c: plain(c, "text"))
     refs = list(dataset.score_columns)
     reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
                              index=refs.index(settings.aspect) if settings.aspect in refs else 0,
-                             disabled=not refs, key="score_reference")
+                             disabled=not refs, key="score_reference",
+                             format_func=lambda c: plain(c, "text"))
     reference = reference if refs else None
 
     if reference is not None:
         ev = cached_scoring_evaluation(url, dataset_id, run.id, done, status, reference)
         g, a = ev["g_eval"], ev["prompt_scoring"]
-        st.subheader(f"Agreement with '{reference}'")
+        st.subheader(f"Agreement with {plain(reference)}")
         m1, m2, m3 = st.columns(3)
         m1.metric("Spearman x100, expected score (G-Eval)", fmt(g["spearman_x100"]),
                   help=f"Within each context, averaged over {g['contexts_used']} context(s); "
@@ -79,19 +84,19 @@ def scoring_rankings(run) -> None:
         table = pd.DataFrame([{"metric": label, RANK_BY["expected"]: fmt(g[key]),
                                RANK_BY["argmax"]: fmt(a[key])} for label, key in rows])
         st.dataframe(table, hide_index=True, width="stretch")
-        st.caption(f"Spearman x100 against '{reference}' over {g['contexts_used']} context(s) "
+        st.caption(f"Spearman x100 against {plain(reference)} over {g['contexts_used']} context(s) "
                    f"({g['contexts_skipped']} skipped: constant scores or reference); "
                    f"{ev['n_scored']:,} candidates scored; the same numbers as "
                    "`compassess evaluate --run NAME`.")
 
-    st.subheader("Ranking by " + RANK_BY[which] + ("" if context == ALL else f" of {context}"))
+    st.subheader("Ranking by " + RANK_BY[which] + ("" if context == ALL else f" of {plain(context)}"))
     if context != ALL:
         ranking = ranking[ranking["context_id"] == context]
     shown = ranking.assign(text=ranking["text"].map(preview))
     columns = (["context_id", "rank", "candidate_id", "system", "score_expected", "score_argmax",
                 "label_mass"] + ([reference] if reference else []) + ["text"])
     st.dataframe(
-        shown[columns], hide_index=True, width="stretch",
+        plain(shown[columns], into="text"), hide_index=True, width="stretch",
         height=min(35 * (len(shown) + 1) + 3, 600),
         column_config={
             "rank": st.column_config.NumberColumn("rank", help=f"1 = best in its context by the {RANK_BY[which]}"),
@@ -125,11 +130,12 @@ view, tau, method = header
 url, dataset_id, run_id, n = view.key
 
 c1, c2, c3 = st.columns([2, 2, 1])
-context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context")
+context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context",
+                       format_func=lambda c: plain(c, "text"))
 refs = list(view.dataset.score_columns)
 reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
                          index=default_reference_index(refs, view.settings), disabled=not refs,
-                         key=f"rank_reference_{run_id}")
+                         key=f"rank_reference_{run_id}", format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
 with_ci = ci_control(c3, n)
 
@@ -147,7 +153,7 @@ st.caption(f"P(A): share of {len(view.all_p):,} comparisons won by the first pos
            f"{n_ctx} context(s), at tau = {tau:.3f}.")
 
 if reference is not None:
-    st.subheader(f"Agreement with '{reference}'")
+    st.subheader(f"Agreement with {plain(reference)}")
     rows = [
         ("Spearman x100, mean over contexts", raw.spearman_x100, ev.spearman_x100, ".1f"),
         ("Kendall x100, mean over contexts", raw.kendall_x100, ev.kendall_x100, ".1f"),
@@ -164,7 +170,7 @@ if reference is not None:
                f"({ev.contexts_skipped} skipped: all reference scores equal); pairwise accuracy on "
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
 
-st.subheader("Ranking" + ("" if context == ALL else f" of {context}"))
+st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
 ranking = cached_ranking(url, dataset_id, run_id, n, method, tau, with_ci)
 if context != ALL:
     ranking = ranking[ranking["context_id"] == context]
@@ -174,7 +180,8 @@ if with_ci:
     columns += ["ci_low", "ci_high"]
 columns += ([reference] if reference else []) + ["n_comparisons", "text"]
 st.dataframe(
-    shown[columns], hide_index=True, width="stretch", height=min(35 * (len(shown) + 1) + 3, 600),
+    plain(shown[columns], into="text"), hide_index=True, width="stretch",
+    height=min(35 * (len(shown) + 1) + 3, 600),
     column_config={
         "rank": st.column_config.NumberColumn("rank", help="1 = best in its context"),
         "score": st.column_config.NumberColumn("score", format="%.4f",

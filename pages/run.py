@@ -6,8 +6,10 @@ expected scores are stored). All are started, watched, cancelled and resumed the
 
 The run executes outside this script (``compassess worker``), writing comparisons, status and a
 heartbeat to the store; this page only creates the run, starts the worker and polls the store, so a
-refresh, another page or a second browser sees the same run. It must never run the judge itself and
-never start a second worker for a run whose worker is alive.
+refresh, another page or a second browser sees the same run. A served judge is chosen among the
+servers configured for the app (``judges.servers``: each with the API key bound to it); no other
+URL can be entered. It must never run the judge itself, never start a second worker for a run
+whose worker is alive, and shows names, server and error messages only through ``plain``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import os
 import pandas as pd
 import streamlit as st
 
-from compassess_core.errors import CompAssessError, TemplateError
+from compassess_core.errors import CompAssessError, InputError, TemplateError
+from compassess_core.judges.servers import (configured_servers, model_name_problem,
+                                            normalise_base_url)
+from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS, name_problem
 from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
                                      infer_task, TASKS)
 from compassess_core.models import BUNDLED_MODEL
@@ -25,9 +30,12 @@ from compassess_core.run_kinds import kind_of
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration, measured_speed
-from pages._common import (api_store, cached_dataset, db_url, fmt, is_active, log_tail,
-                           pick_dataset, rate_and_eta, recalled, remember, start_worker, store,
-                           worker_log_path, worker_state)
+from pages._auth import guard
+from pages._common import (api_store, cached_dataset, check_app_model, db_url, fmt, is_active,
+                           log_tail, pick_dataset, plain, rate_and_eta, recalled, remember,
+                           start_worker, store, worker_log_path, worker_state)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 OWN = "own description ..."
 
@@ -51,11 +59,12 @@ with st.container(border=True):
     choice = c1.selectbox("Aspect", presets + [OWN], index=presets.index(default_aspect),
                           help="A preset becomes its adjective in the prompt (coherence -> coherent).")
     own_aspect = (c1.text_input("Your aspect description", placeholder="e.g. factually accurate",
-                                key="own_aspect") if choice == OWN else "")
+                                key="own_aspect", max_chars=MAX_ASPECT_CHARS)
+                  if choice == OWN else "")
     try:
         aspect = Aspect.from_name(own_aspect if choice == OWN else choice)
     except TemplateError as e:
-        st.error(str(e))
+        st.error(plain(str(e)))
         st.stop()
     template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True, key="template_choice",
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
@@ -72,12 +81,13 @@ with st.container(border=True):
         template = (custom_template(own_text) if template_choice == "own"
                     else builtin_template(template_choice.lower(), resolved_task))
     except TemplateError as e:
-        st.error(f"Template problem: {e}")
+        st.error(f"Template problem: {plain(str(e))}")
         st.stop()
     first = dataset.contexts[0]
     prompt = template.render(first.text, first.candidates[0].text, first.candidates[1].text, aspect)
-    with st.expander(f"Live preview: the prompt of {first.context_id}, "
-                     f"{first.candidates[0].candidate_id} vs {first.candidates[1].candidate_id}",
+    with st.expander(f"Live preview: the prompt of {plain(first.context_id)}, "
+                     f"{plain(first.candidates[0].candidate_id)} vs "
+                     f"{plain(first.candidates[1].candidate_id)}",
                      expanded=False):
         st.code(prompt.text, language=None, wrap_lines=True)
         st.caption(f"Answer primer the model continues: {prompt.primer!r} -> next token ' A' or ' B'")
@@ -91,19 +101,47 @@ with st.container(border=True):
     default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
     model_kind = c1.radio("Model", kinds, index=default_kind,
                           help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
-                               "Served: a vLLM / TGI / Ollama server; the API key comes from the "
-                               "COMPASSESS_OPENAI_API_KEY environment variable of the app, never from here.")
+                               "Served: one of the vLLM / TGI / Ollama / OpenAI servers configured "
+                               "where the app runs (COMPASSESS_OPENAI_BASE_URL with its "
+                               "COMPASSESS_OPENAI_API_KEY); no other server can be entered here.")
     if model_kind == "bundled default":
         model_text = ""
     elif model_kind.startswith("served"):
-        base = default_model.split(":", 1)[1].split("#")[0] if default_kind == 3 else "http://127.0.0.1:8000/v1"
-        served_url = c1.text_input("Server base URL", value=base, key="served_url")
-        served_name = c1.text_input("Model name on the server", key="served_name",
-                                    value=default_model.split("#", 1)[1] if default_kind == 3 and "#" in default_model else "")
-        endpoint = c1.radio("Endpoint", ("chat", "completions (exact primer, needs logprobs)"),
-                            key="served_endpoint", horizontal=True)
-        prefix = "openai:" if endpoint == "chat" else "openai-completions:"
-        model_text = f"{prefix}{served_url.strip()}#{served_name.strip()}" if served_name.strip() else ""
+        model_text = ""
+        try:
+            servers = configured_servers()
+        except InputError as e:
+            servers = []
+            c1.error(plain(str(e)))
+        if not servers:
+            c1.warning("No judge server is configured for this app. Whoever runs it sets "
+                       "COMPASSESS_OPENAI_BASE_URL (and COMPASSESS_OPENAI_API_KEY when the server "
+                       "needs a key) in its environment; see docs/deploy.md.",
+                       icon=":material/dns:")
+        else:
+            bases = [sv.base_url for sv in servers]
+            default_base = ""
+            if default_kind == 3:  # COMPASSESS_JUDGE_MODEL names a served model
+                try:
+                    default_base = normalise_base_url(default_model.split(":", 1)[1].split("#")[0])
+                except InputError:
+                    pass
+            served_url = c1.selectbox(
+                "Server (configured for this app)", bases,
+                index=bases.index(default_base) if default_base in bases else 0, key="served_url",
+                format_func=lambda b: plain(b, "text") + (" (API key bound to it)" if next(
+                    sv for sv in servers if sv.base_url == b).has_key else ""))
+            served_name = c1.text_input("Model name on the server", key="served_name", max_chars=200,
+                                        value=default_model.split("#", 1)[1].split("?")[0]
+                                        if default_kind == 3 and "#" in default_model else "").strip()
+            endpoint = c1.radio("Endpoint", ("chat", "completions (exact primer, needs logprobs)"),
+                                key="served_endpoint", horizontal=True)
+            prefix = "openai:" if endpoint == "chat" else "openai-completions:"
+            problem = model_name_problem(served_name) if served_name else None
+            if problem:
+                c1.error(plain(problem))
+            elif served_name:
+                model_text = f"{prefix}{served_url}#{served_name}"
     else:
         model_text = c1.text_input("Model path or hub id", key="model_text",
                                    value=default_model if default_kind == 1 else "",
@@ -182,7 +220,7 @@ if mode == "absolute scores":
             seed=int(seed), batch_size=int(batch_size), device=device,
             truncate_context=bool(truncate)) if model else None)
     except CompAssessError as e:
-        st.error(str(e))
+        st.error(plain(str(e)))
         settings = None
 if mode == SCORING_MODE:
     from compassess_core import scoring as sc
@@ -199,7 +237,7 @@ if mode == SCORING_MODE:
         try:
             score_template = sc.scoring_template(score_name, aspect, task)
         except TemplateError as e:
-            st.error(f"Template problem: {e}")
+            st.error(f"Template problem: {plain(str(e))}")
             score_template = None
         if score_template is not None:
             s2.caption(f"Template {score_template.name} ({{context}} {{a}} {{aspect}} {{aspect_noun}} "
@@ -207,8 +245,8 @@ if mode == SCORING_MODE:
             s2.code(score_template.text, language=None, wrap_lines=True)
             cand = first.candidates[0]
             scored_prompt = score_template.render(first.text, cand.text, aspect)
-            with st.expander(f"Live preview: the prompt of {first.context_id}, candidate "
-                             f"{cand.candidate_id}", expanded=False):
+            with st.expander(f"Live preview: the prompt of {plain(first.context_id)}, candidate "
+                             f"{plain(cand.candidate_id)}", expanded=False):
                 st.code(scored_prompt.text, language=None, wrap_lines=True)
                 st.caption(f"Answer primer the model continues: {scored_prompt.primer!r} -> next "
                            "token(s): the score 1..10")
@@ -228,7 +266,7 @@ if mode == SCORING_MODE:
 try:
     planned = None if settings is None else kind_of(settings).planned_total(dataset, settings)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
-    top.error(f"These settings cannot run: {e}")
+    top.error(f"These settings cannot run: {plain(str(e))}")
     settings = planned = None
 if settings is not None:
     kind = kind_of(settings)
@@ -241,22 +279,30 @@ if settings is not None:
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
-run_name = top.text_input("Run name", value=settings.default_run_name() if settings else "",
+run_name = top.text_input("Run name",
+                          value=settings.default_run_name()[:MAX_NAME_CHARS] if settings else "",
+                          max_chars=MAX_NAME_CHARS,
                           help="Starting a run with an existing name and the same settings resumes it.")
-if top.button("Start", type="primary", icon=":material/play_arrow:", disabled=settings is None):
+bad_name = name_problem(run_name.strip(), "run name")
+if settings is not None and bad_name:
+    top.error(plain(bad_name))
+if top.button("Start", type="primary", icon=":material/play_arrow:",
+              disabled=settings is None or bad_name is not None):
     try:
+        check_app_model(settings.model)  # before the run is stored or a request is made
         run = api_store().create_run(info.id, settings, name=run_name.strip()).info
         state = worker_state(run)
         if is_active(state):
-            top.warning(f"Run '{run.name}' already has a live worker; watching it below.")
+            top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
         elif state == "completed" and run.total and run.done >= run.total:
-            top.info(f"Run '{run.name}' is already complete ({run.done}/{run.total}); nothing to do.")
+            top.info(f"Run {plain(run.name)} is already complete ({run.done}/{run.total}); "
+                     "nothing to do.")
         else:
             start_worker(run)
-            st.toast(f"Started run '{run.name}'")
+            st.toast(f"Started run {plain(run.name)}")
         remember("run", run.name)
     except CompAssessError as e:
-        top.error(str(e))
+        top.error(plain(str(e)))
 
 top.divider()
 top.subheader("Runs")
@@ -267,7 +313,7 @@ if not runs:
 names = [r.name for r in runs]
 want = recalled("run")
 watched = top.selectbox("Watch run", names, index=names.index(want) if want in names else len(names) - 1,
-                        format_func=lambda n: f"{n} [{runs[names.index(n)].status}]")
+                        format_func=lambda n: f"{plain(n, 'text')} [{runs[names.index(n)].status}]")
 remember("run", watched)
 
 STATE_TEXT = {
@@ -302,8 +348,11 @@ def progress_panel(name: str, was_active: bool) -> None:
             if is_active(worker_state(fresh)):
                 st.warning("A worker is already running this run.")
             else:
-                start_worker(fresh)
-                st.rerun()
+                try:
+                    start_worker(fresh)
+                    st.rerun()
+                except CompAssessError as e:
+                    st.error(plain(str(e)))
     title, explain = STATE_TEXT.get(state, (state, ""))
     kind = kind_of(run.settings)
     total, done = int(run.total or 0), int(run.done or 0)
@@ -317,8 +366,8 @@ def progress_panel(name: str, was_active: bool) -> None:
     else:
         progress_slot.progress(0.0, text=f"{done:,} {kind.unit} · waiting for the worker to load "
                                          "the judge and plan the run")
-    if run.message:
-        message_slot.caption(f"Message: {run.message}")
+    if run.message:  # the worker's, a server's or an error's words: plain text
+        message_slot.caption(f"Message: {plain(run.message)}")
     if done:
         if kind.name == "absolute":
             c2.page_link("pages/scores.py", label="See scores", icon=":material/speed:")
@@ -333,11 +382,12 @@ def progress_panel(name: str, was_active: bool) -> None:
             st.caption("Latest scored candidates (expected score = G-Eval, 1–10, from the model's "
                        "distribution over the score tokens; argmax score = the most probable score; "
                        "label mass = probability on the scores 1–10)")
-            st.dataframe(latest, hide_index=True, width="stretch")
+            st.dataframe(plain(latest, into="text"), hide_index=True, width="stretch")
         elif done <= 20_000 and kind.name == "comparative":
             frame = store().comparisons_frame(run.id).tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
-            st.dataframe(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
+            st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
+                               into="text"),
                          hide_index=True, width="stretch")
     with st.expander("Worker log (last lines)"):
         st.code(log_tail(worker_log_path(run.name)) or "(no log yet)", language=None)

@@ -5,7 +5,8 @@ themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
 Every number comes from ``compassess_core.absolute`` (read through the Python API's ``Run``, as
 ``compassess rank|evaluate`` read it) and every read/write goes through ``db.store``;
 this page must never compute a score itself, never run the judge (a worker does), and shows user
-texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``).
+texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``) and names only through
+``plain``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import streamlit as st
 from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.settings import RunSettings
+from compassess_core.limits import max_upload_bytes, max_upload_mb
+from pages._auth import guard
 from pages._common import (cached_dataset, cached_run, db_url, fmt, is_active, partial_warning,
-                           preview, problems_frame, recalled, remember, start_worker, store, worker_state)
+                           plain, preview, problems_frame, recalled, remember, start_worker, store,
+                           worker_state)
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
 
@@ -34,7 +38,7 @@ if not runs:
 names = [r.name for r in runs]
 want = recalled("abs_run")
 name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
-                            format_func=lambda n: f"{n} [{runs[names.index(n)].status}]")
+                            format_func=lambda n: f"{plain(n, 'text')} [{runs[names.index(n)].status}]")
 remember("abs_run", name)
 run = store().get_run(name)
 settings = RunSettings.from_dict(run.settings)
@@ -46,7 +50,7 @@ scored_run = cached_run(db_url(), run.id, int(run.done or 0), f"{run.status} {ru
 frame, table = scored_run.results
 ref_set = ab.reference_set_key(settings, run.judge_key)
 
-st.caption(f"Aspect **{settings.aspect}**, {n_levels} reference levels, orders: {', '.join(orders)}, "
+st.caption(f"Aspect {plain(settings.aspect)}, {n_levels} reference levels, orders: {', '.join(orders)}, "
            f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
            f"{len(frame):,} comparisons stored ({run.status}).")
 if is_active(worker_state(run)):
@@ -63,7 +67,8 @@ threshold = st.sidebar.slider("Threshold (pass when score >= threshold)", min_va
                               value=(lo + hi) / 2, step=(hi - lo) / 100, key=f"abs_threshold_{score}")
 refs = list(dataset.score_columns)
 reference = st.sidebar.selectbox("Reference score column", refs or ["(none)"], disabled=not refs,
-                                 index=refs.index(settings.aspect) if settings.aspect in refs else 0)
+                                 index=refs.index(settings.aspect) if settings.aspect in refs else 0,
+                                 format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
 ev = scored_run.evaluation(score=score, reference=reference, threshold=threshold)
 
@@ -92,7 +97,7 @@ st.subheader("Scores")
 shown = table.assign(passed=ab.passes(table[score].to_numpy(), threshold), text=table["text"].map(preview))
 columns = ["context_id", "candidate_id", "system", "level", "score", "passed", "n_comparisons"]
 columns += ([reference] if reference else []) + ["text"]
-st.dataframe(shown[columns], hide_index=True, width="stretch",
+st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch",
              height=min(35 * (len(shown) + 1) + 3, 420),
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
@@ -101,8 +106,12 @@ export = table.assign(threshold=threshold, score_used=score,
                       passed=ab.passes(table[score].to_numpy(), threshold))
 from compassess_core.export import table_bytes  # noqa: E402 - only needed for the download
 
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
 data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name, "settings": run.settings})
-st.download_button("Download scores with pass/fail (CSV)", data, file_name=f"{run.name}-scores.csv",
+st.download_button("Download scores with pass/fail (CSV)", data,
+                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
+                                     for c in f"{run.name}-scores.csv"),
                    mime="text/csv", icon=":material/download:")
 
 st.subheader("Why this score: the comparisons behind it")
@@ -110,7 +119,7 @@ scored = table[table["n_comparisons"] > 0]
 if len(scored):
     keys = list(zip(scored["context_id"], scored["candidate_id"]))
     pick = st.selectbox("Candidate", range(len(keys)), key="abs_pick",
-                        format_func=lambda k: f"{keys[k][0]} / {keys[k][1]}")
+                        format_func=lambda k: plain(f"{keys[k][0]} / {keys[k][1]}", "text"))
     cid, cand = keys[pick]
     row = scored.iloc[pick]
     st.text(dataset.context(cid).candidates[dataset.context(cid).candidate_ids.index(cand)].text)
@@ -129,7 +138,8 @@ if len(scored):
 
 st.subheader("References")
 context_ids = [c.context_id for c in dataset.head(settings.contexts).contexts]
-ctx_id = st.selectbox("Context", context_ids, key="abs_ref_context")
+ctx_id = st.selectbox("Context", context_ids, key="abs_ref_context",
+                      format_func=lambda c: plain(c, "text"))
 stored = {r.level: r for r in store().load_references(run.dataset_id, settings.aspect, ref_set)
           if r.context_id == ctx_id}
 with st.expander("Context text"):
@@ -155,19 +165,26 @@ if c1.button("Save edits", icon=":material/save:", key="abs_save"):
 if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", icon=":material/refresh:",
                                         key="abs_regen"):
     n = store().delete_references(run.dataset_id, settings.aspect, ref_set, ctx_id)
-    if not is_active(worker_state(store().get_run(run.id))):
-        start_worker(run)
-    st.success(f"Deleted {n} reference(s) of {ctx_id}; the run's worker writes new ones and rescores.")
+    try:
+        if not is_active(worker_state(store().get_run(run.id))):
+            start_worker(run)
+        st.success(f"Deleted {n} reference(s) of {plain(ctx_id)}; the run's worker writes new ones "
+                   "and rescores.")
+    except CompAssessError as e:
+        st.error(f"Deleted {n} reference(s), but the worker did not start: {plain(str(e))}")
 
 with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
-    up = st.file_uploader("Anchor CSV", type=["csv"], key="abs_anchors")
+    up = st.file_uploader(f"Anchor CSV (at most {max_upload_mb()} MB)", type=["csv"],
+                          key="abs_anchors", max_upload_size=max_upload_mb())
     if up is not None and st.button("Use these anchors for this run", key="abs_use_anchors"):
         try:
+            if up.size > max_upload_bytes():
+                raise CompAssessError(f"{up.name} is larger than {max_upload_mb()} MB")
             anchors = ab.parse_anchor_file(up.getvalue(), file_label=up.name, n_levels=n_levels)
             n = store().save_references(run.dataset_id, settings.aspect, ref_set, anchors)
             st.success(f"Stored {n} anchor text(s). Resume the run to rescore with them.")
         except ValidationError as e:
-            st.error(f"{len(e.problems)} problem(s) in {up.name}; nothing was stored.")
-            st.dataframe(problems_frame(e), hide_index=True)
+            st.error(f"{len(e.problems)} problem(s) in {plain(up.name)}; nothing was stored.")
+            st.dataframe(plain(problems_frame(e), into="text"), hide_index=True)
         except CompAssessError as e:
-            st.error(str(e))
+            st.error(plain(str(e)))

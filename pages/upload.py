@@ -2,21 +2,25 @@
 save it all-or-nothing.
 
 Reading and validation are ``compassess_core.data``'s; saving (idempotent by content) is the store's.
-This page must never save a dataset that has a single problem.
+Uploads are bounded (``COMPASSESS_MAX_UPLOAD_MB``, ``compassess_core.limits``). This page must never
+save a dataset that has a single problem, and shows names from the file only through ``plain``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from compassess_core.data import (CANONICAL, GENERATE_IDS, OPTIONAL, load_candidates, read_table,
-                                  suggest_column_map)
-from compassess_core.errors import ValidationError
+from compassess_core.data import (CANONICAL, GENERATE_IDS, OPTIONAL, ignored_columns,
+                                  load_candidates, read_table, suggest_column_map)
+from compassess_core.errors import CompAssessError, ValidationError
+from compassess_core.limits import MAX_NAME_CHARS, max_upload_bytes, max_upload_mb, name_problem
 from compassess_core.markup import find_markup, strip_dataset_markup
-from pages._common import remember, store
+from pages._auth import guard
+from pages._common import plain, problems_frame, remember, store
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 NONE = "(none)"
 #: How the choices that are not file columns read in the mapping.
@@ -26,20 +30,16 @@ st.title("Upload candidates")
 st.caption("One row per candidate. Canonical columns: context_id, context, candidate_id, text; "
            "optional system; any numeric columns can be reference scores (e.g. coherence).")
 
-upload = st.file_uploader("Candidate file (CSV, TSV, JSONL or a JSON array)",
-                          type=["csv", "tsv", "jsonl", "json"])
+upload = st.file_uploader(f"Candidate file (CSV, TSV, JSONL or a JSON array; at most "
+                          f"{max_upload_mb()} MB)", type=["csv", "tsv", "jsonl", "json"],
+                          max_upload_size=max_upload_mb())
 if upload is None:
     st.info("Choose a file to see its preview, the column mapping and the validation report. "
             "Nothing is saved until you press Save, and only if the file has no problem.")
     st.stop()
 
 raw_bytes = upload.getvalue()
-
-
-def problems_frame(err: ValidationError) -> pd.DataFrame:
-    return pd.DataFrame([dict(file=p.file, row=p.row, column=p.column, problem=p.message,
-                              cause=p.cause) for p in err.problems],
-                        columns=["file", "row", "column", "problem", "cause"])
+limit = max_upload_bytes()
 
 
 def show_problems(err: ValidationError) -> None:
@@ -48,20 +48,20 @@ def show_problems(err: ValidationError) -> None:
               "columns, or with generated candidate ids); fix the file for the others."
               if by_mapping else
               "Fix the file (rows are numbered as a spreadsheet shows them) and upload it again.")
-    st.error(f"{len(err.problems)} problem(s) found in {upload.name}; nothing was saved. {advice}",
+    st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was saved. {advice}",
              icon=":material/error:")
-    st.dataframe(problems_frame(err), hide_index=True, width="stretch")
+    st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch")
 
 
 try:
-    table = read_table(raw_bytes, file_label=upload.name)
+    table = read_table(raw_bytes, file_label=upload.name, max_bytes=limit)
 except ValidationError as err:
     show_problems(err)
     st.stop()
 
 st.subheader("Preview")
 st.caption(f"{len(table):,} rows x {len(table.columns)} columns; the first 20 rows (row = line in the file).")
-st.dataframe(table.head(20), width="stretch")
+st.dataframe(plain(table.head(20), into="text"), width="stretch")
 
 st.subheader("Column mapping")
 columns = list(table.columns)
@@ -75,7 +75,8 @@ for box, canon in zip(cols, CANONICAL + OPTIONAL):
     # Nothing fits a required name: leave it empty for the user rather than take column 1.
     index = options.index(default) if default in options else (0 if canon in OPTIONAL else None)
     chosen = box.selectbox(canon, options, index=index, key=f"map_{canon}",
-                           format_func=lambda c: CHOICE_LABELS.get(c, c), placeholder="choose",
+                           format_func=lambda c: CHOICE_LABELS.get(c) or plain(c, "text"),
+                           placeholder="choose",
                            help=("One column may be both candidate_id and system (e.g. a 'model' "
                                  "column); or generate ids." if canon in ("candidate_id", "system")
                                  else None))
@@ -83,14 +84,16 @@ for box, canon in zip(cols, CANONICAL + OPTIONAL):
 used = {c for c in column_map.values() if c is not None}
 score_columns = st.multiselect(
     "Reference-score columns", [c for c in columns if c not in used],
+    format_func=lambda c: plain(c, "text"),
     help="Leave empty to use every remaining numeric column; pick some to use only those.")
-name = st.text_input("Dataset name", value=Path(upload.name).stem)
+name = st.text_input("Dataset name", value=Path(upload.name).stem[:MAX_NAME_CHARS],
+                     max_chars=MAX_NAME_CHARS)
 
 st.subheader("Validation report")
 try:
     dataset = load_candidates(raw_bytes, name=name.strip() or Path(upload.name).stem,
                               column_map=column_map, file_label=upload.name,
-                              score_columns=score_columns or None)
+                              score_columns=score_columns or None, max_bytes=limit)
 except ValidationError as err:
     show_problems(err)
     st.stop()
@@ -110,15 +113,28 @@ if markup.found:
             show_problems(err)
             st.stop()
 st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_candidates} candidates, "
-           f"reference scores: {', '.join(dataset.score_columns) or 'none'}.",
+           f"reference scores: {', '.join(map(plain, dataset.score_columns)) or 'none'}.",
            icon=":material/check_circle:")
+unused = ignored_columns(table, column_map, score_columns or None)
+if unused:
+    st.caption("Not used (mostly text, so not a reference score): "
+               + ", ".join(map(plain, unused)) + ".")
+bad_name = name_problem(dataset.name, "dataset name")
+if bad_name:
+    st.error(f"Choose another dataset name: {plain(bad_name)}.", icon=":material/error:")
+    st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
     known = {d.content_hash: d for d in store().list_datasets()}
-    dataset_id = store().save_dataset(dataset)
+    try:
+        dataset_id = store().save_dataset(dataset)
+    except CompAssessError as e:
+        st.error(plain(str(e)), icon=":material/error:")
+        st.stop()
     remember("dataset", dataset_id)
     if dataset.content_hash and dataset.content_hash in known:
-        st.info(f"This content is already in the store as dataset '{known[dataset.content_hash].name}' "
-                f"(id {known[dataset.content_hash].id}); it was not duplicated.")
+        st.info(f"This content is already in the store as dataset "
+                f"{plain(known[dataset.content_hash].name)} (id {known[dataset.content_hash].id}); "
+                "it was not duplicated.")
     else:
-        st.success(f"Saved as dataset '{dataset.name}' (id {dataset_id}). Next: start a run.")
+        st.success(f"Saved as dataset {plain(dataset.name)} (id {dataset_id}). Next: start a run.")
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")

@@ -79,7 +79,7 @@ def agreement_page(tau_mode: str = "off") -> AppTest:
 def test_no_labels_points_to_annotate(app_env):
     seed_run(app_env)
     at = agreement_page()
-    assert "No human labels for dataset 'sample_summeval' yet" in texts(at.info)
+    assert "No human labels for dataset `sample_summeval` yet" in texts(at.info)
 
 
 @pytest.mark.parametrize("tau_mode,tau", [("off", 0.5), ("balanced", TAU_STAR)])
@@ -151,7 +151,7 @@ def test_disagreement_opens_the_comparison_with_human_answers(app_env):
                             if "answer (A = left)" in d.value.columns][0]].value
     assert sorted(answers["annotator"]) == ["alice", "bob"]
     assert "The exact prompt sent" in texts(at.markdown)
-    assert f"Comparison in context {truth['context']}" in texts(at.subheader)
+    assert f"Comparison in context `{truth['context']}`" in texts(at.subheader)
     assert [b.proto.label for b in at.get("download_button")] == [
         "Human judgements (CSV, 20 rows)", "Human judgements (JSON, 20 rows)",
         "Agreement report (JSON)"]
@@ -165,7 +165,7 @@ def test_labels_of_another_aspect_are_flagged(app_env):
         candidate_right=store.load_dataset(dataset_id).contexts[0].candidate_ids[1],
         winner="A", annotator="zoe", aspect="fluency")])
     at = agreement_page()
-    assert "No human labels of aspect 'coherence'" in texts(at.warning)
+    assert "No human labels of aspect `coherence`" in texts(at.warning)
     at.sidebar.selectbox(key="agreement_aspect").set_value("fluency").run()
     assert not at.exception, at.exception
-    assert "The run judged 'coherence' but these labels are for 'fluency'." in texts(at.warning)
+    assert "The run judged `coherence` but these labels are for `fluency`." in texts(at.warning)

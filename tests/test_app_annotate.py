@@ -1,21 +1,26 @@
 """AppTest tests of the Annotate page on a real SQLite store in ``tmp_path``.
 
 The bundled sample (3 articles x 5 summaries = 30 unordered pairs) is stored as it is; a run, where
-one is needed, is the hand-made one of ``test_app_pages.seed_run`` (no model).
+one is needed, is the hand-made one of ``test_app_pages.seed_run`` (no model). A named annotator is
+a signed-in person with the annotator role (``test_app_sign_in.app_as``); without a name the app
+is in single-user local mode, where the account running it is the (admin) annotator.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from compassess_core.access import local_identity
 from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+from test_app_sign_in import app_as
 
 N_PAIRS = 30  # 3 contexts x C(5, 2)
 ASPECT = "overall"  # the default aspect of a dataset without runs
@@ -27,9 +32,12 @@ def store_sample(url: str) -> tuple[Store, int]:
 
 
 def annotate_page(annotator: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+    """The Annotate page signed in as ``annotator`` (given the annotator role), or, without one,
+    in single-user local mode."""
     if annotator is not None:
-        at.query_params["annotator"] = annotator
+        Store(os.environ["COMPASSESS_DATABASE_URL"]).set_role(annotator, "annotator", "test")
+        return app_as(annotator, "pages/annotate.py")
+    at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     assert not at.exception, at.exception
     at.switch_page("pages/annotate.py").run()
@@ -52,23 +60,26 @@ def progress_text(at: AppTest) -> str:
     return texts(at.get("progress")) if at.get("progress") else ""
 
 
-def test_no_name_no_task(app_env):
-    store_sample(app_env)
+def test_single_user_mode_annotates_as_the_account_running_the_app(app_env):
+    store, dataset_id = store_sample(app_env)
     at = annotate_page()
-    assert "Type your name in the sidebar" in texts(at.info)
-    assert not [b for b in at.button if b.key == "answer_a"]
+    assert not at.text_input  # nobody types a name
+    me = local_identity()
+    assert f"`{me}`: 0 / 30 judgements done" in at.get("progress")[0].proto.text
+    answer(at, "answer_a")
+    assert store.human_judgements_frame(dataset_id)["annotator"].tolist() == [me]
 
 
 def test_answer_undo_progress_and_shortcuts(app_env):
     store, dataset_id = store_sample(app_env)
     dataset = store.load_dataset(dataset_id)
-    at = annotate_page(annotator="alice")  # identity from the lead's link ?annotator=alice
-    assert at.sidebar.text_input(key="annotator_w").value == "alice"
+    at = annotate_page(annotator="alice")  # the signed-in person
+    assert not at.sidebar.text_input
     shortcuts = {b.key: b.proto.shortcut for b in at.button}
     assert {k: shortcuts[k] for k in ("answer_a", "answer_b", "answer_tie", "answer_skip", "undo")} \
         == {"answer_a": "a", "answer_b": "b", "answer_tie": "t", "answer_skip": "s", "undo": "u"}
     assert at.button(key="undo").disabled  # nothing to undo yet
-    assert "alice: 0 / 30 judgements done" in at.get("progress")[0].proto.text
+    assert "`alice`: 0 / 30 judgements done" in at.get("progress")[0].proto.text
 
     context, left, right = shown_pair(at)
     answer(at, "answer_a")
@@ -85,8 +96,8 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     x, y = sorted((row["candidate_left"], row["candidate_right"]))
     assert row["shown_order"] == ("ab" if row["candidate_left"] == x else "ba")
     assert 0.0 <= row["seconds"] < 60.0
-    assert f"Saved: {row['candidate_left']} (left) better" in texts(at.toast)
-    assert "alice: 1 / 30 judgements done" in at.get("progress")[0].proto.text
+    assert f"Saved: `{row['candidate_left']}` (left) better" in texts(at.toast)
+    assert "`alice`: 1 / 30 judgements done" in at.get("progress")[0].proto.text
 
     answer(at, "answer_b")
     second = shown_pair(at)
@@ -99,7 +110,7 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     df = store.human_judgements_frame(dataset_id, ASPECT)
     assert df["winner"].tolist() == ["A", "B"]
     assert "Undone" in texts(at.info)
-    assert "alice: 2 / 30 judgements done" in at.get("progress")[0].proto.text
+    assert "`alice`: 2 / 30 judgements done" in at.get("progress")[0].proto.text
     answer(at, "answer_skip")
     df = store.human_judgements_frame(dataset_id, ASPECT)
     assert df["winner"].tolist() == ["A", "B", "skip"]
@@ -171,12 +182,13 @@ def test_least_certain_mode_with_a_run(app_env):
 
 def test_guidelines_are_saved_and_shown_as_plain_text(app_env):
     store, dataset_id = store_sample(app_env)
-    at = annotate_page(annotator="alice")
+    at = annotate_page()  # an admin writes them
     evil = "Prefer **faithful** summaries. <script>alert(1)</script>"
     at.text_area(key=f"guidelines_{dataset_id}").input(evil).run()
     at.button(key="save_guidelines").click().run()
     assert store.get_guidelines(dataset_id) == evil
-    at.run()
+    at = annotate_page(annotator="alice")  # an annotator reads them
+    assert not at.text_area
     assert evil in texts(at.text)
     for md in at.markdown:
         assert "<script>" not in md.value
@@ -205,9 +217,13 @@ def test_import_good_labels_once(app_env):
     body = GOOD_LABELS.format(**ids).encode()
     at.file_uploader(key="labels_file").upload("labels.csv", body, "text/csv").run()
     assert not at.exception, at.exception
-    assert "No problem found: 3 labels by 2 annotator(s) (ann1, ann2)" in texts(at.success)
+    assert "No problem found: 3 labels" in texts(at.success)
+    # The file names ann1 and ann2; they are mapped explicitly (by default the labels are yours).
+    at.selectbox(key="map_0").set_value("ann1").run()
+    at.selectbox(key="map_1").set_value("ann2").run()
     at.button(key="import_labels").click().run()
-    assert "Stored 3 labels for aspect 'fluency'." in texts(at.success)
+    assert ("0 already stored, 3 added for aspect `fluency`; attributed to `ann1` (2), `ann2` (1)"
+            in texts(at.success))
     df = store.human_judgements_frame(dataset_id, "fluency")
     assert df[["context_id", "candidate_left", "candidate_right", "winner", "annotator", "source"]] \
         .values.tolist() == [[ids["c0"], ids["a"], ids["b"], "A", "ann1", "import"],
@@ -215,7 +231,7 @@ def test_import_good_labels_once(app_env):
                              [ids["c1"], ids["d"], ids["e"], "B", "ann1", "import"]]
     assert df["shown_order"].isna().all() and df["seconds"].isna().all()
     at.button(key="import_labels").click().run()  # the same file again adds nothing
-    assert "Stored 0 labels for aspect 'fluency'; 3 were already in the store" in texts(at.success)
+    assert "3 already stored, 0 added for aspect `fluency`" in texts(at.success)
     assert len(store.human_judgements_frame(dataset_id)) == 3
 
 
@@ -231,7 +247,7 @@ def test_import_bad_labels_shows_rows_and_columns_and_stores_nothing(app_env):
     at = annotate_page()
     at.file_uploader(key="labels_file").upload("bad.csv", bad.encode(), "text/csv").run()
     assert not at.exception, at.exception
-    assert any("problem(s) found in bad.csv; nothing was stored" in e.value for e in at.error)
+    assert any("problem(s) found in `bad.csv`; nothing was stored" in e.value for e in at.error)
     report = at.dataframe[-1].value
     got = {(int(r), c) for r, c in report[["row", "column"]].itertuples(index=False)}
     assert {(3, "context_id"), (4, "candidate_b"), (5, "winner"), (6, "candidate_b")} <= got
@@ -250,7 +266,7 @@ def test_mtbench_human_files_import_as_they_are(app_env, shared_data: Path):
     assert not at.exception, at.exception
     assert f"No problem found: {n_rows} labels" in texts(at.success)
     at.button(key="import_labels").click().run()
-    assert f"Stored {n_rows} labels for aspect 'overall'." in texts(at.success)
+    assert f"0 already stored, {n_rows} added for aspect `overall`" in texts(at.success)
     df = store.human_judgements_frame(dataset_id, "overall")
     assert len(df) == n_rows and set(df["source"]) == {"import"}
     assert math.isnan(df["seconds"].iloc[0])

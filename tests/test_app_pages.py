@@ -113,14 +113,14 @@ def test_upload_good_file_saves_once(app_env):
     # canonical names are pre-selected from the header
     assert {s.label: s.value for s in at.selectbox if s.label in ("context_id", "text", "system")} == \
         {"context_id": "context_id", "text": "text", "system": "system"}
-    assert "No problem found: 3 contexts, 15 candidates, reference scores: coherence, consistency, " \
-           "fluency, relevance" in texts(at.success)
+    assert "No problem found: 3 contexts, 15 candidates, reference scores: `coherence`, " \
+           "`consistency`, `fluency`, `relevance`" in texts(at.success)
     save = [b for b in at.button if b.label == "Save to the store"][0]
     save.click().run()
-    assert "Saved as dataset 'sample'" in texts(at.success)
+    assert "Saved as dataset `sample`" in texts(at.success)
     save = [b for b in at.button if b.label == "Save to the store"][0]
     save.click().run()
-    assert "already in the store as dataset 'sample'" in texts(at.info)
+    assert "already in the store as dataset `sample`" in texts(at.info)
     assert len(Store(app_env).list_datasets()) == 1
 
 
@@ -133,7 +133,7 @@ def test_upload_bad_file_lists_every_problem_and_saves_nothing(app_env):
     at = open_page("upload")
     at.file_uploader[0].upload("bad.csv", bad.encode(), "text/csv").run()
     assert not at.exception, at.exception
-    assert any("problem(s) found in bad.csv; nothing was saved" in e.value for e in at.error)
+    assert any("problem(s) found in `bad.csv`; nothing was saved" in e.value for e in at.error)
     report = at.dataframe[-1].value
     assert set(report.columns) == {"file", "row", "column", "problem", "cause"}
     rows = set(report["row"].dropna().astype(int))
@@ -226,8 +226,8 @@ def test_matrix_opens_a_comparison_with_both_orders_and_flip_flag(app_env):
     at.selectbox(key="pick_second").set_value(best.candidate_id).run()
     at.button(key="open_pick").click().run()
     assert not at.exception, at.exception
-    assert metric(at, f"p({worst.candidate_id} first beats {best.candidate_id})") == "0.550"
-    assert metric(at, f"p({best.candidate_id} first beats {worst.candidate_id})") == "0.900"
+    assert metric(at, f"p(`{worst.candidate_id}` first beats `{best.candidate_id}`)") == "0.550"
+    assert metric(at, f"p(`{best.candidate_id}` first beats `{worst.candidate_id}`)") == "0.900"
     assert metric(at, "Label-word mass P(w_A)+P(w_B)") == "0.600"
     assert any("FLIPS with the order at tau = 0.500" in e.value for e in at.error)
     shown = texts(at.text)
@@ -237,7 +237,7 @@ def test_matrix_opens_a_comparison_with_both_orders_and_flip_flag(app_env):
     assert "Answer: Summary" in prompt
 
     at.radio(key="tau_mode_w").set_value("balanced").run()
-    assert any(f"{best.candidate_id} wins in both orders" in s.value for s in at.success)
+    assert any(f"`{best.candidate_id}` wins in both orders" in s.value for s in at.success)
 
 
 def test_matrix_views_switch_without_error(app_env):
@@ -367,11 +367,14 @@ def test_run_page_shows_cancel_for_a_live_worker(app_env):
     assert store.get_run(run_id).cancel_requested
 
 
-def test_run_page_builds_a_served_judge_spec(app_env):
+def test_run_page_builds_a_served_judge_spec(app_env, monkeypatch):
+    # Served judges are chosen among the servers configured for the app (no URL can be typed).
+    monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
     seed_run(app_env)
     at = open_page("run")
     at.radio[[r.label for r in at.radio].index("Model")].set_value("served (OpenAI-compatible API)").run()
-    at.text_input(key="served_url").set_value("http://127.0.0.1:8000/v1").run()
+    assert at.selectbox(key="served_url").options == ["http://127.0.0.1:8000/v1"]  # no key: none bound
+    assert not [t for t in at.text_input if "URL" in t.label]
     at.text_input(key="served_name").set_value("qwen2.5-7b-instruct").run()
     name = [t for t in at.text_input if t.label == "Run name"][0].value
     assert "qwen2.5-7b-instruct" in name

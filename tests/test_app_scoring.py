@@ -171,7 +171,8 @@ def test_run_page_scoring_mode_creates_a_scoring_run_and_launches_the_worker(app
     assert started[-1] == (run.name, run.id)
 
 
-def test_run_page_scoring_mode_refuses_a_served_model(app_env):
+def test_run_page_scoring_mode_refuses_a_served_model(app_env, monkeypatch):
+    monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
     save_sample(app_env)
     at = open_page("run")
     at.radio(key="run_mode").set_value(SCORING_MODE).run()

@@ -120,9 +120,10 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
 def settle(page, text: str, timeout_ms: int = 30_000) -> None:
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     # Streamlit shows a running indicator while the script works; wait for it to go, then for plots.
+    # (Streamlit 1.67 shows "Stop" there while a script runs, older versions "Running".)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        "() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
+        " return !w || !(w.innerText.includes('Running') || w.innerText.includes('Stop')); }",
         timeout=timeout_ms)
     page.wait_for_timeout(1500)
 
@@ -163,7 +164,7 @@ def test_click_through_the_app_in_chromium(server):
         shot(page, "run")
 
         nav(page, "Rankings")
-        settle(page, "Agreement with 'coherence'")
+        settle(page, "Agreement with coherence")
         assert f"run={run_name}" in page.url  # the selection is in the URL, so a refresh keeps it
         # the balanced tau* is the default (docs/results.md); 'off' shows the raw verdicts
         page.get_by_text("off (tau = 0.5)").first.click()

@@ -1,7 +1,8 @@
-"""Two people annotating at once in a real browser: one ``streamlit run app.py`` server, two
-chromium browser contexts (separate cookies and sessions) opened on ``/annotate?annotator=alice``
-and ``?annotator=bob``, answering in turn by mouse and by keyboard shortcut. Both must see their
-judgements stored, and alice's undo must remove only hers.
+"""Two people annotating at once in a real browser: one ``streamlit run app.py`` server with
+sign-in (``tests/test_browser_sign_in.py``'s OpenID Connect provider), two chromium browser
+contexts (separate cookies and sessions) signed in as alice and bob, annotators, answering in turn
+by mouse and by keyboard shortcut. Both must see their judgements stored under their own
+identity, and alice's undo must remove only hers.
 
 Then the Agreement page is opened on the simulated run with more labels written straight into the
 store, and screenshots of both pages go to ``test-artifacts/`` (``docs/img/`` holds copies).
@@ -21,6 +22,7 @@ import pytest
 
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
                           server, settle, shot, simulate_finished_run)
+from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +43,7 @@ def store_sample_and_run(db_url: str) -> int:
 
 
 def wait_done(page, who: str, n: int) -> None:
-    settle(page, f"{who}: {n} / ")
+    settle(page, f"{who}@example.org: {n} / ")
 
 
 def more_labels(db_url: str, dataset_id: int) -> None:
@@ -65,27 +67,29 @@ def more_labels(db_url: str, dataset_id: int) -> None:
     store.add_human_judgements(dataset_id, rows)
 
 
-def test_two_annotators_at_once_in_chromium(server):
+def test_two_annotators_at_once_in_chromium(team_server):
     from db.store import Store
 
-    url, db_url = server
+    url, db_url = team_server
     dataset_id = store_sample_and_run(db_url)
+    store = Store(db_url)
+    for who in ("alice", "bob"):
+        store.set_role(f"{who}@example.org", "annotator", "test")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         pages = {}
         for who in ("alice", "bob"):
             context = browser.new_context(viewport={"width": 1400, "height": 1300})
             page = context.new_page()
-            # Straight to the link a lead sends, on a fresh server: the page must come up inside
-            # app.py's navigation at once, with no reload (app.py leaves Streamlit's legacy pages/
-            # folder mode before the server takes its first session).
-            page.goto(f"{url}/annotate?annotator={who}")
+            sign_in(page, url, f"{who}@example.org")
+            page.goto(f"{url}/annotate")
             pages[who] = page
         for who, page in pages.items():
             settle(page, "Which text is more coherent?")
             page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").wait_for(timeout=30_000)  # visible, waiting for a slow rerun
             wait_done(page, who, 0)
         alice, bob = pages["alice"], pages["bob"]
+        df_who = {"alice": "alice@example.org", "bob": "bob@example.org"}
 
         # Interleaved answers: buttons for alice, keyboard shortcuts for bob.
         for k in range(1, 4):
@@ -97,11 +101,11 @@ def test_two_annotators_at_once_in_chromium(server):
             wait_done(bob, "bob", k)
 
         df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
-        assert sorted(df.loc[df["annotator"] == "alice", "winner"]) == ["A", "A", "A"]
-        assert sorted(df.loc[df["annotator"] == "bob", "winner"]) == ["B", "B", "tie"]
+        assert sorted(df.loc[df["annotator"] == df_who["alice"], "winner"]) == ["A", "A", "A"]
+        assert sorted(df.loc[df["annotator"] == df_who["bob"], "winner"]) == ["B", "B", "tie"]
         assert set(df["shown_order"]) <= {"ab", "ba"} and (df["seconds"] > 0).all()
         for who in ("alice", "bob"):  # never the same pair twice to one person
-            mine = df.loc[df["annotator"] == who]
+            mine = df.loc[df["annotator"] == df_who[who]]
             assert len({(c, frozenset((a, b))) for c, a, b in
                         mine[["context_id", "candidate_left", "candidate_right"]]
                         .itertuples(index=False)}) == 3
@@ -109,22 +113,30 @@ def test_two_annotators_at_once_in_chromium(server):
         alice.get_by_role("button", name="Undo").click()
         wait_done(alice, "alice", 2)
         df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
-        assert (df["annotator"] == "alice").sum() == 2 and (df["annotator"] == "bob").sum() == 3
+        assert (df["annotator"] == df_who["alice"]).sum() == 2
+        assert (df["annotator"] == df_who["bob"]).sum() == 3
         alice.get_by_role("button", name="A is better").click()
         wait_done(alice, "alice", 3)
         shot(alice, "annotate")
 
         more_labels(db_url, dataset_id)
+        # An annotator's Agreement page holds their own labels only.
         nav(bob, "Agreement")
         settle(bob, "LLM vs humans (majority vote)")
-        bob.get_by_text("balanced (tau*").first.click()
-        settle(bob, "At the current tau = 0.")
-        bob.get_by_text("Ties left out").first.wait_for(timeout=30_000)  # visible, waiting for a slow rerun
-        bob.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)  # at least 3
+        assert bob.get_by_text("vs 3 human judgements").first.is_visible()
+        # An admin (from COMPASSESS_ADMINS) sees everyone's.
+        admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+        sign_in(admin, url, "admin@example.org")
+        nav(admin, "Agreement")
+        settle(admin, "LLM vs humans (majority vote)")
+        admin.get_by_text("balanced (tau*").first.click()
+        settle(admin, "At the current tau = 0.")
+        admin.get_by_text("Ties left out").first.wait_for(timeout=30_000)  # a slow rerun
+        admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
         # The page scrolls inside Streamlit's own container: a tall window shows it whole.
-        bob.set_viewport_size({"width": 1400, "height": 4200})
-        bob.wait_for_timeout(1500)
-        shot(bob, "agreement")
+        admin.set_viewport_size({"width": 1400, "height": 4200})
+        admin.wait_for_timeout(1500)
+        shot(admin, "agreement")
         browser.close()
     for name in ("annotate", "agreement"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name

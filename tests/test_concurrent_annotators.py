@@ -36,9 +36,12 @@ WORKER = textwrap.dedent("""
         time.sleep(0.01)
     for k in range(1, int(n) + 1):
         ctx, left, right = pairs[k % len(pairs)]
+        # Each pair comes round five times: every answer after the first is a deliberate
+        # re-judgement (the annotate page's "show pairs I already judged again").
         store.add_human_judgements(int(dataset_id), [dict(
             context_id=ctx, candidate_left=left, candidate_right=right, winner="A",
-            annotator=annotator, aspect="coherence", seconds=float(k), shown_order="ab")])
+            annotator=annotator, aspect="coherence", seconds=float(k), shown_order="ab")],
+            again=True)
         frame = store.human_judgements_frame(int(dataset_id), "coherence")
         if k % int(undo_every) == 0:
             mine = frame.loc[(frame["annotator"] == annotator) & (frame["seconds"] == float(k))]

@@ -163,6 +163,7 @@ def test_retries_exhausted_is_a_clear_error(fake_server):
 def test_bad_key_url_and_model_fail_at_load(monkeypatch):
     with OpenAIServer(FakeBackend(0.0), model_name="fake", api_key=KEY) as srv:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", "sk-wrong")
         with pytest.raises(ModelLoadError, match=r"HTTP 401.*COMPASSESS_OPENAI_API_KEY"):
             fast(srv)
@@ -170,9 +171,12 @@ def test_bad_key_url_and_model_fail_at_load(monkeypatch):
         with pytest.raises(ModelLoadError, match=r"'nope' is not served .* it serves: fake") as e:
             load_openai_judge(f"openai:{srv.base_url}#nope")
         assert KEY not in str(e.value)
+        # The key is bound to its base URL: a wrong path is another server and gets no key.
+        monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", f"http://127.0.0.1:{srv.port}/api")
         with pytest.raises(ModelLoadError, match=r"HTTP 404.*/v1"):
             j = load_openai_judge(f"openai:http://127.0.0.1:{srv.port}/api#fake")
             j.judge(PROMPTS[:1])
+        monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", srv.base_url)
         j = fast(srv)
         assert KEY not in j.model_key + j.description + repr(j) + repr(j._client)
         srv.api_key = "rotated"  # the key stops working mid-run: a typed error, not a retry loop
@@ -289,6 +293,7 @@ def test_completions_mode_matches_the_local_judge(smol_server, tiny_dataset, mon
     from compassess_core.settings import RunSettings
 
     monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", smol_server.base_url)
     local = smol_server.backend.judge
     t, a = builtin_template("t1"), Aspect.from_name("coherence")
     rs = RunSettings(dataset="tiny", aspect=a.name, aspect_adjective=a.adjective,
@@ -334,6 +339,7 @@ def test_cli_run_end_to_end_never_stores_the_key(smol_server, tiny_dataset, tmp_
     db = f"sqlite:///{db_file}"
     spec = f"openai:{smol_server.base_url}#smollm2?samples=2&sample_tokens=3&answer_tokens=2"
     monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", smol_server.base_url)
     code = main(["run", str(data), "--aspect", "coherence", "--contexts", "1", "--model", spec,
                  "--batch-size", "4", "--run", "remote", "--db", db])
     out = capsys.readouterr()

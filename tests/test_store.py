@@ -593,7 +593,7 @@ def test_human_judgements_round_trip(store, tiny_dataset):
     df = store.human_judgements_frame(ds_id)
     assert list(df.columns) == ["id", "context_id", "candidate_left", "candidate_right",
                                 "shown_order", "winner", "annotator", "aspect", "seconds",
-                                "source", "created_at"]
+                                "source", "created_at", "revision"]
     assert df[["context_id", "candidate_left", "candidate_right", "winner", "source"]].values.tolist() == [
         ["doc1", "c2", "c1", "B", "app"], ["doc2", "c1", "c3", "tie", "import"],
         ["doc2", "c3", "c2", "skip", "app"]]

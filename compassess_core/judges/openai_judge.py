@@ -35,9 +35,11 @@ Requests run ``concurrency`` at a time in a thread pool over keep-alive ``http.c
 malformed responses, honouring ``Retry-After``. 401/403/404 and unknown models are a
 ``ModelLoadError`` (the model list is checked at load time when the server offers ``/models``).
 
-The API key comes from ``COMPASSESS_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) only. This module must
-never put the key in ``model_key``, ``description``, a message, a log line or anything returned,
-and must never accept credentials inside the URL.
+The API key comes from the environment only, and only the key bound to the spec's own base URL is
+sent (``servers.api_key_for``: ``COMPASSESS_OPENAI_API_KEY`` belongs to
+``COMPASSESS_OPENAI_BASE_URL``, ``OPENAI_API_KEY`` to ``OPENAI_BASE_URL``); a spec pointing anywhere
+else gets no key. This module must never put the key in ``model_key``, ``description``, a message,
+a log line or anything returned, and must never accept credentials inside the URL.
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ import http.client
 import json
 import logging
 import math
-import os
 import random
 import re
 import socket
@@ -65,10 +66,11 @@ import numpy as np
 from ..errors import CompAssessError, InputError, ModelLoadError
 from ..types import ComparisonPrompt, Judgement
 from .base import collect_judgements, judgements_from_logprobs
+from .servers import KEY_BINDINGS, api_key_for, unsent_key_note
 
 log = logging.getLogger("compassess.openai")
 
-API_KEY_ENV = ("COMPASSESS_OPENAI_API_KEY", "OPENAI_API_KEY")
+API_KEY_ENV = tuple(key_var for key_var, _, _ in KEY_BINDINGS)
 CHAT_LABEL_WORDS = ("A", "B")
 COMPLETIONS_LABEL_WORDS = (" A", " B")
 #: Appended to the user message in chat mode, where the answer cannot be primed.
@@ -166,15 +168,6 @@ def _redact_url(url: str) -> str:
     if parts.port:
         host += f":{parts.port}"
     return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else "<url>"
-
-
-def api_key_from_env() -> str | None:
-    """The API key from ``$COMPASSESS_OPENAI_API_KEY`` or ``$OPENAI_API_KEY`` (first set wins)."""
-    for name in API_KEY_ENV:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 # --------------------------------------------------------------------------- answers -> probabilities
@@ -478,7 +471,7 @@ class OpenAIJudge:
         self.fallback = fallback
         self.tokenizer_spec = tokenizer
         self._template_tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
-        self._client = _Client(spec.base_url, api_key_from_env(), timeout_s, max_retries,
+        self._client = _Client(spec.base_url, api_key_for(spec.base_url), timeout_s, max_retries,
                                backoff_s, max_backoff_s)
         self.logprobs_available = True
         self.stats = {"requests": 0, "logprob_answers": 0, "one_label_missing": 0,
@@ -523,9 +516,12 @@ class OpenAIJudge:
     def _typed_error(self, e: _HTTPError, path: str) -> CompAssessError:
         where = f"{self.spec.base_url}{path}"
         if e.status in (401, 403):
+            why = unsent_key_note(self.spec.base_url) or (
+                f"set ${API_KEY_ENV[0]} (with ${KEY_BINDINGS[0][1]} = {self.spec.base_url}) to "
+                "a valid API key")
             return ModelLoadError(
-                f"the judge server refused the request (HTTP {e.status}: {e.message}) at {where}: set "
-                f"${API_KEY_ENV[0]} (or ${API_KEY_ENV[1]}) to a valid API key")
+                f"the judge server refused the request (HTTP {e.status}: {e.message}) at {where}: "
+                f"{why}")
         if e.status == 404:
             return ModelLoadError(
                 f"not found (HTTP 404: {e.message}) at {where}: check that the base URL ends where "

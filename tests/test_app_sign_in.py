@@ -1,0 +1,212 @@
+"""Sign-in and roles in the app (AppTest on app.py and a real SQLite store): with ``[auth]``
+configured every page needs a signed-in person, an annotator gets Annotate and their own
+Agreement only, an admin gets everything and People, the first admins come from
+``COMPASSESS_ADMINS``, and an annotator's labels carry the signed-in identity whatever the URL says.
+
+Streamlit's own sign-in (``st.login`` against a real OpenID Connect provider in a real browser) is
+``tests/test_browser_sign_in.py``; here ``AppTest.user`` stands for the signed-in person.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from compassess_core import access
+from compassess_core.data import load_candidates
+from db.store import Store
+from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+
+#: An [auth] section as secrets.toml holds it (never contacted: AppTest.user is the signed-in person).
+AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+                         "cookie_secret": "test-cookie-secret", "client_id": "compassess",
+                         "client_secret": "test-client-secret",
+                         "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}}
+ADMIN_PAGES = {"Home", "Upload", "Run", "Rankings", "Scores", "Matrix", "Bias", "Annotate",
+               "Agreement", "Export", "People"}
+
+
+def app_as(identity: str | None, page: str | None = None, query: dict | None = None) -> AppTest:
+    """app.py with sign-in configured, signed in as ``identity`` (None: an anonymous visitor)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
+    at.user = ({"is_logged_in": True, "email": identity, "name": identity} if identity
+               else {"is_logged_in": False})
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    if page is not None:
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+    return at
+
+
+def page_titles(at: AppTest) -> set[str]:
+    """The pages st.navigation declared in the last run (AppTest keeps them to switch pages)."""
+    return {info["page_name"] for info in at._registered_pages.values()}
+
+
+def sample_with_a_run(url: str) -> tuple[Store, int]:
+    store, dataset_id, _ = seed_run(url)
+    return store, dataset_id
+
+
+def unreachable(at: AppTest, page: str) -> bool:
+    """The page is not among the pages declared for this viewer (no URL reaches it)."""
+    try:
+        at.switch_page(page)
+    except ValueError as e:
+        return "Could not find a navigation page" in str(e)
+    return False
+
+
+def test_anonymous_visitor_gets_the_sign_in_page_and_no_data_on_every_page(app_env):
+    sample_with_a_run(app_env)
+    at = app_as(None)
+    assert [b.label for b in at.button] == ["Sign in"]
+    assert not at.dataframe and not at.get("plotly_chart") and not at.text and not at.selectbox
+    shown = texts(at.markdown) + texts(at.caption) + texts(at.title)
+    assert "sample_summeval" not in shown and "hand-run" not in shown
+    for page in ("pages/home.py", "pages/upload.py", "pages/run.py", "pages/rankings.py",
+                 "pages/annotate.py", "pages/agreement.py", "pages/export.py", "pages/people.py"):
+        assert unreachable(at, page), page
+
+
+def test_signed_in_without_a_role_sees_only_that(app_env):
+    sample_with_a_run(app_env)
+    at = app_as("stranger@example.org")
+    assert "nobody has given this account a role yet" in texts(at.warning)
+    assert "`stranger@example.org`" in texts(at.warning)
+    assert not at.dataframe and not at.selectbox
+    assert [b.label for b in at.button] == ["Sign out"]
+    assert unreachable(at, "pages/run.py")
+
+
+def test_first_admins_come_from_configuration(app_env, monkeypatch):
+    store, _ = sample_with_a_run(app_env)
+    monkeypatch.setenv("COMPASSESS_ADMINS", "Boss@Example.org, other@example.org")
+    at = app_as("boss@example.org")
+    assert store.role_of("boss@example.org") == "admin"
+    assert store.list_people()[0].added_by == access.FROM_CONFIGURATION
+    assert page_titles(at) == ADMIN_PAGES
+    assert store.role_of("other@example.org") is None  # stored when they first sign in
+
+
+def test_annotator_gets_annotate_and_own_agreement_only(app_env):
+    store, dataset_id = sample_with_a_run(app_env)
+    store.set_role("ann@example.org", "annotator", "test")
+    at = app_as("ann@example.org")
+    assert page_titles(at) == {"Start", "Annotate", "Agreement"}  # Start: hidden, "/" -> Annotate
+    assert at.title[0].value == "Annotate"  # where they land
+    # Pages outside the role do not exist for them: no URL reaches them.
+    for page in ("pages/home.py", "pages/upload.py", "pages/run.py", "pages/rankings.py",
+                 "pages/scores.py", "pages/matrix.py", "pages/bias.py", "pages/export.py",
+                 "pages/people.py"):
+        assert unreachable(at, page), page
+    at = app_as("ann@example.org", "pages/annotate.py")
+    assert "Import labels" not in [t.label for t in at.tabs]
+    assert not [a for a in at.text_area if a.key == f"guidelines_{dataset_id}"]
+    # Run without app.py's navigation (AppTest's page switch uses Streamlit's legacy pages/
+    # folder mode), a page still refuses a role that may not open it.
+    for page in ("pages/run.py", "pages/upload.py", "pages/export.py", "pages/people.py"):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert "not available to your account" in texts(at.error), page
+        assert not at.dataframe and not at.get("file_uploader"), page
+
+
+def test_admin_gets_every_page_and_manages_people(app_env):
+    store, _ = sample_with_a_run(app_env)
+    store.set_role("admin@example.org", "admin", "test")
+    at = app_as("admin@example.org")
+    assert page_titles(at) == ADMIN_PAGES
+    at.switch_page("pages/people.py").run()
+    at.text_input[0].input("New.Person@Example.org")
+    at.selectbox[0].set_value("annotator")
+    at.button[[b.label for b in at.button].index("Save")].click().run()
+    assert not at.exception, at.exception
+    assert store.role_of("new.person@example.org") == "annotator"
+    assert "`new.person@example.org` is now annotator." in texts(at.success)
+    # The last admin can be neither demoted nor removed.
+    at.text_input[0].input("admin@example.org")
+    at.selectbox[0].set_value("annotator")
+    at.button[[b.label for b in at.button].index("Save")].click().run()
+    assert "last admin" in texts(at.error)
+    assert store.role_of("admin@example.org") == "admin"
+
+
+def test_annotators_labels_carry_the_signed_in_identity_not_the_url(app_env):
+    store, dataset_id = sample_with_a_run(app_env)
+    store.set_role("ann@example.org", "annotator", "test")
+    at = app_as("ann@example.org", "pages/annotate.py", query={"annotator": "mallory"})
+    assert not at.text_input  # no name box
+    at.button(key="answer_a").click().run()
+    assert not at.exception, at.exception
+    df = store.human_judgements_frame(dataset_id)
+    assert df["annotator"].tolist() == ["ann@example.org"]
+
+
+def test_annotator_agreement_shows_their_own_labels(app_env):
+    store, dataset_id = sample_with_a_run(app_env)
+    dataset = store.load_dataset(dataset_id)
+    ctx = dataset.contexts[0]
+    a, b, c = ctx.candidate_ids[:3]
+    store.add_human_judgements(dataset_id, [
+        dict(context_id=ctx.context_id, candidate_left=a, candidate_right=b, winner="A",
+             annotator="ann@example.org", aspect="coherence", shown_order="ab"),
+        dict(context_id=ctx.context_id, candidate_left=a, candidate_right=c, winner="B",
+             annotator="other@example.org", aspect="coherence", shown_order="ab")])
+    store.set_role("ann@example.org", "annotator", "test")
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert "vs 1 human judgements" in texts(at.caption)
+    assert "Agreement between people is shown to admins" in texts(at.info)
+    store.set_role("boss@example.org", "admin", "test")
+    at = app_as("boss@example.org", "pages/agreement.py")
+    assert "vs 2 human judgements" in texts(at.caption)
+
+
+def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
+    store = Store(app_env)
+    dataset_id = store.save_dataset(load_candidates(SAMPLE, name="sample_summeval"))
+    d = store.load_dataset(dataset_id)
+    c0 = d.contexts[0]
+    body = ("context_id,candidate_a,candidate_b,winner,annotator\n"
+            f"{c0.context_id},{c0.candidate_ids[0]},{c0.candidate_ids[1]},tie,alice\n"
+            f"{c0.context_id},{c0.candidate_ids[0]},{c0.candidate_ids[2]},tie,bob\n").encode()
+    store.set_role("admin@example.org", "admin", "test")
+    store.set_role("bob@example.org", "annotator", "test")
+    at = app_as("admin@example.org", "pages/annotate.py")
+    at.file_uploader(key="labels_file").upload("l.csv", body, "text/csv").run()
+    assert "stored as yours (`admin@example.org`)" in texts(at.markdown)
+    at.selectbox(key="map_1").set_value("bob@example.org").run()  # bob's row is bob's
+    at.button(key="import_labels").click().run()
+    assert not at.exception, at.exception
+    assert ("0 already stored, 2 added for aspect `overall`; attributed to `admin@example.org` (1), "
+            "`bob@example.org` (1)") in texts(at.success)
+    df = store.human_judgements_frame(dataset_id)
+    assert sorted(df["annotator"]) == ["admin@example.org", "bob@example.org"]
+
+
+# ------------------------------------------------------------------------------ the policy itself
+
+def test_identity_comes_from_the_providers_claims():
+    assert access.identity_from_claims({"email": " Ann@Example.org ", "sub": "123"}) == \
+        "ann@example.org"
+    assert access.identity_from_claims({"sub": "user-42"}) == "user-42"
+    with pytest.raises(access.AccessError, match="not verified"):
+        access.identity_from_claims({"email": "ceo@example.org", "email_verified": False})
+    with pytest.raises(access.AccessError, match="neither an e-mail"):
+        access.identity_from_claims({"name": "Someone"})
+    assert access.configured_admins({"COMPASSESS_ADMINS": "A@x.org; b@x.org  c@x.org,"}) == \
+        {"a@x.org", "b@x.org", "c@x.org"}
+
+
+@pytest.mark.parametrize("sign_in,address,allow,refused", [
+    (False, "127.0.0.1", "", False), (False, "localhost", "", False), (False, "::1", "", False),
+    (False, "0.0.0.0", "", True), (False, None, "", True), (False, "10.0.0.5", "", True),
+    (False, "0.0.0.0", "1", False), (True, "0.0.0.0", "", False), (True, None, "", False),
+])
+def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refused):
+    env = {access.ALLOW_ANONYMOUS_ENV: allow}
+    assert (access.serving_problem(sign_in, address, env) is not None) == refused
