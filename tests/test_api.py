@@ -337,7 +337,7 @@ def test_the_api_the_cli_and_the_app_give_the_same_rankings_and_evaluation(db_ur
     np.testing.assert_allclose(cli_rows["score"], ranking["score"], rtol=0, atol=1e-9)
     cli_eval = json.loads(run_cli(capsys, "evaluate", "--run", run.name, "--method",
                                   "bradley-terry", "--json", "--db", db_url))
-    assert cli_eval.pop("partial_run") is None == run.partial_note  # a complete run
+    assert cli_eval.pop("partial_run") is None and run.partial_note is None  # a complete run
     assert cli_eval == json.loads(json.dumps(report.to_dict(), default=lambda o: None))
 
     # the app: the Rankings page at the balanced threshold with Bradley-Terry
