@@ -1,7 +1,7 @@
 """``compassess`` command line: it parses options and prints; the worker and the engine do the work.
 
-Commands: run, score, rank, evaluate, export, import-labels, agreement, datasets, runs, worker,
-fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the problem), 1 other
+Commands: run, score, rank, evaluate, export, import-labels, agreement, calibrate, models,
+datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the problem), 1 other
 failure, 130 interrupted (everything computed so far is stored; the same command resumes).
 The CLI reaches the store through ``sink.open_store`` (an entry point), never by importing ``db``.
 """
@@ -18,6 +18,10 @@ from pathlib import Path
 
 from . import __version__, absolute, analysis
 from .agreement import agreement_summary, human_table_from_labels
+from . import fusion
+from .calibration import (DEFAULT_FOLDS, ECE_BINS, Calibration, calibrate, calibrated_table,
+                          fit_on_labels)
+from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .data import load_candidates
 from .errors import CompAssessError, InputError
 from .labels import load_human_labels, store_rows
@@ -75,6 +79,9 @@ def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
                    help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
     p.add_argument("--threshold", type=float, default=None,
                    help="absolute runs: pass/fail at score >= THRESHOLD")
+    p.add_argument("--calibrate", action="store_true",
+                   help="pairwise runs: read the judge's p calibrated on the stored human labels of "
+                        "the run's dataset and aspect (bias and temperature, `compassess calibrate`)")
     _db_arg(p)
 
 
@@ -125,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--format", default="table", choices=["table", "csv", "json"])
     k.add_argument("--context", default=None, metavar="ID", help="only this context")
     k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
+    k.add_argument("--with-humans", action="store_true",
+                   help="fuse the judge's comparisons with the stored human labels of the run's "
+                        "dataset and aspect (Gaussian product of experts)")
+    k.add_argument("--human-weight", default=None, metavar="W|inf",
+                   help="with --with-humans: one vote counts as W judge comparisons (inf: the humans "
+                        "alone; default: chosen by leave-one-out cross-validation over the votes)")
+    k.add_argument("--level", default="context", choices=["context", "system"],
+                   help="with --with-humans: rank the candidates of each context, or the systems")
 
     e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
     _read_args(e, debias="balanced")
@@ -161,6 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--debias", default="balanced", metavar="balanced|TAU")
     ag.add_argument("--json", action="store_true")
     _db_arg(ag)
+
+    cal = sub.add_parser("calibrate", help="fit the judge's bias and temperature on human A/B labels; "
+                         "accuracy, log-loss and calibration error before and after (held-out folds)")
+    cal.add_argument("--run", required=True, metavar="NAME")
+    cal.add_argument("--aspect", default=None, help="aspect of the human labels (default: the run's)")
+    cal.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds of "
+                     f"labelled pairs (default {DEFAULT_FOLDS})")
+    cal.add_argument("--seed", type=int, default=0, help="seed of the folds")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(cal)
+
+    mo = sub.add_parser("models", help="the judges on this machine (the bundled one and the models "
+                        "folder) with size, context window and the speed measured here")
+    mo.add_argument("--json", action="store_true")
+    _db_arg(mo)
 
     w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
     w.add_argument("--run", required=True, metavar="NAME")
@@ -329,6 +359,9 @@ def _ranking_header(run, settings: RunSettings, results, options: ReadOptions, n
 def cmd_rank(args) -> int:
     store, run, settings, dataset, kind = _load_run(args)
     results = kind.read(store, run.id, dataset, settings)
+    results, calibration = _calibrated(args, store, run, settings, dataset, kind, results)
+    if args.with_humans:
+        return _rank_with_humans(args, store, run, settings, dataset, kind, results, calibration)
     options = _read_options(args, settings, dataset, ci=args.ci)
     df = kind.rank(dataset, results, options)
     if args.context:
@@ -339,19 +372,26 @@ def cmd_rank(args) -> int:
     if settings.kind == "comparative" and not args.ci:
         df = df.drop(columns=["ci_low", "ci_high"])
     fields, header = _ranking_header(run, settings, results, options, len(df))
-    if args.format == "csv":
+    if calibration is not None:
+        fields["calibration"] = calibration
+        header += _calibration_note(calibration)
+    if settings.kind == "absolute" and options.threshold is not None:
+        header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {options.score} "
+                   f">= {options.threshold:g}")
+    _print_ranking(df, args.format, run.name, fields, header,
+                   "scores" if settings.kind == "absolute" else "rankings")
+    return EXIT_OK
+
+
+def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows: str) -> None:
+    if fmt == "csv":
         neutralise_frame(df).to_csv(sys.stdout, index=False)
-    elif args.format == "json":
-        rows = "scores" if settings.kind == "absolute" else "rankings"
-        print(json.dumps({"run": run.name, **fields, rows: json.loads(df.to_json(orient="records"))},
-                         indent=2))
+    elif fmt == "json":
+        print(json.dumps({"run": run_name, **fields, rows: json.loads(df.to_json(orient="records"))},
+                         indent=2, default=lambda o: None))
     else:
-        if settings.kind == "absolute" and options.threshold is not None:
-            header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {options.score} "
-                       f">= {options.threshold:g}")
         print(header)
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return EXIT_OK
 
 
 def _fmt(v, spec=".1f"):
@@ -428,13 +468,19 @@ EVALUATION_PRINTERS = {"comparative": _print_comparative, "scoring": _print_scor
 def cmd_evaluate(args) -> int:
     store, run, settings, dataset, kind = _load_run(args)
     options = _read_options(args, settings, dataset)
-    report = kind.evaluate(dataset, kind.read(store, run.id, dataset, settings), options, run=run.name)
+    results, calibration = _calibrated(args, store, run, settings, dataset, kind,
+                                       kind.read(store, run.id, dataset, settings))
+    report = kind.evaluate(dataset, results, options, run=run.name)
     if args.json:
         out = report.to_dict()
         out.setdefault("run", run.name)
+        if calibration is not None:
+            out["calibration"] = calibration
         print(json.dumps(out, indent=2, default=lambda o: None))
     else:
         EVALUATION_PRINTERS[kind.name](report, options)
+        if calibration is not None:
+            print(_calibration_note(calibration).lstrip("; "))
     return EXIT_OK
 
 
@@ -444,13 +490,19 @@ def cmd_export(args) -> int:
     meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
             "judge": run.judge_key, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "compassess_version": __version__}
+    results, calibration = _calibrated(args, store, run, settings, dataset, kind,
+                                       kind.read(store, run.id, dataset, settings))
     if args.what == "rankings":
-        results = kind.read(store, run.id, dataset, settings)
         df = kind.rank(dataset, results, options)
         fields, _ = _ranking_header(run, settings, results, options, len(df))
         meta.update(fields, debias=options.debias)
     else:
         df = kind.results_frame(store, run.id, dataset, settings)
+        if calibration is not None:
+            df["p_calibrated"] = Calibration(calibration["bias"],
+                                             calibration["temperature"]).apply(df["p"])
+    if calibration is not None:
+        meta["calibration"] = calibration
     paths = write_table(df, args.output, args.format, what=args.what, metadata=meta)
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return EXIT_OK
@@ -505,21 +557,32 @@ def cmd_import_labels(args) -> int:
     return EXIT_OK
 
 
+def _pairwise_only(run, kind, what: str) -> None:
+    if kind.name != "comparative":
+        raise InputError(f"run '{run.name}' is a {kind.label} run: {what} needs pairwise comparisons")
+
+
+def _stored_labels(store, run, dataset: Dataset, aspect: str):
+    """The stored human judgements of the run's dataset and ``aspect`` (an InputError if none)."""
+    human = store.human_judgements_frame(run.dataset_id, aspect)
+    if len(human) == 0:
+        raise InputError(f"no human labels for dataset '{dataset.name}' and aspect '{aspect}'; "
+                         "import some with `compassess import-labels` or annotate in the app")
+    return human
+
+
 def cmd_agreement(args) -> int:
     store, run, settings, dataset, kind = _load_run(args)
-    if kind.name != "comparative":
-        raise InputError(f"run '{run.name}' is a {kind.label} run: agreement with human A/B labels "
-                         "needs pairwise comparisons")
+    _pairwise_only(run, kind, "agreement with human A/B labels")
     table = store.comparison_table(run.id)
     if args.labels == "stored":
-        human = store.human_judgements_frame(run.dataset_id, settings.aspect)
+        human = _stored_labels(store, run, dataset, settings.aspect)
         source = f"stored labels for aspect '{settings.aspect}'"
     else:
         human = human_table_from_labels(load_human_labels(Path(args.labels), dataset))
         source = args.labels
     if len(human) == 0:
-        raise InputError(f"no human labels for dataset '{dataset.name}' and aspect '{settings.aspect}'; "
-                         "import some with `compassess import-labels` or annotate in the app")
+        raise InputError(f"no human labels in {source}")
     tau = analysis.resolve_tau(args.debias, table.p)
     summary = agreement_summary(human, table, dataset, tau)
     summary = {"run": run.name, "labels": source, **summary}
@@ -555,8 +618,134 @@ def cmd_agreement(args) -> int:
 
 
 
+# ---------------------------------------------------- calibration, fusion with humans, models
+
+def _calibrated(args, store, run, settings: RunSettings, dataset: Dataset, kind, results):
+    """The run's results as ``--calibrate`` reads them, and the calibration as recorded (None
+    without ``--calibrate``): bias and temperature fitted on every stored label of the aspect."""
+    if not getattr(args, "calibrate", False):
+        return results, None
+    _pairwise_only(run, kind, "--calibrate")
+    cal = fit_on_labels(results, _stored_labels(store, run, dataset, settings.aspect))
+    return calibrated_table(results, cal), {
+        **cal.to_dict(), "formula": "p_cal = sigmoid((logit p - bias) / temperature)",
+        "labels": f"stored human labels of dataset '{dataset.name}', aspect '{settings.aspect}'"}
+
+
+def _calibration_note(calibration: dict) -> str:
+    return (f"; p calibrated on {calibration['n_pairs']} human-labelled pairs (bias "
+            f"{calibration['bias']:.3f} log-odds, temperature {calibration['temperature']:.3f})")
+
+
+def _human_weight(text: str | None) -> float | None:
+    if text is None:
+        return None
+    if text.strip().lower() in ("inf", "humans", "humans-only"):
+        return math.inf
+    try:
+        weight = float(text)
+    except ValueError:
+        raise InputError(f"--human-weight must be a number >= 0 or 'inf', not '{text}'") from None
+    if not weight >= 0:
+        raise InputError(f"--human-weight must be >= 0, got {text}")
+    return weight
+
+
+def _rank_with_humans(args, store, run, settings: RunSettings, dataset: Dataset, kind, table,
+                      calibration: dict | None) -> int:
+    _pairwise_only(run, kind, "--with-humans")
+    human = _stored_labels(store, run, dataset, settings.aspect)
+    tau = analysis.resolve_tau(args.debias, table.p)
+    rank = fusion.fused_system_ranking if args.level == "system" else fusion.fused_rankings
+    fused = rank(dataset, table, human, tau=tau, weight=_human_weight(args.human_weight))
+    df = fused.frame.drop(columns=["text"], errors="ignore")
+    if args.context and args.level == "context":
+        if args.context not in {c.context_id for c in dataset.contexts}:
+            raise InputError(f"context '{args.context}' is not in dataset '{dataset.name}'")
+        df = df[df["context_id"] == args.context]
+    choice = fused.choice
+    weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
+    header = (f"# run {run.name}: {args.level}-level ranking fused from {len(table)} judge comparisons "
+              f"(tau = {tau:.4f}) and {choice.n_votes} human votes of aspect '{settings.aspect}'; "
+              f"one vote = {weight} ({choice.chosen_by})"
+              + (_calibration_note(calibration) if calibration else ""))
+    fields = {"method": "fused product of experts (judge + humans)", "level": args.level, "tau": tau,
+              "human_weight": choice.to_dict(), "calibration": calibration}
+    _print_ranking(df, args.format, run.name, fields, header, "rankings")
+    return EXIT_OK
+
+
+def cmd_calibrate(args) -> int:
+    store, run, settings, dataset, kind = _load_run(args)
+    _pairwise_only(run, kind, "calibration on human A/B labels")
+    aspect = args.aspect or settings.aspect
+    human = _stored_labels(store, run, dataset, aspect)
+    report = calibrate(store.comparison_table(run.id), human, folds=args.folds, seed=args.seed)
+    out = {"run": run.name, "dataset": dataset.name, "aspect": aspect, "model": settings.model,
+           **report.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
+    print(f"run {run.name} vs human labels of aspect '{aspect}': {raw.n_comparisons} comparisons of "
+          f"{cal.n_pairs} labelled pairs; {report.folds}-fold cross-validation by pair (seed "
+          f"{report.seed})")
+    spread = out["fold_spread"]
+    print(f"fitted on all labels: p_cal = sigmoid((logit p - b) / T) with bias b = {cal.bias:.3f} "
+          f"log-odds, temperature T = {cal.temperature:.3f} (sd over folds: {spread['bias_sd']:.3f}, "
+          f"{spread['temperature_sd']:.3f})")
+    _table([
+        ("accuracy (per comparison, p > 0.5)", *(_fmt(x.accuracy, ".3f") for x in (raw, deb, held))),
+        ("log-loss (nats per comparison)", *(_fmt(x.log_loss, ".3f") for x in (raw, deb, held))),
+        (f"expected calibration error ({ECE_BINS} bins)", *(_fmt(x.ece, ".3f") for x in (raw, deb, held))),
+        (f"pair accuracy, ties left out (n = {held.n_pairs})",
+         *(_fmt(x.pair_accuracy, ".3f") for x in (raw, deb, held))),
+        ("pair Cohen's kappa, ties left out", *(_fmt(x.pair_kappa, ".3f") for x in (raw, deb, held))),
+    ], head=("raw", f"tau*={report.tau:.3f}", "calibrated"))
+    print("calibrated = held-out folds (each fold calibrated by a fit on the others); "
+          "tau* = eq. 9 reweighting at the balanced threshold (no labels)")
+    rel = report.reliability["calibrated"]
+    print("reliability of the calibrated p (held out): "
+          + ", ".join(f"[{r.bin_low:.1f},{r.bin_high:.1f}) n={r.n} p={_fmt(r.mean_p, '.2f')} "
+                      f"freq={_fmt(r.frequency, '.2f')}" for r in rel.itertuples() if r.n))
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+def cmd_models(args) -> int:
+    try:
+        runs = _open_store(args.db).list_runs()
+    except CompAssessError:
+        runs = []  # the list of models does not need the store; only measured speeds do
+    entries = catalog(runs)
+    folder = models_folder()
+    if args.json:
+        print(json.dumps({
+            "models_folder": str(folder),
+            "models": [dict(name=e.name, model=e.spec, kind=e.kind, available=e.available,
+                            path=str(e.path) if e.path else None, size_bytes=e.size_bytes,
+                            parameters=e.parameters, context_window=e.context_window,
+                            architecture=e.architecture, problem=e.problem,
+                            comparisons_per_s=e.speed.rate if e.speed else None,
+                            scoring_candidates_per_s=e.scoring_speed.rate if e.scoring_speed else None,
+                            runs_measured=e.speed.n_runs if e.speed else 0) for e in entries],
+            "recommended": [dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
+                            for r in RECOMMENDED]}, indent=2))
+        return EXIT_OK
+    print(f"models folder: {folder}" + ("" if folder.is_dir() else " (does not exist yet)")
+          + " (set COMPASSESS_MODELS_DIR; a .gguf file or a transformers folder per model)")
+    print(catalog_frame(entries).to_string(index=False))
+    print("speeds: median of this model's earlier runs in the store (none: never run here)")
+    print("\nrecommended hub ids (need the model hub or a local copy):")
+    for r in RECOMMENDED:
+        print(f"  {r.hardware}: {r.hub_id} - {r.why}")
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
+            "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
             "worker": cmd_worker}
 

@@ -18,6 +18,7 @@ from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, escape_md,
                            fmt, no_run_message, pairwise_only_note, pick_run, store, tau_control)
+from pages._judges import calibration_section
 
 st.title("Agreement with people")
 run = pick_run()  # pairwise runs only: human labels are pairwise too
@@ -240,6 +241,8 @@ else:
                    f"p({row['x']} first) = {fmt(row['p_xy'], '.3f')}, p({row['y']} first) = "
                    f"{fmt(row['p_yx'], '.3f')}.")
         comparison_view(view, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
+
+calibration_section(view, human, aspect)
 
 # ----------------------------------------------------------------------- exports
 st.header("Exports")

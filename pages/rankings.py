@@ -16,10 +16,11 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core.settings import RunSettings
-from pages._common import (cached_dataset, cached_evaluation, cached_ranking,
-                           cached_scored_ranking, cached_scoring_evaluation, db_url, escape_md, fmt,
+from pages._common import (cached_dataset, cached_scored_ranking, cached_scoring_evaluation, db_url,
+                           escape_md, fmt,
                            is_scoring_run, no_run_message, pick_run, preview, run_controls,
                            is_active, worker_state)
+from pages._judges import fused_section, probability_source, run_evaluation, run_ranking
 
 ALL = "(all contexts)"
 EXPECTED_HELP = "expected score, 1–10, from the model's distribution over the score tokens (G-Eval)"
@@ -120,6 +121,7 @@ if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
+calibrated = probability_source(view)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context")
@@ -130,8 +132,8 @@ reference = reference if refs else None
 with_ci = c3.checkbox("Bootstrap 95% CI", value=n <= 5_000,
                       help="200 resamples of each context's comparisons; slower on big runs.")
 
-ev = cached_evaluation(url, dataset_id, run_id, n, method, reference, tau)
-raw = cached_evaluation(url, dataset_id, run_id, n, method, reference, 0.5)
+ev = run_evaluation(view, method, reference, tau, calibrated)
+raw = run_evaluation(view, method, reference, 0.5, calibrated)
 n_ctx = len(view.parts)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"P(A) at tau = {tau:.3f}", fmt(ev.p_a, ".2f"),
@@ -162,7 +164,7 @@ if reference is not None:
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {context}"))
-ranking = cached_ranking(url, dataset_id, run_id, n, method, tau, with_ci)
+ranking = run_ranking(view, method, tau, with_ci, calibrated)
 if context != ALL:
     ranking = ranking[ranking["context_id"] == context]
 shown = ranking.assign(text=ranking["text"].map(preview))
@@ -182,4 +184,7 @@ st.dataframe(
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
     })
 st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
-           f"tau = {tau:.3f}; texts are previews (full texts on Matrix and in exports).")
+           f"tau = {tau:.3f}{' on p calibrated on human labels' if calibrated else ''}; texts are "
+           "previews (full texts on Matrix and in exports).")
+
+fused_section(view, tau, calibrated, reference)

@@ -27,6 +27,7 @@ from compassess_core.settings import GenerationOptions, RunSettings
 from pages._common import (cached_dataset, db_url, fmt, is_active, log_tail, pick_dataset,
                            rate_and_eta, recalled, remember, start_worker, store, worker_log_path,
                            worker_state)
+from pages._judges import catalog_expander, local_model_picker
 
 OWN = "own description ..."
 
@@ -83,7 +84,8 @@ with st.container(border=True):
     c1, c2, c3 = st.columns(3)
     # COMPASSESS_JUDGE_MODEL (e.g. set by docker-compose to a vLLM server) pre-selects a judge.
     default_model = os.environ.get("COMPASSESS_JUDGE_MODEL", "")
-    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)")
+    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)",
+             "models folder")
     default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
     model_kind = c1.radio("Model", kinds, index=default_kind,
                           help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
@@ -91,6 +93,8 @@ with st.container(border=True):
                                "COMPASSESS_OPENAI_API_KEY environment variable of the app, never from here.")
     if model_kind == "bundled default":
         model_text = ""
+    elif model_kind == "models folder":
+        model_text = local_model_picker(c1)
     elif model_kind.startswith("served"):
         base = default_model.split(":", 1)[1].split("#")[0] if default_kind == 3 else "http://127.0.0.1:8000/v1"
         served_url = c1.text_input("Server base URL", value=base, key="served_url")
@@ -133,6 +137,7 @@ with st.container(border=True):
                                 "just enough to fit; the run records which contexts were cut and the "
                                 "comparison view shows it.")
 
+catalog_expander()
 model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
 settings = None
 if model:
