@@ -1,17 +1,18 @@
-"""Judges worth trusting on this hardware: the tables and plots of docs/results.md §5-7.
+"""Judges worth trusting on this hardware: the tables and plots of docs/results.md §3-5.
 
 Three steps, each from stores only (no model calls; the runs are made with ``compassess run``,
 see docs/results.md), each filling a ``<!-- generated: ... -->`` block of docs/results.md:
 
+    S="--db .repro/judges.db --db .repro/qwen15.db"
     # the mid-size judge beside the bundled one and the paper's FlanT5-3B
-    .venv/bin/python benchmarks/judges_study.py judges --db .repro/judges.db --db .repro/qwen15-copy.db --doc docs/results.md
+    .venv/bin/python benchmarks/judges_study.py judges $S --doc docs/results.md
     # calibration on the MT-Bench human labels (5-fold held out), with a reliability diagram
-    .venv/bin/python benchmarks/judges_study.py calibration --db .repro/judges.db --db .repro/qwen15-copy.db --plots docs/img --doc docs/results.md
-    # human labels + judge: simulated annotators (expert scores as the oracle), Spearman vs budget
-    .venv/bin/python benchmarks/judges_study.py fusion --db .repro/judges.db --db .repro/qwen15-copy.db --plots docs/img --doc docs/results.md
+    .venv/bin/python benchmarks/judges_study.py calibration $S --plots docs/img --doc docs/results.md
+    # human labels + judge: expert scores as the annotators, Spearman against the label budget
+    .venv/bin/python benchmarks/judges_study.py fusion $S --plots docs/img --doc docs/results.md
 
 Every number says what it was computed on; a run that is still going is used as far as it got
-and marked "(k of N, still running)". This script must never change a stored result.
+and marked "(k of N done, running)". This script must never change a stored result.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def run_names(model: str) -> dict[str, str]:
         "tc-nat-t1": f"repro-topicalchat-naturalness-t1-{model}",
         "tc-nat-s2": f"repro-topicalchat-naturalness-s2-{model}",
         "se-coh-t1": f"repro-summeval-coherence-t1-{model}-c10",
-        "se-coh-poe": "summeval-coherence-t1-qwen1.5b-poe60-c10",
+        "se-coh-poe": f"summeval-coherence-t1-{model}-poe60-c10",
         "se-coh-s2": f"repro-summeval-coherence-s2-{model}-c10",
         "mt-t1": f"mtbench-overall-t1d-{model}",
         "mt-s2": f"mtbench-overall-s2d-{model}",
@@ -81,14 +82,23 @@ class Stores:
         from compassess_core.sink import open_store
         self.stores = [open_store(u) for u in urls]
 
-    def find(self, name: str) -> Found | None:
+    def find(self, model: str, key: str) -> Found | None:
+        """The run of ``key`` (:func:`run_names`) for ``model`` or for ``model-bf16`` (the same
+        judge in bf16, about twice as fast on this CPU), whichever has more done; None when no
+        store has either."""
+        best = None
         for s in self.stores:
-            try:
-                run = s.get_run(name)
-            except Exception:  # noqa: BLE001 - not in this store
-                continue
-            return Found(s, run, RunSettings.from_dict(run.settings), s.load_dataset(run.dataset_id))
-        return None
+            for name in (run_names(model)[key], run_names(f"{model}-bf16")[key]):
+                try:
+                    run = s.get_run(name)
+                except Exception:  # noqa: BLE001 - not in this store
+                    continue
+                if best is None or int(run.done or 0) > int(best[1].done or 0):
+                    best = (s, run)
+        if best is None:
+            return None
+        s, run = best
+        return Found(s, run, RunSettings.from_dict(run.settings), s.load_dataset(run.dataset_id))
 
 
 def _fmt(v, spec=".1f") -> str:
@@ -144,8 +154,8 @@ def mtbench_cell(found: Found | None) -> str:
     table = found.store.comparison_table(found.run.id)
     tau = float(balanced_threshold(table.p)) if len(table) else 0.5
     rep = llm_vs_human(human, table, tau)
-    cells = [f"{_fmt(100 * s.majority.accuracy_without_ties)} % / κ {_fmt(s.majority.kappa_without_ties, '.2f')}"
-             for s in (rep.raw, rep.debiased)]
+    cells = [f"{_fmt(100 * s.majority.accuracy_without_ties)} % / "
+             f"κ {_fmt(s.majority.kappa_without_ties, '.2f')}" for s in (rep.raw, rep.debiased)]
     try:
         cal = calibration.calibrate(table, human).calibrated
         cells.append(f"{_fmt(100 * cal.pair_accuracy)} % / κ {_fmt(cal.pair_kappa, '.2f')}")
@@ -177,8 +187,7 @@ def mtbench_scoring_cell(found: Found | None, labels_from: Found | None) -> str:
 
 def cmd_judges(args) -> int:
     stores = Stores(args.db)
-    found = {label: {k: stores.find(v) for k, v in run_names(m).items()}
-             for label, m in JUDGES.items()}
+    found = {label: {k: stores.find(m, k) for k in run_names(m)} for label, m in JUDGES.items()}
     qwen_poe = found["Qwen2.5-Coder-1.5B"]["se-coh-poe"]
     rows = []
     for slice_, measure, key, kind, ref, paper in (
@@ -207,13 +216,12 @@ def cmd_judges(args) -> int:
             elif kind == "poe":
                 cells.append(comparative_cell(f[key], ref, method="poe"))
             elif kind == "poe-subset":
-                if label.startswith("Qwen"):
-                    cells.append(comparative_cell(qwen_poe, ref, method="poe"))
-                elif f["se-coh-t1"] is not None and qwen_poe is not None:
-                    cells.append(comparative_cell(f["se-coh-t1"], ref, _poe_pairs_of(f["se-coh-t1"], qwen_poe),
-                                                  method="poe") + " (the same pairs, from its full matrix)")
-                else:
-                    cells.append("not run")
+                if f["se-coh-poe"] is not None or f["se-coh-t1"] is None or qwen_poe is None:
+                    cells.append(comparative_cell(f["se-coh-poe"], ref, method="poe"))
+                else:  # the same pairs, taken from a full matrix
+                    same = _poe_pairs_of(f["se-coh-t1"], qwen_poe)
+                    cells.append(comparative_cell(f["se-coh-t1"], ref, same, method="poe")
+                                 + " (the same pairs, from its full matrix)")
             elif kind == "scoring":
                 cells.append(scoring_cell(f[key], ref))
             elif kind == "mtbench":
@@ -223,9 +231,12 @@ def cmd_judges(args) -> int:
         rows.append(f"| {slice_} | {measure} | {_fmt(paper)} | " + " | ".join(cells) + " |")
     speeds = []
     for label in JUDGES:
-        rates = {k: f.run.rate for k, f in found[label].items() if f is not None and f.run.rate}
-        if rates:
-            speeds.append(f"{label}: " + ", ".join(f"{k} {v:.2f}/s" for k, v in rates.items()))
+        used = {f.run.name: f for f in found[label].values() if f is not None}
+        if used:
+            speeds.append(f"{label}: " + ", ".join(
+                f"`{name}` {_fmt(f.run.rate, '.2f')} "
+                f"{'candidates' if f.settings.kind == 'scoring' else 'comparisons'}/s"
+                for name, f in used.items()))
     text = "\n".join([
         "| slice | measure (Spearman x100 unless stated) | paper FlanT5-3B | "
         + " | ".join(JUDGES) + " |",
@@ -233,8 +244,9 @@ def cmd_judges(args) -> int:
         "Cells: Spearman x100 per-context mean at tau = 0.5 / at the balancing tau* (eq. 10), "
         "with P(A) raw, the contexts and comparisons used; prompt-scoring cells: argmax / G-Eval "
         "expected score. MT-Bench: raw, at tau*, and calibrated (bias and temperature, 5-fold "
-        "held out). Rates recorded by the runs (comparisons or candidates per second of judging, "
-        "on the shared 2-core CPU): " + ("; ".join(speeds) or "none") + "."])
+        "held out). Runs read, with the rate each recorded (per second of judging, on the shared "
+        "2-core CPU; a `-bf16` run is the same judge in bf16): " + ("; ".join(speeds) or "none")
+        + "."])
     print(text)
     if args.doc:
         replace_generated(Path(args.doc), "judges", text)
@@ -249,7 +261,7 @@ def cmd_calibration(args) -> int:
            "|---|---|---|---|---|---|---|---|---|"]
     reports = {}
     for label, model in JUDGES.items():
-        f = stores.find(run_names(model)["mt-t1"])
+        f = stores.find(model, "mt-t1")
         if f is None or len(mtbench_labels(f)) == 0:
             out.append(f"| {label} | not run (or no labels) | | | | | | | |")
             continue
@@ -313,9 +325,7 @@ def cmd_fusion(args) -> int:
     out, curves_all = [], {}
     for dataset, aspect, key, per_context in FUSION:
         for label, model in JUDGES.items():
-            if key == "se-coh-poe" and not model.startswith("qwen"):
-                continue
-            f = stores.find(run_names(model)[key])
+            f = stores.find(model, key)
             if f is None:
                 continue
             table = f.store.comparison_table(f.run.id)
@@ -362,8 +372,9 @@ def cmd_fusion(args) -> int:
                            + "; ".join(reach) + ".\n")
             else:
                 out.append("")
+    flips = f", each label flipped with probability {args.error_rate:g}" if args.error_rate else ""
     out.insert(0, f"Oracle annotators: the candidate with the higher expert score is preferred, "
-                  f"equal scores a coin{f', each label flipped with probability {args.error_rate:g}' if args.error_rate else ''}; "
+                  f"equal scores a coin{flips}; "
                   f"{args.draws} draws per policy (random order, or tie-breaking of the "
                   "uncertainty-driven choice, and the coins); Spearman x100 against the same expert "
                   "scores, per-context mean.\n")

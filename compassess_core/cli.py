@@ -1,8 +1,9 @@
 """``compassess`` command line: it parses options and prints; the worker and the engine do the work.
 
 Commands: run, score, rank, evaluate, export, import-labels, agreement, calibrate, models,
-datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the problem), 1 other
-failure, 130 interrupted (everything computed so far is stored; the same command resumes).
+datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the
+problem), 1 other failure, 130 interrupted (everything computed so far is stored; the same
+command resumes).
 The CLI reaches the store through ``sink.open_store`` (an entry point), never by importing ``db``.
 """
 
@@ -16,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, absolute, analysis
+from . import __version__, absolute, analysis, fusion
 from .agreement import agreement_summary, human_table_from_labels
-from . import fusion
 from .calibration import (DEFAULT_FOLDS, ECE_BINS, Calibration, calibrate, calibrated_table,
                           fit_on_labels)
 from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
@@ -490,8 +490,9 @@ def cmd_export(args) -> int:
     meta = {"run": run.name, "dataset": dataset.name, "settings": run.settings,
             "judge": run.judge_key, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "compassess_version": __version__}
+    needed = args.what == "rankings" or args.calibrate
     results, calibration = _calibrated(args, store, run, settings, dataset, kind,
-                                       kind.read(store, run.id, dataset, settings))
+                                       kind.read(store, run.id, dataset, settings) if needed else None)
     if args.what == "rankings":
         df = kind.rank(dataset, results, options)
         fields, _ = _ranking_header(run, settings, results, options, len(df))

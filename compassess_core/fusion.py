@@ -219,8 +219,8 @@ def choose_human_weight(problems: Sequence[FusionInputs], grid: Sequence[float] 
     than :data:`MIN_CV_VOTES` decisive votes, ``default``.
 
     The humans alone (``inf``) are chosen when, and only when, the judge alone (``w = 0``)
-    agrees with at most half of at least :data:`MIN_VOTES_TO_DROP_JUDGE` decisive votes: its order of the candidates nobody
-    labelled is then no better than a coin, and leaving it out keeps them tied instead of
+    agrees with at most half of at least :data:`MIN_VOTES_TO_DROP_JUDGE` decisive votes: its
+    order of the candidates nobody labelled is then no better than a coin, and leaving it out keeps them tied instead of
     shuffled. Otherwise the best finite weight wins: a large one already lets the votes decide
     wherever there are some, and the judge still orders the rest (with a few votes the held-out
     accuracies are noisy, and dropping a useful judge loses far more than keeping a useless one).

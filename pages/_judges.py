@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core import analysis, calibration, fusion
-from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from compassess_core.errors import InputError
+from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from pages._common import (RunView, cached_dataset, cached_evaluation, cached_ranking, cached_table,
                            db_url, escape_md, fmt, preview, store)
 
@@ -90,12 +90,16 @@ def run_labels(view: RunView) -> pd.DataFrame:
     return store().human_judgements_frame(view.dataset_id, view.settings.aspect)
 
 
-def probability_source(view: RunView) -> calibration.Calibration | None:
-    """The sidebar choice between the judge's p and p calibrated on the run's human labels;
-    returns the calibration, or None for the raw p (also when there are no labels to fit)."""
+def probability_source(view: RunView, tau: float
+                       ) -> tuple[calibration.Calibration | None, float]:
+    """The sidebar choice between the judge's p and p calibrated on the run's human labels.
+
+    Returns the calibration (None for the raw p, also when there are no labels to fit) and the
+    threshold to use with it: ``tau`` as the sidebar set it, except that *balanced* means the
+    balancing threshold of the calibrated p (``analysis.resolve_tau``)."""
     human = run_labels(view)
     if len(human) == 0:
-        return None
+        return None, tau
     choice = st.sidebar.radio("Judge probabilities", (RAW, CALIBRATED), key="probability_source",
                               help="Calibrated: p_cal = sigmoid((logit p - bias) / temperature), "
                                    "bias and temperature fitted on the stored human labels of "
@@ -103,16 +107,18 @@ def probability_source(view: RunView) -> calibration.Calibration | None:
                                    "calibrate`). The calibration removes the positional bias, so "
                                    "tau off (0.5) is its natural threshold.")
     if choice == RAW:
-        return None
+        return None, tau
     try:
         cal = cached_calibration(view.url, view.run.id, view.n, human)
     except InputError as e:
         st.sidebar.warning(f"Cannot calibrate: {e}")
-        return None
+        return None, tau
+    if st.session_state.get("tau_mode") == "balanced":
+        tau = analysis.resolve_tau("balanced", cal.apply(view.all_p))
     st.sidebar.caption(f"Calibrated on {cal.n_pairs} human-labelled pairs ({cal.n_comparisons} "
                        f"comparisons): bias {cal.bias:.3f} log-odds, temperature "
-                       f"{cal.temperature:.3f}.")
-    return cal
+                       f"{cal.temperature:.3f}. Threshold on the calibrated p: tau = {tau:.4f}.")
+    return cal, tau
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -135,7 +141,7 @@ def _calibrated_evaluation(url, dataset_id, run_id, n, method, reference, tau, b
 
 
 def run_ranking(view: RunView, method: str, tau: float, with_ci: bool,
-            cal: calibration.Calibration | None) -> pd.DataFrame:
+                cal: calibration.Calibration | None) -> pd.DataFrame:
     """``analysis.rank_contexts`` of the run, on calibrated p when ``cal`` is given."""
     if cal is None:
         return cached_ranking(*view.key, method, tau, with_ci)
@@ -143,7 +149,7 @@ def run_ranking(view: RunView, method: str, tau: float, with_ci: bool,
 
 
 def run_evaluation(view: RunView, method: str, reference: str | None, tau: float,
-               cal: calibration.Calibration | None) -> analysis.Evaluation:
+                   cal: calibration.Calibration | None) -> analysis.Evaluation:
     """``analysis.evaluate_at`` of the run, on calibrated p when ``cal`` is given."""
     if cal is None:
         return cached_evaluation(*view.key, method, reference, tau)

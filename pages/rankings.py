@@ -121,7 +121,7 @@ if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
-calibrated = probability_source(view)
+calibrated, tau = probability_source(view, tau)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context")

@@ -66,6 +66,11 @@ def test_rankings_use_calibrated_p_and_fuse_the_labels(app_env):
     cal = calibration.fit_on_labels(store.comparison_table(run_id),
                                     store.human_judgements_frame(dataset_id, "coherence"))
     assert f"bias {cal.bias:.3f} log-odds" in texts(at.sidebar.caption)
+    # 'balanced' on calibrated p is the median of the calibrated p
+    at.radio(key="tau_mode_w").set_value("balanced").run()
+    tau_cal = balanced_threshold(cal.apply(store.comparison_table(run_id).p))
+    assert metric(at, f"P(A) at tau = {tau_cal:.3f}") == "0.50"
+    at.radio(key="tau_mode_w").set_value("off").run()
 
     # the fused ranking: the weight cross-validated over the 30 votes, 100 against coherence
     fused = fusion.fused_rankings(store.load_dataset(dataset_id),

@@ -81,8 +81,9 @@ def test_catalog_lists_the_folder_with_speeds_measured_here(tmp_path, monkeypatc
     assert by["a-judge"].speed is None and by["a-judge"].context_window == 2048
     assert by["bad.gguf"].problem.startswith("could not read its header")
     frame = mc.catalog_frame(entries)
-    assert frame.loc[frame["model"] == "b-judge.gguf", "comparisons/s measured here"].item() == "2.00 (2 runs)"
-    assert frame.loc[frame["model"] == "b-judge.gguf", "--model"].item() == str((folder / "b-judge.gguf").resolve())
+    row = frame.set_index("model").loc["b-judge.gguf"]
+    assert row["comparisons/s measured here"] == "2.00 (2 runs)"
+    assert row["--model"] == str((folder / "b-judge.gguf").resolve())
 
 
 def test_models_folder_default_is_under_compassess_home(tmp_path, monkeypatch):
