@@ -87,7 +87,8 @@ class Calibration:
         return expit((log_odds(p) - self.bias) / self.temperature)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The parameters with the formula they enter (what exports and ``calibrate`` record)."""
+        return {**asdict(self), "formula": "p_cal = sigmoid((logit p - bias) / temperature)"}
 
 
 #: The judge as it is: ``p_cal = p`` (up to the clip of :data:`P_CLIP`).

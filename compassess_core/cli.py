@@ -629,7 +629,7 @@ def _calibrated(args, store, run, settings: RunSettings, dataset: Dataset, kind,
     _pairwise_only(run, kind, "--calibrate")
     cal = fit_on_labels(results, _stored_labels(store, run, dataset, settings.aspect))
     return calibrated_table(results, cal), {
-        **cal.to_dict(), "formula": "p_cal = sigmoid((logit p - bias) / temperature)",
+        **cal.to_dict(),
         "labels": f"stored human labels of dataset '{dataset.name}', aspect '{settings.aspect}'"}
 
 

@@ -20,8 +20,8 @@ import streamlit as st
 from compassess_core import analysis, calibration, fusion
 from compassess_core.errors import InputError
 from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
-from pages._common import (RunView, cached_dataset, cached_evaluation, cached_ranking, cached_table,
-                           db_url, escape_md, fmt, preview, store)
+from pages._common import (RunView, cached_dataset, cached_evaluation, cached_export,
+                           cached_ranking, cached_table, db_url, escape_md, fmt, preview, store)
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -39,8 +39,8 @@ def local_model_picker(where) -> str:
     value, or "" when the folder holds none (with a note saying where to put them)."""
     entries = [e for e in _catalog(db_url(), str(models_folder())) if e.kind != "bundled"]
     if not entries:
-        where.caption(f"No model in the models folder {models_folder()} yet: put a .gguf file or a "
-                      "transformers folder there (or set COMPASSESS_MODELS_DIR).")
+        where.caption(f"No model in the models folder {escape_md(models_folder())} yet: put a .gguf "
+                      "file or a transformers folder there (or set COMPASSESS_MODELS_DIR).")
         return ""
     labels = {e.spec: _entry_label(e) for e in entries}
     return where.selectbox("Model in the models folder", list(labels), format_func=labels.get,
@@ -60,8 +60,9 @@ def catalog_expander() -> None:
         frame = catalog_frame(_catalog(db_url(), str(models_folder())))
         st.dataframe(frame, hide_index=True, width="stretch")
         st.caption(f"The bundled judge and every .gguf file or transformers folder in the models "
-                   f"folder {models_folder()} (COMPASSESS_MODELS_DIR). Size on disk; parameters and "
-                   "context window (the longest prompt in tokens) read from the file's header; "
+                   f"folder {escape_md(models_folder())} (COMPASSESS_MODELS_DIR). Size on disk; "
+                   "parameters and context window (the longest prompt in tokens) read from the "
+                   "file's header; "
                    "speed: median comparisons/s (pairwise runs) and candidates/s (prompt scoring) "
                    "of this model's earlier runs in this store, empty when never run here. "
                    "`compassess models` prints the same.")
@@ -111,7 +112,7 @@ def probability_source(view: RunView, tau: float
     try:
         cal = cached_calibration(view.url, view.run.id, view.n, human)
     except InputError as e:
-        st.sidebar.warning(f"Cannot calibrate: {e}")
+        st.sidebar.warning(f"Cannot calibrate: {escape_md(str(e))}")
         return None, tau
     if st.session_state.get("tau_mode") == "balanced":
         tau = analysis.resolve_tau("balanced", cal.apply(view.all_p))
@@ -156,6 +157,30 @@ def run_evaluation(view: RunView, method: str, reference: str | None, tau: float
     return _calibrated_evaluation(*view.key, method, reference, tau, cal.bias, cal.temperature)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _calibrated_export(url, dataset_id, run_id, n, what, fmt_choice, method, tau, metadata, bias,
+                       temperature):
+    from compassess_core.export import table_bytes
+    cal = calibration.Calibration(bias, temperature)
+    if what == "rankings":
+        frame = _calibrated_ranking(url, dataset_id, run_id, n, method, tau, False, bias, temperature)
+    else:
+        frame = store().comparisons_frame(run_id)
+        frame["p_calibrated"] = cal.apply(frame["p"])
+    data, sidecar = table_bytes(frame, fmt_choice, what=what, metadata=metadata)
+    return data, sidecar, frame.head(10)
+
+
+def export_bytes(view: RunView, what: str, fmt_choice: str, method: str, tau: float,
+                 metadata: dict, cal: calibration.Calibration | None):
+    """``(file, settings sidecar, first rows)`` of the rankings or comparisons export; with
+    ``cal``, rankings on the calibrated p and comparisons with a ``p_calibrated`` column."""
+    if cal is None:
+        return cached_export(*view.key, what, fmt_choice, method, tau, metadata)
+    return _calibrated_export(*view.key, what, fmt_choice, method, tau, metadata, cal.bias,
+                              cal.temperature)
+
+
 def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="calibrated judge",
@@ -187,7 +212,7 @@ def calibration_section(view: RunView, human: pd.DataFrame, aspect: str) -> None
         report = cached_calibration_report(view.url, view.run.id, view.n, human, int(folds))
     except InputError as e:
         st.info(f"Calibration needs at least two labelled pairs that the run judged, with a "
-                f"decisive majority: {e}")
+                f"decisive majority: {escape_md(str(e))}")
         return
     cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
     c1, c2, c3 = st.columns(3)
@@ -264,8 +289,12 @@ def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None
     level = c2.radio("Level", ("context", "system") if systems_known else ("context",),
                      key="fusion_level", help="Candidates within each context, or the systems "
                                               "across all contexts.")
-    fused = cached_fused(*view.key, human, tau, weight, level,
-                         None if cal is None else cal.bias, None if cal is None else cal.temperature)
+    try:
+        fused = cached_fused(*view.key, human, tau, weight, level, None if cal is None else cal.bias,
+                             None if cal is None else cal.temperature)
+    except InputError as e:
+        st.warning(f"Cannot fuse these labels with the run: {escape_md(str(e))}")
+        return
     choice = fused.choice
     shown_weight = "humans only" if math.isinf(choice.weight) else f"{choice.weight:g}"
     c3.metric("One vote counts as (judge comparisons)", shown_weight,
@@ -273,7 +302,7 @@ def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None
                    "decisive).")
     if reference and level == "context":
         ev = fusion.fused_correlation(fused, reference)
-        c3.metric(f"Spearman x100 vs '{reference}'", fmt(ev.mean_x100),
+        c3.metric(f"Spearman x100 vs '{escape_md(reference)}'", fmt(ev.mean_x100),
                   help=f"Per-context Spearman of the fused scores with the reference column, "
                        f"mean over {ev.n_used} contexts.")
     frame = fused.frame

@@ -12,8 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core.export import FORMATS
-from pages._common import (cached_export, cached_scoring_export, db_url, is_scoring_run,
-                           no_run_message, pick_run, run_controls)
+from pages._common import (cached_scoring_export, db_url, is_scoring_run, no_run_message, pick_run,
+                           run_controls)
+from pages._judges import export_bytes, probability_source
 
 MIME = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
 FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreadsheet cannot run them. "
@@ -57,16 +58,18 @@ if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
+calibrated, tau = probability_source(view, tau)
 
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
 metadata = dict(run=view.run.name, dataset=view.dataset.name, method=method, tau=tau,
                 tau_star=view.tau_star, n_comparisons=n, settings=view.run.settings)
+if calibrated is not None:
+    metadata["calibration"] = calibrated.to_dict()
 
 for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
                     ("comparisons", f"All comparisons ({n:,})")):
     st.subheader(label)
-    data, sidecar, head = cached_export(url, dataset_id, run_id, n, what, fmt_choice, method, tau,
-                                        metadata)
+    data, sidecar, head = export_bytes(view, what, fmt_choice, method, tau, metadata, calibrated)
     c1, c2 = st.columns(2)
     c1.download_button(f"Download {what}.{fmt_choice}", data, file_name=f"{safe}-{what}.{fmt_choice}",
                        mime=MIME[fmt_choice], icon=":material/download:", key=f"dl_{what}")

@@ -105,3 +105,30 @@ def test_annotate_informative_mode_shows_a_most_informative_pair(app_env):
     got = value[(value["context_id"] == shown["context_id"]) & (value["x"] == pair[0])
                 & (value["y"] == pair[1])]["value"].item()
     assert got == pytest.approx(value["value"].max())
+
+
+def test_export_page_writes_calibrated_files_with_the_calibration(app_env, monkeypatch):
+    import json
+
+    import compassess_core.export as export
+    store, dataset_id, run_id = seed_run(app_env)
+    label_sample(store, dataset_id)
+    captured = {}
+    real = export.table_bytes
+
+    def spy(df, fmt_, *, what, metadata):
+        captured[what] = (df.copy(), real(df, fmt_, what=what, metadata=metadata))
+        return captured[what][1]
+    monkeypatch.setattr(export, "table_bytes", spy)
+    at = page("export")
+    at.sidebar.radio(key="probability_source").set_value("calibrated on human labels").run()
+    assert not at.exception, at.exception
+    cal = calibration.fit_on_labels(store.comparison_table(run_id),
+                                    store.human_judgements_frame(dataset_id, "coherence"))
+    frame, (_, sidecar) = captured["comparisons"]
+    assert frame["p_calibrated"].tolist() == pytest.approx(cal.apply(frame["p"]).tolist())
+    meta = json.loads(sidecar)
+    assert meta["calibration"]["bias"] == pytest.approx(cal.bias)
+    assert meta["calibration"]["formula"].startswith("p_cal = sigmoid")
+    rankings, _ = captured["rankings"]
+    assert len(rankings) == 15
