@@ -734,8 +734,8 @@ def cmd_models(args) -> int:
             "recommended": [dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
                             for r in RECOMMENDED]}, indent=2))
         return EXIT_OK
-    print(f"models folder: {folder}" + ("" if folder.is_dir() else " (does not exist yet)")
-          + " (set COMPASSESS_MODELS_DIR; a .gguf file or a transformers folder per model)")
+    print(f"models folder: {folder}" + ("" if folder.is_dir() else ", which does not exist yet")
+          + " (COMPASSESS_MODELS_DIR; one .gguf file or transformers folder per model)")
     print(catalog_frame(entries).to_string(index=False))
     print("speeds: median of this model's earlier runs in the store (none: never run here)")
     print("\nrecommended hub ids (need the model hub or a local copy):")

@@ -251,14 +251,21 @@ def catalog(runs: Iterable[RecordedRun] = (), folder: Path | None = None) -> lis
     return out
 
 
-def _human_size(n: int | None, unit: str = "B") -> str | None:
+def _bytes(n: int | None) -> str:
+    """``98.4 MB``, ``1.1 GB`` (decimal units, as file managers show sizes)."""
     if n is None:
-        return None
-    for prefix in ("", "k", "M", "G", "T"):
-        if n < 1000 or prefix == "T":
-            return f"{n:.0f} {prefix}{unit}" if prefix == "" else f"{n:.1f} {prefix}{unit}"
-        n /= 1000.0
-    return None
+        return ""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _parameters(n: int | None) -> str:
+    """``134.5M``, ``1.78B`` (as model cards write parameter counts)."""
+    if n is None:
+        return ""
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
 
 
 def catalog_frame(entries: Iterable[ModelEntry]) -> pd.DataFrame:
@@ -268,8 +275,7 @@ def catalog_frame(entries: Iterable[ModelEntry]) -> pd.DataFrame:
     def speed(s: Speed | None) -> str:
         return "" if s is None else f"{s.rate:.2f} ({s.n_runs} run{'s' if s.n_runs > 1 else ''})"
     rows = [{"model": e.name, "kind": e.kind if e.available else f"{e.kind} (not fetched)",
-             "size": _human_size(e.size_bytes) or "", "parameters":
-             (_human_size(e.parameters, "") or "").replace(" ", ""),
+             "size": _bytes(e.size_bytes), "parameters": _parameters(e.parameters),
              "context window (tokens)": e.context_window,
              "comparisons/s measured here": speed(e.speed),
              "candidates/s measured here": speed(e.scoring_speed),
