@@ -9,7 +9,7 @@ see docs/results.md), each filling a ``<!-- generated: ... -->`` block of docs/r
     # calibration on the MT-Bench human labels (5-fold held out), with a reliability diagram
     .venv/bin/python benchmarks/judges_study.py calibration $S --plots docs/img --doc docs/results.md
     # human labels + judge: expert scores as the annotators, Spearman against the label budget
-    .venv/bin/python benchmarks/judges_study.py fusion $S --plots docs/img --doc docs/results.md
+    .venv/bin/python benchmarks/judges_study.py fusion $S --simulated --plots docs/img --doc docs/results.md
 
 Every number says what it was computed on; a run that is still going is used as far as it got
 and marked "(k of N done, running)". This script must never change a stored result.
@@ -27,7 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from compassess_core import analysis, calibration, fusion_study  # noqa: E402
+from compassess_core import analysis, calibration, fusion_study, reproduction  # noqa: E402
 from compassess_core.agreement import llm_vs_human  # noqa: E402
 from compassess_core.bias import balanced_threshold  # noqa: E402
 from compassess_core.comparative import planned_pairs  # noqa: E402
@@ -320,6 +320,48 @@ FUSION = (("topicalchat", "engagingness", "tc-eng-t1", (0, 0.5, 1, 2, 3, 5, 8, 1
           ("summeval", "coherence", "se-coh-poe", (0, 1, 2, 4, 8, 16, 32, 64, 120)))
 
 
+def _study_block(title: str, contexts, per_context, args) -> tuple[list[str], dict]:
+    """One study: the budget table of both policies, and what it shows."""
+    n_ctx = len(contexts)
+    total = sum(c.n * (c.n - 1) // 2 for c in contexts)
+    budgets = sorted({int(min(total, round(b * n_ctx))) for b in per_context})
+    curves = {p: fusion_study.budget_curve(contexts, budgets, p, draws=args.draws,
+                                           error_rate=args.error_rate)
+              for p in fusion_study.POLICIES}
+    rnd, unc = curves["random"], curves["uncertainty"]
+    out = [f"**{title}** (judge alone: Spearman x100 {rnd.judge:.1f})\n",
+           "| labels per context (total) | " + " | ".join(f"{b / n_ctx:g} ({b})" for b in budgets)
+           + " |", "|---|" + "---|" * len(budgets)]
+    for name, values in (("humans only, random pairs", rnd.humans),
+                         ("humans only, uncertainty-driven", unc.humans),
+                         ("judge only", np.full(len(budgets), rnd.judge)),
+                         ("fused, random pairs", rnd.fused),
+                         ("fused, uncertainty-driven", unc.fused)):
+        out.append(f"| {name} | " + " | ".join(f"{v:.1f}" for v in values) + " |")
+    met_r = int((rnd.fused >= np.maximum(rnd.humans, rnd.judge) - 0.5).sum())
+    met_u = int((unc.fused >= np.maximum(unc.humans, unc.judge) - 0.5).sum())
+    weights = np.median(unc.weights, axis=0)
+    out.append(f"\nfused >= the better of humans-only and judge-only (within 0.5) at {met_r} of "
+               f"{len(budgets)} budgets with random pairs, {met_u} of {len(budgets)} "
+               "uncertainty-driven; median cross-validated weight of a vote (uncertainty-driven): "
+               + ", ".join("humans only" if np.isinf(w) else f"{w:g}" for w in weights) + ".")
+    reach = []
+    for t in (t for t in (50.0, 70.0, 90.0) if t > rnd.judge):
+        a = fusion_study.labels_to_reach(budgets, rnd.fused, t)
+        b = fusion_study.labels_to_reach(budgets, unc.fused, t)
+        reach.append(f"Spearman {t:g}: random {_fmt(a / n_ctx, '.1f')}, uncertainty-driven "
+                     f"{_fmt(b / n_ctx, '.1f')}")
+    out.append(("Labels per context the fused ranking needs (interpolated): " + "; ".join(reach)
+                + ".\n") if reach else "")
+    return out, curves
+
+
+#: Simulated judges with known scores (``reproduction.simulated_matrices``): TopicalChat's shape
+#: (60 contexts of 6), a judge whose comparison noise equals the spread of its scores (as
+#: Qwen2.5-Coder-0.5B's, section 2) and a positional bias, at three agreements with people.
+SIMULATED = dict(n=6, contexts=60, slope=1.0, noise=1.0, bias_logit=0.3, rhos=(0.3, 0.6, 0.9))
+
+
 def cmd_fusion(args) -> int:
     stores = Stores(args.db)
     out, curves_all = [], {}
@@ -331,47 +373,22 @@ def cmd_fusion(args) -> int:
             table = f.store.comparison_table(f.run.id)
             tau = float(balanced_threshold(table.p))
             contexts = fusion_study.study_contexts(f.dataset, table, aspect, tau)
-            n_ctx = len(contexts)
-            total = sum(c.n * (c.n - 1) // 2 for c in contexts)
-            budgets = sorted({int(min(total, round(b * n_ctx))) for b in per_context})
-            curves = {p: fusion_study.budget_curve(contexts, budgets, p, draws=args.draws,
-                                                   error_rate=args.error_rate)
-                      for p in fusion_study.POLICIES}
-            rnd, unc = curves["random"], curves["uncertainty"]
-            title = (f"{dataset} {aspect}, {label}, {f.run.name}{f.progress}: {n_ctx} contexts, "
-                     f"{len(table):,} judge comparisons at tau* = {tau:.3f}")
-            curves_all[title] = curves
-            out.append(f"**{title}** (judge alone: Spearman x100 {rnd.judge:.1f})\n")
-            out.append("| labels per context (total) | " + " | ".join(
-                f"{b / n_ctx:g} ({b})" for b in budgets) + " |")
-            out.append("|---|" + "---|" * len(budgets))
-            for name, values in (("humans only, random pairs", rnd.humans),
-                                 ("humans only, uncertainty-driven", unc.humans),
-                                 ("judge only", np.full(len(budgets), rnd.judge)),
-                                 ("fused, random pairs", rnd.fused),
-                                 ("fused, uncertainty-driven", unc.fused)):
-                out.append(f"| {name} | " + " | ".join(f"{v:.1f}" for v in values) + " |")
-            best_alone = np.maximum(rnd.humans, rnd.judge)
-            met_r = int((rnd.fused >= best_alone - 0.5).sum())
-            met_u = int((unc.fused >= np.maximum(unc.humans, unc.judge) - 0.5).sum())
-            weights = np.median(unc.weights, axis=0)
-            out.append(f"\nfused >= the better of humans-only and judge-only (within 0.5) at "
-                       f"{met_r} of {len(budgets)} budgets with random pairs, {met_u} of "
-                       f"{len(budgets)} uncertainty-driven; median cross-validated weight of a vote "
-                       "(uncertainty-driven): " + ", ".join(
-                           "humans only" if np.isinf(w) else f"{w:g}" for w in weights) + ".")
-            targets = [t for t in (50.0, 70.0, 90.0) if t > rnd.judge]
-            reach = []
-            for t in targets:
-                a = fusion_study.labels_to_reach(budgets, rnd.fused, t)
-                b = fusion_study.labels_to_reach(budgets, unc.fused, t)
-                reach.append(f"Spearman {t:g}: random {_fmt(a / n_ctx, '.1f')}, uncertainty-driven "
-                             f"{_fmt(b / n_ctx, '.1f')}")
-            if reach:
-                out.append("Labels per context the fused ranking needs (interpolated): "
-                           + "; ".join(reach) + ".\n")
-            else:
-                out.append("")
+            title = (f"{dataset} {aspect}, {label}, {f.run.name}{f.progress}: {len(contexts)} "
+                     f"contexts, {len(table):,} judge comparisons at tau* = {tau:.3f}")
+            block, curves_all[title] = _study_block(title, contexts, per_context, args)
+            out += block
+    if args.simulated:
+        sim = SIMULATED
+        for rho in sim["rhos"]:
+            mats = reproduction.simulated_matrices(sim["n"], sim["contexts"], slope=sim["slope"],
+                                                   noise=sim["noise"], bias_logit=sim["bias_logit"],
+                                                   rho=rho, seed=0)
+            title = (f"simulated judge, rho = {rho:g} (known scores; {sim['contexts']} contexts of "
+                     f"{sim['n']}, noise/signal {sim['noise'] / sim['slope']:g}, bias "
+                     f"{sim['bias_logit']:g} log-odds)")
+            block, curves_all[title] = _study_block(
+                title, fusion_study.study_contexts_from_matrices(mats), FUSION[0][3], args)
+            out += block
     flips = f", each label flipped with probability {args.error_rate:g}" if args.error_rate else ""
     out.insert(0, f"Oracle annotators: the candidate with the higher expert score is preferred, "
                   f"equal scores a coin{flips}; "
@@ -424,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--draws", type=int, default=10)
     f.add_argument("--error-rate", type=float, default=0.0,
                    help="the oracle flips each label with this probability")
+    f.add_argument("--simulated", action="store_true",
+                   help="also simulated judges with known scores at three agreements with people")
     f.add_argument("--suffix", default="", help="block 'fusion<SUFFIX>' and results-fusion<SUFFIX>.png")
     args = p.parse_args(argv)
     args.db = [a if "://" in a else f"sqlite:///{Path(a).resolve()}" for a in args.db]

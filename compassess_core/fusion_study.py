@@ -22,12 +22,13 @@ from typing import Sequence
 import numpy as np
 
 from . import fusion, metrics
+from .bias import balanced_threshold, debias_probabilities
 from .efficient import NOISE_VAR
 from .errors import InputError
 from .types import ComparisonTable, Dataset, FloatArray, IntArray
 
-__all__ = ["POLICIES", "StudyContext", "study_contexts", "oracle_votes", "BudgetCurve",
-           "budget_curve", "labels_to_reach"]
+__all__ = ["POLICIES", "StudyContext", "study_contexts", "study_contexts_from_matrices",
+           "oracle_votes", "BudgetCurve", "budget_curve", "labels_to_reach"]
 
 #: How the pairs to label are chosen.
 POLICIES: tuple[str, ...] = ("random", "uncertainty")
@@ -66,6 +67,18 @@ def study_contexts(dataset: Dataset, table: ComparisonTable, reference: str,
         ref = np.array([c.scores.get(reference, np.nan) for c in ctx.candidates], dtype=np.float64)
         out.append(StudyContext(ctx.context_id, x.llm_i, x.llm_j, x.llm_p, ref))
     return out
+
+
+def study_contexts_from_matrices(mats: Sequence) -> list[StudyContext]:
+    """Study contexts from full matrices (``reproduction.ContextMatrix``, e.g. a simulated judge
+    with known scores), every stored ``p`` reweighted at the balancing threshold of all of them
+    (eq. 9-10 of Liusie et al. 2024)."""
+    entries = [np.nonzero(~np.isnan(m.p)) for m in mats]
+    all_p = np.concatenate([m.p[i, j] for m, (i, j) in zip(mats, entries)]) if mats else np.zeros(0)
+    tau = float(balanced_threshold(all_p)) if len(all_p) else 0.5
+    return [StudyContext(m.context_id, i.astype(np.int64), j.astype(np.int64),
+                         debias_probabilities(m.p[i, j], tau), np.asarray(m.ref, dtype=np.float64))
+            for m, (i, j) in zip(mats, entries)]
 
 
 def oracle_votes(ref: FloatArray, a: IntArray, b: IntArray, rng: np.random.Generator,

@@ -195,13 +195,8 @@ def test_cli_rank_with_humans_uses_stored_labels(db_url, capsys):
 # ------------------------------------------------------------------ the study, with known truth
 
 def simulated_contexts(slope, rho, n=6, contexts=20, seed=0):
-    mats = reproduction.simulated_matrices(n, contexts, slope=slope, noise=1.0, bias_logit=0.0,
-                                           rho=rho, seed=seed)
-    out = []
-    for m in mats:
-        i, j = np.nonzero(~np.isnan(m.p))
-        out.append(fusion_study.StudyContext(m.context_id, i, j, m.p[i, j], m.ref))
-    return out
+    return fusion_study.study_contexts_from_matrices(reproduction.simulated_matrices(
+        n, contexts, slope=slope, noise=1.0, bias_logit=0.3, rho=rho, seed=seed))
 
 
 def test_oracle_votes_follow_the_expert_scores():
