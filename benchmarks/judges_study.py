@@ -281,8 +281,9 @@ def cmd_calibration(args) -> int:
                    f"{_fmt(h.pair_accuracy, '.3f')} | {_fmt(r.pair_kappa, '.2f')} / "
                    f"{_fmt(d.pair_kappa, '.2f')} / {_fmt(h.pair_kappa, '.2f')} |")
     out.append(f"\nCalibrated = held out: {args.folds} folds of questions, each calibrated by a fit "
-               "on the others; the parameters shown are the fit on all 200. Log-loss in nats per "
-               "comparison (0.693 = a coin); ECE over 10 equal-width bins of p.")
+               "on the others; the bias and temperature shown are fitted on all the labelled "
+               "questions the run judged. Log-loss in nats per comparison (0.693 = a coin); ECE "
+               "over 10 equal-width bins of p.")
     text = "\n".join(out)
     print(text)
     if args.plots and reports:
@@ -299,9 +300,11 @@ def _plot_reliability(reports: dict, path: Path) -> None:
         for name, color in (("raw", "#e67700"), ("calibrated", "#3b5bdb")):
             t = rep.reliability[name]
             t = t[t["n"] > 0]
-            ax.plot(t["mean_p"], t["frequency"], marker="o", color=color,
+            ax.plot(t["mean_p"], t["frequency"], color=color, lw=1,
                     label=f"{name} (ECE {getattr(rep, name).ece:.3f})")
-        ax.set_title(f"{label}: MT-Bench, {rep.raw.n_comparisons} comparisons", fontsize=9)
+            ax.scatter(t["mean_p"], t["frequency"], s=8 + 120 * t["n"] / t["n"].max(), color=color)
+        ax.set_title(f"{label}: MT-Bench, {rep.raw.n_comparisons} comparisons "
+                     "(marker area: comparisons in the bin)", fontsize=8)
         ax.set_xlabel("predicted P(first preferred), bin mean")
         ax.set_ylabel("share whose first answer people preferred")
         ax.set_xlim(0, 1)

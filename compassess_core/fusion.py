@@ -184,8 +184,9 @@ class WeightChoice:
     loo_squared_error: FloatArray = field(default_factory=lambda: np.full(len(WEIGHT_GRID), np.nan))
 
     def table(self) -> pd.DataFrame:
-        """One row per weight tried: ``weight, loo_accuracy, loo_squared_error, chosen``."""
-        return pd.DataFrame({"weight": [weight_label(w) for w in self.grid],
+        """One row per weight tried: ``weight`` (as text), ``loo_accuracy, loo_squared_error,
+        chosen``."""
+        return pd.DataFrame({"weight": [str(weight_label(w)) for w in self.grid],
                              "loo_accuracy": self.loo_accuracy,
                              "loo_squared_error": self.loo_squared_error,
                              "chosen": [w == self.weight for w in self.grid]})
