@@ -257,16 +257,23 @@ def replace_generated(doc: Path, key: str, text: str) -> None:
     print(f"updated {doc} ({key})", file=sys.stderr)
 
 
-def _plot_curves(curves_all: dict, path: Path, title: str) -> None:
+def panel_grid(k: int, max_cols: int, width: float, height: float):
+    """``(fig, axes)``: ``k`` panels of ``width x height`` inches in rows of at most ``max_cols``,
+    the unused ones switched off (matplotlib with the Agg backend)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    k = len(curves_all)
-    cols = min(4, k)
+    cols = min(max_cols, k)
     rows = -(-k // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
     for ax in axes.ravel()[k:]:
         ax.axis("off")
+    return fig, axes
+
+
+def _plot_curves(curves_all: dict, path: Path, title: str) -> None:
+    k = len(curves_all)
+    fig, axes = panel_grid(k, 4, 4.2, 3.4)
     for ax, ((a, t), curves) in zip(axes.ravel(), curves_all.items()):
         for name, mu in curves.items():
             ax.plot(100 * np.array(FRACTIONS), mu, marker="o", ms=3,

@@ -2,7 +2,9 @@
 
 Modes: ``random`` (seeded shuffle), ``uncertain`` (the LLM's verdict is closest to its
 threshold, eq. 10 of Liusie et al. 2024), ``flips`` (the LLM's verdict changes when the order is
-swapped), ``overlap`` (pairs other annotators labelled, for human-human agreement). Pairs are
+swapped), ``overlap`` (pairs other annotators labelled, for human-human agreement),
+``informative`` (the label that most reduces the uncertainty of the ranking fused from the LLM's
+comparisons and everyone's labels: ``fusion.informative_pairs``). Pairs are
 unordered ``(context_id, x, y)`` with ``x < y``; the screen order is drawn separately
 (:func:`left_right_order`, :func:`shown_pair`) and stored by the page, so human positional bias
 can be measured.
@@ -20,11 +22,12 @@ import pandas as pd
 
 from .agreement import as_human_table, normalise_human_labels, pair_probabilities, verdicts_at
 from .errors import InputError
+from .fusion import informative_pairs
 from .types import ComparisonTable, Dataset
 
 __all__ = ["MODES", "all_pairs", "next_pairs", "left_right_order", "shown_pair"]
 
-MODES: tuple[str, ...] = ("random", "uncertain", "flips", "overlap")
+MODES: tuple[str, ...] = ("random", "uncertain", "flips", "overlap", "informative")
 
 _PAIR = ["context_id", "x", "y"]
 Seed = int | np.random.Generator | None
@@ -97,6 +100,10 @@ def next_pairs(candidates: Dataset | Mapping[str, Sequence[str]],
       the most order-dependent (largest ``|p_xy - (1 - p_yx)|``) leading.
     - ``overlap``: pairs other annotators labelled (skips do not count) but this one did not, the
       most-labelled first.
+    - ``informative``: the largest drop of the fused ranking's total posterior variance if the
+      pair got one more label (``fusion.informative_pairs``: the LLM's comparisons at ``tau`` and
+      every annotator's labels in one Gaussian product of experts; without an LLM run, the labels
+      alone). Needs a dataset as ``candidates``.
 
     Pairs outside the priority group (no LLM verdict, no flip, no other annotator) follow in random
     order, unless ``only_priority``.
@@ -153,6 +160,15 @@ def next_pairs(candidates: Dataset | Mapping[str, Sequence[str]],
             primary = np.where(flips, 0.0, np.nan)
             gap = np.abs(llm_at["p_xy"].to_numpy(np.float64) - (1.0 - llm_at["p_yx"].to_numpy(np.float64)))
             secondary = np.where(flips, -gap, 0.0)
+    elif mode == "informative":
+        if not isinstance(candidates, Dataset):
+            raise InputError("annotation mode 'informative' needs the dataset, not a list of candidates")
+        if llm is not None and not isinstance(llm, ComparisonTable):
+            raise InputError("annotation mode 'informative' needs the run's comparisons "
+                             "(a ComparisonTable)")
+        value = pairs.merge(informative_pairs(candidates, llm, human_df, tau=tau), on=_PAIR,
+                            how="left")["value"].to_numpy(dtype=np.float64)
+        primary = -np.nan_to_num(value)
     elif mode == "overlap":
         others = pd.DataFrame(columns=[*_PAIR, "n_others"])
         if human_df is not None and len(human_df):

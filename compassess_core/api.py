@@ -39,10 +39,13 @@ from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disa
                         human_human_agreement, human_rankings, human_table_from_labels,
                         llm_vs_human, positional_bias_side_by_side)
 from .analysis import Evaluation, EvaluationReport
+from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate,
+                          calibrated_table, fit_on_labels)
 from .data import Source, load_candidates
 from .errors import (CompAssessError, InputError, Problem, RunCancelled, RunInterrupted,
                      ValidationError)
 from .export import FORMATS, write_table
+from .fusion import FusedRanking, fused_rankings, fused_system_ranking
 from .labels import annotator_counts, attribute, load_human_labels, store_rows
 from .limits import check_name
 from .models import BUNDLED_MODEL
@@ -681,6 +684,8 @@ class Run:
         self._dataset = dataset
         self._results = results
         self._parts = parts
+        #: How this view's p were calibrated (what :meth:`calibrated` fitted), else None.
+        self.calibration: dict | None = None
 
     def __repr__(self) -> str:
         return (f"<Run {self.name!r}: {self.kind}, {self.status}, {self.info.done}/"
@@ -734,9 +739,10 @@ class Run:
         return self._results
 
     def refresh(self) -> "Run":
-        """Read the run's status and results again (they change while it executes)."""
+        """Read the run's status and results again (they change while it executes); a
+        calibrated view goes back to the judge's own p."""
         self.info = self.store.backend.get_run(self.id)
-        self._results = self._parts = None
+        self._results = self._parts = self.calibration = None
         return self
 
     def _pairwise(self, what: str) -> None:
@@ -796,12 +802,16 @@ class Run:
                          which: str = "expected", score: str = "level",
                          threshold: float | None = None) -> dict:
         """How :meth:`rankings` with these options ranks (what a rankings export records):
-        method and tau, the scoring run's score, or the absolute run's score and threshold."""
+        method and tau (and the calibration of a :meth:`calibrated` view), the scoring run's
+        score, or the absolute run's score and threshold."""
         if self.kind == "scoring":
             return {"method": "g-eval expected score" if which == "expected" else "argmax score"}
         if self.kind == "absolute":
             return {"score": score, "threshold": threshold}
-        return {"method": method, "tau": self.tau(debias)}
+        fields = {"method": method, "tau": self.tau(debias)}
+        if self.calibration is not None:
+            fields["calibration"] = self.calibration
+        return fields
 
     def evaluation(self, method: str = "win-ratio", debias: str | float = "balanced", *,
                    reference: str | None = None, score: str = "level",
@@ -869,6 +879,71 @@ class Run:
         ids, m = analysis.context_matrix(self.dataset, self.results, context_id)
         return pd.DataFrame(m, index=pd.Index(ids, name="first"),
                             columns=pd.Index(ids, name="second"))
+
+    def _stored_labels(self, aspect: str | None) -> pd.DataFrame:
+        aspect = aspect or self.settings.aspect
+        human = self.human_labels(aspect)
+        if len(human) == 0:
+            raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
+                             f"'{aspect}'; import some with `compassess import-labels` or "
+                             "annotate in the app")
+        return human
+
+    def calibrated(self, aspect: str | None = None) -> "Run":
+        """This run with its p calibrated on the stored human A/B labels of ``aspect`` (default
+        the run's): ``p_cal = sigmoid((logit p - b) / T)``, the bias ``b`` and temperature ``T``
+        fitted on every labelled comparison. The returned view ranks, evaluates and exports the
+        calibrated p (``--calibrate``), and :attr:`calibration` records the fit, which exports
+        carry in their settings.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no stored labels, or no labelled pair judged by the run.
+        """
+        self._pairwise("calibration on human A/B labels")
+        aspect = aspect or self.settings.aspect
+        fit = fit_on_labels(self.results, self._stored_labels(aspect))
+        view = Run(self.store, self.info, dataset=self.dataset,
+                   results=calibrated_table(self.results, fit))
+        view.calibration = {**fit.to_dict(), "labels": f"stored human labels of dataset "
+                            f"'{self.dataset.name}', aspect '{aspect}'"}
+        return view
+
+    def calibrate(self, aspect: str | None = None, *, folds: int = DEFAULT_FOLDS,
+                  seed: int = 0) -> CalibrationReport:
+        """How well a bias and a temperature fitted on the stored human labels calibrate the
+        judge: ``compassess calibrate``. Accuracy, log-loss and expected calibration error of
+        the raw p, of the balanced threshold (no labels) and of the calibrated p on held-out
+        folds of pairs, with the reliability diagrams and the fit on all labels.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no stored labels, too few labelled pairs for ``folds``.
+        """
+        self._pairwise("calibration on human A/B labels")
+        return calibrate(self.results, self._stored_labels(aspect), folds=folds, seed=seed)
+
+    def fused_rankings(self, level: str = "context", debias: str | float = "none", *,
+                       weight: float | None = None, aspect: str | None = None) -> FusedRanking:
+        """Rankings from the judge's comparisons and the stored human labels together
+        (``compassess rank --with-humans``): a Gaussian product-of-experts fit in which a
+        human vote counts as ``weight`` judge comparisons (None: chosen by leave-one-out
+        cross-validation over the votes; ``inf``: the humans alone), per context or at
+        ``level="system"``.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no stored labels, an unknown level or a negative weight.
+        """
+        self._pairwise("a ranking with human labels")
+        if level not in ("context", "system"):
+            raise InputError(f"level must be 'context' or 'system', not '{level}'")
+        rank = fused_system_ranking if level == "system" else fused_rankings
+        return rank(self.dataset, self.results, self._stored_labels(aspect),
+                    tau=self.tau(debias), weight=weight)
 
     def human_labels(self, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for this run's dataset and aspect (``aspect`` to pick
@@ -945,8 +1020,13 @@ class Run:
                                               threshold=threshold), debias=str(debias))
         elif what == "comparisons":
             frame = self.comparisons()
+            if self.calibration is not None:
+                frame["p_calibrated"] = Calibration(self.calibration["bias"],
+                                                    self.calibration["temperature"]).apply(frame["p"])
         else:
             raise InputError(f"unknown export '{what}'; choose rankings or comparisons")
+        if self.calibration is not None:
+            meta["calibration"] = self.calibration
         return write_table(frame, path, fmt, what=what, metadata=meta)
 
     # ------------------------------------------------------------------------- executing

@@ -1,9 +1,9 @@
 """``compassess`` command line: it parses options and prints; the Python API does the work.
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, import-labels, agreement,
-datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on stderr naming the
-problem), 1 other failure, 130 interrupted (everything computed so far is stored; the same command
-resumes).
+calibrate, models, datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
+the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
 store through ``sink.open_store`` (an entry point): the CLI never imports ``db``.
 """
@@ -18,9 +18,11 @@ import sys
 from pathlib import Path
 
 from . import __version__, absolute, api
-from .errors import InputError, RunCancelled, RunInterrupted
+from .calibration import DEFAULT_FOLDS, ECE_BINS
+from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .export import neutralise_frame
 from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS
+from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .models import default_model_path, fetch_default_model
 from .ranking import METHODS
 from .run_kinds import kind_of
@@ -70,6 +72,9 @@ def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
                    help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
     p.add_argument("--threshold", type=float, default=None,
                    help="absolute runs: pass/fail at score >= THRESHOLD")
+    p.add_argument("--calibrate", action="store_true",
+                   help="pairwise runs: read the judge's p calibrated on the stored human labels of "
+                        "the run's dataset and aspect (bias and temperature, `compassess calibrate`)")
     _db_arg(p)
 
 
@@ -120,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--format", default="table", choices=["table", "csv", "json"])
     k.add_argument("--context", default=None, metavar="ID", help="only this context")
     k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
+    k.add_argument("--with-humans", action="store_true",
+                   help="fuse the judge's comparisons with the stored human labels of the run's "
+                        "dataset and aspect (Gaussian product of experts)")
+    k.add_argument("--human-weight", default=None, metavar="W|inf",
+                   help="with --with-humans: one vote counts as W judge comparisons (inf: the humans "
+                        "alone; default: chosen by leave-one-out cross-validation over the votes)")
+    k.add_argument("--level", default="context", choices=["context", "system"],
+                   help="with --with-humans: rank the candidates of each context, or the systems")
 
     e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
     _read_args(e, debias="balanced")
@@ -181,6 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--debias", default="balanced", metavar="balanced|TAU")
     ag.add_argument("--json", action="store_true")
     _db_arg(ag)
+
+    cal = sub.add_parser("calibrate", help="fit the judge's bias and temperature on human A/B labels; "
+                         "accuracy, log-loss and calibration error before and after (held-out folds)")
+    cal.add_argument("--run", required=True, metavar="NAME")
+    cal.add_argument("--aspect", default=None, help="aspect of the human labels (default: the run's)")
+    cal.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds of "
+                     f"labelled pairs (default {DEFAULT_FOLDS})")
+    cal.add_argument("--seed", type=int, default=0, help="seed of the folds")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(cal)
+
+    mo = sub.add_parser("models", help="the judges on this machine (the bundled one and the models "
+                        "folder) with size, context window and the speed measured here")
+    mo.add_argument("--json", action="store_true")
+    _db_arg(mo)
 
     w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
     w.add_argument("--run", required=True, metavar="NAME")
@@ -295,6 +323,10 @@ def _ranking_header(run: api.Run, fields: dict, n: int) -> str:
 
 def cmd_rank(args) -> int:
     run = _load_run(args)
+    if args.calibrate:
+        run = run.calibrated()
+    if args.with_humans:
+        return _rank_with_humans(args, run)
     df = run.rankings(args.method, args.debias, ci=args.ci, context=args.context, score=args.score,
                       threshold=args.threshold)
     df = df.drop(columns=["text"])
@@ -302,20 +334,26 @@ def cmd_rank(args) -> int:
         df = df.drop(columns=["ci_low", "ci_high"])
     fields = run.ranking_metadata(args.method, args.debias, score=args.score,
                                   threshold=args.threshold)
-    if args.format == "csv":
+    header = _ranking_header(run, fields, len(df))
+    if run.calibration is not None:
+        header += _calibration_note(run.calibration)
+    if run.kind == "absolute" and args.threshold is not None:
+        header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
+                   f">= {args.threshold:g}")
+    _print_ranking(df, args.format, run.name, fields, header,
+                   "scores" if run.kind == "absolute" else "rankings")
+    return EXIT_OK
+
+
+def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows: str) -> None:
+    if fmt == "csv":
         neutralise_frame(df).to_csv(sys.stdout, index=False)
-    elif args.format == "json":
-        rows = "scores" if run.kind == "absolute" else "rankings"
-        print(json.dumps({"run": run.name, **fields, rows: json.loads(df.to_json(orient="records"))},
-                         indent=2))
+    elif fmt == "json":
+        print(json.dumps({"run": run_name, **fields, rows: json.loads(df.to_json(orient="records"))},
+                         indent=2, default=lambda o: None))
     else:
-        header = _ranking_header(run, fields, len(df))
-        if run.kind == "absolute" and args.threshold is not None:
-            header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
-                       f">= {args.threshold:g}")
         print(header)
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return EXIT_OK
 
 
 def _fmt(v, spec=".1f"):
@@ -391,6 +429,8 @@ EVALUATION_PRINTERS = {"comparative": _print_comparative, "scoring": _print_scor
 
 def cmd_evaluate(args) -> int:
     run = _load_run(args)
+    if args.calibrate:
+        run = run.calibrated()
     report = run.evaluation(args.method, args.debias, reference=args.reference, score=args.score,
                             threshold=args.threshold)
     partial = run.partial_note
@@ -398,9 +438,13 @@ def cmd_evaluate(args) -> int:
         out = report.to_dict()
         out.setdefault("run", run.name)
         out["partial_run"] = partial
+        if run.calibration is not None:
+            out["calibration"] = run.calibration
         print(json.dumps(out, indent=2, default=lambda o: None))
     else:
         EVALUATION_PRINTERS[run.kind](report)
+        if run.calibration is not None:
+            print(_calibration_note(run.calibration).lstrip("; "))
         for line in [partial, *getattr(report, "warnings", [])]:
             if line:
                 print(f"warning: {line}")
@@ -408,8 +452,11 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    paths = _load_run(args).export(args.output, args.what, format=args.format, method=args.method,
-                                   debias=args.debias, score=args.score, threshold=args.threshold)
+    run = _load_run(args)
+    if args.calibrate:
+        run = run.calibrated()
+    paths = run.export(args.output, args.what, format=args.format, method=args.method,
+                       debias=args.debias, score=args.score, threshold=args.threshold)
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return EXIT_OK
 
@@ -566,8 +613,115 @@ def cmd_compare(args) -> int:
     return EXIT_OK
 
 
+# ---------------------------------------------------- calibration, fusion with humans, models
+
+def _calibration_note(calibration: dict) -> str:
+    return (f"; p calibrated on {calibration['n_pairs']} human-labelled pairs (bias "
+            f"{calibration['bias']:.3f} log-odds, temperature {calibration['temperature']:.3f})")
+
+
+def _human_weight(text: str | None) -> float | None:
+    if text is None:
+        return None
+    if text.strip().lower() in ("inf", "humans", "humans-only"):
+        return math.inf
+    try:
+        weight = float(text)
+    except ValueError:
+        raise InputError(f"--human-weight must be a number >= 0 or 'inf', not '{text}'") from None
+    if not weight >= 0:
+        raise InputError(f"--human-weight must be >= 0, got {text}")
+    return weight
+
+
+def _rank_with_humans(args, run: api.Run) -> int:
+    fused = run.fused_rankings(args.level, args.debias, weight=_human_weight(args.human_weight))
+    df = fused.frame.drop(columns=["text"], errors="ignore")
+    if args.context and args.level == "context":
+        if args.context not in {c.context_id for c in run.dataset.contexts}:
+            raise InputError(f"context '{args.context}' is not in dataset '{run.dataset.name}'")
+        df = df[df["context_id"] == args.context]
+    choice, tau = fused.choice, run.tau(args.debias)
+    weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
+    header = (f"# run {run.name}: {args.level}-level ranking fused from {len(run.results)} judge "
+              f"comparisons (tau = {tau:.4f}) and {choice.n_votes} human votes of aspect "
+              f"'{run.settings.aspect}'; one vote = {weight} ({choice.chosen_by})"
+              + (_calibration_note(run.calibration) if run.calibration else ""))
+    fields = {"method": "fused product of experts (judge + humans)", "level": args.level, "tau": tau,
+              "human_weight": choice.to_dict(), "calibration": run.calibration}
+    _print_ranking(df, args.format, run.name, fields, header, "rankings")
+    return EXIT_OK
+
+
+def cmd_calibrate(args) -> int:
+    run = _load_run(args)
+    aspect = args.aspect or run.settings.aspect
+    report = run.calibrate(aspect, folds=args.folds, seed=args.seed)
+    out = {"run": run.name, "dataset": run.dataset.name, "aspect": aspect,
+           "model": run.settings.model, **report.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
+    print(f"run {run.name} vs human labels of aspect '{aspect}': {raw.n_comparisons} comparisons of "
+          f"{cal.n_pairs} labelled pairs; {report.folds}-fold cross-validation by pair (seed "
+          f"{report.seed})")
+    spread = out["fold_spread"]
+    print(f"fitted on all labels: p_cal = sigmoid((logit p - b) / T) with bias b = {cal.bias:.3f} "
+          f"log-odds, temperature T = {cal.temperature:.3f} (sd over folds: {spread['bias_sd']:.3f}, "
+          f"{spread['temperature_sd']:.3f})")
+    _table([
+        ("accuracy (per comparison, p > 0.5)", *(_fmt(x.accuracy, ".3f") for x in (raw, deb, held))),
+        ("log-loss (nats per comparison)", *(_fmt(x.log_loss, ".3f") for x in (raw, deb, held))),
+        (f"expected calibration error ({ECE_BINS} bins)", *(_fmt(x.ece, ".3f") for x in (raw, deb, held))),
+        (f"pair accuracy, ties left out (n = {held.n_pairs})",
+         *(_fmt(x.pair_accuracy, ".3f") for x in (raw, deb, held))),
+        ("pair Cohen's kappa, ties left out", *(_fmt(x.pair_kappa, ".3f") for x in (raw, deb, held))),
+    ], head=("raw", f"tau*={report.tau:.3f}", "calibrated"))
+    print("calibrated = held-out folds (each fold calibrated by a fit on the others); "
+          "tau* = eq. 9 reweighting at the balanced threshold (no labels)")
+    rel = report.reliability["calibrated"]
+    print("reliability of the calibrated p (held out): "
+          + ", ".join(f"[{r.bin_low:.1f},{r.bin_high:.1f}) n={r.n} p={_fmt(r.mean_p, '.2f')} "
+                      f"freq={_fmt(r.frequency, '.2f')}" for r in rel.itertuples() if r.n))
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+def cmd_models(args) -> int:
+    try:
+        runs = api.open_store(args.db).backend.list_runs()
+    except CompAssessError:
+        runs = []  # the list of models does not need the store; only measured speeds do
+    entries = catalog(runs)
+    folder = models_folder()
+    if args.json:
+        print(json.dumps({
+            "models_folder": str(folder),
+            "models": [dict(name=e.name, model=e.spec, kind=e.kind, available=e.available,
+                            path=str(e.path) if e.path else None, size_bytes=e.size_bytes,
+                            parameters=e.parameters, context_window=e.context_window,
+                            architecture=e.architecture, problem=e.problem,
+                            comparisons_per_s=e.speed.rate if e.speed else None,
+                            scoring_candidates_per_s=e.scoring_speed.rate if e.scoring_speed else None,
+                            runs_measured=e.speed.n_runs if e.speed else 0) for e in entries],
+            "recommended": [dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
+                            for r in RECOMMENDED]}, indent=2))
+        return EXIT_OK
+    print(f"models folder: {folder}" + ("" if folder.is_dir() else ", which does not exist yet")
+          + " (COMPASSESS_MODELS_DIR; one .gguf file or transformers folder per model)")
+    print(catalog_frame(entries).to_string(index=False))
+    print("speeds: median of this model's earlier runs in the store (none: never run here)")
+    print("\nrecommended hub ids (need the model hub or a local copy):")
+    for r in RECOMMENDED:
+        print(f"  {r.hardware}: {r.hub_id} - {r.why}")
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
+            "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
             "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare}
 

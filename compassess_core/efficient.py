@@ -30,8 +30,8 @@ from scipy.special import ndtr
 from .errors import InputError
 from .types import FloatArray, IntArray
 
-__all__ = ["poe_pairs", "adaptive_next_pairs", "adaptive_pairs_from_matrix", "posterior", "NOISE_VAR",
-           "PRIOR_VAR"]
+__all__ = ["poe_pairs", "adaptive_next_pairs", "adaptive_pairs_from_matrix", "posterior",
+           "difference_posterior", "NOISE_VAR", "PRIOR_VAR"]
 
 #: Expert variance sigma^2 of one comparison's score difference (in units of p - 1/2). A small
 #: judge's p spreads ~0.1-0.2 around its mean, so one comparison is weak evidence.
@@ -53,22 +53,45 @@ def posterior(n: int, i: IntArray, j: IntArray, p: FloatArray | None = None, *,
     """Gaussian PoE posterior (mean, covariance) of the scores given comparisons (i, j, p).
 
     Each comparison is the expert ``s_i - s_j ~ N(p - 1/2, noise_var)`` (the linear mean of the
-    PoE paper with unit slope), the prior ``s ~ N(0, prior_var I)``: precision
-    ``L / noise_var + I / prior_var`` (``L`` the comparison graph's Laplacian), mean
-    ``Sigma W^T y / noise_var``. With ``p`` None the mean is zero.
+    PoE paper with unit slope), the prior ``s ~ N(0, prior_var I)``: :func:`difference_posterior`
+    with ``y = p - 1/2`` and unit weights. With ``p`` None the mean is zero.
+    """
+    i = np.asarray(i, dtype=np.int64)
+    y = None if p is None else np.nan_to_num(np.asarray(p, dtype=np.float64) - 0.5)
+    return difference_posterior(n, i, j, y, noise_var=noise_var, prior_var=prior_var)
+
+
+def difference_posterior(n: int, i: IntArray, j: IntArray, y: FloatArray | None,
+                         weights: FloatArray | None = None, *, noise_var: float = NOISE_VAR,
+                         prior_var: float = PRIOR_VAR) -> tuple[FloatArray, FloatArray]:
+    """Gaussian posterior of scores ``s`` from noisy observations of their differences.
+
+    Observation ``k`` is the expert ``s_i - s_j ~ N(y_k, noise_var / w_k)`` (PoE paper, §4, with
+    a weight per expert), the prior ``s ~ N(0, prior_var I)``. Precision
+    ``A = sum_k w_k u_k u_k^T / noise_var + I / prior_var`` (``u_k = e_i - e_j``: the weighted
+    Laplacian of the comparison graph), covariance ``A^-1``, mean ``A^-1 sum_k w_k y_k u_k /
+    noise_var``. With ``y`` None the mean is zero.
+
+    Raises
+    ------
+    InputError
+        A negative weight.
     """
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
+    w = np.ones(len(i)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if (w < 0).any():
+        raise InputError("expert weights must be >= 0")
     lap = np.zeros((n, n))
-    np.add.at(lap, (i, j), -1.0)
-    np.add.at(lap, (j, i), -1.0)
-    np.add.at(lap, (i, i), 1.0)
-    np.add.at(lap, (j, j), 1.0)
+    np.add.at(lap, (i, j), -w)
+    np.add.at(lap, (j, i), -w)
+    np.add.at(lap, (i, i), w)
+    np.add.at(lap, (j, j), w)
     cov = np.linalg.inv(lap / noise_var + np.eye(n) / prior_var)
-    if p is None or len(i) == 0:
+    if y is None or len(i) == 0:
         return np.zeros(n), cov
-    y = np.nan_to_num(np.asarray(p, dtype=np.float64) - 0.5)
-    rhs = np.bincount(i, weights=y, minlength=n) - np.bincount(j, weights=y, minlength=n)
+    wy = w * np.asarray(y, dtype=np.float64)
+    rhs = np.bincount(i, weights=wy, minlength=n) - np.bincount(j, weights=wy, minlength=n)
     return cov @ rhs / noise_var, cov
 
 

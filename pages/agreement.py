@@ -21,6 +21,7 @@ from pages._auth import guard
 from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, fmt,
                            judge_warning, no_run_message, pairwise_only_note, partial_warning,
                            pick_run, plain, store, tau_control)
+from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -254,6 +255,8 @@ else:
                    f"p({x} first) = {fmt(row['p_xy'], '.3f')}, p({y} first) = "
                    f"{fmt(row['p_yx'], '.3f')}.")
         comparison_view(view, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
+
+calibration_section(view, human, aspect)
 
 # ----------------------------------------------------------------------- exports
 st.header("Exports")

@@ -36,7 +36,8 @@ me = guard(__file__)  # signed in, with a role that may open this page (pages/_a
 MODE_LABELS = {"random": "random pairs",
                "uncertain": "where the LLM is least certain (p near tau*)",
                "flips": "where the LLM's verdict flips with the order",
-               "overlap": "pairs other annotators labelled (for agreement)"}
+               "overlap": "pairs other annotators labelled (for agreement)",
+               "informative": "where a label most reduces the ranking's uncertainty"}
 #: Answers: (outcome stored, button label, keyboard shortcut, widget key).
 ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.B.value, "B is better", "B", "answer_b"),
@@ -171,8 +172,8 @@ def _llm_run_choice(dataset_id: int):
     names = [NO_RUN] + [r.name for r in runs]
     want = recalled("run")
     index = names.index(want) if want in names else len(names) - 1
-    chosen = st.sidebar.selectbox("LLM run (for 'least certain' and 'flips')", names, index=index,
-                                  key="annotate_run", on_change=_remember_llm_run,
+    chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')", names,
+                                  index=index, key="annotate_run", on_change=_remember_llm_run,
                                   format_func=lambda n: plain(n, "text"))
     return None if chosen == NO_RUN else next(r for r in runs if r.name == chosen)
 

@@ -13,9 +13,10 @@ import streamlit as st
 
 from compassess_core.export import FORMATS
 from pages._auth import guard
-from pages._common import (CI_HELP, cached_export, cached_scoring_export, ci_control, db_url,
+from pages._common import (CI_HELP, cached_scoring_export, ci_control, db_url,
                            download_with_settings, is_scoring_run, no_run_message,
                            partial_warning, pick_run, plain, run_controls)
+from pages._judges import export_bytes, probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -55,18 +56,21 @@ if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
+calibrated, tau = probability_source(view, tau)
 
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
 with_ci = ci_control(st, n)
 metadata = dict(run=view.run.name, dataset=view.dataset.name, method=method, tau=tau,
                 tau_star=view.tau_star, n_comparisons=n, settings=view.run.settings,
                 ci=(f"ci_low/ci_high: 95% percentile bootstrap, {CI_HELP}" if with_ci else None))
+if calibrated is not None:
+    metadata["calibration"] = calibrated.to_dict()
 
 for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
                     ("comparisons", f"All comparisons ({n:,})")):
     st.subheader(label)
-    data, sidecar, head = cached_export(url, dataset_id, run_id, n, what, fmt_choice, method, tau,
-                                        metadata, with_ci)
+    data, sidecar, head = export_bytes(view, what, fmt_choice, method, tau, metadata, calibrated,
+                                       with_ci)
     download_with_settings(st.columns(2), data, sidecar, f"{safe}-{what}", fmt_choice, f"dl_{what}")
     st.caption(f"{len(data) / 1024:,.0f} KiB; the first rows:")
     st.dataframe(plain(head, into="text"), hide_index=True, width="stretch")

@@ -17,11 +17,11 @@ import streamlit as st
 
 from compassess_core.settings import RunSettings
 from pages._auth import guard
-from pages._common import (cached_dataset, cached_evaluation, cached_ranking,
-                           cached_scored_ranking, cached_scoring_evaluation, ci_control, db_url,
+from pages._common import (cached_dataset, cached_scored_ranking, cached_scoring_evaluation, ci_control, db_url,
                            default_reference_index, fmt, is_scoring_run, no_run_message,
                            partial_warning, pick_run, plain, preview, run_controls,
                            is_active, worker_state)
+from pages._judges import fused_section, probability_source, run_evaluation, run_ranking
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -128,6 +128,7 @@ if header is None:
     st.stop()
 view, tau, method = header
 url, dataset_id, run_id, n = view.key
+calibrated, tau = probability_source(view, tau)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context",
@@ -139,8 +140,8 @@ reference = c2.selectbox("Reference score column", refs or ["(none in this datas
 reference = reference if refs else None
 with_ci = ci_control(c3, n)
 
-ev = cached_evaluation(url, dataset_id, run_id, n, method, reference, tau)
-raw = cached_evaluation(url, dataset_id, run_id, n, method, reference, 0.5)
+ev = run_evaluation(view, method, reference, tau, calibrated)
+raw = run_evaluation(view, method, reference, 0.5, calibrated)
 n_ctx = len(view.parts)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"P(A) at tau = {tau:.3f}", fmt(ev.p_a, ".2f"),
@@ -171,7 +172,7 @@ if reference is not None:
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
-ranking = cached_ranking(url, dataset_id, run_id, n, method, tau, with_ci)
+ranking = run_ranking(view, method, tau, with_ci, calibrated)
 if context != ALL:
     ranking = ranking[ranking["context_id"] == context]
 shown = ranking.assign(text=ranking["text"].map(preview))
@@ -192,4 +193,7 @@ st.dataframe(
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
     })
 st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
-           f"tau = {tau:.3f}; texts are previews (full texts on Matrix and in exports).")
+           f"tau = {tau:.3f}{' on p calibrated on human labels' if calibrated else ''}; texts are "
+           "previews (full texts on Matrix and in exports).")
+
+fused_section(view, tau, calibrated, reference)

@@ -34,6 +34,7 @@ from pages._auth import guard
 from pages._common import (api_store, cached_dataset, check_app_model, db_url, fmt, is_active,
                            log_tail, pick_dataset, plain, rate_and_eta, recalled, remember,
                            start_worker, store, worker_log_path, worker_state)
+from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -97,7 +98,8 @@ with st.container(border=True):
     c1, c2, c3 = st.columns(3)
     # COMPASSESS_JUDGE_MODEL (e.g. set by docker-compose to a vLLM server) pre-selects a judge.
     default_model = os.environ.get("COMPASSESS_JUDGE_MODEL", "")
-    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)")
+    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)",
+             "models folder")
     default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
     model_kind = c1.radio("Model", kinds, index=default_kind,
                           help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
@@ -106,6 +108,8 @@ with st.container(border=True):
                                "COMPASSESS_OPENAI_API_KEY); no other server can be entered here.")
     if model_kind == "bundled default":
         model_text = ""
+    elif model_kind == "models folder":
+        model_text = local_model_picker(c1)
     elif model_kind.startswith("served"):
         model_text = ""
         try:
@@ -175,6 +179,7 @@ with st.container(border=True):
                                 "just enough to fit; the run records which contexts were cut and the "
                                 "comparison view shows it.")
 
+catalog_expander()
 model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
 settings = None
 if model:

@@ -1,0 +1,330 @@
+"""UI blocks for choosing a judge knowingly and for using human labels beyond agreement: the model
+catalog (Run), calibration on human labels (Agreement, and the probability source of Rankings),
+rankings fused from the judge and the humans (Rankings).
+
+Every number comes from ``compassess_core.model_catalog``, ``calibration`` and ``fusion`` (cached
+here per run, labels and settings); this module only lays them out, labelled with what they were
+computed on. It must never compute a statistic itself, issue SQL, or render user text as markdown
+(names go through ``plain``; texts through ``st.dataframe``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from compassess_core import analysis, calibration, fusion
+from compassess_core.errors import InputError
+from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
+from pages._common import (RunView, cached_dataset, cached_evaluation, cached_export,
+                           cached_ranking, cached_table, db_url, fmt, plain, preview, store)
+
+#: The Rankings sidebar choice of probabilities.
+RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
+
+
+# ----------------------------------------------------------------------------------- the catalog
+
+@st.cache_data(show_spinner=False, ttl=30)
+def _catalog(url: str, folder: str) -> list:
+    return catalog(store().list_runs())
+
+
+def local_model_picker(where) -> str:
+    """A selectbox over the models folder's models (not the bundled one); returns the ``--model``
+    value, or "" when the folder holds none (with a note saying where to put them)."""
+    entries = [e for e in _catalog(db_url(), str(models_folder())) if e.kind != "bundled"]
+    if not entries:
+        where.caption(f"No model in the models folder {plain(models_folder())} yet: put a .gguf "
+                      "file or a transformers folder there (or set COMPASSESS_MODELS_DIR).")
+        return ""
+    labels = {e.spec: _entry_label(e) for e in entries}
+    return where.selectbox("Model in the models folder", list(labels), format_func=labels.get,
+                           key="catalog_model")
+
+
+def _entry_label(e) -> str:
+    size = f"{e.size_bytes / 1e9:.2f} GB" if e.size_bytes else "size ?"
+    window = f"{e.context_window:,} tokens" if e.context_window else "window ?"
+    speed = f", {e.speed.rate:.2f} comparisons/s here" if e.speed else ""
+    return f"{e.name} ({size}, {window}{speed})"
+
+
+def catalog_expander() -> None:
+    """The judges on this machine and the recommended ones, in an expander."""
+    with st.expander("Judges on this machine, and which to get", icon=":material/memory:"):
+        frame = catalog_frame(_catalog(db_url(), str(models_folder())))
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption(f"The bundled judge and every .gguf file or transformers folder in the models "
+                   f"folder {plain(models_folder())} (COMPASSESS_MODELS_DIR). Size on disk; "
+                   "parameters and context window (the longest prompt in tokens) read from the "
+                   "file's header; "
+                   "speed: median comparisons/s (pairwise runs) and candidates/s (prompt scoring) "
+                   "of this model's earlier runs in this store, empty when never run here. "
+                   "`compassess models` prints the same.")
+        st.dataframe(pd.DataFrame([dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
+                                   for r in RECOMMENDED]), hide_index=True, width="stretch")
+        st.caption("Recommended hub ids by hardware (they need the model hub, or a copy in the "
+                   "models folder). The bundled 135M judge is at chance on every benchmark in "
+                   "docs/results.md: use it to try the app, not for results.")
+
+
+# ------------------------------------------------------------------------------ calibration
+
+@st.cache_data(show_spinner="Calibrating the judge on the human labels ...", max_entries=16)
+def cached_calibration_report(url: str, run_id: int, n: int, human: pd.DataFrame,
+                              folds: int) -> calibration.CalibrationReport:
+    return calibration.calibrate(cached_table(url, run_id, n), human, folds=folds)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_calibration(url: str, run_id: int, n: int, human: pd.DataFrame) -> calibration.Calibration:
+    return calibration.fit_on_labels(cached_table(url, run_id, n), human)
+
+
+def run_labels(view: RunView) -> pd.DataFrame:
+    """The stored human judgements of the run's dataset and aspect."""
+    return store().human_judgements_frame(view.dataset_id, view.settings.aspect)
+
+
+def probability_source(view: RunView, tau: float
+                       ) -> tuple[calibration.Calibration | None, float]:
+    """The sidebar choice between the judge's p and p calibrated on the run's human labels.
+
+    Returns the calibration (None for the raw p, also when there are no labels to fit) and the
+    threshold to use with it: ``tau`` as the sidebar set it, except that *balanced* means the
+    balancing threshold of the calibrated p (``analysis.resolve_tau``)."""
+    human = run_labels(view)
+    if len(human) == 0:
+        return None, tau
+    choice = st.sidebar.radio("Judge probabilities", (RAW, CALIBRATED), key="probability_source",
+                              help="Calibrated: p_cal = sigmoid((logit p - bias) / temperature), "
+                                   "bias and temperature fitted on the stored human labels of "
+                                   "this dataset and aspect (Agreement page; `compassess "
+                                   "calibrate`). The calibration removes the positional bias, so "
+                                   "tau off (0.5) is its natural threshold.")
+    if choice == RAW:
+        return None, tau
+    try:
+        cal = cached_calibration(view.url, view.run.id, view.n, human)
+    except InputError as e:
+        st.sidebar.warning(f"Cannot calibrate: {plain(str(e))}")
+        return None, tau
+    if st.session_state.get("tau_mode") == "balanced":
+        tau = analysis.resolve_tau("balanced", cal.apply(view.all_p))
+    st.sidebar.caption(f"Calibrated on {cal.n_pairs} human-labelled pairs ({cal.n_comparisons} "
+                       f"comparisons): bias {cal.bias:.3f} log-odds, temperature "
+                       f"{cal.temperature:.3f}. Threshold on the calibrated p: tau = {tau:.4f}.")
+    return cal, tau
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _calibrated_ranking(url, dataset_id, run_id, n, method, tau, with_ci, bias, temperature):
+    table = calibration.calibrated_table(cached_table(url, run_id, n),
+                                         calibration.Calibration(bias, temperature))
+    return analysis.rank_contexts(cached_dataset(url, dataset_id), table, method=method, tau=tau,
+                                  with_ci=with_ci)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _calibrated_evaluation(url, dataset_id, run_id, n, method, reference, tau, bias, temperature):
+    dataset = cached_dataset(url, dataset_id)
+    table = calibration.calibrated_table(cached_table(url, run_id, n),
+                                         calibration.Calibration(bias, temperature))
+    parts = analysis.split_by_context(dataset, table)
+    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    return analysis.evaluate_at(dataset, parts, method=method, reference=reference, tau=tau,
+                                all_p=all_p)
+
+
+def run_ranking(view: RunView, method: str, tau: float, with_ci: bool,
+                cal: calibration.Calibration | None) -> pd.DataFrame:
+    """``analysis.rank_contexts`` of the run, on calibrated p when ``cal`` is given."""
+    if cal is None:
+        return cached_ranking(*view.key, method, tau, with_ci)
+    return _calibrated_ranking(*view.key, method, tau, with_ci, cal.bias, cal.temperature)
+
+
+def run_evaluation(view: RunView, method: str, reference: str | None, tau: float,
+                   cal: calibration.Calibration | None) -> analysis.Evaluation:
+    """``analysis.evaluate_at`` of the run, on calibrated p when ``cal`` is given."""
+    if cal is None:
+        return cached_evaluation(*view.key, method, reference, tau)
+    return _calibrated_evaluation(*view.key, method, reference, tau, cal.bias, cal.temperature)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _calibrated_export(url, dataset_id, run_id, n, what, fmt_choice, method, tau, metadata, bias,
+                       temperature, with_ci=False):
+    from compassess_core.export import table_bytes
+    cal = calibration.Calibration(bias, temperature)
+    if what == "rankings":
+        frame = _calibrated_ranking(url, dataset_id, run_id, n, method, tau, with_ci, bias,
+                                    temperature)
+    else:
+        frame = store().comparisons_frame(run_id)
+        frame["p_calibrated"] = cal.apply(frame["p"])
+    data, sidecar = table_bytes(frame, fmt_choice, what=what, metadata=metadata)
+    return data, sidecar, frame.head(10)
+
+
+def export_bytes(view: RunView, what: str, fmt_choice: str, method: str, tau: float,
+                 metadata: dict, cal: calibration.Calibration | None, with_ci: bool = False):
+    """``(file, settings sidecar, first rows)`` of the rankings or comparisons export; with
+    ``cal``, rankings on the calibrated p and comparisons with a ``p_calibrated`` column."""
+    if cal is None:
+        return cached_export(*view.key, what, fmt_choice, method, tau, metadata, with_ci)
+    return _calibrated_export(*view.key, what, fmt_choice, method, tau, metadata, cal.bias,
+                              cal.temperature, with_ci)
+
+
+def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="calibrated judge",
+                             line=dict(dash="dash", color="grey")))
+    for name, color in (("raw", "#e67700"), ("calibrated", "#3b5bdb")):
+        t = report.reliability[name]
+        t = t[t["n"] > 0]
+        fig.add_trace(go.Scatter(x=t["mean_p"], y=t["frequency"], mode="lines+markers",
+                                 name=f"{name}{' (held-out folds)' if name == 'calibrated' else ''}",
+                                 marker=dict(size=6 + 14 * t["n"] / max(t["n"].max(), 1),
+                                             color=color),
+                                 customdata=t["n"],
+                                 hovertemplate="mean p %{x:.3f}<br>share first preferred "
+                                               "%{y:.3f}<br>%{customdata} comparisons<extra></extra>"))
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(title="predicted P(first preferred), bin mean", range=[0, 1]),
+                      yaxis=dict(title="share of comparisons whose first text people preferred",
+                                 range=[0, 1]))
+    return fig
+
+
+def calibration_section(view: RunView, human: pd.DataFrame, aspect: str) -> None:
+    """Agreement page: the bias and temperature fitted on these labels, accuracy, log-loss and ECE
+    raw / balanced tau / calibrated (held-out folds), and the reliability diagram."""
+    st.header("Calibration on these labels")
+    folds = st.number_input("Cross-validation folds (labelled pairs)", 2, 20,
+                            calibration.DEFAULT_FOLDS, key="calibration_folds")
+    try:
+        report = cached_calibration_report(view.url, view.run.id, view.n, human, int(folds))
+    except InputError as e:
+        st.info(f"Calibration needs at least two labelled pairs that the run judged, with a "
+                f"decisive majority: {plain(str(e))}")
+        return
+    cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Bias b (log-odds)", f"{cal.bias:.3f}",
+              help="Positional bias of the judge in log-odds: > 0 favours the first position. "
+                   f"Fitted on all {cal.n_pairs} labelled pairs ({cal.n_comparisons} comparisons).")
+    c2.metric("Temperature T", f"{cal.temperature:.3f}",
+              help="> 1: the judge is over-confident (its p are pulled towards 0.5); < 1: "
+                   "under-confident. p_cal = sigmoid((logit p - b) / T).")
+    c3.metric("Held-out accuracy per comparison", fmt(100 * held.accuracy, ".1f") + " %",
+              delta=f"{100 * (held.accuracy - raw.accuracy):+.1f} pts vs raw",
+              help=f"On {held.n_comparisons} comparisons of labelled pairs, each fold calibrated "
+                   f"by a fit on the other {report.folds - 1} folds.")
+    rows = [("accuracy per comparison (p > 0.5)", "accuracy", ".3f"),
+            ("log-loss per comparison (nats; 0.693 = a coin)", "log_loss", ".3f"),
+            (f"expected calibration error ({calibration.ECE_BINS} bins of p)", "ece", ".3f"),
+            (f"pair accuracy, ties left out ({held.n_pairs} pairs)", "pair_accuracy", ".3f"),
+            ("pair Cohen's kappa, ties left out", "pair_kappa", ".3f")]
+    table = pd.DataFrame([{"measure": label, "raw (tau = 0.5)": fmt(getattr(raw, key), spec),
+                           f"balanced tau* = {report.tau:.3f}, no labels": fmt(getattr(deb, key), spec),
+                           f"calibrated ({report.folds}-fold held out)": fmt(getattr(held, key), spec)}
+                          for label, key, spec in rows])
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(f"On {raw.n_comparisons} comparisons of {held.n_pairs} pairs of aspect "
+               f"{plain(aspect)} with a decisive human majority (both orders of a pair in the "
+               "same fold). Per comparison: y = 1 when people preferred the text shown first. Pair "
+               "level: the order-averaged verdict against the majority, as above. "
+               + " ".join(f"Note: {n}." for n in report.notes))
+    st.plotly_chart(_reliability_figure(report), key="reliability", width="stretch")
+    st.caption(f"Reliability diagram: {calibration.ECE_BINS} equal-width bins of p; a calibrated "
+               "judge lies on the diagonal (marker size: comparisons in the bin). Rankings, "
+               "Export and `compassess rank|evaluate|export --calibrate` use the fit on all labels.")
+
+
+# ------------------------------------------------------------------------------------ fusion
+
+WEIGHT_CHOICES = ("cross-validated", "set", "humans only")
+
+
+@st.cache_data(show_spinner="Fusing the judge's comparisons with the human labels ...",
+               max_entries=16)
+def cached_fused(url: str, dataset_id: int, run_id: int, n: int, human: pd.DataFrame, tau: float,
+                 weight: float | None, level: str, bias: float | None,
+                 temperature: float | None) -> fusion.FusedRanking:
+    table = cached_table(url, run_id, n)
+    if bias is not None:
+        table = calibration.calibrated_table(table, calibration.Calibration(bias, temperature))
+    rank = fusion.fused_system_ranking if level == "system" else fusion.fused_rankings
+    return rank(cached_dataset(url, dataset_id), table, human, tau=tau, weight=weight)
+
+
+def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None,
+                  reference: str | None) -> None:
+    """Rankings page: the judge's comparisons and the human labels in one ranking."""
+    st.header("Ranking with human labels (judge + people)")
+    human = run_labels(view)
+    if len(human) == 0:
+        st.info(f"No human labels of {plain(view.settings.aspect)} for this dataset yet. "
+                "Judge pairs on **Annotate** (the mode 'where a label most reduces the ranking's "
+                "uncertainty' picks the most useful ones) or import a label file; they are then "
+                "fused with the judge's comparisons here.", icon=":material/rate_review:")
+        return
+    c1, c2, c3 = st.columns(3)
+    how = c1.radio("Weight of one human vote", WEIGHT_CHOICES, key="fusion_weight_mode",
+                   help="In judge comparisons: cross-validated (leave-one-out over the votes), set "
+                        "by you, or the humans alone (the judge left out).")
+    weight = None
+    if how == "set":
+        weight = float(c1.number_input("judge comparisons per vote", 0.0, 10_000.0,
+                                       fusion.DEFAULT_HUMAN_WEIGHT, key="fusion_weight"))
+    elif how == "humans only":
+        weight = math.inf
+    systems_known = all(c.system is not None for ctx in view.dataset.contexts for c in ctx.candidates)
+    level = c2.radio("Level", ("context", "system") if systems_known else ("context",),
+                     key="fusion_level", help="Candidates within each context, or the systems "
+                                              "across all contexts.")
+    try:
+        fused = cached_fused(*view.key, human, tau, weight, level, None if cal is None else cal.bias,
+                             None if cal is None else cal.temperature)
+    except InputError as e:
+        st.warning(f"Cannot fuse these labels with the run: {plain(str(e))}")
+        return
+    choice = fused.choice
+    shown_weight = "humans only" if math.isinf(choice.weight) else f"{choice.weight:g}"
+    c3.metric("One vote counts as (judge comparisons)", shown_weight,
+              help=f"{choice.chosen_by}; {choice.n_votes} human votes ({choice.n_decisive} "
+                   "decisive).")
+    if reference and level == "context":
+        ev = fusion.fused_correlation(fused, reference)
+        c3.metric(f"Spearman x100 vs {plain(reference)}", fmt(ev.mean_x100),
+                  help=f"Per-context Spearman of the fused scores with the reference column, "
+                       f"mean over {ev.n_used} contexts.")
+    frame = fused.frame
+    if level == "context":
+        frame = frame.assign(text=frame["text"].map(preview))
+    st.dataframe(frame, hide_index=True, width="stretch", height=min(35 * (len(frame) + 1) + 3, 500),
+                 column_config={"score": st.column_config.NumberColumn("fused score", format="%.4f"),
+                                "sd": st.column_config.NumberColumn("posterior sd", format="%.4f"),
+                                "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
+                                "n_votes": st.column_config.NumberColumn("human votes")})
+    st.caption(f"{len(frame):,} rows; scores: the posterior mean of one Gaussian product of experts "
+               f"over {len(view.all_p):,} judge comparisons at tau = {tau:.3f}"
+               f"{' (p calibrated)' if cal is not None else ''} and {choice.n_votes} human votes of "
+               f"{plain(view.settings.aspect)}; sd: its posterior standard deviation. "
+               "`compassess rank --with-humans` prints the same.")
+    if np.isfinite(choice.loo_accuracy).any():
+        with st.expander("How the weight was chosen (leave-one-out over the votes)"):
+            st.dataframe(choice.table(), hide_index=True, width="stretch",
+                         column_config={"loo_accuracy": st.column_config.NumberColumn(
+                             "held-out vote accuracy", format="%.3f"),
+                             "loo_squared_error": st.column_config.NumberColumn(
+                                 "held-out squared error", format="%.5f")})
+            st.caption(f"Each of the {choice.n_decisive} decisive votes predicted by the fit "
+                       "without it; the weight with the highest share of correct signs wins.")
