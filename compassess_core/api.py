@@ -41,13 +41,16 @@ from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disa
 from .analysis import Evaluation, EvaluationReport
 from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate,
                           calibrated_table, fit_on_labels)
+from .compare import RunComparison, compare_runs
 from .data import Source, load_candidates
+from .diagnosis import partial_run_note
 from .errors import (CompAssessError, InputError, Problem, RunCancelled, RunInterrupted,
                      ValidationError)
 from .export import FORMATS, write_table
 from .fusion import FusedRanking, fused_rankings, fused_system_ranking
 from .labels import annotator_counts, attribute, load_human_labels, store_rows
 from .limits import check_name
+from .leaderboard import DEFAULT_METHOD, Leaderboard, leaderboard
 from .models import BUNDLED_MODEL
 from .prompts import Aspect, resolve_template
 from .ranking import METHODS
@@ -750,6 +753,14 @@ class Run:
             raise InputError(f"run '{self.name}' is a {self._kind.label} run: {what} needs "
                              "pairwise comparisons")
 
+    def _split(self) -> tuple[list, np.ndarray]:
+        """The comparisons split by context, with their p concatenated (read once)."""
+        if self._parts is None:
+            parts = analysis.split_by_context(self.dataset, self.results)
+            all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+            self._parts = parts, all_p
+        return self._parts
+
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
                  ci: bool = False, which: str = "expected", score: str = "level",
                  threshold: float | None = None, reference: str | None = None) -> ReadOptions:
@@ -770,7 +781,8 @@ class Run:
         """The decision threshold ``debias`` names on this run's comparisons (``balanced``:
         tau*, the median of p; eq. 10)."""
         self._pairwise("a decision threshold")
-        return analysis.resolve_tau(debias, self.results.p)
+        p = self.results.p
+        return analysis.resolve_tau(debias, p[np.isfinite(p)])
 
     def rankings(self, method: str = "win-ratio", debias: str | float = "none", *,
                  ci: bool = False, context: str | None = None, which: str = "expected",
@@ -850,11 +862,7 @@ class Run:
         self._pairwise("an evaluation at one threshold")
         options = self._options(method=method, debias=debias, reference=reference)
         analysis.check_reference(self.dataset, options.reference)
-        if self._parts is None:
-            parts = analysis.split_by_context(self.dataset, self.results)
-            all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
-            self._parts = parts, all_p
-        parts, all_p = self._parts
+        parts, all_p = self._split()
         return analysis.evaluate_at(self.dataset, parts, method=method,
                                     reference=options.reference,
                                     tau=analysis.resolve_tau(options.debias, all_p), all_p=all_p)
@@ -944,6 +952,59 @@ class Run:
         rank = fused_system_ranking if level == "system" else fused_rankings
         return rank(self.dataset, self.results, self._stored_labels(aspect),
                     tau=self.tau(debias), weight=weight)
+
+    @property
+    def partial_note(self) -> str | None:
+        """A warning when the run stopped before its plan was complete ("Partial run
+        (cancelled): 40 of 60 planned comparisons ..."); None for a complete or live run."""
+        return partial_run_note(self.status, self.info.done, self.info.total, self._kind.unit)
+
+    def position_warning(self, debias: str | float = "balanced") -> str | None:
+        """What the result pages warn about a judge that answers by position (P(A) far from 0.5
+        or a high flip rate), raw and at ``debias``; None when the judge looks at content."""
+        self._pairwise("a positional-bias diagnosis")
+        parts, _ = self._split()
+        return analysis.position_diagnosis(parts, self.tau(debias)).warning()
+
+    def leaderboard(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
+                    reference: str | None = None, n_boot: int = 200, level: float = 0.95,
+                    seed: int = 0) -> Leaderboard:
+        """One row per system across every context: ``compassess leaderboard``.
+
+        Strength by ``method`` (default Bradley-Terry through evalica) and win rate against the
+        field at the threshold ``debias``, with ``level`` bootstrap intervals that resample
+        contexts, then comparisons within each; mean text length, a length-controlled strength
+        and, with a reference column (default: the one named like the run's aspect), each
+        system's mean reference score and the system-level correlation.
+
+        Raises
+        ------
+        NoSystemsError
+            The candidates have no ``system`` (an :class:`InputError`; rank per context).
+        InputError
+            Not a pairwise run, an unknown method or reference column, ``n_boot < 1``.
+        """
+        self._pairwise("a leaderboard")
+        options = self._options(method=method, debias=debias, reference=reference)
+        return leaderboard(self.dataset, self.results, method=method, tau=self.tau(debias),
+                           reference=options.reference, n_boot=n_boot, level=level, seed=seed)
+
+    def compare(self, other: "Run", method: str = DEFAULT_METHOD,
+                debias: str | float = "balanced") -> RunComparison:
+        """This run (A) against ``other`` (B) on the same dataset: ``compassess compare``.
+        Verdict agreement and Cohen's kappa on the ordered pairs both judged (each at its own
+        threshold ``debias``), rank correlation per context and at system level by ``method``,
+        P(A) of each, and the pairs they disagree on.
+
+        Raises
+        ------
+        InputError
+            Either run is not pairwise, the datasets differ, or no pair was judged by both.
+        """
+        self._pairwise("compare")
+        other._pairwise("compare")
+        return compare_runs(self.dataset, self.results, other.dataset, other.results,
+                            tau_a=self.tau(debias), tau_b=other.tau(debias), method=method)
 
     def human_labels(self, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for this run's dataset and aspect (``aspect`` to pick

@@ -156,16 +156,16 @@ def cached_length_bias(url: str, dataset_id: int, run_id: int, n_comparisons: in
 @st.cache_data(show_spinner="Computing the leaderboard (context bootstrap) ...", max_entries=16)
 def cached_leaderboard(url: str, dataset_id: int, run_id: int, n_comparisons: int, method: str,
                        tau: float, reference: str | None, n_boot: int):
-    """``leaderboard.leaderboard`` of the run (NoSystemsError passes through)."""
-    from compassess_core.leaderboard import leaderboard
-    return leaderboard(cached_dataset(url, dataset_id), cached_table(url, run_id, n_comparisons),
-                       method=method, tau=tau, reference=reference, n_boot=n_boot)
+    """``Run.leaderboard`` (``compassess leaderboard``) at ``tau``; NoSystemsError passes through."""
+    return cached_run(url, run_id, n_comparisons).leaderboard(method, tau, reference=reference,
+                                                              n_boot=n_boot)
 
 
 @st.cache_data(show_spinner="Comparing the runs ...", max_entries=16)
 def cached_run_comparison(url: str, dataset_a: int, run_a: int, n_a: int, dataset_b: int,
                           run_b: int, n_b: int, tau_a: float, tau_b: float, method: str):
-    """``compare.compare_runs`` of two runs."""
+    """``compare.compare_runs`` of two runs, each at its own tau (``Run.compare`` when both
+    thresholds come from the same debias option)."""
     from compassess_core.compare import compare_runs
     return compare_runs(cached_dataset(url, dataset_a), cached_table(url, run_a, n_a),
                         cached_dataset(url, dataset_b), cached_table(url, run_b, n_b),

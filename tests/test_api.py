@@ -374,7 +374,8 @@ def test_the_api_and_the_cli_import_the_same_labels_and_agree_on_agreement(db_ur
                            "candidate_b": ["S5", "S8", "S10", "S15"],
                            "winner": ["S5", "S8", "tie", "S3"], "annotator": ["ann1"] * 4})
     assert api.import_labels(labels, dataset="sample_summeval", aspect="coherence") == \
-        ca.LabelsImported(stored=4, already_stored=0, dataset="sample_summeval", aspect="coherence")
+        ca.LabelsImported(stored=4, already_stored=0, dataset="sample_summeval", aspect="coherence",
+                          attributed={"ann1": 4}, attributed_by="the file's annotator column")
     path = tmp_path / "labels.csv"
     labels.assign(annotator="ann2").to_csv(path, index=False)
     run_cli(capsys, "import-labels", str(path), "--dataset", "sample_summeval", "--aspect",
@@ -382,7 +383,7 @@ def test_the_api_and_the_cli_import_the_same_labels_and_agree_on_agreement(db_ur
     from compassess_core.cli import main
     assert main(["import-labels", str(path), "--dataset", "sample_summeval", "--aspect",
                  "coherence", "--db", db_url]) == 0
-    assert "stored 0 human labels" in capsys.readouterr().err  # the same file twice adds nothing
+    assert "4 already stored, 0 added" in capsys.readouterr().err  # the same file twice adds nothing
     stored = api.human_labels("sample_summeval", "coherence")
     assert len(stored) == 8 and sorted(set(stored["annotator"])) == ["ann1", "ann2"]
 

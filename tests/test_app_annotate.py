@@ -292,8 +292,7 @@ def test_annotate_follows_the_selected_runs_dataset_and_aspect(app_env):
     store.set_run_status(run_id, "completed", done=1, total=1)
 
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["annotator"] = "alice"
-    at.query_params["run"] = "coherence-run"
+    at.query_params["run"] = "coherence-run"  # single-user local mode: the person is the account
     at.run()
     at.switch_page("pages/annotate.py").run()
     assert not at.exception, at.exception
@@ -309,7 +308,8 @@ def test_annotate_follows_the_selected_runs_dataset_and_aspect(app_env):
     assert at.sidebar.selectbox(key="aspect_w").value == "coherence"
     assert at.sidebar.selectbox(key="annotate_run").value == "coherence-run"
     answer(at, "answer_a")
-    assert store.human_judgements_frame(first_id, "coherence")["annotator"].tolist() == ["alice"]
+    assert store.human_judgements_frame(first_id, "coherence")["annotator"].tolist() == \
+        [local_identity()]
 
 
 def test_a_run_selected_on_another_page_brings_its_dataset(app_env):

@@ -52,7 +52,7 @@ def test_numbers_equal_the_engine_and_disagreements_open_both_runs(app_env):
     assert not at.exception, at.exception
     first, second = dis.iloc[0]["first"], dis.iloc[0]["second"]
     # the comparison view of each run: p in both orders, once per run
-    shown = [m.label for m in at.metric if m.label.startswith(f"p({first} first beats {second})")]
+    shown = [m.label for m in at.metric if m.label.startswith(f"p(`{first}` first beats `{second}`)")]
     assert len(shown) == 2
     assert len(at.tabs) == 2
 
@@ -80,4 +80,4 @@ def test_b_runs_partial_state_and_judge_are_reported(app_env):
     Store(app_env).set_run_status(run_b, "cancelled", done=60, total=80)
     at = open_page("compare")
     at.selectbox(key="run_pick_w").set_value("judge-a").run()
-    assert "Run 'judge\\-b': Partial run (cancelled)" in texts(at.warning)
+    assert "Run `judge-b`: Partial run (cancelled)" in texts(at.warning)

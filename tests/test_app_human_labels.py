@@ -51,10 +51,11 @@ def test_rankings_use_calibrated_p_and_fuse_the_labels(app_env):
     at = page("rankings")
     # without labels: no probability choice, and a pointer to Annotate
     assert not [r for r in at.sidebar.radio if r.label == "Judge probabilities"]
-    assert "No human labels of 'coherence'" in texts(at.info)
+    assert "No human labels of `coherence`" in texts(at.info)
 
     label_sample(store, dataset_id)
     at = page("rankings")
+    at.radio(key="tau_mode_w").set_value("off").run()  # the page opens at the balanced tau*
     assert metric(at, "P(A) at tau = 0.500") == "1.00"
     at.sidebar.radio(key="probability_source").set_value("calibrated on human labels").run()
     assert not at.exception, at.exception
@@ -78,7 +79,7 @@ def test_rankings_use_calibrated_p_and_fuse_the_labels(app_env):
                                   store.human_judgements_frame(dataset_id, "coherence"), tau=0.5)
     w = fused.choice.weight
     assert metric(at, "One vote counts as") == ("humans only" if math.isinf(w) else f"{w:g}")
-    assert metric(at, "Spearman x100 vs 'coherence'") == "100.0"
+    assert metric(at, "Spearman x100 vs `coherence`") == "100.0"
     table = next(d.value for d in at.dataframe if "n_votes" in d.value.columns)
     assert table["score"].tolist() == pytest.approx(fused.frame["score"].tolist())
     at.radio(key="fusion_weight_mode").set_value("humans only").run()

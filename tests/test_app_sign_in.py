@@ -22,8 +22,8 @@ AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
                          "cookie_secret": "test-cookie-secret", "client_id": "compassess",
                          "client_secret": "test-client-secret",
                          "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}}
-ADMIN_PAGES = {"Home", "Upload", "Run", "Rankings", "Scores", "Matrix", "Bias", "Annotate",
-               "Agreement", "Export", "People"}
+ADMIN_PAGES = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
+               "Compare runs", "Annotate", "Agreement", "Export", "People"}
 
 
 def app_as(identity: str | None, page: str | None = None, query: dict | None = None) -> AppTest:
