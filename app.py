@@ -71,7 +71,8 @@ if __name__ == "__main__":
         # page would only be served at "/").
         pages.insert(0, st.Page(lambda: st.switch_page(pages[1]), title="Start", url_path="start",
                                 default=True, visibility="hidden"))
-    st.navigation(pages).run()
+    # expanded: with more than ten pages Streamlit would hide the rest behind "View more".
+    st.navigation(pages, expanded=True).run()
 else:
     # The server's one import (`streamlit run app.py`, or `uvicorn app:app`), before any session.
     from streamlit.runtime.pages_manager import PagesManager

@@ -31,8 +31,10 @@ __all__ = [
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
     # what a run reads back as
     "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
+    "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking",
     # errors
     "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled", "RunInterrupted",
+    "NoSystemsError",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on first use

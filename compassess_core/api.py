@@ -50,7 +50,7 @@ from .export import FORMATS, write_table
 from .fusion import FusedRanking, fused_rankings, fused_system_ranking
 from .labels import annotator_counts, attribute, load_human_labels, store_rows
 from .limits import check_name
-from .leaderboard import DEFAULT_METHOD, Leaderboard, leaderboard
+from .leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
 from .models import BUNDLED_MODEL
 from .prompts import Aspect, resolve_template
 from .ranking import METHODS

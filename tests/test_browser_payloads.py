@@ -164,8 +164,12 @@ def test_hostile_strings_stay_inert_on_every_page(server):
                 settle(page, "Annotation guidelines for this dataset")
                 check(page, url, "guidelines editor", requests)
             if title == "Bias":
-                page.locator('[data-testid="stSelectbox"]').filter(
-                    has_text="Open comparison").click()
+                # The charts above it load on demand and move it down: wait for them, then open it.
+                page.locator('[data-testid="stPlotlyChart"] .nsewdrag').last.wait_for(timeout=30_000)
+                box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Open comparison")
+                box.scroll_into_view_if_needed()
+                box.click()
+                page.get_by_role("option").first.wait_for(timeout=30_000)  # the list opens
                 options = " ".join(page.get_by_role("option").all_inner_texts())
                 # The override is shown, not obeyed: no option displays "aexe.png".
                 assert "a\u27e8U+202E\u27e9gnp.exe" in options and "\u202e" not in options

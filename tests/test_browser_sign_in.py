@@ -38,8 +38,8 @@ PAGES = {"": "CompAssess", "upload": "Upload candidates", "run": "Run the judge"
          "agreement": "Agreement with people", "export": "Export", "people": "People"}
 
 
-ADMIN_NAV = {"Home", "Upload", "Run", "Rankings", "Scores", "Matrix", "Bias", "Annotate",
-             "Agreement", "Export", "People"}
+ADMIN_NAV = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
+             "Compare runs", "Annotate", "Agreement", "Export", "People"}
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:
