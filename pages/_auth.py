@@ -14,7 +14,7 @@ session) and stops a server that would serve without sign-in on a non-loopback a
 
 The policy itself (modes, identities, first admins) is ``compassess_core.access``; roles are
 stored by ``db.people``. This module must never render a user string as markdown unless through
-``pages._common.plain``.
+``pages._plain.plain``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import streamlit as st
 
 from compassess_core import access
 from compassess_core.access import ADMIN, ANNOTATOR
+from pages._plain import plain
+from pages._store import store
 
 #: Where the viewer of the current run is kept (set by :func:`gate`, read by :func:`viewer`).
 VIEWER_KEY = "compassess_viewer"
@@ -117,7 +119,6 @@ def apply_upload_limit() -> None:
 # ------------------------------------------------------------------------------ the viewer
 
 def _store():
-    from pages._common import store
     return store()
 
 
@@ -228,7 +229,6 @@ def _only_page(render, url_path: str) -> None:
 
 
 def account_error_page(error: Exception) -> None:
-    from pages._common import plain
     st.title("CompAssess")
     st.error(f"This account cannot be used: {plain(str(error))}", icon=":material/block:")
     if st.button("Sign out", icon=":material/logout:"):
@@ -249,7 +249,6 @@ def sign_in_page() -> None:
 
 
 def no_role_page(who: Viewer) -> None:
-    from pages._common import plain
     st.title("CompAssess")
     st.warning(f"You are signed in as {plain(who.identity)}, but nobody has given this account "
                "a role yet. Ask an admin of this deployment to add you on the People page "
@@ -257,7 +256,6 @@ def no_role_page(who: Viewer) -> None:
 
 
 def _account_box(who: Viewer) -> None:
-    from pages._common import plain
     with st.sidebar:
         if who.mode == access.SIGN_IN:
             role = who.role or "no role"

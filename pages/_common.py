@@ -13,9 +13,7 @@ wherever Streamlit would read it as markdown.
 
 from __future__ import annotations
 
-import html
 import os
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,13 @@ from compassess_core import analysis, api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from compassess_core.comparative import render_prompt
 from compassess_core.context_window import truncated_text
-from compassess_core.limits import codepoint
 from compassess_core.models import is_bundled
 from compassess_core.run_kinds import kind_of
 from compassess_core.settings import RunSettings
 from compassess_core.types import ComparisonTable, Dataset
+from pages._auth import page_link
+from pages._plain import plain  # noqa: F401 - the pages import it from here too
+from pages._store import _open_store, db_url, store  # noqa: F401 - likewise
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
@@ -45,22 +45,6 @@ PREVIEW_CHARS = 120
 
 
 # --------------------------------------------------------------------------------------- store
-
-def db_url() -> str:
-    """The database the app works on (``COMPASSESS_DATABASE_URL`` or the default SQLite file)."""
-    from db.store import default_database_url
-    return default_database_url()
-
-
-@st.cache_resource(show_spinner=False)
-def _open_store(url: str):
-    from db.store import Store
-    return Store(url)
-
-
-def store():
-    return _open_store(db_url())
-
 
 def api_store() -> api.Store:
     """The same store through the Python API (what the CLI calls)."""
@@ -313,7 +297,6 @@ def _run_label(run) -> str:
 def no_run_message() -> None:
     st.info("No run with stored comparisons yet. Load the sample on **Home**, then start a run on "
             "**Run** (the bundled model needs about a minute on the sample's first contexts).")
-    from pages._auth import page_link
     page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
 
@@ -521,58 +504,6 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
         else:
             merged.append((x, [name], color))
     return [(x, " = ".join(names), color) for x, names, color in merged]
-
-
-#: Characters that make text display as something else (bidirectional controls) or not at all
-#: (C0/C1 controls other than tab and newline): shown as ``⟨U+202E⟩``.
-_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                        "\x00-\x08\x0b-\x1f\x7f-\x9f]")
-PLAIN_INTO = ("markdown", "text", "plotly")
-
-
-def plain(value: Any, into: str = "markdown") -> Any:
-    """A string a user controls, made inert for where it is shown; the one helper for that.
-
-    ``into``:
-
-    * ``"markdown"`` (default): for anything Streamlit renders as markdown: ``st.markdown``,
-      captions, alerts, toasts, progress texts, metric labels and values, and the labels of
-      widgets, tabs and expanders, and radio options. The text becomes an inline code span, so no
-      link, image, HTML tag, emphasis, math or auto-link can come out of it and it shows exactly
-      as stored (backslash escaping does not stop Streamlit's auto-links and shows stray
-      backslashes); newlines become spaces.
-    * ``"text"``: for what Streamlit shows as plain text (selectbox options, ``st.text``,
-      dataframes): only the invisible characters are made visible. A DataFrame is accepted too
-      (its text columns and column names).
-    * ``"plotly"``: for chart labels, ticks and hover texts, which plotly reads as HTML: escaped.
-
-    Bidirectional controls and control characters are shown as ``⟨U+202E⟩`` in every case.
-    """
-    if into not in PLAIN_INTO:
-        raise ValueError(f"plain(into={into!r}): use one of {', '.join(PLAIN_INTO)}")
-    if isinstance(value, pd.DataFrame):
-        if into != "text":
-            raise ValueError("a DataFrame is shown as plain text: plain(frame, into='text')")
-        frame = value.rename(columns=lambda c: plain(c, "text") if isinstance(c, str) else c)
-        for col in frame.columns:
-            kind = frame[col].dtype
-            if pd.api.types.is_object_dtype(kind) or pd.api.types.is_string_dtype(kind):
-                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
-        return frame
-    text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
-                          "" if value is None else str(value))
-    if into == "text":
-        return text
-    if into == "plotly":
-        return html.escape(text)
-    if not text:
-        return ""
-    # Streamlit turns ":material/NAME:" into an icon before parsing markdown, even in code; a
-    # word joiner (invisible) between the colon and the word keeps the text as typed.
-    text = re.sub(r"\r\n?|\n", " ", text).replace(":material/", ":\u2060material/")
-    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # ----------------------------------------------------------------------------------- the worker

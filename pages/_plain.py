@@ -1,0 +1,67 @@
+"""The inert-string helper of the pages: every string a user controls passes through
+:func:`plain` wherever Streamlit or plotly would read it as markdown or HTML.
+
+A module of its own so that the sign-in gate (``pages/_auth.py``) and the page helpers
+(``pages/_common.py``) can both use it without importing each other.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pandas as pd
+
+from compassess_core.limits import codepoint
+
+#: Characters that make text display as something else (bidirectional controls) or not at all
+#: (C0/C1 controls other than tab and newline): shown as ``⟨U+202E⟩``.
+_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                        "\x00-\x08\x0b-\x1f\x7f-\x9f]")
+PLAIN_INTO = ("markdown", "text", "plotly")
+
+
+def plain(value: Any, into: str = "markdown") -> Any:
+    """A string a user controls, made inert for where it is shown; the one helper for that.
+
+    ``into``:
+
+    * ``"markdown"`` (default): for anything Streamlit renders as markdown: ``st.markdown``,
+      captions, alerts, toasts, progress texts, metric labels and values, and the labels of
+      widgets, tabs and expanders, and radio options. The text becomes an inline code span, so no
+      link, image, HTML tag, emphasis, math or auto-link can come out of it and it shows exactly
+      as stored (backslash escaping does not stop Streamlit's auto-links and shows stray
+      backslashes); newlines become spaces.
+    * ``"text"``: for what Streamlit shows as plain text (selectbox options, ``st.text``,
+      dataframes): only the invisible characters are made visible. A DataFrame is accepted too
+      (its text columns and column names).
+    * ``"plotly"``: for chart labels, ticks and hover texts, which plotly reads as HTML: escaped.
+
+    Bidirectional controls and control characters are shown as ``⟨U+202E⟩`` in every case.
+    """
+    if into not in PLAIN_INTO:
+        raise ValueError(f"plain(into={into!r}): use one of {', '.join(PLAIN_INTO)}")
+    if isinstance(value, pd.DataFrame):
+        if into != "text":
+            raise ValueError("a DataFrame is shown as plain text: plain(frame, into='text')")
+        frame = value.rename(columns=lambda c: plain(c, "text") if isinstance(c, str) else c)
+        for col in frame.columns:
+            kind = frame[col].dtype
+            if pd.api.types.is_object_dtype(kind) or pd.api.types.is_string_dtype(kind):
+                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
+        return frame
+    text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
+                          "" if value is None else str(value))
+    if into == "text":
+        return text
+    if into == "plotly":
+        return html.escape(text)
+    if not text:
+        return ""
+    # Streamlit turns ":material/NAME:" into an icon before parsing markdown, even in code; a
+    # word joiner (invisible) between the colon and the word keeps the text as typed.
+    text = re.sub(r"\r\n?|\n", " ", text).replace(":material/", ":\u2060material/")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
