@@ -1,4 +1,4 @@
-"""Judges worth trusting on this hardware: the tables and plots of docs/results.md §3-5.
+"""Judges worth trusting on this hardware: the tables and plots of docs/results.md §4-6.
 
 Three steps, each from stores only (no model calls; the runs are made with ``compassess run``,
 see docs/results.md), each filling a ``<!-- generated: ... -->`` block of docs/results.md:
