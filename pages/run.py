@@ -91,7 +91,8 @@ with st.container(border=True):
                      f"{plain(first.candidates[1].candidate_id)}",
                      expanded=False):
         st.code(prompt.text, language=None, wrap_lines=True)
-        st.caption(f"Answer primer the model continues: {prompt.primer!r} -> next token ' A' or ' B'")
+        st.caption(f"Answer primer the model continues: {plain(repr(prompt.primer))} -> next token "
+                   "' A' or ' B'")
 
 with st.container(border=True):
     st.markdown("**Judge and comparisons**")
@@ -253,8 +254,8 @@ if mode == SCORING_MODE:
             with st.expander(f"Live preview: the prompt of {plain(first.context_id)}, candidate "
                              f"{plain(cand.candidate_id)}", expanded=False):
                 st.code(scored_prompt.text, language=None, wrap_lines=True)
-                st.caption(f"Answer primer the model continues: {scored_prompt.primer!r} -> next "
-                           "token(s): the score 1..10")
+                st.caption("Answer primer the model continues: "
+                           f"{plain(repr(scored_prompt.primer))} -> next token(s): the score 1..10")
         st.caption("Each candidate is scored once: the argmax score (prompt scoring) and the "
                    "expected score sum_s s P(s) over 1..10 (G-Eval) are both stored. Model, device, "
                    "batch size and 'Contexts to judge' above apply; template T1/T2, selection "
