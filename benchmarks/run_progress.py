@@ -150,7 +150,7 @@ def observe(work: Workload, threads: int | None, stop: Callable[[subprocess.Pope
             trace.polls.append(poll)
             if running_t is None and poll.status == "running":
                 running_t = poll.t
-            if progress_t is None and (poll.done > 0 or poll.n_comparisons > 0):
+            if progress_t is None and (poll.done > 0 or poll.n > 0):
                 progress_t = poll.t
             due = (running_t + STOP_AFTER_S if stop_when == "running" and running_t is not None
                    else progress_t + 1.0 if stop_when == "computing" and progress_t is not None

@@ -19,7 +19,7 @@ from compassess_core.errors import InputError, RunCancelled
 from compassess_core.prompts import Aspect, builtin_template
 from compassess_core.settings import RunSettings
 from compassess_core.types import Candidate, Context, Dataset
-from compassess_core.worker import ConsoleReporter, execute_run, start_worker
+from compassess_core.worker import ConsoleReporter, execute_run, start_worker, worker_threads
 from fakes import FakeLengthJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,16 +111,25 @@ def test_the_app_starts_a_low_priority_worker_without_the_database_url_in_argv(s
                 break
             time.sleep(0.1)
         assert store.url not in " ".join(argv) and argv[-2:] == ["--run-id", str(rid)]
-        deadline, nices = time.monotonic() + 240, set()
+        deadline, nices, group_nices = time.monotonic() + 240, set(), set()
+        autogroup = Path(f"/proc/{proc.pid}/autogroup")
         while proc.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(OSError, IndexError):  # the process may end meanwhile
                 nices.add(int(Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[16]))
+            with contextlib.suppress(OSError, IndexError, ValueError):  # "/autogroup-N nice K"
+                group_nices.add(int(autogroup.read_text().split("nice")[1]))
             time.sleep(0.2)
         assert proc.wait(timeout=60) == 0, (tmp_path / "worker.log").read_text()
         assert 10 in nices, f"the worker lowers its priority once it starts (saw {nices})"
+        if Path("/proc/self/autogroup").exists():  # Linux autogroup scheduling: the session too
+            assert 10 in group_nices, f"the worker's session is lowered too (saw {group_nices})"
     finally:
         if proc.poll() is None:
             proc.kill()
     run = store.get_run(rid)
     assert (run.status, run.done, run.total) == ("completed", 4, 4)
     assert "worker" in (tmp_path / "worker.log").read_text()
+
+
+def test_a_worker_leaves_a_core_to_the_web_server():
+    assert [worker_threads(n) for n in (1, 2, 4, 16)] == [1, 1, 3, 15]
