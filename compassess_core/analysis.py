@@ -55,6 +55,15 @@ def split_by_context(dataset: Dataset, table: ComparisonTable) -> list[ContextCo
     return out
 
 
+def split_with_p(dataset: Dataset, table: ComparisonTable
+                 ) -> tuple[list[ContextComparisons], FloatArray]:
+    """:func:`split_by_context` and the p of every context concatenated (in that order): what the
+    thresholds (tau*, eq. 10) and :func:`evaluate_at` read."""
+    parts = split_by_context(dataset, table)
+    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    return parts, all_p
+
+
 def resolve_tau(debias: str | float | None, p: FloatArray) -> float:
     """``none`` -> 0.5 (eq. 3's natural threshold), ``balanced`` -> tau* (eq. 10), or a number in (0, 1)."""
     if debias is None or debias == "none":
@@ -187,8 +196,7 @@ def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", met
                  reference: str | None = None, debias: str | float = "balanced") -> EvaluationReport:
     """Raw (tau = 0.5) and debiased numbers for a run: the content of ``compassess evaluate``."""
     check_reference(dataset, reference)
-    parts = split_by_context(dataset, table)
-    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    parts, all_p = split_with_p(dataset, table)
     tau_star = float(bias.balanced_threshold(all_p)) if len(all_p) else 0.5
     tau_db = resolve_tau(debias, all_p)
     i_all, j_all, p_all = _global_pairs(parts)

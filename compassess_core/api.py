@@ -756,9 +756,7 @@ class Run:
     def _split(self) -> tuple[list, np.ndarray]:
         """The comparisons split by context, with their p concatenated (read once)."""
         if self._parts is None:
-            parts = analysis.split_by_context(self.dataset, self.results)
-            all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
-            self._parts = parts, all_p
+            self._parts = analysis.split_with_p(self.dataset, self.results)
         return self._parts
 
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import fusion, metrics
+from . import analysis, fusion, metrics
 from .bias import balanced_threshold, debias_probabilities
 from .efficient import NOISE_VAR
 from .errors import InputError
@@ -60,8 +60,7 @@ def study_contexts(dataset: Dataset, table: ComparisonTable, reference: str,
     InputError
         ``reference`` is not a score column of the dataset.
     """
-    if reference not in dataset.score_columns:
-        raise InputError(f"reference column '{reference}' is not in dataset '{dataset.name}'")
+    analysis.check_reference(dataset, reference)
     out = []
     for ctx, x in fusion.context_inputs(dataset, table, None, tau):
         ref = np.array([c.scores.get(reference, np.nan) for c in ctx.candidates], dtype=np.float64)

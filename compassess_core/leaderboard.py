@@ -302,9 +302,7 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         Unknown method or reference column, tau not in (0, 1), ``n_boot < 1``.
     """
     _, fn = ranking.get_method(method)
-    if reference is not None and reference not in dataset.score_columns:
-        raise InputError(f"reference column '{reference}' is not in dataset '{dataset.name}'; "
-                         f"it has: {', '.join(dataset.score_columns) or 'no score columns'}")
+    analysis.check_reference(dataset, reference)
     sc = system_comparisons(dataset, table)
     n = sc.n
     strength = fn(n, sc.i, sc.j, sc.p, tau).scores

@@ -72,11 +72,8 @@ def cached_table(url: str, run_id: int, n_comparisons: int) -> ComparisonTable:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def cached_parts(url: str, dataset_id: int, run_id: int, n_comparisons: int):
-    dataset = cached_dataset(url, dataset_id)
-    table = cached_table(url, run_id, n_comparisons)
-    parts = analysis.split_by_context(dataset, table)
-    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
-    return parts, all_p
+    return analysis.split_with_p(cached_dataset(url, dataset_id),
+                                 cached_table(url, run_id, n_comparisons))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -135,8 +135,7 @@ def _calibrated_evaluation(url, dataset_id, run_id, n, method, reference, tau, b
     dataset = cached_dataset(url, dataset_id)
     table = calibration.calibrated_table(cached_table(url, run_id, n),
                                          calibration.Calibration(bias, temperature))
-    parts = analysis.split_by_context(dataset, table)
-    all_p = np.concatenate([cc.p for cc in parts]) if parts else np.array([], dtype=float)
+    parts, all_p = analysis.split_with_p(dataset, table)
     return analysis.evaluate_at(dataset, parts, method=method, reference=reference, tau=tau,
                                 all_p=all_p)
 
