@@ -22,7 +22,9 @@ import gc
 import math
 import os
 import re
+import sqlite3
 import threading
+import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +140,25 @@ def make_engine(url: str, echo: bool = False) -> Engine:
     return engine
 
 
+def _ensure_wal(cursor: sqlite3.Cursor, timeout_s: float) -> None:
+    """Put the database file in WAL mode, waiting up to ``timeout_s`` for other processes.
+
+    Changing the journal mode needs the file to itself, and SQLite answers "database is locked"
+    at once instead of calling its busy handler: two processes opening a fresh file together
+    (one of them already migrating it) would otherwise fail. A file already in WAL mode is left
+    as it is, which needs no lock at all."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
     busy_ms = int(SQLITE_BUSY_TIMEOUT_S * 1000)
 
@@ -148,7 +169,7 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
         if wal:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _ensure_wal(cursor, SQLITE_BUSY_TIMEOUT_S)
             cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
