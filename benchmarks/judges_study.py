@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -418,7 +419,8 @@ def _plot_fusion(curves_all: dict, path: Path) -> None:
         ax.plot(x, rnd.fused, color="#3b5bdb", ls="--", marker="o", ms=3, label="fused, random")
         ax.plot(x, unc.fused, color="#3b5bdb", marker="o", ms=3, label="fused, uncertainty")
         ax.set_xscale("symlog", linthresh=1)
-        ax.set_title(title.split(":")[0], fontsize=8)
+        # the study titles are long (dataset, judge, run): wrapped, so neighbouring panels keep theirs
+        ax.set_title(textwrap.fill(title.split(":")[0].replace("**", ""), 58), fontsize=8)
         ax.set_xlabel("human labels per context")
         ax.set_ylabel("Spearman x100 vs expert scores")
         ax.grid(alpha=0.3)

@@ -300,9 +300,10 @@ class Recommendation:
 RECOMMENDED: tuple[Recommendation, ...] = (
     Recommendation("CPU (laptop or 2-8 cores)", "Qwen/Qwen2.5-1.5B-Instruct",
                    "the smallest judge measured above chance here (Qwen2.5-Coder-1.5B: Spearman "
-                   "x100 ~32 on TopicalChat engagingness, as the paper's 3B-7B judges); about 0.25 "
-                   "comparisons/s on 2 cores, so use PoE selection (25% of the pairs) for "
-                   "16-candidate contexts; a Q4_K_M GGUF is 1.1 GB"),
+                   "x100 ~28 on TopicalChat engagingness and naturalness, 67% agreement with "
+                   "MT-Bench experts; at chance on SummEval coherence); 0.1-1.5 comparisons/s on "
+                   "2 cores (fastest where candidates share a long context), so use PoE selection "
+                   "(25% of the pairs) for 16-candidate contexts; a Q4_K_M GGUF is 1.1 GB"),
     Recommendation("CPU (laptop or 2-8 cores)", "HuggingFaceTB/SmolLM2-135M-Instruct",
                    "the bundled judge: fast (4-7 comparisons/s) but at chance on every benchmark "
                    "here; for trying the app, not for results"),
