@@ -55,7 +55,7 @@ from .models import BUNDLED_MODEL
 from .prompts import Aspect, resolve_template
 from .ranking import METHODS
 from .run_kinds import ReadOptions, RunKind, kind_of
-from .run_loop import Progress, RunSummary
+from .run_loop import Progress, RunSummary, worker_state
 from .scoring import ScoringEvaluation, scoring_settings, scoring_template
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
@@ -425,14 +425,16 @@ class Store:
     # -------------------------------------------------------------------------------- runs
 
     def runs(self) -> pd.DataFrame:
-        """One row per stored run, oldest first: name, dataset, kind, status, done, total, unit,
-        n_comparisons, judge, created_at (``compassess runs``)."""
+        """One row per stored run, oldest first: name, dataset, kind, status, state, done, total,
+        unit, n_comparisons, judge, created_at (``compassess runs``). ``state`` is
+        :attr:`Run.state`: it tells a run whose worker died (``stale``) from a live one."""
         rows = [dict(name=r.name, dataset=r.dataset_name, kind=kind_of(r.settings).name,
-                     status=r.status, done=r.done, total=r.total, unit=kind_of(r.settings).unit,
-                     n_comparisons=r.n_comparisons, judge=r.judge_key, created_at=r.created_at)
+                     status=r.status, state=worker_state(r), done=r.done, total=r.total,
+                     unit=kind_of(r.settings).unit, n_comparisons=r.n_comparisons,
+                     judge=r.judge_key, created_at=r.created_at)
                 for r in self.backend.list_runs()]
-        return pd.DataFrame(rows, columns=["name", "dataset", "kind", "status", "done", "total",
-                                           "unit", "n_comparisons", "judge", "created_at"])
+        return pd.DataFrame(rows, columns=["name", "dataset", "kind", "status", "state", "done",
+                                           "total", "unit", "n_comparisons", "judge", "created_at"])
 
     def get_run(self, name_or_id: str | int) -> "Run":
         """A stored run by name or id.
@@ -710,6 +712,13 @@ class Run:
     def status(self) -> str:
         """``pending``, ``running``, ``completed``, ``cancelled`` or ``failed`` (as last read)."""
         return self.info.status
+
+    @property
+    def state(self) -> str:
+        """Whether a worker is alive for the run (as last read; ``run_loop.worker_state``):
+        ``working``, ``cancelling``, ``stale`` (marked running, but its worker stopped sending
+        heartbeats: it died; :meth:`execute` or ``compassess worker`` resumes), else the status."""
+        return worker_state(self.info)
 
     @property
     def settings(self) -> RunSettings:

@@ -26,6 +26,7 @@ from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .models import default_model_path, fetch_default_model
 from .ranking import METHODS
 from .run_kinds import kind_of
+from .run_loop import WORKER_STATE_TEXT, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .types import Dataset
@@ -484,12 +485,15 @@ def cmd_runs(args) -> int:
     runs = store.list_runs()
     if args.json:
         print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
-                               kind=kind_of(r.settings).name, unit=kind_of(r.settings).unit,
-                               done=r.done, total=r.total, n_comparisons=r.n_comparisons,
-                               judge=r.judge_key) for r in runs], indent=2))
+                               state=worker_state(r), kind=kind_of(r.settings).name,
+                               unit=kind_of(r.settings).unit, done=r.done, total=r.total,
+                               n_comparisons=r.n_comparisons, judge=r.judge_key) for r in runs],
+                         indent=2))
         return EXIT_OK
     for r in runs:
-        print(f"{r.name}\t{r.dataset_name}\t{r.status}\t{r.done}/{r.total or '?'} {kind_of(r.settings).unit}")
+        # the state, not the stored status: a run whose worker died is not "running"
+        state = WORKER_STATE_TEXT.get(worker_state(r), r.status)
+        print(f"{r.name}\t{r.dataset_name}\t{state}\t{r.done}/{r.total or '?'} {kind_of(r.settings).unit}")
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence
 
 from .errors import RunCancelled
@@ -32,6 +33,48 @@ from .types import ComparisonPrompt, IntArray
 HEARTBEAT_S = 2.0
 #: What a cancelled run's status message says.
 CANCELLED_MESSAGE = "stopped on request; run again to resume"
+#: A run marked running whose heartbeat is older than this has no live worker: it died, or its
+#: machine slept. The worker beats every HEARTBEAT_S from before it loads the model; 30 s leaves
+#: room for a slow process start.
+STALE_AFTER_S = 30.0
+#: What each :func:`worker_state` means, for a person (the app, ``compassess runs``).
+WORKER_STATE_TEXT = {
+    "working": "running",
+    "cancelling": "cancelling…",
+    "stale": "worker stopped responding",
+    "completed": "completed",
+    "cancelled": "cancelled",
+    "failed": "failed",
+    "pending": "not started",
+}
+
+
+def heartbeat_age_s(run: Any, now: datetime | None = None) -> float | None:
+    """Seconds since ``run.heartbeat_at`` (a stored run; naive times are UTC); None without one."""
+    hb = getattr(run, "heartbeat_at", None)
+    if hb is None:
+        return None
+    if hb.tzinfo is None:
+        hb = hb.replace(tzinfo=timezone.utc)
+    return ((now or datetime.now(timezone.utc)) - hb).total_seconds()
+
+
+def worker_state(run: Any, now: datetime | None = None) -> str:
+    """Whether a stored run has a live worker, from its status, heartbeat and cancel request:
+    ``working``, ``cancelling`` (asked to stop, finishing its micro-batch), ``stale`` (marked
+    running but silent for :data:`STALE_AFTER_S`), else the stored status (``completed``,
+    ``cancelled``, ``failed``, ``pending``)."""
+    if run.status == "running":
+        age = heartbeat_age_s(run, now)
+        if age is None or age >= STALE_AFTER_S:
+            return "stale"
+        return "cancelling" if getattr(run, "cancel_requested", False) else "working"
+    return run.status
+
+
+def is_active(state: str) -> bool:
+    """A worker is alive for this run (a :func:`worker_state`): nobody may start another."""
+    return state in ("working", "cancelling")
 
 
 @dataclass(frozen=True)

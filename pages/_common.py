@@ -14,7 +14,6 @@ wherever Streamlit would read it as markdown.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from compassess_core.comparative import render_prompt
 from compassess_core.context_window import truncated_text
 from compassess_core.models import is_bundled
 from compassess_core.run_kinds import kind_of
+from compassess_core.run_loop import is_active, worker_state  # noqa: F401 - the pages import them from here
 from compassess_core.settings import RunSettings
 from compassess_core.types import ComparisonTable, Dataset
 from pages._auth import page_link
@@ -37,9 +37,6 @@ from pages._store import _open_store, db_url, store  # noqa: F401 - likewise
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
 SAMPLE_NAME = "sample_summeval"
-#: A running run whose heartbeat is older than this is taken to have lost its worker (the worker
-#: beats every 2 s, from before it loads the model; 30 s leaves room for a slow process start).
-STALE_AFTER_S = 30.0
 #: Characters of a text shown in tables; the full text is in the comparison view and the exports.
 PREVIEW_CHARS = 120
 
@@ -504,31 +501,6 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
 
 
 # ----------------------------------------------------------------------------------- the worker
-
-def heartbeat_age_s(run) -> float | None:
-    hb = getattr(run, "heartbeat_at", None)
-    if hb is None:
-        return None
-    if hb.tzinfo is None:
-        hb = hb.replace(tzinfo=timezone.utc)
-    return (datetime.now(timezone.utc) - hb).total_seconds()
-
-
-def worker_state(run) -> str:
-    """``working``, ``cancelling`` (asked to stop, still finishing its micro-batch), ``stale``
-    (running but silent), ``completed``, ``cancelled``, ``failed``, ``pending``."""
-    if run.status == "running":
-        age = heartbeat_age_s(run)
-        if age is None or age >= STALE_AFTER_S:
-            return "stale"
-        return "cancelling" if run.cancel_requested else "working"
-    return run.status
-
-
-def is_active(state: str) -> bool:
-    """A worker is alive for this run: nobody may start another."""
-    return state in ("working", "cancelling")
-
 
 def worker_log_path(run_name: str) -> Path:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)[:120]

@@ -27,6 +27,7 @@ from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template
                                      infer_task, TASKS)
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.run_kinds import kind_of
+from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration, measured_speed
@@ -322,16 +323,17 @@ watched = top.selectbox("Watch run", names, index=names.index(want) if want in n
                         format_func=lambda n: f"{plain(n, 'text')} [{runs[names.index(n)].status}]")
 remember("run", watched)
 
-STATE_TEXT = {
-    "working": ("running", "The worker is computing; results are stored after every batch."),
-    "cancelling": ("cancelling…", "Cancel requested: the worker stops after the batch it is "
-                   "computing and keeps everything computed."),
-    "stale": ("worker stopped responding", "No heartbeat for over 30 s: the worker died or the "
-              "machine slept. Resume starts a new worker; nothing stored is recomputed."),
-    "completed": ("completed", "Everything planned is stored."),
-    "cancelled": ("cancelled", "Stopped on request; Resume continues where it stopped."),
-    "failed": ("failed", "The worker failed; see the message and the log. Resume retries."),
-    "pending": ("not started", "The run exists but no worker is running it."),
+#: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).
+STATE_HELP = {
+    "working": "The worker is computing; results are stored after every batch.",
+    "cancelling": "Cancel requested: the worker stops after the batch it is computing and keeps "
+                  "everything computed.",
+    "stale": f"No heartbeat for over {STALE_AFTER_S:.0f} s: the worker died or the machine slept. "
+             "Resume starts a new worker; nothing stored is recomputed.",
+    "completed": "Everything planned is stored.",
+    "cancelled": "Stopped on request; Resume continues where it stopped.",
+    "failed": "The worker failed; see the message and the log. Resume retries.",
+    "pending": "The run exists but no worker is running it.",
 }
 
 
@@ -359,7 +361,7 @@ def progress_panel(name: str, was_active: bool) -> None:
                     st.rerun()
                 except CompAssessError as e:
                     st.error(plain(str(e)))
-    title, explain = STATE_TEXT.get(state, (state, ""))
+    title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
     kind = kind_of(run.settings)
     total, done = int(run.total or 0), int(run.done or 0)
     status_slot.markdown(f"**Status: {title}** — {explain}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -347,10 +346,10 @@ def test_run_page_preview_and_template_validation(app_env):
 
 
 def test_run_page_offers_resume_for_a_silent_worker(app_env, monkeypatch):
-    import pages._common as common
+    from compassess_core import run_loop
     store, _, run_id = seed_run(app_env)
     store.set_run_status(run_id, "running", done=10, total=60)
-    monkeypatch.setattr(common, "STALE_AFTER_S", -1.0)  # any heartbeat counts as old
+    monkeypatch.setattr(run_loop, "STALE_AFTER_S", -1.0)  # any heartbeat counts as old
     at = open_page("run")
     assert "worker stopped responding" in texts(at.markdown)
     assert [b for b in at.button if b.label == "Resume"]

@@ -7,7 +7,6 @@ kill signal with nothing recomputed and nothing duplicated.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -196,3 +195,27 @@ def test_run_warns_about_a_budget_below_one_comparison_per_candidate(tmp_path, m
     assert main(["run", str(sample), "--aspect", "coherence", "--strategy", "poe", "--budget", "10",
                  "--db", db]) == 2
     assert "below one comparison per candidate" not in capsys.readouterr().err
+
+
+def test_runs_says_when_a_runs_worker_stopped_responding(tmp_path):
+    # a run marked running whose worker died (no heartbeat for minutes) is not listed as running
+    import compassess_core as ca
+    from compassess_core.api import run_settings
+    db_file = tmp_path / "runs.db"
+    db = f"sqlite:///{db_file}"
+    store = ca.open_store(db)
+    dead = store.create_run(SAMPLE, run_settings("sample_summeval", aspect="coherence"), name="dead")
+    live = store.create_run(SAMPLE, run_settings("sample_summeval", aspect="fluency"), name="live")
+    store.backend.set_run_status(dead.id, "running", done=3, total=60)
+    store.backend.set_run_status(live.id, "running", done=5, total=60)
+    con = sqlite3.connect(db_file)
+    con.execute("UPDATE runs SET heartbeat_at = '2000-01-01 00:00:00' WHERE name = 'dead'")
+    con.commit()
+    con.close()
+    lines = dict(line.split("\t")[0::2] for line in cli("runs", db=db).stdout.splitlines())
+    assert lines == {"dead": "worker stopped responding", "live": "running"}
+    by_name = {r["name"]: r for r in json.loads(cli("runs", "--json", db=db).stdout)}
+    assert (by_name["dead"]["status"], by_name["dead"]["state"]) == ("running", "stale")
+    assert by_name["live"]["state"] == "working"
+    assert store.get_run("dead").state == "stale"
+    assert store.runs().set_index("name").loc["live", "state"] == "working"

@@ -188,3 +188,24 @@ def test_a_failing_judge_marks_the_run_failed_and_keeps_what_was_stored():
         run(make_dataset(), comparative(), FakeLengthJudge(batch_size=4, on_batch=boom), sink)
     assert sink.status[1]["status"] == "failed" and "out of memory" in sink.status[1]["message"]
     assert len(sink.stored_results(1, "comparative")) == 4
+
+
+def test_worker_state_tells_a_dead_worker_from_a_live_one():
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+    def run(status, age_s=None, cancel=False):
+        # a stored run as the store returns it: naive UTC heartbeat
+        hb = None if age_s is None else (now - timedelta(seconds=age_s)).replace(tzinfo=None)
+        return SimpleNamespace(status=status, heartbeat_at=hb, cancel_requested=cancel)
+
+    assert run_loop.worker_state(run("running", 1.0), now) == "working"
+    assert run_loop.worker_state(run("running", 1.0, cancel=True), now) == "cancelling"
+    assert run_loop.worker_state(run("running", run_loop.STALE_AFTER_S + 1), now) == "stale"
+    assert run_loop.worker_state(run("running"), now) == "stale"  # never beat
+    assert run_loop.worker_state(run("completed", 10_000), now) == "completed"
+    assert run_loop.is_active("working") and run_loop.is_active("cancelling")
+    assert not run_loop.is_active("stale")
+    assert set(run_loop.WORKER_STATE_TEXT) >= {"working", "cancelling", "stale", "completed",
+                                               "cancelled", "failed", "pending"}
