@@ -26,7 +26,7 @@ from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .models import default_model_path, fetch_default_model
 from .ranking import METHODS
 from .run_kinds import kind_of
-from .run_loop import WORKER_STATE_TEXT, worker_state
+from .run_loop import state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .types import Dataset
@@ -492,8 +492,7 @@ def cmd_runs(args) -> int:
         return EXIT_OK
     for r in runs:
         # the state, not the stored status: a run whose worker died is not "running"
-        state = WORKER_STATE_TEXT.get(worker_state(r), r.status)
-        print(f"{r.name}\t{r.dataset_name}\t{state}\t{r.done}/{r.total or '?'} {kind_of(r.settings).unit}")
+        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} {kind_of(r.settings).unit}")
     return EXIT_OK
 
 

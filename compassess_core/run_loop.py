@@ -72,6 +72,13 @@ def worker_state(run: Any, now: datetime | None = None) -> str:
     return run.status
 
 
+def state_text(run: Any, now: datetime | None = None) -> str:
+    """A stored run's :func:`worker_state` in words (``WORKER_STATE_TEXT``): what a list of runs
+    shows instead of the stored status, which still says ``running`` after its worker died."""
+    state = worker_state(run, now)
+    return WORKER_STATE_TEXT.get(state, state)
+
+
 def is_active(state: str) -> bool:
     """A worker is alive for this run (a :func:`worker_state`): nobody may start another."""
     return state in ("working", "cancelling")

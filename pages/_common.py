@@ -27,7 +27,7 @@ from compassess_core.comparative import render_prompt
 from compassess_core.context_window import truncated_text
 from compassess_core.models import is_bundled
 from compassess_core.run_kinds import kind_of
-from compassess_core.run_loop import is_active, worker_state  # noqa: F401 - the pages import them from here
+from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from compassess_core.settings import RunSettings
 from compassess_core.types import ComparisonTable, Dataset
 from pages._auth import page_link
@@ -280,12 +280,12 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
 
 
 def _run_label(run) -> str:
-    partial = (run.status != "running" and (run.total or 0) > (run.done or 0))
+    partial = (not is_active(worker_state(run)) and (run.total or 0) > (run.done or 0))
     of = f" of {run.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
     if is_scoring_run(run):
-        return f"{name} [{run.status}, prompt scoring, {run.done or 0} candidates scored{of}]"
-    return f"{name} [{run.status}, {run.n_comparisons or 0} comparisons{of}]"
+        return f"{name} [{state_text(run)}, prompt scoring, {run.done or 0} candidates scored{of}]"
+    return f"{name} [{state_text(run)}, {run.n_comparisons or 0} comparisons{of}]"
 
 
 def no_run_message() -> None:

@@ -12,7 +12,7 @@ from compassess_core.data import load_candidates
 from compassess_core.errors import CompAssessError
 from compassess_core.run_kinds import kind_of
 from pages._auth import guard
-from pages._common import SAMPLE_NAME, SAMPLE_PATH, plain, remember, store
+from pages._common import SAMPLE_NAME, SAMPLE_PATH, plain, remember, state_text, store
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -62,7 +62,7 @@ runs = store().list_runs()
 if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.dataset_name,
-                                          status=r.status, done=r.done, planned=r.total,
+                                          status=state_text(r), done=r.done, planned=r.total,
                                           unit=kind_of(r.settings).unit,
                                           model=r.settings.get("model"),
                                           aspect=r.settings.get("aspect"),

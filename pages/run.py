@@ -34,7 +34,7 @@ from compassess_core.speed import human_duration, measured_speed
 from pages._auth import guard
 from pages._common import (api_store, cached_dataset, check_app_model, db_url, fmt, is_active,
                            log_tail, pick_dataset, plain, rate_and_eta, recalled, remember,
-                           start_worker, store, worker_log_path, worker_state)
+                           start_worker, state_text, store, worker_log_path, worker_state)
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -320,7 +320,7 @@ if not runs:
 names = [r.name for r in runs]
 want = recalled("run")
 watched = top.selectbox("Watch run", names, index=names.index(want) if want in names else len(names) - 1,
-                        format_func=lambda n: f"{plain(n, 'text')} [{runs[names.index(n)].status}]")
+                        format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)])}]")
 remember("run", watched)
 
 #: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).

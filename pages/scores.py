@@ -21,7 +21,7 @@ from compassess_core.limits import max_upload_bytes, max_upload_mb
 from pages._auth import guard
 from pages._common import (cached_dataset, cached_run, db_url, fmt, is_active, partial_warning,
                            plain, preview, problems_frame, recalled, remember, start_worker, store,
-                           worker_state)
+                           state_text, worker_state)
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
 
@@ -38,7 +38,7 @@ if not runs:
 names = [r.name for r in runs]
 want = recalled("abs_run")
 name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
-                            format_func=lambda n: f"{plain(n, 'text')} [{runs[names.index(n)].status}]")
+                            format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)])}]")
 remember("abs_run", name)
 run = store().get_run(name)
 settings = RunSettings.from_dict(run.settings)

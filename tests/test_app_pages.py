@@ -353,6 +353,8 @@ def test_run_page_offers_resume_for_a_silent_worker(app_env, monkeypatch):
     at = open_page("run")
     assert "worker stopped responding" in texts(at.markdown)
     assert [b for b in at.button if b.label == "Resume"]
+    # the run picker says so too, not the stored "running"
+    assert any("[worker stopped responding]" in o for sb in at.selectbox for o in sb.options)
 
 
 def test_run_page_shows_cancel_for_a_live_worker(app_env):

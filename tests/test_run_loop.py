@@ -205,6 +205,9 @@ def test_worker_state_tells_a_dead_worker_from_a_live_one():
     assert run_loop.worker_state(run("running", run_loop.STALE_AFTER_S + 1), now) == "stale"
     assert run_loop.worker_state(run("running"), now) == "stale"  # never beat
     assert run_loop.worker_state(run("completed", 10_000), now) == "completed"
+    assert run_loop.state_text(run("running", run_loop.STALE_AFTER_S + 1), now) == \
+        "worker stopped responding"
+    assert run_loop.state_text(run("running", 1.0), now) == "running"
     assert run_loop.is_active("working") and run_loop.is_active("cancelling")
     assert not run_loop.is_active("stale")
     assert set(run_loop.WORKER_STATE_TEXT) >= {"working", "cancelling", "stale", "completed",
