@@ -48,8 +48,8 @@ FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_tem
              "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
              "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
              "abs_sample", "abs_variant", "abs_refs", "score_template")
-#: The run this page watches, chosen here or by Start (the result pages' run picker changes the
-#: view's run, not this one).
+#: The run this page watches when chosen here or started by Start (the result pages' run picker
+#: changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
 
 st.title("Run the judge")
@@ -343,8 +343,8 @@ if not runs:
     st.stop()
 names = [r.name for r in runs]
 live = [r.name for r in runs if is_active(worker_state(r.info))]
-# The run this page watched last in this session (or just started); else the live one; else
-# the one the link names; else the newest.
+# The run chosen here or just started in this session; else the live one; else the one the
+# link names; else the newest.
 watch = st.session_state.get(WATCH)
 if watch not in names:
     watch = live[-1] if live else (view.get("run") if view.get("run") in names else names[-1])
@@ -354,7 +354,6 @@ watched = top.selectbox("Watch run", names, key="watch_w",
                                                                        st.session_state["watch_w"]),
                         format_func=lambda n: f"{plain(n, 'text')} "
                                               f"[{state_text(runs[names.index(n)].info)}]")
-st.session_state[WATCH] = watched
 view.put("run", watched)
 
 #: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).

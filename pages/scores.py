@@ -16,7 +16,6 @@ import streamlit as st
 
 from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.export import table_bytes
 from compassess_core.limits import max_upload_bytes, max_upload_mb
 from pages import _view as view
 from pages._auth import guard
@@ -98,19 +97,18 @@ fig.update_layout(height=280, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=S
 st.plotly_chart(fig, key="abs_hist", width="stretch")
 
 st.subheader("Scores")
-shown = table.assign(passed=ab.passes(table[score].to_numpy(), threshold), text=table["text"].map(preview))
-columns = ["context_id", "candidate_id", "system", "level", "score", "passed", "n_comparisons"]
+# Ranked within each context with pass/fail at the threshold: `compassess rank --score --threshold`.
+ranked = run.read("rankings", score=score, threshold=threshold)
+shown = ranked.assign(text=ranked["text"].map(preview))
+columns = ["context_id", "rank", "candidate_id", "system", "level", "score", "pass", "n_comparisons"]
 columns += ([reference] if reference else []) + ["text"]
 st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch",
              height=min(35 * (len(shown) + 1) + 3, 420),
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
                             "text": st.column_config.TextColumn("text (preview)", width="large")})
-export = table.assign(threshold=threshold, score_used=score,
-                      passed=ab.passes(table[score].to_numpy(), threshold))
-data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name,
-                                                              "settings": run.info.settings})
-st.download_button("Download scores with pass/fail (CSV)", data,
+exported = run.read("export_bytes", what="rankings", fmt="csv", score=score, threshold=threshold)
+st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name="".join(c if c.isalnum() or c in "-_." else "_"
                                      for c in f"{run.name}-scores.csv"),
                    mime="text/csv", icon=":material/download:")

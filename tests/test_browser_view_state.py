@@ -1,0 +1,122 @@
+"""The view lives in the URL, in a real browser: a manual tau set on Rankings survives a switch to
+Bias and a reload with the same numbers; a run started on Run is still the one shown, with its
+progress and the form's choices, after a visit to Rankings.
+
+``streamlit run app.py`` on a free localhost port, driven by Debian's chromium through Playwright
+(the set-up of ``tests/test_browser.py``). The second test starts a real worker with the bundled
+SmolLM2 judge.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
+                                settle, simulate_finished_run, visible)
+
+pytestmark = pytest.mark.browser
+
+
+def _metric(page, label: str) -> str:
+    """The value of the metric whose label starts with ``label``."""
+    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    visible(box)
+    return box.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _current_tau(page) -> str:
+    caption = page.get_by_text(re.compile(r"Current tau = \d\.\d{4}")).first
+    visible(caption)
+    return re.search(r"Current tau = (\d\.\d{4})", caption.inner_text()).group(1)
+
+
+def _load_sample(page, url: str) -> None:
+    page.goto(url)
+    settle(page, "Try it in a minute")
+    page.get_by_role("button", name="Load the sample dataset").click()
+    settle(page, "Sample dataset 'sample_summeval' is in the store")
+
+
+def test_a_manual_tau_survives_a_page_switch_and_a_reload(server):
+    url, db_url = server
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        _load_sample(page, url)
+        simulate_finished_run(db_url)
+        nav(page, "Rankings")
+        settle(page, "Agreement with coherence")
+        page.get_by_text("manual", exact=True).first.click()
+        settle(page, "Current tau")
+        thumb = page.get_by_role("slider").first
+        thumb.focus()
+        for _ in range(25):   # 0.025 above the starting value (tau*), one step of 0.001 a key
+            thumb.press("ArrowRight")
+        settle(page, "Current tau")
+        tau = _current_tau(page)
+        p_a = _metric(page, f"P(A) at tau = {float(tau):.3f}")
+
+        nav(page, "Bias")
+        settle(page, "Most order-dependent comparisons")
+        assert "tau_mode=manual" in page.url and f"tau={float(tau):g}"[:8] in page.url, page.url
+        assert _current_tau(page) == tau
+        shown = _metric(page, f"P(A) at tau = {float(tau):.3f}")
+
+        page.reload()
+        settle(page, "Most order-dependent comparisons")
+        assert _current_tau(page) == tau
+        assert _metric(page, f"P(A) at tau = {float(tau):.3f}") == shown
+        assert shown == p_a   # the same number on both pages: one API call
+        browser.close()
+
+
+@pytest.mark.model
+def test_a_started_run_stays_shown_after_a_visit_to_rankings(server, bundled_model):
+    url, db_url = server
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+        _load_sample(page, url)
+        simulate_finished_run(db_url, name="earlier-run")
+        nav(page, "Run")
+        settle(page, "Watch run")
+        # The form: pairwise, symmetric selection of 4 comparisons per context on 2 contexts.
+        page.get_by_role("combobox", name="Selection strategy").click()
+        page.get_by_role("option", name="symmetric").click()
+        settle(page, "Watch run")
+        budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
+        budget.fill("4")
+        budget.press("Enter")
+        settle(page, "Watch run")
+        contexts = page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge"))
+        contexts.fill("2")
+        contexts.press("Enter")
+        settle(page, "Plan: 8 comparisons")
+        page.get_by_role("button", name="Start").click()
+        settle(page, "Watch run")
+        visible(page.get_by_text(re.compile(r"Status: (running|completed)")).first, 60_000)
+        started = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
+        name = started.inner_text()
+        assert "earlier-run" not in name
+
+        nav(page, "Rankings")
+        settle(page, "Agreement with coherence")
+        assert "run=earlier-run" in page.url   # Rankings shows a run with comparisons
+
+        nav(page, "Run")
+        settle(page, "Watch run")
+        watched = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
+        assert "earlier-run" not in watched.inner_text()
+        assert watched.inner_text() == name
+        visible(page.get_by_text(re.compile(r"\d+/8 comparisons")).first, 60_000)
+        assert page.get_by_role("combobox", name="Selection strategy").input_value() == "symmetric"
+        assert page.get_by_role("spinbutton", name="Budget R (comparisons per context)").input_value() == "4"
+        assert page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge")).input_value() == "2"
+        # Leave nothing running: cancel if the worker has not finished yet.
+        cancel = page.get_by_role("button", name="Cancel")
+        if cancel.count():
+            cancel.first.click()
+        visible(page.get_by_text(re.compile(r"Status: (completed|cancelled)")).first, 120_000)
+        browser.close()
