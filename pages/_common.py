@@ -502,9 +502,10 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
 
 # ----------------------------------------------------------------------------------- the worker
 
-def worker_log_path(run_name: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)[:120]
-    return home_dir() / "logs" / f"worker-{safe}.log"
+def worker_log_path(run_id: int) -> Path:
+    """The log file of a run's workers: one per run id (names that differ only in characters a
+    file name cannot hold would share a file)."""
+    return home_dir() / "logs" / f"worker-{int(run_id)}.log"
 
 
 def check_app_model(model: str) -> None:
@@ -530,7 +531,7 @@ def start_worker(run) -> Path:
     app's configured servers is refused (``InputError``) and nothing starts.
     """
     check_app_model(str((run.settings or {}).get("model") or ""))
-    log = worker_log_path(run.name)
+    log = worker_log_path(run.id)
     api.Run(api_store(), run).start_worker(log, cwd=REPO_ROOT)
     return log
 

@@ -11,7 +11,7 @@ import streamlit as st
 from compassess_core.data import load_candidates
 from compassess_core.errors import CompAssessError
 from compassess_core.run_kinds import kind_of
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import SAMPLE_NAME, SAMPLE_PATH, plain, remember, state_text, store
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -35,6 +35,7 @@ with c2:
                "(coherence, consistency, fluency, relevance). A full run of the bundled model "
                "compares 60 ordered pairs. Then open **Run** and press Start.")
 if load:
+    require()  # the person holds the role now (pages/_auth.py)
     try:
         dataset = load_candidates(SAMPLE_PATH, name=SAMPLE_NAME)
         dataset_id = store().save_dataset(dataset)

@@ -49,7 +49,7 @@ remember("boot", n_boot)
 try:
     board = cached_leaderboard(url, dataset_id, run_id, n, method, tau, reference, int(n_boot))
 except NoSystemsError as e:
-    st.info(str(e), icon=":material/info:")
+    st.info(plain(str(e)), icon=":material/info:")  # names a dataset: inert
     st.page_link("pages/rankings.py", label="Go to Rankings (per-context rankings)",
                  icon=":material/leaderboard:")
     st.stop()

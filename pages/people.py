@@ -15,7 +15,7 @@ import streamlit as st
 from compassess_core import access
 from compassess_core.access import ROLES
 from compassess_core.errors import CompAssessError
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import plain, store
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -36,6 +36,7 @@ with st.form("add_person", clear_on_submit=True):
                              max_chars=255, placeholder="name@example.org")
     role = c2.selectbox("Role", ROLES, index=ROLES.index("annotator"), format_func=ROLE_HELP.get)
     if st.form_submit_button("Save", type="primary", icon=":material/person_add:"):
+        require()  # the person holds the role now (pages/_auth.py)
         who = access.normalise_identity(identity)
         if not who:
             st.error("Type the person's e-mail address.")
@@ -56,6 +57,7 @@ if removable:
     gone = c1.selectbox("Person", removable, format_func=lambda x: plain(x, "text"),
                         key="remove_person")
     if c2.button("Remove", icon=":material/person_remove:", key="remove_person_button"):
+        require()  # the person holds the role now (pages/_auth.py)
         try:
             store().remove_person(gone)
             st.success(f"{plain(gone)} was removed; their stored judgements stay.")

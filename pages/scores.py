@@ -18,13 +18,15 @@ from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.settings import RunSettings
 from compassess_core.limits import max_upload_bytes, max_upload_mb
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import (cached_dataset, cached_run, db_url, fmt, is_active, partial_warning,
                            plain, preview, problems_frame, recalled, remember, start_worker, store,
                            state_text, worker_state)
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
 
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 st.title("Scores")
 runs = [r for r in store().list_runs() if r.settings.get("kind") == ab.KIND]
@@ -106,8 +108,6 @@ export = table.assign(threshold=threshold, score_used=score,
                       passed=ab.passes(table[score].to_numpy(), threshold))
 from compassess_core.export import table_bytes  # noqa: E402 - only needed for the download
 
-guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
-
 data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name, "settings": run.settings})
 st.download_button("Download scores with pass/fail (CSV)", data,
                    file_name="".join(c if c.isalnum() or c in "-_." else "_"
@@ -154,6 +154,7 @@ for level in range(1, n_levels + 1):
                                  height=90)
 c1, c2 = st.columns(2)
 if c1.button("Save edits", icon=":material/save:", key="abs_save"):
+    require()  # the person holds the role now (pages/_auth.py)
     changed = [ab.Reference(ctx_id, lv, t, "edited" if lv in stored else "uploaded")
                for lv, t in edited.items() if t.strip() and (lv not in stored or stored[lv].text != t)]
     if changed:
@@ -164,6 +165,7 @@ if c1.button("Save edits", icon=":material/save:", key="abs_save"):
         st.info("Nothing changed.")
 if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", icon=":material/refresh:",
                                         key="abs_regen"):
+    require()  # the person holds the role now (pages/_auth.py)
     n = store().delete_references(run.dataset_id, settings.aspect, ref_set, ctx_id)
     try:
         if not is_active(worker_state(store().get_run(run.id))):
@@ -177,6 +179,7 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
     up = st.file_uploader(f"Anchor CSV (at most {max_upload_mb()} MB)", type=["csv"],
                           key="abs_anchors", max_upload_size=max_upload_mb())
     if up is not None and st.button("Use these anchors for this run", key="abs_use_anchors"):
+        require()  # the person holds the role now (pages/_auth.py)
         try:
             if up.size > max_upload_bytes():
                 raise CompAssessError(f"{up.name} is larger than {max_upload_mb()} MB")

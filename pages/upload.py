@@ -17,7 +17,7 @@ from compassess_core.data import (CANONICAL, GENERATE_IDS, OPTIONAL, ignored_col
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.limits import MAX_NAME_CHARS, max_upload_bytes, max_upload_mb, name_problem
 from compassess_core.markup import find_markup, strip_dataset_markup
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import plain, problems_frame, remember, store
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -124,6 +124,7 @@ if bad_name:
     st.error(f"Choose another dataset name: {plain(bad_name)}.", icon=":material/error:")
     st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
+    require()  # the person holds the role now (pages/_auth.py)
     known = {d.content_hash: d for d in store().list_datasets()}
     try:
         dataset_id = store().save_dataset(dataset)
