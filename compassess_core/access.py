@@ -93,9 +93,8 @@ def verified_email_issuers(environ: Mapping[str, str] | None = None) -> frozense
 
 
 def _usable_email(email: str) -> bool:
-    """Shaped like an address (one ``@``, something each side) and never like a subject identity."""
-    local, at, domain = email.partition("@")
-    return bool(at and local and domain and "@" not in domain and SUBJECT_SEPARATOR not in email)
+    """Never shaped like a subject identity (no ``#``), so the two kinds cannot collide."""
+    return bool(email) and SUBJECT_SEPARATOR not in email
 
 
 def identity_from_claims(claims: Mapping[str, object],

@@ -26,13 +26,14 @@ ROLE_HELP = {"admin": "admin: upload, run, cancel, import, export, guidelines an
 st.title("People")
 configured = access.configured_admins()
 st.caption("Who may use this app. A person signs in with the identity provider; their identity "
-           "here is the e-mail address it reports. Anyone else who signs in sees that they have "
+           "here is the e-mail address it reports as verified, else issuer#subject (docs/deploy.md). "
+           "Anyone else who signs in sees that they have "
            "no role yet.")
 
 st.subheader("Add a person or change a role")
 with st.form("add_person", clear_on_submit=True):
     c1, c2 = st.columns([3, 1])
-    identity = c1.text_input("E-mail address (as the identity provider reports it)",
+    identity = c1.text_input("Verified e-mail address, or issuer#subject (as the sidebar shows it)",
                              max_chars=255, placeholder="name@example.org")
     role = c2.selectbox("Role", ROLES, index=ROLES.index("annotator"), format_func=ROLE_HELP.get)
     if st.form_submit_button("Save", type="primary", icon=":material/person_add:"):
