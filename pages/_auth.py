@@ -10,7 +10,15 @@ sign-in the app is single-user (``local``, served on 127.0.0.1 only) or, when ex
 annotator's identity is always the viewer's, never a URL parameter or a typed name.
 
 :func:`check_serving` runs in the server process when it imports ``app.py`` (before the first
-session) and stops a server that would serve without sign-in on a non-loopback address.
+session): it decides once whether sign-in is required (:func:`decide_startup`; a session run
+without that import, as under AppTest, decides at the first session) and stops a server with a
+broken sign-in configuration or one that would serve without sign-in on a non-loopback address.
+
+Fail closed: every run checks the configuration against that decision
+(:func:`sign_in_required`); secrets that no longer parse or read, an ``[auth]`` that disappeared or
+an unfit ``cookie_secret`` lock every URL (:func:`lock_page`), never open it. Every action that
+changes something starts with :func:`require`, which reads the person's role as stored at that
+moment.
 
 The policy itself (modes, identities, first admins) is ``compassess_core.access``; roles are
 stored by ``db.people``. This module must never render a user string as markdown unless through
