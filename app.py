@@ -10,9 +10,10 @@ It is read twice, in two roles:
 * ``streamlit run app.py`` finds the ``app = st.App(...)`` below (Streamlit's ASGI app discovery
   parses the file, ``streamlit/web/server/app_discovery.py``) and imports this file once as the
   module ``app``, in the server process, before the server accepts a connection. That import only
-  switches off Streamlit's legacy ``pages/`` folder mode (see below), refuses to serve without
-  sign-in on a non-loopback address (``_auth.check_serving``), applies the upload limit and builds
-  the ASGI app.
+  switches off Streamlit's legacy ``pages/`` folder mode (see below), decides once whether sign-in
+  is required and refuses to start with a broken sign-in configuration or without sign-in on a
+  non-loopback address (``_auth.check_serving``), applies the upload limit and builds the ASGI app
+  with ``_auth``'s middleware (localhost Host names only in local mode, no metrics endpoint).
 * For every session Streamlit then executes this same file as ``__main__`` (as ``AppTest`` does);
   that run declares the pages with ``st.navigation``.
 
@@ -86,4 +87,5 @@ else:
     _auth.check_serving()
     _auth.apply_upload_limit()
     PagesManager.uses_pages_directory = False
-    app = st.App(__file__)
+    # Local mode answers localhost Host names only; /_stcore/metrics is closed.
+    app = st.App(__file__, middleware=_auth.serving_middleware())

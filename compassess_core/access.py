@@ -39,48 +39,109 @@ ADMINS_ENV = "COMPASSESS_ADMINS"
 ALLOW_ANONYMOUS_ENV = "COMPASSESS_ALLOW_ANONYMOUS"
 #: Who added a role that came from configuration.
 FROM_CONFIGURATION = "configuration"
+#: Issuers whose ``email`` claim counts as verified even without ``email_verified: true``.
+VERIFIED_EMAIL_ISSUERS_ENV = "COMPASSESS_VERIFIED_EMAIL_ISSUERS"
+#: Joins issuer and subject in an identity; never part of an e-mail identity.
+SUBJECT_SEPARATOR = "#"
+#: The shortest ``cookie_secret`` accepted (bytes): it signs the sign-in cookie.
+MIN_COOKIE_SECRET_BYTES = 32
 
 
 class AccessError(InputError):
     """The signed-in account cannot be used (no usable identity, or an unverified address)."""
 
 
+def cookie_secret_problem(auth_section: Mapping[str, object]) -> str | None:
+    """Why the ``cookie_secret`` of an ``[auth]`` section must not sign cookies (None when fine):
+    missing, shorter than :data:`MIN_COOKIE_SECRET_BYTES` bytes, or still a placeholder (any value
+    containing ``REPLACE``, as deploy/secrets.example.toml's does). Anyone who knows the secret
+    can sign a cookie for any identity."""
+    secret = auth_section.get("cookie_secret")
+    if not isinstance(secret, str) or not secret.strip():
+        return "[auth] has no cookie_secret (generate one: openssl rand -hex 32)"
+    if "REPLACE" in secret.upper():
+        return ("[auth] cookie_secret is still the placeholder of the example file; generate one "
+                "with openssl rand -hex 32")
+    if len(secret.encode("utf-8")) < MIN_COOKIE_SECRET_BYTES:
+        return (f"[auth] cookie_secret is shorter than {MIN_COOKIE_SECRET_BYTES} bytes; generate "
+                "one with openssl rand -hex 32")
+    return None
+
+
 def normalise_identity(identity: str) -> str:
-    """An identity as stored: surrounding space removed, lower case (e-mail addresses are
-    compared case-insensitively in practice)."""
-    return identity.strip().lower()
+    """An identity as stored: surrounding space removed; an e-mail address in lower case (compared
+    case-insensitively in practice), an issuer+subject identity (:func:`subject_identity`) kept
+    exactly as the provider spelled it (a subject is case-sensitive)."""
+    identity = identity.strip()
+    return identity if SUBJECT_SEPARATOR in identity else identity.lower()
 
 
-def identity_from_claims(claims: Mapping[str, object]) -> str:
-    """The identity of a signed-in person from the provider's claims (``st.user``).
+def subject_identity(issuer: str, subject: str) -> str:
+    """The identity of a person whose e-mail address cannot be trusted: ``<issuer>#<subject>``
+    (``https://login.example.org/v2.0#8f1c...``), case kept. It always holds ``#`` and an e-mail
+    identity never does (:func:`identity_from_claims`), so the two can never collide."""
+    return f"{issuer}{SUBJECT_SEPARATOR}{subject}"
 
-    The e-mail address when the provider gives one (refused when the provider says it is not
-    verified: anyone could have typed it), else the provider's subject ``sub``.
+
+def verified_email_issuers(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The issuers in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS`` whose e-mail addresses count as
+    verified without an ``email_verified`` claim (separated by commas, semicolons or spaces;
+    compared without a trailing ``/``)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(VERIFIED_EMAIL_ISSUERS_ENV, "")
+    return frozenset(x.strip().rstrip("/") for x in re.split(r"[,;\s]+", raw) if x.strip())
+
+
+def _usable_email(email: str) -> bool:
+    """Never shaped like a subject identity (no ``#``), so the two kinds cannot collide."""
+    return bool(email) and SUBJECT_SEPARATOR not in email
+
+
+def identity_from_claims(claims: Mapping[str, object],
+                         verified_issuers: frozenset[str] | None = None) -> str:
+    """The identity of a signed-in person from the provider's verified ID-token claims
+    (``st.user``: ``iss``, ``sub``, ``email``, ``email_verified``).
+
+    The e-mail address (lower case) only when the provider vouches for it: ``email_verified`` is
+    the boolean ``True`` (a missing claim, ``"true"`` or ``"false"`` do not count), or the issuer is
+    one the admin declared in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS`` (providers such as Microsoft
+    Entra ID that verify addresses but omit the claim). Otherwise the issuer+subject identity
+    ``<issuer>#<subject>`` (:func:`subject_identity`), case kept: a subject is never read as an
+    e-mail address, so a subject ``ADMIN@EXAMPLE.ORG`` is not ``admin@example.org``.
 
     Raises
     ------
     AccessError
-        No e-mail and no subject, an unverified e-mail, or an identity longer than 255 characters.
+        No trusted e-mail and no issuer or subject, or an identity that cannot be stored (over 255
+        characters, control characters).
     """
+    issuers = verified_email_issuers() if verified_issuers is None else verified_issuers
     email = str(claims.get("email") or "").strip()
-    if email:
-        if claims.get("email_verified") is False:
-            raise AccessError(f"the identity provider says the address {email} is not verified; "
-                              "verify it there, then sign in again")
-        identity = email
+    issuer = str(claims.get("iss") or "").strip()
+    subject = str(claims.get("sub") or "").strip()
+    trusted = claims.get("email_verified") is True or (bool(issuer)
+                                                        and issuer.rstrip("/") in issuers)
+    if email and trusted and _usable_email(email):
+        identity = email.lower()
+    elif issuer and subject:
+        identity = subject_identity(issuer, subject)
+    elif email:
+        raise AccessError(f"the identity provider does not say that the address {email} is "
+                          "verified (and gives no issuer and subject to identify you by); verify "
+                          "it there, then sign in again")
     else:
-        identity = str(claims.get("sub") or "").strip()
-    if not identity:
-        raise AccessError("the identity provider gave neither an e-mail address nor a subject "
-                          "('sub'): ask its administrator to release the 'email' claim")
-    if len(identity) > MAX_ID_CHARS or any(ord(c) < 32 for c in identity):
+        raise AccessError("the identity provider gave neither a verified e-mail address nor an "
+                          "issuer and subject ('iss', 'sub'): ask its administrator to release "
+                          "the 'email' and 'email_verified' claims")
+    if len(identity) > MAX_ID_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in identity):
         raise AccessError("the identity provider gave an identity that cannot be stored "
                           f"(over {MAX_ID_CHARS} characters or with control characters)")
-    return normalise_identity(identity)
+    return identity
 
 
 def configured_admins(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The identities in ``$COMPASSESS_ADMINS`` (separated by commas, semicolons or spaces)."""
+    """The identities in ``$COMPASSESS_ADMINS`` (separated by commas, semicolons or spaces):
+    verified e-mail addresses or issuer+subject identities (``<issuer>#<subject>``)."""
     env = os.environ if environ is None else environ
     raw = env.get(ADMINS_ENV, "")
     return frozenset(normalise_identity(x) for x in re.split(r"[,;\s]+", raw) if x.strip())

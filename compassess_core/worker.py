@@ -318,12 +318,16 @@ def start_worker(run_id: int, database_url: str, log_path: Path, *,
                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
     """Start a worker process for stored run ``run_id`` in its own session (it outlives the page
     that started it), writing to ``log_path``. The database URL goes through the environment."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # Logs can name datasets, models and servers: the folder and the file are the owner's only.
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(log_path.parent, 0o700)
     env = dict(os.environ)
     env[DATABASE_URL_ENV] = database_url
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    with open(log_path, "ab") as out:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "compassess_core.worker",
                                  "--run-id", str(int(run_id))],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -75,7 +75,7 @@ def default_database_url() -> str:
         return url
     home = Path(os.environ.get("COMPASSESS_HOME", "").strip()
                 or Path.home() / ".local" / "share" / "compassess").expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # the store is the owner's only
     return f"sqlite:///{home / 'compassess.db'}"
 
 
@@ -107,6 +107,19 @@ def redact_url(text: str) -> str:
 
 # ---------------------------------------------------------------------------------- engines
 
+def _create_private(path: Path) -> None:
+    """Create a SQLite file that does not exist yet (and its missing folder) readable by the owner
+    only: 0600, folder 0700. SQLite gives its -wal and -shm files the mode of the database file.
+    An existing file keeps the mode its owner chose."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.fchmod(fd, 0o600)
+    os.close(fd)
+
+
 def make_engine(url: str, echo: bool = False) -> Engine:
     """A SQLAlchemy engine for ``url``; SQLite ones get the pragmas of ``_configure_sqlite``.
 
@@ -134,7 +147,7 @@ def make_engine(url: str, echo: bool = False) -> Engine:
                                              "timeout": SQLITE_BUSY_TIMEOUT_S})
     else:
         if not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(database).expanduser())
         engine = create_engine(u, echo=echo, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
     _configure_sqlite(engine, wal=not in_memory)
     return engine

@@ -10,7 +10,15 @@ sign-in the app is single-user (``local``, served on 127.0.0.1 only) or, when ex
 annotator's identity is always the viewer's, never a URL parameter or a typed name.
 
 :func:`check_serving` runs in the server process when it imports ``app.py`` (before the first
-session) and stops a server that would serve without sign-in on a non-loopback address.
+session): it decides once whether sign-in is required (:func:`decide_startup`; a session run
+without that import, as under AppTest, decides at the first session) and stops a server with a
+broken sign-in configuration or one that would serve without sign-in on a non-loopback address.
+
+Fail closed: every run checks the configuration against that decision
+(:func:`sign_in_required`); secrets that no longer parse or read, an ``[auth]`` that disappeared or
+an unfit ``cookie_secret`` lock every URL (:func:`lock_page`), never open it. Every action that
+changes something starts with :func:`require`, which reads the person's role as stored at that
+moment.
 
 The policy itself (modes, identities, first admins) is ``compassess_core.access``; roles are
 stored by ``db.people``. This module must never render a user string as markdown unless through
@@ -20,6 +28,7 @@ stored by ``db.people``. This module must never render a user string as markdown
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,24 +67,112 @@ class Viewer:
 
 # ------------------------------------------------------------------------------ configuration
 
+class ConfigurationError(Exception):
+    """The sign-in configuration cannot be trusted now: the app is locked (:func:`lock_page`)."""
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What the configuration said when this process started (:func:`decide_startup`)."""
+
+    sign_in: bool
+
+
+#: Decided once per process: by :func:`check_serving` when the server imports app.py, else by the
+#: first session (AppTest, or an ASGI server that skipped it). Never changed afterwards.
+_startup: Startup | None = None
+_startup_lock = threading.Lock()
+
+
+def decide_startup(sign_in: bool) -> Startup:
+    """Whether sign-in is required, decided by the first caller and kept for the process."""
+    global _startup
+    with _startup_lock:
+        if _startup is None:
+            _startup = Startup(sign_in)
+        return _startup
+
+
+def forget_startup() -> None:
+    """Forget the start-up decision (tests only: each test stands for a fresh server)."""
+    global _startup
+    with _startup_lock:
+        _startup = None
+
+
+def _secrets_files_exist() -> bool:
+    from streamlit import config
+    return any(Path(p).exists() for p in (config.get_option("secrets.files") or []))
+
+
 def _auth_section() -> dict:
-    """The ``[auth]`` section of the secrets ({} when there is none or no secrets file)."""
+    """The ``[auth]`` section of the secrets, read now ({} when there is no secrets file at all).
+
+    Raises
+    ------
+    ConfigurationError
+        A secrets file exists but cannot be read or parsed (a typo while someone edits it, wrong
+        permissions): never taken for "no sign-in".
+    """
     try:
         section = st.secrets.get("auth")
-    except Exception:  # noqa: BLE001 - no secrets file, or one that cannot be read: no sign-in
+    except FileNotFoundError as e:  # StreamlitSecretNotFoundError: none found, or unparseable
+        if _secrets_files_exist():
+            raise ConfigurationError(f"the secrets file cannot be parsed ({type(e).__name__})") from e
         return {}
-    return section.to_dict() if hasattr(section, "to_dict") else dict(section or {})
+    except Exception as e:  # noqa: BLE001 - unreadable: locked, never open
+        raise ConfigurationError(f"the secrets cannot be read ({type(e).__name__})") from e
+    if section is None:
+        return {}
+    if not hasattr(section, "to_dict") and not isinstance(section, dict):
+        raise ConfigurationError("[auth] in the secrets is not a section")
+    return section.to_dict() if hasattr(section, "to_dict") else dict(section)
+
+
+def sign_in_required() -> bool:
+    """Whether every page requires a signed-in person: the start-up decision, checked against the
+    configuration as it is now.
+
+    Raises
+    ------
+    ConfigurationError
+        The secrets cannot be read, ``[auth]`` disappeared (or appeared) since start-up, or its
+        ``cookie_secret`` is unfit. The app is locked until an admin fixes it (and restarts).
+    """
+    try:
+        section = _auth_section()
+    except ConfigurationError:
+        decide_startup(True)  # a first look that fails: sign-in stays required in this process
+        raise
+    startup = decide_startup(bool(section))
+    if startup.sign_in and not section:
+        raise ConfigurationError("the [auth] section was removed from the secrets while the app "
+                                 "runs; sign-in stays required")
+    if section and not startup.sign_in:
+        raise ConfigurationError("sign-in ([auth]) was configured after the app started; restart "
+                                 "the app to use it")
+    if section:
+        problem = access.cookie_secret_problem(section)
+        if problem is not None:
+            raise ConfigurationError(problem)
+    return startup.sign_in
 
 
 def sign_in_configured() -> bool:
-    """``[auth]`` is configured: every page requires a signed-in person."""
-    return bool(_auth_section())
+    """Every page requires a signed-in person (:func:`sign_in_required`; True when locked)."""
+    try:
+        return sign_in_required()
+    except ConfigurationError:
+        return True
 
 
 def providers() -> list[str]:
     """The identity providers of ``[auth]``: ``"default"`` when its keys are at the top, else the
     names of its sub-sections that configure a client (``[auth.company]``)."""
-    section = _auth_section()
+    try:
+        section = _auth_section()
+    except ConfigurationError:
+        return []
     if "client_id" in section:
         return ["default"]
     return [name for name, sub in section.items() if isinstance(sub, dict) and "client_id" in sub]
@@ -86,25 +183,109 @@ def server_address() -> str | None:
     return config.get_option("server.address") or None
 
 
-def check_serving() -> None:
-    """Refuse to start a server without sign-in on a non-loopback address (unless
-    ``COMPASSESS_ALLOW_ANONYMOUS=1``); called once by the server process."""
-    from streamlit.runtime.secrets import secrets_singleton
+#: Host names a local-mode server answers (DNS rebinding sends another name to 127.0.0.1).
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
-    try:
-        configured = secrets_singleton.load_if_toml_exists() and bool(secrets_singleton.get("auth"))
-    except Exception:  # noqa: BLE001 - an unreadable secrets file configures nothing
-        configured = False
+
+def check_serving() -> None:
+    """The server process's start-up check, once, when it imports app.py: decides whether sign-in
+    is required (:func:`decide_startup`), and refuses to start (exit status 2) with a secrets file
+    that cannot be parsed, an unfit ``cookie_secret``, or without sign-in on a non-loopback
+    address (unless ``COMPASSESS_ALLOW_ANONYMOUS=1``). Then hardens Streamlit's options
+    (:func:`harden_server`)."""
     from streamlit import config
 
+    try:
+        configured = sign_in_required()
+    except ConfigurationError as e:
+        _refuse(f"refusing to start: {e} (docs/deploy.md).")
     # `streamlit run` binds the socket to server.address before it imports app.py (and says so in
     # config._server_mode); any other ASGI server (`uvicorn app:app --host ...`) binds where its
     # own options say, which this process cannot see: then the address counts as unknown.
     launched_by_streamlit = getattr(config, "_server_mode", None) is not None
-    problem = access.serving_problem(configured, server_address() if launched_by_streamlit else None)
+    address = server_address() if launched_by_streamlit else None
+    problem = access.serving_problem(configured, address)
     if problem is not None:
-        print(f"CompAssess: {problem}", file=sys.stderr, flush=True)
-        raise SystemExit(2)
+        _refuse(problem)
+    harden_server(local=not configured and access.is_loopback(address))
+
+
+def _refuse(problem: str) -> None:
+    print(f"CompAssess: {problem}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def harden_server(local: bool) -> None:
+    """Streamlit options every CompAssess server gets: uncaught errors show a generic message,
+    never a traceback (admins read the server log); and in local mode WebSocket connections only
+    from a localhost Host name (``server.allowedHosts``; :class:`HostAndMetricsGuard` covers the
+    HTTP routes)."""
+    from streamlit import config
+    config.set_option("client.showErrorDetails", "none")
+    if local:
+        config.set_option("server.allowedHosts", list(LOCAL_HOSTS))
+
+
+class HostAndMetricsGuard:
+    """ASGI middleware in front of Streamlit (``st.App(middleware=...)``): answers 404 to
+    ``/_stcore/metrics`` (Streamlit 1.67 has no option to close it and it needs no sign-in), and in
+    local mode answers 400 to any request (HTTP or WebSocket) whose Host is not a localhost name,
+    which stops DNS rebinding from driving the local admin app."""
+
+    def __init__(self, app, local: bool) -> None:
+        self.app, self.local = app, local
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        path = scope.get("path") or ""
+        if path.rstrip("/").endswith("/_stcore/metrics"):
+            return await self._refuse(scope, receive, send, 404, b"Not found")
+        if self.local and not is_local_host(_header(scope, b"host")):
+            return await self._refuse(scope, receive, send, 400, b"Host not allowed")
+        return await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(scope, receive, send, status: int, body: bytes) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/plain"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def is_local_host(host: str | None) -> bool:
+    """A Host header naming this machine by a localhost name (any port)."""
+    if not host:
+        return False
+    from urllib.parse import urlsplit
+    try:
+        parsed = urlsplit(f"//{host}")
+        _ = parsed.port
+    except ValueError:
+        return False
+    name = (parsed.hostname or "").lower().rstrip(".")
+    return not parsed.username and name in LOCAL_HOSTS and not parsed.path
+
+
+def serving_middleware() -> list:
+    """The middleware app.py gives ``st.App`` (:class:`HostAndMetricsGuard`)."""
+    from starlette.middleware import Middleware
+
+    try:
+        local = not sign_in_required() and access.is_loopback(server_address())
+    except ConfigurationError:
+        local = False
+    return [Middleware(HostAndMetricsGuard, local=local)]
 
 
 def apply_upload_limit() -> None:
@@ -132,17 +313,61 @@ def _signed_in_viewer() -> Viewer | None:
 
 
 def current_viewer() -> Viewer | None:
-    """Who is looking now (None: sign-in is required and nobody is signed in).
+    """Who is looking now (None: sign-in is required and nobody is signed in), read afresh: the
+    configuration, the provider's claims and the role stored now.
 
     Without sign-in the server only started on a loopback address (:func:`check_serving`) or with
     anonymous access allowed, so the mode follows from that variable and the address.
+
+    Raises
+    ------
+    ConfigurationError
+        The configuration cannot be trusted now (:func:`sign_in_required`).
+    access.AccessError
+        The signed-in account gives no identity that can be trusted.
     """
-    if sign_in_configured():
+    if sign_in_required():
         return _signed_in_viewer()
     mode = (access.ANONYMOUS if access.anonymous_allowed()
             and not access.is_loopback(server_address()) else access.LOCAL)
     identity = access.local_identity()
     return Viewer(identity, ADMIN, mode, identity)
+
+
+def has_role(who: Viewer | None, role: str) -> bool:
+    """``who`` holds ``role`` or more (an admin may do what an annotator may)."""
+    if who is None or who.role is None:
+        return False
+    return who.role == ADMIN or who.role == role
+
+
+def require(role: str = ADMIN) -> Viewer:
+    """The first line of every action that changes something (a widget callback, an ``if
+    st.button(...)`` branch): the signed-in person, with their role as stored at this moment,
+    when they still hold ``role`` (or more) and are the person this session's pages were drawn
+    for; otherwise the run stops here with a refusal and nothing is changed.
+
+    Pages are drawn for the role a person had when the page was drawn, and Streamlit runs widget
+    callbacks (and a fragment's reruns) before app.py's gate: without this, a removed admin could
+    still start a run from a page left open, and a removed annotator could still store labels.
+    """
+    refusal = "You no longer have the rights for this action; nothing was changed."
+    try:
+        who = current_viewer()
+    except ConfigurationError:
+        who, refusal = None, "The app's configuration is broken; nothing was changed. Ask an admin."
+    except access.AccessError:
+        who = None
+    drawn_for = st.session_state.get(VIEWER_KEY)
+    same_person = (who is not None and isinstance(drawn_for, Viewer)
+                   and drawn_for.identity == who.identity)
+    if not has_role(who, role) or not same_person:
+        if who is not None:
+            st.session_state[VIEWER_KEY] = who
+        st.error(refusal, icon=":material/lock:")
+        st.stop()
+    st.session_state[VIEWER_KEY] = who
+    return who
 
 
 def viewer() -> Viewer:
@@ -196,14 +421,22 @@ def gate() -> Viewer:
 
 
 def _viewer_or_sign_in() -> Viewer:
-    """The viewer (kept for this run's pages), or the run stops with the sign-in page (nobody
-    signed in) or the page saying why the account cannot be used."""
+    """The viewer (kept for this run's pages), or the run stops with the lock page (configuration
+    broken), the sign-in page (nobody signed in) or the page saying why the account cannot be
+    used."""
     try:
         who = current_viewer()
+    except ConfigurationError as e:
+        st.session_state.pop(VIEWER_KEY, None)
+        print(f"CompAssess: configuration error, the app is locked: {e}", file=sys.stderr,
+              flush=True)
+        _only_page(lock_page, "configuration-error")
     except access.AccessError as e:
+        st.session_state.pop(VIEWER_KEY, None)
         refused = e  # ``e`` is unbound once the except block ends; the page may draw later
         _only_page(lambda: account_error_page(refused), "account")
     if who is None:
+        st.session_state.pop(VIEWER_KEY, None)
         _only_page(sign_in_page, "sign-in")
     st.session_state[VIEWER_KEY] = who
     return who
@@ -222,6 +455,14 @@ def _only_page(render, url_path: str) -> None:
                   + [st.Page(render, title="CompAssess", url_path=name, visibility="hidden")
                      for name in others if name != url_path], position="hidden").run()
     st.stop()
+
+
+def lock_page() -> None:
+    """What everyone sees while the configuration cannot be trusted: no data, no sign-in, no
+    detail (the server log says what is wrong)."""
+    st.title("CompAssess")
+    st.error("Configuration error: this app is locked until its configuration is fixed. "
+             "Ask an admin of this deployment.", icon=":material/lock:")
 
 
 def account_error_page(error: Exception) -> None:

@@ -370,10 +370,10 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
 
 # ----------------------------------------------------------------------------------- the worker
 
-def worker_log_path(run) -> Path:
-    """The worker log of one run: one file per run id (two runs whose names differ only in
-    characters a file name cannot hold never share one)."""
-    return home_dir() / "logs" / f"worker-{int(run.id)}.log"
+def worker_log_path(run_id: int) -> Path:
+    """The log file of a run's workers: one per run id (names that differ only in characters a
+    file name cannot hold would share a file)."""
+    return home_dir() / "logs" / f"worker-{int(run_id)}.log"
 
 
 def check_app_model(model: str) -> None:
@@ -400,7 +400,7 @@ def start_worker(run) -> Path:
     """
     fresh = api_store().get_run(run.id)
     check_app_model(str(fresh.settings.model or ""))
-    log = worker_log_path(fresh)
+    log = worker_log_path(fresh.id)
     fresh.start_worker(log, cwd=REPO_ROOT)
     return log
 

@@ -26,7 +26,7 @@ from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.labels import annotator_counts, attribute, load_human_labels
 from compassess_core.limits import max_upload_bytes, max_upload_mb
 from compassess_core.types import Outcome
-from pages._auth import guard, page_link
+from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._common import (AppRun, api_store, aspect_question, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, problems_frame)
@@ -114,6 +114,7 @@ else:
 # ---------------------------------------------------------------------------------- answers
 
 def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, again: bool) -> None:
+    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
     cur = st.session_state.get(CURRENT)
     if not cur:
         return
@@ -145,6 +146,7 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, agai
 
 
 def _undo(annotator: str) -> None:
+    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
     history = st.session_state.get(HISTORY) or []
     if not history:
         return
@@ -316,6 +318,7 @@ def import_labels() -> None:
     st.caption(f"Will be stored as: {summary}.")
     if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
                  icon=":material/save:", key="import_labels"):
+        require()  # the person holds the role now (pages/_auth.py)
         done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect,
                                          annotator=name, annotators=mapping)
         st.success(f"{done.already_stored} already stored, {done.stored} added for aspect "
@@ -337,6 +340,7 @@ def edit_guidelines() -> None:
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
                  disabled=text == current):
+        require()  # the person holds the role now (pages/_auth.py)
         api_store().set_guidelines(info.id, text)
         st.success("Guidelines saved; every annotator sees them from their next pair.")
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from compassess_core.errors import CompAssessError
 from pages import _view as view
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, list_runs, plain, state_text
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -34,6 +34,7 @@ with c2:
                "(coherence, consistency, fluency, relevance). A full run of the bundled model "
                "compares 60 ordered pairs. Then open **Run** and press Start.")
 if load:
+    require()  # the person holds the role now (pages/_auth.py)
     try:
         dataset = api_store().add_dataset(SAMPLE_PATH, name=SAMPLE_NAME)
     except CompAssessError as e:

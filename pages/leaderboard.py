@@ -50,7 +50,7 @@ try:
         board = run.read("leaderboard", method=method, debias=tau, reference=reference,
                          n_boot=int(n_boot))
 except NoSystemsError as e:
-    st.info(plain(str(e)), icon=":material/info:")
+    st.info(plain(str(e)), icon=":material/info:")  # names a dataset: inert
     st.page_link("pages/rankings.py", label="Go to Rankings (per-context rankings)",
                  icon=":material/leaderboard:")
     st.stop()

@@ -15,7 +15,7 @@ import streamlit as st
 from compassess_core import access
 from compassess_core.access import ROLES
 from compassess_core.errors import CompAssessError
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import api_store, plain
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -26,16 +26,18 @@ ROLE_HELP = {"admin": "admin: upload, run, cancel, import, export, guidelines an
 st.title("People")
 configured = access.configured_admins()
 st.caption("Who may use this app. A person signs in with the identity provider; their identity "
-           "here is the e-mail address it reports. Anyone else who signs in sees that they have "
+           "here is the e-mail address it reports as verified, else issuer#subject (docs/deploy.md). "
+           "Anyone else who signs in sees that they have "
            "no role yet.")
 
 st.subheader("Add a person or change a role")
 with st.form("add_person", clear_on_submit=True):
     c1, c2 = st.columns([3, 1])
-    identity = c1.text_input("E-mail address (as the identity provider reports it)",
+    identity = c1.text_input("Verified e-mail address, or issuer#subject (as the sidebar shows it)",
                              max_chars=255, placeholder="name@example.org")
     role = c2.selectbox("Role", ROLES, index=ROLES.index("annotator"), format_func=ROLE_HELP.get)
     if st.form_submit_button("Save", type="primary", icon=":material/person_add:"):
+        require()  # the person holds the role now (pages/_auth.py)
         who = access.normalise_identity(identity)
         if not who:
             st.error("Type the person's e-mail address.")
@@ -56,6 +58,7 @@ if removable:
     gone = c1.selectbox("Person", removable, format_func=lambda x: plain(x, "text"),
                         key="remove_person")
     if c2.button("Remove", icon=":material/person_remove:", key="remove_person_button"):
+        require()  # the person holds the role now (pages/_auth.py)
         try:
             api_store().remove_person(gone)
             st.success(f"{plain(gone)} was removed; their stored judgements stay.")

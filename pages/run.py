@@ -31,7 +31,7 @@ from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration, measured_speed
 from pages import _view as view
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
                            log_tail, pick_dataset, plain, rate_and_eta, start_worker, state_text,
                            worker_log_path, worker_state)
@@ -318,6 +318,7 @@ if settings is not None and bad_name:
     top.error(plain(bad_name))
 if top.button("Start", type="primary", icon=":material/play_arrow:",
               disabled=settings is None or bad_name is not None):
+    require()  # the person holds the role now (pages/_auth.py)
     try:
         check_app_model(settings.model)  # before the run is stored or a request is made
         run = api_store().create_run(info.id, settings, name=run_name.strip())
@@ -379,11 +380,13 @@ def progress_panel(name: str, was_active: bool) -> None:
     c1, c2, c3 = st.columns([1, 1, 3])
     if state == "working":
         if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
+            require()  # the person holds the role now (pages/_auth.py)
             run.cancel()
             state = run.refresh().state
     elif state in ("stale", "cancelled", "failed", "pending") or (
             state == "completed" and (run.info.done or 0) < (run.info.total or 0)):
         if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
+            require()  # the person holds the role now (pages/_auth.py)
             if is_active(run.refresh().state):
                 st.warning("A worker is already running this run.")
             else:
@@ -427,7 +430,7 @@ def progress_panel(name: str, was_active: bool) -> None:
                                into="text"),
                          hide_index=True, width="stretch")
     with st.expander("Worker log (last lines)"):
-        st.code(log_tail(worker_log_path(run)) or "(no log yet)", language=None)
+        st.code(log_tail(worker_log_path(run.id)) or "(no log yet)", language=None)
     if was_active and not is_active(state):
         st.rerun()  # the whole page: stop polling, refresh the run list
 

@@ -18,7 +18,7 @@ from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.limits import max_upload_bytes, max_upload_mb
 from pages import _view as view
-from pages._auth import guard
+from pages._auth import guard, require
 from pages._common import (AppRun, api_store, fmt, is_active, list_runs, partial_warning, plain,
                            preview, problems_frame, start_worker, state_text, worker_state)
 
@@ -26,6 +26,8 @@ guard(__file__)  # signed in, with a role that may open this page (pages/_auth.p
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
 
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 st.title("Scores")
 view.show_problems()
@@ -153,6 +155,7 @@ for level in range(1, n_levels + 1):
                                  height=90)
 c1, c2 = st.columns(2)
 if c1.button("Save edits", icon=":material/save:", key="abs_save"):
+    require()  # the person holds the role now (pages/_auth.py)
     changed = [ab.Reference(ctx_id, lv, t, "edited" if lv in stored else "uploaded")
                for lv, t in edited.items() if t.strip() and (lv not in stored or stored[lv].text != t)]
     if changed:
@@ -163,6 +166,7 @@ if c1.button("Save edits", icon=":material/save:", key="abs_save"):
         st.info("Nothing changed.")
 if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", icon=":material/refresh:",
                                         key="abs_regen"):
+    require()  # the person holds the role now (pages/_auth.py)
     n = api_store().delete_references(dataset_id, settings.aspect, ref_set, ctx_id)
     try:
         if not is_active(api_store().get_run(run.id).state):
@@ -176,6 +180,7 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
     up = st.file_uploader(f"Anchor CSV (at most {max_upload_mb()} MB)", type=["csv"],
                           key="abs_anchors", max_upload_size=max_upload_mb())
     if up is not None and st.button("Use these anchors for this run", key="abs_use_anchors"):
+        require()  # the person holds the role now (pages/_auth.py)
         try:
             if up.size > max_upload_bytes():
                 raise CompAssessError(f"{up.name} is larger than {max_upload_mb()} MB")

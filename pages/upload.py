@@ -17,7 +17,7 @@ from compassess_core.data import (CANONICAL, GENERATE_IDS, OPTIONAL, ignored_col
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.limits import MAX_NAME_CHARS, max_upload_bytes, max_upload_mb, name_problem
 from compassess_core.markup import find_markup, strip_dataset_markup
-from pages._auth import guard
+from pages._auth import guard, require
 from pages import _view as view
 from pages._common import api_store, plain, problems_frame
 
@@ -125,6 +125,7 @@ if bad_name:
     st.error(f"Choose another dataset name: {plain(bad_name)}.", icon=":material/error:")
     st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
+    require()  # the person holds the role now (pages/_auth.py)
     known = {d.content_hash: d for d in api_store().list_datasets()}
     try:
         stored = api_store().add_dataset(dataset)

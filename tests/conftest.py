@@ -30,6 +30,20 @@ def _empty_database(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture(autouse=True)
+def fresh_sign_in_decision():
+    """Each test stands for a fresh server: the app decides once per process whether sign-in is
+    required (``pages._auth.decide_startup``), so that decision is forgotten around every test."""
+    import sys
+    auth = sys.modules.get("pages._auth")
+    if auth is not None:
+        auth.forget_startup()
+    yield
+    auth = sys.modules.get("pages._auth")
+    if auth is not None:
+        auth.forget_startup()
+
+
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
     url = os.environ.get("COMPASSESS_TEST_DATABASE_URL", "").strip()

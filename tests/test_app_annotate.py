@@ -36,6 +36,9 @@ def annotate_page(annotator: str | None = None) -> AppTest:
     in single-user local mode."""
     if annotator is not None:
         Store(os.environ["COMPASSESS_DATABASE_URL"]).set_role(annotator, "annotator", "test")
+        # A deployment with sign-in is a server of its own (the mode is decided once per server).
+        from pages import _auth
+        _auth.forget_startup()
         return app_as(annotator, "pages/annotate.py")
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()

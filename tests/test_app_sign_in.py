@@ -19,9 +19,11 @@ from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 -
 
 #: An [auth] section as secrets.toml holds it (never contacted: AppTest.user is the signed-in person).
 AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-                         "cookie_secret": "test-cookie-secret", "client_id": "compassess",
+                         "cookie_secret": "test-cookie-secret-0123456789abcdef0123", "client_id": "compassess",
                          "client_secret": "test-client-secret",
                          "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}}
+#: The issuer of the signed-in person's claims in these tests.
+ISSUER = "https://id.example.org"
 ADMIN_PAGES = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
                "Compare runs", "Annotate", "Agreement", "Export", "People"}
 
@@ -30,7 +32,8 @@ def app_as(identity: str | None, page: str | None = None, query: dict | None = N
     """app.py with sign-in configured, signed in as ``identity`` (None: an anonymous visitor)."""
     at = AppTest.from_file(APP, default_timeout=60)
     at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
-    at.user = ({"is_logged_in": True, "email": identity, "name": identity} if identity
+    at.user = ({"is_logged_in": True, "email": identity, "email_verified": True, "iss": ISSUER,
+                "sub": f"sub-{identity}", "name": identity} if identity
                else {"is_logged_in": False})
     for k, v in (query or {}).items():
         at.query_params[k] = v
@@ -191,12 +194,14 @@ def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
 # ------------------------------------------------------------------------------ the policy itself
 
 def test_identity_comes_from_the_providers_claims():
-    assert access.identity_from_claims({"email": " Ann@Example.org ", "sub": "123"}) == \
-        "ann@example.org"
-    assert access.identity_from_claims({"sub": "user-42"}) == "user-42"
-    with pytest.raises(access.AccessError, match="not verified"):
+    iss = "https://id.example.org"
+    assert access.identity_from_claims({"email": " Ann@Example.org ", "email_verified": True,
+                                        "iss": iss, "sub": "123"}) == "ann@example.org"
+    assert access.identity_from_claims({"iss": iss, "sub": "user-42"}) == \
+        "https://id.example.org#user-42"
+    with pytest.raises(access.AccessError, match="verified"):
         access.identity_from_claims({"email": "ceo@example.org", "email_verified": False})
-    with pytest.raises(access.AccessError, match="neither an e-mail"):
+    with pytest.raises(access.AccessError, match="neither a verified e-mail"):
         access.identity_from_claims({"name": "Someone"})
     assert access.configured_admins({"COMPASSESS_ADMINS": "A@x.org; b@x.org  c@x.org,"}) == \
         {"a@x.org", "b@x.org", "c@x.org"}

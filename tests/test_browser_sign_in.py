@@ -94,7 +94,9 @@ def team_server(tmp_path: Path, db_url: str, oidc_provider: str):
         'client_secret = "test-client-secret"\n'
         f'server_metadata_url = "{oidc_provider}/.well-known/openid-configuration"\n')
     env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(tmp_path / "home"),
-               COMPASSESS_ADMINS=ADMIN, PYTHONPATH=str(ROOT))
+               COMPASSESS_ADMINS=ADMIN, PYTHONPATH=str(ROOT),
+               # The mock provider sends e-mail without email_verified, like Entra ID.
+               COMPASSESS_VERIFIED_EMAIL_ISSUERS=oidc_provider)
     env.pop("COMPASSESS_ALLOW_ANONYMOUS", None)
     log = tmp_path / "streamlit.log"
     with open(log, "wb") as out:
