@@ -56,6 +56,9 @@ def _one_of(name: str, value: str, choices) -> None:
 
 def _aspect(options) -> None:
     """An aspect given by name becomes the :class:`Aspect` (a preset or the user's adjective)."""
+    if options.aspect is None:
+        raise OptionError("aspect", "an {field} is needed: a preset (coherence, fluency, ...) "
+                                    "or your own adjective")
     if not isinstance(options.aspect, Aspect):
         object.__setattr__(options, "aspect", Aspect.from_name(options.aspect))
 
