@@ -80,7 +80,7 @@ def cached_run(url: str, run_id: int, n_stored: int, status: str = "") -> api.Ru
     ``cached_table`` and ``cached_parts``)."""
     info = _open_store(url).get_run(run_id)
     dataset_id = int(info.dataset_id)
-    if kind_of(info.settings).name != "comparative":
+    if not kind_of(info.settings).is_pairwise:
         return api.Run(api.Store(_open_store(url)), info, dataset=cached_dataset(url, dataset_id))
     return api.Run(api.Store(_open_store(url)), info, dataset=cached_dataset(url, dataset_id),
                    results=cached_table(url, run_id, n_stored),
@@ -250,8 +250,9 @@ def _dataset_label(infos, dataset_id: int) -> str:
 
 
 def is_scoring_run(run) -> bool:
-    """A prompt-scoring run (one score per candidate, no comparisons)."""
-    return kind_of(run.settings or {}).name == "scoring"
+    """A prompt-scoring run (one score per candidate, no comparisons, on the Rankings page)."""
+    kind = kind_of(run.settings or {})
+    return not kind.is_pairwise and kind.results_page == "rankings"
 
 
 def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True,
@@ -283,9 +284,7 @@ def _run_label(run) -> str:
     partial = (not is_active(worker_state(run)) and (run.total or 0) > (run.done or 0))
     of = f" of {run.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
-    if is_scoring_run(run):
-        return f"{name} [{state_text(run)}, prompt scoring, {run.done or 0} candidates scored{of}]"
-    return f"{name} [{state_text(run)}, {run.n_comparisons or 0} comparisons{of}]"
+    return f"{name} [{state_text(run)}, {kind_of(run.settings or {}).summary_line(run)}{of}]"
 
 
 def no_run_message() -> None:
