@@ -49,6 +49,10 @@ if __name__ == "__main__":
     st.set_page_config(page_title="CompAssess", page_icon=":material/compare_arrows:",
                        layout="wide")
     viewer = _auth.gate()
+    # The view state (dataset, run, method, tau, ...) from the link, then back into the URL:
+    # every page's URL reproduces what it shows (pages/_view.py).
+    from pages import _view
+    _view.sync()
     PAGES = [  # (file, title, icon)
         ("pages/home.py", "Home", ":material/home:"),
         ("pages/upload.py", "Upload", ":material/upload_file:"),

@@ -44,14 +44,18 @@ from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibra
                           calibrated_table, fit_on_labels)
 from .compare import RunComparison, compare_runs
 from .data import Source, load_candidates
-from .diagnosis import partial_run_note
+from .comparative import render_prompt
+from .context_window import truncated_text
+from .diagnosis import PositionDiagnosis, partial_run_note
 from .errors import (CompAssessError, InputError, Problem, RunCancelled, RunInterrupted,
                      ValidationError)
-from .export import FORMATS, write_table
+from .export import FORMATS, table_bytes
 from .fusion import FusedRanking, fused_rankings, fused_system_ranking
 from .labels import annotator_counts, attribute, load_human_labels, store_rows
 from .limits import check_name
 from .leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
+from .length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
+                          log2_length_ratio)
 from .ranking import METHODS
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
                       run_options)
@@ -700,6 +704,151 @@ class Store:
         ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
 
+    # ------------------------------------------------ what the app lists, and writes as people work
+
+    def dataset_id(self, dataset: str | int) -> int:
+        """A stored dataset's id from its name or id.
+
+        Raises
+        ------
+        InputError
+            No stored dataset of that name or id.
+        """
+        return self._dataset_id(dataset)
+
+    def list_datasets(self) -> list:
+        """The stored datasets' records (``id``, ``name``, ``n_contexts``, ``n_candidates``,
+        ``score_columns``, ``source``, ``content_hash``, ``created_at``), oldest first: the rows of
+        :meth:`datasets` as objects."""
+        return self.backend.list_datasets()
+
+    def list_runs(self, dataset: str | int | None = None) -> list["Run"]:
+        """Every stored run (of one dataset when given), oldest first, as :class:`Run` handles
+        (cheap: a run's dataset and results are read when first asked for)."""
+        dataset_id = None if dataset is None else self._dataset_id(dataset)
+        return [Run(self, info) for info in self.backend.list_runs(dataset_id)]
+
+    def add_judgements(self, dataset: str | int, rows: Sequence[Mapping], *,
+                       again: bool = False) -> int:
+        """Store people's A/B judgements given in the app (one transaction); returns how many
+        were added. Each row: ``context_id``, ``candidate_left``, ``candidate_right``, ``winner``
+        (``A`` = left better, ``B``, ``tie``, ``skip``), ``annotator``, ``aspect``, ``seconds``,
+        ``shown_order``. A person's second answer on a pair is not added unless ``again`` (a
+        deliberate re-answer, stored as the next revision).
+
+        Raises
+        ------
+        InputError
+            Unknown context or candidates, or a bad winner.
+        """
+        return self.backend.add_human_judgements(self._dataset_id(dataset), list(rows),
+                                                 again=again)
+
+    def undo_judgement(self, judgement_id: int, annotator: str) -> bool:
+        """Delete one stored judgement of ``annotator`` (their undo); False when it is not
+        theirs or already gone."""
+        return self.backend.delete_human_judgement(int(judgement_id), annotator)
+
+    def guidelines(self, dataset: str | int) -> str:
+        """The annotation guidelines of a dataset ("" when none were written)."""
+        return self.backend.get_guidelines(self._dataset_id(dataset))
+
+    def set_guidelines(self, dataset: str | int, text: str) -> None:
+        """Replace the annotation guidelines of a dataset."""
+        self.backend.set_guidelines(self._dataset_id(dataset), text)
+
+    def people(self) -> list:
+        """Everyone with a role (``identity``, ``role``, ``added_by``, ``created_at``)."""
+        return self.backend.list_people()
+
+    def role_of(self, identity: str) -> str | None:
+        """The stored role of ``identity`` (None: no role)."""
+        return self.backend.role_of(identity)
+
+    def set_role(self, identity: str, role: str, added_by: str) -> None:
+        """Give ``identity`` a role (``admin`` or ``annotator``), recorded as given by
+        ``added_by``.
+
+        Raises
+        ------
+        InputError
+            An unknown role, a bad identity, or taking the last admin's role away.
+        """
+        self.backend.set_role(identity, role, added_by)
+
+    def remove_person(self, identity: str) -> bool:
+        """Take every role from ``identity`` (their stored judgements stay).
+
+        Raises
+        ------
+        InputError
+            The last admin.
+        """
+        return self.backend.remove_person(identity)
+
+    def references(self, dataset: str | int, aspect: str, reference_set: str) -> list:
+        """The reference texts of an absolute run's set (``absolute.Reference``), by context and
+        level."""
+        return self.backend.load_references(self._dataset_id(dataset), aspect, reference_set)
+
+    def save_references(self, dataset: str | int, aspect: str, reference_set: str,
+                        references: Sequence) -> int:
+        """Store (or replace) reference texts; returns the rows written. Resuming the run
+        rescores the comparisons that used them."""
+        return self.backend.save_references(self._dataset_id(dataset), aspect, reference_set,
+                                            list(references))
+
+    def save_anchors(self, dataset: str | int, aspect: str, source: Source, *, n_levels: int,
+                     reference_set: str = absolute.UPLOADED, file_label: str = "anchors") -> int:
+        """Read an anchor file (CSV of ``context_id, level, text``: your own reference texts of
+        quality 1..``n_levels``) and store it as the reference set ``reference_set`` of ``aspect``
+        (default: the uploaded set).
+
+        Raises
+        ------
+        ValidationError
+            Every problem of the file, with its row and column; nothing is stored.
+        """
+        if isinstance(source, pd.DataFrame):
+            source = source.to_csv(index=False).encode()
+        anchors = absolute.parse_anchor_file(source, file_label=file_label, n_levels=n_levels)
+        return self.save_references(dataset, aspect, reference_set, anchors)
+
+    def delete_references(self, dataset: str | int, aspect: str, reference_set: str,
+                          context_id: str | None = None) -> int:
+        """Delete a set's references (of one context when given), so the run writes them anew."""
+        return self.backend.delete_references(self._dataset_id(dataset), aspect, reference_set,
+                                              context_id)
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    """One export of a run (:meth:`Run.export_bytes`): the file's bytes, its ``.settings.json``
+    sidecar for CSV and Parquet (None for JSON, which holds the settings), the table it was
+    written from, and the settings recorded with it."""
+
+    data: bytes
+    sidecar: bytes | None
+    frame: pd.DataFrame
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class PositionalBias:
+    """A pairwise run's positional bias at one threshold (the Bias page's gauges): P(A) and P(B)
+    (eq. 8) raw (tau = 0.5) and at ``tau``, the flip rate at ``tau`` over the pairs judged in
+    both orders, tau* and the counts they rest on."""
+
+    tau: float
+    tau_star: float
+    p_a_raw: float
+    p_b_raw: float
+    p_a: float
+    p_b: float
+    flip_rate: float
+    n_pairs_both_orders: int
+    n_comparisons: int
+
 
 # ---------------------------------------------------------------------------------- a run
 
@@ -752,6 +901,7 @@ class Run:
         self._dataset = dataset
         self._results = results
         self._parts = parts
+        self._length_cache = None
         #: How this view's p were calibrated (what :meth:`calibrated` fitted), else None.
         self.calibration: dict | None = None
 
@@ -798,6 +948,16 @@ class Run:
         return self._kind.name
 
     @property
+    def unit(self) -> str:
+        """What the run's progress counts (``comparisons``, ``candidates scored``, ...)."""
+        return self._kind.unit
+
+    @property
+    def rate_unit(self) -> str:
+        """The unit of the run's speed (``comparisons/s``, ...)."""
+        return self._kind.rate_unit
+
+    @property
     def dataset(self) -> Dataset:
         """The dataset the run judged (read once)."""
         if self._dataset is None:
@@ -817,7 +977,7 @@ class Run:
         """Read the run's status and results again (they change while it executes); a
         calibrated view goes back to the judge's own p."""
         self.info = self.store.backend.get_run(self.id)
-        self._results = self._parts = self.calibration = None
+        self._results = self._parts = self.calibration = self._length_cache = None
         return self
 
     def _pairwise(self, what: str) -> None:
@@ -958,6 +1118,103 @@ class Run:
         return pd.DataFrame(m, index=pd.Index(ids, name="first"),
                             columns=pd.Index(ids, name="second"))
 
+    def decision_matrix(self, context_id: str, debias: str | float = "none") -> pd.DataFrame:
+        """The eq. 10 verdicts of one context at the threshold ``debias``: 1 where the first
+        position (row) wins, 0 where the second (column) wins, NaN where not compared."""
+        m = self.matrix(context_id)
+        return pd.DataFrame(analysis.decision_matrix(m.to_numpy(), self.tau(debias)),
+                            index=m.index, columns=m.columns)
+
+    def consistency_matrix(self, context_id: str) -> pd.DataFrame:
+        """``p_ij - (1 - p_ji)`` of one context: 0 where the two orders agree, NaN where either
+        order was not compared."""
+        m = self.matrix(context_id)
+        return pd.DataFrame(analysis.consistency_matrix(m.to_numpy()), index=m.index,
+                            columns=m.columns)
+
+    @property
+    def n_comparisons(self) -> int:
+        """Stored comparisons that match the run's dataset (0 for other kinds)."""
+        if self.kind != "comparative":
+            return 0
+        return int(len(self._split()[1]))
+
+    @property
+    def context_ids(self) -> list[str]:
+        """The contexts with stored results, in the dataset's order."""
+        if self.kind == "comparative":
+            return [cc.context.context_id for cc in self._split()[0]]
+        return [c.context_id for c in self.dataset.contexts]
+
+    @property
+    def truncated_contexts(self) -> dict[str, int]:
+        """Contexts the run cut to fit the model's context window: id -> characters kept."""
+        return dict((self.info.plan or {}).get("truncated_contexts") or {})
+
+    def probabilities(self) -> np.ndarray:
+        """Every stored p_ij = P(first position wins) that matches the dataset (eq. 3), in the
+        order of :meth:`context_ids`: the histogram of the Bias page."""
+        self._pairwise("probabilities")
+        return self._split()[1].copy()
+
+    def positional_bias(self, debias: str | float = "balanced") -> PositionalBias:
+        """P(A) and P(B) (eq. 8) raw and at ``debias``, the flip rate at ``debias`` and tau*:
+        the Bias page's gauges."""
+        self._pairwise("positional bias")
+        diagnosis = self.position_diagnosis(debias)
+        return PositionalBias(
+            tau=diagnosis.tau, tau_star=self.tau("balanced"), p_a_raw=diagnosis.p_a_raw,
+            p_b_raw=1.0 - diagnosis.p_a_raw, p_a=diagnosis.p_a_at_tau,
+            p_b=1.0 - diagnosis.p_a_at_tau, flip_rate=diagnosis.flip_rate_at_tau,
+            n_pairs_both_orders=diagnosis.n_pairs_both_orders,
+            n_comparisons=diagnosis.n_comparisons)
+
+    def position_diagnosis(self, debias: str | float = "balanced") -> PositionDiagnosis:
+        """What a judge that answers by position looks like in numbers (P(A) and the flip rate,
+        raw and at ``debias``), with the message and the remedy the result pages show."""
+        self._pairwise("a positional-bias diagnosis")
+        parts, _ = self._split()
+        return analysis.position_diagnosis(parts, self.tau(debias))
+
+    def length_bias(self, debias: str | float = "none") -> LengthBias:
+        """How much the judge prefers the longer text: the longer text's share of wins at
+        ``debias``, the logistic slope of p on log2(len A / len B) and its intercept (position
+        at equal length), on every comparison."""
+        self._pairwise("length bias")
+        return length_bias(*self._lengths(), self.tau(debias))
+
+    def length_points(self, debias: str | float = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The length scatter of the Bias page: every comparison's ``log2_ratio`` (> 0 when the
+        first text is longer) and ``p``, and the fitted logistic ``curve`` (``log2_ratio``,
+        ``p``) of :meth:`length_bias`."""
+        len_a, len_b, p = self._lengths()
+        ratio = log2_length_ratio(len_a, len_b)
+        fit = self.length_bias(debias)
+        grid, curve = fitted_curve(ratio, fit.slope_per_doubling, fit.position_log_odds)
+        return (pd.DataFrame({"log2_ratio": ratio, "p": p}),
+                pd.DataFrame({"log2_ratio": grid, "p": curve}))
+
+    def _lengths(self):
+        if self._length_cache is None:
+            self._length_cache = comparison_lengths(self.dataset, self.results)
+        return self._length_cache
+
+    def comparison(self, context_id: str, first: str, second: str) -> dict | None:
+        """The stored comparison of ``first`` (position A) against ``second`` in one context: p,
+        label-word mass, log-probabilities, latency, prompt hash (None: not compared)."""
+        self._pairwise("a stored comparison")
+        return self.store.backend.get_comparison(self.id, context_id, first, second)
+
+    def prompt(self, context_id: str, first: str, second: str):
+        """The exact prompt the judge was given for ``first`` (A) against ``second`` (B): the
+        run's template over the stored texts, with the context cut as the run cut it."""
+        self._pairwise("a comparison prompt")
+        ctx = self.dataset.context(context_id)
+        ids = ctx.candidate_ids
+        kept = self.truncated_contexts.get(context_id)
+        return render_prompt(ctx, ids.index(first), ids.index(second), self.settings,
+                             truncated_text(ctx.text, kept))
+
     def _stored_labels(self, aspect: str | None) -> pd.DataFrame:
         aspect = aspect or self.settings.aspect
         human = self.human_labels(aspect)
@@ -988,12 +1245,13 @@ class Run:
                             f"'{self.dataset.name}', aspect '{aspect}'"}
         return view
 
-    def calibrate(self, aspect: str | None = None, *, folds: int = DEFAULT_FOLDS,
-                  seed: int = 0) -> CalibrationReport:
+    def calibrate(self, aspect: str | None = None, *, labels: pd.DataFrame | None = None,
+                  folds: int = DEFAULT_FOLDS, seed: int = 0) -> CalibrationReport:
         """How well a bias and a temperature fitted on the stored human labels calibrate the
         judge: ``compassess calibrate``. Accuracy, log-loss and expected calibration error of
         the raw p, of the balanced threshold (no labels) and of the calibrated p on held-out
-        folds of pairs, with the reliability diagrams and the fit on all labels.
+        folds of pairs, with the reliability diagrams and the fit on all labels. ``labels``: a
+        table of human judgements as :meth:`human_labels` gives (default: the stored ones).
 
         Raises
         ------
@@ -1001,7 +1259,8 @@ class Run:
             Not a pairwise run, no stored labels, too few labelled pairs for ``folds``.
         """
         self._pairwise("calibration on human A/B labels")
-        return calibrate(self.results, self._stored_labels(aspect), folds=folds, seed=seed)
+        human = self._stored_labels(aspect) if labels is None else labels
+        return calibrate(self.results, human, folds=folds, seed=seed)
 
     def fused_rankings(self, level: str = "context", debias: str | float = "none", *,
                        weight: float | None = None, aspect: str | None = None) -> FusedRanking:
@@ -1058,6 +1317,22 @@ class Run:
         options = self._options(method=method, debias=debias, reference=reference)
         return leaderboard(self.dataset, self.results, method=method, tau=self.tau(debias),
                            reference=options.reference, n_boot=n_boot, level=level, seed=seed)
+
+    def leaderboard_bytes(self, fmt: str = "csv", method: str = DEFAULT_METHOD,
+                          debias: str | float = "balanced", *, reference: str | None = None,
+                          n_boot: int = 200, level: float = 0.95, seed: int = 0) -> ExportFile:
+        """:meth:`leaderboard` as a ``fmt`` file (``csv``, ``json``, ``parquet``) with the run's
+        settings and the leaderboard's method, tau and interval settings (inside JSON, in the
+        ``.settings.json`` sidecar of CSV and Parquet): the Leaderboard page's download."""
+        if fmt not in FORMATS:
+            raise InputError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
+        board = self.leaderboard(method, debias, reference=reference, n_boot=n_boot, level=level,
+                                 seed=seed)
+        meta = {"run": self.name, "dataset": self.dataset.name,
+                **{k: v for k, v in board.to_dict().items() if k != "systems"},
+                "settings": self.info.settings}
+        data, sidecar = table_bytes(board.frame, fmt, what="leaderboard", metadata=meta)
+        return ExportFile(data=data, sidecar=sidecar, frame=board.frame, metadata=meta)
 
     def compare(self, other: "Run", method: str = DEFAULT_METHOD,
                 debias: str | float = "balanced") -> RunComparison:
@@ -1121,34 +1396,37 @@ class Run:
             human_rankings=human_rankings(human, dataset),
             disagreements=disagreements(human, table, tau))
 
-    def export(self, path: str | os.PathLike, what: str = "rankings", *,
-               format: str | None = None, method: str = "win-ratio",
-               debias: str | float = "none", which: str = "expected", score: str = "level",
-               threshold: float | None = None) -> list[Path]:
-        """Write the rankings (as :meth:`rankings` with these options, with 95% intervals) or
-        every stored result (``what="comparisons"``) with the run's settings: ``compassess
-        export``. ``format``: ``csv``, ``json`` or ``parquet`` (default: from the file's
-        suffix); CSV and Parquet get a ``.settings.json`` sidecar, JSON holds the settings.
-        CSV cells a spreadsheet would execute are neutralised. Returns the paths written.
+    def export_bytes(self, what: str = "rankings", fmt: str = "csv", *, method: str = "win-ratio",
+                     debias: str | float = "none", ci: bool = True, which: str = "expected",
+                     score: str = "level", threshold: float | None = None) -> ExportFile:
+        """The export of the rankings (as :meth:`rankings` with these options, with 95%
+        intervals when ``ci``) or of every stored result (``what="comparisons"``), as the bytes of
+        a ``fmt`` file (``csv``, ``json`` or ``parquet``) with the run's settings: what
+        ``compassess export`` writes and the app's Export page downloads, byte for byte. CSV and
+        Parquet come with a ``.settings.json`` sidecar, JSON holds the settings. CSV cells a
+        spreadsheet would execute are neutralised.
 
         Raises
         ------
         InputError
-            An unknown format or ``what``, or a folder that does not exist.
+            An unknown format, ``what``, method or threshold.
         """
-        fmt = format or Path(path).suffix.lstrip(".").lower()
         if fmt not in FORMATS:
             raise InputError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)} "
                              "(or name the file with one of those suffixes)")
         meta = {"run": self.name, "dataset": self.dataset.name, "settings": self.info.settings,
-                "judge": self.info.judge_key,
-                "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "compassess_version": __version__}
+                "judge": self.info.judge_key, "compassess_version": __version__}
         if what == "rankings":
-            frame = self.rankings(method, debias, ci=True, which=which, score=score,
+            frame = self.rankings(method, debias, ci=ci, which=which, score=score,
                                   threshold=threshold)
             meta.update(self.ranking_metadata(method, debias, which=which, score=score,
-                                              threshold=threshold), debias=str(debias))
+                                              threshold=threshold))
+            if self.kind == "comparative":
+                meta.update(debias=str(debias), tau_star=self.tau("balanced"),
+                            n_comparisons=self.n_comparisons)
+                if ci:
+                    meta["ci"] = ("ci_low/ci_high: 95% percentile bootstrap, 200 resamples of "
+                                  "each context's comparisons")
         elif what == "comparisons":
             frame = self.comparisons()
             if self.calibration is not None:
@@ -1158,7 +1436,34 @@ class Run:
             raise InputError(f"unknown export '{what}'; choose rankings or comparisons")
         if self.calibration is not None:
             meta["calibration"] = self.calibration
-        return write_table(frame, path, fmt, what=what, metadata=meta)
+        data, sidecar = table_bytes(frame, fmt, what=what, metadata=meta)
+        return ExportFile(data=data, sidecar=sidecar, frame=frame, metadata=meta)
+
+    def export(self, path: str | os.PathLike, what: str = "rankings", *,
+               format: str | None = None, method: str = "win-ratio",
+               debias: str | float = "none", ci: bool = True, which: str = "expected",
+               score: str = "level", threshold: float | None = None) -> list[Path]:
+        """Write :meth:`export_bytes` to ``path`` (``format``: ``csv``, ``json`` or ``parquet``,
+        default from the file's suffix) and, for CSV and Parquet, its ``.settings.json`` sidecar
+        beside it: ``compassess export``. Returns the paths written.
+
+        Raises
+        ------
+        InputError
+            An unknown format or ``what``, or a folder that does not exist.
+        """
+        path = Path(path)
+        fmt = format or path.suffix.lstrip(".").lower()
+        if path.parent and not path.parent.exists():
+            raise InputError(f"output folder '{path.parent}' does not exist")
+        exported = self.export_bytes(what, fmt, method=method, debias=debias, ci=ci, which=which,
+                                     score=score, threshold=threshold)
+        path.write_bytes(exported.data)
+        if exported.sidecar is None:
+            return [path]
+        sidecar = path.with_name(path.name + ".settings.json")
+        sidecar.write_bytes(exported.sidecar)
+        return [path, sidecar]
 
     # ------------------------------------------------------------------------- executing
 

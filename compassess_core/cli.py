@@ -148,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--what", required=True, choices=["rankings", "comparisons"])
     x.add_argument("--format", required=True, choices=["csv", "json", "parquet"])
     x.add_argument("-o", "--output", required=True, metavar="FILE")
+    x.add_argument("--no-ci", dest="ci", action="store_false",
+                   help="rankings without the bootstrap 95%% intervals (faster on large runs)")
 
     lb = sub.add_parser("leaderboard", help="one row per system across all contexts: strength, win "
                         "rate, 95%% context-bootstrap intervals, length bias")
@@ -360,7 +362,7 @@ def cmd_export(args) -> int:
     if args.calibrate:
         run = run.calibrated()
     paths = run.export(args.output, args.what, format=args.format, method=args.method,
-                       debias=args.debias, score=args.score, threshold=args.threshold)
+                       debias=args.debias, ci=args.ci, score=args.score, threshold=args.threshold)
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return EXIT_OK
 

@@ -372,6 +372,10 @@ class FusedRanking:
     choice: WeightChoice
     level: str
 
+    def correlation(self, reference: str, method: str = "spearman") -> metrics.CorrelationResult:
+        """:func:`fused_correlation` of this ranking with ``reference``."""
+        return fused_correlation(self, reference, method)
+
 
 def _resolve(problems: Sequence[FusionInputs], weight: float | None) -> WeightChoice:
     if weight is None:

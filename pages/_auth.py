@@ -28,7 +28,7 @@ import streamlit as st
 from compassess_core import access
 from compassess_core.access import ADMIN, ANNOTATOR
 from pages._plain import plain
-from pages._store import store
+from pages._store import api_store
 
 #: Where the viewer of the current run is kept (set by :func:`gate`, read by :func:`viewer`).
 VIEWER_KEY = "compassess_viewer"
@@ -118,10 +118,6 @@ def apply_upload_limit() -> None:
 
 # ------------------------------------------------------------------------------ the viewer
 
-def _store():
-    return store()
-
-
 def _signed_in_viewer() -> Viewer | None:
     """The signed-in person with their role (the first admins' role is written on the way), or
     None for an anonymous visitor."""
@@ -129,10 +125,10 @@ def _signed_in_viewer() -> Viewer | None:
         return None
     claims = st.user.to_dict()
     identity = access.identity_from_claims(claims)
-    if identity in access.configured_admins() and _store().role_of(identity) != ADMIN:
-        _store().set_role(identity, ADMIN, access.FROM_CONFIGURATION)
+    if identity in access.configured_admins() and api_store().role_of(identity) != ADMIN:
+        api_store().set_role(identity, ADMIN, access.FROM_CONFIGURATION)
     name = str(claims.get("name") or identity)
-    return Viewer(identity, _store().role_of(identity), access.SIGN_IN, name)
+    return Viewer(identity, api_store().role_of(identity), access.SIGN_IN, name)
 
 
 def current_viewer() -> Viewer | None:

@@ -17,11 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core import analysis, calibration, fusion
+from compassess_core import calibration, fusion
 from compassess_core.errors import InputError
 from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
-from pages._common import (RunView, cached_dataset, cached_evaluation, cached_export,
-                           cached_ranking, cached_table, db_url, fmt, plain, preview, store)
+from pages import _view as view
+from pages._common import AppRun, db_url, fmt, list_runs, plain, preview
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -31,7 +31,7 @@ RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
 
 @st.cache_data(show_spinner=False, ttl=30)
 def _catalog(url: str, folder: str) -> list:
-    return catalog(store().list_runs())
+    return catalog([r.info for r in list_runs()])
 
 
 def local_model_picker(where) -> str:
@@ -75,32 +75,21 @@ def catalog_expander() -> None:
 
 # ------------------------------------------------------------------------------ calibration
 
-@st.cache_data(show_spinner="Calibrating the judge on the human labels ...", max_entries=16)
-def cached_calibration_report(url: str, run_id: int, n: int, human: pd.DataFrame,
-                              folds: int) -> calibration.CalibrationReport:
-    return calibration.calibrate(cached_table(url, run_id, n), human, folds=folds)
+def run_labels(run: AppRun) -> pd.DataFrame:
+    """The stored human judgements of the run's dataset and aspect (``Run.human_labels``)."""
+    return run.human_labels()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_calibration(url: str, run_id: int, n: int, human: pd.DataFrame) -> calibration.Calibration:
-    return calibration.fit_on_labels(cached_table(url, run_id, n), human)
-
-
-def run_labels(view: RunView) -> pd.DataFrame:
-    """The stored human judgements of the run's dataset and aspect."""
-    return store().human_judgements_frame(view.dataset_id, view.settings.aspect)
-
-
-def probability_source(view: RunView, tau: float
-                       ) -> tuple[calibration.Calibration | None, float]:
+def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
     """The sidebar choice between the judge's p and p calibrated on the run's human labels.
 
-    Returns the calibration (None for the raw p, also when there are no labels to fit) and the
-    threshold to use with it: ``tau`` as the sidebar set it, except that *balanced* means the
-    balancing threshold of the calibrated p (``analysis.resolve_tau``)."""
-    human = run_labels(view)
+    Returns the run to read numbers from (``Run.calibrated`` for the calibrated p; the run
+    itself for the raw p, also when there are no labels to fit) and the threshold to use with
+    it: ``tau`` as the sidebar set it, except that *balanced* means the balancing threshold of
+    the calibrated p."""
+    human = run_labels(run)
     if len(human) == 0:
-        return None, tau
+        return run, tau
     choice = st.sidebar.radio("Judge probabilities", (RAW, CALIBRATED), key="probability_source",
                               help="Calibrated: p_cal = sigmoid((logit p - bias) / temperature), "
                                    "bias and temperature fitted on the stored human labels of "
@@ -108,77 +97,20 @@ def probability_source(view: RunView, tau: float
                                    "calibrate`). The calibration removes the positional bias, so "
                                    "tau off (0.5) is its natural threshold.")
     if choice == RAW:
-        return None, tau
+        return run, tau
     try:
-        cal = cached_calibration(view.url, view.run.id, view.n, human)
+        calibrated = run.calibrated(human)
     except InputError as e:
         st.sidebar.warning(f"Cannot calibrate: {plain(str(e))}")
-        return None, tau
-    if st.session_state.get("tau_mode") == "balanced":
-        tau = analysis.resolve_tau("balanced", cal.apply(view.all_p))
-    st.sidebar.caption(f"Calibrated on {cal.n_pairs} human-labelled pairs ({cal.n_comparisons} "
-                       f"comparisons): bias {cal.bias:.3f} log-odds, temperature "
-                       f"{cal.temperature:.3f}. Threshold on the calibrated p: tau = {tau:.4f}.")
-    return cal, tau
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _calibrated_ranking(url, dataset_id, run_id, n, method, tau, with_ci, bias, temperature):
-    table = calibration.calibrated_table(cached_table(url, run_id, n),
-                                         calibration.Calibration(bias, temperature))
-    return analysis.rank_contexts(cached_dataset(url, dataset_id), table, method=method, tau=tau,
-                                  with_ci=with_ci)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _calibrated_evaluation(url, dataset_id, run_id, n, method, reference, tau, bias, temperature):
-    dataset = cached_dataset(url, dataset_id)
-    table = calibration.calibrated_table(cached_table(url, run_id, n),
-                                         calibration.Calibration(bias, temperature))
-    parts, all_p = analysis.split_with_p(dataset, table)
-    return analysis.evaluate_at(dataset, parts, method=method, reference=reference, tau=tau,
-                                all_p=all_p)
-
-
-def run_ranking(view: RunView, method: str, tau: float, with_ci: bool,
-                cal: calibration.Calibration | None) -> pd.DataFrame:
-    """``analysis.rank_contexts`` of the run, on calibrated p when ``cal`` is given."""
-    if cal is None:
-        return cached_ranking(*view.key, method, tau, with_ci)
-    return _calibrated_ranking(*view.key, method, tau, with_ci, cal.bias, cal.temperature)
-
-
-def run_evaluation(view: RunView, method: str, reference: str | None, tau: float,
-                   cal: calibration.Calibration | None) -> analysis.Evaluation:
-    """``analysis.evaluate_at`` of the run, on calibrated p when ``cal`` is given."""
-    if cal is None:
-        return cached_evaluation(*view.key, method, reference, tau)
-    return _calibrated_evaluation(*view.key, method, reference, tau, cal.bias, cal.temperature)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _calibrated_export(url, dataset_id, run_id, n, what, fmt_choice, method, tau, metadata, bias,
-                       temperature, with_ci=False):
-    from compassess_core.export import table_bytes
-    cal = calibration.Calibration(bias, temperature)
-    if what == "rankings":
-        frame = _calibrated_ranking(url, dataset_id, run_id, n, method, tau, with_ci, bias,
-                                    temperature)
-    else:
-        frame = store().comparisons_frame(run_id)
-        frame["p_calibrated"] = cal.apply(frame["p"])
-    data, sidecar = table_bytes(frame, fmt_choice, what=what, metadata=metadata)
-    return data, sidecar, frame.head(10)
-
-
-def export_bytes(view: RunView, what: str, fmt_choice: str, method: str, tau: float,
-                 metadata: dict, cal: calibration.Calibration | None, with_ci: bool = False):
-    """``(file, settings sidecar, first rows)`` of the rankings or comparisons export; with
-    ``cal``, rankings on the calibrated p and comparisons with a ``p_calibrated`` column."""
-    if cal is None:
-        return cached_export(*view.key, what, fmt_choice, method, tau, metadata, with_ci)
-    return _calibrated_export(*view.key, what, fmt_choice, method, tau, metadata, cal.bias,
-                              cal.temperature, with_ci)
+        return run, tau
+    if view.tau_mode() == "balanced":
+        tau = calibrated.tau("balanced")
+    cal = calibrated.calibration
+    st.sidebar.caption(f"Calibrated on {cal['n_pairs']} human-labelled pairs "
+                       f"({cal['n_comparisons']} comparisons): bias {cal['bias']:.3f} log-odds, "
+                       f"temperature {cal['temperature']:.3f}. Threshold on the calibrated p: "
+                       f"tau = {tau:.4f}.")
+    return calibrated, tau
 
 
 def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
@@ -202,14 +134,15 @@ def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
     return fig
 
 
-def calibration_section(view: RunView, human: pd.DataFrame, aspect: str) -> None:
+def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
     """Agreement page: the bias and temperature fitted on these labels, accuracy, log-loss and ECE
     raw / balanced tau / calibrated (held-out folds), and the reliability diagram."""
     st.header("Calibration on these labels")
     folds = st.number_input("Cross-validation folds (labelled pairs)", 2, 20,
                             calibration.DEFAULT_FOLDS, key="calibration_folds")
     try:
-        report = cached_calibration_report(view.url, view.run.id, view.n, human, int(folds))
+        with st.spinner("Calibrating the judge on the human labels ..."):
+            report = run.read("calibrate", labels=human, folds=int(folds))
     except InputError as e:
         st.info(f"Calibration needs at least two labelled pairs that the run judged, with a "
                 f"decisive majority: {plain(str(e))}")
@@ -252,25 +185,13 @@ def calibration_section(view: RunView, human: pd.DataFrame, aspect: str) -> None
 WEIGHT_CHOICES = ("cross-validated", "set", "humans only")
 
 
-@st.cache_data(show_spinner="Fusing the judge's comparisons with the human labels ...",
-               max_entries=16)
-def cached_fused(url: str, dataset_id: int, run_id: int, n: int, human: pd.DataFrame, tau: float,
-                 weight: float | None, level: str, bias: float | None,
-                 temperature: float | None) -> fusion.FusedRanking:
-    table = cached_table(url, run_id, n)
-    if bias is not None:
-        table = calibration.calibrated_table(table, calibration.Calibration(bias, temperature))
-    rank = fusion.fused_system_ranking if level == "system" else fusion.fused_rankings
-    return rank(cached_dataset(url, dataset_id), table, human, tau=tau, weight=weight)
-
-
-def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None,
-                  reference: str | None) -> None:
-    """Rankings page: the judge's comparisons and the human labels in one ranking."""
+def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
+    """Rankings page: the judge's comparisons (calibrated when ``run`` is the calibrated view)
+    and the human labels in one ranking (``Run.fused_rankings``)."""
     st.header("Ranking with human labels (judge + people)")
-    human = run_labels(view)
+    human = run_labels(run)
     if len(human) == 0:
-        st.info(f"No human labels of {plain(view.settings.aspect)} for this dataset yet. "
+        st.info(f"No human labels of {plain(run.settings.aspect)} for this dataset yet. "
                 "Judge pairs on **Annotate** (the mode 'where a label most reduces the ranking's "
                 "uncertainty' picks the most useful ones) or import a label file; they are then "
                 "fused with the judge's comparisons here.", icon=":material/rate_review:")
@@ -285,13 +206,14 @@ def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None
                                        fusion.DEFAULT_HUMAN_WEIGHT, key="fusion_weight"))
     elif how == "humans only":
         weight = math.inf
-    systems_known = all(c.system is not None for ctx in view.dataset.contexts for c in ctx.candidates)
+    systems_known = all(c.system is not None for ctx in run.dataset.contexts for c in ctx.candidates)
     level = c2.radio("Level", ("context", "system") if systems_known else ("context",),
                      key="fusion_level", help="Candidates within each context, or the systems "
                                               "across all contexts.")
     try:
-        fused = cached_fused(*view.key, human, tau, weight, level, None if cal is None else cal.bias,
-                             None if cal is None else cal.temperature)
+        with st.spinner("Fusing the judge's comparisons with the human labels ..."):
+            fused = run.read("fused_rankings", level=level, debias=tau, weight=weight,
+                             aspect=run.settings.aspect)
     except InputError as e:
         st.warning(f"Cannot fuse these labels with the run: {plain(str(e))}")
         return
@@ -301,7 +223,7 @@ def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None
               help=f"{choice.chosen_by}; {choice.n_votes} human votes ({choice.n_decisive} "
                    "decisive).")
     if reference and level == "context":
-        ev = fusion.fused_correlation(fused, reference)
+        ev = fused.correlation(reference)
         c3.metric(f"Spearman x100 vs {plain(reference)}", fmt(ev.mean_x100),
                   help=f"Per-context Spearman of the fused scores with the reference column, "
                        f"mean over {ev.n_used} contexts.")
@@ -314,9 +236,10 @@ def fused_section(view: RunView, tau: float, cal: calibration.Calibration | None
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
                                 "n_votes": st.column_config.NumberColumn("human votes")})
     st.caption(f"{len(frame):,} rows; scores: the posterior mean of one Gaussian product of experts "
-               f"over {len(view.all_p):,} judge comparisons at tau = {tau:.3f}"
-               f"{' (p calibrated)' if cal is not None else ''} and {choice.n_votes} human votes of "
-               f"{plain(view.settings.aspect)}; sd: its posterior standard deviation. "
+               f"over {run.n_comparisons:,} judge comparisons at tau = {tau:.3f}"
+               f"{' (p calibrated)' if run.calibration is not None else ''} and {choice.n_votes} "
+               f"human votes of {plain(run.settings.aspect)}; sd: its posterior standard "
+               "deviation. "
                "`compassess rank --with-humans` prints the same.")
     if np.isfinite(choice.loo_accuracy).any():
         with st.expander("How the weight was chosen (leave-one-out over the votes)"):

@@ -1,25 +1,34 @@
-"""The app's store handle: which database the pages work on, opened once per process.
+"""The app's one way into its data: the Python API's store (``compassess_core.api.Store``) on the
+app's database, opened once per process.
 
-A module of its own so that the sign-in gate (``pages/_auth.py``) and the page helpers
-(``pages/_common.py``) can both reach the store without importing each other.
+Every page, the sign-in gate and the page helpers read and write through this handle, as the CLI
+and a notebook do, so the three show the same numbers by construction. A module of its own so that
+the gate (``pages/_auth.py``) and the helpers (``pages/_common.py``) reach it without importing
+each other. No page imports ``db``.
 """
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
-
-def db_url() -> str:
-    """The database the app works on (``COMPASSESS_DATABASE_URL`` or the default SQLite file)."""
-    from db.store import default_database_url
-    return default_database_url()
+from compassess_core import api
 
 
 @st.cache_resource(show_spinner=False)
-def _open_store(url: str):
-    from db.store import Store
-    return Store(url)
+def _open_api_store(database_url: str, home: str) -> api.Store:
+    # Keyed by the variables that choose the database, which open_store(None) reads.
+    return api.open_store(database_url or None)
 
 
-def store():
-    return _open_store(db_url())
+def api_store() -> api.Store:
+    """The Python API's store on the app's database: ``COMPASSESS_DATABASE_URL``, else the
+    SQLite file in ``COMPASSESS_HOME`` (what ``compassess`` opens without ``--db``)."""
+    return _open_api_store(os.environ.get("COMPASSESS_DATABASE_URL", "").strip(),
+                           os.environ.get("COMPASSESS_HOME", "").strip())
+
+
+def db_url() -> str:
+    """The app's database URL (a cache key of the pages; it may hold a password: never shown)."""
+    return api_store().url

@@ -18,36 +18,35 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
-from pages._common import (RunView, cached_agreement, cached_ranking, comparison_view, fmt,
-                           judge_warning, no_run_message, pairwise_only_note, partial_warning,
-                           pick_run, plain, store, tau_control)
+from pages import _view as view
+from pages._common import (comparison_view, fmt, judge_warning, no_run_message,
+                           pairwise_only_note, partial_warning, pick_run, plain, tau_control)
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 st.title("Agreement with people")
+view.show_problems()
 run = pick_run()  # pairwise runs only: human labels are pairwise too
 if run is None:
     no_run_message()
     pairwise_only_note(False)
     st.stop()
 pairwise_only_note(True)
-view = RunView(run)
-if len(view.all_p) == 0:
+if run.n_comparisons == 0:
     st.warning(f"Run {plain(run.name)} has comparisons, but none matches its dataset's candidates.")
     st.stop()
-tau = tau_control(view)
+tau = tau_control(run)
 partial_warning(run)
-judge_warning(view, tau)
-url, dataset_id, run_id, n = view.key
+judge_warning(run, tau)
 
-all_human = store().human_judgements_frame(dataset_id)
+all_human = run.store.human_labels(run.info.dataset_id)
 if not me.is_admin:  # an annotator's own agreement: their labels only
     all_human = all_human.loc[all_human["annotator"] == me.identity].reset_index(drop=True)
 aspects = sorted(set(all_human["aspect"].astype(str)))
-run_aspect = view.settings.aspect
+run_aspect = run.settings.aspect
 if not aspects:
-    st.info(f"No human labels for dataset {plain(view.dataset.name)} yet. Judge pairs or import a label "
+    st.info(f"No human labels for dataset {plain(run.dataset.name)} yet. Judge pairs or import a label "
             "file on **Annotate**; this page then compares them with the run.",
             icon=":material/rate_review:")
     st.page_link("pages/annotate.py", label="Go to Annotate", icon=":material/rate_review:")
@@ -59,7 +58,7 @@ aspect = st.sidebar.selectbox("Human labels of aspect", options, index=options.i
                                    "labels of the same aspect.")
 human = all_human.loc[all_human["aspect"] == aspect].reset_index(drop=True)
 if len(human) == 0:
-    st.warning(f"No human labels of aspect {plain(aspect)} for dataset {plain(view.dataset.name)} "
+    st.warning(f"No human labels of aspect {plain(aspect)} for dataset {plain(run.dataset.name)} "
                f"(there are labels of: {', '.join(map(plain, aspects))}). Pick one of those in the "
                "sidebar, or annotate "
                f"this aspect on **Annotate**.")
@@ -68,7 +67,8 @@ if aspect != run_aspect:
     st.warning(f"The run judged {plain(run_aspect)} but these labels are for {plain(aspect)}.",
                icon=":material/warning:")
 
-bundle = cached_agreement(url, dataset_id, run_id, n, human, tau)
+with st.spinner("Computing agreement ..."):
+    bundle = run.read("agreement", labels=human, debias=tau)
 summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
 st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements of "
@@ -199,7 +199,7 @@ r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
                f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
 r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
 if len(human_rank):
-    llm_rank = cached_ranking(url, dataset_id, run_id, n, "bradley-terry", tau, False)
+    llm_rank = run.read("rankings", method="bradley-terry", debias=tau)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
     ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context",
                           format_func=lambda c: plain(c, "text"))
@@ -254,14 +254,14 @@ else:
                    f"{y}, {row['n_tie']} ties). The LLM picks {plain(row['verdict'])}: "
                    f"p({x} first) = {fmt(row['p_xy'], '.3f')}, p({y} first) = "
                    f"{fmt(row['p_yx'], '.3f')}.")
-        comparison_view(view, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
+        comparison_view(run, str(row["context_id"]), str(row["x"]), str(row["y"]), tau)
 
-calibration_section(view, human, aspect)
+calibration_section(run, human, aspect)
 
 # ----------------------------------------------------------------------- exports
 st.header("Exports")
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{view.dataset.name}-{aspect}")
-metadata = dict(dataset=view.dataset.name, aspect=aspect, n_judgements=len(human))
+safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{run.dataset.name}-{aspect}")
+metadata = dict(dataset=run.dataset.name, aspect=aspect, n_judgements=len(human))
 e1, e2, e3 = st.columns(3)
 for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
     data, _ = table_bytes(human, fmt_name, what="human_judgements", metadata=metadata)

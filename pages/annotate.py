@@ -27,9 +27,9 @@ from compassess_core.labels import annotator_counts, attribute, load_human_label
 from compassess_core.limits import max_upload_bytes, max_upload_mb
 from compassess_core.types import Outcome
 from pages._auth import guard, page_link
-from pages._common import (RunView, api_store, aspect_question, cached_dataset, cached_table,
-                           db_url, pick_aspect, pick_dataset, plain, problems_frame, recalled,
-                           remember, store)
+from pages import _view as view
+from pages._common import (AppRun, api_store, aspect_question, cached_dataset, list_runs,
+                           pick_aspect, pick_dataset, plain, problems_frame)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -54,20 +54,20 @@ st.title("Annotate")
 
 
 def _pairwise_runs(dataset_id: int | None = None) -> list:
-    return [r for r in store().list_runs(dataset_id) if (r.n_comparisons or 0) > 0]
+    return [r for r in list_runs(dataset_id) if (r.info.n_comparisons or 0) > 0]
 
 
 def follow_selected_run() -> None:
     """Annotate labels the data of the run selected on any page: its dataset first."""
-    run = next((r for r in _pairwise_runs() if r.name == recalled("run")), None)
-    if run is not None and str(run.dataset_id) != recalled("dataset"):
-        remember("dataset", run.dataset_id)
+    run = next((r for r in _pairwise_runs() if r.name == view.get("run")), None)
+    if run is not None and run.info.dataset_id != view.get("dataset"):
+        view.put("dataset", run.info.dataset_id)
 
 
 def newest_run_of(dataset_id: int) -> None:
     """A dataset picked here brings its newest run (or none) as the selected run."""
     runs = _pairwise_runs(dataset_id)
-    remember("run", runs[-1].name if runs else None)
+    view.put("run", runs[-1].name if runs else None)
 
 
 def keep_run_on_dataset(dataset_id: int) -> None:
@@ -75,17 +75,17 @@ def keep_run_on_dataset(dataset_id: int) -> None:
     and the aspect and LLM-run pickers start again from it: labels of one aspect must not be
     carried over to another dataset's run."""
     runs = _pairwise_runs(dataset_id)
-    if recalled("run") not in [r.name for r in runs]:
-        remember("run", runs[-1].name if runs else None)
-    scope = (dataset_id, recalled("run"))
+    if view.get("run") not in [r.name for r in runs]:
+        view.put("run", runs[-1].name if runs else None)
+    scope = (dataset_id, view.get("run"))
     previous = st.session_state.get("annotate_scope")
     if previous != scope:
         st.session_state["annotate_scope"] = scope
         # On arrival an aspect given in the link (?aspect=...) is kept; any later change of
         # dataset or run brings that run's aspect.
-        if previous is not None or recalled("aspect") is None:
-            run = next((r for r in runs if r.name == recalled("run")), None)
-            remember("aspect", run.settings.get("aspect") if run is not None else None)
+        if previous is not None or view.get("aspect") is None:
+            run = next((r for r in runs if r.name == view.get("run")), None)
+            view.put("aspect", run.settings.aspect if run is not None else None)
         for key in ("aspect_w", "annotate_run"):
             st.session_state.pop(key, None)
 
@@ -99,7 +99,7 @@ if info is None:
     st.stop()
 keep_run_on_dataset(info.id)
 aspect = pick_aspect(info.id)
-dataset = cached_dataset(db_url(), info.id)
+dataset = cached_dataset(info.id)
 
 
 # The annotator is whoever is looking: the signed-in person (or a single-user app's owner).
@@ -119,7 +119,7 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, agai
         return
     seconds = time.time() - cur["shown_at"]
     try:
-        added = store().add_human_judgements(dataset_id, [dict(
+        added = api_store().add_judgements(dataset_id, [dict(
             context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
             shown_order=cur["shown_order"], source="app")], again=again)
@@ -132,7 +132,7 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, agai
         st.session_state[FLASH] = ("info", "You had already judged this pair (in another tab?); "
                                            "that answer is kept. Here is the next pair.")
         return
-    mine = store().human_judgements_frame(dataset_id, aspect)
+    mine = api_store().human_labels(dataset_id, aspect)
     mine = mine.loc[(mine["annotator"] == annotator) & (mine["context_id"] == cur["context_id"])
                     & (mine["candidate_left"] == cur["left"])
                     & (mine["candidate_right"] == cur["right"])]
@@ -149,7 +149,7 @@ def _undo(annotator: str) -> None:
     if not history:
         return
     last = history.pop()
-    if store().delete_human_judgement(last["id"], annotator):
+    if api_store().undo_judgement(last["id"], annotator):
         # The undone pair comes back in the same screen order; its clock starts again.
         st.session_state[CURRENT] = dict(last["pair"], shown_at=time.time())
         st.session_state[FLASH] = ("undone", f"Undone: your answer on {plain(last['pair']['left'])} "
@@ -162,7 +162,7 @@ def _undo(annotator: str) -> None:
 def _remember_llm_run() -> None:
     chosen = st.session_state["annotate_run"]
     if chosen != NO_RUN:
-        remember("run", chosen)  # its aspect then becomes the one judged (keep_run_on_dataset)
+        view.put("run", chosen)  # its aspect then becomes the one judged (keep_run_on_dataset)
 
 
 def _llm_run_choice(dataset_id: int):
@@ -170,7 +170,7 @@ def _llm_run_choice(dataset_id: int):
     selected run by default."""
     runs = _pairwise_runs(dataset_id)
     names = [NO_RUN] + [r.name for r in runs]
-    want = recalled("run")
+    want = view.get("run")
     index = names.index(want) if want in names else len(names) - 1
     chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')", names,
                                   index=index, key="annotate_run", on_change=_remember_llm_run,
@@ -199,7 +199,7 @@ def judge_pairs() -> None:
                             key="annotate_mode")
     run = _llm_run_choice(info.id)
     allow_repeat = st.sidebar.checkbox("Show pairs I already judged again", key="annotate_repeat")
-    human = store().human_judgements_frame(info.id, aspect)
+    human = api_store().human_labels(info.id, aspect)
     n_pairs = sum(len(c.candidates) * (len(c.candidates) - 1) // 2 for c in dataset.contexts)
     _progress(human, name, n_pairs)
 
@@ -213,8 +213,8 @@ def judge_pairs() -> None:
     if not cur or cur.get("scope") != scope:
         llm, tau = None, 0.5
         if run is not None:
-            view = RunView(run)
-            llm, tau = cached_table(view.url, run.id, view.n), view.tau_star
+            judged = AppRun(run)
+            llm, tau = judged.results, judged.tau_star
         try:
             # The seed moves with every answer, so a skip is followed by a fresh random order.
             nxt = next_pairs(dataset, llm, human, name, mode, tau, allow_repeat=allow_repeat,
@@ -236,7 +236,7 @@ def judge_pairs() -> None:
     ctx = dataset.context(cur["context_id"])
     by_id = {c.candidate_id: c for c in ctx.candidates}
     with st.expander("Guidelines", expanded=False, icon=":material/menu_book:"):
-        text = store().get_guidelines(info.id)
+        text = api_store().guidelines(info.id)
         if text:
             st.text(text)
         else:
@@ -295,7 +295,7 @@ def import_labels() -> None:
     # A file is the importer's claim: its labels are theirs unless they credit someone explicitly.
     st.markdown(f"**Attribution.** The labels are stored as yours ({plain(name)}) unless you map "
                 "an annotator named in the file to a person below.")
-    people = [p.identity for p in store().list_people()]
+    people = [p.identity for p in api_store().people()]
     mapping = {}
     with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
         for k, who in enumerate(named[:50]):
@@ -323,7 +323,7 @@ def import_labels() -> None:
 
 
 def edit_guidelines() -> None:
-    text = store().get_guidelines(info.id)
+    text = api_store().guidelines(info.id)
     if not me.is_admin:
         st.caption("Shown (collapsed) above every pair on this dataset; written by an admin.")
         if text:
@@ -337,7 +337,7 @@ def edit_guidelines() -> None:
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
                  disabled=text == current):
-        store().set_guidelines(info.id, text)
+        api_store().set_guidelines(info.id, text)
         st.success("Guidelines saved; every annotator sees them from their next pair.")
 
 

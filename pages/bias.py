@@ -11,24 +11,19 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core import analysis, bias
-from compassess_core.length_bias import fitted_curve, log2_length_ratio
 from pages._auth import guard
-from pages._common import (cached_bias_by_context, cached_comparison_lengths, cached_length_bias,
-                           cached_order_dependence, comparison_view, fmt, length_bias_metrics,
-                           line_labels, open_comparison, plain, result_page_header)
+from pages._common import (comparison_view, fmt, length_bias_metrics, line_labels, open_comparison,
+                           plain, result_page_header)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Positional bias audit")
 if header is None:
     st.stop()
-view, tau, method = header
-url, dataset_id, run_id, n = view.key
-n_p = len(view.all_p)
-
-raw_a, raw_b = bias.positional_bias(view.all_p, 0.5)
-cur_a, cur_b = bias.positional_bias(view.all_p, tau)
+run, tau, method = header
+n_p = run.n_comparisons
+position = run.read("positional_bias", debias=tau)
+raw_a, raw_b, cur_a, cur_b = position.p_a_raw, position.p_b_raw, position.p_a, position.p_b
 
 
 def gauge(value: float, title: str) -> go.Figure:
@@ -54,16 +49,18 @@ for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
 m = st.columns(4)
 m[0].metric("P(A) raw", fmt(raw_a, ".2f"))
 m[1].metric(f"P(A) at tau = {tau:.3f}", fmt(cur_a, ".2f"))
-flip, n_both = analysis.overall_flip_rate(view.parts, tau)
-m[2].metric(f"Flip rate at tau = {tau:.3f}", fmt(flip, ".1%"),
-            help=f"Share of {n_both:,} pairs judged in both orders whose verdict changes with the order.")
-m[3].metric("tau* (balancing)", f"{view.tau_star:.3f}")
+m[2].metric(f"Flip rate at tau = {tau:.3f}", fmt(position.flip_rate, ".1%"),
+            help=f"Share of {position.n_pairs_both_orders:,} pairs judged in both orders whose "
+                 "verdict changes with the order.")
+m[3].metric("tau* (balancing)", f"{position.tau_star:.3f}")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Histogram of p_ij** (all comparisons)")
-    hist = px.histogram(x=view.all_p, nbins=40, labels=dict(x="p_ij = P(first position wins)"))
-    lines = ((0.5, "0.5", "black"), (view.tau_star, "tau*", "green"), (tau, "current tau", "#e8590c"))
+    hist = px.histogram(x=run.read("probabilities"), nbins=40,
+                        labels=dict(x="p_ij = P(first position wins)"))
+    lines = ((0.5, "0.5", "black"), (position.tau_star, "tau*", "green"),
+             (tau, "current tau", "#e8590c"))
     for x, _, color in lines:
         hist.add_vline(x=x, line_dash="dash", line_color=color)
     # One label per distinct position, each on its own row: lines that (nearly) coincide share
@@ -76,7 +73,7 @@ with left:
     st.plotly_chart(hist, key="hist", width="stretch")
     st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
 with right:
-    per = cached_bias_by_context(url, dataset_id, run_id, n, tau)
+    per = run.read("bias", debias=tau)
     st.markdown(f"**P(A) per context** at tau = {tau:.3f}")
     # Plotly reads axis and hover labels as HTML: context ids are escaped for it.
     bar = px.bar(per.assign(context_id=per["context_id"].map(lambda c: plain(c, "plotly"))),
@@ -89,8 +86,8 @@ with right:
     st.caption(f"{len(per)} contexts; dashed line: 0.5.")
 
 st.subheader("Length bias")
-lb = cached_length_bias(url, dataset_id, run_id, n, tau)
-lengths_a, lengths_b, p_all = cached_comparison_lengths(url, dataset_id, run_id, n)
+lb = run.read("length_bias", debias=tau)
+points, curve = run.read("length_points", debias=tau)
 l1, l2 = st.columns([1, 2])
 length_bias_metrics(l1, lb)
 l1.metric("Position at equal length", fmt(lb.position_log_odds, "+.3f") + " log-odds",
@@ -99,12 +96,11 @@ l1.metric("Position at equal length", fmt(lb.position_log_odds, "+.3f") + " log-
 l1.caption(f"On {lb.n_comparisons:,} comparisons; lengths in characters; mean |log2 length "
            f"ratio| {fmt(lb.mean_log2_ratio_abs, '.2f')}. Length-controlled system strengths "
            "(AlpacaEval 2.0 style) are on the **Leaderboard**.")
-ratio = log2_length_ratio(lengths_a, lengths_b)
-scatter = go.Figure(go.Scattergl(x=ratio, y=p_all, mode="markers", name="comparisons",
+scatter = go.Figure(go.Scattergl(x=points["log2_ratio"], y=points["p"], mode="markers",
+                                 name="comparisons",
                                  marker=dict(size=4, opacity=0.35, color="#3b5bdb"),
                                  hovertemplate="log2 ratio %{x:.2f}<br>p %{y:.3f}<extra></extra>"))
-grid, curve = fitted_curve(ratio, lb.slope_per_doubling, lb.position_log_odds)
-scatter.add_trace(go.Scatter(x=grid, y=curve, mode="lines", name="logistic fit",
+scatter.add_trace(go.Scatter(x=curve["log2_ratio"], y=curve["p"], mode="lines", name="logistic fit",
                              line=dict(color="#e8590c")))
 scatter.add_hline(y=tau, line_dash="dash", line_color="#e8590c")
 scatter.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
@@ -115,7 +111,7 @@ l2.caption(f"Each point is one comparison; the curve is the logistic fit; dashed
            f"tau = {tau:.3f}.")
 
 st.subheader("Most order-dependent comparisons")
-dep = cached_order_dependence(url, dataset_id, run_id, n, tau)
+dep = run.read("order_dependence", debias=tau)
 top = dep.head(50)
 if top.empty:
     st.info("No pair was judged in both orders (strategy 'no-repeat'?), so order dependence cannot "
@@ -139,4 +135,4 @@ chosen_row = rows[0] if rows else (labels.index(pick) if pick is not None else N
 if chosen_row is not None:
     r = top.iloc[int(chosen_row)]
     open_comparison(r["context_id"], r["first"], r["second"])
-    comparison_view(view, r["context_id"], r["first"], r["second"], tau=tau)
+    comparison_view(run, r["context_id"], r["first"], r["second"], tau=tau)

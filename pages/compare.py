@@ -3,7 +3,7 @@ aspects) — verdict agreement and Cohen's kappa on the ordered pairs both judge
 their p, rank correlation per context and at system level, each run's P(A), a scatter of p, and the
 pairs they disagree on, each opening the comparison view of both runs.
 
-Every number comes from ``compassess_core.compare`` (cached per pair of runs and thresholds); this
+Every number comes from the Python API (``Run.compare``, cached per pair of runs and threshold); this
 page must never compute one, and shows texts and ids only as plain text.
 """
 
@@ -12,45 +12,44 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages import _view as view
 from pages._auth import guard
-from pages._common import (RunView, cached_run_comparison, comparison_view, fmt, judge_warning,
-                           partial_warning, plain, recalled, remember, result_page_header, store,
-                           tau_in_use)
+from pages._common import (AppRun, compare_runs, comparison_view, debias_in_use, fmt, is_pairwise,
+                           judge_warning, list_runs, partial_warning, plain, result_page_header)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Compare two runs")
 if header is None:
     st.stop()
-view_a, tau_a, method = header
-run_a = view_a.run
+run_a, tau_a, method = header
 
-others = [r for r in store().list_runs(run_a.dataset_id)
-          if r.id != run_a.id and (r.n_comparisons or 0) > 0
-          and (r.settings or {}).get("kind", "comparative") == "comparative"]
+others = [r for r in list_runs(run_a.info.dataset_id)
+          if r.id != run_a.id and (r.info.n_comparisons or 0) > 0 and is_pairwise(r)]
 if not others:
     st.info(f"Run {plain(run_a.name)} is the only pairwise run on dataset "
-            f"{plain(view_a.dataset.name)}. Start "
+            f"{plain(run_a.dataset.name)}. Start "
             "a second one on **Run** (another model, template or aspect on the same data) to audit "
             "one judge against the other.", icon=":material/compare_arrows:")
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
     st.stop()
 names = [r.name for r in others]
-want = recalled("run_b")
+want = view.get("run_b")
 st.session_state["run_b_w"] = want if want in names else names[-1]
 name_b = st.selectbox("Compare with run (B)", names, key="run_b_w",
                       format_func=lambda n: plain(n, "text"),
-                      on_change=lambda: remember("run_b", st.session_state["run_b_w"]),
+                      on_change=lambda: view.put("run_b", st.session_state["run_b_w"]),
                       help="Runs on the same dataset. The sidebar run is A.")
-remember("run_b", name_b)
-view_b = RunView(store().get_run(name_b))
-run_b = view_b.run
-tau_b = tau_in_use(view_b)
+view.put("run_b", name_b)
+run_b = AppRun(others[names.index(name_b)])
+# The sidebar's threshold mode applied to each run (balanced: each run's own tau*), as
+# `compassess compare --debias` does.
+debias = debias_in_use()
+tau_b = run_b.tau(debias)
 partial_warning(run_b)
-judge_warning(view_b, tau_b)
+judge_warning(run_b, tau_b)
 
-cmp = cached_run_comparison(view_a.url, view_a.dataset_id, run_a.id, view_a.n, view_b.dataset_id,
-                            run_b.id, view_b.n, tau_a, tau_b, method)
+cmp = compare_runs(run_a, run_b, method, debias)
 st.caption(f"A = run {plain(run_a.name)} at tau = {tau_a:.3f}; B = run "
            f"{plain(run_b.name)} at tau = "
            f"{tau_b:.3f} (the sidebar's threshold mode applied to each run: balanced = each run's "
@@ -125,6 +124,6 @@ if chosen is not None:
     row = dis.iloc[int(chosen)]
     tab_a, tab_b = st.tabs([f"Run A: {plain(run_a.name)}", f"Run B: {plain(run_b.name)}"])
     with tab_a:
-        comparison_view(view_a, str(row["context_id"]), str(row["first"]), str(row["second"]), tau_a)
+        comparison_view(run_a, str(row["context_id"]), str(row["first"]), str(row["second"]), tau_a)
     with tab_b:
-        comparison_view(view_b, str(row["context_id"]), str(row["first"]), str(row["second"]), tau_b)
+        comparison_view(run_b, str(row["context_id"]), str(row["first"]), str(row["second"]), tau_b)

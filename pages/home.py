@@ -8,11 +8,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from compassess_core.data import load_candidates
 from compassess_core.errors import CompAssessError
-from compassess_core.run_kinds import kind_of
+from pages import _view as view
 from pages._auth import guard
-from pages._common import SAMPLE_NAME, SAMPLE_PATH, plain, remember, state_text, store
+from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, list_runs, plain, state_text
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -36,18 +35,17 @@ with c2:
                "compares 60 ordered pairs. Then open **Run** and press Start.")
 if load:
     try:
-        dataset = load_candidates(SAMPLE_PATH, name=SAMPLE_NAME)
-        dataset_id = store().save_dataset(dataset)
+        dataset = api_store().add_dataset(SAMPLE_PATH, name=SAMPLE_NAME)
     except CompAssessError as e:
         st.error(f"Could not load the sample: {plain(str(e))}")
     else:
-        remember("dataset", dataset_id)
+        view.put("dataset", api_store().dataset_id(dataset.name))
         st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store ({len(dataset.contexts)} contexts, "
                    f"{dataset.n_candidates} candidates). Next: start a run.")
         st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
 
 st.subheader("Datasets in the store")
-datasets = store().list_datasets()
+datasets = api_store().list_datasets()
 if datasets:
     st.dataframe(plain(pd.DataFrame([dict(id=d.id, name=d.name, contexts=d.n_contexts,
                                           candidates=d.n_candidates,
@@ -58,15 +56,14 @@ else:
     st.info("No dataset yet: load the sample above or upload your own file on **Upload**.")
 
 st.subheader("Runs in the store")
-runs = store().list_runs()
+runs = list_runs()
 if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
-    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.dataset_name,
-                                          status=state_text(r), done=r.done, planned=r.total,
-                                          unit=kind_of(r.settings).unit,
-                                          model=r.settings.get("model"),
-                                          aspect=r.settings.get("aspect"),
-                                          created=r.created_at) for r in runs]), into="text"),
+    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
+                                          status=state_text(r.info), done=r.info.done,
+                                          planned=r.info.total, unit=r.unit,
+                                          model=r.settings.model, aspect=r.settings.aspect,
+                                          created=r.info.created_at) for r in runs]), into="text"),
                  hide_index=True, width="stretch")
 else:
     st.info("No run yet: start one on **Run**.")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core.export import FORMATS, table_bytes
+from compassess_core.export import FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
-from pages._common import (cached_leaderboard, default_reference_index, download_with_settings,
-                           fmt, length_bias_metrics, plain, recalled, remember,
-                           result_page_header)
+from pages import _view as view
+from pages._common import (default_reference_index, download_with_settings, fmt,
+                           length_bias_metrics, plain, result_page_header)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -27,29 +27,30 @@ BOOTSTRAP_CHOICES = (200, 1000)
 header = result_page_header("Leaderboard of systems")
 if header is None:
     st.stop()
-view, tau, method = header
-url, dataset_id, run_id, n = view.key
+run, tau, method = header
 
 c1, c2 = st.columns([2, 1])
-refs = list(view.dataset.score_columns)
+refs = list(run.dataset.score_columns)
 reference = c1.selectbox("Reference score column", refs or ["(none in this dataset)"],
-                         index=default_reference_index(refs, view.settings), disabled=not refs,
-                         key=f"board_reference_{run_id}", format_func=lambda c: plain(c, "text"),
+                         index=default_reference_index(refs, run.settings), disabled=not refs,
+                         key=f"board_reference_{run.id}", format_func=lambda c: plain(c, "text"),
                          help="Each system's mean reference score, and the system-level "
                               "correlation of the strengths with it.")
 reference = reference if refs else None
-want = recalled("boot")
-st.session_state["board_boot_w"] = int(want) if want in ("200", "1000") else BOOTSTRAP_CHOICES[0]
+want = view.get("boot")
+st.session_state["board_boot_w"] = want if want in BOOTSTRAP_CHOICES else BOOTSTRAP_CHOICES[0]
 n_boot = c2.radio("Bootstrap replicates", BOOTSTRAP_CHOICES, horizontal=True, key="board_boot_w",
-                  on_change=lambda: remember("boot", st.session_state["board_boot_w"]),
+                  on_change=lambda: view.put("boot", st.session_state["board_boot_w"]),
                   help="Each replicate draws the run's contexts with replacement and refits; "
                        "1000 gives steadier interval ends, 200 answers faster.")
-remember("boot", n_boot)
+view.put("boot", n_boot)
 
 try:
-    board = cached_leaderboard(url, dataset_id, run_id, n, method, tau, reference, int(n_boot))
+    with st.spinner("Computing the leaderboard (context bootstrap) ..."):
+        board = run.read("leaderboard", method=method, debias=tau, reference=reference,
+                         n_boot=int(n_boot))
 except NoSystemsError as e:
-    st.info(str(e), icon=":material/info:")
+    st.info(plain(str(e)), icon=":material/info:")
     st.page_link("pages/rankings.py", label="Go to Rankings (per-context rankings)",
                  icon=":material/leaderboard:")
     st.stop()
@@ -141,12 +142,11 @@ with right:
 
 st.subheader("Export")
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="board_format")
-metadata = dict(run=view.run.name, dataset=view.dataset.name,
-                **{k: v for k, v in board.to_dict().items() if k != "systems"},
-                settings=view.run.settings)
-data, sidecar = table_bytes(frame, fmt_choice, what="leaderboard", metadata=metadata)
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in view.run.name)
-download_with_settings(st.columns(2), data, sidecar, f"{safe}-leaderboard", fmt_choice, "dl_board")
+exported = run.read("leaderboard_bytes", fmt=fmt_choice, method=method, debias=tau,
+                    reference=reference, n_boot=int(n_boot))
+safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
+download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-leaderboard",
+                       fmt_choice, "dl_board")
 st.caption("The same table as `compassess leaderboard --run NAME --format csv|json`; JSON holds the "
            "run's settings, the method, tau and the interval settings inside, CSV and Parquet in a "
            ".settings.json sidecar.")

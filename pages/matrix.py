@@ -1,7 +1,8 @@
 """Matrix: the p_ij heatmap of one context (row = first position, column = second), its eq. 10
 decisions at the current tau and the order-consistency view; clicking a cell opens that comparison.
 
-Matrices come from ``compassess_core.analysis``; this page only orders them by the current ranking
+Matrices come from the Python API (``Run.matrix``, ``decision_matrix``, ``consistency_matrix``); this
+page only orders them by the current ranking
 and draws them. It must never compute a probability or a decision itself.
 """
 
@@ -11,18 +12,15 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core import analysis
 from pages._auth import guard
-from pages._common import (cached_matrix, cached_ranking, comparison_view, open_comparison,
-                           plain, result_page_header)
+from pages._common import comparison_view, open_comparison, plain, result_page_header
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 header = result_page_header("Comparison matrix")
 if header is None:
     st.stop()
-view, tau, method = header
-url, dataset_id, run_id, n = view.key
+run, tau, method = header
 
 #: The two verdicts of the decision view: second position wins (0), first position wins (1).
 DECISION_COLOURS = ("#e8590c", "#1971c2")
@@ -30,25 +28,28 @@ DECISION_LABELS = ("second (B) wins", "first (A) wins")
 VIEWS = {"p": "p_ij = P(first beats second)", "decision": "decision at the current tau (eq. 10)",
          "consistency": "consistency: p_ij - (1 - p_ji)"}
 c1, c2 = st.columns([1, 2])
-context_id = c1.selectbox("Context", view.context_ids, key="matrix_context",
+context_id = c1.selectbox("Context", run.context_ids, key="matrix_context",
                           format_func=lambda c: plain(c, "text"))
 mode = c2.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="matrix_mode")
 
-ids, matrix = cached_matrix(url, dataset_id, run_id, n, context_id)
-ranking = cached_ranking(url, dataset_id, run_id, n, method, tau, False)
-order_ids = list(ranking.loc[ranking["context_id"] == context_id, "candidate_id"])
-pos = [ids.index(c) for c in order_ids] if len(order_ids) == len(ids) else list(range(len(ids)))
-ordered_ids = [ids[k] for k in pos]
-base = matrix[np.ix_(pos, pos)]
+matrix = run.read("matrix", context_id=context_id)
+ids = list(matrix.index)
+ranking = run.read("rankings", method=method, debias=tau, context=context_id)
+order_ids = list(ranking["candidate_id"])
+# Best first by the current ranking (the stored order when a candidate was never compared).
+ordered_ids = order_ids if sorted(order_ids) == sorted(ids) else ids
+base = matrix.loc[ordered_ids, ordered_ids].to_numpy()
 if mode == "p":
     z, zmin, zmax, scale, what = base, 0.0, 1.0, "RdBu", "p_ij"
 elif mode == "decision":
     # A yes/no value gets two colours and a two-entry legend, not a continuous colour bar.
-    z, zmin, zmax, what = analysis.decision_matrix(base, tau), 0.0, 1.0, "verdict (eq. 10)"
+    z = run.read("decision_matrix", context_id=context_id, debias=tau).loc[ordered_ids, ordered_ids]
+    z, zmin, zmax, what = z.to_numpy(), 0.0, 1.0, "verdict (eq. 10)"
     scale = [[0.0, DECISION_COLOURS[0]], [0.5, DECISION_COLOURS[0]],
              [0.5, DECISION_COLOURS[1]], [1.0, DECISION_COLOURS[1]]]
 else:
-    z, zmin, zmax, scale, what = analysis.consistency_matrix(base), -1.0, 1.0, "PuOr", "p_ij - (1 - p_ji)"
+    z = run.read("consistency_matrix", context_id=context_id).loc[ordered_ids, ordered_ids]
+    z, zmin, zmax, scale, what = z.to_numpy(), -1.0, 1.0, "PuOr", "p_ij - (1 - p_ji)"
 
 size = len(ordered_ids)
 # Numeric axes with candidate-id tick labels: numpy arrays travel to the browser as typed arrays, so a
@@ -106,4 +107,4 @@ with st.expander("Or choose a comparison by name", expanded=False):
 
 chosen = st.session_state.get("open_comparison")
 if chosen and chosen[0] == context_id:
-    comparison_view(view, *chosen, tau=tau)
+    comparison_view(run, *chosen, tau=tau)

@@ -16,7 +16,7 @@ from compassess_core import access
 from compassess_core.access import ROLES
 from compassess_core.errors import CompAssessError
 from pages._auth import guard
-from pages._common import plain, store
+from pages._common import api_store, plain
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -44,20 +44,20 @@ with st.form("add_person", clear_on_submit=True):
                      "variable to change their role.")
         else:
             try:
-                store().set_role(who, role, me.identity)
+                api_store().set_role(who, role, me.identity)
                 st.success(f"{plain(who)} is now {role}.")
             except CompAssessError as e:
                 st.error(plain(str(e)))
 
 st.subheader("Remove a person")
-removable = [p.identity for p in store().list_people() if p.identity not in configured]
+removable = [p.identity for p in api_store().people() if p.identity not in configured]
 if removable:
     c1, c2 = st.columns([3, 1])
     gone = c1.selectbox("Person", removable, format_func=lambda x: plain(x, "text"),
                         key="remove_person")
     if c2.button("Remove", icon=":material/person_remove:", key="remove_person_button"):
         try:
-            store().remove_person(gone)
+            api_store().remove_person(gone)
             st.success(f"{plain(gone)} was removed; their stored judgements stay.")
         except CompAssessError as e:
             st.error(plain(str(e)))
@@ -65,7 +65,7 @@ else:
     st.caption("Nobody to remove (admins from COMPASSESS_ADMINS are removed there).")
 
 st.subheader("Everyone with a role")
-people = store().list_people()
+people = api_store().people()
 st.dataframe(plain(pd.DataFrame([dict(
     identity=p.identity, role=p.role,
     added_by=p.added_by + (" (COMPASSESS_ADMINS)" if p.identity in configured else ""),

@@ -15,13 +15,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from compassess_core.settings import RunSettings
+from pages import _view as view
 from pages._auth import guard
-from pages._common import (cached_dataset, cached_scored_ranking, cached_scoring_evaluation, ci_control, db_url,
-                           default_reference_index, fmt, is_scoring_run, no_run_message,
-                           partial_warning, pick_run, plain, preview, run_controls,
-                           is_active, worker_state)
-from pages._judges import fused_section, probability_source, run_evaluation, run_ranking
+from pages._common import (ci_control, default_reference_index, fmt, is_active, is_scoring_run,
+                           no_run_message, partial_warning, pick_run, plain, preview,
+                           run_controls, worker_state)
+from pages._judges import fused_section, probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -33,10 +32,8 @@ RANK_BY = {"expected": "expected score (G-Eval)", "argmax": "argmax score (promp
 
 def scoring_rankings(run) -> None:
     """The Rankings view of a prompt-scoring run."""
-    url, dataset_id = db_url(), int(run.dataset_id)
-    dataset = cached_dataset(url, dataset_id)
-    settings = RunSettings.from_dict(run.settings)
-    done, status = int(run.done or 0), str(run.status)
+    dataset, settings = run.dataset, run.settings
+    done, status = int(run.info.done or 0), str(run.info.status)
     st.sidebar.info("Ranking method and decision threshold tau apply to pairwise runs only: a "
                     "prompt-scoring run ranks each context's candidates by their own scores, so "
                     "there are no comparisons to aggregate or debias.", icon=":material/info:")
@@ -44,15 +41,15 @@ def scoring_rankings(run) -> None:
                f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
                f"{done:,} candidates scored ({plain(status)}). The model scores each candidate "
                "alone, 1–10.")
-    if is_active(worker_state(run)):
-        st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.total or '?'} candidates scored): "
+    if is_active(worker_state(run.info)):
+        st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.info.total or '?'} candidates scored): "
                 "numbers here use what is stored so far.", icon=":material/hourglass_top:")
     else:
         partial_warning(run)
     c1, c2, c3 = st.columns([2, 2, 1])
     which = c3.radio("Rank by", list(RANK_BY), format_func=RANK_BY.get, key="score_rank_by",
                      help=f"expected: {EXPECTED_HELP}. argmax: {ARGMAX_HELP}.")
-    ranking = cached_scored_ranking(url, dataset_id, run.id, done, status, which)
+    ranking = run.read("rankings", which=which)
     scored = set(ranking["context_id"])
     contexts = [c.context_id for c in dataset.contexts if c.context_id in scored]
     context = c1.selectbox("Context", [ALL] + contexts, key="score_rank_context",
@@ -65,7 +62,7 @@ def scoring_rankings(run) -> None:
     reference = reference if refs else None
 
     if reference is not None:
-        ev = cached_scoring_evaluation(url, dataset_id, run.id, done, status, reference)
+        ev = run.read("evaluation", reference=reference).numbers
         g, a = ev["g_eval"], ev["prompt_scoring"]
         st.subheader(f"Agreement with {plain(reference)}")
         m1, m2, m3 = st.columns(3)
@@ -116,6 +113,7 @@ def scoring_rankings(run) -> None:
 
 
 st.title("Rankings")
+view.show_problems()
 picked = pick_run(with_scoring=True)
 if picked is None:
     no_run_message()
@@ -126,31 +124,31 @@ if is_scoring_run(picked):
 header = run_controls(picked)
 if header is None:
     st.stop()
-view, tau, method = header
-url, dataset_id, run_id, n = view.key
-calibrated, tau = probability_source(view, tau)
+run, tau, method = header
+run, tau = probability_source(run, tau)
+n = run.n_comparisons
 
 c1, c2, c3 = st.columns([2, 2, 1])
-context = c1.selectbox("Context", [ALL] + view.context_ids, key="rank_context",
+context = c1.selectbox("Context", [ALL] + run.context_ids, key="rank_context",
                        format_func=lambda c: plain(c, "text"))
-refs = list(view.dataset.score_columns)
+refs = list(run.dataset.score_columns)
 reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
-                         index=default_reference_index(refs, view.settings), disabled=not refs,
-                         key=f"rank_reference_{run_id}", format_func=lambda c: plain(c, "text"))
+                         index=default_reference_index(refs, run.settings), disabled=not refs,
+                         key=f"rank_reference_{run.id}", format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
 with_ci = ci_control(c3, n)
 
-ev = run_evaluation(view, method, reference, tau, calibrated)
-raw = run_evaluation(view, method, reference, 0.5, calibrated)
-n_ctx = len(view.parts)
+ev = run.read("evaluation_at", debias=tau, method=method, reference=reference)
+raw = run.read("evaluation_at", debias=0.5, method=method, reference=reference)
+n_ctx = len(run.context_ids)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"P(A) at tau = {tau:.3f}", fmt(ev.p_a, ".2f"),
-          help=f"Share of {len(view.all_p):,} comparisons won by the first position (eq. 8); "
+          help=f"Share of {n:,} comparisons won by the first position (eq. 8); "
                "0.50 means no positional bias.")
 m2.metric("P(B)", fmt(ev.p_b, ".2f"), help="Share won by the second position.")
-m3.metric("tau* (balancing threshold)", f"{view.tau_star:.3f}",
+m3.metric("tau* (balancing threshold)", f"{run.tau_star:.3f}",
           help="Median of all p_ij: the threshold at which P(A) = P(B) = 0.5 (eq. 10).")
-st.caption(f"P(A): share of {len(view.all_p):,} comparisons won by the first position, over "
+st.caption(f"P(A): share of {n:,} comparisons won by the first position, over "
            f"{n_ctx} context(s), at tau = {tau:.3f}.")
 
 if reference is not None:
@@ -172,7 +170,7 @@ if reference is not None:
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
-ranking = run_ranking(view, method, tau, with_ci, calibrated)
+ranking = run.read("rankings", method=method, debias=tau, ci=with_ci)
 if context != ALL:
     ranking = ranking[ranking["context_id"] == context]
 shown = ranking.assign(text=ranking["text"].map(preview))
@@ -193,7 +191,7 @@ st.dataframe(
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
     })
 st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
-           f"tau = {tau:.3f}{' on p calibrated on human labels' if calibrated else ''}; texts are "
+           f"tau = {tau:.3f}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
            "previews (full texts on Matrix and in exports).")
 
-fused_section(view, tau, calibrated, reference)
+fused_section(run, tau, reference)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 
-import pandas as pd
 import streamlit as st
 
 from compassess_core.errors import CompAssessError, InputError, TemplateError
@@ -33,24 +32,37 @@ from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration, measured_speed
+from pages import _view as view
 from pages._auth import guard
-from pages._common import (api_store, cached_dataset, check_app_model, db_url, fmt, is_active,
-                           log_tail, pick_dataset, plain, rate_and_eta, recalled, remember,
-                           start_worker, state_text, store, worker_log_path, worker_state)
+from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
+                           log_tail, pick_dataset, plain, rate_and_eta, start_worker, state_text,
+                           worker_log_path, worker_state)
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 OWN = "own description ..."
+#: The form's widgets, kept across page switches (``_view.keep_form``): a visit to another page
+#: and back finds the choices as they were.
+FORM = "run"
+FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_template",
+             "run_model_kind", "served_url", "served_name", "served_endpoint", "model_text",
+             "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
+             "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
+             "abs_sample", "abs_variant", "abs_refs", "score_template")
+#: The run this page watches, chosen here or by Start (the result pages' run picker changes the
+#: view's run, not this one).
+WATCH = "run_watch"
 
 st.title("Run the judge")
+view.keep_form(FORM, FORM_KEYS)
 
 info = pick_dataset(st, "Dataset")
 if info is None:
     st.info("The store has no dataset yet: load the sample on **Home** or upload a file on **Upload**.")
     st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.stop()
-dataset = cached_dataset(db_url(), info.id)
+dataset = cached_dataset(info.id)
 # Start, the plan and the watched run's status come first, drawn once the settings below are
 # known: a long context in the preview must not push them out of sight.
 top = st.container()
@@ -60,7 +72,8 @@ with st.container(border=True):
     c1, c2, c3 = st.columns(3)
     presets = list(ASPECT_ADJECTIVES)
     default_aspect = next((a for a in presets if a in dataset.score_columns), "coherence")
-    choice = c1.selectbox("Aspect", presets + [OWN], index=presets.index(default_aspect),
+    st.session_state.setdefault("run_aspect", default_aspect)
+    choice = c1.selectbox("Aspect", presets + [OWN], key="run_aspect",
                           help="A preset becomes its adjective in the prompt (coherence -> coherent).")
     own_aspect = (c1.text_input("Your aspect description", placeholder="e.g. factually accurate",
                                 key="own_aspect", max_chars=MAX_ASPECT_CHARS)
@@ -73,13 +86,13 @@ with st.container(border=True):
     template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True, key="template_choice",
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
                                     "{context} {a} {b} {aspect} placeholders.")
-    task = c3.selectbox("Wording", ("auto",) + TASKS,
+    task = c3.selectbox("Wording", ("auto",) + TASKS, key="run_task",
                         help="summary: 'Summary A/B' and 'passage'; dialogue: 'Response A/B' and "
                              "'conversation'. auto picks dialogue for dialogue aspects.")
     resolved_task = infer_task(aspect) if task == "auto" else task
-    default_text = builtin_template("t1", resolved_task).text
+    st.session_state.setdefault("own_template", builtin_template("t1", resolved_task).text)
     own_text = (st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
-                             value=default_text, height=150, key="own_template")
+                             height=150, key="own_template")
                 if template_choice == "own" else "")
     try:
         template = (custom_template(own_text) if template_choice == "own"
@@ -105,7 +118,8 @@ with st.container(border=True):
     kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)",
              "models folder")
     default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
-    model_kind = c1.radio("Model", kinds, index=default_kind,
+    st.session_state.setdefault("run_model_kind", kinds[default_kind])
+    model_kind = c1.radio("Model", kinds, key="run_model_kind",
                           help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
                                "Served: one of the vLLM / TGI / Ollama / OpenAI servers configured "
                                "where the app runs (COMPASSESS_OPENAI_BASE_URL with its "
@@ -134,14 +148,16 @@ with st.container(border=True):
                     default_base = normalise_base_url(default_model.split(":", 1)[1].split("#")[0])
                 except InputError:
                     pass
+            if st.session_state.get("served_url") not in bases:
+                st.session_state["served_url"] = default_base if default_base in bases else bases[0]
             served_url = c1.selectbox(
-                "Server (configured for this app)", bases,
-                index=bases.index(default_base) if default_base in bases else 0, key="served_url",
+                "Server (configured for this app)", bases, key="served_url",
                 format_func=lambda b: plain(b, "text") + (" (API key bound to it)" if next(
                     sv for sv in servers if sv.base_url == b).has_key else ""))
-            served_name = c1.text_input("Model name on the server", key="served_name", max_chars=200,
-                                        value=default_model.split("#", 1)[1].split("?")[0]
-                                        if default_kind == 3 and "#" in default_model else "").strip()
+            st.session_state.setdefault("served_name", default_model.split("#", 1)[1].split("?")[0]
+                                        if default_kind == 3 and "#" in default_model else "")
+            served_name = c1.text_input("Model name on the server", key="served_name",
+                                        max_chars=200).strip()
             endpoint = c1.radio("Endpoint", ("chat", "completions (exact primer, needs logprobs)"),
                                 key="served_endpoint", horizontal=True)
             prefix = "openai:" if endpoint == "chat" else "openai-completions:"
@@ -151,24 +167,29 @@ with st.container(border=True):
             elif served_name:
                 model_text = f"{prefix}{served_url}#{served_name}"
     else:
+        st.session_state.setdefault("model_text", default_model if default_kind == 1 else "")
         model_text = c1.text_input("Model path or hub id", key="model_text",
-                                   value=default_model if default_kind == 1 else "",
                                    placeholder="/models/qwen.gguf or Qwen/Qwen2.5-0.5B-Instruct")
-    device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"))
+    device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"), key="run_device")
+    st.session_state.setdefault("run_batch_size", RunSettings.batch_size)
     batch_size = c2.number_input("Batch size (prompts per forward pass; requests in flight for a served judge)",
-                                 1, 256, RunSettings.batch_size)
+                                 1, 256, key="run_batch_size")
     strategy = c3.selectbox("Selection strategy", STRATEGIES, key="strategy",
                             help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric "
                                  "(paper §3.4): a budget of R comparisons per context; poe: the pairs "
                                  "that most reduce the product-of-experts score variance; adaptive: "
                                  "chosen from the outcomes so far (both beyond the paper).")
     smallest = min(len(c.candidates) for c in dataset.contexts)
+    st.session_state.setdefault("budget", max(1, min(10, max_budget(smallest, "no-repeat"))))
     budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
-                             max(1, min(10, max_budget(smallest, "no-repeat"))),
                              disabled=strategy == "full", key="budget")
+    # A kept count above this dataset's contexts (another dataset picked since) becomes all of them.
+    if st.session_state.get("n_contexts", 0) > len(dataset.contexts) or "n_contexts" not in st.session_state:
+        st.session_state["n_contexts"] = len(dataset.contexts)
     n_ctx = c3.number_input(f"Contexts to judge (first N of {len(dataset.contexts)})", 1,
-                            len(dataset.contexts), len(dataset.contexts), key="n_contexts")
-    seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, RunSettings.seed)
+                            len(dataset.contexts), key="n_contexts")
+    st.session_state.setdefault("run_seed", RunSettings.seed)
+    seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, key="run_seed")
     truncate = c2.checkbox("Truncate long contexts", key="truncate_context",
                            help="A prompt longer than the model's context window is refused when "
                                 "the run is planned (the message names the context, the candidates "
@@ -201,9 +222,10 @@ if mode == "absolute scores":
     with st.container(border=True):
         st.markdown("**Absolute scores (synthetic references)**")
         a1, a2, a3 = st.columns(3)
-        n_levels = a1.number_input("Reference levels N", 2, 20, ab.DEFAULT_LEVELS, key="abs_levels")
-        max_new = a1.number_input("Max new tokens per reference", 8, 1024,
-                                  GenerationOptions.max_new_tokens, key="abs_max_new")
+        st.session_state.setdefault("abs_levels", ab.DEFAULT_LEVELS)
+        st.session_state.setdefault("abs_max_new", GenerationOptions.max_new_tokens)
+        n_levels = a1.number_input("Reference levels N", 2, 20, key="abs_levels")
+        max_new = a1.number_input("Max new tokens per reference", 8, 1024, key="abs_max_new")
         orders = a2.selectbox("Orders", list(ab.ORDERS), key="abs_orders",
                               help="both: each comparison in both orders, averaged (removes positional bias)")
         sample = a2.checkbox("Sample references (greedy otherwise; seeded)", key="abs_sample")
@@ -256,6 +278,7 @@ if mode == SCORING_MODE:
                  "cannot be used here).")
     elif score_template is not None:
         make_options = lambda: ScoringOptions(aspect=aspect, template=score_name, task=task)  # noqa: E731
+view.save_form(FORM, FORM_KEYS)
 settings = planned = None
 try:
     if model_options is not None and make_options is not None:
@@ -266,7 +289,7 @@ except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so befor
     settings = planned = None
 if settings is not None:
     kind = kind_of(settings)
-    speed = measured_speed(store().list_runs(), settings.model, kind.name, settings.device)
+    speed = measured_speed([r.info for r in list_runs()], settings.model, kind.name, settings.device)
     n_judged = settings.contexts or len(dataset.contexts)
     took = (f"about {human_duration(speed.seconds_for(planned))} at {speed.rate:.2f} "
             f"{kind.rate_unit}, the median speed of {speed.n_runs} earlier run(s) of this model "
@@ -288,31 +311,42 @@ if top.button("Start", type="primary", icon=":material/play_arrow:",
               disabled=settings is None or bad_name is not None):
     try:
         check_app_model(settings.model)  # before the run is stored or a request is made
-        run = api_store().create_run(info.id, settings, name=run_name.strip()).info
-        state = worker_state(run)
+        run = api_store().create_run(info.id, settings, name=run_name.strip())
+        state = worker_state(run.info)
         if is_active(state):
             top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
-        elif state == "completed" and run.total and run.done >= run.total:
-            top.info(f"Run {plain(run.name)} is already complete ({run.done}/{run.total}); "
-                     "nothing to do.")
+        elif state == "completed" and run.info.total and run.info.done >= run.info.total:
+            top.info(f"Run {plain(run.name)} is already complete ({run.info.done}/"
+                     f"{run.info.total}); nothing to do.")
         else:
             start_worker(run)
             st.toast(f"Started run {plain(run.name)}")
-        remember("run", run.name)
+        st.session_state[WATCH] = run.name
+        view.put("run", run.name)
     except CompAssessError as e:
         top.error(plain(str(e)))
 
 top.divider()
 top.subheader("Runs")
-runs = store().list_runs()
+runs = list_runs()
 if not runs:
     top.info("No run yet: configure one below and press Start.")
     st.stop()
 names = [r.name for r in runs]
-want = recalled("run")
-watched = top.selectbox("Watch run", names, index=names.index(want) if want in names else len(names) - 1,
-                        format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)])}]")
-remember("run", watched)
+live = [r.name for r in runs if is_active(worker_state(r.info))]
+# The run this page watched last in this session (or just started); else the live one; else
+# the one the link names; else the newest.
+watch = st.session_state.get(WATCH)
+if watch not in names:
+    watch = live[-1] if live else (view.get("run") if view.get("run") in names else names[-1])
+st.session_state["watch_w"] = watch
+watched = top.selectbox("Watch run", names, key="watch_w",
+                        on_change=lambda: st.session_state.__setitem__(WATCH,
+                                                                       st.session_state["watch_w"]),
+                        format_func=lambda n: f"{plain(n, 'text')} "
+                                              f"[{state_text(runs[names.index(n)].info)}]")
+st.session_state[WATCH] = watched
+view.put("run", watched)
 
 #: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).
 STATE_HELP = {
@@ -329,73 +363,68 @@ STATE_HELP = {
 
 
 def progress_panel(name: str, was_active: bool) -> None:
-    run = store().get_run(name)
+    run = api_store().get_run(name)
     # Status and progress are drawn after the buttons (into these slots above them), so a Cancel
     # click shows "cancelling…" in the same rerun.
     status_slot, progress_slot, message_slot = st.empty(), st.empty(), st.empty()
-    state = worker_state(run)
+    state = run.state
     c1, c2, c3 = st.columns([1, 1, 3])
     if state == "working":
         if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
-            store().request_cancel(run.id)
-            run = store().get_run(run.id)
-            state = worker_state(run)
+            run.cancel()
+            state = run.refresh().state
     elif state in ("stale", "cancelled", "failed", "pending") or (
-            state == "completed" and (run.done or 0) < (run.total or 0)):
+            state == "completed" and (run.info.done or 0) < (run.info.total or 0)):
         if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
-            fresh = store().get_run(run.id)
-            if is_active(worker_state(fresh)):
+            if is_active(run.refresh().state):
                 st.warning("A worker is already running this run.")
             else:
                 try:
-                    start_worker(fresh)
+                    start_worker(run)
                     st.rerun()
                 except CompAssessError as e:
                     st.error(plain(str(e)))
+    info = run.info
     title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
-    kind = kind_of(run.settings)
-    total, done = int(run.total or 0), int(run.done or 0)
+    total, done = int(info.total or 0), int(info.done or 0)
     status_slot.markdown(f"**Status: {title}** — {explain}")
     if total:
-        rate, eta = rate_and_eta(run) if is_active(state) else (None, None)
+        rate, eta = rate_and_eta(info) if is_active(state) else (None, None)
         progress_slot.progress(min(done / total, 1.0),
-                               text=f"{done:,}/{total:,} {kind.unit} ({100 * done / total:.0f}%)"
-                                    f" · {fmt(rate, '.2f', '…')} {kind.rate_unit}"
+                               text=f"{done:,}/{total:,} {run.unit} ({100 * done / total:.0f}%)"
+                                    f" · {fmt(rate, '.2f', '…')} {run.rate_unit}"
                                     f" · ETA {fmt(eta, '.0f', '…')} s")
     else:
-        progress_slot.progress(0.0, text=f"{done:,} {kind.unit} · waiting for the worker to load "
+        progress_slot.progress(0.0, text=f"{done:,} {run.unit} · waiting for the worker to load "
                                          "the judge and plan the run")
-    if run.message:  # the worker's, a server's or an error's words: plain text
-        message_slot.caption(f"Message: {plain(run.message)}")
+    if info.message:  # the worker's, a server's or an error's words: plain text
+        message_slot.caption(f"Message: {plain(info.message)}")
     if done:
-        if kind.name == "absolute":
+        if run.kind == "absolute":
             c2.page_link("pages/scores.py", label="See scores", icon=":material/speed:")
         else:
             c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
-        if done <= 20_000 and kind.name == "scoring":
-            table = store().score_table(run.id)
-            latest = pd.DataFrame(dict(context_id=table.context_ids, candidate_id=table.candidate_ids,
-                                       score_expected=table.score_expected,
-                                       score_argmax=table.score_argmax,
-                                       label_mass=table.label_mass)).tail(8).iloc[::-1]
+        if done <= 20_000 and run.kind == "scoring":
+            latest = run.comparisons().tail(8).iloc[::-1]
+            columns = [c for c in ("context_id", "candidate_id", "score_expected", "score_argmax",
+                                   "label_mass") if c in latest.columns]
             st.caption("Latest scored candidates (expected score = G-Eval, 1–10, from the model's "
                        "distribution over the score tokens; argmax score = the most probable score; "
                        "label mass = probability on the scores 1–10)")
-            st.dataframe(plain(latest, into="text"), hide_index=True, width="stretch")
-        elif done <= 20_000 and kind.name == "comparative":
-            frame = store().comparisons_frame(run.id).tail(8).iloc[::-1]
+            st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch")
+        elif done <= 20_000 and run.kind == "comparative":
+            frame = run.comparisons().tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
                                into="text"),
                          hide_index=True, width="stretch")
     with st.expander("Worker log (last lines)"):
-        st.code(log_tail(worker_log_path(run.name)) or "(no log yet)", language=None)
+        st.code(log_tail(worker_log_path(run)) or "(no log yet)", language=None)
     if was_active and not is_active(state):
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-current = store().get_run(watched)
-active = is_active(worker_state(current))
+active = is_active(worker_state(runs[names.index(watched)].info))
 with top:
     st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()

@@ -3,7 +3,7 @@ quality 1..N), a threshold with pass/fail, the comparisons behind each score, an
 themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
 
 Every number comes from ``compassess_core.absolute`` (read through the Python API's ``Run``, as
-``compassess rank|evaluate`` read it) and every read/write goes through ``db.store``;
+``compassess rank|evaluate`` read it) and every read/write goes through the Python API's ``Store``;
 this page must never compute a score itself, never run the judge (a worker does), and shows user
 texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``) and names only through
 ``plain``.
@@ -16,18 +16,21 @@ import streamlit as st
 
 from compassess_core import absolute as ab
 from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.settings import RunSettings
+from compassess_core.export import table_bytes
 from compassess_core.limits import max_upload_bytes, max_upload_mb
+from pages import _view as view
 from pages._auth import guard
-from pages._common import (cached_dataset, cached_run, db_url, fmt, is_active, partial_warning,
-                           plain, preview, problems_frame, recalled, remember, start_worker, store,
-                           state_text, worker_state)
+from pages._common import (AppRun, api_store, fmt, is_active, list_runs, partial_warning, plain,
+                           preview, problems_frame, start_worker, state_text, worker_state)
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 SCORE_LABELS = {"level": "calibrated level (1..N)", "score": "paper score s = sum_i i(P(B|i) - P(W|i))"}
 
 
 st.title("Scores")
-runs = [r for r in store().list_runs() if r.settings.get("kind") == ab.KIND]
+view.show_problems()
+runs = [r for r in list_runs() if r.kind == ab.KIND]
 if not runs:
     st.info("No absolute-score run yet. On **Run**, choose the mode *absolute scores*: every candidate "
             "is compared with synthetic references of quality 1..N and gets a score you can "
@@ -36,24 +39,25 @@ if not runs:
     st.stop()
 
 names = [r.name for r in runs]
-want = recalled("abs_run")
+want = view.get("abs_run")
 name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
-                            format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)])}]")
-remember("abs_run", name)
-run = store().get_run(name)
-settings = RunSettings.from_dict(run.settings)
+                            format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)].info)}]")
+view.put("abs_run", name)
+# Keyed by the heartbeat too (AppRun): edited references replace comparisons without changing
+# the count.
+run = AppRun(runs[names.index(name)])
+settings = run.settings
 n_levels = settings.reference_options.n_levels
 orders = ab.ORDERS[settings.reference_options.orders]
-dataset = cached_dataset(db_url(), run.dataset_id)
-# Keyed by the heartbeat too: edited references replace comparisons without changing the count.
-scored_run = cached_run(db_url(), run.id, int(run.done or 0), f"{run.status} {run.heartbeat_at}")
-frame, table = scored_run.results
-ref_set = ab.reference_set_key(settings, run.judge_key)
+dataset = run.dataset
+frame, table = run.results
+ref_set = ab.reference_set_key(settings, run.info.judge_key)
+dataset_id = run.info.dataset_id
 
 st.caption(f"Aspect {plain(settings.aspect)}, {n_levels} reference levels, orders: {', '.join(orders)}, "
            f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
-           f"{len(frame):,} comparisons stored ({run.status}).")
-if is_active(worker_state(run)):
+           f"{len(frame):,} comparisons stored ({run.info.status}).")
+if is_active(worker_state(run.info)):
     st.info("The run is still working: scores appear as candidates complete.", icon=":material/hourglass_top:")
 else:
     partial_warning(run)
@@ -70,7 +74,7 @@ reference = st.sidebar.selectbox("Reference score column", refs or ["(none)"], d
                                  index=refs.index(settings.aspect) if settings.aspect in refs else 0,
                                  format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
-ev = scored_run.evaluation(score=score, reference=reference, threshold=threshold)
+ev = run.read("evaluation", score=score, reference=reference, threshold=threshold)
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Candidates passing", f"{ev.n_pass} of {ev.n_scored}",
@@ -104,11 +108,8 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
                             "text": st.column_config.TextColumn("text (preview)", width="large")})
 export = table.assign(threshold=threshold, score_used=score,
                       passed=ab.passes(table[score].to_numpy(), threshold))
-from compassess_core.export import table_bytes  # noqa: E402 - only needed for the download
-
-guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
-
-data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name, "settings": run.settings})
+data, _ = table_bytes(export, "csv", what="scores", metadata={"run": run.name,
+                                                              "settings": run.info.settings})
 st.download_button("Download scores with pass/fail (CSV)", data,
                    file_name="".join(c if c.isalnum() or c in "-_." else "_"
                                      for c in f"{run.name}-scores.csv"),
@@ -125,7 +126,7 @@ if len(scored):
     st.text(dataset.context(cid).candidates[dataset.context(cid).candidate_ids.index(cand)].text)
     st.caption(f"level {fmt(row['level'], '.3f')}, score s {fmt(row['score'], '.3f')}")
     view = ab.comparisons_in_target_view(frame[(frame["context_id"] == cid) & (frame["candidate_id"] == cand)])
-    book = {r.level: r.text for r in store().load_references(run.dataset_id, settings.aspect, ref_set)
+    book = {r.level: r.text for r in api_store().references(dataset_id, settings.aspect, ref_set)
             if r.context_id == cid}
     view = view.assign(reference=view["level"].map(lambda lv: preview(book.get(int(lv), ""), 80)))
     st.dataframe(view[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
@@ -140,7 +141,7 @@ st.subheader("References")
 context_ids = [c.context_id for c in dataset.head(settings.contexts).contexts]
 ctx_id = st.selectbox("Context", context_ids, key="abs_ref_context",
                       format_func=lambda c: plain(c, "text"))
-stored = {r.level: r for r in store().load_references(run.dataset_id, settings.aspect, ref_set)
+stored = {r.level: r for r in api_store().references(dataset_id, settings.aspect, ref_set)
           if r.context_id == ctx_id}
 with st.expander("Context text"):
     st.text(dataset.context(ctx_id).text)
@@ -157,16 +158,16 @@ if c1.button("Save edits", icon=":material/save:", key="abs_save"):
     changed = [ab.Reference(ctx_id, lv, t, "edited" if lv in stored else "uploaded")
                for lv, t in edited.items() if t.strip() and (lv not in stored or stored[lv].text != t)]
     if changed:
-        store().save_references(run.dataset_id, settings.aspect, ref_set, changed)
+        api_store().save_references(dataset_id, settings.aspect, ref_set, changed)
         st.success(f"Saved {len(changed)} reference(s). Resume the run (Run page) to rescore the "
                    "comparisons that used them; nothing else is recomputed.")
     else:
         st.info("Nothing changed.")
 if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", icon=":material/refresh:",
                                         key="abs_regen"):
-    n = store().delete_references(run.dataset_id, settings.aspect, ref_set, ctx_id)
+    n = api_store().delete_references(dataset_id, settings.aspect, ref_set, ctx_id)
     try:
-        if not is_active(worker_state(store().get_run(run.id))):
+        if not is_active(api_store().get_run(run.id).state):
             start_worker(run)
         st.success(f"Deleted {n} reference(s) of {plain(ctx_id)}; the run's worker writes new ones "
                    "and rescores.")
@@ -180,8 +181,9 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
         try:
             if up.size > max_upload_bytes():
                 raise CompAssessError(f"{up.name} is larger than {max_upload_mb()} MB")
-            anchors = ab.parse_anchor_file(up.getvalue(), file_label=up.name, n_levels=n_levels)
-            n = store().save_references(run.dataset_id, settings.aspect, ref_set, anchors)
+            n = api_store().save_anchors(dataset_id, settings.aspect, up.getvalue(),
+                                         n_levels=n_levels, reference_set=ref_set,
+                                         file_label=up.name)
             st.success(f"Stored {n} anchor text(s). Resume the run to rescore with them.")
         except ValidationError as e:
             st.error(f"{len(e.problems)} problem(s) in {plain(up.name)}; nothing was stored.")

@@ -18,7 +18,8 @@ from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.limits import MAX_NAME_CHARS, max_upload_bytes, max_upload_mb, name_problem
 from compassess_core.markup import find_markup, strip_dataset_markup
 from pages._auth import guard
-from pages._common import plain, problems_frame, remember, store
+from pages import _view as view
+from pages._common import api_store, plain, problems_frame
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -124,13 +125,14 @@ if bad_name:
     st.error(f"Choose another dataset name: {plain(bad_name)}.", icon=":material/error:")
     st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
-    known = {d.content_hash: d for d in store().list_datasets()}
+    known = {d.content_hash: d for d in api_store().list_datasets()}
     try:
-        dataset_id = store().save_dataset(dataset)
+        stored = api_store().add_dataset(dataset)
     except CompAssessError as e:
         st.error(plain(str(e)), icon=":material/error:")
         st.stop()
-    remember("dataset", dataset_id)
+    dataset_id = api_store().dataset_id(stored.name)
+    view.put("dataset", dataset_id)
     if dataset.content_hash and dataset.content_hash in known:
         st.info(f"This content is already in the store as dataset "
                 f"{plain(known[dataset.content_hash].name)} (id {known[dataset.content_hash].id}); "

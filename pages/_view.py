@@ -1,0 +1,196 @@
+"""The view state of the app: which dataset, run and second run are looked at, with which ranking
+method, threshold mode and value, bootstrap choice, aspect and bootstrap size. This module owns it.
+
+The state lives in the session and in the URL. ``app.py`` calls :func:`sync` at the start of every
+run, before the page: a value the session lacks is read from the URL (a refresh, a shared link, a
+bookmark), checked (:data:`FIELDS`: a tau outside [0, 1] or an unknown method is refused with a
+friendly message and the default is used), and then the whole state is written back into the URL.
+Streamlit clears the query string when the page changes, so writing every field on every run is
+what keeps a link complete: the URL of any page reproduces the numbers on it. Widgets change the
+state through :func:`put`, which writes both places.
+
+Pages never read ``st.query_params`` for these fields themselves. This module must never compute
+a number or render a user string as markdown except through ``pages._plain.plain``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import streamlit as st
+
+from compassess_core.limits import MAX_NAME_CHARS
+from compassess_core.ranking import METHODS
+from pages._plain import plain
+
+#: The threshold modes of the tau control: eq. 3's natural 0.5, the balanced tau* (eq. 10), a value.
+TAU_MODES = ("off", "balanced", "manual")
+#: What each mode asks the API for (``debias``); manual passes the value itself.
+DEBIAS_OF_MODE = {"off": "none", "balanced": "balanced"}
+#: Where the problems of the link's view settings wait to be shown (once, at the page's top).
+PROBLEMS_KEY = "view_problems"
+
+
+def _one_of(options: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in options:
+            raise ValueError(f"'{raw}' is not one of {', '.join(options)}")
+        return raw
+    return parse
+
+
+def _unit_interval(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"'{raw}' is not a number") from None
+    if not math.isfinite(value) or not 0.0 < value < 1.0:
+        raise ValueError(f"'{raw}' is not a number between 0 and 1")
+    return round(value, 3)
+
+
+def _positive_int(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"'{raw}' is not an id")
+    return int(raw)
+
+
+def _name(raw: str) -> str:
+    if not raw.strip() or len(raw) > MAX_NAME_CHARS:
+        raise ValueError(f"a name of 1 to {MAX_NAME_CHARS} characters is expected")
+    return raw
+
+
+def _flag(raw: str) -> bool:
+    if raw not in ("True", "False"):
+        raise ValueError(f"'{raw}' is not True or False")
+    return raw == "True"
+
+
+def _bootstrap(raw: str) -> int:
+    if not raw.isdigit() or not 10 <= int(raw) <= 10_000:
+        raise ValueError(f"'{raw}' is not a number of resamples between 10 and 10000")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One piece of the view state: its URL parameter (also its session key), what it means for
+    the message about a bad link, and how a URL value is read (``ValueError`` when it is bad)."""
+
+    name: str
+    meaning: str
+    parse: Callable[[str], Any]
+
+
+FIELDS: dict[str, Field] = {f.name: f for f in (
+    Field("dataset", "dataset", _positive_int),
+    Field("run", "run", _name),
+    Field("run_b", "second run (Compare runs)", _name),
+    Field("abs_run", "absolute-score run (Scores)", _name),
+    Field("method", "ranking method", _one_of(tuple(METHODS))),
+    Field("tau_mode", "threshold mode", _one_of(TAU_MODES)),
+    Field("tau", "manual threshold tau", _unit_interval),
+    Field("ci", "bootstrap switch", _flag),
+    Field("aspect", "aspect", _name),
+    Field("boot", "bootstrap resamples (Leaderboard)", _bootstrap),
+)}
+
+
+def sync() -> None:
+    """Read what the session lacks from the URL (checked), then write the whole state into the
+    URL; called by ``app.py`` before the page runs."""
+    problems = []
+    for field in FIELDS.values():
+        if st.session_state.get(field.name) is not None or field.name not in st.query_params:
+            continue
+        raw = st.query_params.get(field.name, "")
+        try:
+            st.session_state[field.name] = field.parse(raw)
+        except ValueError as e:
+            problems.append(f"{field.meaning} ({field.name}): {e}")
+    if problems:
+        st.session_state[PROBLEMS_KEY] = problems
+    write_url()
+
+
+def write_url() -> None:
+    """Every field of the state into the URL (a field with no value is left out)."""
+    for name in FIELDS:
+        value = st.session_state.get(name)
+        if value is None:
+            st.query_params.pop(name, None)
+        elif str(st.query_params.get(name)) != str(value):
+            st.query_params[name] = str(value)
+
+
+def show_problems(where=st) -> None:
+    """Say, once, which of the link's view settings were not understood (the defaults were used
+    instead); pages call it through their header."""
+    problems = st.session_state.pop(PROBLEMS_KEY, None)
+    if problems:
+        where.warning("This link's view settings were not all understood, so the defaults are "
+                      "used for: " + "; ".join(plain(p) for p in problems) + ".",
+                      icon=":material/link_off:")
+
+
+def get(name: str) -> Any:
+    """The current value of a field (None: not chosen yet)."""
+    if name not in FIELDS:
+        raise KeyError(f"unknown view field '{name}'")
+    return st.session_state.get(name)
+
+
+def put(name: str, value: Any) -> None:
+    """Set a field in the session and the URL (None clears it)."""
+    if name not in FIELDS:
+        raise KeyError(f"unknown view field '{name}'")
+    st.session_state[name] = value
+    if value is None:
+        st.query_params.pop(name, None)
+    else:
+        st.query_params[name] = str(value)
+
+
+def tau_mode(default: str = "balanced") -> str:
+    mode = get("tau_mode")
+    return mode if mode in TAU_MODES else default
+
+
+def debias(default_mode: str = "balanced") -> str | float:
+    """What the threshold state asks the API for: ``"none"``, ``"balanced"`` or the manual tau
+    (``compassess rank --debias`` takes the same)."""
+    mode = tau_mode(default_mode)
+    if mode == "manual":
+        value = get("tau")
+        return float(value) if value is not None else "balanced"
+    return DEBIAS_OF_MODE[mode]
+
+
+# ------------------------------------------------------------------------- forms across pages
+
+#: Where the values of page forms are kept while their page is not shown.
+_FORMS_KEY = "view_forms"
+
+
+def keep_form(form: str, keys: tuple[str, ...]) -> None:
+    """Keep the widget values ``keys`` of ``form`` across page switches.
+
+    Streamlit forgets a keyed widget's value when a run does not draw it (any other page). Call
+    this before the form's widgets are drawn: a value the session has lost is put back from the
+    form's copy, and the copy follows the widgets (``save_form`` after them).
+    """
+    kept = st.session_state.setdefault(_FORMS_KEY, {}).setdefault(form, {})
+    for key in keys:
+        if key not in st.session_state and key in kept:
+            st.session_state[key] = kept[key]
+
+
+def save_form(form: str, keys: tuple[str, ...]) -> None:
+    """Copy the current widget values of ``form`` (see :func:`keep_form`)."""
+    kept = st.session_state.setdefault(_FORMS_KEY, {}).setdefault(form, {})
+    for key in keys:
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
