@@ -29,6 +29,9 @@ __all__ = [
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    # what a run is asked to do, typed (run_settings, score_settings, Store.run, Store.score)
+    "ModelOptions", "ComparativeOptions", "ScoringOptions", "AbsoluteOptions",
+    "GenerationOptions",
     # what a run reads back as
     "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
     "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking",

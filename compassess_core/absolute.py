@@ -36,6 +36,7 @@ from .errors import InputError, Problem, RunCancelled, ValidationError
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
 from .prompts import Aspect, infer_task
+from .report_text import fmt, table
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
 from .types import ComparisonPrompt, Context, Dataset, FloatArray
@@ -839,6 +840,23 @@ class AbsoluteKind:
     unit = "reference comparisons"
     rate_unit = "comparisons/s"
     label = "absolute scores"
+    is_pairwise = False
+    results_page = "scores"
+    ranked_rows = "scores"
+
+    def settings(self, dataset: str, options, model) -> RunSettings:
+        """The settings of a run on dataset ``dataset`` (its name) from its
+        ``options.AbsoluteOptions`` and ``options.ModelOptions`` (:func:`absolute_settings`)."""
+        g = options.generation
+        return absolute_settings(
+            dataset, options.aspect, n_levels=options.n_levels, task=options.task,
+            variant=options.variant, orders=options.orders, reference_set=options.reference_set,
+            max_new_tokens=g.max_new_tokens, sample=g.sample, temperature=g.temperature,
+            top_p=g.top_p, seed=options.seed, **model.settings_fields())
+
+    def advice(self, dataset: Dataset, settings: RunSettings) -> list[str]:
+        """Nothing to warn about: every candidate meets every reference."""
+        return []
 
     def check(self, settings: RunSettings) -> None:
         """Raises ``InputError`` for settings this kind cannot run."""
@@ -975,3 +993,33 @@ class AbsoluteKind:
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
         return reader.absolute_frame(run_id)
+
+    # ------------------------------------------------------------------ how it reads as text
+    def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,
+                       n_rows: int) -> str:
+        """What ``compassess rank`` prints above the table."""
+        frame, _ = results
+        return (f"# run {run}: absolute scores ('{fields['score']}'; level = calibrated "
+                f"1..{settings.reference_options.n_levels}, score = the paper's s) from "
+                f"{len(frame)} comparisons with references")
+
+    def print_evaluation(self, ev, out) -> None:
+        """``compassess evaluate``'s text: correlations, label probabilities, the pass rate."""
+        print(f"absolute scores ('{ev.score}') for {ev.n_scored}/{ev.n_candidates} candidates; "
+              f"reference column: {ev.reference or 'none'}", file=out)
+        rows = [("sample-level Spearman x100 (per-context mean)", fmt(ev.sample_spearman_x100)),
+                ("sample-level Kendall x100 (per-context mean)", fmt(ev.sample_kendall_x100)),
+                ("system-level Spearman x100 (per-system means)", fmt(ev.system_spearman_x100)),
+                ("summary-level Spearman x100 (all candidates pooled)",
+                 fmt(ev.summary_spearman_x100)),
+                ("P(Better) about the first text", fmt(ev.p_first_better, ".3f")),
+                ("P(Worse) about the first text", fmt(ev.p_first_worse, ".3f")),
+                ("mean |level target-first - level reference-first|", fmt(ev.order_gap, ".3f"))]
+        if ev.threshold is not None:
+            rows.append((f"pass rate at {ev.score} >= {ev.threshold:g}",
+                         f"{ev.n_pass}/{ev.n_scored} = {fmt(ev.pass_rate, '.3f')}"))
+        table(rows, out=out)
+
+    def summary_line(self, info) -> str:
+        """How much a stored run holds, as a run picker shows it (``info``: the store's record)."""
+        return f"{self.label}, {info.done or 0} {self.unit}"

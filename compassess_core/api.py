@@ -20,6 +20,7 @@ backend at import time (``import compassess_core`` stays free of torch and trans
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -55,12 +56,12 @@ from .limits import check_name
 from .leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
 from .length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
                           log2_length_ratio)
-from .models import BUNDLED_MODEL
-from .prompts import Aspect, resolve_template
 from .ranking import METHODS
-from .run_kinds import ReadOptions, RunKind, kind_of
+from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+                      run_options)
+from .run_kinds import ReadOptions, RunKind, build_settings, kind_of
 from .run_loop import Progress, RunSummary, worker_state
-from .scoring import ScoringEvaluation, scoring_settings, scoring_template
+from .scoring import ScoringEvaluation
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .sink import open_store as _open_backend
@@ -172,32 +173,77 @@ def _check_at_least(name: str, value: int | None, least: int) -> None:
         raise InputError(f"{name} must be at least {least}, not {value}")
 
 
-def _model_options(*, contexts: int | None, batch_size: int, chunk_size: int | None = None,
-                   threads: int | None = None) -> None:
-    """Check the options every model run takes; ``threads`` is process-wide (the judge reads it
-    when it loads)."""
-    _check_at_least("contexts", contexts, 1)
-    _check_at_least("batch_size", batch_size, 1)
-    _check_at_least("chunk_size", chunk_size, 1)
-    _check_at_least("threads", threads, 0)
-    if threads:
-        os.environ["COMPASSESS_THREADS"] = str(threads)
+def _given_or_built(given: Any, fn: Any, keywords: Mapping[str, Any], build: Any) -> Any:
+    """An options object: ``given``, else one ``build`` makes from ``fn``'s ``keywords``. Beside
+    a given object those keywords must keep their defaults: a value in two places is refused,
+    not silently dropped."""
+    if given is None:
+        return build(**keywords)
+    params = inspect.signature(fn).parameters
+    twice = [k for k, v in keywords.items()
+             if v is not params[k].default and v != params[k].default]
+    if twice:
+        raise InputError(f"{', '.join(twice)} given beside an options object: set "
+                         f"{'it' if len(twice) == 1 else 'them'} in the object")
+    return given
 
 
-def run_settings(dataset: str, *, aspect: str, mode: str = "comparative",
+def _model_options(given: ModelOptions | None, fn: Any, **keywords: Any) -> ModelOptions:
+    """``model_options``, or the :class:`ModelOptions` of ``fn``'s model keywords."""
+    return _given_or_built(given, fn, keywords, ModelOptions)
+
+
+def _run_options(given: ComparativeOptions | ScoringOptions | None, fn: Any, **keywords: Any
+                 ) -> ComparativeOptions | ScoringOptions:
+    """``options``, or the options of ``fn``'s ``compassess run`` keywords (``mode``, aspect,
+    template, task, strategy, budget, seed)."""
+    if given is not None and not isinstance(given, (ComparativeOptions, ScoringOptions)):
+        raise InputError(f"{type(given).__name__} are not options of a comparative or scoring "
+                         "run (absolute scores: score_settings, Store.score)")
+    return _given_or_built(given, fn, keywords, lambda mode, **k: run_options(mode, **k))
+
+
+def _score_options(given: AbsoluteOptions | None, fn: Any, *, references: int, anchors: bool,
+                   max_new_tokens: int, sample: bool, temperature: float, **keywords: Any
+                   ) -> AbsoluteOptions:
+    """``options``, or the :class:`AbsoluteOptions` of ``fn``'s ``compassess score`` keywords."""
+    if given is not None and not isinstance(given, AbsoluteOptions):
+        raise InputError(f"{type(given).__name__} are not options of an absolute run (pairwise "
+                         "or prompt scoring: run_settings, Store.run)")
+
+    def build(**k: Any) -> AbsoluteOptions:
+        return AbsoluteOptions(
+            n_levels=k.pop("references"),
+            reference_set=absolute.UPLOADED if k.pop("anchors") else "generated",
+            generation=GenerationOptions(max_new_tokens=k.pop("max_new_tokens"),
+                                         sample=k.pop("sample"),
+                                         temperature=k.pop("temperature")), **k)
+    return _given_or_built(given, fn, dict(references=references, anchors=anchors,
+                                           max_new_tokens=max_new_tokens, sample=sample,
+                                           temperature=temperature, **keywords), build)
+
+
+def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "comparative",
                  template: str | None = None, task: str = "auto",
                  strategy: str = RunSettings.strategy, budget: int | None = None,
                  model: str | None = None, contexts: int | None = None,
                  seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
                  device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-                 truncate_context: bool = False) -> RunSettings:
+                 truncate_context: bool = False,
+                 options: ComparativeOptions | ScoringOptions | None = None,
+                 model_options: ModelOptions | None = None) -> RunSettings:
     """The settings of a ``compassess run`` on dataset ``dataset`` (its name), checked.
+
+    The keywords are sugar for the two options objects, which may be given instead:
+    ``options`` (a :class:`ComparativeOptions` or :class:`ScoringOptions`: aspect to seed) and
+    ``model_options`` (a :class:`ModelOptions`: model to truncate_context).
 
     Parameters
     ----------
     aspect
         A preset (coherence, consistency, fluency, relevance, engagingness, naturalness,
-        continuity, understandable, grammar, overall) or your own adjective.
+        continuity, understandable, grammar, overall) or your own adjective (required unless
+        ``options`` is given).
     mode
         ``comparative`` (pairwise judgements, the paper's method) or ``scoring`` (the
         prompt-scoring baseline: a 1-10 score per candidate, argmax and G-Eval expected score).
@@ -219,41 +265,30 @@ def run_settings(dataset: str, *, aspect: str, mode: str = "comparative",
     Raises
     ------
     InputError
-        An unknown mode, template, task, strategy or a bad budget (the message says which).
+        An unknown mode, template, task, strategy or a bad budget (the message says which), or
+        a keyword given beside the options object that holds it.
     """
-    aspect_ = Aspect.from_name(aspect)
-    _check_at_least("contexts", contexts, 1)
-    _check_at_least("batch_size", batch_size, 1)
-    common = dict(contexts=contexts, batch_size=batch_size, device=device, dtype=dtype,
-                  truncate_context=truncate_context)
-    if mode == "scoring":
-        if strategy != "full" or budget is not None:
-            raise InputError("prompt scoring scores every candidate once: a strategy and a "
-                             "budget do not apply")
-        return scoring_settings(dataset, aspect_, scoring_template(template or "s1", aspect_, task),
-                                model or BUNDLED_MODEL, **common)
-    if mode != "comparative":
-        raise InputError(f"unknown mode '{mode}'; choose comparative or scoring (absolute scores: "
-                         "Store.score)")
-    tmpl = resolve_template(template or "t1", aspect_, task)
-    settings = RunSettings(
-        dataset=dataset, aspect=aspect_.name, aspect_adjective=aspect_.adjective,
-        template_name=tmpl.name, template_text=tmpl.text, primer=tmpl.primer,
-        model=model or BUNDLED_MODEL, strategy=strategy,
-        budget=None if strategy == "full" else budget, seed=seed, **common)
-    kind_of(settings).check(settings)
-    return settings
+    kind_options = _run_options(options, run_settings, aspect=aspect, mode=mode,
+                                template=template, task=task, strategy=strategy, budget=budget,
+                                seed=seed)
+    model_options = _model_options(model_options, run_settings, model=model, contexts=contexts,
+                                   batch_size=batch_size, device=device, dtype=dtype,
+                                   truncate_context=truncate_context)
+    return build_settings(dataset, kind_options, model_options)
 
 
-def score_settings(dataset: str, *, aspect: str, references: int = ReferenceOptions.n_levels,
-                   anchors: bool = False, task: str = "auto",
-                   variant: str = ReferenceOptions.variant, orders: str = ReferenceOptions.orders,
+def score_settings(dataset: str, *, aspect: str | None = None,
+                   references: int = ReferenceOptions.n_levels, anchors: bool = False,
+                   task: str = "auto", variant: str = ReferenceOptions.variant,
+                   orders: str = ReferenceOptions.orders,
                    max_new_tokens: int = GenerationOptions.max_new_tokens,
                    sample: bool = GenerationOptions.sample,
                    temperature: float = GenerationOptions.temperature, model: str | None = None,
                    contexts: int | None = None, seed: int = RunSettings.seed,
                    batch_size: int = RunSettings.batch_size, device: str = RunSettings.device,
-                   dtype: str = RunSettings.dtype, truncate_context: bool = False) -> RunSettings:
+                   dtype: str = RunSettings.dtype, truncate_context: bool = False,
+                   options: AbsoluteOptions | None = None,
+                   model_options: ModelOptions | None = None) -> RunSettings:
     """The settings of a ``compassess score`` (absolute scores from synthetic references of
     quality 1..``references``) on dataset ``dataset``, checked.
 
@@ -261,22 +296,23 @@ def score_settings(dataset: str, *, aspect: str, references: int = ReferenceOpti
     by the model. ``variant``: ``bws`` (Better/Worse/Similar) or ``yes-no``; ``orders``:
     ``both``, ``target-first`` or ``reference-first``; ``task``: ``summary``, ``dialogue``,
     ``story`` or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
-    written.
+    written. ``options`` (an :class:`AbsoluteOptions`, whose ``n_levels`` is ``references``)
+    and ``model_options`` (a :class:`ModelOptions`) may be given instead of the keywords.
 
     Raises
     ------
     InputError
-        A bad level count, order, variant, task or decoding setting.
+        A bad level count, order, variant, task or decoding setting, or a keyword given beside
+        the options object that holds it.
     """
-    _check_at_least("contexts", contexts, 1)
-    _check_at_least("batch_size", batch_size, 1)
-    return absolute.absolute_settings(
-        dataset, Aspect.from_name(aspect), model=model or BUNDLED_MODEL, n_levels=references,
-        task=task, variant=variant, orders=orders,
-        reference_set=absolute.UPLOADED if anchors else "generated",
-        max_new_tokens=max_new_tokens, sample=sample, temperature=temperature, contexts=contexts,
-        seed=seed, batch_size=batch_size, device=device, dtype=dtype,
-        truncate_context=truncate_context)
+    kind_options = _score_options(options, score_settings, aspect=aspect, references=references,
+                                  anchors=anchors, task=task, variant=variant, orders=orders,
+                                  max_new_tokens=max_new_tokens, sample=sample,
+                                  temperature=temperature, seed=seed)
+    model_options = _model_options(model_options, score_settings, model=model, contexts=contexts,
+                                   batch_size=batch_size, device=device, dtype=dtype,
+                                   truncate_context=truncate_context)
+    return build_settings(dataset, kind_options, model_options)
 
 
 # ------------------------------------------------------------------------------- the store
@@ -481,15 +517,19 @@ class Store:
 
     def start(self, data: Source | Dataset | int, settings: RunSettings, *,
               name: str | None = None, judge=None, anchors: Source | None = None,
-              progress: bool | Reporter = True, chunk_size: int | None = None) -> "Run":
+              progress: bool | Reporter = True, chunk_size: int | None = None,
+              threads: int | None = None) -> "Run":
         """Execute a run of ``settings`` on ``data`` in this process and return it, finished:
         what :meth:`run` and :meth:`score` do once their settings are built.
 
         The judge is loaded (unless given) and every prompt checked against its context window
-        before anything is stored; then the dataset, the anchor texts of an absolute run with
+        before anything is stored (the kind's advice, such as a budget too small to rank every
+        candidate, is reported first, as warnings); then the dataset, the anchor texts of an
+        absolute run with
         ``anchors`` (a CSV of ``context_id, level, text``) and the run are stored, and the run
         executes, storing every micro-batch the moment it is computed. A run of the same name
-        and settings resumes: nothing stored is computed again.
+        and settings resumes: nothing stored is computed again. ``chunk_size``: prompts per
+        judge call; ``threads``: CPU threads of a local model (process-wide; 0 = all cores).
 
         Raises
         ------
@@ -502,12 +542,15 @@ class Store:
         ValidationError, InputError
             Bad data, settings, model, or prompts too long for the model (nothing stored).
         """
+        model_options = ModelOptions(chunk_size=chunk_size, threads=threads)  # checks them
         return self._start(*self.read_data(data), settings, name=name, judge=judge,
-                           anchors=anchors, progress=progress, chunk_size=chunk_size)
+                           anchors=anchors, progress=progress, model_options=model_options)
 
     def _start(self, dataset: Dataset, dataset_id: int | None, settings: RunSettings, *,
                name: str | None, judge, anchors: Source | None, progress: bool | Reporter,
-               chunk_size: int | None) -> "Run":
+               model_options: ModelOptions) -> "Run":
+        """Execute a run of checked ``settings``; of ``model_options`` only what is not in the
+        settings applies here (``chunk_size``, ``threads``)."""
         kind = kind_of(settings)
         kind.check(settings)
         references = None
@@ -517,6 +560,10 @@ class Store:
             references = absolute.parse_anchor_file(
                 anchors, n_levels=settings.reference_options.n_levels)
         reporter = _reporter(progress, kind)
+        for line in kind.advice(dataset, settings):
+            reporter.message(f"warning: {line}")
+        if model_options.threads:  # process-wide: the judge reads it when it loads
+            os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
         judge = judge if judge is not None else worker.load_run_judge(settings)
         kind.preflight(dataset, settings, judge)
         run = self._create_run(dataset, dataset_id, settings, name)
@@ -526,22 +573,26 @@ class Store:
             where = f" from {os.fspath(anchors)}" if isinstance(anchors, (str, os.PathLike)) else ""
             reporter.message(f"stored {n} anchor text(s){where}")
         reporter.message(f"{kind.label} run '{run.name}' on dataset '{run.info.dataset_name}'")
-        return run.execute(judge=judge, progress=reporter, chunk_size=chunk_size)
+        return run.execute(judge=judge, progress=reporter, chunk_size=model_options.chunk_size)
 
-    def run(self, data: Source | Dataset | int, *, aspect: str, mode: str = "comparative",
-            template: str | None = None, task: str = "auto", strategy: str = RunSettings.strategy,
-            budget: int | None = None, model: str | None = None, contexts: int | None = None,
+    def run(self, data: Source | Dataset | int, *, aspect: str | None = None,
+            mode: str = "comparative", template: str | None = None, task: str = "auto",
+            strategy: str = RunSettings.strategy, budget: int | None = None,
+            model: str | None = None, contexts: int | None = None,
             seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
             device: str = RunSettings.device, dtype: str = RunSettings.dtype,
             truncate_context: bool = False, name: str | None = None, judge=None,
             progress: bool | Reporter = True, chunk_size: int | None = None,
-            threads: int | None = None) -> "Run":
+            threads: int | None = None,
+            options: ComparativeOptions | ScoringOptions | None = None,
+            model_options: ModelOptions | None = None) -> "Run":
         """Judge ``data`` with an LLM and store every judgement: ``compassess run``.
 
         ``data`` is a candidate file, its bytes, a DataFrame (validated as an upload is), a
         :class:`Dataset`, or the name or id of a stored dataset. The options are
-        :func:`run_settings`'s; ``name`` names the run (default: derived from the settings; an
-        existing name with the same settings resumes it). ``judge``: a judge already loaded
+        :func:`run_settings`'s (keywords, or ``options`` and ``model_options`` objects);
+        ``name`` names the run (default: derived from the settings; an existing name with the
+        same settings resumes it). ``judge``: a judge already loaded
         (``compassess_core.judges.load_judge``), to reuse one model across runs.
         ``progress``: a progress bar (True), nothing (False) or your own :class:`Reporter`.
         ``chunk_size``: prompts per judge call (the scope of its prefix cache). ``threads``: CPU
@@ -549,17 +600,20 @@ class Store:
 
         Returns the finished :class:`Run`; see :meth:`start` for what is raised.
         """
-        _model_options(contexts=contexts, batch_size=batch_size, chunk_size=chunk_size,
-                       threads=threads)
+        kind_options = _run_options(options, Store.run, aspect=aspect, mode=mode,
+                                    template=template, task=task, strategy=strategy,
+                                    budget=budget, seed=seed)
+        model_options = _model_options(
+            model_options, Store.run, model=model, contexts=contexts, batch_size=batch_size,
+            device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
+            threads=threads)
         dataset, dataset_id = self.read_data(data)
-        settings = run_settings(dataset.name, aspect=aspect, mode=mode, template=template,
-                                task=task, strategy=strategy, budget=budget, model=model,
-                                contexts=contexts, seed=seed, batch_size=batch_size,
-                                device=device, dtype=dtype, truncate_context=truncate_context)
-        return self._start(dataset, dataset_id, settings, name=name, judge=judge, anchors=None,
-                           progress=progress, chunk_size=chunk_size)
+        return self._start(dataset, dataset_id,
+                           build_settings(dataset.name, kind_options, model_options), name=name,
+                           judge=judge, anchors=None, progress=progress,
+                           model_options=model_options)
 
-    def score(self, data: Source | Dataset | int, *, aspect: str,
+    def score(self, data: Source | Dataset | int, *, aspect: str | None = None,
               references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
               task: str = "auto", variant: str = ReferenceOptions.variant,
               orders: str = ReferenceOptions.orders,
@@ -570,25 +624,34 @@ class Store:
               batch_size: int = RunSettings.batch_size, device: str = RunSettings.device,
               dtype: str = RunSettings.dtype, truncate_context: bool = False,
               name: str | None = None, judge=None, progress: bool | Reporter = True,
-              chunk_size: int | None = None, threads: int | None = None) -> "Run":
+              chunk_size: int | None = None, threads: int | None = None,
+              options: AbsoluteOptions | None = None,
+              model_options: ModelOptions | None = None) -> "Run":
         """Absolute scores: every candidate compared with synthetic references of quality
         1..``references``: ``compassess score``.
 
         ``anchors``: your own reference texts (a CSV file or its bytes, or a DataFrame, with
         columns ``context_id, level, text``) instead of references the model writes. The other
-        options are :func:`score_settings`'s and :meth:`run`'s. Returns the finished
-        :class:`Run`; see :meth:`start` for what is raised.
+        options are :func:`score_settings`'s and :meth:`run`'s (keywords, or ``options`` and
+        ``model_options`` objects). Returns the finished :class:`Run`; see :meth:`start` for
+        what is raised.
         """
-        _model_options(contexts=contexts, batch_size=batch_size, chunk_size=chunk_size,
-                       threads=threads)
+        kind_options = _score_options(
+            options, Store.score, aspect=aspect, references=references,
+            anchors=anchors is not None, task=task, variant=variant, orders=orders,
+            max_new_tokens=max_new_tokens, sample=sample, temperature=temperature, seed=seed)
+        if anchors is not None and kind_options.reference_set != absolute.UPLOADED:
+            raise InputError("anchors were given, but the options' reference_set is "
+                             f"'{kind_options.reference_set}': set it to '{absolute.UPLOADED}'")
+        model_options = _model_options(
+            model_options, Store.score, model=model, contexts=contexts, batch_size=batch_size,
+            device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
+            threads=threads)
         dataset, dataset_id = self.read_data(data)
-        settings = score_settings(
-            dataset.name, aspect=aspect, references=references, anchors=anchors is not None,
-            task=task, variant=variant, orders=orders, max_new_tokens=max_new_tokens,
-            sample=sample, temperature=temperature, model=model, contexts=contexts, seed=seed,
-            batch_size=batch_size, device=device, dtype=dtype, truncate_context=truncate_context)
-        return self._start(dataset, dataset_id, settings, name=name, judge=judge,
-                           anchors=anchors, progress=progress, chunk_size=chunk_size)
+        return self._start(dataset, dataset_id,
+                           build_settings(dataset.name, kind_options, model_options), name=name,
+                           judge=judge, anchors=anchors, progress=progress,
+                           model_options=model_options)
 
     # ---------------------------------------------------------------------- human labels
 
@@ -918,7 +981,7 @@ class Run:
         return self
 
     def _pairwise(self, what: str) -> None:
-        if self.kind != "comparative":
+        if not self._kind.is_pairwise:
             raise InputError(f"run '{self.name}' is a {self._kind.label} run: {what} needs "
                              "pairwise comparisons")
 

@@ -25,11 +25,13 @@ from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS
 from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .models import default_model_path, fetch_default_model
 from .ranking import METHODS
-from .run_kinds import kind_of
+from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionError,
+                      ScoringOptions, run_options)
+from .report_text import fmt as _fmt, table as _table
+from .run_kinds import build_settings, kind_of
 from .run_loop import state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
-from .types import Dataset
 from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
@@ -222,28 +224,50 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------------------- starting runs
 
-def _check_model_options(args) -> None:
-    if args.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    if args.threads < 0:
-        raise InputError("--threads must be 0 (all cores) or more")
-    if args.threads:
-        os.environ["COMPASSESS_THREADS"] = str(args.threads)
-    if args.contexts is not None and args.contexts < 1:
-        raise InputError("--contexts must be at least 1")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise InputError("--chunk-size must be at least 1")
+# The flags that fill each options object's fields: one function per object.
+
+def _model_options(args) -> ModelOptions:
+    return ModelOptions(model=args.model, device=args.device, dtype=args.dtype,
+                        batch_size=args.batch_size, contexts=args.contexts,
+                        truncate_context=args.truncate_context, chunk_size=args.chunk_size,
+                        threads=args.threads)
 
 
-def _start(args, store: api.Store, dataset: Dataset, settings: RunSettings,
-           anchors: str | None = None) -> int:
-    """Execute a run of ``settings`` in this process (``api.Store.start``: nothing is stored
-    when the judge cannot load or a prompt does not fit it) and print its name."""
+def _run_options(args) -> ComparativeOptions | ScoringOptions:
+    return run_options(args.mode, aspect=args.aspect, template=args.template, task=args.task,
+                       strategy=args.strategy, budget=args.budget, seed=args.seed)
+
+
+def _absolute_options(args) -> AbsoluteOptions:
+    return AbsoluteOptions(
+        aspect=args.aspect, n_levels=args.references,
+        reference_set=absolute.UPLOADED if args.anchors else "generated", task=args.task,
+        variant=args.variant, orders=args.orders, seed=args.seed,
+        generation=GenerationOptions(max_new_tokens=args.max_new_tokens, sample=args.sample,
+                                     temperature=args.temperature))
+
+
+#: Options whose flag is not ``--`` and the field's name with dashes.
+_FLAGS = {"n_levels": "--references", "reference_set": "--anchors"}
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def _start(args, kind_options, anchors: str | None = None) -> int:
+    """Execute a run of the options in this process (``api.Store.start``: the kind's advice
+    is printed as warnings first; nothing is stored when the judge cannot load or a prompt does
+    not fit it) and print its name."""
+    model_options = _model_options(args)
+    store = api.open_store(args.db)
+    dataset, _ = store.read_data(args.data)
+    settings = build_settings(dataset.name, kind_options, model_options)
     kind = kind_of(settings)
     try:
         run = store.start(dataset, settings, name=args.run, anchors=anchors,
                           progress=ConsoleReporter(kind.unit, kind.rate_unit),
-                          chunk_size=args.chunk_size)
+                          chunk_size=model_options.chunk_size, threads=model_options.threads)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     print(run.name)
@@ -251,48 +275,11 @@ def _start(args, store: api.Store, dataset: Dataset, settings: RunSettings,
 
 
 def cmd_run(args) -> int:
-    _check_model_options(args)
-    store = api.open_store(args.db)
-    dataset, _ = store.read_data(args.data)
-    if args.mode == "scoring":
-        if args.strategy != "full" or args.budget is not None:
-            raise InputError("--mode scoring scores every candidate once: --strategy and --budget "
-                             "do not apply")
-    elif args.strategy != "full" and args.budget is None:
-        raise InputError(f"--strategy {args.strategy} needs --budget R (comparisons per context)")
-    settings = api.run_settings(
-        dataset.name, aspect=args.aspect, mode=args.mode, template=args.template, task=args.task,
-        strategy=args.strategy, budget=args.budget, model=args.model, contexts=args.contexts,
-        seed=args.seed, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-        truncate_context=args.truncate_context)
-    if args.mode != "scoring":
-        _warn_small_budget(args, dataset)
-    return _start(args, store, dataset, settings)
-
-
-def _warn_small_budget(args, dataset: Dataset) -> None:
-    """Below one comparison per candidate some candidates are never compared (and poe's greedy
-    variance criterion builds long chains there: docs/results.md, section 2)."""
-    if args.strategy == "full":
-        return
-    largest = max((len(c.candidates) for c in dataset.head(args.contexts).contexts), default=0)
-    if args.budget < largest:
-        print(f"warning: --budget {args.budget} is below one comparison per candidate ({largest} in the "
-              f"largest context): some candidates cannot be ranked; at least {2 * largest} is "
-              "recommended", file=sys.stderr)
+    return _start(args, _run_options(args))
 
 
 def cmd_score(args) -> int:
-    _check_model_options(args)
-    store = api.open_store(args.db)
-    dataset, _ = store.read_data(args.data)
-    settings = api.score_settings(
-        dataset.name, aspect=args.aspect, references=args.references, anchors=bool(args.anchors),
-        task=args.task, variant=args.variant, orders=args.orders,
-        max_new_tokens=args.max_new_tokens, sample=args.sample, temperature=args.temperature,
-        model=args.model, contexts=args.contexts, seed=args.seed, batch_size=args.batch_size,
-        device=args.device, dtype=args.dtype, truncate_context=args.truncate_context)
-    return _start(args, store, dataset, settings, anchors=args.anchors)
+    return _start(args, _absolute_options(args), anchors=args.anchors)
 
 
 def cmd_worker(args) -> int:
@@ -311,19 +298,6 @@ def _load_run(args) -> api.Run:
     return api.open_store(args.db).get_run(args.run)
 
 
-def _ranking_header(run: api.Run, fields: dict, n: int) -> str:
-    """What a ranking is of, as the table's first line (``fields``: ``Run.ranking_metadata``)."""
-    if run.kind == "scoring":
-        return f"# scoring run {run.name}: ranked by the G-Eval expected score ({n} candidates)"
-    if run.kind == "absolute":
-        frame, _ = run.results
-        levels = run.settings.reference_options.n_levels
-        return (f"# run {run.name}: absolute scores ('{fields['score']}'; level = calibrated "
-                f"1..{levels}, score = the paper's s) from {len(frame)} comparisons with references")
-    return (f"# run {run.name}: {fields['method']} scores at tau = {fields['tau']:.4f} "
-            f"({len(run.results)} comparisons)")
-
-
 def cmd_rank(args) -> int:
     run = _load_run(args)
     if args.calibrate:
@@ -333,18 +307,18 @@ def cmd_rank(args) -> int:
     df = run.rankings(args.method, args.debias, ci=args.ci, context=args.context, score=args.score,
                       threshold=args.threshold)
     df = df.drop(columns=["text"])
-    if run.kind == "comparative" and not args.ci:
-        df = df.drop(columns=["ci_low", "ci_high"])
+    if not args.ci:
+        df = df.drop(columns=["ci_low", "ci_high"], errors="ignore")
     fields = run.ranking_metadata(args.method, args.debias, score=args.score,
                                   threshold=args.threshold)
-    header = _ranking_header(run, fields, len(df))
+    kind = kind_of(run.info.settings)
+    header = kind.ranking_header(run.name, run.results, run.settings, fields, len(df))
     if run.calibration is not None:
         header += _calibration_note(run.calibration)
-    if run.kind == "absolute" and args.threshold is not None:
+    if "pass" in df.columns:  # absolute scores at a threshold
         header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
                    f">= {args.threshold:g}")
-    _print_ranking(df, args.format, run.name, fields, header,
-                   "scores" if run.kind == "absolute" else "rankings")
+    _print_ranking(df, args.format, run.name, fields, header, kind.ranked_rows)
     return EXIT_OK
 
 
@@ -357,77 +331,6 @@ def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows:
     else:
         print(header)
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-
-
-def _fmt(v, spec=".1f"):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return format(v, spec)
-
-
-def _table(rows: list[tuple[str, ...]], head: tuple[str, ...] | None = None) -> None:
-    w = max(len(r[0]) for r in rows)
-    if head:
-        print(f"{'':{w}}  " + "  ".join(f"{h:>10}" for h in head))
-    for name, *values in rows:
-        print(f"{name:{w}}  " + "  ".join(f"{v:>10}" for v in values))
-
-
-def _print_comparative(report) -> None:
-    r, d = report.raw, report.debiased
-    print(f"run {report.run}: {report.n_comparisons} comparisons over {report.n_contexts} contexts; "
-          f"ranking method {report.method}; reference column: {report.reference or 'none'}")
-    _table([
-        ("threshold tau", _fmt(r.tau, ".4f"), _fmt(d.tau, ".4f")),
-        ("Spearman x100 (per-context mean)", _fmt(r.spearman_x100), _fmt(d.spearman_x100)),
-        ("Kendall x100 (per-context mean)", _fmt(r.kendall_x100), _fmt(d.kendall_x100)),
-        ("system-level Spearman x100", _fmt(r.system_spearman_x100), _fmt(d.system_spearman_x100)),
-        ("pooled Spearman x100 (all candidates)", _fmt(r.pooled_spearman_x100), _fmt(d.pooled_spearman_x100)),
-        ("pairwise accuracy (pairs with different reference)", _fmt(r.pairwise_accuracy, ".3f"),
-         _fmt(d.pairwise_accuracy, ".3f")),
-        ("P(A) first position wins", _fmt(r.p_a, ".3f"), _fmt(d.p_a, ".3f")),
-        ("P(B) second position wins", _fmt(r.p_b, ".3f"), _fmt(d.p_b, ".3f")),
-    ], head=("raw", "debiased"))
-    print(f"balancing threshold tau* = {report.balanced_tau:.4f}; flip rate (verdict changes with order, "
-          f"tau = 0.5) = {_fmt(report.flip_rate, '.3f')} over {report.n_pairs_both_orders} pairs judged "
-          "in both orders")
-    if r.contexts_skipped:
-        print(f"{r.contexts_skipped} context(s) skipped: all reference scores equal")
-    for note in report.notes:
-        print(f"note: {note}")
-
-
-def _print_scoring(report) -> None:
-    n = report.numbers
-    print(f"scoring run {report.run}: {n['n_scored']} candidates scored; reference column: "
-          f"{n['reference'] or 'none'}; mean mass on the scores 1-10: {_fmt(n['mean_label_mass'], '.3f')}")
-    for label, name in (("prompt_scoring", "prompt scoring (argmax)"), ("g_eval", "G-Eval (expected)")):
-        if label in n:
-            r = n[label]
-            print(f"{name}: Spearman x100 {_fmt(r['spearman_x100'])} (per-context mean over "
-                  f"{r['contexts_used']} contexts), system-level {_fmt(r['system_spearman_x100'])}, "
-                  f"pooled {_fmt(r['pooled_spearman_x100'])}")
-
-
-def _print_absolute(ev) -> None:
-    print(f"absolute scores ('{ev.score}') for {ev.n_scored}/{ev.n_candidates} candidates; "
-          f"reference column: {ev.reference or 'none'}")
-    rows = [("sample-level Spearman x100 (per-context mean)", _fmt(ev.sample_spearman_x100)),
-            ("sample-level Kendall x100 (per-context mean)", _fmt(ev.sample_kendall_x100)),
-            ("system-level Spearman x100 (per-system means)", _fmt(ev.system_spearman_x100)),
-            ("summary-level Spearman x100 (all candidates pooled)", _fmt(ev.summary_spearman_x100)),
-            ("P(Better) about the first text", _fmt(ev.p_first_better, ".3f")),
-            ("P(Worse) about the first text", _fmt(ev.p_first_worse, ".3f")),
-            ("mean |level target-first - level reference-first|", _fmt(ev.order_gap, ".3f"))]
-    if ev.threshold is not None:
-        rows.append((f"pass rate at {ev.score} >= {ev.threshold:g}",
-                     f"{ev.n_pass}/{ev.n_scored} = {_fmt(ev.pass_rate, '.3f')}"))
-    _table(rows)
-
-
-#: How ``compassess evaluate`` prints each kind's report as text.
-EVALUATION_PRINTERS = {"comparative": _print_comparative, "scoring": _print_scoring,
-                       "absolute": _print_absolute}
 
 
 def cmd_evaluate(args) -> int:
@@ -445,7 +348,7 @@ def cmd_evaluate(args) -> int:
             out["calibration"] = run.calibration
         print(json.dumps(out, indent=2, default=lambda o: None))
     else:
-        EVALUATION_PRINTERS[run.kind](report)
+        kind_of(run.info.settings).print_evaluation(report, sys.stdout)
         if run.calibration is not None:
             print(_calibration_note(run.calibration).lstrip("; "))
         for line in [partial, *getattr(report, "warnings", [])]:
@@ -735,6 +638,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except OptionError as e:  # named by its flag
+        print(f"error: {e.naming(_flag(e.field))}", file=sys.stderr)
+        return EXIT_INPUT
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT

@@ -24,7 +24,8 @@ from . import analysis
 from .context_window import ContextFit, fit_contexts
 from .efficient import adaptive_next_pairs
 from .errors import InputError
-from .prompts import prompt_hash
+from .prompts import Template, prompt_hash, resolve_template
+from .report_text import fmt, table
 from .run_loop import WorkPlan
 from .selection import OUTCOME_DEPENDENT, STRATEGIES, max_budget, select_pairs
 from .settings import RunSettings, label_words_key
@@ -94,6 +95,55 @@ class ComparativeKind:
     unit = "comparisons"
     rate_unit = "comparisons/s"
     label = "pairwise comparisons"
+    is_pairwise = True
+    results_page = "rankings"
+    ranked_rows = "rankings"
+
+    def settings(self, dataset: str, options, model) -> RunSettings:
+        """The settings of a run on dataset ``dataset`` (its name) from its
+        ``options.ComparativeOptions`` and ``options.ModelOptions``, checked.
+
+        Raises
+        ------
+        InputError
+            A template that is neither t1, t2 nor a readable template file, or settings this
+            kind cannot run.
+        """
+        aspect = options.aspect
+        template = (options.template if isinstance(options.template, Template)
+                    else resolve_template(options.template, aspect, options.task))
+        settings = RunSettings(
+            dataset=dataset, aspect=aspect.name, aspect_adjective=aspect.adjective,
+            template_name=template.name, template_text=template.text, primer=template.primer,
+            strategy=options.strategy, budget=options.budget, seed=options.seed,
+            **model.settings_fields())
+        self.check(settings)
+        return settings
+
+    def advice(self, dataset: Dataset, settings: RunSettings) -> list[str]:
+        """What the user should know before starting: a budget below one comparison per
+        candidate of the run's largest context (some candidates cannot be ranked, and poe's
+        greedy variance criterion builds long chains there: docs/results.md, section 2), and
+        the candidates the run's planned pairs leave without a comparison (random selection
+        does even at larger budgets). The run's contexts count, not the whole dataset's."""
+        if settings.strategy == "full" or settings.budget is None:
+            return []
+        contexts = dataset.head(settings.contexts).contexts
+        largest = max((len(c.candidates) for c in contexts), default=0)
+        out = []
+        if settings.budget < largest:
+            out.append(f"A budget of {settings.budget} is below one comparison per candidate "
+                       f"({largest} in the largest context): some candidates cannot be ranked; "
+                       f"at least {2 * largest} (two per candidate) is recommended.")
+        if settings.strategy not in OUTCOME_DEPENDENT:
+            left = [len(c.candidates) - len(np.unique(planned_pairs(c, settings)))
+                    for c in contexts]
+            if sum(left):
+                out.append(f"This selection leaves {sum(left)} candidate(s) in "
+                           f"{sum(1 for n in left if n)} context(s) unjudged (strategy "
+                           f"'{settings.strategy}', budget {settings.budget}, seed "
+                           f"{settings.seed}): they cannot be ranked.")
+        return out
 
     def check(self, settings: RunSettings) -> None:
         """Raises ``InputError`` for settings this kind cannot run."""
@@ -244,3 +294,41 @@ class ComparativeKind:
                       settings: RunSettings) -> pd.DataFrame:
         """Every stored comparison with latency, prompt hash and time (the 'comparisons' export)."""
         return reader.comparisons_frame(run_id)
+
+    # ------------------------------------------------------------------ how it reads as text
+    def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,
+                       n_rows: int) -> str:
+        """What ``compassess rank`` prints above the table (``fields``: the ranking's metadata)."""
+        return (f"# run {run}: {fields['method']} scores at tau = {fields['tau']:.4f} "
+                f"({len(results)} comparisons)")
+
+    def print_evaluation(self, report, out) -> None:
+        """``compassess evaluate``'s text: raw and debiased numbers side by side."""
+        r, d = report.raw, report.debiased
+        print(f"run {report.run}: {report.n_comparisons} comparisons over {report.n_contexts} "
+              f"contexts; ranking method {report.method}; reference column: "
+              f"{report.reference or 'none'}", file=out)
+        table([
+            ("threshold tau", fmt(r.tau, ".4f"), fmt(d.tau, ".4f")),
+            ("Spearman x100 (per-context mean)", fmt(r.spearman_x100), fmt(d.spearman_x100)),
+            ("Kendall x100 (per-context mean)", fmt(r.kendall_x100), fmt(d.kendall_x100)),
+            ("system-level Spearman x100", fmt(r.system_spearman_x100),
+             fmt(d.system_spearman_x100)),
+            ("pooled Spearman x100 (all candidates)", fmt(r.pooled_spearman_x100),
+             fmt(d.pooled_spearman_x100)),
+            ("pairwise accuracy (pairs with different reference)", fmt(r.pairwise_accuracy, ".3f"),
+             fmt(d.pairwise_accuracy, ".3f")),
+            ("P(A) first position wins", fmt(r.p_a, ".3f"), fmt(d.p_a, ".3f")),
+            ("P(B) second position wins", fmt(r.p_b, ".3f"), fmt(d.p_b, ".3f")),
+        ], head=("raw", "debiased"), out=out)
+        print(f"balancing threshold tau* = {report.balanced_tau:.4f}; flip rate (verdict changes "
+              f"with order, tau = 0.5) = {fmt(report.flip_rate, '.3f')} over "
+              f"{report.n_pairs_both_orders} pairs judged in both orders", file=out)
+        if r.contexts_skipped:
+            print(f"{r.contexts_skipped} context(s) skipped: all reference scores equal", file=out)
+        for note in report.notes:
+            print(f"note: {note}", file=out)
+
+    def summary_line(self, info) -> str:
+        """How much a stored run holds, as a run picker shows it (``info``: the store's record)."""
+        return f"{info.n_comparisons or 0} comparisons"

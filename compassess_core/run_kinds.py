@@ -1,8 +1,11 @@
 """The kinds of run, as ``ranking.METHODS`` holds ranking methods: a protocol and a registry.
 
-A run kind says what a run plans (its work items and their prompts), how a batch is computed
+A run kind builds a run's settings from the user's options (``options``) and says what to warn
+about before it starts, what a run plans (its work items and their prompts), how a batch is computed
 with the loaded judge, how the run's stored results are ranked and evaluated, and the unit its
-progress counts. The one run loop (``run_loop.run_plan``) drives every kind's plan, and the
+progress counts, and how a run reads as text (its evaluation, its ranking's header, its line in
+a run picker) and where the app shows it. The CLI and the pages ask the kind for these instead of
+branching on kind names. The one run loop (``run_loop.run_plan``) drives every kind's plan, and the
 worker (``worker``), the CLI and the pages find a run's kind here by the ``kind`` of its settings.
 A new kind is one class with these members and one line in :data:`RUN_KINDS`.
 
@@ -12,7 +15,7 @@ This module must never import the store or a UI.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, TextIO
 
 import pandas as pd
 
@@ -20,6 +23,7 @@ from .absolute import AbsoluteKind
 from .comparative import DEFAULT_CHUNK_PROMPTS, ComparativeKind
 from .context_window import ContextFit
 from .errors import InputError
+from .options import KindOptions, ModelOptions
 from .run_loop import WorkPlan
 from .scoring import ScoringKind
 from .settings import RunSettings
@@ -62,12 +66,28 @@ class ReadOptions:
 
 
 class RunKind(Protocol):
-    """One kind of run. ``unit`` names what ``done``/``total`` count; ``rate_unit`` its speed."""
+    """One kind of run. ``unit`` names what ``done``/``total`` count; ``rate_unit`` its speed;
+    ``label`` the kind in a sentence. ``is_pairwise``: its results are pairwise comparisons
+    (what bias, agreement, calibration, leaderboards and run comparisons read);
+    ``results_page``: the app page that shows its results (``rankings``, ``scores``);
+    ``ranked_rows``: what ``compassess rank --format json`` calls its rows."""
 
     name: str
     unit: str
     rate_unit: str
     label: str
+    is_pairwise: bool
+    results_page: str
+    ranked_rows: str
+
+    def settings(self, dataset: str, options: KindOptions, model: ModelOptions) -> RunSettings:
+        """The checked settings of a run on dataset ``dataset`` (its name) from the kind's
+        options and the model options (``InputError`` for a combination it cannot run)."""
+
+    def advice(self, dataset: Dataset, settings: RunSettings) -> list[str]:
+        """What the user should know before starting a run of ``settings`` on ``dataset`` (not
+        errors: the run can start), one sentence each; the CLI prints them as warnings, the
+        Run page shows them."""
 
     def check(self, settings: RunSettings) -> None:
         """Raise ``InputError`` for settings this kind cannot run."""
@@ -102,6 +122,18 @@ class RunKind(Protocol):
                       settings: RunSettings) -> pd.DataFrame:
         """Every stored result as a table (the 'comparisons' export)."""
 
+    def ranking_header(self, run: str, results: Any, settings: RunSettings, fields: dict,
+                       n_rows: int) -> str:
+        """The line ``compassess rank`` prints above the ranking of run ``run`` (``fields``:
+        ``api.Run.ranking_metadata``; ``n_rows``: the rows shown)."""
+
+    def print_evaluation(self, report: Any, out: TextIO) -> None:
+        """Write ``evaluate``'s report as ``compassess evaluate`` prints it."""
+
+    def summary_line(self, info: Any) -> str:
+        """How much a stored run holds, as a run picker shows it (``info``: the store's record
+        of the run), e.g. ``40 comparisons``."""
+
 
 RUN_KINDS: dict[str, RunKind] = {
     "comparative": ComparativeKind(),
@@ -128,3 +160,15 @@ def kind_of(settings: RunSettings | Mapping) -> RunKind:
     """The kind of a run from its settings (typed or as stored)."""
     name = settings.get("kind") if isinstance(settings, Mapping) else settings.kind
     return get_kind(name)
+
+
+def build_settings(dataset: str, options: KindOptions, model: ModelOptions) -> RunSettings:
+    """The settings of a run on dataset ``dataset`` (its name): the kind the options are of
+    builds them. The one builder behind the CLI, the Run page and the Python API.
+
+    Raises
+    ------
+    InputError
+        Options the kind cannot run together (the options themselves were checked when made).
+    """
+    return get_kind(options.kind).settings(dataset, options, model)

@@ -32,6 +32,7 @@ from .context_window import ContextFit, fit_contexts
 from .errors import InputError, TemplateError
 from .judges.base import collect_judgements, timed
 from .prompts import Aspect, infer_task, prompt_hash
+from .report_text import fmt
 from .run_loop import WorkPlan
 from .settings import RunSettings, label_words_key
 from .types import CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray
@@ -370,6 +371,25 @@ class ScoringKind:
     unit = "candidates scored"
     rate_unit = "candidates/s"
     label = "prompt scoring"
+    is_pairwise = False
+    results_page = "rankings"
+    ranked_rows = "rankings"
+
+    def settings(self, dataset: str, options, model) -> RunSettings:
+        """The settings of a run on dataset ``dataset`` (its name) from its
+        ``options.ScoringOptions`` and ``options.ModelOptions``.
+
+        Raises
+        ------
+        TemplateError
+            An unknown scoring template or task.
+        """
+        template = scoring_template(options.template, options.aspect, options.task)
+        return scoring_settings(dataset, options.aspect, template, **model.settings_fields())
+
+    def advice(self, dataset: Dataset, settings: RunSettings) -> list[str]:
+        """Nothing to warn about: every candidate is scored once."""
+        return []
 
     def check(self, settings: RunSettings) -> None:
         """Raises ``InputError`` for settings this kind cannot run."""
@@ -448,6 +468,30 @@ class ScoringKind:
 
     def evaluate(self, dataset: Dataset, table: "ScoreTable", options, *, run: str = ""):
         return ScoringEvaluation(run, evaluate_scores(dataset, table, options.reference))
+
+    def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,
+                       n_rows: int) -> str:
+        """What ``compassess rank`` prints above the table."""
+        return f"# scoring run {run}: ranked by the G-Eval expected score ({n_rows} candidates)"
+
+    def print_evaluation(self, report, out) -> None:
+        """``compassess evaluate``'s text: prompt scoring (argmax) and G-Eval (expected)."""
+        n = report.numbers
+        print(f"scoring run {report.run}: {n['n_scored']} candidates scored; reference column: "
+              f"{n['reference'] or 'none'}; mean mass on the scores 1-10: "
+              f"{fmt(n['mean_label_mass'], '.3f')}", file=out)
+        for label, name in (("prompt_scoring", "prompt scoring (argmax)"),
+                            ("g_eval", "G-Eval (expected)")):
+            if label in n:
+                r = n[label]
+                print(f"{name}: Spearman x100 {fmt(r['spearman_x100'])} (per-context mean over "
+                      f"{r['contexts_used']} contexts), system-level "
+                      f"{fmt(r['system_spearman_x100'])}, pooled {fmt(r['pooled_spearman_x100'])}",
+                      file=out)
+
+    def summary_line(self, info) -> str:
+        """How much a stored run holds, as a run picker shows it (``info``: the store's record)."""
+        return f"{self.label}, {info.done or 0} {self.unit}"
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
         return rank_scored(dataset, reader.score_table(run_id)).drop(columns=["rank", "score"])

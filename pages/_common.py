@@ -30,6 +30,7 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from compassess_core.models import is_bundled
+from compassess_core.run_kinds import get_kind
 from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
 from pages._auth import page_link
@@ -151,12 +152,13 @@ def _dataset_label(infos, dataset_id: int) -> str:
 
 def is_pairwise(run) -> bool:
     """A run of pairwise comparisons (the result pages' runs)."""
-    return run.kind == "comparative"
+    return get_kind(run.kind).is_pairwise
 
 
 def is_scoring_run(run) -> bool:
-    """A prompt-scoring run (one score per candidate, no comparisons)."""
-    return run.kind == "scoring"
+    """A prompt-scoring run (one score per candidate, no comparisons, on the Rankings page)."""
+    kind = get_kind(run.kind)
+    return not kind.is_pairwise and kind.results_page == "rankings"
 
 
 def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True,
@@ -190,11 +192,7 @@ def run_label(run) -> str:
     partial = (not is_active(worker_state(info)) and (info.total or 0) > (info.done or 0))
     of = f" of {info.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
-    if is_scoring_run(run):
-        return f"{name} [{state_text(info)}, prompt scoring, {info.done or 0} candidates scored{of}]"
-    if run.kind == "absolute":
-        return f"{name} [{state_text(info)}, absolute scores, {info.done or 0} comparisons{of}]"
-    return f"{name} [{state_text(info)}, {info.n_comparisons or 0} comparisons{of}]"
+    return f"{name} [{state_text(info)}, {get_kind(run.kind).summary_line(info)}{of}]"
 
 
 def no_run_message() -> None:

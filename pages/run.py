@@ -25,7 +25,9 @@ from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS, name_proble
 from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
                                      infer_task, TASKS)
 from compassess_core.models import BUNDLED_MODEL
-from compassess_core.run_kinds import kind_of
+from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
+                                     ScoringOptions)
+from compassess_core.run_kinds import build_settings, kind_of
 from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
@@ -181,13 +183,6 @@ with st.container(border=True):
     st.session_state.setdefault("budget", max(1, min(10, max_budget(smallest, "no-repeat"))))
     budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
                              disabled=strategy == "full", key="budget")
-    largest = max(len(c.candidates) for c in dataset.contexts)
-    if strategy != "full" and budget < largest:
-        # Below one comparison per candidate some candidates are never compared (and poe's
-        # greedy variance criterion builds long chains there): docs/results.md, section 2.
-        c3.warning(f"A budget of {int(budget)} is below one comparison per candidate ({largest} "
-                   "in the largest context): some candidates cannot be ranked. At least "
-                   f"{2 * largest} (two per candidate) is recommended.")
     # A kept count above this dataset's contexts (another dataset picked since) becomes all of them.
     if st.session_state.get("n_contexts", 0) > len(dataset.contexts) or "n_contexts" not in st.session_state:
         st.session_state["n_contexts"] = len(dataset.contexts)
@@ -204,14 +199,13 @@ with st.container(border=True):
 
 catalog_expander()
 model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
-settings = None
-if model:
-    settings = RunSettings(
-        dataset=dataset.name, aspect=aspect.name, aspect_adjective=aspect.adjective,
-        template_name=template.name, template_text=template.text, primer=template.primer,
-        model=model, strategy=strategy, budget=None if strategy == "full" else int(budget),
-        contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx), seed=int(seed),
-        batch_size=int(batch_size), device=device, truncate_context=bool(truncate))
+# The widgets fill the options objects the CLI's flags fill; the run's kind builds the settings.
+model_options = ModelOptions(
+    model=model, device=device, batch_size=int(batch_size), truncate_context=bool(truncate),
+    contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx)) if model else None
+make_options = lambda: ComparativeOptions(  # noqa: E731 - made where its errors are shown
+    aspect=aspect, template=template, task=task, strategy=strategy, budget=int(budget),
+    seed=int(seed))
 # ---- absolute scores (candidates compared with synthetic references of quality 1..N)
 SCORING_MODE = "prompt scoring (baseline)"
 mode = st.radio("Mode", ("pairwise comparisons", "absolute scores", SCORING_MODE), horizontal=True,
@@ -241,20 +235,15 @@ if mode == "absolute scores":
         ref_source = a3.radio("References", ("generated", ab.UPLOADED), key="abs_refs",
                               format_func=lambda r: {"generated": "written by the model",
                                                      ab.UPLOADED: "my anchors (upload on Scores)"}[r])
-    try:
-        settings = (ab.absolute_settings(
-            dataset.name, aspect, model=model, n_levels=int(n_levels), task=task if task in ab.TASKS else "auto",
-            variant=variant, orders=orders, reference_set=ref_source, max_new_tokens=int(max_new),
-            sample=bool(sample), contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx),
-            seed=int(seed), batch_size=int(batch_size), device=device,
-            truncate_context=bool(truncate)) if model else None)
-    except CompAssessError as e:
-        st.error(plain(str(e)))
-        settings = None
+    make_options = lambda: AbsoluteOptions(  # noqa: E731
+        aspect=aspect, n_levels=int(n_levels), reference_set=ref_source,
+        task=task if task in ab.TASKS else "auto", variant=variant, orders=orders,
+        generation=GenerationOptions(max_new_tokens=int(max_new), sample=bool(sample)),
+        seed=int(seed))
 if mode == SCORING_MODE:
     from compassess_core import scoring as sc
     from compassess_core.judges.openai_judge import is_openai_spec
-    settings = None
+    make_options = None
     with st.container(border=True):
         st.markdown("**Prompt scoring (paper §4.3.2 baseline)**")
         s1, s2 = st.columns([1, 3])
@@ -287,14 +276,14 @@ if mode == SCORING_MODE:
         st.error("Prompt scoring reads the probabilities of the score tokens from a local model: "
                  "choose the bundled model, a local path or .gguf file, or a hub id (a served model "
                  "cannot be used here).")
-    elif model and score_template is not None:
-        settings = sc.scoring_settings(
-            dataset.name, aspect, score_template, model,
-            contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx),
-            batch_size=int(batch_size), device=device, truncate_context=bool(truncate))
+    elif score_template is not None:
+        make_options = lambda: ScoringOptions(aspect=aspect, template=score_name, task=task)  # noqa: E731
 view.save_form(FORM, FORM_KEYS)
+settings = planned = None
 try:
-    planned = None if settings is None else kind_of(settings).planned_total(dataset, settings)
+    if model_options is not None and make_options is not None:
+        settings = build_settings(dataset.name, make_options(), model_options)
+        planned = kind_of(settings).planned_total(dataset, settings)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
     top.error(f"These settings cannot run: {plain(str(e))}")
     settings = planned = None
@@ -309,6 +298,8 @@ if settings is not None:
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
+    for line in kind.advice(dataset, settings):  # what the CLI prints as warnings
+        top.warning(plain(line))
 run_name = top.text_input("Run name",
                           value=settings.default_run_name()[:MAX_NAME_CHARS] if settings else "",
                           max_chars=MAX_NAME_CHARS,

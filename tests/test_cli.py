@@ -191,7 +191,7 @@ def test_run_warns_about_a_budget_below_one_comparison_per_candidate(tmp_path, m
     assert main(["run", str(sample), "--aspect", "coherence", "--strategy", "poe", "--budget", "3",
                  "--db", db]) == 2
     err = capsys.readouterr().err
-    assert "warning: --budget 3 is below one comparison per candidate (5 in the largest context)" in err
+    assert "warning: A budget of 3 is below one comparison per candidate (5 in the largest context)" in err
     assert main(["run", str(sample), "--aspect", "coherence", "--strategy", "poe", "--budget", "10",
                  "--db", db]) == 2
     assert "below one comparison per candidate" not in capsys.readouterr().err
