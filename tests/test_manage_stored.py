@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sqlalchemy import Table, text, update
+from sqlalchemy import Table, UniqueConstraint, text, update
 
 import compassess_core as ca
 from compassess_core.absolute import (TARGET_FIRST, AbsoluteJudgement, AbsoluteKey,
@@ -189,6 +189,54 @@ def make_stale(store, run_id: int) -> None:
     with store.engine.begin() as conn:
         conn.execute(update(RunRow).where(RunRow.id == run_id).values(
             heartbeat_at=utcnow() - timedelta(seconds=STALE_AFTER_S + 5)))
+
+
+# ------------------------------------------------------------------------------ the schema
+
+def test_every_foreign_key_column_leads_an_index_and_migration_0008_adds_and_drops_them(db_url):
+    """A delete looks up the rows referencing each deleted row: without an index on the
+    referencing column that is a scan of the whole table per deleted row."""
+    from alembic import command
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.pool import NullPool
+
+    from db.connection import alembic_config
+    from db.store import Store
+
+    def leading(table: Table) -> set[str]:
+        led = {c.name for c in list(table.primary_key.columns)[:1]}
+        led |= {list(i.columns)[0].name for i in table.indexes}
+        led |= {list(c.columns)[0].name for c in table.constraints
+                if isinstance(c, UniqueConstraint)}
+        return led
+
+    unindexed = [f"{t.name}.{fk.parent.name}" for t in tables() for fk in t.foreign_keys
+                 if fk.parent.name not in leading(t)]
+    assert unindexed == []
+
+    Store(db_url).close()
+    engine = create_engine(db_url, poolclass=NullPool)
+    added = {"comparisons": {"context_id", "a_id", "b_id"},
+             "human_judgements": {"left_id", "right_id"},
+             "candidate_scores": {"context_id", "candidate_id"},
+             "absolute_comparisons": {"context_id", "candidate_id"}}
+
+    def indexed(conn) -> dict[str, set[str]]:
+        found = {}
+        for table in added:
+            found[table] = {i["column_names"][0] for i in inspect(conn).get_indexes(table)
+                            if len(i["column_names"]) == 1} & added[table]
+        return found
+
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        assert indexed(conn) == added
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0007")
+        assert indexed(conn) == {t: set() for t in added}
+        command.upgrade(cfg, "0008")
+        assert indexed(conn) == added
+    engine.dispose()
 
 
 # ------------------------------------------------------------------------------ deleting a run
