@@ -146,7 +146,7 @@ class ManageStore(StoreBase):
                 runs = conn.execute(select(RunRow.id, RunRow.settings)
                                     .where(RunRow.dataset_id == ds.id)).all()
                 for r in runs:
-                    if r.settings.get("dataset") != new_name:
+                    if "dataset" in r.settings and r.settings["dataset"] != new_name:
                         conn.execute(update(RunRow).where(RunRow.id == r.id)
                                      .values(settings={**r.settings, "dataset": new_name}))
         except IntegrityError as e:
