@@ -3,8 +3,8 @@
 Deleting a dataset deletes its candidates and contexts; for each deleted row the database looks
 up the rows that reference it (to cascade, or to check that none is left). Without an index on
 the referencing column that is a scan of the whole table per deleted row: deleting a dataset of
-600 candidates from a store of 300,000 comparisons took about 40 s on SQLite, holding the write
-lock the whole time (a worker writing meanwhile gives up after SQLite's busy timeout). With these
+600 candidates from a store of about 100,000 comparisons took about 40 s on SQLite, holding the
+write lock the whole time (a worker writing meanwhile gives up after SQLite's busy timeout). With these
 indexes it takes well under a second. Upgrading only adds indexes; downgrading drops them.
 
 Revision ID: 0008
