@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # a store and the data in it
-    "open_store", "Store", "load_candidates", "Dataset", "LabelsImported",
+    "open_store", "Store", "load_candidates", "Dataset", "LabelsImported", "Deleted",
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",

@@ -355,6 +355,57 @@ class LabelsImported:
     attributed_by: str
 
 
+#: ``Deleted``'s field for each store table a delete reports (the table's rows, in words).
+_DELETED_FIELDS = {
+    "datasets": "datasets", "runs": "runs", "comparisons": "comparisons",
+    "candidate_scores": "scores", "absolute_comparisons": "absolute_comparisons",
+    "human_judgements": "labels", "guidelines": "guidelines",
+    "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
+    "reference_scores": "reference_scores",
+}
+#: How ``str(Deleted)`` names one and several of each field's rows.
+_DELETED_WORDS = {
+    "datasets": ("dataset", "datasets"), "runs": ("run", "runs"),
+    "comparisons": ("comparison", "comparisons"), "scores": ("candidate score", "candidate scores"),
+    "absolute_comparisons": ("reference comparison", "reference comparisons"),
+    "labels": ("human label", "human labels"), "guidelines": ("guidelines text", "guidelines texts"),
+    "references": ("reference text", "reference texts"), "contexts": ("context", "contexts"),
+    "candidates": ("candidate", "candidates"),
+    "reference_scores": ("reference score", "reference scores"),
+}
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What :meth:`Store.delete_run` or :meth:`Store.delete_dataset` removed (or, with
+    ``dry_run=True``, would remove): rows of each kind. ``scores`` are a scoring run's candidate
+    scores, ``absolute_comparisons`` an absolute run's comparisons with reference texts,
+    ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs.
+    ``str()`` says it in words (``1 run, 60 comparisons``)."""
+
+    datasets: int = 0
+    runs: int = 0
+    comparisons: int = 0
+    scores: int = 0
+    absolute_comparisons: int = 0
+    labels: int = 0
+    guidelines: int = 0
+    references: int = 0
+    contexts: int = 0
+    candidates: int = 0
+    reference_scores: int = 0
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
+        """From the store's rows per table (``db.store.Store.delete_run``'s answer)."""
+        return cls(**{_DELETED_FIELDS[t]: int(n) for t, n in rows.items() if t in _DELETED_FIELDS})
+
+    def __str__(self) -> str:
+        parts = [f"{n:,} {_DELETED_WORDS[f][0 if n == 1 else 1]}"
+                 for f, n in vars(self).items() if n]
+        return ", ".join(parts) or "nothing"
+
+
 class Store:
     """A CompAssess store: datasets, runs and their results, human labels.
 
@@ -703,6 +754,68 @@ class Store:
         stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
         ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
+
+    # ------------------------------------------------------------- managing what is stored
+
+    def delete_run(self, name_or_id: str | int, *, dry_run: bool = False) -> Deleted:
+        """Delete a stored run with its results (``compassess delete-run``), in one
+        transaction; returns what was deleted. ``dry_run=True`` deletes nothing and returns what
+        would be deleted.
+
+        Other runs of the same judge that took results from this run's (the cache) keep their
+        own copies; later runs no longer find this run's judgements in the cache.
+
+        Raises
+        ------
+        InputError
+            No run of that name or id (``RunNotFoundError``), or a worker is executing the run
+            (its heartbeat is live): cancel it (:meth:`Run.cancel`) and delete it once it has
+            stopped. A run whose worker died may be deleted.
+        """
+        return Deleted.from_rows(self.backend.delete_run(name_or_id, dry_run=dry_run))
+
+    def rename_run(self, name_or_id: str | int, new_name: str) -> "Run":
+        """Give a stored run another name (``compassess rename-run``); returns the renamed run.
+
+        Allowed while a worker executes the run: workers, results and the cache know a run by
+        its id, not its name.
+
+        Raises
+        ------
+        InputError
+            No run of that name or id (``RunNotFoundError``), an invalid name (the rules of a
+            new run's name), or another run already has the name.
+        """
+        run = self.backend.get_run(name_or_id)
+        self.backend.rename_run(run.id, new_name)
+        return Run(self, self.backend.get_run(run.id))
+
+    def delete_dataset(self, name_or_id: str | int, *, dry_run: bool = False) -> Deleted:
+        """Delete a stored dataset with everything that belongs to it (``compassess
+        delete-dataset``), in one transaction: its candidates and reference scores, its runs and
+        their results, its human labels, guidelines and reference texts. Returns what was
+        deleted; ``dry_run=True`` deletes nothing and returns what would be deleted.
+
+        Raises
+        ------
+        InputError
+            No dataset of that name or id (``RunNotFoundError``), or a worker is executing one
+            of its runs: cancel it first.
+        """
+        return Deleted.from_rows(self.backend.delete_dataset(name_or_id, dry_run=dry_run))
+
+    def rename_dataset(self, name_or_id: str | int, new_name: str) -> None:
+        """Give a stored dataset another name (``compassess rename-dataset``). The runs on it
+        record the new name in their settings, so ``store.run(new_name, ...)`` with a run's
+        settings resumes that run. Allowed while its runs execute.
+
+        Raises
+        ------
+        InputError
+            No dataset of that name or id (``RunNotFoundError``), an invalid name (the rules of
+            saving one), or another dataset already has the name.
+        """
+        self.backend.rename_dataset(name_or_id, new_name)
 
     # ------------------------------------------------ what the app lists, and writes as people work
 
@@ -1516,4 +1629,17 @@ class Run:
     def cancel(self) -> None:
         """Ask whoever executes the run to stop after its micro-batch in flight."""
         self.store.backend.request_cancel(self.id)
+
+    # ---------------------------------------------------------------------- managing it
+
+    def delete(self, *, dry_run: bool = False) -> Deleted:
+        """Delete this run with its results (:meth:`Store.delete_run`); this object keeps what
+        it had read, but nothing can be read again."""
+        return self.store.delete_run(self.id, dry_run=dry_run)
+
+    def rename(self, new_name: str) -> "Run":
+        """Give this run another name (:meth:`Store.rename_run`); returns this run, read again."""
+        self.store.backend.rename_run(self.id, new_name)
+        self.info = self.store.backend.get_run(self.id)
+        return self
 

@@ -1,7 +1,8 @@
 """``compassess`` command line: it parses options and prints; the Python API does the work.
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, import-labels, agreement,
-calibrate, models, datasets, runs, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset, rename-dataset, worker,
+fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -219,7 +220,31 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--run", required=True, metavar="NAME")
     w.add_argument("--chunk-size", type=int, default=None, metavar="N")
     _db_arg(w)
+    _manage_parsers(sub)
     return parser
+
+
+def _manage_parsers(sub) -> None:
+    """delete-run, rename-run, delete-dataset, rename-dataset."""
+    yes_help = ("delete without asking (needed when the input is not a terminal; without it the "
+                "command only prints what would be deleted and exits with code 2)")
+    dr = sub.add_parser("delete-run", help="delete a stored run with its results (asks first)")
+    dr.add_argument("--run", required=True, metavar="NAME")
+    dr.add_argument("--yes", action="store_true", help=yes_help)
+    _db_arg(dr)
+    rr = sub.add_parser("rename-run", help="give a stored run another name")
+    rr.add_argument("--run", required=True, metavar="NAME")
+    rr.add_argument("--to", required=True, metavar="NEW")
+    _db_arg(rr)
+    dd = sub.add_parser("delete-dataset", help="delete a stored dataset with its runs, results, "
+                        "human labels, guidelines and reference texts (asks first)")
+    dd.add_argument("--dataset", required=True, metavar="NAME")
+    dd.add_argument("--yes", action="store_true", help=yes_help)
+    _db_arg(dd)
+    rd = sub.add_parser("rename-dataset", help="give a stored dataset another name (its runs follow)")
+    rd.add_argument("--dataset", required=True, metavar="NAME")
+    rd.add_argument("--to", required=True, metavar="NEW")
+    _db_arg(rd)
 
 
 # ------------------------------------------------------------------------------- starting runs
@@ -627,11 +652,70 @@ def cmd_models(args) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------------- managing what is stored
+
+def _confirmed(what: str, preview: api.Deleted, yes: bool) -> bool:
+    """Whether to delete: ``--yes``, or a "y" typed at a terminal after the preview.
+
+    Raises
+    ------
+    InputError
+        Without ``--yes`` when the input is not a terminal (a script must say so explicitly);
+        the preview has been printed.
+    """
+    if yes:
+        return True
+    print(f"deleting {what} would delete: {preview}")
+    if not sys.stdin.isatty():
+        raise InputError(f"{what} was not deleted: pass --yes to delete without asking")
+    try:
+        answer = input("delete? [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def cmd_delete_run(args) -> int:
+    store = api.open_store(args.db)
+    run = store.get_run(args.run)
+    what = f"run '{run.name}'"
+    if not _confirmed(what, store.delete_run(run.id, dry_run=True), args.yes):
+        print(f"{what} was not deleted")
+        return EXIT_OK
+    print(f"deleted {what}: {store.delete_run(run.id)}")
+    return EXIT_OK
+
+
+def cmd_rename_run(args) -> int:
+    run = api.open_store(args.db).get_run(args.run)
+    old = run.name
+    print(f"renamed run '{old}' to '{run.rename(args.to).name}'")
+    return EXIT_OK
+
+
+def cmd_delete_dataset(args) -> int:
+    store = api.open_store(args.db)
+    what = f"dataset '{args.dataset}'"
+    if not _confirmed(what, store.delete_dataset(args.dataset, dry_run=True), args.yes):
+        print(f"{what} was not deleted")
+        return EXIT_OK
+    print(f"deleted {what}: {store.delete_dataset(args.dataset)}")
+    return EXIT_OK
+
+
+def cmd_rename_dataset(args) -> int:
+    api.open_store(args.db).rename_dataset(args.dataset, args.to)
+    print(f"renamed dataset '{args.dataset}' to '{args.to}'")
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
             "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
-            "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare}
+            "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare,
+            "delete-run": cmd_delete_run, "rename-run": cmd_rename_run,
+            "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset}
 
 
 def main(argv: list[str] | None = None) -> int:

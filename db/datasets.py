@@ -1,10 +1,10 @@
-"""Datasets in the store: save a validated candidate file once, list, load it back exactly, delete.
+"""Datasets in the store: save a validated candidate file once, list, load it back exactly.
 
 A dataset is stored as rows of contexts, candidates and reference scores keyed by integers; its
 string ids (the user's file) stay in ``key`` columns. Saving is idempotent on the content hash.
 
 This module must never parse or validate a candidate file (``compassess_core.data`` does) and
-never touch runs or results other than through the database's cascading deletes.
+never touch runs or results. Deleting and renaming a dataset (with its runs): ``db.manage``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from compassess_core.data import content_hash as dataset_content_hash
@@ -40,7 +40,7 @@ class DatasetInfo:
 
 
 class DatasetStore(StoreBase):
-    """Saving, listing, loading and deleting datasets."""
+    """Saving, listing and loading datasets."""
 
     def save_dataset(self, dataset: Dataset) -> int:
         """Store a dataset in one transaction and return its id.
@@ -135,19 +135,6 @@ class DatasetStore(StoreBase):
             contexts=tuple(Context(c.key, c.text, tuple(by_context.get(c.id, ())))
                            for c in contexts),
             score_columns=tuple(ds.score_columns), source=ds.source, content_hash=ds.content_hash)
-
-    def delete_dataset(self, name_or_id: str | int) -> None:
-        """Delete a dataset with its runs, results, references, judgements and guidelines.
-
-        Raises
-        ------
-        RunNotFoundError
-            When no dataset has this name or id.
-        """
-        with self._write() as conn:
-            ds = self._dataset_row(conn, name_or_id)
-            conn.execute(delete(DatasetRow).where(DatasetRow.id == ds.id))
-        self._forget_keys(ds.id)
 
 
 def _dataset_with_hash(conn: Connection, chash: str) -> int | None:

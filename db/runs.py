@@ -1,5 +1,5 @@
 """Runs in the store: create or resume by name, status and heartbeat, cancel, the judge's
-identity, delete; and the reads of a comparative run's comparisons for analysis pages.
+identity; and the reads of a comparative run's comparisons for analysis pages.
 
 A run's settings are stored as the JSON they were given (after a round trip); the store only
 compares them when a run of the same name is created again, and copies the ones pages filter on
@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import (Delete, Row, Select, String, Update, case, delete, func, insert, select,
+from sqlalchemy import (Delete, Row, Select, String, Update, case, func, insert, select,
                         type_coerce, update)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -94,9 +94,12 @@ def _setting_columns(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class RunStore(StoreBase):
-    """Run records (create, read, status, cancel, judge identity, delete) and comparison reads."""
+    """Run records (create, read, status, cancel, judge identity) and comparison reads.
 
-    # -------------------------------------------------------------------- create, read, delete
+    Deleting and renaming a run: ``db.manage``.
+    """
+
+    # -------------------------------------------------------------------- create, read
 
     def create_run(self, name: str, dataset_id: int, settings: dict) -> int:
         """A new run, or the existing run of that name when it has the same dataset and settings.
@@ -181,16 +184,6 @@ class RunStore(StoreBase):
             stmt = stmt.where(RunRow.dataset_id == dataset_id)
         with self._read() as conn:
             return [_run_info(r) for r in conn.execute(stmt)]
-
-    def delete_run(self, run_id: int) -> None:
-        """Delete a run and its results.
-
-        Raises
-        ------
-        RunNotFoundError
-            When the run does not exist.
-        """
-        self._change_run(run_id, delete(RunRow))
 
     # -------------------------------------------------------------------- the judge's identity
 

@@ -3,7 +3,9 @@
 Engine identifiers (``context_id``, ``candidate_id``) are the strings of the user's file; here they
 are ``key`` columns, and every relation uses integer primary keys. Every foreign key cascades on
 delete so that deleting a dataset removes its runs, comparisons and judgements in the database
-itself (SQLite needs ``PRAGMA foreign_keys=ON``, which ``db.connection`` sets on every connection).
+itself (SQLite needs ``PRAGMA foreign_keys=ON``, which ``db.connection`` sets on every connection),
+and every foreign key column leads an index, so that a delete finds the referencing rows without
+scanning a whole table once per deleted row.
 
 This module must never issue SQL or hold a connection: it only describes tables. A change here
 needs a new migration in ``db/migrations/versions`` (``alembic -c db/alembic.ini revision
@@ -185,6 +187,11 @@ class ComparisonRow(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "a_id", "b_id"),
         Index("ix_comparisons_prompt_hash", "prompt_hash"),
+        # Every foreign key column is indexed (migration 0008): deleting a candidate or a
+        # context looks its referencing rows up, a full scan of this table per row without one.
+        Index("ix_comparisons_context_id", "context_id"),
+        Index("ix_comparisons_a_id", "a_id"),
+        Index("ix_comparisons_b_id", "b_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -218,6 +225,8 @@ class HumanJudgementRow(Base):
         Index("ix_human_judgements_dataset_id_aspect", "dataset_id", "aspect"),
         Index("ix_human_judgements_context_id", "context_id"),
         Index("ix_human_judgements_annotator", "annotator"),
+        Index("ix_human_judgements_left_id", "left_id"),
+        Index("ix_human_judgements_right_id", "right_id"),
         UniqueConstraint("pair_low_id", "pair_high_id", "annotator", "aspect", "revision",
                          name="uq_human_judgements_pair"),
     )
@@ -267,6 +276,8 @@ class CandidateScoreRow(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "candidate_id"),
         Index("ix_candidate_scores_prompt_hash", "prompt_hash"),
+        Index("ix_candidate_scores_context_id", "context_id"),
+        Index("ix_candidate_scores_candidate_id", "candidate_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -319,6 +330,8 @@ class AbsoluteComparisonRow(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "candidate_id", "level", "target_first"),
         Index("ix_absolute_comparisons_prompt_hash", "prompt_hash"),
+        Index("ix_absolute_comparisons_context_id", "context_id"),
+        Index("ix_absolute_comparisons_candidate_id", "candidate_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -3,8 +3,9 @@
 ``Store`` is the only code in CompAssess that issues SQL. It is composed of parts, one module each:
 
 - ``db.connection``: URLs, engines, transactions, migrations, the dataset id maps (``StoreBase``);
-- ``db.datasets``: save, list, load and delete datasets;
-- ``db.runs``: runs (create, status, cancel, the judge's identity, delete) and comparison reads;
+- ``db.datasets``: save, list and load datasets;
+- ``db.runs``: runs (create, status, cancel, the judge's identity) and comparison reads;
+- ``db.manage``: delete (with everything that belongs to it) and rename a run or a dataset;
 - ``db.results``: the one result sink of every run kind (``stored_results``, ``cached_results``,
   ``add_results``) over the registry ``RESULT_TABLES``;
 - ``db.labels``: human judgements and annotation guidelines;
@@ -24,6 +25,7 @@ from .connection import (MIGRATIONS_DIR, SQLITE_BUSY_TIMEOUT_S, SQLITE_FILE_SUFF
                          alembic_config, database_url, default_database_url)
 from .datasets import DatasetInfo, DatasetStore
 from .labels import HUMAN_COLUMNS, HUMAN_JUDGEMENT_KEYS, SHOWN_ORDERS, LabelStore
+from .manage import ManageStore
 from .people import PeopleStore, Person
 from .results import RESULT_TABLES, ResultStore, ResultTable
 from .runs import (COMPARISON_COLUMNS, SETTING_COLUMNS, TERMINAL_STATUSES, RunInfo, RunStore,
@@ -40,7 +42,8 @@ __all__ = [
 ]
 
 
-class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore):
+class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore,
+            ManageStore):
     """Persistence of CompAssess in the database at ``url`` (default: ``default_database_url()``).
 
     Opening a store brings its schema to the newest migration. The store is safe to share between
