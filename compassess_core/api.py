@@ -21,6 +21,7 @@ backend at import time (``import compassess_core`` stays free of torch and trans
 from __future__ import annotations
 
 import inspect
+import functools
 import os
 import subprocess
 import sys
@@ -991,6 +992,18 @@ class Agreement:
         return {"labels": self.labels, **self.summary}
 
 
+def _pairwise_only(what: str):
+    """A :class:`Run` method that needs pairwise comparisons: on a run of another kind it raises
+    ``InputError`` saying that ``what`` needs them (one guard, declared where the method is)."""
+    def wrap(method):
+        @functools.wraps(method)
+        def guarded(self, *args, **kwargs):
+            self._pairwise(what)
+            return method(self, *args, **kwargs)
+        return guarded
+    return wrap
+
+
 class Run:
     """A stored run: its settings, status and results, read back as DataFrames and typed
     reports (the numbers ``compassess rank|evaluate|export|agreement`` print).
@@ -1094,6 +1107,7 @@ class Run:
         return self
 
     def _pairwise(self, what: str) -> None:
+        """Refuse ``what`` for a run whose kind does not judge pairs (``_pairwise_only``)."""
         if not self._kind.is_pairwise:
             raise InputError(f"run '{self.name}' is a {self._kind.label} run: {what} needs "
                              "pairwise comparisons")
@@ -1120,10 +1134,10 @@ class Run:
         scoring run; comparisons with references for an absolute run."""
         return self._kind.results_frame(self.store.backend, self.id, self.dataset, self.settings)
 
+    @_pairwise_only("a decision threshold")
     def tau(self, debias: str | float = "balanced") -> float:
         """The decision threshold ``debias`` names on this run's comparisons (``balanced``:
         tau*, the median of p; eq. 10)."""
-        self._pairwise("a decision threshold")
         p = self.results.p
         return analysis.resolve_tau(debias, p[np.isfinite(p)])
 
@@ -1191,6 +1205,7 @@ class Run:
                                 reference=reference)
         return self._kind.evaluate(self.dataset, self.results, options, run=self.name)
 
+    @_pairwise_only("an evaluation at one threshold")
     def evaluation_at(self, debias: str | float = "none", *, method: str = "win-ratio",
                       reference: str | None = None) -> Evaluation:
         """The numbers of :meth:`evaluation` at one threshold only (``report.raw`` is
@@ -1202,7 +1217,6 @@ class Run:
             Not a pairwise run, a reference column the dataset lacks, an unknown method or
             threshold.
         """
-        self._pairwise("an evaluation at one threshold")
         options = self._options(method=method, debias=debias, reference=reference)
         analysis.check_reference(self.dataset, options.reference)
         parts, all_p = self._split()
@@ -1210,23 +1224,23 @@ class Run:
                                     reference=options.reference,
                                     tau=analysis.resolve_tau(options.debias, all_p), all_p=all_p)
 
+    @_pairwise_only("positional bias")
     def bias(self, debias: str | float = "none") -> pd.DataFrame:
         """Positional bias per context at the threshold ``debias``: P(A) (share won by the
         first position, eq. 8), P(B), the flip rate (share of pairs judged in both orders whose
         verdict changes with the order) and the counts they were computed on."""
-        self._pairwise("positional bias")
         return analysis.bias_by_context(self.dataset, self.results, self.tau(debias))
 
+    @_pairwise_only("order dependence")
     def order_dependence(self, debias: str | float = "none") -> pd.DataFrame:
         """Pairs judged in both orders, most order-dependent first: p both ways,
         ``inconsistency`` = |p_ij - (1 - p_ji)| and whether the verdict flips at ``debias``."""
-        self._pairwise("order dependence")
         return analysis.order_dependence(self.dataset, self.results, self.tau(debias))
 
+    @_pairwise_only("a comparison matrix")
     def matrix(self, context_id: str) -> pd.DataFrame:
         """The p_ij of one context: rows the first position, columns the second (NaN: not
         compared)."""
-        self._pairwise("a comparison matrix")
         ids, m = analysis.context_matrix(self.dataset, self.results, context_id)
         return pd.DataFrame(m, index=pd.Index(ids, name="first"),
                             columns=pd.Index(ids, name="second"))
@@ -1248,14 +1262,14 @@ class Run:
     @property
     def n_comparisons(self) -> int:
         """Stored comparisons that match the run's dataset (0 for other kinds)."""
-        if self.kind != "comparative":
+        if not self._kind.is_pairwise:
             return 0
         return int(len(self._split()[1]))
 
     @property
     def context_ids(self) -> list[str]:
         """The contexts with stored results, in the dataset's order."""
-        if self.kind == "comparative":
+        if self._kind.is_pairwise:
             return [cc.context.context_id for cc in self._split()[0]]
         return [c.context_id for c in self.dataset.contexts]
 
@@ -1264,16 +1278,16 @@ class Run:
         """Contexts the run cut to fit the model's context window: id -> characters kept."""
         return dict((self.info.plan or {}).get("truncated_contexts") or {})
 
+    @_pairwise_only("probabilities")
     def probabilities(self) -> np.ndarray:
         """Every stored p_ij = P(first position wins) that matches the dataset (eq. 3), in the
         order of :meth:`context_ids`: the histogram of the Bias page."""
-        self._pairwise("probabilities")
         return self._split()[1].copy()
 
+    @_pairwise_only("positional bias")
     def positional_bias(self, debias: str | float = "balanced") -> PositionalBias:
         """P(A) and P(B) (eq. 8) raw and at ``debias``, the flip rate at ``debias`` and tau*:
         the Bias page's gauges."""
-        self._pairwise("positional bias")
         diagnosis = self.position_diagnosis(debias)
         return PositionalBias(
             tau=diagnosis.tau, tau_star=self.tau("balanced"), p_a_raw=diagnosis.p_a_raw,
@@ -1282,18 +1296,18 @@ class Run:
             n_pairs_both_orders=diagnosis.n_pairs_both_orders,
             n_comparisons=diagnosis.n_comparisons)
 
+    @_pairwise_only("a positional-bias diagnosis")
     def position_diagnosis(self, debias: str | float = "balanced") -> PositionDiagnosis:
         """What a judge that answers by position looks like in numbers (P(A) and the flip rate,
         raw and at ``debias``), with the message and the remedy the result pages show."""
-        self._pairwise("a positional-bias diagnosis")
         parts, _ = self._split()
         return analysis.position_diagnosis(parts, self.tau(debias))
 
+    @_pairwise_only("length bias")
     def length_bias(self, debias: str | float = "none") -> LengthBias:
         """How much the judge prefers the longer text: the longer text's share of wins at
         ``debias``, the logistic slope of p on log2(len A / len B) and its intercept (position
         at equal length), on every comparison."""
-        self._pairwise("length bias")
         return length_bias(*self._lengths(), self.tau(debias))
 
     def length_points(self, debias: str | float = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -1312,16 +1326,16 @@ class Run:
             self._length_cache = comparison_lengths(self.dataset, self.results)
         return self._length_cache
 
+    @_pairwise_only("a stored comparison")
     def comparison(self, context_id: str, first: str, second: str) -> dict | None:
         """The stored comparison of ``first`` (position A) against ``second`` in one context: p,
         label-word mass, log-probabilities, latency, prompt hash (None: not compared)."""
-        self._pairwise("a stored comparison")
         return self.store.backend.get_comparison(self.id, context_id, first, second)
 
+    @_pairwise_only("a comparison prompt")
     def prompt(self, context_id: str, first: str, second: str):
         """The exact prompt the judge was given for ``first`` (A) against ``second`` (B): the
         run's template over the stored texts, with the context cut as the run cut it."""
-        self._pairwise("a comparison prompt")
         ctx = self.dataset.context(context_id)
         ids = ctx.candidate_ids
         kept = self.truncated_contexts.get(context_id)
@@ -1337,6 +1351,7 @@ class Run:
                              "annotate in the app")
         return human
 
+    @_pairwise_only("calibration on human A/B labels")
     def calibrated(self, aspect: str | None = None) -> "Run":
         """This run with its p calibrated on the stored human A/B labels of ``aspect`` (default
         the run's): ``p_cal = sigmoid((logit p - b) / T)``, the bias ``b`` and temperature ``T``
@@ -1349,7 +1364,6 @@ class Run:
         InputError
             Not a pairwise run, no stored labels, or no labelled pair judged by the run.
         """
-        self._pairwise("calibration on human A/B labels")
         aspect = aspect or self.settings.aspect
         fit = fit_on_labels(self.results, self._stored_labels(aspect))
         view = Run(self.store, self.info, dataset=self.dataset,
@@ -1358,6 +1372,7 @@ class Run:
                             f"'{self.dataset.name}', aspect '{aspect}'"}
         return view
 
+    @_pairwise_only("calibration on human A/B labels")
     def calibrate(self, aspect: str | None = None, *, labels: pd.DataFrame | None = None,
                   folds: int = DEFAULT_FOLDS, seed: int = 0) -> CalibrationReport:
         """How well a bias and a temperature fitted on the stored human labels calibrate the
@@ -1371,10 +1386,10 @@ class Run:
         InputError
             Not a pairwise run, no stored labels, too few labelled pairs for ``folds``.
         """
-        self._pairwise("calibration on human A/B labels")
         human = self._stored_labels(aspect) if labels is None else labels
         return calibrate(self.results, human, folds=folds, seed=seed)
 
+    @_pairwise_only("a ranking with human labels")
     def fused_rankings(self, level: str = "context", debias: str | float = "none", *,
                        weight: float | None = None, aspect: str | None = None) -> FusedRanking:
         """Rankings from the judge's comparisons and the stored human labels together
@@ -1388,7 +1403,6 @@ class Run:
         InputError
             Not a pairwise run, no stored labels, an unknown level or a negative weight.
         """
-        self._pairwise("a ranking with human labels")
         if level not in ("context", "system"):
             raise InputError(f"level must be 'context' or 'system', not '{level}'")
         rank = fused_system_ranking if level == "system" else fused_rankings
@@ -1401,13 +1415,14 @@ class Run:
         (cancelled): 40 of 60 planned comparisons ..."); None for a complete or live run."""
         return partial_run_note(self.status, self.info.done, self.info.total, self._kind.unit)
 
+    @_pairwise_only("a positional-bias diagnosis")
     def position_warning(self, debias: str | float = "balanced") -> str | None:
         """What the result pages warn about a judge that answers by position (P(A) far from 0.5
         or a high flip rate), raw and at ``debias``; None when the judge looks at content."""
-        self._pairwise("a positional-bias diagnosis")
         parts, _ = self._split()
         return analysis.position_diagnosis(parts, self.tau(debias)).warning()
 
+    @_pairwise_only("a leaderboard")
     def leaderboard(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
                     reference: str | None = None, n_boot: int = 200, level: float = 0.95,
                     seed: int = 0) -> Leaderboard:
@@ -1426,7 +1441,6 @@ class Run:
         InputError
             Not a pairwise run, an unknown method or reference column, ``n_boot < 1``.
         """
-        self._pairwise("a leaderboard")
         options = self._options(method=method, debias=debias, reference=reference)
         return leaderboard(self.dataset, self.results, method=method, tau=self.tau(debias),
                            reference=options.reference, n_boot=n_boot, level=level, seed=seed)
@@ -1447,6 +1461,7 @@ class Run:
         data, sidecar = table_bytes(board.frame, fmt, what="leaderboard", metadata=meta)
         return ExportFile(data=data, sidecar=sidecar, frame=board.frame, metadata=meta)
 
+    @_pairwise_only("compare")
     def compare(self, other: "Run", method: str = DEFAULT_METHOD,
                 debias: str | float = "balanced") -> RunComparison:
         """This run (A) against ``other`` (B) on the same dataset: ``compassess compare``.
@@ -1459,7 +1474,6 @@ class Run:
         InputError
             Either run is not pairwise, the datasets differ, or no pair was judged by both.
         """
-        self._pairwise("compare")
         other._pairwise("compare")
         return compare_runs(self.dataset, self.results, other.dataset, other.results,
                             tau_a=self.tau(debias), tau_b=other.tau(debias), method=method)
@@ -1470,6 +1484,7 @@ class Run:
         return self.store.backend.human_judgements_frame(
             self.info.dataset_id, aspect or self.settings.aspect)
 
+    @_pairwise_only("agreement with human A/B labels")
     def agreement(self, labels: Source | None = None, debias: str | float = "balanced", *,
                   aspect: str | None = None) -> Agreement:
         """The run against human A/B labels: ``compassess agreement``.
@@ -1485,7 +1500,6 @@ class Run:
         InputError
             Not a pairwise run, or no labels.
         """
-        self._pairwise("agreement with human A/B labels")
         aspect = aspect or self.settings.aspect
         if labels is None:
             human = self.human_labels(aspect)
@@ -1534,7 +1548,7 @@ class Run:
                                   threshold=threshold)
             meta.update(self.ranking_metadata(method, debias, which=which, score=score,
                                               threshold=threshold))
-            if self.kind == "comparative":
+            if self._kind.is_pairwise:
                 meta.update(debias=str(debias), tau_star=self.tau("balanced"),
                             n_comparisons=self.n_comparisons)
                 if ci:
