@@ -328,10 +328,14 @@ def start_worker(run_id: int, database_url: str, log_path: Path, *,
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "compassess_core.worker",
+        proc = subprocess.Popen([sys.executable, "-m", "compassess_core.worker",
                                  "--run-id", str(int(run_id))],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(cwd or root), env=env)
+    # Reaped as soon as it ends: a long-lived starter (the web server) would otherwise keep a
+    # zombie per finished run until it next started one.
+    threading.Thread(target=proc.wait, name=f"reap-worker-{int(run_id)}", daemon=True).start()
+    return proc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -133,3 +133,14 @@ def test_the_app_starts_a_low_priority_worker_without_the_database_url_in_argv(s
 
 def test_a_worker_leaves_a_core_to_the_web_server():
     assert [worker_threads(n) for n in (1, 2, 4, 16)] == [1, 1, 3, 15]
+
+
+def test_a_finished_worker_is_reaped_without_anyone_waiting_for_it(db_url, tmp_path):
+    """A worker that ends (here at once: its run does not exist) leaves no zombie behind in the
+    process that started it (the web server starts many and waits for none)."""
+    proc = start_worker(999_999, db_url, tmp_path / "logs" / "worker-999999.log")
+    deadline = time.monotonic() + 60
+    while proc.returncode is None and time.monotonic() < deadline:
+        time.sleep(0.2)   # no wait() or poll() here: the reaper thread collects it
+    assert proc.returncode is not None
+    assert not Path(f"/proc/{proc.pid}").exists()
