@@ -18,6 +18,7 @@ This module must never store anything or choose pairs.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -33,6 +34,11 @@ MIN_CONTEXT_TOKENS = 16
 #: Positions kept free after the prompt: the label word is read at the last prompt position,
 #: and the scoring kind reads one more token after it.
 RESERVED_TOKENS = 2
+#: The bound on the prompts of a local model that declares no context window: without one, a
+#: long upload would ask its attention for memory without limit. ``COMPASSESS_MAX_PROMPT_TOKENS``
+#: sets another bound.
+UNDECLARED_WINDOW_TOKENS = 32_768
+MAX_PROMPT_TOKENS_ENV = "COMPASSESS_MAX_PROMPT_TOKENS"
 #: Exact counts per context: the prompts with the most candidate tokens.
 EXACT_PER_CONTEXT = 3
 
@@ -92,6 +98,24 @@ class ContextFit:
                     truncated_contexts=dict(self.truncated))
 
 
+def undeclared_window() -> int:
+    """The token bound of prompts for a model that declares no context window:
+    ``$COMPASSESS_MAX_PROMPT_TOKENS`` or :data:`UNDECLARED_WINDOW_TOKENS`.
+
+    Raises
+    ------
+    InputError
+        A value that is not a whole number of at least 16 tokens.
+    """
+    raw = os.environ.get(MAX_PROMPT_TOKENS_ENV, "").strip()
+    if not raw:
+        return UNDECLARED_WINDOW_TOKENS
+    if not raw.isdigit() or int(raw) < 16:
+        raise InputError(f"{MAX_PROMPT_TOKENS_ENV} must be a whole number of tokens (at least 16), "
+                         f"not '{raw}'")
+    return int(raw)
+
+
 def truncated_text(text: str, kept_chars: int | None) -> str:
     """A context passage as a run used it: whole, or its first ``kept_chars`` characters and the mark."""
     if kept_chars is None or kept_chars >= len(text):
@@ -103,8 +127,9 @@ def fit_contexts(contexts: Sequence[Context], longest_prompts: LongestPrompts, j
                  truncate: bool) -> ContextFit:
     """Check (and with ``truncate``, cut) every context so its longest prompt fits the window.
 
-    ``judge`` must offer ``context_window``, ``prompt_tokens(prompts)`` and a ``tokenizer``; a
-    judge without them (a served model: the server enforces its own limit) is not checked.
+    ``judge`` must offer ``prompt_tokens(prompts)`` and a ``tokenizer``; a judge without them (a
+    served model: the server enforces its own limit) is not checked. A judge that declares no
+    ``context_window`` is held to :func:`undeclared_window`.
 
     Raises
     ------
@@ -113,8 +138,9 @@ def fit_contexts(contexts: Sequence[Context], longest_prompts: LongestPrompts, j
     """
     window = getattr(judge, "context_window", None)
     tokenizer = getattr(judge, "tokenizer", None)
-    if not window or tokenizer is None or not hasattr(judge, "prompt_tokens"):
+    if tokenizer is None or not hasattr(judge, "prompt_tokens"):
         return ContextFit(window=window)
+    window = window or undeclared_window()
     limit = int(window) - RESERVED_TOKENS
 
     def count(texts: Sequence[str]) -> np.ndarray:

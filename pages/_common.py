@@ -33,7 +33,8 @@ from compassess_core.models import is_bundled
 from compassess_core.run_kinds import get_kind
 from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
-from pages._auth import page_link
+from compassess_core.errors import CompAssessError
+from pages._auth import page_link, require
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._store import api_store, db_url  # noqa: F401 - likewise
 
@@ -488,8 +489,17 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str, tau: 
     st.code(prompt.text, language=None, wrap_lines=True)
     st.code(prompt.primer, language=None)
     settings = run.settings
+    try:
+        # A served judge is contacted only when it is one of this app's configured servers: the
+        # URL stored with a run (an imported store, an edited row) is not trusted.
+        check_app_model(settings.model)
+    except CompAssessError:
+        st.caption("The chat-template view is not offered: this run's judge server is not one of "
+                   "the servers configured for this app.")
+        return
     if st.checkbox("Show it with the model's chat template (loads the judge, a few seconds)",
                    key=f"chat_{run.id}_{context_id}_{first}_{second}"):
+        require()  # loading a model in the web server is an admin's action
         try:
             judge = _judge_for_render(settings.model, settings.device, settings.dtype)
             st.code(judge.render(prompt), language=None, wrap_lines=True)

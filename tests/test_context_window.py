@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from compassess_core.comparative import ComparativeKind
-from compassess_core.context_window import (RESERVED_TOKENS, TRUNCATION_MARK, ContextTooLong,
+from compassess_core.context_window import (RESERVED_TOKENS, TRUNCATION_MARK,
+                                            UNDECLARED_WINDOW_TOKENS, ContextTooLong,
                                             fit_contexts, truncated_text)
 from compassess_core.prompts import Aspect, builtin_template
 from compassess_core.run_kinds import RunJob
@@ -91,9 +92,17 @@ def test_truncation_cannot_save_a_candidate_longer_than_the_window():
         ComparativeKind().preflight(dataset(long_candidate=900), settings(truncate_context=True), judge)
 
 
-def test_a_judge_without_a_known_window_is_not_checked():
-    assert fit_contexts(dataset(100_000).contexts, ComparativeKind().longest_prompts(settings()),
-                        FakeLengthJudge(context_window=None), truncate=False).truncated == {}
+def test_a_judge_without_a_declared_window_is_held_to_a_bound(monkeypatch):
+    prompts = ComparativeKind().longest_prompts(settings())
+    # The default bound takes ordinary prompts, not a 100,000-token passage.
+    assert fit_contexts(dataset(1_000).contexts, prompts, FakeLengthJudge(context_window=None),
+                        truncate=False).window == UNDECLARED_WINDOW_TOKENS
+    with pytest.raises(ContextTooLong, match=f"{UNDECLARED_WINDOW_TOKENS:,}"):
+        fit_contexts(dataset(100_000).contexts, prompts, FakeLengthJudge(context_window=None),
+                     truncate=False)
+    monkeypatch.setenv("COMPASSESS_MAX_PROMPT_TOKENS", "200_000".replace("_", ""))
+    assert fit_contexts(dataset(100_000).contexts, prompts, FakeLengthJudge(context_window=None),
+                        truncate=False).truncated == {}
 
 
 def test_truncated_text_is_the_identity_when_nothing_was_cut():

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -377,3 +378,28 @@ def test_one_private_worker_log_per_run_id(tmp_path, monkeypatch):
     proc.wait(timeout=120)
     assert _mode(log.parent) == 0o700
     assert _mode(log) == 0o600
+
+
+def test_the_comparison_view_contacts_no_judge_server_outside_the_allowlist(db_url, tmp_path,
+                                                                           monkeypatch):
+    """A run's stored judge URL (an imported store, an edited row) is not trusted: the view does
+    not offer to render through it, so no request can leave for that server."""
+    from sqlalchemy import create_engine, text
+
+    from tests.test_app_pages import open_page, seed_run
+    monkeypatch.setenv("COMPASSESS_DATABASE_URL", db_url)
+    monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COMPASSESS_OPENAI_BASE_URL", raising=False)
+    store, _, run_id = seed_run(db_url)
+    info = store.get_run(run_id)
+    settings = dict(info.settings, model="openai:http://evil.example:8000/v1#judge")
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET settings = :s WHERE id = :i"),
+                     {"s": json.dumps(settings), "i": run_id})
+    engine.dispose()
+    at = open_page("matrix")
+    at.button(key="open_pick").click().run()
+    assert not at.exception, at.exception
+    assert any("not one of the servers configured" in c.value for c in at.caption)
+    assert not [c for c in at.checkbox if "chat template" in c.label]
