@@ -58,7 +58,7 @@ def catalog_expander() -> None:
     """The judges on this machine and the recommended ones, in an expander."""
     with st.expander("Judges on this machine, and which to get", icon=":material/memory:"):
         frame = catalog_frame(_catalog(db_url(), str(models_folder())))
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(plain(frame, "text"), hide_index=True, width="stretch")
         st.caption(f"The bundled judge and every .gguf file or transformers folder in the models "
                    f"folder {plain(models_folder())} (COMPASSESS_MODELS_DIR). Size on disk; "
                    "parameters and context window (the longest prompt in tokens) read from the "
@@ -230,7 +230,8 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
     frame = fused.frame
     if level == "context":
         frame = frame.assign(text=frame["text"].map(preview))
-    st.dataframe(frame, hide_index=True, width="stretch", height=min(35 * (len(frame) + 1) + 3, 500),
+    st.dataframe(plain(frame, "text"), hide_index=True, width="stretch",
+                 height=min(35 * (len(frame) + 1) + 3, 500),
                  column_config={"score": st.column_config.NumberColumn("fused score", format="%.4f"),
                                 "sd": st.column_config.NumberColumn("posterior sd", format="%.4f"),
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),

@@ -135,7 +135,7 @@ c2.plotly_chart(confusion_figure(report.debiased.majority.confusion,
                                  f"At tau = {report.debiased.tau:.4f}"),
                 key="confusion_debiased", width="stretch")
 with st.expander("Every annotator alone, raw and at tau", expanded=False):
-    st.dataframe(report.summary_frame(), hide_index=True, width="stretch",
+    st.dataframe(plain(report.summary_frame(), "text"), hide_index=True, width="stretch",
                  column_config={"accuracy_with_ties": st.column_config.NumberColumn(format="%.3f"),
                                 "accuracy_without_ties": st.column_config.NumberColumn(format="%.3f"),
                                 "kappa_with_ties": st.column_config.NumberColumn(format="%.3f"),
@@ -164,7 +164,7 @@ else:
     st.caption(f"On {hh.n_items} pairs labelled by at least two of {hh.n_annotators} annotators; "
                "classes: first-listed better / second-listed better / tie.")
     if len(hh.pairwise):
-        st.dataframe(hh.pairwise, hide_index=True, width="stretch",
+        st.dataframe(plain(hh.pairwise, "text"), hide_index=True, width="stretch",
                      column_config={"agreement": st.column_config.NumberColumn(format="%.3f"),
                                     "kappa": st.column_config.NumberColumn(format="%.3f")})
 
@@ -181,8 +181,8 @@ fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10),
                   yaxis=dict(title="share won by the first / left position", range=[0, 1.1]))
 b1.plotly_chart(fig, key="bias_chart", width="stretch")
 with b2:
-    st.dataframe(bias.reset_index().rename(columns={"share_first": "share first/left",
-                                                    "n": "judgements"}),
+    st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
+                                                          "n": "judgements"}), "text"),
                  hide_index=True, width="stretch",
                  column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")})
     st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
@@ -210,7 +210,7 @@ if len(human_rank):
                    on="candidate_id", suffixes=(" (people)", " (LLM)"))
             .sort_values("rank (people)"))
     side = side.rename(columns={"n_comparisons": "human votes"})
-    r2.dataframe(side, hide_index=True, width="stretch",
+    r2.dataframe(plain(side, "text"), hide_index=True, width="stretch",
                  column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
                                 "score (LLM)": st.column_config.NumberColumn(format="%.3f")})
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
@@ -226,7 +226,7 @@ else:
                f"differs from the LLM at tau = {tau:.4f}, the LLM's most confident first (click a "
                "column header to sort). Select a row to open the comparison. confidence = "
                "|p_avg - 0.5| on the reweighted scale (eq. 9); p_xy = P(x better) with x first.")
-    event = st.dataframe(dis, hide_index=True, width="stretch", on_select="rerun",
+    event = st.dataframe(plain(dis, "text"), hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key="disagreements_table",
                          column_config={c: st.column_config.NumberColumn(format="%.3f")
                                         for c in ("p_xy", "p_yx", "p_avg", "confidence")})
@@ -245,7 +245,7 @@ else:
                             & human["candidate_left"].isin(pair) & human["candidate_right"].isin(pair),
                             ["annotator", "candidate_left", "candidate_right", "winner", "seconds",
                              "source"]]
-        st.dataframe(answers.rename(columns={"candidate_left": "shown left (A)",
+        st.dataframe(plain(answers, "text").rename(columns={"candidate_left": "shown left (A)",
                                              "candidate_right": "shown right (B)",
                                              "winner": "answer (A = left)"}),
                      hide_index=True, width="stretch")

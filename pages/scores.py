@@ -129,8 +129,8 @@ if len(scored):
     book = {r.level: r.text for r in api_store().references(dataset_id, settings.aspect, ref_set)
             if r.context_id == cid}
     view = view.assign(reference=view["level"].map(lambda lv: preview(book.get(int(lv), ""), 80)))
-    st.dataframe(view[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
-                       "label_mass", "reference"]], hide_index=True, width="stretch",
+    st.dataframe(plain(view[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
+                             "label_mass", "reference"]], "text"), hide_index=True, width="stretch",
                  column_config={"pb_target": st.column_config.NumberColumn("P(target better)", format="%.3f"),
                                 "pw_target": st.column_config.NumberColumn("P(target worse)", format="%.3f"),
                                 "ps_target": st.column_config.NumberColumn("P(similar)", format="%.3f"),
