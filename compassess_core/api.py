@@ -1551,6 +1551,8 @@ class Run:
             if self._kind.is_pairwise:
                 meta.update(debias=str(debias), tau_star=self.tau("balanced"),
                             n_comparisons=self.n_comparisons)
+                # In the table too: a CSV read without its sidecar still says how it was ranked.
+                frame = frame.assign(method=meta["method"], tau=meta["tau"])
                 if ci:
                     meta["ci"] = ("ci_low/ci_high: 95% percentile bootstrap, 200 resamples of "
                                   "each context's comparisons")

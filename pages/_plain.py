@@ -35,7 +35,7 @@ def plain(value: Any, into: str = "markdown") -> Any:
       backslashes); newlines become spaces.
     * ``"text"``: for what Streamlit shows as plain text (selectbox options, ``st.text``,
       dataframes): only the invisible characters are made visible. A DataFrame is accepted too
-      (its text columns and column names).
+      (its text columns, where a missing value shows empty, and column names).
     * ``"plotly"``: for chart labels, ticks and hover texts, which plotly reads as HTML: escaped.
 
     Bidirectional controls and control characters are shown as ``⟨U+202E⟩`` in every case.
@@ -49,7 +49,10 @@ def plain(value: Any, into: str = "markdown") -> Any:
         for col in frame.columns:
             kind = frame[col].dtype
             if pd.api.types.is_object_dtype(kind) or pd.api.types.is_string_dtype(kind):
-                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str) else v)
+                # A missing text (no system, say) shows empty, not as the word "None".
+                frame[col] = frame[col].map(lambda v: plain(v, "text") if isinstance(v, str)
+                                            else "" if v is None or v is pd.NA
+                                            or (isinstance(v, float) and v != v) else v)
         return frame
     text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
                           "" if value is None else str(value))

@@ -1,0 +1,28 @@
+"""The inert-string helper of the pages (``pages/_plain.py``): what a user typed shows as typed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pages._plain import plain
+
+
+def test_markdown_becomes_a_code_span_and_controls_show_as_code_points():
+    assert plain("[x](http://evil.example)") == "`[x](http://evil.example)`"
+    assert plain("a`b") == "``a`b``"
+    assert plain("abc\u202edef", "text") == "abc\u27e8U+202E\u27e9def"
+    assert plain("<b>x</b>", "plotly") == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_a_table_shows_missing_texts_empty_and_keeps_numbers():
+    frame = pd.DataFrame({"system": ["s1", None], "id\u202e": ["x\u202ey", "z"], "score": [1.5, None]})
+    shown = plain(frame, "text")
+    assert shown["system"].tolist() == ["s1", ""]
+    assert shown["id\u27e8U+202E\u27e9"].tolist() == ["x\u27e8U+202E\u27e9y", "z"]
+    assert shown["score"].iloc[0] == 1.5 and pd.isna(shown["score"].iloc[1])
+
+
+def test_a_table_is_shown_as_text_only():
+    with pytest.raises(ValueError):
+        plain(pd.DataFrame({"a": [1]}), "markdown")
