@@ -305,8 +305,9 @@ RECOMMENDED: tuple[Recommendation, ...] = (
                    "2 cores (fastest where candidates share a long context), so use PoE selection "
                    "(25% of the pairs) for 16-candidate contexts; a Q4_K_M GGUF is 1.1 GB"),
     Recommendation("CPU (laptop or 2-8 cores)", "HuggingFaceTB/SmolLM2-135M-Instruct",
-                   "the bundled judge: fast (4-7 comparisons/s) but at chance on every benchmark "
-                   "here; for trying the app, not for results"),
+                   "the bundled judge: 2.2-6.1 comparisons/s on 2 CPU cores (0.2 on long "
+                   "MT-Bench answers) but at chance on every benchmark here; for trying the "
+                   "app, not for results"),
     Recommendation("one consumer GPU (8-24 GB)", "Qwen/Qwen2.5-7B-Instruct",
                    "7B instruction-tuned judges match or beat the paper's Llama2-chat-7B/13B; "
                    "fits in 16 GB in bf16 (or 8 GB at 4 bits through a served vLLM/Ollama judge)"),
