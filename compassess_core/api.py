@@ -1074,14 +1074,10 @@ class Run:
         return self._kind.name
 
     @property
-    def unit(self) -> str:
-        """What the run's progress counts (``comparisons``, ``candidates scored``, ...)."""
-        return self._kind.unit
-
-    @property
-    def rate_unit(self) -> str:
-        """The unit of the run's speed (``comparisons/s``, ...)."""
-        return self._kind.rate_unit
+    def run_kind(self) -> RunKind:
+        """The run's kind (``run_kinds.RUN_KINDS``): its ``label``, the ``unit`` its progress
+        counts and the ``rate_unit`` of its speed, ``is_pairwise``, its ``results_page``."""
+        return self._kind
 
     @property
     def dataset(self) -> Dataset:

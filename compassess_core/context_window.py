@@ -18,13 +18,13 @@ This module must never store anything or choose pairs.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .errors import InputError
+from .limits import whole_number_from_env
 from .types import ComparisonPrompt, Context
 
 #: Appended to a context passage that was cut to fit the model's context window.
@@ -107,13 +107,8 @@ def undeclared_window() -> int:
     InputError
         A value that is not a whole number of at least 16 tokens.
     """
-    raw = os.environ.get(MAX_PROMPT_TOKENS_ENV, "").strip()
-    if not raw:
-        return UNDECLARED_WINDOW_TOKENS
-    if not raw.isdigit() or int(raw) < 16:
-        raise InputError(f"{MAX_PROMPT_TOKENS_ENV} must be a whole number of tokens (at least 16), "
-                         f"not '{raw}'")
-    return int(raw)
+    return whole_number_from_env(MAX_PROMPT_TOKENS_ENV, UNDECLARED_WINDOW_TOKENS, least=16,
+                                 unit="tokens")
 
 
 def truncated_text(text: str, kept_chars: int | None) -> str:

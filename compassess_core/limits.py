@@ -52,11 +52,22 @@ def max_upload_mb() -> int:
     InputError
         When the variable is set but is not a positive whole number.
     """
-    raw = os.environ.get(MAX_UPLOAD_ENV, "").strip()
+    return whole_number_from_env(MAX_UPLOAD_ENV, DEFAULT_MAX_UPLOAD_MB, least=1, unit="megabytes")
+
+
+def whole_number_from_env(name: str, default: int, *, least: int, unit: str) -> int:
+    """The whole number ``$name`` holds (``default`` when it is unset or empty).
+
+    Raises
+    ------
+    InputError
+        When the variable is set but is not a whole number of at least ``least``.
+    """
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_MAX_UPLOAD_MB
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(f"${MAX_UPLOAD_ENV} must be a positive whole number of megabytes, "
+        return default
+    if not raw.isdigit() or int(raw) < least:
+        raise InputError(f"${name} must be a whole number of {unit} (at least {least}), "
                          f"not {raw!r}")
     return int(raw)
 

@@ -547,20 +547,28 @@ def method_control() -> str:
     return method
 
 
-def result_page_header(title: str) -> tuple[AppRun, float, str] | None:
-    """Title, run picker, method and tau controls; None (with guidance shown) when there is no run.
+def page_run(title: str, *, with_scoring: bool = False) -> AppRun:
+    """A run page's title, what the link got wrong, and the run picker; the page stops there
+    with guidance when there is no run to show.
 
-    Lists pairwise runs only; prompt-scoring runs get a note saying where they are shown.
+    Lists pairwise runs (and, ``with_scoring``, prompt-scoring runs); a page of pairwise runs only
+    says where the prompt-scoring runs are shown.
     """
     st.title(title)
     view.show_problems()
-    run = pick_run()
+    run = pick_run(with_scoring=with_scoring)
+    if not with_scoring:
+        pairwise_only_note(run is not None)
     if run is None:
         no_run_message()
-        pairwise_only_note(False)
-        return None
-    pairwise_only_note(True)
-    return run_controls(run)
+        st.stop()
+    return run
+
+
+def result_page_header(title: str) -> tuple[AppRun, float, str] | None:
+    """Title, run picker, method and tau controls (:func:`page_run`, :func:`run_controls`);
+    None (with a warning) when the run's comparisons match none of its dataset's candidates."""
+    return run_controls(page_run(title))
 
 
 def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:

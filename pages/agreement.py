@@ -18,21 +18,13 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
-from pages import _view as view
-from pages._common import (comparison_view, fmt, judge_warning, no_run_message,
-                           pairwise_only_note, partial_warning, pick_run, plain, tau_control)
+from pages._common import (comparison_view, fmt, judge_warning, page_run, partial_warning, plain,
+                           tau_control)
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
-st.title("Agreement with people")
-view.show_problems()
-run = pick_run()  # pairwise runs only: human labels are pairwise too
-if run is None:
-    no_run_message()
-    pairwise_only_note(False)
-    st.stop()
-pairwise_only_note(True)
+run = page_run("Agreement with people")  # pairwise runs only: human labels are pairwise too
 if run.n_comparisons == 0:
     st.warning(f"Run {plain(run.name)} has comparisons, but none matches its dataset's candidates.")
     st.stop()

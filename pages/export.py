@@ -14,10 +14,9 @@ import shlex
 import streamlit as st
 
 from compassess_core.export import FORMATS
-from pages import _view as view
 from pages._auth import guard
 from pages._common import (ci_control, debias_in_use, download_with_settings, is_scoring_run,
-                           no_run_message, partial_warning, pick_run, plain, run_controls)
+                           page_run, partial_warning, plain, run_controls)
 from pages._judges import probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -25,12 +24,7 @@ guard(__file__)  # signed in, with a role that may open this page (pages/_auth.p
 FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreadsheet cannot run them. "
                "JSON holds the settings inside; CSV and Parquet get a .settings.json sidecar.")
 
-st.title("Export")
-view.show_problems()
-run = pick_run(with_scoring=True)
-if run is None:
-    no_run_message()
-    st.stop()
+run = page_run("Export", with_scoring=True)
 safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
 
 if is_scoring_run(run):

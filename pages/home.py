@@ -62,7 +62,7 @@ if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
                                           status=state_text(r.info), done=r.info.done,
-                                          planned=r.info.total, unit=r.unit,
+                                          planned=r.info.total, unit=r.run_kind.unit,
                                           model=r.settings.model, aspect=r.settings.aspect,
                                           created=r.info.created_at) for r in runs]), into="text"),
                  hide_index=True, width="stretch")

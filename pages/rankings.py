@@ -15,11 +15,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import _view as view
 from pages._auth import guard
 from pages._common import (ci_control, default_reference_index, fmt, is_active, is_scoring_run,
-                           no_run_message, partial_warning, pick_run, plain, preview,
-                           run_controls, worker_state)
+                           page_run, partial_warning, plain, preview, run_controls,
+                           worker_state)
 from pages._judges import fused_section, probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -112,12 +111,7 @@ def scoring_rankings(run) -> None:
                "(full texts in the exports).")
 
 
-st.title("Rankings")
-view.show_problems()
-picked = pick_run(with_scoring=True)
-if picked is None:
-    no_run_message()
-    st.stop()
+picked = page_run("Rankings", with_scoring=True)
 if is_scoring_run(picked):
     scoring_rankings(picked)
     st.stop()

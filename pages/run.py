@@ -393,11 +393,11 @@ def progress_panel(name: str, was_active: bool) -> None:
     if total:
         rate, eta = rate_and_eta(info) if is_active(state) else (None, None)
         progress_slot.progress(min(done / total, 1.0),
-                               text=f"{done:,}/{total:,} {run.unit} ({100 * done / total:.0f}%)"
-                                    f" · {fmt(rate, '.2f', '…')} {run.rate_unit}"
+                               text=f"{done:,}/{total:,} {run.run_kind.unit} ({100 * done / total:.0f}%)"
+                                    f" · {fmt(rate, '.2f', '…')} {run.run_kind.rate_unit}"
                                     f" · ETA {fmt(eta, '.0f', '…')} s")
     else:
-        progress_slot.progress(0.0, text=f"{done:,} {run.unit} · waiting for the worker to load "
+        progress_slot.progress(0.0, text=f"{done:,} {run.run_kind.unit} · waiting for the worker to load "
                                          "the judge and plan the run")
     if info.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(info.message)}")

@@ -146,7 +146,7 @@ def test_upload_limit_is_configurable(monkeypatch):
     monkeypatch.setenv(limits.MAX_UPLOAD_ENV, "3")
     assert limits.max_upload_bytes() == 3 * 1024 * 1024
     monkeypatch.setenv(limits.MAX_UPLOAD_ENV, "lots")
-    with pytest.raises(InputError, match="positive whole number"):
+    with pytest.raises(InputError, match="whole number of megabytes"):
         limits.max_upload_mb()
 
 
