@@ -675,15 +675,20 @@ def _confirmed(what: str, preview: api.Deleted, yes: bool) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _delete(what: str, delete, yes: bool) -> int:
+    """Delete with ``delete(dry_run=...)`` once :func:`_confirmed` says so."""
+    if not _confirmed(what, delete(dry_run=True), yes):
+        print(f"{what} was not deleted")
+        return EXIT_OK
+    print(f"deleted {what}: {delete(dry_run=False)}")
+    return EXIT_OK
+
+
 def cmd_delete_run(args) -> int:
     store = api.open_store(args.db)
     run = store.get_run(args.run)
-    what = f"run '{run.name}'"
-    if not _confirmed(what, store.delete_run(run.id, dry_run=True), args.yes):
-        print(f"{what} was not deleted")
-        return EXIT_OK
-    print(f"deleted {what}: {store.delete_run(run.id)}")
-    return EXIT_OK
+    return _delete(f"run '{run.name}'", lambda dry_run: store.delete_run(run.id, dry_run=dry_run),
+                   args.yes)
 
 
 def cmd_rename_run(args) -> int:
@@ -695,12 +700,8 @@ def cmd_rename_run(args) -> int:
 
 def cmd_delete_dataset(args) -> int:
     store = api.open_store(args.db)
-    what = f"dataset '{args.dataset}'"
-    if not _confirmed(what, store.delete_dataset(args.dataset, dry_run=True), args.yes):
-        print(f"{what} was not deleted")
-        return EXIT_OK
-    print(f"deleted {what}: {store.delete_dataset(args.dataset)}")
-    return EXIT_OK
+    return _delete(f"dataset '{args.dataset}'",
+                   lambda dry_run: store.delete_dataset(args.dataset, dry_run=dry_run), args.yes)
 
 
 def cmd_rename_dataset(args) -> int:

@@ -73,21 +73,7 @@ class ManageStore(StoreBase):
         InputError
             When the new name is invalid, or another run already has it.
         """
-        check_name(new_name, "run name")
-        try:
-            with self._write() as conn:
-                row = _run_row(conn, run, self)
-                if row.name == new_name:
-                    return
-                taken = conn.execute(select(RunRow.id).where(
-                    RunRow.name == new_name)).scalar_one_or_none()
-                if taken is not None:
-                    raise InputError(f"cannot rename run '{row.name}' to '{new_name}': another run "
-                                     f"(id {taken}) is named '{new_name}'; choose another name")
-                conn.execute(update(RunRow).where(RunRow.id == row.id).values(name=new_name))
-        except IntegrityError as e:  # another process took the name between check and update
-            raise InputError(f"cannot rename run to '{new_name}': another run is named "
-                             f"'{new_name}'; choose another name") from e
+        self._rename(RunRow.__table__, "run", lambda conn: _run_row(conn, run, self), new_name)
 
     # -------------------------------------------------------------------- datasets
 
@@ -129,28 +115,43 @@ class ManageStore(StoreBase):
         InputError
             When the new name is invalid, or another dataset already has it.
         """
-        check_name(new_name, "dataset name")
+        def rename_in_run_settings(conn: Connection, ds: Row) -> None:
+            runs = conn.execute(select(RunRow.id, RunRow.settings)
+                                .where(RunRow.dataset_id == ds.id)).all()
+            for r in runs:
+                if "dataset" in r.settings and r.settings["dataset"] != new_name:
+                    conn.execute(update(RunRow).where(RunRow.id == r.id)
+                                 .values(settings={**r.settings, "dataset": new_name}))
+
+        self._rename(DatasetRow.__table__, "dataset",
+                     lambda conn: self._dataset_row(conn, dataset), new_name,
+                     also=rename_in_run_settings)
+
+    def _rename(self, table: Table, noun: str, row_of, new_name: str, also=None) -> None:
+        """Rename the row ``row_of(conn)`` of ``table`` (a run or a dataset) in one transaction,
+        with ``also(conn, row)`` in the same one; nothing when the name does not change.
+
+        Raises
+        ------
+        InputError
+            When the new name is invalid, or another row of ``table`` already has it.
+        """
+        check_name(new_name, f"{noun} name")
         try:
             with self._write() as conn:
-                ds = self._dataset_row(conn, dataset)
-                if ds.name == new_name:
+                row = row_of(conn)
+                if row.name == new_name:
                     return
-                taken = conn.execute(select(DatasetRow.id).where(
-                    DatasetRow.name == new_name)).scalar_one_or_none()
+                taken = conn.execute(select(table.c.id).where(
+                    table.c.name == new_name)).scalar_one_or_none()
                 if taken is not None:
-                    raise InputError(
-                        f"cannot rename dataset '{ds.name}' to '{new_name}': another dataset "
-                        f"(id {taken}) is named '{new_name}'; choose another name")
-                conn.execute(update(DatasetRow).where(DatasetRow.id == ds.id)
-                             .values(name=new_name))
-                runs = conn.execute(select(RunRow.id, RunRow.settings)
-                                    .where(RunRow.dataset_id == ds.id)).all()
-                for r in runs:
-                    if "dataset" in r.settings and r.settings["dataset"] != new_name:
-                        conn.execute(update(RunRow).where(RunRow.id == r.id)
-                                     .values(settings={**r.settings, "dataset": new_name}))
-        except IntegrityError as e:
-            raise InputError(f"cannot rename dataset to '{new_name}': another dataset is named "
+                    raise InputError(f"cannot rename {noun} '{row.name}' to '{new_name}': another "
+                                     f"{noun} (id {taken}) is named '{new_name}'; choose another name")
+                conn.execute(update(table).where(table.c.id == row.id).values(name=new_name))
+                if also is not None:
+                    also(conn, row)
+        except IntegrityError as e:  # another process took the name between check and update
+            raise InputError(f"cannot rename {noun} to '{new_name}': another {noun} is named "
                              f"'{new_name}'; choose another name") from e
 
 
