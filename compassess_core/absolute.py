@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -38,13 +38,14 @@ from .context_window import ContextFit, fit_contexts
 from .prompts import Aspect, infer_task
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
-from .types import ComparisonPrompt, Context, Dataset, FloatArray
+from .types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,  # noqa: F401
+                    AbsoluteKey, AbsoluteResult, ComparisonPrompt, Context, Dataset, FloatArray,
+                    Reference)
 
 # ------------------------------------------------------------------------------- vocabulary
 
 KIND = "absolute"
 DEFAULT_LEVELS = ReferenceOptions.n_levels
-TARGET_FIRST, REFERENCE_FIRST = "target-first", "reference-first"
 #: ``--orders`` choices -> the presentation orders judged for every (candidate, reference).
 ORDERS: dict[str, tuple[str, ...]] = {
     "both": (TARGET_FIRST, REFERENCE_FIRST),
@@ -69,59 +70,6 @@ _WORDING = {
     "story": dict(noun="Story", source="prompt", source_label="Story prompt", verb="follows"),
 }
 TASKS = tuple(_WORDING)
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A reference text of known quality ``level`` (1 = worst .. N = best) for one context.
-
-    ``source`` is ``generated``, ``edited`` (a generated text the user changed) or ``uploaded``;
-    ``generation`` records how a generated text was made (prompt, decoding, seed, model).
-    """
-
-    context_id: str
-    level: int
-    text: str
-    source: str = "generated"
-    generation: Mapping = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AbsoluteKey:
-    """One comparison of a target candidate with the reference of ``level``, in ``order``."""
-
-    context_id: str
-    candidate_id: str
-    level: int
-    order: str  # TARGET_FIRST or REFERENCE_FIRST
-
-
-@dataclass(frozen=True)
-class AbsoluteJudgement:
-    """The judge's answer about the text shown first (A), normalised over the label words.
-
-    ``p_better`` = P("Better") / (P("Better") + P("Worse") + P("Similar")) under the full softmax
-    (likewise ``p_worse``, ``p_similar``); for the yes-no variant P("Yes") and P("No") normalised
-    over the two words, and ``p_similar`` = 0. ``logp_*`` are the raw label log-probabilities
-    (``logp_similar`` NaN for yes-no); ``label_mass`` their summed probability.
-    """
-
-    p_better: float
-    p_worse: float
-    p_similar: float
-    logp_better: float
-    logp_worse: float
-    logp_similar: float
-    label_mass: float
-    latency_ms: float = float("nan")
-
-
-@dataclass(frozen=True)
-class AbsoluteResult:
-    key: AbsoluteKey
-    judgement: AbsoluteJudgement
-    prompt_hash: str
-    reference_hash: str
 
 
 class ReferenceBook(Protocol):
@@ -342,11 +290,6 @@ def expected_level(p_better: FloatArray, p_similar: FloatArray) -> FloatArray:
     ps = np.atleast_2d(np.asarray(p_similar, np.float64))
     n = pb.shape[1]
     return np.clip(0.5 + (pb + 0.5 * ps).sum(axis=1), 1.0, float(n))
-
-
-ABSOLUTE_COLUMNS = ("context_id", "candidate_id", "level", "order", "p_better", "p_worse",
-                    "p_similar", "logp_better", "logp_worse", "logp_similar", "label_mass",
-                    "latency_ms", "prompt_hash", "reference_hash", "created_at")
 
 
 def comparisons_in_target_view(frame: pd.DataFrame) -> pd.DataFrame:
@@ -954,7 +897,7 @@ class AbsoluteKind:
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(comparisons, scores)``: the stored comparisons and one row of scores per candidate."""
-        frame = reader.absolute_frame(run_id)
+        frame = reader.read_results(run_id, self.name)
         options = settings.reference_options
         return frame, score_table(dataset, frame, options.n_levels, ORDERS[options.orders])
 
@@ -974,4 +917,4 @@ class AbsoluteKind:
                                threshold=options.threshold)
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        return reader.absolute_frame(run_id)
+        return reader.read_results(run_id, self.name, detail=True)

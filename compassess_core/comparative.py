@@ -226,8 +226,8 @@ class ComparativeKind:
 
     # ------------------------------------------------------------------ reading a run back
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        """The run's stored comparisons (``reader``: the store)."""
-        return reader.comparison_table(run_id)
+        """The run's stored comparisons (``reader``: a ``ResultSink``)."""
+        return reader.read_results(run_id, self.name)
 
     def rank(self, dataset: Dataset, table, options) -> pd.DataFrame:
         """One row per candidate (``analysis.rank_contexts``) at the options' method and tau."""
@@ -243,4 +243,4 @@ class ComparativeKind:
     def results_frame(self, reader, run_id: int, dataset: Dataset,
                       settings: RunSettings) -> pd.DataFrame:
         """Every stored comparison with latency, prompt hash and time (the 'comparisons' export)."""
-        return reader.comparisons_frame(run_id)
+        return reader.read_results(run_id, self.name, detail=True)

@@ -23,7 +23,7 @@ or a UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -34,7 +34,8 @@ from .judges.base import collect_judgements, timed
 from .prompts import Aspect, infer_task, prompt_hash
 from .run_loop import WorkPlan
 from .settings import RunSettings, label_words_key
-from .types import CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray
+from .types import (CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray,  # noqa: F401
+                    ScoreJudgement, ScoreResult, ScoreTable)
 
 #: Scores the templates ask for.
 SCORES: tuple[int, ...] = tuple(range(1, 11))
@@ -225,49 +226,6 @@ def argmax_and_expected(probs: FloatArray) -> tuple[FloatArray, FloatArray]:
 
 # ------------------------------------------------------------------------------ results
 
-@dataclass(frozen=True)
-class ScoreJudgement:
-    """A scorer's verdict on one candidate (``probabilities`` over the scores 1..10)."""
-
-    score_argmax: float
-    score_expected: float
-    probabilities: tuple[float, ...]
-    label_mass: float
-    latency_ms: float = float("nan")
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    """A scorer's judgement tied to its candidate, as written to a sink."""
-
-    key: CandidateKey
-    judgement: ScoreJudgement
-    prompt_hash: str
-
-    @property
-    def context_id(self) -> str:
-        return self.key.context_id
-
-    @property
-    def candidate_id(self) -> str:
-        return self.key.candidate_id
-
-
-@dataclass(frozen=True)
-class ScoreTable:
-    """All stored scores of a scoring run as aligned arrays (one entry per candidate)."""
-
-    context_ids: np.ndarray
-    candidate_ids: np.ndarray
-    score_argmax: FloatArray
-    score_expected: FloatArray
-    label_mass: FloatArray
-    probabilities: FloatArray = field(default_factory=lambda: np.empty((0, 10)))
-
-    def __len__(self) -> int:
-        return len(self.score_argmax)
-
-
 def judgements_from_distribution(probs: FloatArray, mass: FloatArray,
                                  latency_ms: float = float("nan")) -> list[ScoreJudgement]:
     arg, exp = argmax_and_expected(probs)
@@ -441,7 +399,7 @@ class ScoringKind:
 
     # ------------------------------------------------------------------ reading a run back
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings) -> "ScoreTable":
-        return reader.score_table(run_id)
+        return reader.read_results(run_id, self.name)
 
     def rank(self, dataset: Dataset, table: "ScoreTable", options):
         return rank_scored(dataset, table, options.which)
@@ -450,7 +408,8 @@ class ScoringKind:
         return ScoringEvaluation(run, evaluate_scores(dataset, table, options.reference))
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        return rank_scored(dataset, reader.score_table(run_id)).drop(columns=["rank", "score"])
+        return rank_scored(dataset, self.read(reader, run_id, dataset, settings)).drop(
+            columns=["rank", "score"])
 
 
 @dataclass(frozen=True)
