@@ -1,6 +1,6 @@
 """Rankings fused from the judge's comparisons and human votes (compassess_core.fusion), the
 'informative' annotation mode, ``compassess rank --with-humans``, and the label-budget study
-(compassess_core.fusion_study) on simulated judges with known truth."""
+(benchmarks/studies/fusion_study.py) on simulated judges with known truth."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import efficient, fusion, fusion_study, ranking, reproduction
+from benchmarks.studies import fusion_study, reproduction
+from compassess_core import efficient, fusion, ranking
 from compassess_core.annotation import next_pairs
 from compassess_core.cli import main as cli
 from compassess_core.errors import InputError
