@@ -35,7 +35,7 @@ from . import metrics
 from .errors import InputError, Problem, RunCancelled, ValidationError
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
-from .prompts import Aspect, infer_task
+from .prompts import TASK_WORDING, Aspect, TaskWording, infer_task, more_adjective
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
 from .types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,  # noqa: F401
@@ -63,13 +63,8 @@ UPLOADED = "upload"
 #: Score columns of :func:`score_table`: the paper's s and the calibrated 1..N level.
 SCORES = ("level", "score")
 
-_WORDING = {
-    "summary": dict(noun="Summary", source="passage", source_label="Passage", verb="summarises"),
-    "dialogue": dict(noun="Response", source="conversation", source_label="Conversation",
-                     verb="continues"),
-    "story": dict(noun="Story", source="prompt", source_label="Story prompt", verb="follows"),
-}
-TASKS = tuple(_WORDING)
+#: Tasks an absolute run words its prompts for (``prompts.TASK_WORDING``).
+TASKS = tuple(TASK_WORDING)
 
 
 class ReferenceBook(Protocol):
@@ -85,15 +80,10 @@ class ReferenceBook(Protocol):
 
 # ------------------------------------------------------------------------------------ prompts
 
-def _wording(task: str) -> dict:
-    if task not in _WORDING:
+def _wording(task: str) -> TaskWording:
+    if task not in TASK_WORDING:
         raise InputError(f"unknown task '{task}' for absolute scores; choose one of {', '.join(TASKS)}")
-    return _WORDING[task]
-
-
-def _more(adjective: str) -> str:
-    # "more good" reads "better", as in the comparative prompts (prompts.Template.render).
-    return "better" if adjective == "good" or adjective.startswith("good ") else f"more {adjective}"
+    return TASK_WORDING[task]
 
 
 def generation_plan(n_levels: int) -> list[tuple[int, int | None, int | None]]:
@@ -134,21 +124,21 @@ def generation_prompt(context: str, level: int, n_levels: int, aspect: Aspect, t
     wording ours: the paper's exact prompt text was not available to us).
     """
     w = _wording(task)
-    noun, low = w["noun"], w["noun"].lower()
-    head = f"{w['source_label']}:\n{context}\n\n"
+    noun, low = w.noun, w.lower
+    head = f"{w.source_label}:\n{context}\n\n"
     scale = f"on a scale of 1 (worst) to {n_levels} (best) for being {aspect.adjective}"
     if lower is None or upper is None:
         if level == 1:
-            ask = (f"Write a very poor {low} of the {w['source']} above: it must deserve a score "
+            ask = (f"Write a very poor {low} of the {w.source} above: it must deserve a score "
                    f"of 1 {scale}, that is it should be as little {aspect.adjective} as possible.")
         else:
-            ask = (f"Write an excellent {low} of the {w['source']} above: it must deserve a score "
+            ask = (f"Write an excellent {low} of the {w.source} above: it must deserve a score "
                    f"of {n_levels} {scale}, that is it should be as {aspect.adjective} as possible.")
         return head + ask + f" Reply with the {low} only."
     return (head + f"{noun} with a score of {lower_level} {scale}:\n{lower}\n\n"
             f"{noun} with a score of {upper_level}:\n{upper}\n\n"
-            f"Write a new {low} of the {w['source']} that deserves a score of {level}: "
-            f"{_more(aspect.adjective)} than the first {low} and less so than the second. "
+            f"Write a new {low} of the {w.source} that deserves a score of {level}: "
+            f"{more_adjective(aspect.adjective)} than the first {low} and less so than the second. "
             f"Reply with the {low} only.")
 
 
@@ -159,8 +149,8 @@ def comparison_template(variant: str, task: str) -> str:
     {aspect} than B (the paper's ablation).
     """
     w = _wording(task)
-    n = w["noun"]
-    head = f"{w['source_label']}:\n{{context}}\n\n{n} A: {{a}}\n\n{n} B: {{b}}\n\n"
+    n = w.noun
+    head = f"{w.source_label}:\n{{context}}\n\n{n} A: {{a}}\n\n{n} B: {{b}}\n\n"
     if variant == "bws":
         return head + (f"Compared with {n} B, is {n} A better, worse or similar in how {{aspect}} "
                        "it is? Answer with one word: Better, Worse or Similar.")
@@ -174,7 +164,7 @@ def comparison_prompt(template: str, context: str, target: str, reference: str, 
     """The prompt comparing ``target`` with ``reference`` in ``order`` (who is shown first)."""
     a, b = (target, reference) if order == TARGET_FIRST else (reference, target)
     text = template.format(context=context, a=a, b=b, aspect=aspect.adjective,
-                           more_aspect=_more(aspect.adjective))
+                           more_aspect=more_adjective(aspect.adjective))
     return ComparisonPrompt(text=text, primer=PRIMER)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from .context_window import ContextFit, fit_contexts
 from .errors import InputError, TemplateError
 from .judges.base import collect_judgements, timed
-from .prompts import Aspect, infer_task, prompt_hash
+from .prompts import Aspect, infer_task, prompt_hash, task_wording
 from .run_loop import WorkPlan
 from .settings import RunSettings, label_words_key
 from .types import (CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray,  # noqa: F401
@@ -55,10 +55,6 @@ _S1 = ("{source_label}: {{context}}\n\n{noun}: {{a}}\n\nScore the response betwe
        "based on how {{aspect}} the {lower} is")
 _S2 = ("{{context}}\n\n{noun}: {{a}}\n\nProvide a score between 1 and 10 that measures the "
        "{lower}'s {{aspect_noun}}")
-_WORDING = {
-    "summary": dict(noun="Summary", lower="summary", source_label="Passage"),
-    "dialogue": dict(noun="Response", lower="response", source_label="Conversation"),
-}
 
 
 # ------------------------------------------------------------------------------ templates
@@ -89,13 +85,12 @@ def scoring_template(name: str, aspect: Aspect, task: str = "auto") -> ScoreTemp
     """
     if task == "auto":
         task = infer_task(aspect)
-    if task not in _WORDING:
-        raise TemplateError(f"unknown task '{task}'; choose one of {', '.join(_WORDING)}")
+    wording = task_wording(task)
     raw = {"s1": _S1, "s2": _S2}.get(name.lower())
     if raw is None:
         raise TemplateError(f"unknown scoring template '{name}'; choose one of "
                             f"{', '.join(SCORING_TEMPLATES)}")
-    return ScoreTemplate(name=f"{name.lower()}-{task}", text=raw.format(**_WORDING[task]))
+    return ScoreTemplate(name=f"{name.lower()}-{task}", text=raw.format(**wording.fields()))
 
 
 # ------------------------------------------------------------------------------ score arithmetic
