@@ -21,20 +21,18 @@ or a UI.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import metrics
-from .errors import InputError, Problem, RunCancelled, ValidationError
+from .errors import InputError, Problem, RunCancelled
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
+from .data import MAX_FILE_BYTES, Source, column_key, load_table, source_rows
 from .prompts import TASK_WORDING, Aspect, TaskWording, infer_task, more_adjective
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
@@ -519,57 +517,77 @@ def reference_set_key(settings: RunSettings, judge_key: str | None) -> str:
 
 # -------------------------------------------------------------------------------- references
 
-def parse_anchor_file(source: str | Path | bytes, *, file_label: str | None = None,
-                      n_levels: int | None = None) -> list[Reference]:
-    """Read user anchor texts from a CSV with columns ``context_id, level, text``.
+ANCHOR_COLUMNS = ("context_id", "level", "text")
 
-    Raises
-    ------
-    ValidationError
-        Missing columns, a non-integer or out-of-range level, an empty text, or a repeated
-        (context_id, level); every problem is reported with its row.
-    """
-    if isinstance(source, (bytes, bytearray)):
-        label = file_label or "anchors.csv"
-        text = bytes(source).decode("utf-8-sig", errors="replace")
-    else:
-        label = file_label or str(source)
-        try:
-            text = Path(source).read_text(encoding="utf-8-sig")
-        except OSError as e:
-            raise InputError(f"cannot read anchor file {source}: {e}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in ("context_id", "level", "text") if c not in (reader.fieldnames or [])]
+
+def validate_anchor_frame(df: pd.DataFrame, *, file_label: str, n_levels: int | None = None,
+                          context_ids: Iterable[str] | None = None
+                          ) -> tuple[list[Reference] | None, list[Problem]]:
+    """Anchor texts from a table read by ``data.parse_table`` (columns ``context_id, level,
+    text``, matched as candidate columns are), every problem with its row and column: a missing
+    column, a level that is not an integer in 1..N, an empty context id or text, a context not in
+    ``context_ids`` (when given), a (context_id, level) given twice."""
+    by_key = {}
+    for col in df.columns:
+        by_key.setdefault(column_key(col), col)
+    missing = [c for c in ANCHOR_COLUMNS if c not in by_key]
     if missing:
-        raise ValidationError([Problem(label, f"missing column(s): {', '.join(missing)} "
-                                              "(expected context_id, level, text)")])
+        return None, [Problem(file_label, f"missing column(s): {', '.join(missing)} "
+                                          "(expected context_id, level, text)")]
+    known = None if context_ids is None else set(context_ids)
     problems, out, seen = [], [], set()
-    for k, row in enumerate(reader, start=2):
-        cid, lvl, txt = (row.get("context_id") or "").strip(), (row.get("level") or "").strip(), row.get("text") or ""
+    columns = [df[by_key[c]].fillna("").astype(str).tolist() for c in ANCHOR_COLUMNS]
+    for k, cid, lvl, txt in zip(source_rows(df).tolist(), *columns):
+        cid, lvl = cid.strip(), lvl.strip()
         try:
             level = int(lvl)
         except ValueError:
-            problems.append(Problem(label, f"level '{lvl}' is not an integer", k, "level"))
+            problems.append(Problem(file_label, f"level '{lvl}' is not an integer", k, "level"))
             continue
         if level < 1 or (n_levels is not None and level > n_levels):
-            problems.append(Problem(label, f"level {level} is outside 1..{n_levels or 'N'}", k, "level"))
+            problems.append(Problem(file_label, f"level {level} is outside 1..{n_levels or 'N'}",
+                                    k, "level"))
             continue
         if not cid:
-            problems.append(Problem(label, "empty context_id", k, "context_id"))
+            problems.append(Problem(file_label, "empty context_id", k, "context_id"))
+            continue
+        if known is not None and cid not in known:
+            problems.append(Problem(file_label, f"context '{cid}' is not in the dataset", k,
+                                    "context_id"))
             continue
         if not txt.strip():
-            problems.append(Problem(label, "empty text", k, "text"))
+            problems.append(Problem(file_label, "empty text", k, "text"))
             continue
         if (cid, level) in seen:
-            problems.append(Problem(label, f"level {level} of context '{cid}' appears twice", k, "level"))
+            problems.append(Problem(file_label, f"level {level} of context '{cid}' appears twice",
+                                    k, "level"))
             continue
         seen.add((cid, level))
         out.append(Reference(cid, level, txt, source="uploaded"))
     if problems:
-        raise ValidationError(problems)
+        return None, problems
     if not out:
-        raise ValidationError([Problem(label, "no anchor rows")])
-    return out
+        return None, [Problem(file_label, "no anchor rows")]
+    return out, []
+
+
+def parse_anchor_file(source: Source, *, file_label: str | None = None,
+                      n_levels: int | None = None, context_ids: Iterable[str] | None = None,
+                      max_bytes: int = MAX_FILE_BYTES) -> list[Reference]:
+    """Read user anchor texts (CSV, TSV or JSON Lines with ``context_id, level, text``) through
+    the one table reader (``data.load_table``: size limit, encoding, formats).
+
+    Raises
+    ------
+    ValidationError
+        The file cannot be read, or :func:`validate_anchor_frame` finds problems; every problem
+        is reported with its row and column.
+    """
+    if file_label is None and isinstance(source, (bytes, bytearray)):
+        file_label = "anchors.csv"  # bytes have no name; anchor files are CSV unless named
+    return load_table(source, lambda frame, label: validate_anchor_frame(
+        frame, file_label=label, n_levels=n_levels, context_ids=context_ids),
+        file_label=file_label, max_bytes=max_bytes)
 
 
 def missing_levels(refs: Iterable[Reference], context_ids: Iterable[str],
