@@ -30,6 +30,7 @@ import pandas as pd
 
 from . import metrics
 from .errors import InputError, Problem, RunCancelled
+from .judges.base import TextGenerator
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
 from .data import MAX_FILE_BYTES, Source, column_key, load_table, source_rows
@@ -604,57 +605,11 @@ def missing_levels(refs: Iterable[Reference], context_ids: Iterable[str],
     return out
 
 
-class ReferenceGenerator:
-    """Writes references with a transformers causal model (a ``CausalJudge``'s model and tokenizer).
-
-    Greedy by default; with ``sample`` each text is drawn with its own seed derived from the run
-    seed, the context and the level, so a rerun writes the same texts.
-    """
-
-    def __init__(self, judge, *, max_new_tokens: int = 96, sample: bool = False,
-                 temperature: float = 0.7, top_p: float = 0.95, seed: int = 0):
-        loaded = getattr(judge, "loaded", None)
-        if loaded is None or loaded.is_seq2seq:
-            raise InputError("references can only be generated with a local causal (chat) model; "
-                             "upload your own anchor texts for this judge instead")
-        self.loaded = loaded
-        self.tokenizer = loaded.tokenizer
-        self.max_new_tokens = max_new_tokens
-        self.sample = sample
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
-
-    def decoding(self) -> dict:
-        return dict(model=self.loaded.identity, max_new_tokens=self.max_new_tokens,
-                    sample=self.sample, temperature=self.temperature if self.sample else None,
-                    top_p=self.top_p if self.sample else None, seed=self.seed)
-
-    def _chat(self, text: str) -> str:
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                           add_generation_prompt=True)
-        return text + "\n\n"
-
-    def generate(self, prompt: str, context_id: str, level: int) -> str:
-        import torch
-        rendered = self._chat(prompt)
-        enc = self.tokenizer(rendered, return_tensors="pt", add_special_tokens=not getattr(
-            self.tokenizer, "chat_template", None))
-        enc = {k: v.to(self.loaded.device) for k, v in enc.items()}
-        kw = dict(max_new_tokens=self.max_new_tokens, do_sample=self.sample,
-                  pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
-        if self.sample:
-            kw.update(temperature=self.temperature, top_p=self.top_p)
-            seed = int(context_seed(self.seed, f"{context_id}#{level}").integers(0, 2**31 - 1))
-            torch.manual_seed(seed)
-        else:
-            kw.update(temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():
-            out = self.loaded.model.generate(**enc, **kw)
-        text = self.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-        return clean_generation(text)
+def _text_generator(judge) -> TextGenerator:
+    if not isinstance(judge, TextGenerator):
+        raise InputError("references can only be generated with a local causal (chat) model; "
+                         "upload your own anchor texts for this judge instead")
+    return judge
 
 
 def clean_generation(text: str) -> str:
@@ -668,15 +623,17 @@ def clean_generation(text: str) -> str:
     return t
 
 
-def generate_references(dataset: Dataset, settings: RunSettings, generator: ReferenceGenerator,
+def generate_references(dataset: Dataset, settings: RunSettings, judge,
                         existing: Sequence[Reference] = (), *,
                         on_context: Callable[[str, list[Reference]], None] | None = None,
                         cancel: Callable[[], bool] | None = None,
                         context_texts: Mapping[str, str] | None = None) -> list[Reference]:
     """Write the references each context of the run still lacks, in :func:`generation_plan` order.
 
-    Existing (stored, edited or uploaded) texts are kept and used as neighbours of the levels
-    written around them. ``on_context(context_id, new_refs)`` is called after each context (the
+    ``judge`` writes them (a ``judges.base.TextGenerator``); greedy unless the run's generation
+    options sample, then each text with its own seed derived from the run seed, the context and
+    the level, so a rerun writes the same texts. Existing (stored, edited or uploaded) texts are
+    kept and used as neighbours of the levels written around them. ``on_context(context_id, new_refs)`` is called after each context (the
     caller stores them at once, so an interruption loses at most one context).
     ``context_texts``: the passages as the run uses them (cut to fit the model), by context id.
 
@@ -687,7 +644,10 @@ def generate_references(dataset: Dataset, settings: RunSettings, generator: Refe
     """
     n = settings.reference_options.n_levels
     task = settings.reference_options.task
+    options = settings.reference_options.generation
     aspect = settings.aspect_obj
+    writer = _text_generator(judge)
+    record = dict(writer.generation_record(options), seed=settings.seed)
     by_ctx: dict[str, dict[int, str]] = {}
     for r in existing:
         by_ctx.setdefault(r.context_id, {})[r.level] = r.text
@@ -706,10 +666,12 @@ def generate_references(dataset: Dataset, settings: RunSettings, generator: Refe
             prompt = generation_prompt(passage, level, n, aspect, task,
                                        have.get(lo) if lo else None, have.get(hi) if hi else None,
                                        lo, hi)
-            text = generator.generate(prompt, ctx.context_id, level)
+            seed = (int(context_seed(settings.seed, f"{ctx.context_id}#{level}")
+                        .integers(0, 2**31 - 1)) if options.sample else None)
+            text = clean_generation(writer.generate([prompt], options, seeds=[seed])[0])
             have[level] = text
             made.append(Reference(ctx.context_id, level, text, "generated",
-                                  dict(generator.decoding(), prompt=prompt, lower=lo, upper=hi)))
+                                  dict(record, prompt=prompt, lower=lo, upper=hi)))
         new += made
         if on_context is not None:
             on_context(ctx.context_id, made)
@@ -766,10 +728,7 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
                          f"{lv}; upload a CSV (context_id, level, text) covering levels "
                          f"1..{options.n_levels}")
     if lacking:
-        g = options.generation
-        generator = ReferenceGenerator(job.judge, max_new_tokens=g.max_new_tokens, sample=g.sample,
-                                       temperature=g.temperature, top_p=g.top_p,
-                                       seed=settings.seed)
+        _text_generator(job.judge)
         job.report(f"writing references for {len(lacking)} context(s)")
 
         def save(cid: str, made: list[Reference]) -> None:
@@ -777,7 +736,7 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
                 store.save_references(job.dataset_id, settings.aspect, ref_set, made)
             job.report(f"wrote {len(made)} reference(s) for context {cid}")
 
-        generate_references(job.dataset, settings, generator, existing, on_context=save,
+        generate_references(job.dataset, settings, job.judge, existing, on_context=save,
                             cancel=job.cancelled, context_texts=context_texts)
         existing = store.load_references(job.dataset_id, settings.aspect, ref_set)
     return references_by_context(existing)
