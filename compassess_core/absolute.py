@@ -745,13 +745,10 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
 class AbsoluteKind:
     """Absolute scores: every candidate compared with references of quality 1..N (both orders)."""
 
-    name = KIND
-    unit = "reference comparisons"
-    rate_unit = "comparisons/s"
-    label = "absolute scores"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = KIND, "reference comparisons", "comparisons/s", "absolute scores"
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         options = settings.reference_options
         generation_plan(options.n_levels)
         if options.orders not in ORDERS:

@@ -90,13 +90,11 @@ def _first_candidate_groups(pairs: IntArray, target: int) -> Iterator[IntArray]:
 class ComparativeKind:
     """Pairwise comparisons: ``p`` = P(first wins) for each planned ordered pair (eq. 3)."""
 
-    name = "comparative"
-    unit = "comparisons"
-    rate_unit = "comparisons/s"
-    label = "pairwise comparisons"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = ("comparative", "comparisons", "comparisons/s",
+                                    "pairwise comparisons")
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         if settings.strategy not in STRATEGIES:
             raise InputError(f"unknown strategy '{settings.strategy}'; choose one of "
                              f"{', '.join(STRATEGIES)}")

@@ -319,13 +319,10 @@ def scoring_settings(dataset: str, aspect: Aspect, template: ScoreTemplate, mode
 class ScoringKind:
     """Prompt scoring: one 1..10 score distribution per candidate (argmax and G-Eval)."""
 
-    name = "scoring"
-    unit = "candidates scored"
-    rate_unit = "candidates/s"
-    label = "prompt scoring"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = "scoring", "candidates scored", "candidates/s", "prompt scoring"
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         if settings.strategy != "full" or settings.budget is not None:
             raise InputError("a scoring run scores every candidate once: a selection strategy "
                              "and a budget do not apply")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cached_property
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -417,9 +417,16 @@ class ResultStore(StoreBase):
         RunNotFoundError
             When the run does not exist.
         """
+        return self._on_run(kind, run_id,
+                            lambda table, conn, keys: table.stored(conn, run_id, keys))
+
+    def _on_run(self, kind: str, run_id: int, read: Callable[[ResultTable, Connection,
+                                                             DatasetKeys], Any]) -> Any:
+        """``read(table, conn, keys)`` on the kind's table, in one read transaction with the
+        garbage collector paused (``InputError``: unknown kind; ``RunNotFoundError``: no run)."""
         table = result_table(kind)
         with self._read() as conn, gc_paused():
-            return table.stored(conn, run_id, self._run_keys(conn, run_id))
+            return read(table, conn, self._run_keys(conn, run_id))
 
     def cached_results(self, kind: str, model_key: str, label_words: str,
                        prompt_hashes: Iterable[str]) -> dict:
@@ -468,18 +475,11 @@ class ResultStore(StoreBase):
         ``comparative``: a ``ComparisonTable`` in the order stored (``detail``: a frame of
         ``COMPARISON_COLUMNS`` with latency, prompt hash and time); ``scoring``: a ``ScoreTable``;
         ``absolute``: a frame of ``ABSOLUTE_COLUMNS`` sorted by context, candidate, order and
-        level (``order`` as ``target-first``/``reference-first``). NULL reads as NaN.
-
-        Raises
-        ------
-        InputError
-            When ``kind`` is unknown.
-        RunNotFoundError
-            When the run does not exist.
+        level (``order`` as ``target-first``/``reference-first``). NULL reads as NaN. Raises as
+        :meth:`stored_results`.
         """
-        table = result_table(kind)
-        with self._read() as conn, gc_paused():
-            return table.read(conn, run_id, self._run_keys(conn, run_id), detail)
+        return self._on_run(kind, run_id, lambda table, conn, keys: table.read(conn, run_id, keys,
+                                                                               detail))
 
     # The reads below name one kind's read; ``read_results`` is the one the engine uses.
 
