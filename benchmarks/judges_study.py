@@ -28,7 +28,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from compassess_core import analysis, calibration, fusion_study, reproduction  # noqa: E402
+from benchmarks.studies import fusion_study, reproduction  # noqa: E402
+from compassess_core import analysis, calibration  # noqa: E402
 from compassess_core.agreement import llm_vs_human  # noqa: E402
 from compassess_core.bias import balanced_threshold  # noqa: E402
 from compassess_core.comparative import planned_pairs  # noqa: E402

@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from compassess_core import reproduction as rp  # noqa: E402
+from benchmarks.studies import reproduction as rp  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 FILES = {"summeval": DATA / "summeval.csv", "topicalchat": DATA / "topicalchat_usr.csv"}

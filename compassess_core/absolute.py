@@ -21,31 +21,31 @@ or a UI.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import metrics
-from .errors import InputError, Problem, RunCancelled, ValidationError
+from .errors import InputError, Problem, RunCancelled
+from .judges.base import TextGenerator
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
-from .prompts import Aspect, infer_task
+from .data import MAX_FILE_BYTES, Source, column_key, load_table, source_rows
+from .prompts import TASK_WORDING, Aspect, TaskWording, infer_task, more_adjective
 from .report_text import fmt, table
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
-from .types import ComparisonPrompt, Context, Dataset, FloatArray
+from .types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,  # noqa: F401
+                    AbsoluteKey, AbsoluteResult, ComparisonPrompt, Context, Dataset, FloatArray,
+                    Reference)
 
 # ------------------------------------------------------------------------------- vocabulary
 
 KIND = "absolute"
 DEFAULT_LEVELS = ReferenceOptions.n_levels
-TARGET_FIRST, REFERENCE_FIRST = "target-first", "reference-first"
 #: ``--orders`` choices -> the presentation orders judged for every (candidate, reference).
 ORDERS: dict[str, tuple[str, ...]] = {
     "both": (TARGET_FIRST, REFERENCE_FIRST),
@@ -63,66 +63,8 @@ UPLOADED = "upload"
 #: Score columns of :func:`score_table`: the paper's s and the calibrated 1..N level.
 SCORES = ("level", "score")
 
-_WORDING = {
-    "summary": dict(noun="Summary", source="passage", source_label="Passage", verb="summarises"),
-    "dialogue": dict(noun="Response", source="conversation", source_label="Conversation",
-                     verb="continues"),
-    "story": dict(noun="Story", source="prompt", source_label="Story prompt", verb="follows"),
-}
-TASKS = tuple(_WORDING)
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A reference text of known quality ``level`` (1 = worst .. N = best) for one context.
-
-    ``source`` is ``generated``, ``edited`` (a generated text the user changed) or ``uploaded``;
-    ``generation`` records how a generated text was made (prompt, decoding, seed, model).
-    """
-
-    context_id: str
-    level: int
-    text: str
-    source: str = "generated"
-    generation: Mapping = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AbsoluteKey:
-    """One comparison of a target candidate with the reference of ``level``, in ``order``."""
-
-    context_id: str
-    candidate_id: str
-    level: int
-    order: str  # TARGET_FIRST or REFERENCE_FIRST
-
-
-@dataclass(frozen=True)
-class AbsoluteJudgement:
-    """The judge's answer about the text shown first (A), normalised over the label words.
-
-    ``p_better`` = P("Better") / (P("Better") + P("Worse") + P("Similar")) under the full softmax
-    (likewise ``p_worse``, ``p_similar``); for the yes-no variant P("Yes") and P("No") normalised
-    over the two words, and ``p_similar`` = 0. ``logp_*`` are the raw label log-probabilities
-    (``logp_similar`` NaN for yes-no); ``label_mass`` their summed probability.
-    """
-
-    p_better: float
-    p_worse: float
-    p_similar: float
-    logp_better: float
-    logp_worse: float
-    logp_similar: float
-    label_mass: float
-    latency_ms: float = float("nan")
-
-
-@dataclass(frozen=True)
-class AbsoluteResult:
-    key: AbsoluteKey
-    judgement: AbsoluteJudgement
-    prompt_hash: str
-    reference_hash: str
+#: Tasks an absolute run words its prompts for (``prompts.TASK_WORDING``).
+TASKS = tuple(TASK_WORDING)
 
 
 class ReferenceBook(Protocol):
@@ -138,15 +80,10 @@ class ReferenceBook(Protocol):
 
 # ------------------------------------------------------------------------------------ prompts
 
-def _wording(task: str) -> dict:
-    if task not in _WORDING:
+def _wording(task: str) -> TaskWording:
+    if task not in TASK_WORDING:
         raise InputError(f"unknown task '{task}' for absolute scores; choose one of {', '.join(TASKS)}")
-    return _WORDING[task]
-
-
-def _more(adjective: str) -> str:
-    # "more good" reads "better", as in the comparative prompts (prompts.Template.render).
-    return "better" if adjective == "good" or adjective.startswith("good ") else f"more {adjective}"
+    return TASK_WORDING[task]
 
 
 def generation_plan(n_levels: int) -> list[tuple[int, int | None, int | None]]:
@@ -187,21 +124,21 @@ def generation_prompt(context: str, level: int, n_levels: int, aspect: Aspect, t
     wording ours: the paper's exact prompt text was not available to us).
     """
     w = _wording(task)
-    noun, low = w["noun"], w["noun"].lower()
-    head = f"{w['source_label']}:\n{context}\n\n"
+    noun, low = w.noun, w.lower
+    head = f"{w.source_label}:\n{context}\n\n"
     scale = f"on a scale of 1 (worst) to {n_levels} (best) for being {aspect.adjective}"
     if lower is None or upper is None:
         if level == 1:
-            ask = (f"Write a very poor {low} of the {w['source']} above: it must deserve a score "
+            ask = (f"Write a very poor {low} of the {w.source} above: it must deserve a score "
                    f"of 1 {scale}, that is it should be as little {aspect.adjective} as possible.")
         else:
-            ask = (f"Write an excellent {low} of the {w['source']} above: it must deserve a score "
+            ask = (f"Write an excellent {low} of the {w.source} above: it must deserve a score "
                    f"of {n_levels} {scale}, that is it should be as {aspect.adjective} as possible.")
         return head + ask + f" Reply with the {low} only."
     return (head + f"{noun} with a score of {lower_level} {scale}:\n{lower}\n\n"
             f"{noun} with a score of {upper_level}:\n{upper}\n\n"
-            f"Write a new {low} of the {w['source']} that deserves a score of {level}: "
-            f"{_more(aspect.adjective)} than the first {low} and less so than the second. "
+            f"Write a new {low} of the {w.source} that deserves a score of {level}: "
+            f"{more_adjective(aspect.adjective)} than the first {low} and less so than the second. "
             f"Reply with the {low} only.")
 
 
@@ -212,8 +149,8 @@ def comparison_template(variant: str, task: str) -> str:
     {aspect} than B (the paper's ablation).
     """
     w = _wording(task)
-    n = w["noun"]
-    head = f"{w['source_label']}:\n{{context}}\n\n{n} A: {{a}}\n\n{n} B: {{b}}\n\n"
+    n = w.noun
+    head = f"{w.source_label}:\n{{context}}\n\n{n} A: {{a}}\n\n{n} B: {{b}}\n\n"
     if variant == "bws":
         return head + (f"Compared with {n} B, is {n} A better, worse or similar in how {{aspect}} "
                        "it is? Answer with one word: Better, Worse or Similar.")
@@ -227,7 +164,7 @@ def comparison_prompt(template: str, context: str, target: str, reference: str, 
     """The prompt comparing ``target`` with ``reference`` in ``order`` (who is shown first)."""
     a, b = (target, reference) if order == TARGET_FIRST else (reference, target)
     text = template.format(context=context, a=a, b=b, aspect=aspect.adjective,
-                           more_aspect=_more(aspect.adjective))
+                           more_aspect=more_adjective(aspect.adjective))
     return ComparisonPrompt(text=text, primer=PRIMER)
 
 
@@ -343,11 +280,6 @@ def expected_level(p_better: FloatArray, p_similar: FloatArray) -> FloatArray:
     ps = np.atleast_2d(np.asarray(p_similar, np.float64))
     n = pb.shape[1]
     return np.clip(0.5 + (pb + 0.5 * ps).sum(axis=1), 1.0, float(n))
-
-
-ABSOLUTE_COLUMNS = ("context_id", "candidate_id", "level", "order", "p_better", "p_worse",
-                    "p_similar", "logp_better", "logp_worse", "logp_similar", "label_mass",
-                    "latency_ms", "prompt_hash", "reference_hash", "created_at")
 
 
 def comparisons_in_target_view(frame: pd.DataFrame) -> pd.DataFrame:
@@ -587,57 +519,77 @@ def reference_set_key(settings: RunSettings, judge_key: str | None) -> str:
 
 # -------------------------------------------------------------------------------- references
 
-def parse_anchor_file(source: str | Path | bytes, *, file_label: str | None = None,
-                      n_levels: int | None = None) -> list[Reference]:
-    """Read user anchor texts from a CSV with columns ``context_id, level, text``.
+ANCHOR_COLUMNS = ("context_id", "level", "text")
 
-    Raises
-    ------
-    ValidationError
-        Missing columns, a non-integer or out-of-range level, an empty text, or a repeated
-        (context_id, level); every problem is reported with its row.
-    """
-    if isinstance(source, (bytes, bytearray)):
-        label = file_label or "anchors.csv"
-        text = bytes(source).decode("utf-8-sig", errors="replace")
-    else:
-        label = file_label or str(source)
-        try:
-            text = Path(source).read_text(encoding="utf-8-sig")
-        except OSError as e:
-            raise InputError(f"cannot read anchor file {source}: {e}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in ("context_id", "level", "text") if c not in (reader.fieldnames or [])]
+
+def validate_anchor_frame(df: pd.DataFrame, *, file_label: str, n_levels: int | None = None,
+                          context_ids: Iterable[str] | None = None
+                          ) -> tuple[list[Reference] | None, list[Problem]]:
+    """Anchor texts from a table read by ``data.parse_table`` (columns ``context_id, level,
+    text``, matched as candidate columns are), every problem with its row and column: a missing
+    column, a level that is not an integer in 1..N, an empty context id or text, a context not in
+    ``context_ids`` (when given), a (context_id, level) given twice."""
+    by_key = {}
+    for col in df.columns:
+        by_key.setdefault(column_key(col), col)
+    missing = [c for c in ANCHOR_COLUMNS if c not in by_key]
     if missing:
-        raise ValidationError([Problem(label, f"missing column(s): {', '.join(missing)} "
-                                              "(expected context_id, level, text)")])
+        return None, [Problem(file_label, f"missing column(s): {', '.join(missing)} "
+                                          "(expected context_id, level, text)")]
+    known = None if context_ids is None else set(context_ids)
     problems, out, seen = [], [], set()
-    for k, row in enumerate(reader, start=2):
-        cid, lvl, txt = (row.get("context_id") or "").strip(), (row.get("level") or "").strip(), row.get("text") or ""
+    columns = [df[by_key[c]].fillna("").astype(str).tolist() for c in ANCHOR_COLUMNS]
+    for k, cid, lvl, txt in zip(source_rows(df).tolist(), *columns):
+        cid, lvl = cid.strip(), lvl.strip()
         try:
             level = int(lvl)
         except ValueError:
-            problems.append(Problem(label, f"level '{lvl}' is not an integer", k, "level"))
+            problems.append(Problem(file_label, f"level '{lvl}' is not an integer", k, "level"))
             continue
         if level < 1 or (n_levels is not None and level > n_levels):
-            problems.append(Problem(label, f"level {level} is outside 1..{n_levels or 'N'}", k, "level"))
+            problems.append(Problem(file_label, f"level {level} is outside 1..{n_levels or 'N'}",
+                                    k, "level"))
             continue
         if not cid:
-            problems.append(Problem(label, "empty context_id", k, "context_id"))
+            problems.append(Problem(file_label, "empty context_id", k, "context_id"))
+            continue
+        if known is not None and cid not in known:
+            problems.append(Problem(file_label, f"context '{cid}' is not in the dataset", k,
+                                    "context_id"))
             continue
         if not txt.strip():
-            problems.append(Problem(label, "empty text", k, "text"))
+            problems.append(Problem(file_label, "empty text", k, "text"))
             continue
         if (cid, level) in seen:
-            problems.append(Problem(label, f"level {level} of context '{cid}' appears twice", k, "level"))
+            problems.append(Problem(file_label, f"level {level} of context '{cid}' appears twice",
+                                    k, "level"))
             continue
         seen.add((cid, level))
         out.append(Reference(cid, level, txt, source="uploaded"))
     if problems:
-        raise ValidationError(problems)
+        return None, problems
     if not out:
-        raise ValidationError([Problem(label, "no anchor rows")])
-    return out
+        return None, [Problem(file_label, "no anchor rows")]
+    return out, []
+
+
+def parse_anchor_file(source: Source, *, file_label: str | None = None,
+                      n_levels: int | None = None, context_ids: Iterable[str] | None = None,
+                      max_bytes: int = MAX_FILE_BYTES) -> list[Reference]:
+    """Read user anchor texts (CSV, TSV or JSON Lines with ``context_id, level, text``) through
+    the one table reader (``data.load_table``: size limit, encoding, formats).
+
+    Raises
+    ------
+    ValidationError
+        The file cannot be read, or :func:`validate_anchor_frame` finds problems; every problem
+        is reported with its row and column.
+    """
+    if file_label is None and isinstance(source, (bytes, bytearray)):
+        file_label = "anchors.csv"  # bytes have no name; anchor files are CSV unless named
+    return load_table(source, lambda frame, label: validate_anchor_frame(
+        frame, file_label=label, n_levels=n_levels, context_ids=context_ids),
+        file_label=file_label, max_bytes=max_bytes)
 
 
 def missing_levels(refs: Iterable[Reference], context_ids: Iterable[str],
@@ -654,57 +606,11 @@ def missing_levels(refs: Iterable[Reference], context_ids: Iterable[str],
     return out
 
 
-class ReferenceGenerator:
-    """Writes references with a transformers causal model (a ``CausalJudge``'s model and tokenizer).
-
-    Greedy by default; with ``sample`` each text is drawn with its own seed derived from the run
-    seed, the context and the level, so a rerun writes the same texts.
-    """
-
-    def __init__(self, judge, *, max_new_tokens: int = 96, sample: bool = False,
-                 temperature: float = 0.7, top_p: float = 0.95, seed: int = 0):
-        loaded = getattr(judge, "loaded", None)
-        if loaded is None or loaded.is_seq2seq:
-            raise InputError("references can only be generated with a local causal (chat) model; "
-                             "upload your own anchor texts for this judge instead")
-        self.loaded = loaded
-        self.tokenizer = loaded.tokenizer
-        self.max_new_tokens = max_new_tokens
-        self.sample = sample
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
-
-    def decoding(self) -> dict:
-        return dict(model=self.loaded.identity, max_new_tokens=self.max_new_tokens,
-                    sample=self.sample, temperature=self.temperature if self.sample else None,
-                    top_p=self.top_p if self.sample else None, seed=self.seed)
-
-    def _chat(self, text: str) -> str:
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                           add_generation_prompt=True)
-        return text + "\n\n"
-
-    def generate(self, prompt: str, context_id: str, level: int) -> str:
-        import torch
-        rendered = self._chat(prompt)
-        enc = self.tokenizer(rendered, return_tensors="pt", add_special_tokens=not getattr(
-            self.tokenizer, "chat_template", None))
-        enc = {k: v.to(self.loaded.device) for k, v in enc.items()}
-        kw = dict(max_new_tokens=self.max_new_tokens, do_sample=self.sample,
-                  pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
-        if self.sample:
-            kw.update(temperature=self.temperature, top_p=self.top_p)
-            seed = int(context_seed(self.seed, f"{context_id}#{level}").integers(0, 2**31 - 1))
-            torch.manual_seed(seed)
-        else:
-            kw.update(temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():
-            out = self.loaded.model.generate(**enc, **kw)
-        text = self.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-        return clean_generation(text)
+def _text_generator(judge) -> TextGenerator:
+    if not isinstance(judge, TextGenerator):
+        raise InputError("references can only be generated with a local causal (chat) model; "
+                         "upload your own anchor texts for this judge instead")
+    return judge
 
 
 def clean_generation(text: str) -> str:
@@ -718,15 +624,17 @@ def clean_generation(text: str) -> str:
     return t
 
 
-def generate_references(dataset: Dataset, settings: RunSettings, generator: ReferenceGenerator,
+def generate_references(dataset: Dataset, settings: RunSettings, judge,
                         existing: Sequence[Reference] = (), *,
                         on_context: Callable[[str, list[Reference]], None] | None = None,
                         cancel: Callable[[], bool] | None = None,
                         context_texts: Mapping[str, str] | None = None) -> list[Reference]:
     """Write the references each context of the run still lacks, in :func:`generation_plan` order.
 
-    Existing (stored, edited or uploaded) texts are kept and used as neighbours of the levels
-    written around them. ``on_context(context_id, new_refs)`` is called after each context (the
+    ``judge`` writes them (a ``judges.base.TextGenerator``); greedy unless the run's generation
+    options sample, then each text with its own seed derived from the run seed, the context and
+    the level, so a rerun writes the same texts. Existing (stored, edited or uploaded) texts are
+    kept and used as neighbours of the levels written around them. ``on_context(context_id, new_refs)`` is called after each context (the
     caller stores them at once, so an interruption loses at most one context).
     ``context_texts``: the passages as the run uses them (cut to fit the model), by context id.
 
@@ -737,7 +645,10 @@ def generate_references(dataset: Dataset, settings: RunSettings, generator: Refe
     """
     n = settings.reference_options.n_levels
     task = settings.reference_options.task
+    options = settings.reference_options.generation
     aspect = settings.aspect_obj
+    writer = _text_generator(judge)
+    record = dict(writer.generation_record(options), seed=settings.seed)
     by_ctx: dict[str, dict[int, str]] = {}
     for r in existing:
         by_ctx.setdefault(r.context_id, {})[r.level] = r.text
@@ -756,10 +667,12 @@ def generate_references(dataset: Dataset, settings: RunSettings, generator: Refe
             prompt = generation_prompt(passage, level, n, aspect, task,
                                        have.get(lo) if lo else None, have.get(hi) if hi else None,
                                        lo, hi)
-            text = generator.generate(prompt, ctx.context_id, level)
+            seed = (int(context_seed(settings.seed, f"{ctx.context_id}#{level}")
+                        .integers(0, 2**31 - 1)) if options.sample else None)
+            text = clean_generation(writer.generate([prompt], options, seeds=[seed])[0])
             have[level] = text
             made.append(Reference(ctx.context_id, level, text, "generated",
-                                  dict(generator.decoding(), prompt=prompt, lower=lo, upper=hi)))
+                                  dict(record, prompt=prompt, lower=lo, upper=hi)))
         new += made
         if on_context is not None:
             on_context(ctx.context_id, made)
@@ -816,10 +729,7 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
                          f"{lv}; upload a CSV (context_id, level, text) covering levels "
                          f"1..{options.n_levels}")
     if lacking:
-        g = options.generation
-        generator = ReferenceGenerator(job.judge, max_new_tokens=g.max_new_tokens, sample=g.sample,
-                                       temperature=g.temperature, top_p=g.top_p,
-                                       seed=settings.seed)
+        _text_generator(job.judge)
         job.report(f"writing references for {len(lacking)} context(s)")
 
         def save(cid: str, made: list[Reference]) -> None:
@@ -827,7 +737,7 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
                 store.save_references(job.dataset_id, settings.aspect, ref_set, made)
             job.report(f"wrote {len(made)} reference(s) for context {cid}")
 
-        generate_references(job.dataset, settings, generator, existing, on_context=save,
+        generate_references(job.dataset, settings, job.judge, existing, on_context=save,
                             cancel=job.cancelled, context_texts=context_texts)
         existing = store.load_references(job.dataset_id, settings.aspect, ref_set)
     return references_by_context(existing)
@@ -836,10 +746,8 @@ def ensure_references(job, context_texts: Mapping[str, str]) -> dict[str, dict[i
 class AbsoluteKind:
     """Absolute scores: every candidate compared with references of quality 1..N (both orders)."""
 
-    name = KIND
-    unit = "reference comparisons"
-    rate_unit = "comparisons/s"
-    label = "absolute scores"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = KIND, "reference comparisons", "comparisons/s", "absolute scores"
     is_pairwise = False
     results_page = "scores"
     ranked_rows = "scores"
@@ -859,7 +767,6 @@ class AbsoluteKind:
         return []
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         options = settings.reference_options
         generation_plan(options.n_levels)
         if options.orders not in ORDERS:
@@ -972,7 +879,7 @@ class AbsoluteKind:
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(comparisons, scores)``: the stored comparisons and one row of scores per candidate."""
-        frame = reader.absolute_frame(run_id)
+        frame = reader.read_results(run_id, self.name)
         options = settings.reference_options
         return frame, score_table(dataset, frame, options.n_levels, ORDERS[options.orders])
 
@@ -992,7 +899,7 @@ class AbsoluteKind:
                                threshold=options.threshold)
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        return reader.absolute_frame(run_id)
+        return reader.read_results(run_id, self.name, detail=True)
 
     # ------------------------------------------------------------------ how it reads as text
     def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,

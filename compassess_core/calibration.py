@@ -31,12 +31,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from . import agreement
 from .bias import balanced_threshold, debias_probabilities
 from .errors import InputError, LengthMismatchError
+from .solvers import fit_soft_logistic
 from .types import ComparisonTable, FloatArray
 
 __all__ = [
@@ -148,21 +148,12 @@ def fit_calibration(z: ArrayLike, y: ArrayLike, *, prior_strength: float = PRIOR
         raise InputError(f"prior_strength must be >= 0, got {prior_strength}")
     if len(zz) == 0:
         return IDENTITY
-    s = 2.0 * yy - 1.0
-
-    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
-        a, c = theta
-        margin = s * (a * zz + c)
-        loss = -log_expit(margin).sum() + 0.5 * prior_strength * ((a - 1.0) ** 2 + c * c)
-        g = -s * expit(-margin)  # d loss / d (a z + c)
-        grad = np.array([(g * zz).sum() + prior_strength * (a - 1.0),
-                         g.sum() + prior_strength * c])
-        return float(loss), grad
-
-    res = minimize(objective, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B",
-                   bounds=[(MIN_SLOPE, None), (None, None)],
-                   options=dict(maxiter=500, gtol=1e-10, ftol=1e-14))
-    a, c = (float(v) for v in res.x)
+    # logit p_cal = a z + c: the logistic fit of the labels on (z, 1), the prior around the raw
+    # judge (a = 1, c = 0)
+    a, c = (float(v) for v in fit_soft_logistic(
+        np.column_stack([zz, np.ones_like(zz)]), yy, np.full(2, float(prior_strength)),
+        prior_mean=np.array([1.0, 0.0]), start=np.array([1.0, 0.0]),
+        bounds=[(MIN_SLOPE, None), (None, None)], maxiter=500, gtol=1e-10))
     return Calibration(bias=-c / a, temperature=1.0 / a, n_comparisons=int(len(zz)),
                        n_pairs=int(n_pairs))
 

@@ -91,10 +91,9 @@ def _first_candidate_groups(pairs: IntArray, target: int) -> Iterator[IntArray]:
 class ComparativeKind:
     """Pairwise comparisons: ``p`` = P(first wins) for each planned ordered pair (eq. 3)."""
 
-    name = "comparative"
-    unit = "comparisons"
-    rate_unit = "comparisons/s"
-    label = "pairwise comparisons"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = ("comparative", "comparisons", "comparisons/s",
+                                    "pairwise comparisons")
     is_pairwise = True
     results_page = "rankings"
     ranked_rows = "rankings"
@@ -146,7 +145,6 @@ class ComparativeKind:
         return out
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         if settings.strategy not in STRATEGIES:
             raise InputError(f"unknown strategy '{settings.strategy}'; choose one of "
                              f"{', '.join(STRATEGIES)}")
@@ -276,8 +274,8 @@ class ComparativeKind:
 
     # ------------------------------------------------------------------ reading a run back
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        """The run's stored comparisons (``reader``: the store)."""
-        return reader.comparison_table(run_id)
+        """The run's stored comparisons (``reader``: a ``ResultSink``)."""
+        return reader.read_results(run_id, self.name)
 
     def rank(self, dataset: Dataset, table, options) -> pd.DataFrame:
         """One row per candidate (``analysis.rank_contexts``) at the options' method and tau."""
@@ -293,7 +291,7 @@ class ComparativeKind:
     def results_frame(self, reader, run_id: int, dataset: Dataset,
                       settings: RunSettings) -> pd.DataFrame:
         """Every stored comparison with latency, prompt hash and time (the 'comparisons' export)."""
-        return reader.comparisons_frame(run_id)
+        return reader.read_results(run_id, self.name, detail=True)
 
     # ------------------------------------------------------------------ how it reads as text
     def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,

@@ -26,7 +26,7 @@ import re
 import sys
 from bisect import bisect_left
 from pathlib import Path
-from typing import BinaryIO, Mapping, Sequence
+from typing import BinaryIO, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -98,7 +98,7 @@ _UNNAMED = re.compile(r"^(unnamed_\d+|Unnamed: \d+)$")
 # column names
 
 
-def _norm(name: str) -> str:
+def column_key(name: str) -> str:
     """Column name folded for matching: case, surrounding space, inner spaces/hyphens/dots."""
     return re.sub(r"[\s\-.]+", "_", str(name).strip().lower())
 
@@ -133,7 +133,7 @@ def suggest_column_map(columns: Sequence[str], table: pd.DataFrame | None = None
     """
     by_norm: dict[str, str] = {}
     for col in columns:
-        by_norm.setdefault(_norm(col), col)
+        by_norm.setdefault(column_key(col), col)
     taken: set[str] = set()
     found: dict[str, str] = {}
     # Exact (normalised) matches first so a synonym never steals a column named canonically.
@@ -201,7 +201,7 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
                 f"{', '.join(CANONICAL + OPTIONAL)}", column=key))
     by_norm: dict[str, str] = {}
     for col in columns:
-        by_norm.setdefault(_norm(col), col)
+        by_norm.setdefault(column_key(col), col)
     suggestions = suggest_column_map(columns)
     resolved: dict[str, str] = {}
     for canon in CANONICAL + OPTIONAL:
@@ -245,7 +245,8 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
 # reading bytes
 
 
-def _default_label(source: Source) -> str:
+def source_label(source: Source) -> str:
+    """The name of ``source`` in problems: the file name, ``DataFrame`` or ``upload``."""
     if isinstance(source, pd.DataFrame):
         return "DataFrame"
     if isinstance(source, (str, Path)):
@@ -586,7 +587,7 @@ def parse_table(source: Source, file_label: str | None = None, *,
     ValidationError
         Only when the file must not be read at all: missing, or larger than ``max_bytes``.
     """
-    label = file_label or _default_label(source)
+    label = file_label or source_label(source)
     if isinstance(source, pd.DataFrame):
         return _parse_frame(source, label)
     raw = _read_bytes(source, label, max_bytes)
@@ -606,7 +607,7 @@ def parse_table(source: Source, file_label: str | None = None, *,
         frame, problems = _parse_json_array(text, label)
     if bad:
         problems = _encoding_problems(bad, raw, label, end_lines) + problems
-    return frame, _sorted(problems)
+    return frame, sorted_problems(problems)
 
 
 def read_table(source: Source, file_label: str | None = None, *,
@@ -627,16 +628,44 @@ def read_table(source: Source, file_label: str | None = None, *,
     return frame
 
 
+T = TypeVar("T")
+
+
+def load_table(source: Source, validate: Callable[[pd.DataFrame, str], tuple[T | None, list[Problem]]],
+               *, file_label: str | None = None, max_bytes: int = MAX_FILE_BYTES) -> T:
+    """Read a table file with :func:`parse_table` and validate it: the one way every upload
+    (candidates, human labels, anchor texts) is read.
+
+    ``validate(frame, label)`` returns what the rows make (or None) and the problems it found,
+    each with its row (``source_rows``) and column. Reading and validation problems are reported
+    together, file-level first, then by row.
+
+    Raises
+    ------
+    ValidationError
+        With every problem found (too large, not a text table, bad encoding, bad rows).
+    """
+    label = file_label or source_label(source)
+    frame, problems = parse_table(source, label, max_bytes=max_bytes)
+    if frame is None:
+        raise ValidationError(problems)
+    value, more = validate(frame, label)
+    problems = sorted_problems(problems + more)
+    if problems or value is None:
+        raise ValidationError(problems)
+    return value
+
+
 # ---------------------------------------------------------------------------------------------
 # validation
 
 
-def _sorted(problems: list[Problem]) -> list[Problem]:
+def sorted_problems(problems: list[Problem]) -> list[Problem]:
     """File-level problems first, then by row; the order of checks is kept within a row."""
     return sorted(problems, key=lambda p: -1 if p.row is None else p.row)
 
 
-def _row_numbers(df: pd.DataFrame) -> np.ndarray:
+def source_rows(df: pd.DataFrame) -> np.ndarray:
     """Source rows of ``df``: its ``row`` index from :func:`read_table`, else as if a CSV."""
     if df.index.name == _ROW_INDEX_NAME and pd.api.types.is_integer_dtype(df.index):
         return df.index.to_numpy(dtype=np.int64)
@@ -654,7 +683,7 @@ def _as_strings(s: pd.Series) -> pd.Series:
 
 
 def _looks_like_id(column: str) -> bool:
-    n = _norm(column)
+    n = column_key(column)
     return n in ("id", "index", "idx") or n.endswith("_id") or bool(_UNNAMED.match(column))
 
 
@@ -670,7 +699,7 @@ def _parse_scores(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def _looks_like_score(column: str) -> bool:
-    n = _norm(column)
+    n = column_key(column)
     return n in ASPECT_ADJECTIVES or bool(_SCORE_NAME.search(n))
 
 
@@ -742,7 +771,7 @@ def _group_problems(cids: pd.Series, cands: pd.Series, ctx: pd.Series | None, ro
     problems: list[Problem] = []
     # Ids from a column chosen in the mapping (e.g. the system column) that repeat within a
     # context are the mapping's fault: another column, or generated ids, would do.
-    id_cause = "file" if _norm(cols["candidate_id"]) == "candidate_id" else "mapping"
+    id_cause = "file" if column_key(cols["candidate_id"]) == "candidate_id" else "mapping"
     sub = pd.DataFrame({"cid": cids[valid].to_numpy(), "cand": cands[valid].to_numpy(),
                         "row": rows[valid]})
     if ctx is not None:
@@ -864,12 +893,12 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
     tuple[Dataset | None, list[Problem]]
         The dataset (``None`` whenever there is a problem) and every problem, file-level first.
     """
-    rows = _row_numbers(df)
+    rows = source_rows(df)
     columns = [str(c) for c in df.columns]
     cols, problems = _resolve_columns(columns, column_map, file_label)
     if len(df) == 0:
         problems.append(Problem(file_label, "the file has a header but no data rows"))
-        return None, _sorted(problems)
+        return None, sorted_problems(problems)
     if cols.get("candidate_id") == GENERATE_IDS:
         df, cols = _with_generated_ids(df, cols)
 
@@ -920,7 +949,7 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
         problems += more
 
     if problems:
-        return None, _sorted(problems)
+        return None, sorted_problems(problems)
     dataset_name = name or Path(file_label).stem or "dataset"
     return _build(df, cols, score_cols, scores, rows, dataset_name, file_label), []
 
@@ -959,13 +988,6 @@ def load_candidates(source: Source, *, name: str | None = None,
     ValidationError
         With every problem found (reading and validation together).
     """
-    label = file_label or _default_label(source)
-    frame, problems = parse_table(source, label, max_bytes=max_bytes)
-    if frame is None:
-        raise ValidationError(problems)
-    dataset, more = validate_frame(frame, file_label=label, column_map=column_map,
-                                   score_columns=score_columns, name=name)
-    problems = _sorted(problems + more)
-    if problems or dataset is None:
-        raise ValidationError(problems)
-    return dataset
+    return load_table(source, lambda frame, label: validate_frame(
+        frame, file_label=label, column_map=column_map, score_columns=score_columns, name=name),
+        file_label=file_label, max_bytes=max_bytes)

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .errors import InputError
+from .solvers import solve_differences
 from .types import FloatArray, IntArray
 
 __all__ = ["poe_pairs", "adaptive_next_pairs", "adaptive_pairs_from_matrix", "posterior",
@@ -70,29 +71,14 @@ def difference_posterior(n: int, i: IntArray, j: IntArray, y: FloatArray | None,
     a weight per expert), the prior ``s ~ N(0, prior_var I)``. Precision
     ``A = sum_k w_k u_k u_k^T / noise_var + I / prior_var`` (``u_k = e_i - e_j``: the weighted
     Laplacian of the comparison graph), covariance ``A^-1``, mean ``A^-1 sum_k w_k y_k u_k /
-    noise_var``. With ``y`` None the mean is zero.
+    noise_var``. With ``y`` None the mean is zero (:func:`solvers.solve_differences` with a prior).
 
     Raises
     ------
     InputError
         A negative weight.
     """
-    i = np.asarray(i, dtype=np.int64)
-    j = np.asarray(j, dtype=np.int64)
-    w = np.ones(len(i)) if weights is None else np.asarray(weights, dtype=np.float64)
-    if (w < 0).any():
-        raise InputError("expert weights must be >= 0")
-    lap = np.zeros((n, n))
-    np.add.at(lap, (i, j), -w)
-    np.add.at(lap, (j, i), -w)
-    np.add.at(lap, (i, i), w)
-    np.add.at(lap, (j, j), w)
-    cov = np.linalg.inv(lap / noise_var + np.eye(n) / prior_var)
-    if y is None or len(i) == 0:
-        return np.zeros(n), cov
-    wy = w * np.asarray(y, dtype=np.float64)
-    rhs = np.bincount(i, weights=wy, minlength=n) - np.bincount(j, weights=wy, minlength=n)
-    return cov @ rhs / noise_var, cov
+    return solve_differences(n, i, j, y, weights, noise_var=noise_var, prior_var=prior_var)
 
 
 def _diff_variance(cov: FloatArray) -> FloatArray:

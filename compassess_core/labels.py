@@ -17,8 +17,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from .data import MAX_FILE_BYTES, Source, _default_label, _norm, _row_numbers, _sorted, parse_table
-from .errors import Problem, ValidationError
+from .data import MAX_FILE_BYTES, Source, column_key, load_table, sorted_problems, source_rows
+from .errors import Problem
 from .limits import MAX_ID_CHARS, name_problem
 from .types import Dataset, Outcome
 
@@ -53,7 +53,7 @@ class HumanLabel:
 def _resolve(columns: list[str], file_label: str) -> tuple[dict[str, str], list[Problem]]:
     by_norm: dict[str, str] = {}
     for col in columns:
-        by_norm.setdefault(_norm(col), col)
+        by_norm.setdefault(column_key(col), col)
     have = ", ".join(f"'{c}'" for c in columns) or "(none)"
     resolved: dict[str, str] = {}
     problems: list[Problem] = []
@@ -96,7 +96,7 @@ def validate_labels_frame(df: pd.DataFrame, dataset: Dataset, *, file_label: str
     tuple[list[HumanLabel] | None, list[Problem]]
         The labels in file order (``None`` whenever there is a problem) and every problem.
     """
-    rows = _row_numbers(df)
+    rows = source_rows(df)
     cols, problems = _resolve([str(c) for c in df.columns], file_label)
     if problems:
         return None, problems
@@ -152,7 +152,7 @@ def validate_labels_frame(df: pd.DataFrame, dataset: Dataset, *, file_label: str
         if len(problems) == before:
             labels.append(HumanLabel(cid[i], a[i], b[i], winner, annotator, row))
     if problems:
-        return None, _sorted(problems)
+        return None, sorted_problems(problems)
     return labels, []
 
 
@@ -185,16 +185,9 @@ def load_human_labels(source: Source, dataset: Dataset, *, file_label: str | Non
     ValidationError
         With every problem found in the file.
     """
-    label = file_label or _default_label(source)
-    frame, problems = parse_table(source, label, max_bytes=max_bytes)
-    if frame is None:
-        raise ValidationError(problems)
-    labels, more = validate_labels_frame(frame, dataset, file_label=label,
-                                         default_annotator=default_annotator)
-    problems = _sorted(problems + more)
-    if problems or labels is None:
-        raise ValidationError(problems)
-    return labels
+    return load_table(source, lambda frame, label: validate_labels_frame(
+        frame, dataset, file_label=label, default_annotator=default_annotator),
+        file_label=file_label, max_bytes=max_bytes)
 
 
 def labels_frame(labels: list[HumanLabel]) -> pd.DataFrame:

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from .bias import as_probabilities, decisions
 from .errors import InputError, LengthMismatchError
+from .solvers import fit_soft_logistic
 from .types import FloatArray
 
 __all__ = [
@@ -116,24 +116,6 @@ def longer_wins_share(len_a: ArrayLike, len_b: ArrayLike, p: ArrayLike,
     return float(longer_won.mean()), n_used
 
 
-def _fit_soft_logistic(design: FloatArray, p: FloatArray, ridge: FloatArray) -> FloatArray:
-    """Coefficients ``w`` minimising the soft-label cross-entropy
-    ``-sum_k [p_k log s(z_k) + (1 - p_k) log s(-z_k)] + sum_c ridge_c w_c^2 / 2`` with
-    ``z = design @ w`` (AlpacaEval fits soft preferences the same way, duplicating each row with
-    weights ``p`` and ``1 - p``; this is the same loss without the duplication)."""
-
-    def loss(w: FloatArray) -> tuple[float, FloatArray]:
-        z = design @ w
-        value = -(p @ log_expit(z) + (1.0 - p) @ log_expit(-z)) + 0.5 * ridge @ (w * w)
-        grad = design.T @ (expit(z) - p) + ridge * w
-        return float(value), grad
-
-    start = np.zeros(design.shape[1])
-    result = minimize(loss, start, jac=True, method="L-BFGS-B",
-                      options=dict(maxiter=2000, gtol=1e-9, ftol=1e-14))
-    return result.x
-
-
 def length_slope(len_a: ArrayLike, len_b: ArrayLike, p: ArrayLike) -> tuple[float, float]:
     """Logistic regression of ``p`` on ``log2(len_A / len_B)``: ``logit p = b + g * log2 ratio``.
 
@@ -159,8 +141,8 @@ def length_slope(len_a: ArrayLike, len_b: ArrayLike, p: ArrayLike) -> tuple[floa
         return float("nan"), float("nan")
     x = log2_length_ratio(la, lb)
     if not np.any(x != 0):
-        return float("nan"), float(_fit_soft_logistic(np.ones((len(pp), 1)), pp, np.zeros(1))[0])
-    g, b = _fit_soft_logistic(np.column_stack([x, np.ones_like(x)]), pp, np.zeros(2))
+        return float("nan"), float(fit_soft_logistic(np.ones((len(pp), 1)), pp, np.zeros(1))[0])
+    g, b = fit_soft_logistic(np.column_stack([x, np.ones_like(x)]), pp, np.zeros(2))
     return float(g), float(b)
 
 
@@ -311,7 +293,7 @@ def length_controlled_strengths(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike
     design[:, n] = feature
     design[:, n + 1] = 1.0
     ridge = np.r_[np.full(n, RIDGE), 0.0, 0.0]
-    w = _fit_soft_logistic(design, pp, ridge)
+    w = fit_soft_logistic(design, pp, ridge)
     theta = np.where(compared, w[:n], np.nan)
     theta = theta - np.nanmean(theta)
     return LengthControlled(theta, win_rate_against_field(theta),

@@ -41,12 +41,40 @@ _T1 = ("{source_label}:\n{{context}}\n\n{noun} A: {{a}}\n\n{noun} B: {{b}}\n\n"
 _T2 = ("{{context}}\n\n{noun} A: {{a}}\n\n{noun} B: {{b}}\n\n"
        "Which {noun} is more {{aspect}}, {noun} A or {noun} B?")
 
-_WORDING = {
-    "summary": dict(noun="Summary", source="passage", source_label="Passage"),
-    "dialogue": dict(noun="Response", source="conversation", source_label="Conversation"),
+@dataclass(frozen=True)
+class TaskWording:
+    """How every prompt of one task names its texts: the comparison templates (t1/t2), the scoring
+    templates (s1/s2) and the absolute kind's comparisons and reference requests.
+
+    ``noun`` names a candidate ("Summary A", the primer "Answer: Summary"), ``source`` the context
+    in a sentence ("relative to the passage"), ``source_label`` the context's heading.
+    """
+
+    noun: str
+    source: str
+    source_label: str
+
+    @property
+    def lower(self) -> str:
+        """The noun inside a sentence ("the summary's coherence")."""
+        return self.noun.lower()
+
+    def fields(self) -> dict[str, str]:
+        """The wording as ``str.format`` fields: ``noun``, ``source``, ``source_label``, ``lower``."""
+        return dict(noun=self.noun, source=self.source, source_label=self.source_label,
+                    lower=self.lower)
+
+
+#: The one table of task wordings; every prompt family takes its words from here.
+TASK_WORDING: dict[str, TaskWording] = {
+    "summary": TaskWording(noun="Summary", source="passage", source_label="Passage"),
+    "dialogue": TaskWording(noun="Response", source="conversation", source_label="Conversation"),
+    "story": TaskWording(noun="Story", source="prompt", source_label="Story prompt"),
 }
 
-TASKS = tuple(_WORDING)
+#: Tasks of the paper's comparison and scoring templates (t1/t2, s1/s2); the absolute kind also
+#: words stories.
+TASKS = ("summary", "dialogue")
 BUILTIN_TEMPLATES = ("t1", "t2")
 
 
@@ -86,10 +114,32 @@ class Template:
 
     def render(self, context: str, a: str, b: str, aspect: Aspect) -> ComparisonPrompt:
         text = self.text.format(context=context, a=a, b=b, aspect=aspect.adjective)
-        if aspect.adjective == "good" or aspect.adjective.startswith("good "):
+        if _is_good(aspect.adjective):
             # The authors' wording for "overall"/"continuity": "is more good" reads "is better".
             text = text.replace("more good", "better")
         return ComparisonPrompt(text=text, primer=self.primer)
+
+
+def _is_good(adjective: str) -> bool:
+    return adjective == "good" or adjective.startswith("good ")
+
+
+def more_adjective(adjective: str) -> str:
+    """The comparative of an aspect's adjective: "more coherent", and "better" for "good"."""
+    return "better" if _is_good(adjective) else f"more {adjective}"
+
+
+def task_wording(task: str, tasks: tuple[str, ...] = TASKS) -> TaskWording:
+    """The wording of ``task``, one of ``tasks``.
+
+    Raises
+    ------
+    TemplateError
+        ``task`` is not one of ``tasks``.
+    """
+    if task not in tasks:
+        raise TemplateError(f"unknown task '{task}'; choose one of {', '.join(tasks)}")
+    return TASK_WORDING[task]
 
 
 def validate_template_text(text: str, source: str = "template") -> None:
@@ -123,13 +173,11 @@ def validate_template_text(text: str, source: str = "template") -> None:
 
 def builtin_template(name: str, task: str = "summary") -> Template:
     """The paper's T1 or T2 in summary or dialogue-response wording."""
-    if task not in _WORDING:
-        raise TemplateError(f"unknown task '{task}'; choose one of {', '.join(TASKS)}")
+    w = task_wording(task)
     raw = {"t1": _T1, "t2": _T2}.get(name.lower())
     if raw is None:
         raise TemplateError(f"unknown template '{name}'; choose t1, t2 or a file")
-    w = _WORDING[task]
-    return Template(name=f"{name.lower()}-{task}", text=raw.format(**w), noun=w["noun"])
+    return Template(name=f"{name.lower()}-{task}", text=raw.format(**w.fields()), noun=w.noun)
 
 
 def custom_template(text: str, name: str = "custom", noun: str | None = None) -> Template:

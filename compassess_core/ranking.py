@@ -24,6 +24,7 @@ from scipy.stats import rankdata
 
 from .bias import as_comparisons, debias_probabilities, decisions
 from .errors import InputError
+from .solvers import solve_differences
 from .types import FloatArray, IntArray
 
 __all__ = [
@@ -227,7 +228,7 @@ def poe_gaussian(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 
     difference ``s_i - s_j`` nor its variance ``(e_i - e_j)^T Cov (e_i - e_j)``.
 
     ``W^T W`` is the graph Laplacian of the comparisons (degree on the diagonal, minus the number
-    of comparisons of each pair off it), built with ``np.add.at`` without forming ``W``.
+    of comparisons of each pair off it); :func:`solvers.solve_differences` solves it.
 
     Parameters
     ----------
@@ -251,14 +252,8 @@ def poe_gaussian(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 
         raise InputError(f"PoE scale and variance must be > 0, got scale={scale}, variance={variance}")
     ii, jj, pp = as_comparisons(i, j, p, n)
     mu = scale * (debias_probabilities(pp, tau) - 0.5)
-    laplacian = np.zeros((n, n))
-    np.add.at(laplacian, (ii, jj), -1.0)
-    np.add.at(laplacian, (jj, ii), -1.0)
     counts = _counts(n, ii, jj)
-    laplacian[np.diag_indices(n)] = counts
-    rhs = np.bincount(ii, weights=mu, minlength=n) - np.bincount(jj, weights=mu, minlength=n)
-    lap_pinv = np.linalg.pinv(laplacian, hermitian=True)
-    scores = lap_pinv @ rhs
+    scores, lap_pinv = solve_differences(n, ii, jj, mu)  # no prior: the pseudo-inverse
     scores[counts == 0] = np.nan
     return RankingResult(scores, "poe", None, None, counts, covariance=variance * lap_pinv,
                          tau=float(tau))

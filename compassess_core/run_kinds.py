@@ -109,7 +109,9 @@ class RunKind(Protocol):
         """What the run still lacks, chunk by chunk, and how to compute it."""
 
     def read(self, reader: Any, run_id: int, dataset: Dataset, settings: RunSettings) -> Any:
-        """The run's stored results, as this kind's ranking and evaluation take them."""
+        """The run's stored results, as this kind's ranking and evaluation take them; read only
+        through ``reader.read_results(run_id, self.name)`` (``reader``: a ``sink.ResultSink``,
+        the store or a ``MemorySink``)."""
 
     def rank(self, dataset: Dataset, results: Any, options: ReadOptions) -> pd.DataFrame:
         """One row per candidate, ranked within its context."""
@@ -120,7 +122,8 @@ class RunKind(Protocol):
 
     def results_frame(self, reader: Any, run_id: int, dataset: Dataset,
                       settings: RunSettings) -> pd.DataFrame:
-        """Every stored result as a table (the 'comparisons' export)."""
+        """Every stored result as a table (the 'comparisons' export), read only through
+        ``reader.read_results(run_id, self.name, detail=True)``."""
 
     def ranking_header(self, run: str, results: Any, settings: RunSettings, fields: dict,
                        n_rows: int) -> str:

@@ -23,7 +23,7 @@ or a UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -31,11 +31,12 @@ import numpy as np
 from .context_window import ContextFit, fit_contexts
 from .errors import InputError, TemplateError
 from .judges.base import collect_judgements, timed
-from .prompts import Aspect, infer_task, prompt_hash
+from .prompts import Aspect, infer_task, prompt_hash, task_wording
 from .report_text import fmt
 from .run_loop import WorkPlan
 from .settings import RunSettings, label_words_key
-from .types import CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray
+from .types import (CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray,  # noqa: F401
+                    ScoreJudgement, ScoreResult, ScoreTable)
 
 #: Scores the templates ask for.
 SCORES: tuple[int, ...] = tuple(range(1, 11))
@@ -55,10 +56,6 @@ _S1 = ("{source_label}: {{context}}\n\n{noun}: {{a}}\n\nScore the response betwe
        "based on how {{aspect}} the {lower} is")
 _S2 = ("{{context}}\n\n{noun}: {{a}}\n\nProvide a score between 1 and 10 that measures the "
        "{lower}'s {{aspect_noun}}")
-_WORDING = {
-    "summary": dict(noun="Summary", lower="summary", source_label="Passage"),
-    "dialogue": dict(noun="Response", lower="response", source_label="Conversation"),
-}
 
 
 # ------------------------------------------------------------------------------ templates
@@ -89,13 +86,12 @@ def scoring_template(name: str, aspect: Aspect, task: str = "auto") -> ScoreTemp
     """
     if task == "auto":
         task = infer_task(aspect)
-    if task not in _WORDING:
-        raise TemplateError(f"unknown task '{task}'; choose one of {', '.join(_WORDING)}")
+    wording = task_wording(task)
     raw = {"s1": _S1, "s2": _S2}.get(name.lower())
     if raw is None:
         raise TemplateError(f"unknown scoring template '{name}'; choose one of "
                             f"{', '.join(SCORING_TEMPLATES)}")
-    return ScoreTemplate(name=f"{name.lower()}-{task}", text=raw.format(**_WORDING[task]))
+    return ScoreTemplate(name=f"{name.lower()}-{task}", text=raw.format(**wording.fields()))
 
 
 # ------------------------------------------------------------------------------ score arithmetic
@@ -226,49 +222,6 @@ def argmax_and_expected(probs: FloatArray) -> tuple[FloatArray, FloatArray]:
 
 # ------------------------------------------------------------------------------ results
 
-@dataclass(frozen=True)
-class ScoreJudgement:
-    """A scorer's verdict on one candidate (``probabilities`` over the scores 1..10)."""
-
-    score_argmax: float
-    score_expected: float
-    probabilities: tuple[float, ...]
-    label_mass: float
-    latency_ms: float = float("nan")
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    """A scorer's judgement tied to its candidate, as written to a sink."""
-
-    key: CandidateKey
-    judgement: ScoreJudgement
-    prompt_hash: str
-
-    @property
-    def context_id(self) -> str:
-        return self.key.context_id
-
-    @property
-    def candidate_id(self) -> str:
-        return self.key.candidate_id
-
-
-@dataclass(frozen=True)
-class ScoreTable:
-    """All stored scores of a scoring run as aligned arrays (one entry per candidate)."""
-
-    context_ids: np.ndarray
-    candidate_ids: np.ndarray
-    score_argmax: FloatArray
-    score_expected: FloatArray
-    label_mass: FloatArray
-    probabilities: FloatArray = field(default_factory=lambda: np.empty((0, 10)))
-
-    def __len__(self) -> int:
-        return len(self.score_argmax)
-
-
 def judgements_from_distribution(probs: FloatArray, mass: FloatArray,
                                  latency_ms: float = float("nan")) -> list[ScoreJudgement]:
     arg, exp = argmax_and_expected(probs)
@@ -367,10 +320,8 @@ def scoring_settings(dataset: str, aspect: Aspect, template: ScoreTemplate, mode
 class ScoringKind:
     """Prompt scoring: one 1..10 score distribution per candidate (argmax and G-Eval)."""
 
-    name = "scoring"
-    unit = "candidates scored"
-    rate_unit = "candidates/s"
-    label = "prompt scoring"
+    # the RunKind protocol's names: the kind, what its progress counts, its speed, its title
+    name, unit, rate_unit, label = "scoring", "candidates scored", "candidates/s", "prompt scoring"
     is_pairwise = False
     results_page = "rankings"
     ranked_rows = "rankings"
@@ -392,7 +343,6 @@ class ScoringKind:
         return []
 
     def check(self, settings: RunSettings) -> None:
-        """Raises ``InputError`` for settings this kind cannot run."""
         if settings.strategy != "full" or settings.budget is not None:
             raise InputError("a scoring run scores every candidate once: a selection strategy "
                              "and a budget do not apply")
@@ -461,7 +411,7 @@ class ScoringKind:
 
     # ------------------------------------------------------------------ reading a run back
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings) -> "ScoreTable":
-        return reader.score_table(run_id)
+        return reader.read_results(run_id, self.name)
 
     def rank(self, dataset: Dataset, table: "ScoreTable", options):
         return rank_scored(dataset, table, options.which)
@@ -494,7 +444,8 @@ class ScoringKind:
         return f"{self.label}, {info.done or 0} {self.unit}"
 
     def results_frame(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):
-        return rank_scored(dataset, reader.score_table(run_id)).drop(columns=["rank", "score"])
+        return rank_scored(dataset, self.read(reader, run_id, dataset, settings)).drop(
+            columns=["rank", "score"])
 
 
 @dataclass(frozen=True)

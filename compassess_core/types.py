@@ -157,3 +157,120 @@ class ComparisonTable:
         o = np.array([], dtype=object)
         f = np.array([], dtype=np.float64)
         return ComparisonTable(o, o, o, f, f, f, f)
+
+
+# ------------------------------------------------------------------------ every run kind's records
+#
+# The result records of every run kind live here, beside the comparative ones, so the store and
+# the sinks read and write them without importing a run kind (whose modules pull in the metrics
+# and model stacks).
+
+#: Presentation orders of an absolute comparison (who is shown first).
+TARGET_FIRST, REFERENCE_FIRST = "target-first", "reference-first"
+
+#: Columns of a comparative run's detailed results (``ResultSink.read_results(..., detail=True)``).
+COMPARISON_COLUMNS = ("context_id", "a_id", "b_id", "p", "logp_a", "logp_b", "label_mass",
+                      "latency_ms", "prompt_hash", "created_at")
+
+#: Columns of an absolute run's results (``ResultSink.read_results(run_id, "absolute")``).
+ABSOLUTE_COLUMNS = ("context_id", "candidate_id", "level", "order", "p_better", "p_worse",
+                    "p_similar", "logp_better", "logp_worse", "logp_similar", "label_mass",
+                    "latency_ms", "prompt_hash", "reference_hash", "created_at")
+
+
+@dataclass(frozen=True)
+class ScoreJudgement:
+    """A scorer's verdict on one candidate (``probabilities`` over the scores 1..10)."""
+
+    score_argmax: float
+    score_expected: float
+    probabilities: tuple[float, ...]
+    label_mass: float
+    latency_ms: float = float("nan")
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A scorer's judgement tied to its candidate, as written to a sink."""
+
+    key: CandidateKey
+    judgement: ScoreJudgement
+    prompt_hash: str
+
+    @property
+    def context_id(self) -> str:
+        return self.key.context_id
+
+    @property
+    def candidate_id(self) -> str:
+        return self.key.candidate_id
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """All stored scores of a scoring run as aligned arrays (one entry per candidate)."""
+
+    context_ids: np.ndarray
+    candidate_ids: np.ndarray
+    score_argmax: FloatArray
+    score_expected: FloatArray
+    label_mass: FloatArray
+    probabilities: FloatArray = field(default_factory=lambda: np.empty((0, 10)))
+
+    def __len__(self) -> int:
+        return len(self.score_argmax)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference text of known quality ``level`` (1 = worst .. N = best) for one context.
+
+    ``source`` is ``generated``, ``edited`` (a generated text the user changed) or ``uploaded``;
+    ``generation`` records how a generated text was made (prompt, decoding, seed, model).
+    """
+
+    context_id: str
+    level: int
+    text: str
+    source: str = "generated"
+    generation: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AbsoluteKey:
+    """One comparison of a target candidate with the reference of ``level``, in ``order``."""
+
+    context_id: str
+    candidate_id: str
+    level: int
+    order: str  # TARGET_FIRST or REFERENCE_FIRST
+
+
+@dataclass(frozen=True)
+class AbsoluteJudgement:
+    """The judge's answer about the text shown first (A), normalised over the label words.
+
+    ``p_better`` = P("Better") / (P("Better") + P("Worse") + P("Similar")) under the full softmax
+    (likewise ``p_worse``, ``p_similar``); for the yes-no variant P("Yes") and P("No") normalised
+    over the two words, and ``p_similar`` = 0. ``logp_*`` are the raw label log-probabilities
+    (``logp_similar`` NaN for yes-no); ``label_mass`` their summed probability.
+    """
+
+    p_better: float
+    p_worse: float
+    p_similar: float
+    logp_better: float
+    logp_worse: float
+    logp_similar: float
+    label_mass: float
+    latency_ms: float = float("nan")
+
+
+@dataclass(frozen=True)
+class AbsoluteResult:
+    """An absolute judgement tied to its comparison and the reference text it was made with."""
+
+    key: AbsoluteKey
+    judgement: AbsoluteJudgement
+    prompt_hash: str
+    reference_hash: str

@@ -5,7 +5,8 @@ has (so they are not computed again), the judgements any earlier run of the same
 the same prompts (the cache), and a way to add results. ``ResultStore`` offers them as
 ``stored_results``, ``cached_results`` and ``add_results``, each taking the kind's name and
 dispatching to its ``ResultTable`` (one per kind, in the style of
-``compassess_core.ranking.METHODS``).
+``compassess_core.ranking.METHODS``); analysis reads a whole run back through the same registry
+(``read_results``).
 
 The three tables share all their plumbing (``_ResultTableBase``): a result record is
 ``result_type(key, judgement, *extras)``, the judgement's fields and the extras (``prompt_hash``,
@@ -13,25 +14,35 @@ The three tables share all their plumbing (``_ResultTableBase``): a result recor
 maps to integer columns and back.
 
 This module must never decide what a run judges or in which order, never compute a score or a
-statistic from results, and never import a UI. The engine's result types are imported lazily:
-``compassess_core.absolute`` pulls in the metrics stack, which opening a store must not.
+statistic from results, and never import a UI. The result records come from
+``compassess_core.types``, never from a run kind's module.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from functools import cached_property
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
-from sqlalchemy import JSON, Connection, Table, UniqueConstraint, func, select
+import pandas as pd
+from sqlalchemy import (JSON, Connection, Select, String, Table, UniqueConstraint, func, select,
+                        type_coerce)
+from sqlalchemy.orm import aliased
 
 from compassess_core.errors import InputError
-from compassess_core.types import CandidateKey, ComparisonResult, Judgement, PairKey
+from compassess_core.types import (ABSOLUTE_COLUMNS, COMPARISON_COLUMNS, REFERENCE_FIRST,
+                                   TARGET_FIRST, AbsoluteJudgement, AbsoluteKey, AbsoluteResult,
+                                   CandidateKey, ComparisonResult, ComparisonTable, Judgement,
+                                   PairKey, ScoreJudgement, ScoreResult, ScoreTable)
 
 from .connection import (DatasetKeys, StoreBase, chunks, db_floats, gc_paused, insert_ignore,
                          py_float, py_floats, run_rows, upsert)
-from .schema import AbsoluteComparisonRow, Base, CandidateScoreRow, ComparisonRow, RunRow
+from .schema import (AbsoluteComparisonRow, Base, CandidateRow, CandidateScoreRow, ComparisonRow,
+                     ContextRow, RunRow)
+
+# Columns of the absolute results frame that hold text rather than numbers.
+_ABSOLUTE_TEXT_COLUMNS = ("context_id", "candidate_id", "order", "prompt_hash", "reference_hash")
 
 
 class ResultTable(Protocol):
@@ -61,6 +72,10 @@ class ResultTable(Protocol):
             (nothing is stored then).
         """
 
+    def read(self, conn: Connection, run_id: int, keys: DatasetKeys, detail: bool) -> Any:
+        """The run's results as the engine's analysis of the kind takes them (see
+        ``ResultStore.read_results``)."""
+
 
 def _known(*ids: int | None) -> tuple[int, ...] | None:
     """Integer keys looked up for a key's string ids, or None when one is not in the dataset."""
@@ -82,6 +97,8 @@ class _ResultTableBase:
 
     kind: str
     row: type[Base]
+    _judgement_type: type
+    _result_type: type
     noun: str
     key_columns: tuple[str, ...]
     #: What a result whose key is already stored for the run does: replace the stored one (True)
@@ -90,9 +107,6 @@ class _ResultTableBase:
 
     # ---------------------------------------------------------------- per kind
 
-    def _types(self) -> tuple[type, type]:
-        """``(judgement type, result type)`` of the kind (imported on first use)."""
-        raise NotImplementedError
 
     def key_ids(self, key: Any, keys: DatasetKeys) -> tuple[Any, ...] | None:
         """A key's values of ``key_columns``, or None when it names an id not in the dataset."""
@@ -114,13 +128,6 @@ class _ResultTableBase:
         [unique] = [c for c in self._table.constraints if isinstance(c, UniqueConstraint)]
         return list(unique.columns.keys())
 
-    @cached_property
-    def _judgement_type(self) -> type:
-        return self._types()[0]
-
-    @cached_property
-    def _result_type(self) -> type:
-        return self._types()[1]
 
     @cached_property
     def _judgement_fields(self) -> tuple[str, ...]:
@@ -226,8 +233,7 @@ class _ComparativeTable(_ResultTableBase):
     noun = "comparison"
     key_columns = ("context_id", "a_id", "b_id")
 
-    def _types(self) -> tuple[type, type]:
-        return Judgement, ComparisonResult
+    _judgement_type, _result_type = Judgement, ComparisonResult
 
     def key_ids(self, key: PairKey, keys: DatasetKeys) -> tuple[int, ...] | None:
         return _known(keys.contexts.get(key.context_id),
@@ -238,6 +244,23 @@ class _ComparativeTable(_ResultTableBase):
         ctx, a, b = columns
         return map(PairKey, keys.context_keys(ctx), keys.candidate_keys(a), keys.candidate_keys(b))
 
+    def read(self, conn: Connection, run_id: int, keys: DatasetKeys,
+             detail: bool) -> ComparisonTable | pd.DataFrame:
+        if detail:
+            return _comparisons_frame(conn.execute(comparison_select(run_id, raw_time=True)).all())
+        # One SELECT of integer keys and floats, turned into arrays column by column; the string
+        # ids come from the dataset's cached key arrays (a join would double the time).
+        rows = run_rows(conn, self._table, run_id,
+                        ("context_id", "a_id", "b_id", "p", "logp_a", "logp_b", "label_mass"))
+        if not rows:
+            return ComparisonTable.empty()
+        cols = list(zip(*rows))
+        del rows
+        ctx, a, b = (np.fromiter(c, dtype=np.int64, count=len(c)) for c in cols[:3])
+        num = [np.array(c, dtype=np.float64) for c in cols[3:]]
+        return ComparisonTable(keys.context_keys(ctx), keys.candidate_keys(a),
+                               keys.candidate_keys(b), *num)
+
 
 class _ScoringTable(_ResultTableBase):
     """Prompt scores: ``CandidateKey`` -> ``ScoreResult``; a scored candidate is kept."""
@@ -247,10 +270,7 @@ class _ScoringTable(_ResultTableBase):
     noun = "score"
     key_columns = ("context_id", "candidate_id")
 
-    def _types(self) -> tuple[type, type]:
-        from compassess_core.scoring import ScoreJudgement, ScoreResult
-
-        return ScoreJudgement, ScoreResult
+    _judgement_type, _result_type = ScoreJudgement, ScoreResult
 
     def key_ids(self, key: CandidateKey, keys: DatasetKeys) -> tuple[int, ...] | None:
         return _candidate_ids(keys, key.context_id, key.candidate_id)
@@ -259,6 +279,20 @@ class _ScoringTable(_ResultTableBase):
                       keys: DatasetKeys) -> Iterator[CandidateKey]:
         ctx, cand = columns
         return map(CandidateKey, keys.context_keys(ctx), keys.candidate_keys(cand))
+
+    def read(self, conn: Connection, run_id: int, keys: DatasetKeys, detail: bool) -> ScoreTable:
+        rows = run_rows(conn, self._table, run_id, (
+            "context_id", "candidate_id", "score_argmax", "score_expected", "label_mass",
+            "probabilities"))
+        if not rows:
+            e = np.array([], dtype=object)
+            f = np.array([], dtype=np.float64)
+            return ScoreTable(e, e, f, f, f, np.empty((0, 10)))
+        cols = list(zip(*rows))
+        # numpy reads None as NaN: NULL floats, in columns and inside the probability lists.
+        num = [np.array(c, dtype=np.float64) for c in cols[2:5]]
+        probs = np.array(cols[5], dtype=np.float64)
+        return ScoreTable(keys.context_keys(cols[0]), keys.candidate_keys(cols[1]), *num, probs)
 
 
 class _AbsoluteTable(_ResultTableBase):
@@ -274,26 +308,74 @@ class _AbsoluteTable(_ResultTableBase):
     key_columns = ("context_id", "candidate_id", "level", "target_first")
     replace = True
 
-    def _types(self) -> tuple[type, type]:
-        from compassess_core.absolute import AbsoluteJudgement, AbsoluteResult
+    _judgement_type, _result_type = AbsoluteJudgement, AbsoluteResult
 
-        return AbsoluteJudgement, AbsoluteResult
-
-    def key_ids(self, key: Any, keys: DatasetKeys) -> tuple[Any, ...] | None:
-        from compassess_core.absolute import TARGET_FIRST
-
+    def key_ids(self, key: AbsoluteKey, keys: DatasetKeys) -> tuple[Any, ...] | None:
         ids = _candidate_ids(keys, key.context_id, key.candidate_id)
         if ids is None:
             return None
         return (*ids, int(key.level), key.order == TARGET_FIRST)
 
-    def keys_from_ids(self, columns: Sequence[np.ndarray], keys: DatasetKeys) -> Iterator[Any]:
-        from compassess_core.absolute import REFERENCE_FIRST, TARGET_FIRST, AbsoluteKey
-
+    def keys_from_ids(self, columns: Sequence[np.ndarray],
+                      keys: DatasetKeys) -> Iterator[AbsoluteKey]:
         ctx, cand, level, target_first = columns
         orders = np.where(target_first.astype(bool), TARGET_FIRST, REFERENCE_FIRST).tolist()
         return map(AbsoluteKey, keys.context_keys(ctx), keys.candidate_keys(cand),
                    level.astype(np.int64).tolist(), orders)
+
+    def read(self, conn: Connection, run_id: int, keys: DatasetKeys, detail: bool) -> pd.DataFrame:
+        # the stored columns of ABSOLUTE_COLUMNS, with target_first in the place of order
+        rows = run_rows(conn, self._table, run_id, (
+            "context_id", "candidate_id", "level", "target_first", *ABSOLUTE_COLUMNS[4:]))
+        if not rows:
+            return pd.DataFrame({c: pd.Series(dtype=object if c in _ABSOLUTE_TEXT_COLUMNS
+                                              else float) for c in ABSOLUTE_COLUMNS})
+        cols = list(zip(*rows))
+        data: dict[str, Any] = {
+            "context_id": keys.context_keys(cols[0]),
+            "candidate_id": keys.candidate_keys(cols[1]),
+            "level": np.array(cols[2], dtype=np.int64),
+            "order": np.where(np.array(cols[3], dtype=bool), TARGET_FIRST, REFERENCE_FIRST),
+        }
+        for name, values in zip(ABSOLUTE_COLUMNS[4:12], cols[4:12]):
+            data[name] = np.array(values, dtype=np.float64)  # None -> NaN
+        data["prompt_hash"], data["reference_hash"] = list(cols[12]), list(cols[13])
+        data["created_at"] = pd.to_datetime(pd.Series(cols[14], dtype=object), utc=True)
+        frame = pd.DataFrame(data, columns=list(ABSOLUTE_COLUMNS))
+        return frame.sort_values(["context_id", "candidate_id", "order", "level"],
+                                 kind="stable").reset_index(drop=True)
+
+
+def comparison_select(run_id: int, raw_time: bool = False) -> Select:
+    """A run's comparisons with string ids, in ``COMPARISON_COLUMNS`` order, oldest first.
+
+    ``raw_time``: the backend's own value of ``created_at`` (text on SQLite), which pandas parses
+    vectorised, far faster than one Python conversion per row.
+    """
+    A, B = aliased(CandidateRow), aliased(CandidateRow)
+    created = (type_coerce(ComparisonRow.created_at, String) if raw_time
+               else ComparisonRow.created_at)
+    cols: Sequence[Any] = [ContextRow.key, A.key, B.key, ComparisonRow.p, ComparisonRow.logp_a,
+                           ComparisonRow.logp_b, ComparisonRow.label_mass,
+                           ComparisonRow.latency_ms, ComparisonRow.prompt_hash, created]
+    return (select(*cols).select_from(ComparisonRow)
+            .join(ContextRow, ContextRow.id == ComparisonRow.context_id)
+            .join(A, A.id == ComparisonRow.a_id).join(B, B.id == ComparisonRow.b_id)
+            .where(ComparisonRow.run_id == run_id).order_by(ComparisonRow.id))
+
+
+def _comparisons_frame(rows: Sequence[Any]) -> pd.DataFrame:
+    """Rows of ``comparison_select`` as a frame of ``COMPARISON_COLUMNS`` (NULL -> NaN)."""
+    cols = list(zip(*rows)) if rows else [()] * len(COMPARISON_COLUMNS)
+    data: dict[str, Any] = {}
+    for name, values in zip(COMPARISON_COLUMNS, cols):
+        if name in ("context_id", "a_id", "b_id", "prompt_hash"):
+            data[name] = pd.Series(values, dtype="str")
+        elif name == "created_at":
+            data[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
+        else:
+            data[name] = np.array(values, dtype=np.float64)
+    return pd.DataFrame(data, columns=list(COMPARISON_COLUMNS))
 
 
 #: The result table of every run kind, by the kind's name (``RunSettings.kind``).
@@ -335,9 +417,16 @@ class ResultStore(StoreBase):
         RunNotFoundError
             When the run does not exist.
         """
+        return self._on_run(kind, run_id,
+                            lambda table, conn, keys: table.stored(conn, run_id, keys))
+
+    def _on_run(self, kind: str, run_id: int, read: Callable[[ResultTable, Connection,
+                                                             DatasetKeys], Any]) -> Any:
+        """``read(table, conn, keys)`` on the kind's table, in one read transaction with the
+        garbage collector paused (``InputError``: unknown kind; ``RunNotFoundError``: no run)."""
         table = result_table(kind)
         with self._read() as conn, gc_paused():
-            return table.stored(conn, run_id, self._run_keys(conn, run_id))
+            return read(table, conn, self._run_keys(conn, run_id))
 
     def cached_results(self, kind: str, model_key: str, label_words: str,
                        prompt_hashes: Iterable[str]) -> dict:
@@ -379,3 +468,33 @@ class ResultStore(StoreBase):
             return
         with self._write() as conn, gc_paused():
             table.insert(conn, run_id, results, self._run_keys(conn, run_id))
+
+    def read_results(self, run_id: int, kind: str, detail: bool = False) -> Any:
+        """A run's stored results as the engine's analysis of its kind takes them.
+
+        ``comparative``: a ``ComparisonTable`` in the order stored (``detail``: a frame of
+        ``COMPARISON_COLUMNS`` with latency, prompt hash and time); ``scoring``: a ``ScoreTable``;
+        ``absolute``: a frame of ``ABSOLUTE_COLUMNS`` sorted by context, candidate, order and
+        level (``order`` as ``target-first``/``reference-first``). NULL reads as NaN. Raises as
+        :meth:`stored_results`.
+        """
+        return self._on_run(kind, run_id, lambda table, conn, keys: table.read(conn, run_id, keys,
+                                                                               detail))
+
+    # The reads below name one kind's read; ``read_results`` is the one the engine uses.
+
+    def comparison_table(self, run_id: int) -> ComparisonTable:
+        """``read_results(run_id, "comparative")``."""
+        return self.read_results(run_id, "comparative")
+
+    def comparisons_frame(self, run_id: int) -> pd.DataFrame:
+        """``read_results(run_id, "comparative", detail=True)``."""
+        return self.read_results(run_id, "comparative", detail=True)
+
+    def score_table(self, run_id: int) -> ScoreTable:
+        """``read_results(run_id, "scoring")``."""
+        return self.read_results(run_id, "scoring")
+
+    def absolute_frame(self, run_id: int) -> pd.DataFrame:
+        """``read_results(run_id, "absolute")``."""
+        return self.read_results(run_id, "absolute")

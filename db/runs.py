@@ -1,5 +1,6 @@
 """Runs in the store: create or resume by name, status and heartbeat, cancel, the judge's
-identity; and the reads of a comparative run's comparisons for analysis pages.
+identity; and one stored comparison (``get_comparison``). Whole runs are read through
+``db.results`` (``read_results``); deleting and renaming is ``db.manage``.
 
 A run's settings are stored as the JSON they were given (after a round trip); the store only
 compares them when a run of the same name is created again, and copies the ones pages filter on
@@ -15,22 +16,20 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
-import pandas as pd
-from sqlalchemy import (Delete, Row, Select, String, Update, case, func, insert, select,
-                        type_coerce, update)
+from sqlalchemy import Delete, Row, Select, Update, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import aliased
 
 from compassess_core.errors import InputError, RunNotFoundError
 from compassess_core.limits import check_name
 from compassess_core.settings import NON_RESULT_KEYS, label_words_key
-from compassess_core.types import ComparisonTable
+from compassess_core.types import COMPARISON_COLUMNS
 
-from .connection import StoreBase, gc_paused, py_float
-from .schema import (RUN_STATUSES, CandidateRow, ComparisonRow, ContextRow,
+from .connection import StoreBase, py_float
+from .results import comparison_select
+from .schema import (RUN_STATUSES, ComparisonRow, ContextRow,
                      DatasetRow, RunRow, utcnow)
 
 #: Statuses after which a run's cancel request has been honoured or no longer matters.
@@ -39,8 +38,6 @@ TERMINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 #: Settings copied into columns of ``runs`` when a run is created (pages filter on them).
 SETTING_COLUMNS = ("model", "label_words", "aspect", "template_name", "strategy", "budget", "seed")
 
-COMPARISON_COLUMNS = ("context_id", "a_id", "b_id", "p", "logp_a", "logp_b", "label_mass",
-                      "latency_ms", "prompt_hash", "created_at")
 
 
 @dataclass(frozen=True)
@@ -295,57 +292,12 @@ class RunStore(StoreBase):
         if n == 0:
             raise RunNotFoundError(f"no run with id {run_id} in {self!r}")
 
-    # -------------------------------------------------------------------- reading comparisons
-
-    def comparison_table(self, run_id: int) -> ComparisonTable:
-        """All comparisons of a run, in the order stored, as aligned arrays (NULL -> NaN).
-
-        One SELECT of integer keys and floats, turned into arrays column by column; the string
-        ids come from the dataset's cached key arrays (a join would double the time).
-
-        Raises
-        ------
-        RunNotFoundError
-            When the run does not exist.
-        """
-        with gc_paused():
-            keys, rows = self._run_rows(run_id, ComparisonRow.__table__, (
-                "context_id", "a_id", "b_id", "p", "logp_a", "logp_b", "label_mass"))
-            if not rows:
-                return ComparisonTable.empty()
-            cols = list(zip(*rows))
-            del rows
-            ctx, a, b = (np.fromiter(c, dtype=np.int64, count=len(c)) for c in cols[:3])
-            num = [np.array(c, dtype=np.float64) for c in cols[3:]]
-        return ComparisonTable(keys.context_keys(ctx), keys.candidate_keys(a),
-                               keys.candidate_keys(b), *num)
-
-    def comparisons_frame(self, run_id: int) -> pd.DataFrame:
-        """All comparisons of a run with latency, prompt hash and time (``COMPARISON_COLUMNS``).
-
-        Raises
-        ------
-        RunNotFoundError
-            When the run does not exist.
-        """
-        with self._read() as conn, gc_paused():
-            self._run_dataset_id(conn, run_id)
-            rows = conn.execute(_comparison_select(run_id, raw_time=True)).all()
-        cols = list(zip(*rows)) if rows else [()] * len(COMPARISON_COLUMNS)
-        data: dict[str, Any] = {}
-        for name, values in zip(COMPARISON_COLUMNS, cols):
-            if name in ("context_id", "a_id", "b_id", "prompt_hash"):
-                data[name] = pd.Series(values, dtype="str")
-            elif name == "created_at":
-                data[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
-            else:
-                data[name] = np.array(values, dtype=np.float64)
-        return pd.DataFrame(data, columns=list(COMPARISON_COLUMNS))
+    # -------------------------------------------------------------------- one comparison
 
     def get_comparison(self, run_id: int, context_id: str, a_id: str,
                        b_id: str) -> dict | None:
         """One stored comparison as a dict of ``COMPARISON_COLUMNS``, or None when not stored."""
-        stmt = _comparison_select(run_id)
+        stmt = comparison_select(run_id)
         a_key, b_key = stmt.selected_columns[1], stmt.selected_columns[2]
         with self._read() as conn:
             row = conn.execute(stmt.where(ContextRow.key == context_id, a_key == a_id,
@@ -380,18 +332,3 @@ def _run_info(r: Row) -> RunInfo:
                    r.total, r.message, r.heartbeat_at, r.created_at, int(r.n),
                    bool(r.cancel_requested), r.worker_pid, r.model_key, r.rate,
                    dict(r.plan) if r.plan else None)
-
-
-def _comparison_select(run_id: int, raw_time: bool = False) -> Select:
-    A, B = aliased(CandidateRow), aliased(CandidateRow)
-    # raw_time: the backend's own value (text on SQLite), which pandas parses vectorised,
-    # far faster than one Python conversion per row.
-    created = (type_coerce(ComparisonRow.created_at, String) if raw_time
-               else ComparisonRow.created_at)
-    cols: Sequence[Any] = [ContextRow.key, A.key, B.key, ComparisonRow.p, ComparisonRow.logp_a,
-                           ComparisonRow.logp_b, ComparisonRow.label_mass,
-                           ComparisonRow.latency_ms, ComparisonRow.prompt_hash, created]
-    return (select(*cols).select_from(ComparisonRow)
-            .join(ContextRow, ContextRow.id == ComparisonRow.context_id)
-            .join(A, A.id == ComparisonRow.a_id).join(B, B.id == ComparisonRow.b_id)
-            .where(ComparisonRow.run_id == run_id).order_by(ComparisonRow.id))

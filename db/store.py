@@ -4,13 +4,13 @@
 
 - ``db.connection``: URLs, engines, transactions, migrations, the dataset id maps (``StoreBase``);
 - ``db.datasets``: save, list and load datasets;
-- ``db.runs``: runs (create, status, cancel, the judge's identity) and comparison reads;
+- ``db.runs``: runs (create, status, cancel, the judge's identity) and one stored comparison;
 - ``db.manage``: delete (with everything that belongs to it) and rename a run or a dataset;
 - ``db.results``: the one result sink of every run kind (``stored_results``, ``cached_results``,
-  ``add_results``) over the registry ``RESULT_TABLES``;
+  ``add_results``, ``read_results``) over the registry ``RESULT_TABLES``;
 - ``db.labels``: human judgements and annotation guidelines;
 - ``db.people``: people and their roles in a shared app;
-- ``db.scores``: scoring and absolute-run reads, and synthetic references.
+- ``db.scores``: the synthetic references of absolute runs.
 
 It hands the engine back its own types (``Dataset``, ``ComparisonTable``, result records), mapping
 the file's string ids to integer keys on the way in and back on the way out. Callers import from

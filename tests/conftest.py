@@ -7,6 +7,7 @@ PostgreSQL URL) to run the same tests on that database instead; it is emptied be
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,12 @@ from compassess_core.data import content_hash
 from compassess_core.types import Candidate, Context, Dataset
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# The benchmarks' study code (``benchmarks.studies``) is not installed with the engine: tests
+# import it from the repository.
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
 
 
 def _empty_database(url: str) -> None:

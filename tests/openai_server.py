@@ -59,12 +59,14 @@ class FakeBackend:
         time.sleep(self.latency_s)
         q = self._q(text)
         a, b = ("A", "B") if chat else (" A", " B")
-        alts = [(a, math.log(q * 0.95)), (b, math.log((1 - q) * 0.95)), ("Summary", math.log(0.03)),
-                (" The", math.log(0.01))][:max(top, 1)]
+        full = [(a, math.log(q * 0.95)), (b, math.log((1 - q) * 0.95)), ("Summary", math.log(0.03)),
+                (" The", math.log(0.01))]
+        alts = full[:max(top, 1)]
         alts.sort(key=lambda t: -t[1])
         if temperature == 0:
             pick = a if q >= 0.5 else b
-            return [[(pick, dict(alts)[pick], alts)]]
+            # the answer's log-probability whether or not the request asked for alternatives
+            return [[(pick, dict(full)[pick], alts)]]
         import random
         rng = random.Random(seed)
         return [[(a if rng.random() < q else b, 0.0, alts)] for _ in range(n)]

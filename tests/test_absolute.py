@@ -488,3 +488,18 @@ def test_cli_score_rank_evaluate_export_on_the_sample(db_url, tmp_path, capsys, 
                  "--orders", "target-first", "--max-new-tokens", "16", "--run", "abs-cli",
                  "--db", db_url]) == 0
     assert "(10 already stored, 0 computed" in capsys.readouterr().err
+
+
+def test_anchor_files_are_read_like_every_upload_with_rows_and_columns(tmp_path):
+    tsv = tmp_path / "anchors.tsv"
+    tsv.write_text("Context ID\tLevel\tText\nd1\t1\tbad\nd9\t2\tgood\n", encoding="utf-8")
+    with pytest.raises(ValidationError) as e:
+        ab.parse_anchor_file(tsv, n_levels=2, context_ids=["d1"])
+    assert [(p.row, p.column) for p in e.value.problems] == [(3, "context_id")]
+    assert "not in the dataset" in e.value.problems[0].message
+    assert len(ab.parse_anchor_file(tsv, n_levels=2, context_ids=["d1", "d9"])) == 2
+    with pytest.raises(ValidationError, match="larger than"):
+        ab.parse_anchor_file(b"context_id,level,text\n" + b"d1,1,x\n" * 200, max_bytes=100)
+    with pytest.raises(ValidationError) as e:
+        ab.parse_anchor_file(b"context_id,level,text\nd1,1,caf\xe9\n")
+    assert e.value.problems[0].row == 2

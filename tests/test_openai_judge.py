@@ -364,3 +364,20 @@ def test_cli_run_end_to_end_never_stores_the_key(smol_server, tiny_dataset, tmp_
     assert db_file in written and any(p.suffix == ".json" for p in written)
     for path in written:
         assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_served_judge_writes_text_through_the_judge_protocol(fake_server):
+    from compassess_core.judges.base import TextGenerator
+    from compassess_core.settings import GenerationOptions
+    judge = fast(fake_server)
+    try:
+        assert isinstance(judge, TextGenerator)
+        greedy = judge.generate(["Write a summary.", "Write another."], GenerationOptions())
+        assert len(greedy) == 2 and all(isinstance(t, str) and t for t in greedy)
+        sampled = GenerationOptions(sample=True)
+        assert judge.generate(["Write."], sampled, seeds=[7]) == \
+            judge.generate(["Write."], sampled, seeds=[7])
+        record = judge.generation_record(GenerationOptions(max_new_tokens=24))
+        assert record["max_new_tokens"] == 24 and record["model"].endswith("#fake")
+    finally:
+        judge.close()

@@ -1,4 +1,4 @@
-"""Table and curve code of the reproduction (compassess_core.reproduction) on a small stored matrix.
+"""Table and curve code of the reproduction (benchmarks/studies/reproduction.py) on a small stored matrix.
 
 The matrix is written to a real SQLite store and read back, as benchmarks/reproduce_paper.py does.
 tiny_dataset references (coherence): doc1 c1 4.0, c2 2.5, c3 5.0; doc2 c1 3.0, c2 4.5, c3 1.0.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compassess_core import reproduction as rp
+from benchmarks.studies import reproduction as rp
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 
 P = {

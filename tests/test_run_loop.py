@@ -8,6 +8,7 @@ store are exercised in test_cli.py, test_store.py and test_worker.py.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -212,3 +213,49 @@ def test_worker_state_tells_a_dead_worker_from_a_live_one():
     assert not run_loop.is_active("stale")
     assert set(run_loop.WORKER_STATE_TEXT) >= {"working", "cancelling", "stale", "completed",
                                                "cancelled", "failed", "pending"}
+
+
+class ReferenceStore:
+    """The real SQLite store with the absolute kind's reference shelf in front of it."""
+
+    def __init__(self, store, references, dataset_id):
+        self.store, self.references, self.dataset_id = store, list(references), dataset_id
+
+    def load_references(self, dataset_id, aspect, reference_set):
+        return list(self.references)
+
+    def save_references(self, dataset_id, aspect, reference_set, references):
+        self.references += references
+        return len(references)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("name,settings,sink,total", every_kind(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_kind_reads_back_ranks_and_evaluates_from_a_memory_sink_as_from_the_store(
+        name, settings, sink, total, tmp_path):
+    from db.store import Store
+
+    from compassess_core.run_kinds import ReadOptions, get_kind
+    ds, kind = make_dataset(), get_kind(name)
+    run(ds, settings, FakeLengthJudge(batch_size=4), sink)
+    with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        dataset_id = store.save_dataset(ds)
+        run_id = store.create_run(f"fake-{name}", dataset_id, settings.to_dict())
+        shelf = ReferenceStore(store, getattr(sink, "references", []), dataset_id)
+        run(ds, settings, FakeLengthJudge(batch_size=4), shelf, run_id=run_id)
+        stored = kind.read(store, run_id, ds, settings)
+        stored_frame = kind.results_frame(store, run_id, ds, settings)
+    in_memory = kind.read(sink, 1, ds, settings)
+    ranked = kind.rank(ds, in_memory, ReadOptions())
+    assert len(ranked) == ds.n_candidates and set(ranked["candidate_id"]) == {"x0", "x1", "x2", "x3"}
+    assert ranked.equals(kind.rank(ds, stored, ReadOptions()))
+    def report(results):  # NaN reads equal to NaN in JSON text
+        return json.dumps(kind.evaluate(ds, results, ReadOptions(reference="q")).to_dict(),
+                          sort_keys=True, default=str)
+    assert report(in_memory) == report(stored)
+    frame = kind.results_frame(sink, 1, ds, settings)
+    assert list(frame.columns) == list(stored_frame.columns) and len(frame) == len(stored_frame)
+    shared = [c for c in frame.columns if c != "created_at"]
+    assert frame[shared].equals(stored_frame[shared])

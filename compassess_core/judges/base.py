@@ -8,13 +8,16 @@ torch: backends live beside it (``transformers_judge.py``) and are chosen by ``l
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import LengthMismatchError
 from ..types import ComparisonPrompt, FloatArray, IntArray, Judgement
+
+if TYPE_CHECKING:
+    from ..settings import GenerationOptions
 
 
 @runtime_checkable
@@ -47,6 +50,24 @@ class Judge(Protocol):
 
     def close(self) -> None:
         """Release the model (memory, threads)."""
+
+
+@runtime_checkable
+class TextGenerator(Protocol):
+    """A judge that also writes text: what an absolute run writes its synthetic references with.
+
+    Local causal chat models have it (``CausalJudge``); a judge without it can only use uploaded
+    anchor texts.
+    """
+
+    def generate(self, prompts: Sequence[str], options: "GenerationOptions", *,
+                 seeds: Sequence[int | None] | None = None) -> list[str]:
+        """The model's replies to user messages (its chat template applied), one per prompt:
+        greedy unless ``options.sample``; a sampled reply is drawn after seeding with its seed,
+        so the same seed writes the same text."""
+
+    def generation_record(self, options: "GenerationOptions") -> dict:
+        """How a text was written (model identity and decoding), stored with each reference."""
 
 
 def judgements_from_logprobs(logp_a: NDArray[np.float64], logp_b: NDArray[np.float64],

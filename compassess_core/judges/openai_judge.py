@@ -559,6 +559,44 @@ class OpenAIJudge:
                 body["seed"] = seed
         return body
 
+    # ------------------------------------------------------------------ writing text
+    def generate(self, prompts: Sequence[str], options, *,
+                 seeds: Sequence[int | None] | None = None) -> list[str]:
+        """``base.TextGenerator.generate``: one request per prompt, the user message sent as is
+        (chat; the server applies its template) or rendered with the template tokenizer when one
+        is configured (completions); ``temperature`` 0 unless ``options.sample``, then the seed
+        goes with the request (servers that honour ``seed`` write the same text again)."""
+        out = []
+        for k, prompt in enumerate(prompts):
+            body: dict[str, Any] = {"model": self.spec.model,
+                                    "max_tokens": int(options.max_new_tokens)}
+            if self.chat:
+                body["messages"] = [{"role": "user", "content": prompt}]
+            else:
+                tok = self._template_tokenizer
+                body["prompt"] = (tok.apply_chat_template([{"role": "user", "content": prompt}],
+                                                          tokenize=False, add_generation_prompt=True)
+                                  if tok is not None and getattr(tok, "chat_template", None)
+                                  else prompt + "\n\n")
+            if options.sample:
+                body.update(temperature=float(options.temperature), top_p=float(options.top_p))
+                seed = None if seeds is None else seeds[k]
+                if seed is not None:
+                    body["seed"] = int(seed)
+            else:
+                body["temperature"] = 0.0
+            choice = self._post(body)["choices"][0]
+            out.append((choice.get("message") or {}).get("content") if self.chat
+                       else choice.get("text") or "")
+        return [t or "" for t in out]
+
+    def generation_record(self, options) -> dict:
+        """``base.TextGenerator.generation_record``."""
+        return dict(model=f"{self.spec.base_url}#{self.spec.model}",
+                    max_new_tokens=options.max_new_tokens, sample=options.sample,
+                    temperature=options.temperature if options.sample else None,
+                    top_p=options.top_p if options.sample else None)
+
     @property
     def _path(self) -> str:
         return "/chat/completions" if self.chat else "/completions"

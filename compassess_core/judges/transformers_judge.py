@@ -275,6 +275,40 @@ class CausalJudge(_LocalJudge):
             return head + prompt.primer
         return prompt.text + "\n\n" + prompt.primer
 
+    # ------------------------------------------------------------------ writing text
+    def generate(self, prompts: Sequence[str], options, *,
+                 seeds: Sequence[int | None] | None = None) -> list[str]:
+        """``base.TextGenerator.generate``: each prompt on its own (no padding, so a greedy reply
+        does not depend on the other prompts), the reply's special tokens dropped."""
+        tok = self.tokenizer
+        chat = bool(getattr(tok, "chat_template", None))
+        kw = dict(max_new_tokens=options.max_new_tokens, do_sample=options.sample,
+                  pad_token_id=tok.pad_token_id or tok.eos_token_id)
+        if options.sample:
+            kw.update(temperature=options.temperature, top_p=options.top_p)
+        else:
+            kw.update(temperature=None, top_p=None, top_k=None)
+        out = []
+        for k, prompt in enumerate(prompts):
+            rendered = (tok.apply_chat_template([{"role": "user", "content": prompt}],
+                                                tokenize=False, add_generation_prompt=True)
+                        if chat else prompt + "\n\n")
+            enc = tok(rendered, return_tensors="pt", add_special_tokens=not chat)
+            enc = {name: v.to(self.loaded.device) for name, v in enc.items()}
+            seed = None if seeds is None else seeds[k]
+            if options.sample and seed is not None:
+                torch.manual_seed(int(seed))
+            with torch.inference_mode():
+                ids = self.model.generate(**enc, **kw)
+            out.append(tok.decode(ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+        return out
+
+    def generation_record(self, options) -> dict:
+        """``base.TextGenerator.generation_record``."""
+        return dict(model=self.loaded.identity, max_new_tokens=options.max_new_tokens,
+                    sample=options.sample, temperature=options.temperature if options.sample else None,
+                    top_p=options.top_p if options.sample else None)
+
     def _add_special(self, text: str) -> bool:
         # A chat template writes its own BOS/special tokens; plain text gets the tokenizer's.
         bos = getattr(self.tokenizer, "bos_token", None)

@@ -21,11 +21,11 @@ from typing import Sequence
 
 import numpy as np
 
-from . import analysis, fusion, metrics
-from .bias import balanced_threshold, debias_probabilities
-from .efficient import NOISE_VAR
-from .errors import InputError
-from .types import ComparisonTable, Dataset, FloatArray, IntArray
+from compassess_core import analysis, fusion, metrics
+from compassess_core.bias import balanced_threshold, debias_probabilities
+from compassess_core.efficient import NOISE_VAR
+from compassess_core.errors import InputError
+from compassess_core.types import ComparisonTable, Dataset, FloatArray, IntArray
 
 __all__ = ["POLICIES", "StudyContext", "study_contexts", "study_contexts_from_matrices",
            "oracle_votes", "BudgetCurve", "budget_curve", "labels_to_reach"]
