@@ -610,7 +610,8 @@ class Store:
             if isinstance(anchors, pd.DataFrame):
                 anchors = anchors.to_csv(index=False).encode()
             references = absolute.parse_anchor_file(
-                anchors, n_levels=settings.reference_options.n_levels)
+                anchors, n_levels=settings.reference_options.n_levels,
+                context_ids=[c.context_id for c in dataset.contexts])
         reporter = _reporter(progress, kind)
         for line in kind.advice(dataset, settings):
             reporter.message(f"warning: {line}")
@@ -921,11 +922,14 @@ class Store:
         Raises
         ------
         ValidationError
-            Every problem of the file, with its row and column; nothing is stored.
+            Every problem of the file (a context the dataset lacks included), with its row and
+            column; nothing is stored.
         """
         if isinstance(source, pd.DataFrame):
             source = source.to_csv(index=False).encode()
-        anchors = absolute.parse_anchor_file(source, file_label=file_label, n_levels=n_levels)
+        contexts = [c.context_id for c in self.dataset(self._dataset_id(dataset)).contexts]
+        anchors = absolute.parse_anchor_file(source, file_label=file_label, n_levels=n_levels,
+                                             context_ids=contexts)
         return self.save_references(dataset, aspect, reference_set, anchors)
 
     def delete_references(self, dataset: str | int, aspect: str, reference_set: str,
