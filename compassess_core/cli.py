@@ -228,23 +228,20 @@ def _manage_parsers(sub) -> None:
     """delete-run, rename-run, delete-dataset, rename-dataset."""
     yes_help = ("delete without asking (needed when the input is not a terminal; without it the "
                 "command only prints what would be deleted and exits with code 2)")
-    dr = sub.add_parser("delete-run", help="delete a stored run with its results (asks first)")
-    dr.add_argument("--run", required=True, metavar="NAME")
-    dr.add_argument("--yes", action="store_true", help=yes_help)
-    _db_arg(dr)
-    rr = sub.add_parser("rename-run", help="give a stored run another name")
-    rr.add_argument("--run", required=True, metavar="NAME")
-    rr.add_argument("--to", required=True, metavar="NEW")
-    _db_arg(rr)
-    dd = sub.add_parser("delete-dataset", help="delete a stored dataset with its runs, results, "
-                        "human labels, guidelines and reference texts (asks first)")
-    dd.add_argument("--dataset", required=True, metavar="NAME")
-    dd.add_argument("--yes", action="store_true", help=yes_help)
-    _db_arg(dd)
-    rd = sub.add_parser("rename-dataset", help="give a stored dataset another name (its runs follow)")
-    rd.add_argument("--dataset", required=True, metavar="NAME")
-    rd.add_argument("--to", required=True, metavar="NEW")
-    _db_arg(rd)
+    for what, noun, delete_help, rename_help in (
+            ("run", "--run", "delete a stored run with its results (asks first)",
+             "give a stored run another name"),
+            ("dataset", "--dataset", "delete a stored dataset with its runs, results, human "
+             "labels, guidelines and reference texts (asks first)",
+             "give a stored dataset another name (its runs follow)")):
+        delete = sub.add_parser(f"delete-{what}", help=delete_help)
+        delete.add_argument(noun, required=True, metavar="NAME")
+        delete.add_argument("--yes", action="store_true", help=yes_help)
+        _db_arg(delete)
+        rename = sub.add_parser(f"rename-{what}", help=rename_help)
+        rename.add_argument(noun, required=True, metavar="NAME")
+        rename.add_argument("--to", required=True, metavar="NEW")
+        _db_arg(rename)
 
 
 # ------------------------------------------------------------------------------- starting runs

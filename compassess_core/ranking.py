@@ -128,12 +128,7 @@ def win_ratio(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 0.5
     """
     n = _check_n(n)
     ii, jj, pp = as_comparisons(i, j, p, n)
-    a_wins = decisions(pp, tau).astype(np.float64)
-    wins = np.bincount(ii, weights=a_wins, minlength=n) + np.bincount(jj, weights=1.0 - a_wins,
-                                                                      minlength=n)
-    counts = _counts(n, ii, jj)
-    return RankingResult(_ratio(wins, counts.astype(np.float64)), "win-ratio", None, None, counts,
-                         tau=float(tau))
+    return _share_of_wins(n, ii, jj, decisions(pp, tau).astype(np.float64), "win-ratio", tau)
 
 
 def average_probability(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike,
@@ -155,10 +150,17 @@ def average_probability(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike,
     """
     n = _check_n(n)
     ii, jj, pp = as_comparisons(i, j, p, n)
-    ph = debias_probabilities(pp, tau)
-    total = np.bincount(ii, weights=ph, minlength=n) + np.bincount(jj, weights=1.0 - ph, minlength=n)
+    return _share_of_wins(n, ii, jj, debias_probabilities(pp, tau), "avg-prob", tau)
+
+
+def _share_of_wins(n: int, ii: IntArray, jj: IntArray, first_share: FloatArray, method: str,
+                   tau: float) -> RankingResult:
+    """Each candidate's mean share of its comparisons: ``first_share`` of a comparison goes to
+    its first candidate and the rest to its second (eq. 6 with hard wins, or soft ones)."""
+    won = (np.bincount(ii, weights=first_share, minlength=n)
+           + np.bincount(jj, weights=1.0 - first_share, minlength=n))
     counts = _counts(n, ii, jj)
-    return RankingResult(_ratio(total, counts.astype(np.float64)), "avg-prob", None, None, counts,
+    return RankingResult(_ratio(won, counts.astype(np.float64)), method, None, None, counts,
                          tau=float(tau))
 
 

@@ -21,7 +21,7 @@ from compassess_core import calibration, fusion
 from compassess_core.errors import InputError
 from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from pages import _view as view
-from pages._common import AppRun, db_url, fmt, list_runs, plain, preview
+from pages._common import AppRun, db_url, fmt, list_runs, plain, preview, run_controls
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -78,6 +78,18 @@ def catalog_expander() -> None:
 def run_labels(run: AppRun) -> pd.DataFrame:
     """The stored human judgements of the run's dataset and aspect (``Run.human_labels``)."""
     return run.human_labels()
+
+
+def run_with_probability_source(run: AppRun) -> tuple[AppRun, float, str]:
+    """The method and tau controls (``_common.run_controls``) and the choice of probabilities
+    (:func:`probability_source`) of a page that reads a run raw or calibrated: the run to read,
+    its tau and the ranking method; the page stops when the run has nothing to show."""
+    header = run_controls(run)
+    if header is None:
+        st.stop()
+    run, tau, method = header
+    run, tau = probability_source(run, tau)
+    return run, tau, method
 
 
 def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:

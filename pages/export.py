@@ -16,8 +16,8 @@ import streamlit as st
 from compassess_core.export import FORMATS
 from pages._auth import guard
 from pages._common import (ci_control, debias_in_use, download_with_settings, is_scoring_run,
-                           page_run, partial_warning, plain, run_controls)
-from pages._judges import probability_source
+                           page_run, partial_warning, plain)
+from pages._judges import run_with_probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -47,11 +47,7 @@ if is_scoring_run(run):
     st.json(exported.metadata, expanded=False)
     st.stop()
 
-header = run_controls(run)
-if header is None:
-    st.stop()
-run, tau, method = header
-run, tau = probability_source(run, tau)
+run, tau, method = run_with_probability_source(run)
 # What `compassess export --debias` takes: the mode's name (balanced: this run's own tau*, of the
 # calibrated p when calibrated) or the manual value.
 debias = debias_in_use()

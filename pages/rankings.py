@@ -17,9 +17,8 @@ import streamlit as st
 
 from pages._auth import guard
 from pages._common import (ci_control, default_reference_index, fmt, is_active, is_scoring_run,
-                           page_run, partial_warning, plain, preview, run_controls,
-                           worker_state)
-from pages._judges import fused_section, probability_source
+                           page_run, partial_warning, plain, preview, worker_state)
+from pages._judges import fused_section, run_with_probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -115,11 +114,7 @@ picked = page_run("Rankings", with_scoring=True)
 if is_scoring_run(picked):
     scoring_rankings(picked)
     st.stop()
-header = run_controls(picked)
-if header is None:
-    st.stop()
-run, tau, method = header
-run, tau = probability_source(run, tau)
+run, tau, method = run_with_probability_source(picked)
 n = run.n_comparisons
 
 c1, c2, c3 = st.columns([2, 2, 1])

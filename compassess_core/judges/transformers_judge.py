@@ -52,6 +52,21 @@ def _configure_cpu_threads() -> None:
         torch.set_num_threads(n)
 
 
+
+def distinct_label_ids(words: Sequence[str], one_token) -> tuple[int, ...]:
+    """The token id ``one_token(word)`` gives each label word (it raises for a word that is not
+    one token); two words on one token could not be told apart.
+
+    Raises
+    ------
+    InputError
+        A word that is not one token, or two words on the same token.
+    """
+    ids = tuple(one_token(w) for w in words)
+    if len(set(ids)) != len(ids):
+        raise InputError(f"label words {tuple(words)} map to the same token")
+    return ids
+
 class _FP32Head:
     """Full-vocabulary log-softmax of the last position, in fp32, from the final hidden state.
 
@@ -504,8 +519,8 @@ class CausalJudge(_LocalJudge):
             A word that is several tokens after the primer, merges with it, or repeats another.
         """
         base = self.tokenizer(primer, add_special_tokens=False)["input_ids"]
-        ids = []
-        for w in words:
+
+        def one_token(w: str) -> int:
             full = self.tokenizer(primer + w, add_special_tokens=False)["input_ids"]
             extra = full[len(base):]
             if full[:len(base)] != base or len(extra) != 1:
@@ -514,10 +529,8 @@ class CausalJudge(_LocalJudge):
                     f"label word {w!r} is not a single token after {primer!r} for this tokenizer "
                     f"(it becomes {pieces}); choose label words that are one token each, "
                     f"e.g. {CAUSAL_LABEL_WORDS}")
-            ids.append(extra[0])
-        if len(set(ids)) != len(ids):
-            raise InputError(f"label words {tuple(words)} map to the same token")
-        return tuple(ids)
+            return extra[0]
+        return distinct_label_ids(words, one_token)
 
     def close(self) -> None:
         self._base = None
@@ -582,15 +595,12 @@ class Seq2SeqJudge(_LocalJudge):
 
     def label_token_ids(self, words: Sequence[str], primer: str = "") -> tuple[int, ...]:
         """Token ids of one-token label words read at the first decoder step (no primer here)."""
-        ids = []
-        for w in words:
+        def one_token(w: str) -> int:
             enc = self.tokenizer(w, add_special_tokens=False)["input_ids"]
             if len(enc) != 1:
                 raise InputError(
                     f"label word {w!r} is {len(enc)} tokens for this tokenizer "
                     f"({self.tokenizer.convert_ids_to_tokens(enc)}); the first decoder step can only "
                     f"read one-token label words, e.g. {SEQ2SEQ_LABEL_WORDS}")
-            ids.append(enc[0])
-        if len(set(ids)) != len(ids):
-            raise InputError(f"label words {tuple(words)} map to repeated tokens")
-        return tuple(ids)
+            return enc[0]
+        return distinct_label_ids(words, one_token)
