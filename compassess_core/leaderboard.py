@@ -483,7 +483,8 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         never = int((frame["n_vs_baseline"].fillna(0) == 0).sum()) - 1
         if never > 0:
             notes.append(f"{never} system(s) never met the baseline '{baseline}': no win rate "
-                         "against it (the length-controlled one is the GLM's prediction)")
+                         "against it (a length-controlled one only where the GLM links them "
+                         "through other systems)")
     return Leaderboard(frame, matrix, method, float(tau), int(n_boot),
                        float(level), int(len(sc.p)), len(sc.context_ids), reference, sp, kd,
                        length_bias(sc.len_a, sc.len_b, sc.p, tau), lc, notes, counts_table,
