@@ -503,7 +503,7 @@ def cmd_leaderboard(args) -> int:
               f"comparisons with {board.baseline} it won at tau (both orders, contexts where both "
               "appear; p == tau is a win for the second text), n_vs_baseline of them; "
               "lc_win_rate_vs_baseline = sigmoid of the length-controlled strength difference "
-              "(AlpacaEval 2.0); the baseline's own row is blank")
+              "(AlpacaEval 2.0); the baseline's own row is NaN (not 0.5)")
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"# votes per pair of systems: comparisons and wins of each at tau = {board.tau:.4f}")
     print(board.pair_counts.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
