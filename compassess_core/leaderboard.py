@@ -394,9 +394,9 @@ class Leaderboard:
             length_controlled=dict(length_coef=_none(lc.length_coef),
                                    position_coef=_none(lc.position_coef)),
             baseline=self.baseline,
-            win_rate_vs_baseline=(None if self.baseline is None else
-                                  "share of the system's comparisons with the baseline it won at "
-                                  "tau, both orders, contexts where both appear"),
+            win_rate_vs_baseline_unit=(None if self.baseline is None else
+                                       "share of the system's comparisons with the baseline "
+                                       "it won at tau, both orders, contexts where both appear"),
             notes=list(self.notes), systems=rows,
             pair_counts=self.pair_counts.to_dict(orient="records"))
 
