@@ -1427,37 +1427,47 @@ class Run:
 
     @_pairwise_only("a leaderboard")
     def leaderboard(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
-                    reference: str | None = None, n_boot: int = 200, level: float = 0.95,
-                    seed: int = 0) -> Leaderboard:
+                    reference: str | None = None, baseline: str | None = None, n_boot: int = 200,
+                    level: float = 0.95, seed: int = 0) -> Leaderboard:
         """One row per system across every context: ``compassess leaderboard``.
 
         Strength by ``method`` (default Bradley-Terry through evalica) and win rate against the
         field at the threshold ``debias``, with ``level`` bootstrap intervals that resample
         contexts, then comparisons within each; mean text length, a length-controlled strength
         and, with a reference column (default: the one named like the run's aspect), each
-        system's mean reference score and the system-level correlation.
+        system's mean reference score and the system-level correlation. Always the comparisons
+        and wins of every pair of systems (``pair_counts``).
+
+        With a ``baseline`` system (AlpacaEval's reference model), each other system's win rate
+        against it (``win_rate_vs_baseline`` with ``_low``/``_high``, the same context bootstrap),
+        the number of those comparisons (``n_vs_baseline``) and the length-controlled win rate
+        against it (``lc_win_rate_vs_baseline``); the baseline's own row is NaN, not 0.5.
 
         Raises
         ------
         NoSystemsError
             The candidates have no ``system`` (an :class:`InputError`; rank per context).
         InputError
-            Not a pairwise run, an unknown method or reference column, ``n_boot < 1``.
+            Not a pairwise run, an unknown method, reference column or baseline system (the
+            message names the run's systems), ``n_boot < 1``.
         """
         options = self._options(method=method, debias=debias, reference=reference)
         return leaderboard(self.dataset, self.results, method=method, tau=self.tau(debias),
-                           reference=options.reference, n_boot=n_boot, level=level, seed=seed)
+                           reference=options.reference, baseline=baseline, n_boot=n_boot,
+                           level=level, seed=seed)
 
     def leaderboard_bytes(self, fmt: str = "csv", method: str = DEFAULT_METHOD,
                           debias: str | float = "balanced", *, reference: str | None = None,
-                          n_boot: int = 200, level: float = 0.95, seed: int = 0) -> ExportFile:
+                          baseline: str | None = None, n_boot: int = 200, level: float = 0.95,
+                          seed: int = 0) -> ExportFile:
         """:meth:`leaderboard` as a ``fmt`` file (``csv``, ``json``, ``parquet``) with the run's
-        settings and the leaderboard's method, tau and interval settings (inside JSON, in the
-        ``.settings.json`` sidecar of CSV and Parquet): the Leaderboard page's download."""
+        settings and the leaderboard's method, tau, baseline, pair counts and interval settings
+        (inside JSON, in the ``.settings.json`` sidecar of CSV and Parquet): the Leaderboard
+        page's download."""
         if fmt not in FORMATS:
             raise InputError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
-        board = self.leaderboard(method, debias, reference=reference, n_boot=n_boot, level=level,
-                                 seed=seed)
+        board = self.leaderboard(method, debias, reference=reference, baseline=baseline,
+                                 n_boot=n_boot, level=level, seed=seed)
         meta = {"run": self.name, "dataset": self.dataset.name,
                 **{k: v for k, v in board.to_dict().items() if k != "systems"},
                 "settings": self.info.settings}

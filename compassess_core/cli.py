@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
     lb.add_argument("--reference", default=None, metavar="COLUMN",
                     help="reference-score column (default: the aspect's column if present)")
+    lb.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system: add each system's win rate against it (95%% interval) and "
+                         "the length-controlled win rate against it, as AlpacaEval")
     lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                     help="context-bootstrap replicates of the 95%% intervals (default 1000)")
     lb.add_argument("--format", default="table", choices=["table", "csv", "json"])
@@ -475,7 +478,7 @@ def cmd_agreement(args) -> int:
 def cmd_leaderboard(args) -> int:
     run = _load_run(args)
     board = run.leaderboard(args.method, args.debias, reference=args.reference,
-                            n_boot=args.bootstrap)
+                            baseline=args.baseline, n_boot=args.bootstrap)
     warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
     reference = board.reference
     if args.format == "json":
@@ -492,7 +495,15 @@ def cmd_leaderboard(args) -> int:
           f"tau = {board.tau:.4f}; win rate = share of comparisons won; "
           f"{int(board.level * 100)}% intervals from {board.n_boot} bootstrap replicates "
           "(contexts resampled, then the comparisons within each)")
+    if board.baseline is not None:
+        print(f"# baseline {board.baseline}: win_rate_vs_baseline = share of the system's "
+              f"comparisons with {board.baseline} it won at tau (both orders, contexts where both "
+              "appear; p == tau is a win for the second text), n_vs_baseline of them; "
+              "lc_win_rate_vs_baseline = sigmoid of the length-controlled strength difference "
+              "(AlpacaEval 2.0); the baseline's own row is NaN (not 0.5)")
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"# votes per pair of systems: comparisons and wins of each at tau = {board.tau:.4f}")
+    print(board.pair_counts.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if board.system_spearman_x100 is not None:
         print(f"system-level Spearman x100 of strength vs mean '{reference}': "
               f"{_fmt(board.system_spearman_x100)} (Kendall x100 {_fmt(board.system_kendall_x100)}, "

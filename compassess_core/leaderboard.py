@@ -17,8 +17,12 @@ the contexts, these give one row per system, as Chatbot Arena and AlpacaEval rep
   independent there), and the share of replicates in which each system ranks first;
 * comparisons, contexts and the mean text length of each system, with reference scores the mean
   reference score and the system-level correlation (Liusie et al. 2024, appendix B);
-* the system x system win-rate matrix, the run's length bias and a length-controlled strength
-  (:mod:`compassess_core.length_bias`).
+* the system x system win-rate matrix and the vote counts of every pair of systems (Chatbot
+  Arena's battle counts), the run's length bias and a length-controlled strength
+  (:mod:`compassess_core.length_bias`);
+* with a baseline system, AlpacaEval's headline numbers (Dubois et al. 2024, §2 and §3): each
+  system's win rate against the baseline with its context-bootstrap interval, and the
+  length-controlled win rate against it.
 
 Pure: no I/O, no UI, no store.
 """
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from . import analysis, metrics, ranking
 from .bias import decisions
@@ -43,6 +48,11 @@ __all__ = [
     "context_multiplicity",
     "win_rates",
     "win_rate_matrix",
+    "pair_counts",
+    "pair_count_table",
+    "win_rates_against",
+    "lc_win_rates_against",
+    "baseline_index",
     "system_strengths",
     "Leaderboard",
     "leaderboard",
@@ -202,11 +212,20 @@ def win_rates(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float = 0.5)
     return ranking.win_ratio(n, i, j, p, tau).scores
 
 
-def win_rate_matrix(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float = 0.5) -> FloatArray:
-    """``W[s, t]``: share of the comparisons between ``s`` and ``t`` (both orders, all contexts)
-    won by ``s`` under eq. 10 at ``tau``; NaN where they never met, and on the diagonal.
+def pair_counts(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float = 0.5
+                ) -> tuple[IntArray, FloatArray]:
+    """Comparisons and wins of every pair of systems (both orders, all contexts), eq. 10 at ``tau``.
 
-    ``W[s, t] + W[t, s] = 1`` wherever they met.
+    Chatbot Arena's battle counts per pair of models (Chiang et al. 2024, §4, Figure 2), with the
+    verdicts of Liusie et al. 2024 (eq. 10): A wins when ``p > tau``; ``p == tau`` is a win for B,
+    so over both orders of a pair a tie at ``tau`` counts once for each system.
+
+    Returns
+    -------
+    met : IntArray
+        ``(n, n)``, symmetric: comparisons between ``s`` and ``t``; 0 on the diagonal.
+    wins : FloatArray
+        ``(n, n)``: comparisons between ``s`` and ``t`` won by ``s``; ``wins + wins.T == met``.
 
     Raises
     ------
@@ -220,9 +239,102 @@ def win_rate_matrix(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float 
     wins = (np.bincount(ii * n + jj, weights=a_wins, minlength=n * n)
             + np.bincount(jj * n + ii, weights=1.0 - a_wins, minlength=n * n)).reshape(n, n)
     met = (np.bincount(ii * n + jj, minlength=n * n)
-           + np.bincount(jj * n + ii, minlength=n * n)).reshape(n, n).astype(np.float64)
+           + np.bincount(jj * n + ii, minlength=n * n)).reshape(n, n)
+    return met.astype(np.int64), wins
+
+
+def win_rate_matrix(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float = 0.5) -> FloatArray:
+    """``W[s, t]``: share of the comparisons between ``s`` and ``t`` (both orders, all contexts)
+    won by ``s`` under eq. 10 at ``tau``; NaN where they never met, and on the diagonal.
+
+    ``W[s, t] + W[t, s] = 1`` wherever they met.
+
+    Raises
+    ------
+    InputError, LengthMismatchError
+        As :func:`compassess_core.bias.as_comparisons`.
+    """
+    met, wins = pair_counts(n, i, j, p, tau)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(met > 0, wins / np.where(met > 0, met, 1.0), np.nan)
+        return np.where(met > 0, wins / np.where(met > 0, met, 1), np.nan)
+
+
+def pair_count_table(systems: list[str], met: IntArray, wins: FloatArray) -> pd.DataFrame:
+    """:func:`pair_counts` as one row per pair of systems that met, in the order of ``systems``
+    (``met`` and ``wins`` indexed alike): ``system_a``, ``system_b``, ``n_comparisons``,
+    ``wins_a``, ``wins_b`` (comparisons won by each at tau) and ``win_rate_a`` (``wins_a /
+    n_comparisons``)."""
+    a, b = np.triu_indices(len(systems), k=1)
+    keep = met[a, b] > 0
+    a, b = a[keep], b[keep]
+    names = np.asarray(systems, dtype=object)
+    return pd.DataFrame({
+        "system_a": names[a], "system_b": names[b], "n_comparisons": met[a, b].astype(np.int64),
+        "wins_a": wins[a, b].round().astype(np.int64), "wins_b": wins[b, a].round().astype(np.int64),
+        "win_rate_a": wins[a, b] / met[a, b]})
+
+
+def baseline_index(systems: tuple[str, ...] | list[str], baseline: str) -> int:
+    """Index of the system ``baseline``.
+
+    Raises
+    ------
+    InputError
+        ``baseline`` is not one of ``systems`` (the message names them).
+    """
+    if baseline not in systems:
+        raise InputError(f"unknown baseline system '{baseline}': the run's systems are "
+                         f"{', '.join(repr(s) for s in systems)}")
+    return list(systems).index(baseline)
+
+
+def win_rates_against(n: int, i: IntArray, j: IntArray, p: FloatArray, baseline: int,
+                      tau: float = 0.5) -> tuple[FloatArray, IntArray]:
+    """Each system's win rate against one baseline system: AlpacaEval's headline number (Dubois
+    et al. 2024, §2: the share of instructions on which the judge prefers the system's output to
+    the baseline's), here over every comparison of the two systems, in all contexts where both
+    appear and both orders pooled, with the eq. 10 verdicts of Liusie et al. 2024 at ``tau``
+    (``p == tau`` is a win for the second text, so over both orders a tie counts once each way).
+
+    It is the win ratio (eq. 6) on the comparisons that involve the baseline.
+
+    Returns
+    -------
+    tuple of (FloatArray, IntArray)
+        ``(rate, count)`` of shape ``(n,)``: the share of its comparisons with the baseline each
+        system won, and their number. NaN rate (count 0) for the baseline itself and for a system
+        that never met it.
+
+    Raises
+    ------
+    InputError, LengthMismatchError
+        ``baseline`` out of range, or as :func:`compassess_core.bias.as_comparisons`.
+    """
+    met, wins = pair_counts(n, i, j, p, tau)
+    if not 0 <= int(baseline) < n:
+        raise InputError(f"baseline index {baseline} out of range for {n} systems")
+    count = met[:, baseline].copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(count > 0, wins[:, baseline] / np.maximum(count, 1), np.nan)
+    rate[baseline] = np.nan
+    count[baseline] = 0
+    return rate, count
+
+
+def lc_win_rates_against(strengths: FloatArray, baseline: int) -> FloatArray:
+    """Length-controlled win rate against a baseline: ``sigmoid(theta_s - theta_baseline)``.
+
+    AlpacaEval 2.0's length-controlled win rate (Dubois et al. 2024, §3, eq. 2 with the length
+    term set to zero; ``alpaca_eval/metrics/glm_winrate.py``): the GLM's prediction that ``s``
+    beats the baseline when the two texts have the same length, here with the position term
+    dropped too (strengths from
+    :func:`compassess_core.length_bias.length_controlled_strengths`). NaN for the baseline
+    itself and for a system without a strength.
+    """
+    theta = np.asarray(strengths, dtype=np.float64).reshape(-1)
+    out = expit(theta - theta[int(baseline)])
+    out[int(baseline)] = np.nan
+    return out
 
 
 @dataclass(frozen=True)
@@ -235,7 +347,16 @@ class Leaderboard:
     ``n_comparisons``, ``n_contexts``, ``mean_length`` (characters), ``lc_strength`` and
     ``lc_win_rate`` (length-controlled), and with a reference column ``mean_reference``.
     ``win_matrix`` is :func:`win_rate_matrix` as a frame (row system's share of wins against the
-    column system).
+    column system); ``pair_counts`` is :func:`pair_count_table` (comparisons and wins at tau of
+    every pair of systems that met), in leaderboard order.
+
+    With a ``baseline`` system the frame also holds ``win_rate_vs_baseline`` (share of the
+    system's comparisons with the baseline it won, 0-1; :func:`win_rates_against`) with
+    ``win_rate_vs_baseline_low``/``_high`` (the same context bootstrap), ``n_vs_baseline``
+    (those comparisons) and ``lc_win_rate_vs_baseline`` (:func:`lc_win_rates_against`). The
+    baseline's own row holds NaN (``n_vs_baseline`` blank), not 0.5: a system is not compared
+    with itself. The length-controlled win rate has no interval: each replicate would refit the
+    GLM (an L-BFGS fit over every comparison), as many fits again as the strength bootstrap.
     """
 
     frame: pd.DataFrame
@@ -252,6 +373,8 @@ class Leaderboard:
     length: LengthBias
     length_controlled: LengthControlled
     notes: list[str] = field(default_factory=list)
+    pair_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    baseline: str | None = None
 
     def to_dict(self) -> dict:
         """What ``compassess leaderboard --format json`` prints (NaN as null)."""
@@ -270,7 +393,12 @@ class Leaderboard:
                              position_log_odds=_none(lb.position_log_odds), tau=lb.tau),
             length_controlled=dict(length_coef=_none(lc.length_coef),
                                    position_coef=_none(lc.position_coef)),
-            notes=list(self.notes), systems=rows)
+            baseline=self.baseline,
+            win_rate_vs_baseline_unit=(None if self.baseline is None else
+                                       "share of the system's comparisons with the baseline "
+                                       "it won at tau, both orders, contexts where both appear"),
+            notes=list(self.notes), systems=rows,
+            pair_counts=self.pair_counts.to_dict(orient="records"))
 
 
 def _none(value: float | None) -> float | None:
@@ -278,8 +406,8 @@ def _none(value: float | None) -> float | None:
 
 
 def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAULT_METHOD,
-                tau: float = 0.5, reference: str | None = None, n_boot: int = 200,
-                level: float = 0.95, seed: int = 0) -> Leaderboard:
+                tau: float = 0.5, reference: str | None = None, baseline: str | None = None,
+                n_boot: int = 200, level: float = 0.95, seed: int = 0) -> Leaderboard:
     """The run's leaderboard of systems (see the module docstring).
 
     Parameters
@@ -291,6 +419,10 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
     reference : str, optional
         A reference-score column of the dataset: adds each system's mean reference score and
         the system-level Spearman and Kendall (x100) of strength against it.
+    baseline : str, optional
+        A system: adds each other system's win rate against it with its interval, the number of
+        those comparisons and the length-controlled win rate against it (see
+        :class:`Leaderboard`).
     n_boot, level, seed
         Context-bootstrap replicates, interval level and seed.
 
@@ -299,12 +431,13 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
     NoSystemsError
         The candidates have no system.
     InputError
-        Unknown method or reference column, tau not in (0, 1), ``n_boot < 1``.
+        Unknown method, reference column or baseline system, tau not in (0, 1), ``n_boot < 1``.
     """
     _, fn = ranking.get_method(method)
     analysis.check_reference(dataset, reference)
     sc = system_comparisons(dataset, table)
     n = sc.n
+    base = None if baseline is None else baseline_index(sc.systems, baseline)
     strength = fn(n, sc.i, sc.j, sc.p, tau).scores
     wins = win_rates(n, sc.i, sc.j, sc.p, tau)
     mult = context_multiplicity(sc.context, len(sc.context_ids), n_boot, seed)
@@ -330,6 +463,8 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         "win_rate_ci_low": w_low, "win_rate_ci_high": w_high, "p_best": p_best,
         "n_comparisons": counts.astype(np.int64), "n_contexts": n_contexts,
         "mean_length": lengths, "lc_strength": lc.strengths, "lc_win_rate": lc.win_rate})
+    if base is not None:
+        frame = frame.join(_against_baseline(sc, base, tau, mult, level, lc.strengths))
     sp = kd = None
     if reference is not None:
         frame["mean_reference"] = refs
@@ -337,13 +472,45 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
             sp = 100.0 * metrics.correlation(strength, refs, "spearman")
             kd = 100.0 * metrics.correlation(strength, refs, "kendall")
     frame = frame.sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
+    met, wins = pair_counts(n, sc.i, sc.j, sc.p, tau)
+    order = frame["system"].map({s: k for k, s in enumerate(sc.systems)}).to_numpy()
     matrix = pd.DataFrame(win_rate_matrix(n, sc.i, sc.j, sc.p, tau), index=list(sc.systems),
-                          columns=list(sc.systems))
-    order = list(frame["system"])
+                          columns=list(sc.systems)).iloc[order, order]
+    counts_table = pair_count_table(list(frame["system"]), met[np.ix_(order, order)],
+                                    wins[np.ix_(order, order)])
     notes = _notes(sc, n, int((n_contexts < 2).sum()))
-    return Leaderboard(frame, matrix.loc[order, order], method, float(tau), int(n_boot),
+    if base is not None:
+        never = int((frame["n_vs_baseline"].fillna(0) == 0).sum()) - 1
+        if never > 0:
+            notes.append(f"{never} system(s) never met the baseline '{baseline}': no win rate "
+                         "against it (a length-controlled one only where the GLM links them "
+                         "through other systems)")
+    return Leaderboard(frame, matrix, method, float(tau), int(n_boot),
                        float(level), int(len(sc.p)), len(sc.context_ids), reference, sp, kd,
-                       length_bias(sc.len_a, sc.len_b, sc.p, tau), lc, notes)
+                       length_bias(sc.len_a, sc.len_b, sc.p, tau), lc, notes, counts_table,
+                       baseline)
+
+
+def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArray,
+                      level: float, lc_strengths: FloatArray) -> pd.DataFrame:
+    """The baseline columns of :class:`Leaderboard`, indexed like the unsorted frame. The
+    interval reuses the leaderboard's replicates ``mult``: the win ratio (eq. 6) of each
+    replicate on the comparisons with the baseline is the win rate against it."""
+    n = sc.n
+    rate, count = win_rates_against(n, sc.i, sc.j, sc.p, base, tau)
+    with_base = (sc.i == base) | (sc.j == base)
+    if with_base.any():
+        reps = ranking.bootstrap_scores("win-ratio", n, sc.i[with_base], sc.j[with_base],
+                                        sc.p[with_base], tau, mult[:, with_base])
+        low, high = ranking.percentile_interval(reps, level)
+    else:
+        low, high = np.full(n, np.nan), np.full(n, np.nan)
+    low[base] = high[base] = np.nan
+    n_vs = pd.array(count, dtype="Int64")
+    n_vs[base] = pd.NA
+    return pd.DataFrame({"win_rate_vs_baseline": rate, "win_rate_vs_baseline_low": low,
+                         "win_rate_vs_baseline_high": high, "n_vs_baseline": n_vs,
+                         "lc_win_rate_vs_baseline": lc_win_rates_against(lc_strengths, base)})
 
 
 #: Methods whose scores are defined up to an additive constant (mean or sum fixed to zero over the

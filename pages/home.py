@@ -1,6 +1,8 @@
-"""Home: what the app does, what the store holds, and a one-click sample so a newcomer sees everything.
+"""Home: what the app does, what the store holds, a one-click sample so a newcomer sees everything,
+and (admins only) renaming and deleting stored runs and datasets.
 
-Never computes or queries anything itself: the store lists, the engine validates.
+Never computes or queries anything itself: the store lists, the engine validates, the API renames
+and deletes.
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core.errors import CompAssessError
+from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
-from pages._auth import guard, require
+from pages._auth import guard, require, viewer
 from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, list_runs, plain, state_text
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -68,6 +71,103 @@ if runs:
                  hide_index=True, width="stretch")
 else:
     st.info("No run yet: start one on **Run**.")
+
+
+
+# ------------------------------------------------------------------------------------- manage
+
+#: Widget keys of the Manage section that are cleared after a rename or a delete (Streamlit
+#: refuses to change a widget's value once it is drawn, so they are cleared on the next run).
+MANAGE_RESET = ("manage_new_name", "manage_delete_open", "manage_confirm_name", "manage_target")
+#: The view fields that name a run (``_view.FIELDS``): none may point at a deleted run.
+RUN_FIELDS = ("run", "run_b", "abs_run")
+
+
+def _done(message: str) -> None:
+    """Say ``message`` on the next run, clear the section's widgets and draw the page afresh, so
+    the tables above list the store as it is now."""
+    st.session_state["manage_message"] = message
+    st.session_state["manage_reset"] = True
+    st.rerun()
+
+
+def _forget_runs(names: set[str]) -> None:
+    for name in RUN_FIELDS:
+        if view.get(name) in names:
+            view.put(name, None)
+
+
+def manage_section(runs: list, datasets: list) -> None:
+    """Rename or delete a run or a dataset (admins; local single-user mode is admin). A delete
+    first shows what it would remove (a dry run) and needs the object's name typed to confirm."""
+    st.subheader("Manage")
+    if st.session_state.pop("manage_reset", False):
+        for key in MANAGE_RESET:
+            st.session_state.pop(key, None)
+    message = st.session_state.pop("manage_message", None)
+    if message:
+        st.success(message)
+    kind = st.radio("Manage a", ["run", "dataset"], horizontal=True, key="manage_kind")
+    names = [r.name for r in runs] if kind == "run" else [d.name for d in datasets]
+    if not names:
+        st.caption(f"No {kind} in the store.")
+        return
+    if st.session_state.get("manage_target") not in names:
+        st.session_state.pop("manage_target", None)
+    target = st.selectbox(f"The {kind}", names, key="manage_target",
+                          format_func=lambda name: plain(name, "text"))
+    rename_col, delete_col = st.columns(2)
+    with rename_col:
+        with st.form("manage_rename", border=True):
+            new_name = st.text_input(f"New name of the {kind}", key="manage_new_name",
+                                     max_chars=MAX_NAME_CHARS)
+            renamed = st.form_submit_button("Rename", icon=":material/edit:")
+        if renamed:
+            require()  # the person holds the role now (pages/_auth.py)
+            try:
+                if kind == "run":
+                    api_store().rename_run(target, new_name)
+                else:
+                    api_store().rename_dataset(target, new_name)
+            except CompAssessError as e:
+                st.error(f"Could not rename the {kind}: {plain(str(e))}")
+            else:
+                if kind == "run":
+                    for name in RUN_FIELDS:
+                        if view.get(name) == target:
+                            view.put(name, new_name)
+                _done(f"Renamed the {kind} {plain(target)} to {plain(new_name)}.")
+    with delete_col:
+        if not st.checkbox(f"Delete this {kind} ...", key="manage_delete_open"):
+            return
+        delete = api_store().delete_run if kind == "run" else api_store().delete_dataset
+        try:
+            would = delete(target, dry_run=True)
+        except CompAssessError as e:
+            st.error(f"This {kind} cannot be deleted now: {plain(str(e))}", icon=":material/block:")
+            return
+        st.warning(f"Deleting the {kind} {plain(target)} removes {plain(str(would))}. "
+                   "This cannot be undone.", icon=":material/warning:")
+        typed = st.text_input(f"Type the {kind}'s name to confirm", key="manage_confirm_name")
+        if st.button(f"Delete the {kind} for good", type="primary", icon=":material/delete:",
+                     disabled=typed != target, key="manage_delete"):
+            require()  # the person holds the role now (pages/_auth.py)
+            dataset_id = next((d.id for d in datasets if d.name == target), None)
+            its_runs = ({r.name for r in runs if r.info.dataset_id == dataset_id}
+                        if kind == "dataset" else {target})
+            try:
+                deleted = delete(target)
+            except CompAssessError as e:
+                st.error(f"Nothing was deleted: {plain(str(e))}", icon=":material/block:")
+                return
+            _forget_runs(its_runs)
+            if kind == "dataset" and view.get("dataset") == dataset_id:
+                view.put("dataset", None)
+            _done(f"Deleted the {kind} {plain(target)}: {plain(str(deleted))}.")
+
+
+if viewer().is_admin:
+    manage_section(runs, datasets)
 
 st.caption("Pages: **Upload** a CSV/JSONL · **Run** the judge · **Rankings** with the tau control · "
            "**Matrix** of p_ij per context · **Bias** audit · **Export** results with settings.")

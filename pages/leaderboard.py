@@ -2,7 +2,9 @@
 sure we are — one row per system with its strength and win rate, 95% intervals from a bootstrap over
 contexts, the share of replicates in which it ranks first, its length and, with reference scores,
 its mean reference score; the system x system win-rate matrix; the run's length bias with a
-length-controlled strength; and the table as a file with the run's settings.
+length-controlled strength; with a baseline system (AlpacaEval's reference model), each system's
+win rate against it with its 95% interval and the length-controlled win rate against it; the votes
+of every pair of systems; and the table as a file with the run's settings.
 
 Every number comes from ``compassess_core.leaderboard`` (cached per run, method, tau, reference);
 this page must never compute one, and shows system names only in tables and charts.
@@ -29,7 +31,9 @@ if header is None:
     st.stop()
 run, tau, method = header
 
-c1, c2 = st.columns([2, 1])
+NO_BASELINE = "(none)"
+
+c1, c2, c3 = st.columns([2, 2, 1])
 refs = list(run.dataset.score_columns)
 reference = c1.selectbox("Reference score column", refs or ["(none in this dataset)"],
                          index=default_reference_index(refs, run.settings), disabled=not refs,
@@ -39,16 +43,35 @@ reference = c1.selectbox("Reference score column", refs or ["(none in this datas
 reference = reference if refs else None
 want = view.get("boot")
 st.session_state["board_boot_w"] = want if want in BOOTSTRAP_CHOICES else BOOTSTRAP_CHOICES[0]
-n_boot = c2.radio("Bootstrap replicates", BOOTSTRAP_CHOICES, horizontal=True, key="board_boot_w",
+n_boot = c3.radio("Bootstrap replicates", BOOTSTRAP_CHOICES, horizontal=True, key="board_boot_w",
                   on_change=lambda: view.put("boot", st.session_state["board_boot_w"]),
                   help="Each replicate draws the run's contexts with replacement and refits; "
                        "1000 gives steadier interval ends, 200 answers faster.")
 view.put("boot", n_boot)
 
+# The systems of the dataset, in the order they first appear (the leaderboard's own order).
+systems = list(dict.fromkeys(c.system for ctx in run.dataset.contexts for c in ctx.candidates
+                             if c.system))
+wanted = view.get("baseline")
+if wanted is not None and wanted not in systems:
+    st.info(f"The link's baseline system {plain(wanted)} is not a system of this run: no baseline.",
+            icon=":material/info:")
+    wanted = None
+st.session_state["board_baseline_w"] = wanted or NO_BASELINE
+chosen = c2.selectbox(
+    "Baseline system", [NO_BASELINE, *systems], key="board_baseline_w",
+    format_func=lambda s: s if s == NO_BASELINE else plain(s, "text"),
+    on_change=lambda: view.put("baseline", None if st.session_state["board_baseline_w"] ==
+                               NO_BASELINE else st.session_state["board_baseline_w"]),
+    help="AlpacaEval's reference model: adds each system's win rate against it (with its 95% "
+         "interval) and the length-controlled win rate against it.")
+baseline = None if chosen == NO_BASELINE else chosen
+view.put("baseline", baseline)
+
 try:
     with st.spinner("Computing the leaderboard (context bootstrap) ..."):
         board = run.read("leaderboard", method=method, debias=tau, reference=reference,
-                         n_boot=int(n_boot))
+                         baseline=baseline, n_boot=int(n_boot))
 except NoSystemsError as e:
     st.info(plain(str(e)), icon=":material/info:")  # names a dataset: inert
     st.page_link("pages/rankings.py", label="Go to Rankings (per-context rankings)",
@@ -78,6 +101,17 @@ for note in board.notes:
 columns = ["rank", "system", "strength", "strength_ci_low", "strength_ci_high", "win_rate",
            "win_rate_ci_low", "win_rate_ci_high", "p_best", "n_comparisons", "n_contexts",
            "mean_length", "lc_strength", "lc_win_rate"] + (["mean_reference"] if reference else [])
+against = ["win_rate_vs_baseline", "win_rate_vs_baseline_low", "win_rate_vs_baseline_high",
+           "n_vs_baseline", "lc_win_rate_vs_baseline"]
+if baseline is not None:
+    columns[2:2] = against  # beside the system: the headline number once a baseline is chosen
+    st.caption(f"Against the baseline {plain(baseline)}: win rate = share of the system's "
+               f"comparisons with the baseline that it won at tau = {board.tau:.3f} (both orders, "
+               f"the contexts where both appear; p = tau is a win for the second text), with its "
+               f"{level} interval from the same context bootstrap and the number of those "
+               "comparisons. Length-controlled: sigmoid of the difference of the "
+               "length-controlled strengths (AlpacaEval 2.0, Dubois et al. 2024), with no "
+               "interval (each replicate would refit the GLM). The baseline's own row is blank.")
 pct = dict(format="percent")
 st.dataframe(
     plain(frame[columns], "text"), hide_index=True, width="stretch",
@@ -107,7 +141,34 @@ st.dataframe(
                  "preference (AlpacaEval 2.0's length-controlled win rate, against the field)"),
         "mean_reference": st.column_config.NumberColumn(f"mean {reference}" if reference else "",
                                                         format="%.3f"),
+        "win_rate_vs_baseline": st.column_config.NumberColumn(
+            "win rate vs baseline", **pct,
+            help="share of the system's comparisons with the baseline it won at tau"),
+        "win_rate_vs_baseline_low": st.column_config.NumberColumn(
+            f"vs baseline {level} CI low", **pct),
+        "win_rate_vs_baseline_high": st.column_config.NumberColumn(
+            f"vs baseline {level} CI high", **pct),
+        "n_vs_baseline": st.column_config.NumberColumn(
+            "comparisons with baseline", help="comparisons between the system and the baseline"),
+        "lc_win_rate_vs_baseline": st.column_config.NumberColumn(
+            "length-controlled win rate vs baseline", **pct,
+            help="sigmoid(theta_system - theta_baseline) of the length-controlled GLM: the "
+                 "predicted win rate at equal length and no position preference (AlpacaEval 2.0)"),
     })
+
+st.subheader("Votes per pair of systems")
+st.dataframe(
+    plain(board.pair_counts, "text"), hide_index=True, width="stretch",
+    column_config={
+        "system_a": st.column_config.TextColumn("system A"),
+        "system_b": st.column_config.TextColumn("system B"),
+        "n_comparisons": st.column_config.NumberColumn("comparisons"),
+        "wins_a": st.column_config.NumberColumn("won by A"),
+        "wins_b": st.column_config.NumberColumn("won by B"),
+        "win_rate_a": st.column_config.NumberColumn("A's win rate", **pct),
+    })
+st.caption(f"Comparisons between each pair of systems that met (both orders, all contexts) and how "
+           f"many each won at tau = {board.tau:.3f} (eq. 10); Chatbot Arena's battle counts.")
 
 left, right = st.columns([3, 2])
 with left:
@@ -143,10 +204,10 @@ with right:
 st.subheader("Export")
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="board_format")
 exported = run.read("leaderboard_bytes", fmt=fmt_choice, method=method, debias=tau,
-                    reference=reference, n_boot=int(n_boot))
+                    reference=reference, baseline=baseline, n_boot=int(n_boot))
 safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
 download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-leaderboard",
                        fmt_choice, "dl_board")
-st.caption("The same table as `compassess leaderboard --run NAME --format csv|json`; JSON holds the "
-           "run's settings, the method, tau and the interval settings inside, CSV and Parquet in a "
-           ".settings.json sidecar.")
+st.caption("The same table as `compassess leaderboard --run NAME [--baseline SYSTEM] --format "
+           "csv|json`; JSON holds the run's settings, the method, tau, the baseline, the votes per "
+           "pair and the interval settings inside, CSV and Parquet in a .settings.json sidecar.")
