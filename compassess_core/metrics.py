@@ -195,14 +195,8 @@ def system_level_correlation(pred: Sequence[ArrayLike], ref: Sequence[ArrayLike]
 def pooled_correlation(pred: Sequence[ArrayLike], ref: Sequence[ArrayLike],
                        method: str = "spearman") -> float:
     """Correlation x100 of all candidates of all contexts pooled ("summary level", appendix B).
-
-    Raises
-    ------
-    LengthMismatchError
-        Misaligned contexts or candidates.
-    InputError
-        Unknown ``method``.
-    """
+    Raises as :func:`system_level_correlation` (misaligned contexts or candidates, an unknown
+    ``method``)."""
     _check_method(method)
     if len(pred) != len(ref):
         raise LengthMismatchError(f"{len(pred)} predicted contexts but {len(ref)} reference contexts")

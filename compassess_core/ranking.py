@@ -136,17 +136,8 @@ def average_probability(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike,
     """Mean probability of winning: ``s_k = mean`` of ``p^`` where k is first, ``1 - p^`` where second.
 
     ``p^`` is ``p`` reweighted by eq. 9 of Liusie et al. 2024 with ``a = (1 - tau) / tau`` (the
-    identity at ``tau = 0.5``): the soft analogue of the win ratio (eq. 6).
-
-    Returns
-    -------
-    RankingResult
-        Scores in [0, 1]; NaN for candidates never compared.
-
-    Raises
-    ------
-    LengthMismatchError, InputError
-        As :func:`win_ratio`.
+    identity at ``tau = 0.5``): the soft analogue of the win ratio (eq. 6). Returns and raises
+    as :func:`win_ratio` (scores in [0, 1]; NaN for candidates never compared).
     """
     n = _check_n(n)
     ii, jj, pp = as_comparisons(i, j, p, n)

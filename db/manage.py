@@ -82,15 +82,8 @@ class ManageStore(StoreBase):
         contexts, candidates and reference scores, its runs and their results, its human
         judgements, guidelines and reference texts.
 
-        Returns the rows deleted per table (``datasets`` first, then its dependants); with
-        ``dry_run`` the rows that would be deleted, deleting nothing.
-
-        Raises
-        ------
-        RunNotFoundError
-            When no dataset has this name or id.
-        InputError
-            When a worker is executing a run of the dataset: cancel it first.
+        Returns and raises as :meth:`delete_run` (``datasets`` first in the counts; refused
+        while a worker executes any run of the dataset, and when no dataset has this name or id).
         """
         with self._write() as conn:
             ds = self._dataset_row(conn, dataset)
@@ -106,14 +99,8 @@ class ManageStore(StoreBase):
         The dataset name recorded in the settings of its runs (``settings["dataset"]``) is
         renamed with it, in the same transaction, so running the same settings on the renamed
         dataset resumes those runs. Allowed while a worker executes one of its runs (it reads
-        its dataset by id). Renaming a dataset to its own name does nothing.
-
-        Raises
-        ------
-        RunNotFoundError
-            When no dataset has this name or id.
-        InputError
-            When the new name is invalid, or another dataset already has it.
+        its dataset by id). Renaming a dataset to its own name does nothing. Raises as
+        :meth:`rename_run` (no such dataset, an invalid name, a name another dataset has).
         """
         def rename_in_run_settings(conn: Connection, ds: Row) -> None:
             runs = conn.execute(select(RunRow.id, RunRow.settings)
