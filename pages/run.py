@@ -53,6 +53,8 @@ FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_tem
 #: The run this page watches when chosen here or started by Start (the result pages' run picker
 #: changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
+#: The icon of each results page a run kind names (``RunKind.results_page``).
+RESULTS_ICONS = {"rankings": ":material/leaderboard:", "scores": ":material/speed:"}
 
 st.title("Run the judge")
 view.keep_form(FORM, FORM_KEYS)
@@ -402,10 +404,9 @@ def progress_panel(name: str, was_active: bool) -> None:
     if info.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(info.message)}")
     if done:
-        if run.kind == "absolute":
-            c2.page_link("pages/scores.py", label="See scores", icon=":material/speed:")
-        else:
-            c2.page_link("pages/rankings.py", label="See rankings", icon=":material/leaderboard:")
+        results = run.run_kind.results_page   # the kind says where its results are shown
+        c2.page_link(f"pages/{results}.py", label=f"See {results}",
+                     icon=RESULTS_ICONS.get(results, ":material/leaderboard:"))
         if done <= 20_000 and run.kind == "scoring":
             latest = run.comparisons().tail(8).iloc[::-1]
             columns = [c for c in ("context_id", "candidate_id", "score_expected", "score_argmax",
@@ -414,7 +415,7 @@ def progress_panel(name: str, was_active: bool) -> None:
                        "distribution over the score tokens; argmax score = the most probable score; "
                        "label mass = probability on the scores 1–10)")
             st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch")
-        elif done <= 20_000 and run.kind == "comparative":
+        elif done <= 20_000 and run.run_kind.is_pairwise:
             frame = run.comparisons().tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
