@@ -666,8 +666,11 @@ class Store:
     def _start_with(self, data, kind_options, model_options: ModelOptions, *, name, judge,
                     anchors, progress) -> "Run":
         """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``)."""
-        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
-                                anchors=anchors, progress=progress)
+        dataset, dataset_id = self.read_data(data)
+        return self._start(dataset, dataset_id,
+                           build_settings(dataset.name, kind_options, model_options), name=name,
+                           judge=judge, anchors=anchors, progress=progress,
+                           model_options=model_options)
 
     def score(self, data: Source | Dataset | int, *, aspect: str | None = None,
               references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
@@ -703,11 +706,8 @@ class Store:
             model_options, Store.score, model=model, contexts=contexts, batch_size=batch_size,
             device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
             threads=threads)
-        dataset, dataset_id = self.read_data(data)
-        return self._start(dataset, dataset_id,
-                           build_settings(dataset.name, kind_options, model_options), name=name,
-                           judge=judge, anchors=anchors, progress=progress,
-                           model_options=model_options)
+        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
+                                anchors=anchors, progress=progress)
 
     # ---------------------------------------------------------------------- human labels
 

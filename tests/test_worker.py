@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compassess_core.context_window import UNDECLARED_WINDOW_TOKENS
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.prompts import Aspect, builtin_template
 from compassess_core.settings import RunSettings
@@ -47,7 +48,9 @@ def test_a_stored_run_streams_into_the_store_resumes_and_is_cached(store, tiny_d
     stopped = store.get_run(rid)
     assert (stopped.status, stopped.n_comparisons, stopped.done) == ("cancelled", 4, 4)
     assert stopped.cancel_requested is False and stopped.judge_key == first.model_key
-    assert stopped.rate and stopped.rate > 0 and stopped.plan["context_window"] is None
+    # the fake judge declares no window: its prompts are held to the bound for such models
+    assert stopped.rate and stopped.rate > 0
+    assert stopped.plan["context_window"] == UNDECLARED_WINDOW_TOKENS
 
     # resume: only the missing pairs are judged; all 2 x 3 x 2 ordered pairs end up stored once
     second = FakeLengthJudge()
