@@ -1812,6 +1812,17 @@ class Campaign:
         adjudications are no votes."""
         return campaigns.agreement(self.labels())
 
+    def agreement_of(self, identity: str) -> dict:
+        """How ``identity``'s votes agree with the other annotators' (``n_items``,
+        ``agreement``, ``kappa``), naming nobody else: what an annotator is shown."""
+        return campaigns.agreement_of(self.labels(), identity)
+
+    def my_labels(self, identity: str) -> pd.DataFrame:
+        """``identity``'s own answers in this campaign (their adjudications left out)."""
+        labels = self.labels()
+        return labels.loc[(labels["annotator"] == identity)
+                          & (labels["source"] != campaigns.ADJUDICATION)].reset_index(drop=True)
+
     def disagreements(self) -> pd.DataFrame:
         """Pairs where people's votes differ, most split first, with any adjudication."""
         return campaigns.disagreements(self.labels())

@@ -24,7 +24,8 @@ from .errors import InputError
 from .types import ComparisonTable, Dataset, Outcome
 
 __all__ = ["SELECTIONS", "CHOICES", "choose_pairs", "votes", "adjudications", "queue", "progress",
-           "disagreements", "agreement", "stored_winner", "completed_pairs"]
+           "disagreements", "agreement", "stored_winner", "completed_pairs",
+           "agreement_of"]
 
 #: How a campaign's pairs are chosen when it is created.
 SELECTIONS: tuple[str, ...] = ("all", "sample", "informative")
@@ -211,6 +212,25 @@ def agreement(labels: pd.DataFrame) -> HumanAgreement:
     table = pd.DataFrame({"context_id": c["context_id"], "left_id": c["x"], "right_id": c["y"],
                           "winner_id": c["choice"], "annotator": c["annotator"]})
     return human_human_agreement(table)
+
+
+def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
+    """How one annotator's votes agree with the others' in a campaign, without naming them:
+    ``n_items`` (pairs they share with someone), ``agreement`` (share of agreeing (theirs,
+    other's) vote pairs over those pairs, NaN when none) and ``kappa`` (Cohen's kappa of the
+    same vote pairs, ``agreement.cohen_kappa``; both-bad counts as a tie)."""
+    from .agreement import TIE_CODE, X_BETTER, Y_BETTER, cohen_kappa
+    v = votes(labels)
+    v = v.assign(code=np.select([v["choice"] == v["x"], v["choice"] == v["y"]],
+                                [X_BETTER, Y_BETTER], default=TIE_CODE).astype(np.int64))
+    mine = v.loc[v["annotator"] == annotator, [*_PAIR, "code"]]
+    others = v.loc[v["annotator"] != annotator, [*_PAIR, "code"]]
+    both = mine.merge(others, on=_PAIR, suffixes=("_me", "_other"))
+    if len(both) == 0:
+        return dict(n_items=0, agreement=float("nan"), kappa=float("nan"))
+    a, b = both["code_me"].to_numpy(), both["code_other"].to_numpy()
+    return dict(n_items=int(both[_PAIR].drop_duplicates().shape[0]),
+                agreement=float((a == b).mean()), kappa=cohen_kappa(a, b))
 
 
 def stored_winner(pair: Pair, choice: str) -> dict:
