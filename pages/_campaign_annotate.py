@@ -45,6 +45,9 @@ def pick(me: Viewer):
     annotation. An annotator with no open campaign gets a page saying so and the run stops."""
     mine = [c for c in api_store().campaigns(for_identity=me.identity) if c.status == "open"]
     if not me.is_admin and not mine:
+        flash = st.session_state.pop(FLASH, None)
+        if flash and flash[0] == "error":  # e.g. the answer refused because they were taken off
+            st.error(flash[1])
         st.info("You have no annotation campaign yet. An admin assigns you to a campaign on the "
                 "Campaigns page; its pairs then appear here.", icon=":material/assignment:")
         st.stop()
