@@ -361,7 +361,8 @@ _DELETED_FIELDS = {
     "candidate_scores": "scores", "absolute_comparisons": "absolute_comparisons",
     "human_judgements": "labels", "guidelines": "guidelines",
     "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
-    "reference_scores": "reference_scores",
+    "reference_scores": "reference_scores", "campaigns": "campaigns",
+    "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
 }
 #: How ``str(Deleted)`` names one and several of each field's rows.
 _DELETED_WORDS = {
@@ -372,6 +373,9 @@ _DELETED_WORDS = {
     "references": ("reference text", "reference texts"), "contexts": ("context", "contexts"),
     "candidates": ("candidate", "candidates"),
     "reference_scores": ("reference score", "reference scores"),
+    "campaigns": ("annotation campaign", "annotation campaigns"),
+    "campaign_annotators": ("campaign assignment", "campaign assignments"),
+    "campaign_pairs": ("campaign pair", "campaign pairs"),
 }
 
 
@@ -380,7 +384,8 @@ class Deleted:
     """What :meth:`Store.delete_run` or :meth:`Store.delete_dataset` removed (or, with
     ``dry_run=True``, would remove): rows of each kind. ``scores`` are a scoring run's candidate
     scores, ``absolute_comparisons`` an absolute run's comparisons with reference texts,
-    ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs.
+    ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs,
+    ``campaigns`` the dataset's annotation campaigns with their assignments and pairs.
     ``str()`` says it in words (``1 run, 60 comparisons``)."""
 
     datasets: int = 0
@@ -394,6 +399,9 @@ class Deleted:
     contexts: int = 0
     candidates: int = 0
     reference_scores: int = 0
+    campaigns: int = 0
+    campaign_annotators: int = 0
+    campaign_pairs: int = 0
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
