@@ -32,8 +32,10 @@ ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.TIE.value, "Tie", "T", "answer_tie"),
            (Outcome.BOTH_BAD.value, "Both bad", "X", "answer_both_bad"),
            (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
-PICK_KEY, CURRENT, SKIPPED, FLASH = ("annotate_campaign", "campaign_current", "campaign_skipped",
-                                     "campaign_flash")
+PICK_KEY, CURRENT, SKIPPED, FLASH, HISTORY = ("annotate_campaign", "campaign_current",
+                                              "campaign_skipped", "campaign_flash",
+                                              "campaign_history")
+UNDO_SHORTCUT = "U"
 COMMENT_KEY = "campaign_comment"
 #: The picker's entry for an admin's free annotation (today's Annotate page).
 FREE = "(free annotation: any dataset)"
@@ -90,9 +92,32 @@ def _save(winner: str, campaign_id: int) -> None:
         return
     st.session_state[COMMENT_KEY] = ""
     st.session_state[CURRENT] = None
+    if added:
+        st.session_state.setdefault(HISTORY, []).append(dict(id=added, pair=cur))
     st.session_state[FLASH] = (("saved", "Saved.") if added else
                                ("info", "You had already answered this pair (in another tab?); "
                                         "that answer is kept."))
+
+
+def _undo() -> None:
+    who = require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    history = st.session_state.get(HISTORY) or []
+    if not history:
+        return
+    last = history.pop()
+    # Only ever the person's own answer (the store deletes a row of theirs only).
+    if api_store().undo_judgement(last["id"], who.identity):
+        st.session_state[CURRENT] = dict(last["pair"], shown_at=time.time())
+        st.session_state[FLASH] = ("info", "Undone: your last answer was deleted; judge the pair "
+                                           "again.")
+    else:
+        st.session_state[FLASH] = ("error", "That answer was already removed (in another tab).")
+
+
+def _undo_button(campaign, where) -> None:
+    history = [h for h in st.session_state.get(HISTORY) or [] if h["pair"]["campaign"] == campaign.id]
+    where.button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
+                 width="stretch", icon=":material/undo:", disabled=not history, on_click=_undo)
 
 
 def annotate(me: Viewer, campaign) -> None:
@@ -123,6 +148,7 @@ def annotate(me: Viewer, campaign) -> None:
         if not queue:
             st.success("You have answered every pair of this campaign that needs you. Thank you!",
                        icon=":material/celebration:")
+            _undo_button(campaign, st)
             return
         pair = queue[0]
         left, right, shown_order = shown_pair(pair[1], pair[2], np.random.default_rng())
@@ -146,10 +172,11 @@ def annotate(me: Viewer, campaign) -> None:
             with st.container(border=True, height=TEXT_BOX_PX):
                 st.text(by_id[cid].text)
     st.text_input("Comment (optional, stored with your answer)", key=COMMENT_KEY, max_chars=1000)
-    buttons = st.columns(len(ANSWERS))
+    buttons = st.columns(len(ANSWERS) + 1)
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
         col.button(label, key=wkey, shortcut=key_, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
                    on_click=_save, args=(winner, campaign.id))
+    _undo_button(campaign, buttons[-1])
     st.caption("Keyboard: A = left better, B = right better, T = tie, X = both bad, S = skip "
-               "(the pair comes back later; a skip is not an answer).")
+               "(the pair comes back later; a skip is not an answer), U = undo.")

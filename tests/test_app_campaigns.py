@@ -147,11 +147,16 @@ def test_an_annotator_sees_only_their_campaign_and_nothing_of_the_judge(app_env)
     assert "Import labels" not in [t.label for t in at.tabs]
     assert [b.key for b in at.button if b.key.startswith("answer_")] == [
         "answer_a", "answer_b", "answer_tie", "answer_both_bad", "answer_skip"]
+    assert at.button(key="undo").disabled
     # A skip stores nothing; both bad does, with the campaign.
     at.button(key="answer_skip").click().run()
     assert len(s.campaign("mine").labels()) == 0
     at.button(key="answer_both_bad").click().run()
     assert not at.exception, at.exception
+    assert s.campaign("mine").labels()["winner"].tolist() == ["both_bad"]
+    at.button(key="undo").click().run()  # their own answer only, and the pair comes back
+    assert len(s.campaign("mine").labels()) == 0
+    at.button(key="answer_both_bad").click().run()
     assert s.campaign("mine").labels()["winner"].tolist() == ["both_bad"]
     # Agreement: their own answers only, no run.
     ag = app_as(ALICE, "pages/agreement.py")
