@@ -262,6 +262,9 @@ def _manage_parsers(sub) -> None:
                          "informative for the ranking")
     cc.add_argument("--n-pairs", type=int, default=None, metavar="K")
     cc.add_argument("--seed", type=int, default=0)
+    cc.add_argument("--run", default=None, metavar="NAME",
+                    help="--pairs informative: also weigh this run's comparisons (default: the "
+                         "stored labels alone)")
     cc.add_argument("--guidelines", default=None, metavar="FILE",
                     help="a plain-text file of guidelines shown to the annotators")
     cc.add_argument("--created-by", default=None, metavar="IDENTITY",
@@ -758,7 +761,8 @@ def cmd_campaign(args) -> int:
         created_by = args.created_by or local_identity()
         c = store.create_campaign(args.name, args.dataset, args.aspect, args.annotator,
                                   overlap=args.overlap, pairs=args.pairs, n_pairs=args.n_pairs,
-                                  guidelines=guidelines, created_by=created_by, seed=args.seed)
+                                  guidelines=guidelines, created_by=created_by, seed=args.seed,
+                                  run=args.run)
         print(f"created campaign '{c.name}': {c.info.n_pairs} pairs of dataset "
               f"'{c.dataset_name}', aspect '{c.aspect}', overlap {c.overlap}, annotators: "
               f"{', '.join(c.annotators) or '(none yet)'}")

@@ -165,6 +165,13 @@ def test_both_bad_counts_as_a_tie_in_agreement():
     assert human_human_agreement(df).percent_agreement == 1.0
 
 
+def test_both_bad_in_a_label_file_is_stored_as_such(api_store):
+    body = "context_id,candidate_a,candidate_b,winner,annotator\ndoc1,c1,c2,Both_Bad,p\n"
+    done = api_store.import_labels(body.encode(), dataset="tiny", aspect="coherence")
+    assert done.stored == 1
+    assert api_store.human_labels("tiny", "coherence")["winner"].tolist() == ["both_bad"]
+
+
 def test_cli_create_assign_status_export(db_url, tiny_dataset, tmp_path, capsys):
     s = api.Store(__import__("db.store", fromlist=["Store"]).Store(db_url))
     s.add_dataset(tiny_dataset)
@@ -192,3 +199,19 @@ def test_cli_create_assign_status_export(db_url, tiny_dataset, tmp_path, capsys)
     assert len(pd.read_csv(out)) == 8
     assert main(["campaign", "create", "--name", "c1", "--dataset", "tiny", "--aspect", "x",
                  "--annotator", ALICE, "--overlap", "1", "--db", db_url]) == 2
+
+
+def test_informative_pairs_weigh_a_named_run(db_url):
+    from test_app_pages import seed_run
+    backend, _, _ = seed_run(db_url)
+    s = api.Store(backend)
+    c = s.create_campaign("inf", "sample_summeval", "coherence", [ALICE], overlap=1,
+                          pairs="informative", n_pairs=5, run="hand-run", seed=2)
+    again = campaigns.choose_pairs(s.dataset("sample_summeval"), "informative", 5, seed=2,
+                                   human_df=s.human_labels("sample_summeval", "coherence"),
+                                   llm=s.get_run("hand-run").results)
+    assert [tuple(p) for p in c.pairs().to_numpy()] == again and c.info.selection == "informative"
+    assert main(["campaign", "create", "--name", "inf2", "--dataset", "sample_summeval",
+                 "--aspect", "coherence", "--annotator", ALICE, "--overlap", "1", "--pairs",
+                 "informative", "--n-pairs", "3", "--run", "hand-run", "--db", db_url]) == 0
+    assert s.campaign("inf2").info.n_pairs == 3
