@@ -215,3 +215,38 @@ def test_informative_pairs_weigh_a_named_run(db_url):
                  "--aspect", "coherence", "--annotator", ALICE, "--overlap", "1", "--pairs",
                  "informative", "--n-pairs", "3", "--run", "hand-run", "--db", db_url]) == 0
     assert s.campaign("inf2").info.n_pairs == 3
+
+
+def test_migration_0009_downgrades_keeping_the_labels_and_upgrades_again(db_url, tiny_dataset):
+    from alembic import command
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.pool import NullPool
+
+    from db.connection import alembic_config
+    from db.store import Store
+
+    s = api.Store(Store(db_url))
+    s.add_dataset(tiny_dataset)
+    c = s.create_campaign("m", "tiny", "coherence", [ALICE], overlap=1)
+    c.label(ALICE, c.queue(ALICE)[0], "tie", comment="hm")
+    s.backend.close()
+
+    def migrate(to: str) -> None:
+        engine = create_engine(db_url, poolclass=NullPool)
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            (command.downgrade if to == "0008" else command.upgrade)(cfg, to)
+        engine.dispose()
+
+    migrate("0008")
+    engine = create_engine(db_url, poolclass=NullPool)
+    tables = set(inspect(engine).get_table_names())
+    columns = {col["name"] for col in inspect(engine).get_columns("human_judgements")}
+    engine.dispose()
+    assert not {"campaigns", "campaign_annotators", "campaign_pairs"} & tables
+    assert "campaign_id" not in columns and "comment" not in columns
+    migrate("head")
+    again = api.Store(Store(db_url))
+    assert again.human_labels("tiny", "coherence")["winner"].tolist() == ["tie"]
+    assert again.campaigns() == []
