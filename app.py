@@ -65,6 +65,7 @@ if __name__ == "__main__":
         ("pages/bias.py", "Bias", ":material/balance:"),
         ("pages/compare.py", "Compare runs", ":material/compare_arrows:"),
         ("pages/annotate.py", "Annotate", ":material/rate_review:"),
+        ("pages/campaigns.py", "Campaigns", ":material/assignment:"),
         ("pages/agreement.py", "Agreement", ":material/handshake:"),
         ("pages/export.py", "Export", ":material/download:"),
         ("pages/people.py", "People", ":material/group:"),

@@ -26,6 +26,8 @@ __version__ = "0.1.0"
 __all__ = [
     # a store and the data in it
     "open_store", "Store", "load_candidates", "Dataset", "LabelsImported", "Deleted",
+    # annotation campaigns
+    "Campaign", "CampaignExport",
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",

@@ -33,6 +33,8 @@ from .types import ComparisonTable, Dataset, FloatArray, IntArray, Outcome
 __all__ = [
     "TIE",
     "SKIP",
+    "BOTH_BAD",
+    "ADJUDICATION",
     "HUMAN_COLUMNS",
     "CLASS_NAMES",
     "as_human_table",
@@ -59,6 +61,9 @@ __all__ = [
 
 TIE = Outcome.TIE.value
 SKIP = Outcome.SKIP.value
+BOTH_BAD = Outcome.BOTH_BAD.value
+#: The ``source`` of an admin's decision on a disputed campaign pair: a ruling, never a vote.
+ADJUDICATION = "adjudication"
 
 #: The canonical human-judgement table: the pair as shown on screen and the chosen candidate id
 #: (or "tie" / "skip"); ``seconds`` is NaN for imported labels.
@@ -120,7 +125,7 @@ def as_human_table(df: pd.DataFrame) -> pd.DataFrame:
     out["right_id"] = right.astype(str).to_numpy()
     win = winner.astype(str).str.strip().to_numpy(dtype=object)
     lower = np.char.lower(win.astype(str))
-    win = np.where(np.isin(lower, [TIE, SKIP]), lower, win)
+    win = np.where(np.isin(lower, [TIE, SKIP, BOTH_BAD]), lower, win)
     out["winner_id"] = win
     out["annotator"] = (df["annotator"].fillna("").astype(str).to_numpy() if "annotator" in cols
                         else "")
@@ -134,7 +139,7 @@ def as_human_table(df: pd.DataFrame) -> pd.DataFrame:
         raise InputError(f"human judgement row {k} compares candidate '{out['left_id'][k]}' with "
                          f"itself (context '{out['context_id'][k]}')")
     ok = ((out["winner_id"] == out["left_id"]) | (out["winner_id"] == out["right_id"])
-          | out["winner_id"].isin([TIE, SKIP])).to_numpy()
+          | out["winner_id"].isin([TIE, SKIP, BOTH_BAD])).to_numpy()
     if not ok.all():
         k = int(np.flatnonzero(~ok)[0])
         raise InputError(f"{int((~ok).sum())} human judgement(s) have a winner that is neither "
@@ -162,6 +167,8 @@ def _normalise(df: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     t = as_human_table(df)
     skipped = (t["winner_id"] == SKIP).to_numpy()
     t = t.loc[~skipped].reset_index(drop=True)
+    # "Both bad" states no preference between the two: the tie class of the 3-class model.
+    t["winner_id"] = t["winner_id"].where(t["winner_id"] != BOTH_BAD, TIE)
     left, right = t["left_id"].to_numpy(dtype=object), t["right_id"].to_numpy(dtype=object)
     left_first = (t["left_id"] < t["right_id"]).to_numpy()
     t["x"] = np.where(left_first, left, right)
@@ -573,8 +580,9 @@ class HumanAgreement:
 def human_human_agreement(human_df: pd.DataFrame) -> HumanAgreement:
     """Percent agreement, Cohen's kappa and Krippendorff's alpha among annotators (3 classes).
 
-    Classes are x better / y better / tie (:data:`CLASS_NAMES`); skips are dropped and a repeated
-    judgement counts once (:func:`normalise_human_labels`). Alpha is nominal, from the
+    Classes are x better / y better / tie (:data:`CLASS_NAMES`, "both bad" counting as a tie);
+    skips are dropped, a repeated judgement counts once (:func:`normalise_human_labels`) and an
+    admin's adjudication (``source`` :data:`ADJUDICATION`) is no annotator's vote. Alpha is nominal, from the
     ``krippendorff`` package (Krippendorff 2011), on the annotator x pair matrix with missing
     entries; NaN when fewer than two labels or only one class occur.
 
@@ -585,7 +593,11 @@ def human_human_agreement(human_df: pd.DataFrame) -> HumanAgreement:
     """
     import krippendorff  # lazily: only this function needs it
 
-    human, _, _ = _normalise(human_df)
+    table = as_human_table(human_df)
+    if "source" in table.columns:
+        # An admin's adjudication settles a disagreement; it is not one more annotator's vote.
+        table = table.loc[table["source"] != ADJUDICATION]
+    human, _, _ = _normalise(table)
     m = human.groupby(_PAIR)["annotator"].transform("size")
     shared = human.loc[m >= 2]
     annotators = sorted(shared["annotator"].unique().tolist())

@@ -18,7 +18,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, absolute, api
+from . import __version__, absolute, api, campaigns
+from .access import local_identity
 from .calibration import DEFAULT_FOLDS, ECE_BINS
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .export import neutralise_frame
@@ -245,6 +246,48 @@ def _manage_parsers(sub) -> None:
         rename.add_argument(noun, required=True, metavar="NAME")
         rename.add_argument("--to", required=True, metavar="NEW")
         _db_arg(rename)
+
+    cg = sub.add_parser("campaign", help="annotation campaigns: pairs of a dataset assigned to "
+                        "named annotators, several per pair")
+    csub = cg.add_subparsers(dest="campaign_command", required=True)
+    cc = csub.add_parser("create", help="create an open campaign (its pairs are fixed now)")
+    cc.add_argument("--name", required=True, metavar="NAME")
+    cc.add_argument("--dataset", required=True, metavar="NAME")
+    cc.add_argument("--aspect", required=True)
+    cc.add_argument("--annotator", action="append", default=[], metavar="IDENTITY",
+                    help="a person who labels the campaign's pairs (repeat the flag)")
+    cc.add_argument("--overlap", type=int, default=2, help="people per pair (default 2)")
+    cc.add_argument("--pairs", default="all", choices=list(campaigns.SELECTIONS),
+                    help="every pair, a seeded sample of --n-pairs, or the --n-pairs most "
+                         "informative for the ranking")
+    cc.add_argument("--n-pairs", type=int, default=None, metavar="K")
+    cc.add_argument("--seed", type=int, default=0)
+    cc.add_argument("--run", default=None, metavar="NAME",
+                    help="--pairs informative: also weigh this run's comparisons (default: the "
+                         "stored labels alone)")
+    cc.add_argument("--guidelines", default=None, metavar="FILE",
+                    help="a plain-text file of guidelines shown to the annotators")
+    cc.add_argument("--created-by", default=None, metavar="IDENTITY",
+                    help="who creates it (default: this account)")
+    _db_arg(cc)
+    ca_ = csub.add_parser("assign", help="assign (or with --remove, unassign) people")
+    ca_.add_argument("--name", required=True, metavar="NAME")
+    ca_.add_argument("--annotator", action="append", required=True, metavar="IDENTITY")
+    ca_.add_argument("--remove", action="store_true",
+                     help="take them off the campaign (their answers stay)")
+    _db_arg(ca_)
+    cs = csub.add_parser("status", help="progress per annotator and inter-annotator agreement")
+    cs.add_argument("--name", required=True, metavar="NAME")
+    cs.add_argument("--json", action="store_true")
+    _db_arg(cs)
+    cx = csub.add_parser("export", help="write the campaign's labels (answers and adjudications)")
+    cx.add_argument("--name", required=True, metavar="NAME")
+    cx.add_argument("--format", default="csv", choices=["csv", "json"])
+    cx.add_argument("-o", "--output", required=True, metavar="FILE")
+    _db_arg(cx)
+    cl = csub.add_parser("close", help="close a campaign: no new answer (adjudication still possible)")
+    cl.add_argument("--name", required=True, metavar="NAME")
+    _db_arg(cl)
 
 
 # ------------------------------------------------------------------------------- starting runs
@@ -718,7 +761,71 @@ def cmd_rename_dataset(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
+def cmd_campaign(args) -> int:
+    store = api.open_store(args.db)
+    what = args.campaign_command
+    if what == "create":
+        guidelines = (Path(args.guidelines).read_text(encoding="utf-8")
+                      if args.guidelines else "")
+        created_by = args.created_by or local_identity()
+        c = store.create_campaign(args.name, args.dataset, args.aspect, args.annotator,
+                                  overlap=args.overlap, pairs=args.pairs, n_pairs=args.n_pairs,
+                                  guidelines=guidelines, created_by=created_by, seed=args.seed,
+                                  run=args.run)
+        print(f"created campaign '{c.name}': {c.info.n_pairs} pairs of dataset "
+              f"'{c.dataset_name}', aspect '{c.aspect}', overlap {c.overlap}, annotators: "
+              f"{', '.join(c.annotators) or '(none yet)'}")
+    elif what == "assign":
+        if args.remove:
+            n = store.unassign(args.name, args.annotator)
+            print(f"{n} annotator(s) taken off campaign '{args.name}'")
+        else:
+            n = store.assign(args.name, args.annotator, by=local_identity())
+            print(f"{n} annotator(s) added to campaign '{args.name}'")
+    elif what == "close":
+        store.close(args.name)
+        print(f"campaign '{args.name}' closed")
+    elif what == "status":
+        c = store.campaign(args.name)
+        progress, agree = c.progress(), c.agreement()
+        disputed = c.disagreements()
+        summary = dict(
+            campaign=c.name, dataset=c.dataset_name, aspect=c.aspect, status=c.status,
+            overlap=c.overlap, pairs=c.info.n_pairs, completed_pairs=c.completed(),
+            annotators=progress.to_dict("records"),
+            agreement=dict(n_items=agree.n_items, n_annotators=agree.n_annotators,
+                           percent_agreement=_nan_none(agree.percent_agreement),
+                           cohen_kappa=_nan_none(agree.cohen_kappa),
+                           krippendorff_alpha=_nan_none(agree.krippendorff_alpha)),
+            disagreements=len(disputed),
+            adjudicated=int(disputed["adjudicated"].notna().sum()) if len(disputed) else 0)
+        if args.json:
+            print(json.dumps(summary, indent=2, default=str))
+            return EXIT_OK
+        print(f"campaign '{c.name}' ({c.status}): dataset '{c.dataset_name}', aspect "
+              f"'{c.aspect}', {c.info.n_pairs} pairs, overlap {c.overlap}; "
+              f"{summary['completed_pairs']} pairs fully labelled")
+        if summary["annotators"]:
+            _table([(str(r["annotator"]), "yes" if r["assigned"] else "no", str(r["labelled"]),
+                     str(r["target"]), str(r["remaining"])) for r in summary["annotators"]],
+                   head=("assigned", "labelled", "target", "remaining"))
+        a = summary["agreement"]
+        print(f"agreement on {a['n_items']} shared pairs: percent "
+              f"{_fmt(a['percent_agreement'], '.2f')}, Cohen's kappa "
+              f"{_fmt(a['cohen_kappa'], '.2f')}, Krippendorff's alpha "
+              f"{_fmt(a['krippendorff_alpha'], '.2f')}")
+        print(f"{summary['disagreements']} disagreement(s), {summary['adjudicated']} adjudicated")
+    else:  # export
+        out = store.campaign(args.name).export(Path(args.output), args.format)
+        print(out)
+    return EXIT_OK
+
+
+def _nan_none(x):
+    return None if x is None or (isinstance(x, float) and x != x) else float(x)
+
+
+COMMANDS = {"campaign": cmd_campaign, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
             "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,

@@ -23,6 +23,8 @@ from .limits import MAX_ID_CHARS, name_problem
 from .types import Dataset, Outcome
 
 TIE = "tie"
+#: Neither text is acceptable (``Outcome.BOTH_BAD``): no preference, counted as a tie.
+BOTH_BAD = Outcome.BOTH_BAD.value
 LABEL_COLUMNS: tuple[str, ...] = ("context_id", "candidate_a", "candidate_b", "winner")
 OPTIONAL_LABEL_COLUMNS: tuple[str, ...] = ("annotator",)
 DEFAULT_ANNOTATOR = "imported"
@@ -30,7 +32,8 @@ DEFAULT_ANNOTATOR = "imported"
 
 @dataclass(frozen=True)
 class HumanLabel:
-    """One human verdict on an unordered pair: ``winner`` is ``candidate_a``, ``candidate_b`` or ``"tie"``.
+    """One human verdict on an unordered pair: ``winner`` is ``candidate_a``, ``candidate_b``,
+    ``"tie"`` or ``"both_bad"``.
 
     ``row`` is the source row (spreadsheet row for CSV, line for JSONL).
     """
@@ -47,6 +50,8 @@ class HumanLabel:
         """The verdict seen from ``candidate_a`` shown first."""
         if self.winner == TIE:
             return Outcome.TIE
+        if self.winner == BOTH_BAD:
+            return Outcome.BOTH_BAD
         return Outcome.A if self.winner == self.candidate_a else Outcome.B
 
 
@@ -131,11 +136,11 @@ def validate_labels_frame(df: pd.DataFrame, dataset: Dataset, *, file_label: str
             problems.append(Problem(file_label, f"candidate_a and candidate_b are both '{a[i]}'; "
                                     "a label compares two different candidates", row=row,
                                     column=cols["candidate_b"]))
-        winner = TIE if win[i].lower() == TIE else win[i]
-        if winner not in (a[i], b[i], TIE):
+        winner = win[i].lower() if win[i].lower() in (TIE, BOTH_BAD) else win[i]
+        if winner not in (a[i], b[i], TIE, BOTH_BAD):
             problems.append(Problem(
                 file_label, f"winner '{win[i]}' is neither candidate_a ('{a[i]}'), candidate_b "
-                f"('{b[i]}') nor 'tie'", row=row, column=cols["winner"]))
+                f"('{b[i]}'), 'tie' nor 'both_bad'", row=row, column=cols["winner"]))
         annotator = ann[i] or default_annotator
         bad_name = name_problem(annotator, "annotator", MAX_ID_CHARS, dash_first=True)
         if bad_name is not None:

@@ -23,6 +23,9 @@ class Outcome(enum.Enum):
     B = "B"
     TIE = "tie"
     SKIP = "skip"
+    # Neither text is acceptable: no preference between the two (a tie in the 3-class agreement
+    # and in rankings), kept apart so a campaign can count how often both were bad.
+    BOTH_BAD = "both_bad"
 
 
 @dataclass(frozen=True)

@@ -227,6 +227,7 @@ class HumanJudgementRow(Base):
         Index("ix_human_judgements_annotator", "annotator"),
         Index("ix_human_judgements_left_id", "left_id"),
         Index("ix_human_judgements_right_id", "right_id"),
+        Index("ix_human_judgements_campaign_id", "campaign_id"),
         UniqueConstraint("pair_low_id", "pair_high_id", "annotator", "aspect", "revision",
                          name="uq_human_judgements_pair"),
     )
@@ -250,6 +251,12 @@ class HumanJudgementRow(Base):
     seconds: Mapped[float | None] = mapped_column(Float)
     source: Mapped[str] = mapped_column(String(32), default="app")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # The annotation campaign the answer was given in (None: the free annotate page or an
+    # import); the campaign's own rows are its labels (migration 0009).
+    campaign_id: Mapped[int | None] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), nullable=True)
+    # What the person wrote beside their answer (campaigns), None when nothing.
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class GuidelineRow(Base):
@@ -369,3 +376,64 @@ class PersonRow(Base):
     added_by: Mapped[str] = mapped_column(String(255), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+# ------------------------------------------------------------ annotation campaigns (migration 0009)
+
+#: States of a campaign: annotators label an open one only.
+CAMPAIGN_STATUSES = ("open", "closed")
+#: How a campaign's pairs were chosen when it was created.
+CAMPAIGN_SELECTIONS = ("all", "sample", "informative")
+
+
+class CampaignRow(Base):
+    """Work handed to named people: one dataset and aspect, guidelines, how many people label
+    each pair (``overlap``) and a pair list fixed when it is created (``campaign_pairs``)."""
+
+    __tablename__ = "campaigns"
+    __table_args__ = (Index("ix_campaigns_dataset_id", "dataset_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    aspect: Mapped[str] = mapped_column(String(255))
+    guidelines: Mapped[str] = mapped_column(Text, default="")
+    overlap: Mapped[int] = mapped_column(Integer, default=2)
+    selection: Mapped[str] = mapped_column(String(16), default="all")
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    created_by: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    status: Mapped[str] = mapped_column(String(16), default="open")
+
+
+class CampaignAnnotatorRow(Base):
+    """A person assigned to a campaign: only they label its pairs, and see it."""
+
+    __tablename__ = "campaign_annotators"
+    __table_args__ = (UniqueConstraint("campaign_id", "identity",
+                                       name="uq_campaign_annotators_campaign_id"),
+                      Index("ix_campaign_annotators_identity", "identity"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    identity: Mapped[str] = mapped_column(String(255))
+    added_by: Mapped[str] = mapped_column(String(255), default="")
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class CampaignPairRow(Base):
+    """One unordered pair of a campaign (``low_id`` < ``high_id``), in the order it was chosen."""
+
+    __tablename__ = "campaign_pairs"
+    __table_args__ = (UniqueConstraint("campaign_id", "low_id", "high_id",
+                                       name="uq_campaign_pairs_campaign_id"),
+                      Index("ix_campaign_pairs_context_id", "context_id"),
+                      Index("ix_campaign_pairs_low_id", "low_id"),
+                      Index("ix_campaign_pairs_high_id", "high_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    low_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    high_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))

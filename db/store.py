@@ -10,6 +10,7 @@
   ``add_results``, ``read_results``) over the registry ``RESULT_TABLES``;
 - ``db.labels``: human judgements and annotation guidelines;
 - ``db.people``: people and their roles in a shared app;
+- ``db.campaigns``: annotation campaigns (annotators, fixed pair lists, the answers given in them);
 - ``db.scores``: the synthetic references of absolute runs.
 
 It hands the engine back its own types (``Dataset``, ``ComparisonTable``, result records), mapping
@@ -21,6 +22,8 @@ This module and its parts must never compute rankings or statistics, and never i
 
 from __future__ import annotations
 
+from .campaigns import (ADJUDICATION, CAMPAIGN_LABEL_COLUMNS, CampaignError, CampaignInfo,
+                        CampaignStore)
 from .connection import (MIGRATIONS_DIR, SQLITE_BUSY_TIMEOUT_S, SQLITE_FILE_SUFFIXES,
                          alembic_config, database_url, default_database_url)
 from .datasets import DatasetInfo, DatasetStore
@@ -38,12 +41,13 @@ __all__ = [
     "COMPARISON_COLUMNS", "HUMAN_COLUMNS", "HUMAN_JUDGEMENT_KEYS", "SHOWN_ORDERS",
     "MAX_NAME_LENGTH", "TERMINAL_STATUSES", "SETTING_COLUMNS", "SQLITE_BUSY_TIMEOUT_S",
     "SQLITE_FILE_SUFFIXES", "MIGRATIONS_DIR", "RESULT_TABLES", "ResultTable",
-    "settings_differences", "Person",
+    "settings_differences", "Person", "CampaignInfo", "CampaignError", "ADJUDICATION",
+    "CAMPAIGN_LABEL_COLUMNS",
 ]
 
 
 class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore,
-            ManageStore):
+            ManageStore, CampaignStore):
     """Persistence of CompAssess in the database at ``url`` (default: ``default_database_url()``).
 
     Opening a store brings its schema to the newest migration. The store is safe to share between

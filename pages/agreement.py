@@ -3,8 +3,10 @@ aspect — raw (tau = 0.5) and at the current tau side by side.
 
 Every number comes from ``compassess_core.agreement`` (``agreement_summary`` is exactly what
 ``compassess agreement`` prints); this page only lays them out, labelled with what they were
-computed on. An annotator sees the agreement of their own labels only. It must never compute a
-statistic itself, and never render user text as markdown (``plain``).
+computed on. An annotator sees none of the judge (no run, no probability, no prompt): only, for each
+campaign they are assigned to, their own answers and how they agree with the other annotators'
+(``api.Campaign.agreement_of``, naming nobody). It must never compute a statistic itself, and never
+render user text as markdown (``plain``).
 """
 
 from __future__ import annotations
@@ -18,12 +20,41 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
-from pages._common import (comparison_view, fmt, judge_warning, page_run, partial_warning, plain,
-                           tau_control)
+from pages._common import (api_store, comparison_view, fmt, judge_warning, page_run,
+                           partial_warning, plain, tau_control)
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
+
+def annotator_agreement() -> None:
+    """An annotator's own agreement, campaign by campaign: their answers only."""
+    mine = api_store().campaigns(for_identity=me.identity)
+    if not mine:
+        st.info("You have no annotation campaign yet: your agreement with the other annotators "
+                "shows here once you label in one.", icon=":material/assignment:")
+        return
+    for campaign in mine:
+        with st.container(border=True):
+            st.subheader(f"Campaign {plain(campaign.name)}")
+            own = campaign.my_labels(me.identity)
+            agree = campaign.agreement_of(me.identity)
+            cols = st.columns(3)
+            cols[0].metric("Your answers", f"{len(own):,}")
+            cols[1].metric("Pairs shared with others", f"{agree['n_items']:,}")
+            cols[2].metric("Agreement with the others", fmt(
+                None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
+                ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
+            if len(own):
+                shown = own[["context_id", "candidate_left", "candidate_right", "winner",
+                             "comment", "created_at"]]
+                st.dataframe(plain(shown, into="text"), hide_index=True, width="stretch")
+
+
+if not me.is_admin:
+    st.title("Agreement with people")
+    annotator_agreement()
+    st.stop()
 run = page_run("Agreement with people")  # pairwise runs only: human labels are pairwise too
 if run.n_comparisons == 0:
     st.warning(f"Run {plain(run.name)} has comparisons, but none matches its dataset's candidates.")

@@ -1,6 +1,12 @@
 """Annotate: people judge pairs of candidates (A better / B better / tie / skip), and human labels
 are imported from files (admins).
 
+In a team, an annotator labels only inside the campaigns they are assigned to
+(``pages/_campaign_annotate.py``): their open campaigns, each one's queue, guidelines and the two
+texts, and nothing of any judge or other dataset; an annotator without a campaign gets a page
+saying so. Admins (and the single-user local app) get the free annotation below (any dataset, the
+modes that read a run, imports) or one of their own campaigns, chosen at the top.
+
 Which pair comes next is ``compassess_core.annotation.next_pairs``'s choice and the left/right
 order is ``annotation.shown_pair``'s coin; every answer (with its screen order and the seconds it
 took) goes to the store in its own transaction, so several people can annotate at once. The
@@ -26,6 +32,7 @@ from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.labels import annotator_counts, attribute, load_human_labels
 from compassess_core.limits import max_upload_bytes, max_upload_mb
 from compassess_core.types import Outcome
+from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._common import (AppRun, api_store, aspect_question, cached_dataset, list_runs,
@@ -51,6 +58,11 @@ TEXT_BOX_PX = 380
 CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 240, 600
 
 st.title("Annotate")
+# An annotator sees their campaigns only; an admin may pick one of theirs or annotate freely.
+chosen_campaign = campaign_view.pick(me)
+if chosen_campaign is not None or not me.is_admin:
+    campaign_view.annotate(me, chosen_campaign)
+    st.stop()
 
 
 def _pairwise_runs(dataset_id: int | None = None) -> list:

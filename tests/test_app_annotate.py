@@ -2,8 +2,10 @@
 
 The bundled sample (3 articles x 5 summaries = 30 unordered pairs) is stored as it is; a run, where
 one is needed, is the hand-made one of ``test_app_pages.seed_run`` (no model). A named annotator is
-a signed-in person with the annotator role (``test_app_sign_in.app_as``); without a name the app
-is in single-user local mode, where the account running it is the (admin) annotator.
+a signed-in person with the admin role (``test_app_sign_in.app_as``): in a team, free annotation
+(any dataset, the modes that read a run) is an admin's, while a person with the annotator role
+labels in their campaigns only (``tests/test_app_campaigns.py``); without a name the app is in
+single-user local mode, where the account running it is the (admin) annotator.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ def store_sample(url: str) -> tuple[Store, int]:
 
 
 def annotate_page(annotator: str | None = None) -> AppTest:
-    """The Annotate page signed in as ``annotator`` (given the annotator role), or, without one,
-    in single-user local mode."""
+    """The Annotate page signed in as ``annotator`` (given the admin role: free annotation is an
+    admin's), or, without one, in single-user local mode."""
     if annotator is not None:
-        Store(os.environ["COMPASSESS_DATABASE_URL"]).set_role(annotator, "annotator", "test")
+        Store(os.environ["COMPASSESS_DATABASE_URL"]).set_role(annotator, "admin", "test")
         # A deployment with sign-in is a server of its own (the mode is decided once per server).
         from pages import _auth
         _auth.forget_startup()
@@ -190,8 +192,7 @@ def test_guidelines_are_saved_and_shown_as_plain_text(app_env):
     at.text_area(key=f"guidelines_{dataset_id}").input(evil).run()
     at.button(key="save_guidelines").click().run()
     assert store.get_guidelines(dataset_id) == evil
-    at = annotate_page(annotator="alice")  # an annotator reads them
-    assert not at.text_area
+    at = annotate_page(annotator="alice")  # shown above every pair, as plain text
     assert evil in texts(at.text)
     for md in at.markdown:
         assert "<script>" not in md.value

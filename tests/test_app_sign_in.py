@@ -25,7 +25,7 @@ AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
 #: The issuer of the signed-in person's claims in these tests.
 ISSUER = "https://id.example.org"
 ADMIN_PAGES = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
-               "Compare runs", "Annotate", "Agreement", "Export", "People"}
+               "Compare runs", "Annotate", "Campaigns", "Agreement", "Export", "People"}
 
 
 def app_as(identity: str | None, page: str | None = None, query: dict | None = None) -> AppTest:
@@ -139,11 +139,19 @@ def test_admin_gets_every_page_and_manages_people(app_env):
     assert store.role_of("admin@example.org") == "admin"
 
 
+def campaign_for(store: Store, *annotators: str, name: str = "round1") -> None:
+    """A campaign on the sample's coherence with ``annotators`` (one person per pair)."""
+    from compassess_core import api
+    api.Store(store).create_campaign(name, "sample_summeval", "coherence", list(annotators),
+                                     overlap=1, created_by="boss@example.org")
+
+
 def test_annotators_labels_carry_the_signed_in_identity_not_the_url(app_env):
     store, dataset_id = sample_with_a_run(app_env)
     store.set_role("ann@example.org", "annotator", "test")
+    campaign_for(store, "ann@example.org")
     at = app_as("ann@example.org", "pages/annotate.py", query={"annotator": "mallory"})
-    assert not at.text_input  # no name box
+    assert [t.key for t in at.text_input] == ["campaign_comment"]  # no name box
     at.button(key="answer_a").click().run()
     assert not at.exception, at.exception
     df = store.human_judgements_frame(dataset_id)
@@ -162,11 +170,25 @@ def test_annotator_agreement_shows_their_own_labels(app_env):
              annotator="other@example.org", aspect="coherence", shown_order="ab")])
     store.set_role("ann@example.org", "annotator", "test")
     at = app_as("ann@example.org", "pages/agreement.py")
-    assert "vs 1 human judgements" in texts(at.caption)
-    assert "Agreement between people is shown to admins" in texts(at.info)
+    # Without a campaign: nothing, and nothing of the judge (no run picker, no run name).
+    assert "no annotation campaign yet" in texts(at.info)
+    assert not at.selectbox and not at.dataframe and "hand-run" not in texts(at.caption)
+    campaign_for(store, "ann@example.org", "other@example.org")
+    from compassess_core import api
+    api.Store(store).campaign("round1").label("ann@example.org", (ctx.context_id, *sorted((a, b))),
+                                              a)
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert metric_value(at, "Your answers") == "1"
+    assert not at.selectbox and "hand-run" not in texts(at.caption) + texts(at.markdown)
+    shown = at.dataframe[0].value
+    assert shown["candidate_left"].tolist() == [min(a, b)] and "annotator" not in shown
     store.set_role("boss@example.org", "admin", "test")
     at = app_as("boss@example.org", "pages/agreement.py")
     assert "vs 2 human judgements" in texts(at.caption)
+
+
+def metric_value(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
 
 
 def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):

@@ -1,8 +1,11 @@
 """Two people annotating at once in a real browser: one ``streamlit run app.py`` server with
 sign-in (``tests/test_browser_sign_in.py``'s OpenID Connect provider), two chromium browser
-contexts (separate cookies and sessions) signed in as alice and bob, annotators, answering in turn
-by mouse and by keyboard shortcut. Both must see their judgements stored under their own
-identity, and alice's undo must remove only hers.
+contexts (separate cookies and sessions) signed in as alice and bob, annotators of one campaign
+(overlap 2), answering in turn by mouse and by keyboard shortcut. Both must see their judgements
+stored under their own identity, and alice's undo must remove only hers. Bob's Agreement page
+shows his campaign answers only; the admin follows the campaign on Campaigns (progress,
+agreement), adjudicates a pair they disagree on (stored as an adjudication) and downloads the
+labels.
 
 Then the Agreement page is opened on the simulated run with more labels written straight into the
 store, and screenshots of both pages go to ``test-artifacts/`` (``docs/img/`` holds copies).
@@ -75,6 +78,10 @@ def test_two_annotators_at_once_in_chromium(team_server):
     store = Store(db_url)
     for who in ("alice", "bob"):
         store.set_role(f"{who}@example.org", "annotator", "test")
+    from compassess_core import api
+    campaign = api.Store(store).create_campaign(
+        "round1", "sample_summeval", "coherence", ["alice@example.org", "bob@example.org"],
+        overlap=2, created_by="admin@example.org")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         pages = {}
@@ -119,14 +126,33 @@ def test_two_annotators_at_once_in_chromium(team_server):
         wait_done(alice, "alice", 3)
         shot(alice, "annotate")
 
-        more_labels(db_url, dataset_id)
-        # An annotator's Agreement page holds their own labels only.
+        # An annotator's Agreement page holds their own campaign answers only, nothing of a run.
         nav(bob, "Agreement")
-        settle(bob, "LLM vs humans (majority vote)")
-        assert bob.get_by_text("vs 3 human judgements").first.is_visible()
-        # An admin (from COMPASSESS_ADMINS) sees everyone's.
+        settle(bob, "Your answers")
+        body = bob.locator("body").inner_text()
+        assert "round1" in body and "sample-coherence-t1" not in body and "alice" not in body
+        # Alice and Bob disagree on one pair; the admin adjudicates it on Campaigns and exports.
+        pair = campaign.queue("alice@example.org")[0]
+        campaign.label("alice@example.org", pair, pair[1])
+        campaign.label("bob@example.org", pair, pair[2])
         admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
         sign_in(admin, url, "admin@example.org")
+        nav(admin, "Campaigns")
+        settle(admin, "Pairs fully labelled")
+        settle(admin, "Adjudication")
+        assert "Krippendorff" in admin.locator("body").inner_text()
+        admin.get_by_role("button", name="Save decision").first.click()
+        settle(admin, "Decision stored")
+        ruled = campaign.labels()
+        ruled = ruled.loc[ruled["source"] == "adjudication"]
+        assert ruled["annotator"].tolist() == ["admin@example.org"]
+        with admin.expect_download() as download:
+            admin.get_by_role("button", name="Download CSV").click()
+        assert b"adjudication" in open(download.value.path(), "rb").read()
+        shot(admin, "campaigns")
+
+        more_labels(db_url, dataset_id)
+        # An admin (from COMPASSESS_ADMINS) sees everyone's agreement with the run.
         nav(admin, "Agreement")
         settle(admin, "LLM vs humans (majority vote)")
         admin.get_by_text("balanced (tau*").first.click()

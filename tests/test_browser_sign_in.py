@@ -6,9 +6,10 @@ where a person signs in by typing their identity on its authorisation page).
 * An anonymous visitor gets the sign-in page and no data, whatever the URL.
 * The first admin (``COMPASSESS_ADMINS``) signs in, reaches every page and gives a person the
   annotator role on People.
-* That annotator signs in, gets only Annotate and Agreement (a deep link to Upload, Run or Export
-  shows none of them), judges a pair, and the label carries the signed-in identity whatever the
-  URL says; signing out leaves an anonymous visitor again.
+* That annotator, assigned to a campaign, signs in, gets only Annotate and Agreement (a deep link
+  to Upload, Run or Export shows none of them), judges a pair of the campaign, and the label
+  carries the signed-in identity whatever the URL says; signing out leaves an anonymous visitor
+  again.
 
 Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSER=1``.
 """
@@ -39,7 +40,7 @@ PAGES = {"": "CompAssess", "upload": "Upload candidates", "run": "Run the judge"
 
 
 ADMIN_NAV = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
-             "Compare runs", "Annotate", "Agreement", "Export", "People"}
+             "Compare runs", "Annotate", "Campaigns", "Agreement", "Export", "People"}
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:
@@ -176,6 +177,9 @@ def test_sign_in_roles_and_identity_in_chromium(team_server):
         settle(admin, "ann@example.org is now annotator.")
         assert Store(db_url).role_of("ann@example.org") == "annotator"
         shot(admin, "people")
+        from compassess_core import api
+        api.Store(Store(db_url)).create_campaign("round1", "sample_summeval", "coherence",
+                                                 ["ann@example.org"], overlap=1, created_by=ADMIN)
 
         # The annotator: Annotate and their own Agreement only; the URL cannot name anyone else.
         ann = browser.new_context(viewport={"width": 1300, "height": 1100}).new_page()

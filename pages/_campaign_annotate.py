@@ -1,0 +1,182 @@
+"""Annotate inside a campaign: what an annotator sees (and an admin who picks one of their own
+campaigns on Annotate).
+
+Only the campaign's own material is drawn: its name, aspect and guidelines, the viewer's progress
+and queue, the context and the two texts of the next pair. Nothing of the judge (no run, no
+probability, no prompt, no mode that reads a run), no other dataset and no other campaign: the
+pair comes from ``api.Campaign.queue`` (its pair list, fixed when it was created), the texts from
+the campaign's dataset. Every answer starts with ``require("annotator")`` and goes through
+``api.Campaign.add_answer``, whose transaction re-checks that the campaign is open and the person
+still assigned. A skip stores nothing: the pair goes to the end of this session's queue.
+
+This page part must never render a text as markdown or HTML (``st.text`` only) and any other user
+string except through ``plain``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from compassess_core.annotation import shown_pair
+from compassess_core.errors import CompAssessError
+from compassess_core.types import Outcome
+from pages._auth import Viewer, require
+from pages._common import api_store, aspect_question, cached_dataset, plain
+
+#: Answers in a campaign: (outcome stored, button label, keyboard shortcut, widget key).
+ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
+           (Outcome.B.value, "B is better", "B", "answer_b"),
+           (Outcome.TIE.value, "Tie", "T", "answer_tie"),
+           (Outcome.BOTH_BAD.value, "Both bad", "X", "answer_both_bad"),
+           (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
+PICK_KEY, CURRENT, SKIPPED, FLASH, HISTORY = ("annotate_campaign", "campaign_current",
+                                              "campaign_skipped", "campaign_flash",
+                                              "campaign_history")
+UNDO_SHORTCUT = "U"
+COMMENT_KEY = "campaign_comment"
+#: The picker's entry for an admin's free annotation (today's Annotate page).
+FREE = "(free annotation: any dataset)"
+TEXT_BOX_PX, CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 380, 240, 600
+
+
+def pick(me: Viewer):
+    """The campaign to annotate now (an ``api.Campaign``), or None: an admin chose free
+    annotation. An annotator with no open campaign gets a page saying so and the run stops."""
+    mine = [c for c in api_store().campaigns(for_identity=me.identity) if c.status == "open"]
+    if not me.is_admin and not mine:
+        flash = st.session_state.pop(FLASH, None)
+        if flash and flash[0] == "error":  # e.g. the answer refused because they were taken off
+            st.error(flash[1])
+        st.info("You have no annotation campaign yet. An admin assigns you to a campaign on the "
+                "Campaigns page; its pairs then appear here.", icon=":material/assignment:")
+        st.stop()
+    if not mine:
+        return None  # an admin without a campaign of their own: free annotation, no picker
+    names = ([FREE] if me.is_admin else []) + [c.name for c in mine]
+    if len(names) == 1:
+        chosen = names[0]
+    else:
+        if st.session_state.get(PICK_KEY) not in names:
+            st.session_state.pop(PICK_KEY, None)
+        chosen = st.selectbox("Campaign", names, key=PICK_KEY,
+                              format_func=lambda n: plain(n, "text"),
+                              help="Your open campaigns" + (
+                                  "; free annotation labels any dataset outside a campaign."
+                                  if me.is_admin else "."))
+    return None if chosen == FREE else next(c for c in mine if c.name == chosen)
+
+
+def _save(winner: str, campaign_id: int) -> None:
+    who = require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    cur = st.session_state.get(CURRENT)
+    if not cur or cur["campaign"] != campaign_id or cur["who"] != who.identity:
+        return
+    if winner == Outcome.SKIP.value:
+        # A skip is no answer: nothing is stored and the pair comes back at the end of the queue.
+        st.session_state.setdefault(SKIPPED, []).append(tuple(cur["pair"]))
+        st.session_state[CURRENT] = None
+        st.session_state[FLASH] = ("info", "Skipped: this pair comes back later.")
+        return
+    comment = (st.session_state.get(COMMENT_KEY) or "").strip() or None
+    try:
+        added = api_store().campaign(campaign_id).add_answer(dict(
+            context_id=cur["pair"][0], candidate_left=cur["left"], candidate_right=cur["right"],
+            winner=winner, annotator=who.identity, seconds=time.time() - cur["shown_at"],
+            shown_order=cur["shown_order"], comment=comment))
+    except CompAssessError as e:
+        st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
+        st.session_state[CURRENT] = None
+        return
+    st.session_state[COMMENT_KEY] = ""
+    st.session_state[CURRENT] = None
+    if added:
+        st.session_state.setdefault(HISTORY, []).append(dict(id=added, pair=cur))
+    st.session_state[FLASH] = (("saved", "Saved.") if added else
+                               ("info", "You had already answered this pair (in another tab?); "
+                                        "that answer is kept."))
+
+
+def _undo() -> None:
+    who = require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    history = st.session_state.get(HISTORY) or []
+    if not history:
+        return
+    last = history.pop()
+    # Only ever the person's own answer (the store deletes a row of theirs only).
+    if api_store().undo_judgement(last["id"], who.identity):
+        st.session_state[CURRENT] = dict(last["pair"], shown_at=time.time())
+        st.session_state[FLASH] = ("info", "Undone: your last answer was deleted; judge the pair "
+                                           "again.")
+    else:
+        st.session_state[FLASH] = ("error", "That answer was already removed (in another tab).")
+
+
+def _undo_button(campaign, where) -> None:
+    history = [h for h in st.session_state.get(HISTORY) or [] if h["pair"]["campaign"] == campaign.id]
+    where.button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
+                 width="stretch", icon=":material/undo:", disabled=not history, on_click=_undo)
+
+
+def annotate(me: Viewer, campaign) -> None:
+    """The campaign's next pair for ``me``, with its guidelines and their progress."""
+    who = me.identity
+    progress = campaign.progress()
+    row = progress.loc[progress["annotator"] == who]
+    done = int(row["labelled"].iloc[0]) if len(row) else 0
+    target = int(row["target"].iloc[0]) if len(row) else 0
+    st.progress(min(done / target, 1.0) if target else 1.0,
+                text=f"{plain(who)}: {done} / {target} judgements done in campaign "
+                     f"{plain(campaign.name)}")
+    with st.expander("Guidelines", expanded=False, icon=":material/menu_book:"):
+        if campaign.guidelines:
+            st.text(campaign.guidelines)
+        else:
+            st.caption("No guidelines were written for this campaign.")
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        kind, message = flash
+        (st.error if kind == "error" else st.toast if kind == "saved" else st.info)(message)
+    later = [tuple(p) for p in st.session_state.get(SKIPPED) or []]
+    cur = st.session_state.get(CURRENT)
+    queue = campaign.queue(who, later=later)
+    st.caption(f"{len(queue)} pair(s) of this campaign still wait for you.")
+    if not cur or cur["campaign"] != campaign.id or cur["who"] != who or \
+            tuple(cur["pair"]) not in set(queue):
+        if not queue:
+            st.success("You have answered every pair of this campaign that needs you. Thank you!",
+                       icon=":material/celebration:")
+            _undo_button(campaign, st)
+            return
+        pair = queue[0]
+        left, right, shown_order = shown_pair(pair[1], pair[2], np.random.default_rng())
+        cur = dict(campaign=campaign.id, who=who, pair=pair, left=left, right=right,
+                   shown_order=shown_order, shown_at=time.time())
+        st.session_state[CURRENT] = cur
+    dataset = cached_dataset(campaign.info.dataset_id)
+    ctx = dataset.context(cur["pair"][0])
+    by_id = {c.candidate_id: c for c in ctx.candidates}
+    st.markdown("**Context**")
+    with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS
+                      else "content"):
+        st.text(ctx.text)
+    st.markdown(f"#### {aspect_question(campaign.aspect)}")
+    st.caption(f"Aspect: {plain(campaign.aspect)}. Compare the two texts below; their left/right "
+               "order is random.")
+    left_col, right_col = st.columns(2)
+    for col, side, cid in ((left_col, "A (left)", cur["left"]), (right_col, "B (right)", cur["right"])):
+        with col:
+            st.markdown(f"**{side}**")
+            with st.container(border=True, height=TEXT_BOX_PX):
+                st.text(by_id[cid].text)
+    st.text_input("Comment (optional, stored with your answer)", key=COMMENT_KEY, max_chars=1000)
+    buttons = st.columns(len(ANSWERS) + 1)
+    for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
+        col.button(label, key=wkey, shortcut=key_, width="stretch",
+                   type="primary" if winner in ("A", "B") else "secondary",
+                   on_click=_save, args=(winner, campaign.id))
+    _undo_button(campaign, buttons[-1])
+    st.caption("Keyboard: A = left better, B = right better, T = tie, X = both bad, S = skip "
+               "(the pair comes back later; a skip is not an answer), U = undo.")

@@ -1,0 +1,180 @@
+"""Campaigns (admins): hand pairs of a dataset to named annotators, follow their progress and
+agreement, settle the pairs they disagree on, export the labels.
+
+A campaign fixes its pairs when it is created (every pair, a seeded sample, or the most informative
+for the ranking) and how many people should label each (overlap); each annotator then sees only
+their campaigns on Annotate. An admin's decision on a disputed pair is stored as an adjudication
+(``api.Campaign.adjudicate``), never as a vote. Everything goes through the Python API
+(``api.Store.create_campaign``, ``api.Campaign``); every action starts with ``require()``. This page
+must never compute a statistic itself, render a text as markdown or HTML (``st.text`` only) or any
+other user string except through ``plain``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from compassess_core.campaigns import CHOICES, SELECTIONS
+from compassess_core.errors import CompAssessError
+from pages._auth import guard, require
+from pages._common import api_store, cached_dataset, fmt, plain
+
+me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
+SELECTION_LABELS = {"all": "every pair of the dataset",
+                    "sample": "a random sample of N pairs (seeded)",
+                    "informative": "the N pairs that most reduce the ranking's uncertainty"}
+CHOICE_LABELS = {"tie": "tie", "both_bad": "both bad"}
+#: Disputed pairs drawn at once in the adjudication view.
+SHOWN_DISPUTES = 20
+
+st.title("Campaigns")
+st.caption("Assign pairs to annotators: each sees only their campaigns on Annotate (its pairs, "
+           "texts and guidelines; nothing of the judge and no other dataset).")
+
+
+def create_form() -> None:
+    datasets = api_store().list_datasets()
+    if not datasets:
+        st.info("No dataset yet: upload candidates first.")
+        return
+    people = [p.identity for p in api_store().people()]
+    with st.form("new_campaign", clear_on_submit=False):
+        name = st.text_input("Campaign name", max_chars=200, key="campaign_name")
+        c1, c2 = st.columns(2)
+        dataset = c1.selectbox("Dataset", [d.id for d in datasets], key="campaign_dataset",
+                               format_func=lambda i: plain(next(d.name for d in datasets
+                                                                if d.id == i), "text"))
+        aspect = c2.text_input("Aspect", value="overall", max_chars=200, key="campaign_aspect")
+        annotators = st.multiselect("Annotators (from People)", people, key="campaign_annotators",
+                                    format_func=lambda p: plain(p, "text"))
+        c3, c4, c5 = st.columns(3)
+        overlap = int(c3.number_input("Overlap (people per pair)", min_value=1, value=2, step=1,
+                                      key="campaign_overlap"))
+        selection = c4.selectbox("Pairs", SELECTIONS, format_func=SELECTION_LABELS.get,
+                                 key="campaign_selection")
+        n_pairs = int(c5.number_input("N pairs (sample, informative)", min_value=1, value=50,
+                                      step=10, key="campaign_n_pairs"))
+        guidelines = st.text_area("Guidelines (plain text, shown to the annotators)", height=150,
+                                  key="campaign_guidelines")
+        if st.form_submit_button("Create campaign", type="primary", icon=":material/add_task:"):
+            who = require()  # the person holds the role now (pages/_auth.py)
+            try:
+                made = api_store().create_campaign(
+                    name.strip(), int(dataset), aspect.strip(), annotators, overlap=overlap,
+                    pairs=selection, n_pairs=None if selection == "all" else n_pairs,
+                    guidelines=guidelines, created_by=who.identity)
+            except CompAssessError as e:
+                st.error(f"Not created: {plain(str(e))}")
+                return
+            st.session_state["campaign_open"] = made.name
+            st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs, "
+                       f"{len(made.annotators)} annotator(s).")
+
+
+def manage(campaign) -> None:
+    st.caption(f"Dataset {plain(campaign.dataset_name)}, aspect {plain(campaign.aspect)}, "
+               f"{campaign.info.n_pairs} pairs ({SELECTION_LABELS[campaign.info.selection]}), "
+               f"overlap {campaign.overlap}, created by {plain(campaign.info.created_by)}; "
+               f"{campaign.status}.")
+    progress = campaign.progress()
+    agree = campaign.agreement()
+    cols = st.columns(4)
+    cols[0].metric("Pairs fully labelled", f"{campaign.completed()} / {campaign.info.n_pairs}")
+    cols[1].metric("Percent agreement", fmt(None if agree.n_items == 0 else
+                                            100 * agree.percent_agreement, ".1f") + " %",
+                   help=f"on {agree.n_items} pairs labelled by 2+ annotators")
+    cols[2].metric("Cohen's kappa", fmt(agree.cohen_kappa, ".3f"),
+                   help="of the two annotators, when exactly two share pairs")
+    cols[3].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".3f"))
+    st.subheader("Progress per annotator")
+    st.dataframe(plain(progress, into="text"), hide_index=True, width="stretch",
+                 column_config={"done": st.column_config.ProgressColumn(
+                     "done", min_value=0.0, max_value=1.0, format="percent")})
+    if len(agree.pairwise):
+        st.caption("Agreement of each pair of annotators on the pairs both labelled:")
+        st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, width="stretch")
+
+    people = [p.identity for p in api_store().people()]
+    with st.expander("Annotators and status", icon=":material/group:"):
+        chosen = st.multiselect("Assigned annotators", sorted(set(people) | set(campaign.annotators)),
+                                default=list(campaign.annotators), key=f"assigned_{campaign.id}",
+                                format_func=lambda p: plain(p, "text"))
+        if st.button("Save annotators", key=f"save_assigned_{campaign.id}"):
+            who = require()
+            added = api_store().assign(campaign.name, [p for p in chosen
+                                                       if p not in campaign.annotators],
+                                       by=who.identity)
+            removed = api_store().unassign(campaign.name, [p for p in campaign.annotators
+                                                           if p not in chosen])
+            st.success(f"{added} added, {removed} taken off (their answers stay).")
+        if campaign.status == "open":
+            if st.button("Close the campaign", key=f"close_{campaign.id}",
+                         help="No new answer; adjudication stays possible"):
+                require()
+                api_store().close(campaign.name)
+                st.success("Closed.")
+        elif st.button("Open it again", key=f"reopen_{campaign.id}"):
+            require()
+            api_store().reopen(campaign.name)
+            st.success("Open again.")
+
+    adjudication(campaign)
+
+    st.subheader("Export the labels")
+    c1, c2 = st.columns(2)
+    for col, fmt_ in ((c1, "csv"), (c2, "json")):
+        col.download_button(f"Download {fmt_.upper()}", campaign.export_bytes(fmt_).data,
+                            file_name=f"campaign-labels.{fmt_}", key=f"export_{fmt_}",
+                            icon=":material/download:")
+
+
+def adjudication(campaign) -> None:
+    st.subheader("Adjudication")
+    disputed = campaign.disagreements()
+    if len(disputed) == 0:
+        st.caption("No pair where people disagree.")
+        return
+    st.caption(f"{len(disputed)} pair(s) where people disagree, the most split first; "
+               f"{int(disputed['adjudicated'].notna().sum())} decided. Your decision is stored "
+               "as an adjudication, never as a vote.")
+    dataset = cached_dataset(campaign.info.dataset_id)
+    for i, row in disputed.head(SHOWN_DISPUTES).iterrows():
+        pair = (row["context_id"], row["x"], row["y"])
+        ctx = dataset.context(pair[0])
+        by_id = {c.candidate_id: c for c in ctx.candidates}
+        decided = row["adjudicated"]
+        with st.expander(f"Context {plain(pair[0])}: {plain(pair[1])} vs {plain(pair[2])}"
+                         + (f" (decided: {plain(decided)})" if decided else ""),
+                         expanded=i == 0):
+            st.text(ctx.text)
+            cols = st.columns(2)
+            for col, cid in zip(cols, pair[1:]):
+                col.markdown(f"**{plain(cid)}**")
+                col.text(by_id[cid].text)
+            st.markdown("**Answers:** " + plain(row["answers"]))
+            options = [pair[1], pair[2], *CHOICES]
+            choice = st.radio("Decision", options, key=f"adj_choice_{campaign.id}_{i}",
+                              horizontal=True, index=options.index(decided) if decided in options
+                              else 0,
+                              format_func=lambda o: plain(CHOICE_LABELS.get(o, o)))
+            if st.button("Save decision", key=f"adj_save_{campaign.id}_{i}"):
+                who = require()
+                campaign.adjudicate(pair, choice, who.identity)
+                st.success(f"Decision stored: {plain(CHOICE_LABELS.get(choice, choice))}.")
+
+
+list_tab, new_tab = st.tabs(["Campaigns", "New campaign"])
+with new_tab:
+    create_form()
+with list_tab:
+    every = api_store().campaigns()
+    if not every:
+        st.info("No campaign yet: create one in the New campaign tab.")
+    else:
+        names = [c.name for c in every]
+        if st.session_state.get("campaign_open") not in names:
+            st.session_state["campaign_open"] = names[-1]
+        name = st.selectbox("Campaign", names, key="campaign_open",
+                            format_func=lambda n: plain(n, "text"))
+        manage(next(c for c in every if c.name == name))
