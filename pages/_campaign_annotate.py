@@ -39,7 +39,27 @@ UNDO_SHORTCUT = "U"
 COMMENT_KEY = "campaign_comment"
 #: The picker's entry for an admin's free annotation (today's Annotate page).
 FREE = "(free annotation: any dataset)"
+#: Heights (px) of the scroll boxes that hold the texts (so both candidates line up) and of a long
+#: context (longer than LONG_CONTEXT_CHARS characters), which scrolls so the candidates stay in view.
 TEXT_BOX_PX, CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 380, 240, 600
+
+
+def pair_view(ctx, aspect: str, left_text: str, right_text: str) -> None:
+    """What a person judges: the context (in a scroll box when long, so the candidates stay in
+    view), the question in the prompts' words, and the two texts side by side, all as plain
+    text (the free Annotate page and a campaign's queue alike)."""
+    with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS
+                      else "content"):
+        st.text(ctx.text)
+    st.markdown(f"#### {aspect_question(aspect)}")
+    st.caption(f"Aspect: {plain(aspect)}. Compare the two texts below; their left/right order is "
+               "random.")
+    left_col, right_col = st.columns(2)
+    for col, side, text in ((left_col, "A (left)", left_text), (right_col, "B (right)", right_text)):
+        with col:
+            st.markdown(f"**{side}**")
+            with st.container(border=True, height=TEXT_BOX_PX):
+                st.text(text)
 
 
 def pick(me: Viewer):
@@ -159,18 +179,7 @@ def annotate(me: Viewer, campaign) -> None:
     ctx = dataset.context(cur["pair"][0])
     by_id = {c.candidate_id: c for c in ctx.candidates}
     st.markdown("**Context**")
-    with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS
-                      else "content"):
-        st.text(ctx.text)
-    st.markdown(f"#### {aspect_question(campaign.aspect)}")
-    st.caption(f"Aspect: {plain(campaign.aspect)}. Compare the two texts below; their left/right "
-               "order is random.")
-    left_col, right_col = st.columns(2)
-    for col, side, cid in ((left_col, "A (left)", cur["left"]), (right_col, "B (right)", cur["right"])):
-        with col:
-            st.markdown(f"**{side}**")
-            with st.container(border=True, height=TEXT_BOX_PX):
-                st.text(by_id[cid].text)
+    pair_view(ctx, campaign.aspect, by_id[cur["left"]].text, by_id[cur["right"]].text)
     st.text_input("Comment (optional, stored with your answer)", key=COMMENT_KEY, max_chars=1000)
     buttons = st.columns(len(ANSWERS) + 1)
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):

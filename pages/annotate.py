@@ -35,7 +35,7 @@ from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, aspect_question, cached_dataset, list_runs,
+from pages._common import (AppRun, api_store, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, problems_frame)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -53,9 +53,6 @@ ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
 UNDO_SHORTCUT = "U"
 NO_RUN = "(none)"
 CURRENT, HISTORY, FLASH = "annotate_current", "annotate_history", "annotate_flash"
-#: Height (px) of the scrolling boxes that hold the texts, so both candidates line up.
-TEXT_BOX_PX = 380
-CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 240, 600
 
 st.title("Annotate")
 # An annotator sees their campaigns only; an admin may pick one of theirs or annotate freely.
@@ -256,18 +253,7 @@ def judge_pairs() -> None:
         else:
             st.caption("No guidelines for this dataset yet; write them in the Guidelines tab.")
     st.markdown(f"**Context** {plain(ctx.context_id)}")
-    # A short question needs no scroll box; a long article gets one so the candidates stay in view.
-    with st.container(border=True, height=CONTEXT_BOX_PX if len(ctx.text) > LONG_CONTEXT_CHARS else "content"):
-        st.text(ctx.text)
-    st.markdown(f"#### {aspect_question(aspect)}")
-    st.caption(f"Aspect: {plain(aspect)}. Compare the two texts below; their left/right order is "
-               "random.")
-    left_col, right_col = st.columns(2)
-    for col, side, cid in ((left_col, "A (left)", cur["left"]), (right_col, "B (right)", cur["right"])):
-        with col:
-            st.markdown(f"**{side}**")
-            with st.container(border=True, height=TEXT_BOX_PX):
-                st.text(by_id[cid].text)
+    campaign_view.pair_view(ctx, aspect, by_id[cur["left"]].text, by_id[cur["right"]].text)
     buttons = st.columns(len(ANSWERS) + 1)
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
         # Streamlit draws the shortcut key inside the button itself.
