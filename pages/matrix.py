@@ -34,8 +34,9 @@ mode = c2.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key
 
 matrix = run.read("matrix", context_id=context_id)
 ids = list(matrix.index)
-ranking = run.read("rankings", method=method, debias=tau, context=context_id)
-order_ids = list(ranking["candidate_id"])
+# The Rankings page's call (all contexts, no intervals), so both pages share one cached ranking.
+ranking = run.read("rankings", method=method, debias=tau, ci=False)
+order_ids = list(ranking.loc[ranking["context_id"] == context_id, "candidate_id"])
 # Best first by the current ranking (the stored order when a candidate was never compared).
 ordered_ids = order_ids if sorted(order_ids) == sorted(ids) else ids
 base = matrix.loc[ordered_ids, ordered_ids].to_numpy()
