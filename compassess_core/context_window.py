@@ -36,7 +36,7 @@ MIN_CONTEXT_TOKENS = 16
 RESERVED_TOKENS = 2
 #: The bound on the prompts of a local model that declares no context window: without one, a
 #: long upload would ask its attention for memory without limit. ``COMPASSESS_MAX_PROMPT_TOKENS``
-#: sets another bound.
+#: sets another bound, and lowers a declared window too (a machine with little memory).
 UNDECLARED_WINDOW_TOKENS = 32_768
 MAX_PROMPT_TOKENS_ENV = "COMPASSESS_MAX_PROMPT_TOKENS"
 #: Exact counts per context: the prompts with the most candidate tokens.
@@ -98,17 +98,20 @@ class ContextFit:
                     truncated_contexts=dict(self.truncated))
 
 
-def undeclared_window() -> int:
-    """The token bound of prompts for a model that declares no context window:
-    ``$COMPASSESS_MAX_PROMPT_TOKENS`` or :data:`UNDECLARED_WINDOW_TOKENS`.
+def prompt_token_bound(declared: int | None) -> int:
+    """The most tokens a prompt may have: the model's declared context window, lowered to
+    ``$COMPASSESS_MAX_PROMPT_TOKENS`` when that is set; for a model that declares no window, the
+    variable or :data:`UNDECLARED_WINDOW_TOKENS`.
 
     Raises
     ------
     InputError
-        A value that is not a whole number of at least 16 tokens.
+        A value of the variable that is not a whole number of at least 16 tokens.
     """
-    return whole_number_from_env(MAX_PROMPT_TOKENS_ENV, UNDECLARED_WINDOW_TOKENS, least=16,
-                                 unit="tokens")
+    cap = whole_number_from_env(MAX_PROMPT_TOKENS_ENV, 0, least=16, unit="tokens")
+    if not declared:
+        return cap or UNDECLARED_WINDOW_TOKENS
+    return min(int(declared), cap) if cap else int(declared)
 
 
 def truncated_text(text: str, kept_chars: int | None) -> str:
@@ -124,7 +127,7 @@ def fit_contexts(contexts: Sequence[Context], longest_prompts: LongestPrompts, j
 
     ``judge`` must offer ``prompt_tokens(prompts)`` and a ``tokenizer``; a judge without them (a
     served model: the server enforces its own limit) is not checked. A judge that declares no
-    ``context_window`` is held to :func:`undeclared_window`.
+    ``context_window`` is held to :func:`prompt_token_bound`.
 
     Raises
     ------
@@ -135,7 +138,7 @@ def fit_contexts(contexts: Sequence[Context], longest_prompts: LongestPrompts, j
     tokenizer = getattr(judge, "tokenizer", None)
     if tokenizer is None or not hasattr(judge, "prompt_tokens"):
         return ContextFit(window=window)
-    window = window or undeclared_window()
+    window = prompt_token_bound(window)
     limit = int(window) - RESERVED_TOKENS
 
     def count(texts: Sequence[str]) -> np.ndarray:

@@ -3,8 +3,8 @@ Bias and a reload with the same numbers; a run started on Run is still the one s
 progress and the form's choices, after a visit to Rankings.
 
 ``streamlit run app.py`` on a free localhost port, driven by Debian's chromium through Playwright
-(the set-up of ``tests/test_browser.py``). The second test starts a real worker with the bundled
-SmolLM2 judge.
+(the set-up of ``tests/test_browser.py``); the run is a real worker with the bundled SmolLM2
+judge. One test, one server and one browser for both, to keep the suite's time down.
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ def _load_sample(page, url: str) -> None:
     settle(page, "Sample dataset 'sample_summeval' is in the store")
 
 
-def test_a_manual_tau_survives_a_page_switch_and_a_reload(server):
+@pytest.mark.model
+def test_the_view_lives_in_the_url_and_the_run_page_keeps_the_live_run(server, bundled_model):
+    """A manual tau set on Rankings survives a switch to Bias and a reload, with the same
+    numbers; then a run started on Run is still the one shown after a visit to Rankings."""
     url, db_url = server
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -83,57 +86,55 @@ def test_a_manual_tau_survives_a_page_switch_and_a_reload(server):
         page.reload()
         settle(page, "Most order-dependent comparisons")
         assert _settled_tau_and_p_a(page) == (tau, p_a)
+
+        # A run started on Run stays the one shown there after a visit to Rankings.
+        _start_a_run_and_come_back(page)
         browser.close()
 
 
-@pytest.mark.model
-def test_a_started_run_stays_shown_after_a_visit_to_rankings(server, bundled_model):
-    url, db_url = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
-        _load_sample(page, url)
-        simulate_finished_run(db_url, name="earlier-run")
-        nav(page, "Run")
-        settle(page, "Watch run")
-        # The form: pairwise, symmetric selection of 4 comparisons per context on 2 contexts.
-        strategy = page.get_by_role("combobox", name="Selection strategy")
-        strategy.click()
-        page.keyboard.type("symmetric")   # the select box filters its options as one types
-        page.keyboard.press("Enter")
-        settle(page, "Watch run")
-        assert strategy.input_value() == "symmetric"
-        budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
-        budget.fill("4")
-        budget.press("Enter")
-        settle(page, "Watch run")
-        contexts = page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge"))
-        contexts.fill("2")
-        contexts.press("Enter")
-        settle(page, "Plan: 8 comparisons")
-        page.get_by_role("button", name="Start").click()
-        settle(page, "Watch run")
-        visible(page.get_by_text(re.compile(r"Status: (running|completed)")).first, 60_000)
-        started = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
-        name = started.inner_text()
-        assert "earlier-run" not in name
+def _start_a_run_and_come_back(page) -> None:
+    """Start a small run of the bundled judge on Run, visit Rankings, come back: the started run
+    is shown with its progress and the form keeps its values."""
+    earlier = "sample-coherence-t1"   # the simulated run of simulate_finished_run
+    nav(page, "Run")
+    settle(page, "Watch run")
+    # The form: pairwise, symmetric selection of 2 comparisons on the first context.
+    strategy = page.get_by_role("combobox", name="Selection strategy")
+    strategy.click()
+    page.keyboard.type("symmetric")   # the select box filters its options as one types
+    page.keyboard.press("Enter")
+    settle(page, "Watch run")
+    assert strategy.input_value() == "symmetric"
+    budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
+    budget.fill("2")
+    budget.press("Enter")
+    settle(page, "Watch run")
+    contexts = page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge"))
+    contexts.fill("1")
+    contexts.press("Enter")
+    settle(page, "Plan: 2 comparisons")
+    page.get_by_role("button", name="Start").click()
+    settle(page, "Watch run")
+    visible(page.get_by_text(re.compile(r"Status: (running|completed)")).first, 60_000)
+    started = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
+    name = started.inner_text().split(" [")[0]   # the label goes on with the run's state
+    assert earlier not in name
 
-        nav(page, "Rankings")
-        settle(page, "Agreement with coherence")
-        assert "run=earlier-run" in page.url   # Rankings shows a run with comparisons
+    nav(page, "Rankings")
+    settle(page, "Agreement with coherence")
 
-        nav(page, "Run")
-        settle(page, "Watch run")
-        watched = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
-        assert "earlier-run" not in watched.inner_text()
-        assert watched.inner_text() == name
-        visible(page.get_by_text(re.compile(r"\d+/8 comparisons")).first, 60_000)
-        assert page.get_by_role("combobox", name="Selection strategy").input_value() == "symmetric"
-        assert page.get_by_role("spinbutton", name="Budget R (comparisons per context)").input_value() == "4"
-        assert page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge")).input_value() == "2"
-        # Leave nothing running: cancel if the worker has not finished yet.
-        cancel = page.get_by_role("button", name="Cancel")
-        if cancel.count():
-            cancel.first.click()
-        visible(page.get_by_text(re.compile(r"Status: (completed|cancelled)")).first, 120_000)
-        browser.close()
+    nav(page, "Run")
+    settle(page, "Watch run")
+    watched = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
+    assert earlier not in watched.inner_text()
+    assert watched.inner_text().split(" [")[0] == name
+    visible(page.get_by_text(re.compile(r"\d+/2 comparisons")).first, 60_000)
+    assert page.get_by_role("combobox", name="Selection strategy").input_value() == "symmetric"
+    budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
+    assert budget.input_value() == "2"
+    assert page.get_by_role("spinbutton", name=re.compile(r"Contexts to judge")).input_value() == "1"
+    # Leave nothing running: cancel if the worker has not finished yet.
+    cancel = page.get_by_role("button", name="Cancel")
+    if cancel.count():
+        cancel.first.click()
+    visible(page.get_by_text(re.compile(r"Status: (completed|cancelled)")).first, 120_000)

@@ -8,6 +8,7 @@ tests check the same on the bundled SmolLM2 through the CLI, where nothing may b
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -100,9 +101,13 @@ def test_a_judge_without_a_declared_window_is_held_to_a_bound(monkeypatch):
     with pytest.raises(ContextTooLong, match=f"{UNDECLARED_WINDOW_TOKENS:,}"):
         fit_contexts(dataset(100_000).contexts, prompts, FakeLengthJudge(context_window=None),
                      truncate=False)
-    monkeypatch.setenv("COMPASSESS_MAX_PROMPT_TOKENS", "200_000".replace("_", ""))
+    monkeypatch.setenv("COMPASSESS_MAX_PROMPT_TOKENS", "200000")
     assert fit_contexts(dataset(100_000).contexts, prompts, FakeLengthJudge(context_window=None),
                         truncate=False).truncated == {}
+    # The variable lowers a declared window too.
+    monkeypatch.setenv("COMPASSESS_MAX_PROMPT_TOKENS", "300")
+    assert fit_contexts(dataset(100).contexts, prompts, FakeLengthJudge(context_window=600),
+                        truncate=False).window == 300
 
 
 def test_truncated_text_is_the_identity_when_nothing_was_cut():
@@ -112,9 +117,10 @@ def test_truncated_text_is_the_identity_when_nothing_was_cut():
 
 # ------------------------------------------------------------------------- the real model, CLI
 
-def _cli(*args, db: str) -> subprocess.CompletedProcess:
+def _cli(*args, db: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args, "--db", db],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.model
@@ -138,13 +144,16 @@ def test_a_200kb_candidate_is_refused_before_anything_is_stored(tmp_path, bundle
 @pytest.mark.slow
 def test_a_long_context_is_truncated_on_request_and_the_run_records_it(tmp_path, bundled_model):
     data = tmp_path / "long.csv"
-    article = "The council discussed the new bridge at length. " * 1200  # ~10k tokens
+    # Over the window: the model's 8,192 tokens, lowered to 512 here so the test judges short
+    # prompts (COMPASSESS_MAX_PROMPT_TOKENS caps a declared window the same way).
+    article = "The council discussed the new bridge at length. " * 80  # ~800 tokens
     data.write_text("context_id,context,candidate_id,text\n"
                     f"D1,\"{article}\",s1,The council discussed a bridge.\n"
                     f"D1,\"{article}\",s2,A bridge was discussed at length by the council.\n",
                     encoding="utf-8")
     db = f"sqlite:///{tmp_path / 'x.db'}"
-    out = _cli("run", str(data), "--aspect", "coherence", "--run", "cut", "--truncate-context", db=db)
+    out = _cli("run", str(data), "--aspect", "coherence", "--run", "cut", "--truncate-context", db=db,
+               env={"COMPASSESS_MAX_PROMPT_TOKENS": "512"})
     assert out.returncode == 0, out.stderr
     assert "context 'D1' truncated to its first" in out.stderr
     runs = json.loads(_cli("runs", "--json", db=db).stdout)
