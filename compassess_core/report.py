@@ -801,10 +801,12 @@ table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
 th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:left;vertical-align:top}
 thead th{background:#f1f3f5}caption{caption-side:bottom;text-align:left;color:#495057;
 font-size:.85rem;padding-top:.3rem}
-table.facts th{background:#f8f9fa;font-weight:600;width:14rem}
+table.facts{width:100%;table-layout:fixed}
+table.facts th{background:#f8f9fa;font-weight:600;width:11rem}
+td{overflow-wrap:anywhere}
 table.settings td{font-family:ui-monospace,monospace;font-size:.8rem;white-space:pre-wrap;
 word-break:break-word}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:0 1.5rem}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:0 1.5rem}
 pre.prompt{white-space:pre-wrap;word-break:break-word;background:#f8f9fa;border:1px solid #dee2e6;
 padding:.6rem;font-size:.85rem;max-height:28rem;overflow:auto}
 .warning{background:#fff4e6;border:2px solid #e8590c;padding:.6rem .8rem;margin:1rem 0}
