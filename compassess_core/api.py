@@ -1670,9 +1670,13 @@ class Run:
         Raises
         ------
         InputError
-            Not a pairwise run, no comparison that matches the dataset, an unknown method or
-            threshold.
+            Not a pairwise run, a calibrated view (:meth:`calibrated`), no comparison that
+            matches the dataset, an unknown method or threshold.
         """
+        if self.calibration is not None:
+            raise InputError("the audit report reads the judge's own p (its calibration on the "
+                             "human labels is a section of it): report the run, not its "
+                             "calibrated view")
         if self.n_comparisons == 0:
             raise InputError(f"run '{self.name}' has no comparison that matches its dataset: "
                              "nothing to report")

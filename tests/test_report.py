@@ -155,13 +155,20 @@ def test_several_runs_get_a_section_each_and_are_compared_on_the_same_data(app_e
             "run &#x27;other-run&#x27; dataset &#x27;other_data&#x27;.") in text
 
 
-def test_a_run_given_twice_or_no_run_is_refused(app_env):
+def test_what_cannot_be_reported_is_refused(app_env):
     seed_run(app_env)
     store = api.open_store(app_env)
     with pytest.raises(InputError, match="given twice"):
         store.report(["hand-run", "hand-run"])
     with pytest.raises(InputError, match="at least one run"):
         store.report([])
+    label_hand_run(app_env)
+    with pytest.raises(InputError, match="judge's own p"):
+        store.get_run("hand-run").calibrated().report_html()
+    scoring = store.create_run("sample_summeval", api.run_settings(
+        "sample_summeval", aspect="coherence", mode="scoring"), name="scores")
+    with pytest.raises(InputError, match="needs pairwise comparisons"):
+        scoring.report_html()
 
 
 # ----------------------------------------------------------------------- the same bytes
