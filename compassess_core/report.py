@@ -9,9 +9,9 @@ labels exist, the evaluation against reference scores where the dataset has them
 order-dependent and most human-disputed comparisons with their exact prompts; with several runs,
 the runs compared on the same data; and a methods paragraph naming the equations.
 
-Every number here was computed by the Python API (``api.Run.audit`` gathers them into
-:class:`RunAudit`); this module only lays them out, so the report says what the CLI, the app and a
-notebook say.
+Every number comes from the Python API (``api.Run.audit`` gathers them into :class:`RunAudit`);
+this module lays them out (it only bins the histogram of p and thins a large length scatter), so
+the report says what the CLI, the app and a notebook say.
 
 Two properties a report handed to a stranger must have:
 
