@@ -36,7 +36,7 @@ __all__ = [
     "GenerationOptions",
     # what a run reads back as
     "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
-    "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking",
+    "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     # errors
     "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled", "RunInterrupted",
     "NoSystemsError",

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import inspect
 import functools
+import itertools
 import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -58,6 +60,7 @@ from .leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboar
 from .length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
                           log2_length_ratio)
 from .ranking import METHODS
+from .report import EXAMPLES, RunAudit, RunsCompared, ShownComparison, render_report
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
                       run_options)
 from .run_kinds import ReadOptions, RunKind, build_settings, kind_of
@@ -172,6 +175,21 @@ def _reporter(progress: bool | Reporter, kind: RunKind) -> Reporter:
 def _check_at_least(name: str, value: int | None, least: int) -> None:
     if value is not None and value < least:
         raise InputError(f"{name} must be at least {least}, not {value}")
+
+
+def _report_time(given: datetime | None) -> datetime:
+    """The date an audit report states: ``given``, else ``$SOURCE_DATE_EPOCH`` (seconds since
+    1970, the reproducible-builds convention) when set, else now; in UTC."""
+    if given is not None:
+        return given if given.tzinfo else given.replace(tzinfo=timezone.utc)
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise InputError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not "
+                             f"'{epoch}'") from None
+    return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 def _given_or_built(given: Any, fn: Any, keywords: Mapping[str, Any], build: Any) -> Any:
@@ -762,6 +780,50 @@ class Store:
         stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
         ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
+
+    # ------------------------------------------------------------------- the audit report
+
+    def report(self, runs: Sequence[str | int | "Run"], *, method: str = DEFAULT_METHOD,
+               debias: str | float = "balanced", n_boot: int = 200,
+               examples: int = EXAMPLES, generated_at: datetime | None = None) -> bytes:
+        """The audit report of one or several pairwise runs (names, ids or :class:`Run`
+        handles): one self-contained HTML file, UTF-8 (``compassess report``, the Export page's
+        download). Each run's section is :meth:`Run.audit` with these options; every two runs on
+        the same dataset are compared (:meth:`Run.compare`).
+
+        ``generated_at``: the date the report states (default ``$SOURCE_DATE_EPOCH`` when set,
+        else now); the same runs, options and date give the same bytes.
+
+        Raises
+        ------
+        InputError
+            No run, a run given twice, a run that is not pairwise or has no comparison that
+            matches its dataset, an unknown method or threshold, ``n_boot < 1``.
+        """
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        if not handles:
+            raise InputError("an audit report needs at least one run")
+        ids = [r.id for r in handles]
+        twice = sorted({r.name for r in handles if ids.count(r.id) > 1})
+        if twice:
+            raise InputError(f"run '{twice[0]}' is given twice")
+        _check_at_least("n_boot", n_boot, 1)
+        _check_at_least("examples", examples, 0)
+        audits = [r.audit(method, debias, n_boot=n_boot, examples=examples) for r in handles]
+        compared = []
+        for a, b in itertools.combinations(handles, 2):
+            if a.info.dataset_id != b.info.dataset_id:
+                compared.append(RunsCompared(
+                    a.name, b.name, reason=f"run '{a.name}' judged dataset "
+                    f"'{a.info.dataset_name}', run '{b.name}' dataset '{b.info.dataset_name}'"))
+                continue
+            try:
+                compared.append(RunsCompared(a.name, b.name, a.compare(b, method, debias)))
+            except InputError as e:  # no pair judged by both
+                compared.append(RunsCompared(a.name, b.name, reason=str(e)))
+        text = render_report(audits, compared, version=__version__,
+                             generated_at=_report_time(generated_at))
+        return text.encode("utf-8")
 
     # ------------------------------------------------------------- managing what is stored
 
@@ -1682,6 +1744,104 @@ class Run:
         sidecar = path.with_name(path.name + ".settings.json")
         sidecar.write_bytes(exported.sidecar)
         return [path, sidecar]
+
+    # ------------------------------------------------------------------- the audit report
+
+    @_pairwise_only("an audit report")
+    def audit(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
+              n_boot: int = 200, examples: int = EXAMPLES) -> RunAudit:
+        """Everything the audit report shows of this run, computed by this class's methods with
+        ``method`` and the threshold ``debias``: the setup, :meth:`leaderboard` (``n_boot``
+        replicates; without systems the per-context :meth:`rankings`),
+        :meth:`positional_bias`, :meth:`position_diagnosis` and :meth:`bias` raw and at tau,
+        :meth:`length_bias` and :meth:`length_points`, one :meth:`evaluation` per reference
+        column (the aspect's first), :meth:`agreement` and :meth:`calibrate` on the stored human
+        labels of the run's aspect (when there are any), and the ``examples`` most
+        order-dependent (:meth:`order_dependence`) and most human-disputed comparisons with
+        their exact :meth:`prompt`.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, a calibrated view (:meth:`calibrated`), no comparison that
+            matches the dataset, an unknown method or threshold.
+        """
+        if self.calibration is not None:
+            raise InputError("the audit report reads the judge's own p (its calibration on the "
+                             "human labels is a section of it): report the run, not its "
+                             "calibrated view")
+        if self.n_comparisons == 0:
+            raise InputError(f"run '{self.name}' has no comparison that matches its dataset: "
+                             "nothing to report")
+        tau = self.tau(debias)
+        board = rankings = no_systems = None
+        try:
+            board = self.leaderboard(method, debias, n_boot=n_boot)
+        except NoSystemsError as e:
+            no_systems = str(e)
+            rankings = self.rankings(method, debias)
+        columns = list(self.dataset.score_columns)
+        if self.settings.aspect in columns:  # the column the run was asked about first
+            columns.remove(self.settings.aspect)
+            columns.insert(0, self.settings.aspect)
+        evaluations = tuple(self.evaluation(method, debias, reference=c) for c in columns)
+        agreement = calibration = no_labels = no_calibration = None
+        aspect = self.settings.aspect
+        if len(self.human_labels(aspect)) == 0:
+            no_labels = (f"none are stored for dataset '{self.dataset.name}' and aspect "
+                         f"'{aspect}' (import some with `compassess import-labels` or annotate "
+                         "in the app)")
+        else:
+            try:
+                agreement = self.agreement(None, debias)
+            except InputError as e:
+                no_labels = str(e)
+        if agreement is not None:
+            try:
+                calibration = self.calibrate(aspect)
+            except InputError as e:  # too few labelled pairs for the folds
+                no_calibration = str(e)
+        dep = self.order_dependence(debias)
+        order_dependent = tuple(self._shown(r, r["first"], r["second"])
+                                for r in dep.head(examples).to_dict(orient="records"))
+        dis = agreement.disagreements if agreement is not None else pd.DataFrame()
+        # A disputed pair is shown in an order the run judged (x first unless only y-x was).
+        disputed = tuple(self._shown(r, *((r["x"], r["y"]) if np.isfinite(r["p_xy"])
+                                          else (r["y"], r["x"])))
+                         for r in dis.head(examples).to_dict(orient="records"))
+        points, curve = self.length_points(debias)
+        return RunAudit(
+            name=self.name, status=self.status, partial_note=self.partial_note,
+            dataset=self.dataset, settings=dict(self.info.settings),
+            judge_key=self.info.judge_key, done=int(self.info.done or 0), total=self.info.total,
+            truncated_contexts=self.truncated_contexts, method=method, debias=str(debias),
+            tau=tau, n_boot=n_boot, n_comparisons=self.n_comparisons,
+            n_contexts=len(self.context_ids), position=self.positional_bias(debias),
+            diagnosis=self.position_diagnosis(debias), bias_raw=self.bias("none"),
+            bias_at_tau=self.bias(debias), probabilities=self.probabilities(),
+            length=self.length_bias(debias), length_points=points, length_curve=curve,
+            leaderboard=board, no_systems=no_systems, rankings=rankings,
+            evaluations=evaluations, agreement=agreement, no_labels=no_labels,
+            calibration=calibration, no_calibration=no_calibration,
+            order_dependent=order_dependent, n_order_pairs=len(dep), disputed=disputed,
+            n_disputed=len(dis))
+
+    def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
+        """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""
+        context_id = row["context_id"]
+        return ShownComparison(row=row, first=first, second=second,
+                               prompt=self.prompt(context_id, first, second),
+                               truncated_chars=self.truncated_contexts.get(context_id))
+
+    def report_html(self, *others: "Run | str | int", method: str = DEFAULT_METHOD,
+                    debias: str | float = "balanced", n_boot: int = 200,
+                    examples: int = EXAMPLES, generated_at: datetime | None = None) -> bytes:
+        """The audit report of this run (and of ``others``, runs of the same store, compared
+        with it where they judged the same dataset) as the bytes of one self-contained HTML file:
+        :meth:`Store.report` (``compassess report --run NAME -o report.html``, the Export page's
+        download), byte for byte for the same options and ``generated_at``."""
+        return self.store.report([self, *others], method=method, debias=debias, n_boot=n_boot,
+                                 examples=examples, generated_at=generated_at)
 
     # ------------------------------------------------------------------------- executing
 

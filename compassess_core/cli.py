@@ -1,8 +1,8 @@
 """``compassess`` command line: it parses options and prints; the Python API does the work.
 
-Commands: run, score, rank, evaluate, export, leaderboard, compare, import-labels, agreement,
-calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset, rename-dataset, worker,
-fetch-model. Exit codes: 0 ok, 2 bad input (message on
+Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
+agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
+rename-dataset, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -30,6 +30,7 @@ from .ranking import METHODS
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionError,
                       ScoringOptions, run_options)
 from .report_text import fmt as _fmt, table as _table
+from .report import EXAMPLES
 from .run_kinds import build_settings, kind_of
 from .run_loop import state_text, worker_state
 from .selection import STRATEGIES
@@ -177,6 +178,24 @@ def build_parser() -> argparse.ArgumentParser:
                     help="each run's threshold (balanced: each run's own tau*)")
     cp.add_argument("--json", action="store_true")
     _db_arg(cp)
+
+    rp = sub.add_parser("report", help="the audit report of one or several pairwise runs: one "
+                        "self-contained HTML file (setup, leaderboard, positional and length bias, "
+                        "human agreement, evaluation, the most order-dependent and disputed "
+                        "comparisons with their prompts, methods) that opens offline")
+    rp.add_argument("--run", required=True, action="append", metavar="NAME",
+                    help="a run to report; give it again for several (--run A --run B): each "
+                         "gets its section, and runs on the same dataset are compared")
+    rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    rp.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
+    rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+                    help="context-bootstrap replicates of the leaderboard's 95%% intervals "
+                         "(default 200, as the app)")
+    rp.add_argument("--examples", type=int, default=EXAMPLES, metavar="N",
+                    help=f"order-dependent and human-disputed comparisons shown with their prompts "
+                         f"(default {EXAMPLES} each)")
+    _db_arg(rp)
 
     f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
     f.add_argument("--print-path", action="store_true")
@@ -597,6 +616,17 @@ def cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def cmd_report(args) -> int:
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise InputError(f"output folder '{out.parent}' does not exist")
+    data = api.open_store(args.db).report(args.run, method=args.method, debias=args.debias,
+                                          n_boot=args.bootstrap, examples=args.examples)
+    out.write_bytes(data)
+    print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {len(args.run)} run(s))", file=sys.stderr)
+    return EXIT_OK
+
+
 # ---------------------------------------------------- calibration, fusion with humans, models
 
 def _calibration_note(calibration: dict) -> str:
@@ -830,6 +860,7 @@ COMMANDS = {"campaign": cmd_campaign, "run": cmd_run, "score": cmd_score, "rank"
             "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
             "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare,
+            "report": cmd_report,
             "delete-run": cmd_delete_run, "rename-run": cmd_rename_run,
             "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset}
 

@@ -13,7 +13,8 @@ instead of a database error or a broken display:
 * an **upload** is at most ``COMPASSESS_MAX_UPLOAD_MB`` megabytes (:func:`max_upload_mb`).
 
 Bidirectional-override characters are allowed in ids (right-to-left data needs marks); the UI
-makes them visible when it displays an id (``pages._common.plain``).
+and the audit report make them visible when they display an id (:func:`visible`, used by
+``pages._plain.plain`` and ``report``).
 
 Pure: this module must never import ``streamlit`` or ``db``.
 """
@@ -21,6 +22,7 @@ Pure: this module must never import ``streamlit`` or ``db``.
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 
 from .errors import InputError
@@ -87,6 +89,19 @@ def _first_forbidden(value: str, categories: frozenset[str]) -> str | None:
 def codepoint(ch: str) -> str:
     """``U+000A``: how a message names a character that cannot be shown."""
     return f"U+{ord(ch):04X}"
+
+
+#: Characters that make text display as something else (bidirectional controls) or not at all
+#: (C0/C1 controls other than tab and newline).
+_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                        "\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every bidirectional control and every control character but tab and newline
+    shown as its code point (the right-to-left override as ``⟨U+202E⟩``), so what a person
+    sees is what is stored."""
+    return _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9", text)
 
 
 def _described(ch: str) -> str:

@@ -13,12 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from compassess_core.limits import codepoint
+from compassess_core.limits import visible
 
-#: Characters that make text display as something else (bidirectional controls) or not at all
-#: (C0/C1 controls other than tab and newline): shown as ``⟨U+202E⟩``.
-_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                        "\x00-\x08\x0b-\x1f\x7f-\x9f]")
 PLAIN_INTO = ("markdown", "text", "plotly")
 
 
@@ -54,8 +50,7 @@ def plain(value: Any, into: str = "markdown") -> Any:
                                             else "" if v is None or v is pd.NA
                                             or (isinstance(v, float) and v != v) else v)
         return frame
-    text = _INVISIBLE.sub(lambda m: f"\u27e8{codepoint(m.group())}\u27e9",
-                          "" if value is None else str(value))
+    text = visible("" if value is None else str(value))
     if into == "text":
         return text
     if into == "plotly":

@@ -1,5 +1,7 @@
 """Export: rankings and all comparisons of a run as CSV, JSON or Parquet, with the run's settings
-inside (JSON) or in a sidecar (CSV, Parquet), CSV cells neutralised against formula injection.
+inside (JSON) or in a sidecar (CSV, Parquet), CSV cells neutralised against formula injection; and
+the run's audit report, one self-contained HTML file (``Run.report_html``, what
+``compassess report`` writes).
 
 A prompt-scoring run exports its per-candidate scores (ranked by the G-Eval expected score), the
 same file as ``compassess export --run NAME --what rankings``.
@@ -16,8 +18,8 @@ import streamlit as st
 from compassess_core.export import FORMATS
 from pages._auth import guard
 from pages._common import (ci_control, debias_in_use, download_with_settings, is_scoring_run,
-                           page_run, partial_warning, plain)
-from pages._judges import run_with_probability_source
+                           page_run, partial_warning, plain, run_controls)
+from pages._judges import probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -47,7 +49,12 @@ if is_scoring_run(run):
     st.json(exported.metadata, expanded=False)
     st.stop()
 
-run, tau, method = run_with_probability_source(run)
+header = run_controls(run)
+if header is None:
+    st.stop()
+run, tau, method = header
+judged = run  # the judge's own p: the report shows the calibration as a section of its own
+run, tau = probability_source(run, tau)
 # What `compassess export --debias` takes: the mode's name (balanced: this run's own tau*, of the
 # calibrated p when calibrated) or the manual value.
 debias = debias_in_use()
@@ -65,6 +72,23 @@ for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; the first rows:")
     st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch")
     metadata = metadata or exported.metadata
+
+st.subheader("Audit report (one HTML file)")
+# Made on click (a deferred download), then cached per run, stored state and options.
+st.download_button("Download the audit report (HTML)",
+                   data=lambda: judged.read("report_html", method=method, debias=debias),
+                   file_name=f"{safe}-report.html", mime="text/html", key="dl_report",
+                   icon=":material/description:")
+st.caption(f"One file for a reader who was not here: the setup (data, judge, template, aspect, pair "
+           f"selection, every setting), the leaderboard with 95% intervals, positional and length "
+           f"bias, agreement with human labels and calibration where there are labels, the "
+           f"evaluation against reference scores, the most order-dependent and human-disputed "
+           f"comparisons with their exact prompts, and the methods. Read with {method} at "
+           f"tau = {judged.tau(debias):.3f} on the judge's own p. It opens offline: charts "
+           "and scripts are inside, nothing is fetched, and every text from the data is shown "
+           "as stored. The same file from the command line:")
+st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "
+        "-o report.html", language="bash")
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)
