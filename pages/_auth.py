@@ -27,6 +27,8 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import threading
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from compassess_core import access
 from compassess_core.access import ADMIN, ANNOTATOR
 from pages._plain import plain
 from pages._store import api_store
+
+log = logging.getLogger(__name__)
 
 #: Where the viewer of the current run is kept (set by :func:`gate`, read by :func:`viewer`).
 VIEWER_KEY = "compassess_viewer"
@@ -228,12 +232,15 @@ def harden_server(local: bool) -> None:
 
 class HostAndMetricsGuard:
     """ASGI middleware in front of Streamlit (``st.App(middleware=...)``): answers 404 to
-    ``/_stcore/metrics`` (Streamlit 1.67 has no option to close it and it needs no sign-in), and in
+    ``/_stcore/metrics`` (Streamlit 1.67 has no option to close it and it needs no sign-in), in
     local mode answers 400 to any request (HTTP or WebSocket) whose Host is not a localhost name,
-    which stops DNS rebinding from driving the local admin app."""
+    which stops DNS rebinding from driving the local admin app, and with sign-in answers 403 to a
+    request for a file under ``/media/`` (downloads, charts' images) from anyone who is not signed
+    in with a role now (:func:`media_viewer_allowed`): Streamlit serves those files to whoever
+    has the URL."""
 
-    def __init__(self, app, local: bool) -> None:
-        self.app, self.local = app, local
+    def __init__(self, app, local: bool, media_needs_sign_in: bool = False) -> None:
+        self.app, self.local, self.media_needs_sign_in = app, local, media_needs_sign_in
 
     async def __call__(self, scope, receive, send) -> None:
         if scope.get("type") not in ("http", "websocket"):
@@ -243,6 +250,9 @@ class HostAndMetricsGuard:
             return await self._refuse(scope, receive, send, 404, b"Not found")
         if self.local and not is_local_host(_header(scope, b"host")):
             return await self._refuse(scope, receive, send, 400, b"Host not allowed")
+        if (self.media_needs_sign_in and scope["type"] == "http" and "/media/" in path
+                and not media_viewer_allowed(_header(scope, b"cookie"))):
+            return await self._refuse(scope, receive, send, 403, b"Sign in to download this file")
         return await self.app(scope, receive, send)
 
     @staticmethod
@@ -277,15 +287,57 @@ def is_local_host(host: str | None) -> bool:
     return not parsed.username and name in LOCAL_HOSTS and not parsed.path
 
 
+def media_viewer_allowed(cookie_header: str | None) -> bool:
+    """Whether a request carrying ``cookie_header`` comes from a person signed in now who holds a
+    role: Streamlit's signed sign-in cookie (``_streamlit_user``, checked with the cookie secret
+    the way Streamlit checks it) names an identity (:func:`access.identity_from_claims`) whose
+    stored role is not None. Anything that cannot be read (no cookie, a bad signature, a
+    configuration that fails to parse, a store that cannot be reached) refuses."""
+    from http.cookies import CookieError, SimpleCookie
+
+    from streamlit.auth_util import get_cookie_with_chunks
+    from streamlit.web.server.server_util import AUTH_COOKIE_NAME, get_cookie_secret
+    from streamlit.web.server.starlette.starlette_app_utils import decode_signed_value
+
+    if not cookie_header:
+        return False
+    try:
+        sign_in_required()
+        jar = SimpleCookie()
+        jar.load(cookie_header)
+        secret = get_cookie_secret()
+
+        def signed_cookie(name: str) -> bytes | None:
+            morsel = jar.get(name)
+            return None if morsel is None else decode_signed_value(secret, name, morsel.value)
+
+        decoded = get_cookie_with_chunks(signed_cookie, AUTH_COOKIE_NAME)
+        if decoded is None:
+            return False
+        claims = json.loads(decoded)
+        if not isinstance(claims, dict) or claims.get("is_logged_in") is not True:
+            return False
+        identity = access.identity_from_claims(claims)
+        return (identity in access.configured_admins()
+                or api_store().role_of(identity) is not None)
+    except (CookieError, ConfigurationError, access.AccessError, ValueError, TypeError):
+        return False
+    except Exception:  # a store that cannot be reached: the file stays locked, the log says why
+        log.exception("checking who asks for a media file")
+        return False
+
+
 def serving_middleware() -> list:
-    """The middleware app.py gives ``st.App`` (:class:`HostAndMetricsGuard`)."""
+    """The middleware app.py gives ``st.App`` (:class:`HostAndMetricsGuard`). A configuration
+    that cannot be read keeps media files behind sign-in (fail closed)."""
     from starlette.middleware import Middleware
 
     try:
-        local = not sign_in_required() and access.is_loopback(server_address())
+        sign_in = sign_in_required()
+        local = not sign_in and access.is_loopback(server_address())
     except ConfigurationError:
-        local = False
-    return [Middleware(HostAndMetricsGuard, local=local)]
+        sign_in, local = True, False
+    return [Middleware(HostAndMetricsGuard, local=local, media_needs_sign_in=sign_in)]
 
 
 def apply_upload_limit() -> None:

@@ -400,3 +400,59 @@ def test_the_comparison_view_contacts_no_judge_server_outside_the_allowlist(db_u
     assert not at.exception, at.exception
     assert any("not one of the servers configured" in c.value for c in at.caption)
     assert not [c for c in at.checkbox if "chat template" in c.label]
+
+
+# ------------------------------------------------------------------------ files under /media
+
+
+def _asgi_status(guard, path: str, cookie: str | None = None) -> int:
+    """The status the guard's ASGI app answers a GET of ``path`` with (the inner app answers 200)."""
+    import asyncio
+
+    sent: list[dict] = []
+    headers = [(b"host", b"127.0.0.1:8501")]
+    if cookie is not None:
+        headers.append((b"cookie", cookie.encode("latin-1")))
+    scope = {"type": "http", "method": "GET", "path": path, "headers": headers}
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(guard(scope, receive, send))
+    return sent[0]["status"]
+
+
+def test_media_files_need_a_signed_in_person_with_a_role(app_env, secrets_file):
+    """Streamlit serves downloads and images under ``/media/`` to whoever has the URL; with sign-in
+    the guard answers 403 unless the request carries Streamlit's signed sign-in cookie of a person
+    who holds a role now (no cookie, a forged one, an unverified claim, a removed person)."""
+    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
+
+    from pages._auth import HostAndMetricsGuard
+    from pages._store import api_store
+
+    async def inner(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"file"})
+
+    def cookie(claims: dict, secret: str = GOOD_SECRET) -> str:
+        value = create_signed_value(secret, "_streamlit_user", json.dumps(claims))
+        return f"_streamlit_user={value.decode()}"
+
+    guard = HostAndMetricsGuard(inner, local=False, media_needs_sign_in=True)
+    media = "/media/0123abcd.csv"
+    api_store().set_role("ann@example.org", access.ANNOTATOR, "test")
+    assert _asgi_status(guard, media) == 403
+    assert _asgi_status(guard, media, cookie(user("ann@example.org"), secret="x" * 48)) == 403
+    assert _asgi_status(guard, media, cookie(user("ann@example.org", email_verified="true"))) == 403
+    assert _asgi_status(guard, media, cookie(user("nobody@example.org"))) == 403
+    assert _asgi_status(guard, media, "_streamlit_user=not-a-signed-value") == 403
+    assert _asgi_status(guard, media, cookie(user("ann@example.org"))) == 200
+    assert _asgi_status(guard, "/_stcore/health") == 200  # only media files are behind sign-in
+    api_store().remove_person("ann@example.org")
+    assert _asgi_status(guard, media, cookie(user("ann@example.org"))) == 403
+    # Local and anonymous modes serve files as they serve pages.
+    assert _asgi_status(HostAndMetricsGuard(inner, local=True), media) == 200
