@@ -1,11 +1,11 @@
 """Two people annotating at once in a real browser: one ``streamlit run app.py`` server with
 sign-in (``tests/test_browser_sign_in.py``'s OpenID Connect provider), two chromium browser
 contexts (separate cookies and sessions) signed in as alice and bob, annotators of one campaign
-(overlap 2), answering in turn by mouse and by keyboard shortcut. Both must see their judgements
+that the signed-in admin creates and assigns on the Campaigns page (overlap 2), answering in turn by mouse and by keyboard shortcut. Both must see their judgements
 stored under their own identity, and alice's undo must remove only hers. Bob's Agreement page
 shows his campaign answers only; the admin follows the campaign on Campaigns (progress,
 agreement), adjudicates a pair they disagree on (stored as an adjudication) and downloads the
-labels.
+labels, a file that the same URL without the sign-in cookie cannot fetch.
 
 Then the Agreement page is opened on the simulated run with more labels written straight into the
 store, and screenshots of both pages go to ``test-artifacts/`` (``docs/img/`` holds copies).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 
+import httpx
 import numpy as np
 import pytest
 
@@ -79,11 +80,27 @@ def test_two_annotators_at_once_in_chromium(team_server):
     for who in ("alice", "bob"):
         store.set_role(f"{who}@example.org", "annotator", "test")
     from compassess_core import api
-    campaign = api.Store(store).create_campaign(
-        "round1", "sample_summeval", "coherence", ["alice@example.org", "bob@example.org"],
-        overlap=2, created_by="admin@example.org")
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        # The admin creates the campaign and assigns both annotators on the Campaigns page.
+        admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+        sign_in(admin, url, "admin@example.org")
+        nav(admin, "Campaigns")
+        admin.get_by_role("tab", name="New campaign").click()
+        settle(admin, "Create campaign")
+        admin.get_by_label("Campaign name").fill("round1")
+        admin.get_by_label("Aspect").fill("coherence")
+        chooser = admin.locator('[data-testid="stMultiSelect"]').locator("input").first
+        for who in ("alice", "bob"):
+            chooser.click()
+            chooser.fill(who)
+            admin.keyboard.press("Enter")
+        admin.keyboard.press("Escape")
+        admin.get_by_role("button", name="Create campaign").click()
+        settle(admin, "Campaign round1 created")
+        campaign = api.Store(store).campaign("round1")
+        assert campaign.overlap == 2
+        assert sorted(campaign.annotators) == ["alice@example.org", "bob@example.org"]
         pages = {}
         for who in ("alice", "bob"):
             context = browser.new_context(viewport={"width": 1400, "height": 1300})
@@ -135,8 +152,7 @@ def test_two_annotators_at_once_in_chromium(team_server):
         pair = campaign.queue("alice@example.org")[0]
         campaign.label("alice@example.org", pair, pair[1])
         campaign.label("bob@example.org", pair, pair[2])
-        admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
-        sign_in(admin, url, "admin@example.org")
+        admin.reload()
         nav(admin, "Campaigns")
         settle(admin, "Pairs fully labelled")
         settle(admin, "Adjudication")
@@ -149,6 +165,9 @@ def test_two_annotators_at_once_in_chromium(team_server):
         with admin.expect_download() as download:
             admin.get_by_role("button", name="Download CSV").click()
         assert b"adjudication" in open(download.value.path(), "rb").read()
+        # The file is served to the signed-in admin only: the same URL without the cookie is refused.
+        assert "/media/" in download.value.url
+        assert httpx.get(download.value.url).status_code == 403
         shot(admin, "campaigns")
 
         more_labels(db_url, dataset_id)
