@@ -785,11 +785,13 @@ class Store:
 
     def report(self, runs: Sequence[str | int | "Run"], *, method: str = DEFAULT_METHOD,
                debias: str | float = "balanced", n_boot: int = 200,
-               examples: int = EXAMPLES, generated_at: datetime | None = None) -> bytes:
+               examples: int = EXAMPLES, baseline: str | None = None,
+               generated_at: datetime | None = None) -> bytes:
         """The audit report of one or several pairwise runs (names, ids or :class:`Run`
         handles): one self-contained HTML file, UTF-8 (``compassess report``, the Export page's
-        download). Each run's section is :meth:`Run.audit` with these options; every two runs on
-        the same dataset are compared (:meth:`Run.compare`).
+        download). Each run's section is :meth:`Run.audit` with these options (a ``baseline``
+        system adds each system's win rate against it to every run's leaderboard); every two
+        runs on the same dataset are compared (:meth:`Run.compare`).
 
         ``generated_at``: the date the report states (default ``$SOURCE_DATE_EPOCH`` when set,
         else now); the same runs, options and date give the same bytes.
@@ -798,7 +800,8 @@ class Store:
         ------
         InputError
             No run, a run given twice, a run that is not pairwise or has no comparison that
-            matches its dataset, an unknown method or threshold, ``n_boot < 1``.
+            matches its dataset, an unknown method or threshold, ``n_boot < 1``, a baseline
+            that is not a system of a run with systems.
         """
         handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
         if not handles:
@@ -809,7 +812,8 @@ class Store:
             raise InputError(f"run '{twice[0]}' is given twice")
         _check_at_least("n_boot", n_boot, 1)
         _check_at_least("examples", examples, 0)
-        audits = [r.audit(method, debias, n_boot=n_boot, examples=examples) for r in handles]
+        audits = [r.audit(method, debias, n_boot=n_boot, examples=examples, baseline=baseline)
+                  for r in handles]
         compared = []
         for a, b in itertools.combinations(handles, 2):
             if a.info.dataset_id != b.info.dataset_id:
@@ -1749,10 +1753,12 @@ class Run:
 
     @_pairwise_only("an audit report")
     def audit(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
-              n_boot: int = 200, examples: int = EXAMPLES) -> RunAudit:
+              n_boot: int = 200, examples: int = EXAMPLES,
+              baseline: str | None = None) -> RunAudit:
         """Everything the audit report shows of this run, computed by this class's methods with
         ``method`` and the threshold ``debias``: the setup, :meth:`leaderboard` (``n_boot``
-        replicates; without systems the per-context :meth:`rankings`),
+        replicates, each system's win rate against ``baseline`` when one is named; without
+        systems the per-context :meth:`rankings`),
         :meth:`positional_bias`, :meth:`position_diagnosis` and :meth:`bias` raw and at tau,
         :meth:`length_bias` and :meth:`length_points`, one :meth:`evaluation` per reference
         column (the aspect's first), :meth:`agreement` and :meth:`calibrate` on the stored human
@@ -1776,7 +1782,7 @@ class Run:
         tau = self.tau(debias)
         board = rankings = no_systems = None
         try:
-            board = self.leaderboard(method, debias, n_boot=n_boot)
+            board = self.leaderboard(method, debias, baseline=baseline, n_boot=n_boot)
         except NoSystemsError as e:
             no_systems = str(e)
             rankings = self.rankings(method, debias)
@@ -1835,13 +1841,14 @@ class Run:
 
     def report_html(self, *others: "Run | str | int", method: str = DEFAULT_METHOD,
                     debias: str | float = "balanced", n_boot: int = 200,
-                    examples: int = EXAMPLES, generated_at: datetime | None = None) -> bytes:
+                    examples: int = EXAMPLES, baseline: str | None = None,
+                    generated_at: datetime | None = None) -> bytes:
         """The audit report of this run (and of ``others``, runs of the same store, compared
         with it where they judged the same dataset) as the bytes of one self-contained HTML file:
         :meth:`Store.report` (``compassess report --run NAME -o report.html``, the Export page's
         download), byte for byte for the same options and ``generated_at``."""
         return self.store.report([self, *others], method=method, debias=debias, n_boot=n_boot,
-                                 examples=examples, generated_at=generated_at)
+                                 examples=examples, baseline=baseline, generated_at=generated_at)
 
     # ------------------------------------------------------------------------- executing
 

@@ -195,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--examples", type=int, default=EXAMPLES, metavar="N",
                     help=f"order-dependent and human-disputed comparisons shown with their prompts "
                          f"(default {EXAMPLES} each)")
+    rp.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system to report each system's win rate against (with its 95%% "
+                         "interval and the length-controlled win rate), as `leaderboard "
+                         "--baseline`")
     _db_arg(rp)
 
     f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
@@ -621,7 +625,8 @@ def cmd_report(args) -> int:
     if not out.parent.is_dir():
         raise InputError(f"output folder '{out.parent}' does not exist")
     data = api.open_store(args.db).report(args.run, method=args.method, debias=args.debias,
-                                          n_boot=args.bootstrap, examples=args.examples)
+                                          n_boot=args.bootstrap, examples=args.examples,
+                                          baseline=args.baseline)
     out.write_bytes(data)
     print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {len(args.run)} run(s))", file=sys.stderr)
     return EXIT_OK

@@ -165,7 +165,7 @@ def _num(value: Any, spec: str = ".3f", missing: str = "n/a") -> str:
 
 
 def _count(value: Any) -> str:
-    return "n/a" if value is None else f"{int(value):,}"
+    return "n/a" if value is None or pd.isna(value) else f"{int(value):,}"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = "",
@@ -422,9 +422,17 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
             "length-controlled win rate"]
     if ref is not None:
         head.append(f"mean reference score ({inert(ref)})")
+    baseline = board.baseline
+    if baseline is not None:  # AlpacaEval's headline numbers, beside the system
+        head[2:2] = [f"win rate vs {inert(baseline)} [{pct}% interval] (share of the comparisons "
+                     "with the baseline won)", f"comparisons with {inert(baseline)}",
+                     f"length-controlled win rate vs {inert(baseline)}"]
     rows = []
     for r in frame.to_dict(orient="records"):
-        row = [str(int(r["rank"])), inert(r["system"]),
+        against = ([f'{_num(r["win_rate_vs_baseline"])} [{_num(r["win_rate_vs_baseline_low"])}, '
+                    f'{_num(r["win_rate_vs_baseline_high"])}]', _count(r["n_vs_baseline"]),
+                    _num(r["lc_win_rate_vs_baseline"])] if baseline is not None else [])
+        row = [str(int(r["rank"])), inert(r["system"]), *against,
                f'{_num(r["strength"])} [{_num(r["strength_ci_low"])}, '
                f'{_num(r["strength_ci_high"])}]',
                f'{_num(r["win_rate"])} [{_num(r["win_rate_ci_low"])}, '
@@ -438,6 +446,11 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
                f"{board.n_contexts:,} contexts; strength = {inert(info['strength_unit'])} "
                f"at tau = {board.tau:.4f}; {pct}% percentile intervals of {board.n_boot:,} "
                "bootstrap replicates (contexts resampled, then the comparisons within each).")
+    if baseline is not None:
+        caption += (f" Against the baseline {inert(baseline)}: the share of a system's comparisons "
+                    "with it that the system won (both orders, every context where both "
+                    "appear), its interval from the same bootstrap; the baseline's own row is "
+                    "blank (a system is not compared with itself).")
     out.append(_table(head, rows, caption=caption))
     if board.system_spearman_x100 is not None:
         out.append(_note(f"System-level Spearman x100 of strength against the mean "

@@ -661,3 +661,35 @@ def cached_dataset(dataset_id: int):
     """A stored dataset (``api.Store.dataset``), read once per process (stored datasets do not
     change: the same content is stored once)."""
     return _dataset(db_url(), int(dataset_id))
+
+
+#: The baseline picker's "no baseline" entry.
+NO_BASELINE = "(none)"
+
+
+def baseline_control(run: AppRun, where, key: str) -> str | None:
+    """The baseline system picker (AlpacaEval's reference model) of the Leaderboard and Export
+    pages, kept in the view state (``?baseline=``): None for no baseline, and no picker when the
+    candidates have no system. A link's baseline that is not a system of ``run`` says so and is
+    dropped."""
+    # The systems of the dataset, in the order they first appear (the leaderboard's own order).
+    systems = list(dict.fromkeys(c.system for ctx in run.dataset.contexts for c in ctx.candidates
+                                 if c.system))
+    if not systems:  # no leaderboard of systems, so nothing to be a baseline
+        return None
+    wanted = view.get("baseline")
+    if wanted is not None and wanted not in systems:
+        st.info(f"The link's baseline system {plain(wanted)} is not a system of this run: no "
+                "baseline.", icon=":material/info:")
+        wanted = None
+    st.session_state[key] = wanted or NO_BASELINE
+    chosen = where.selectbox(
+        "Baseline system", [NO_BASELINE, *systems], key=key,
+        format_func=lambda s: s if s == NO_BASELINE else plain(s, "text"),
+        on_change=lambda: view.put("baseline", None if st.session_state[key] == NO_BASELINE
+                                   else st.session_state[key]),
+        help="AlpacaEval's reference model: adds each system's win rate against it (with its 95% "
+             "interval) and the length-controlled win rate against it.")
+    baseline = None if chosen == NO_BASELINE else chosen
+    view.put("baseline", baseline)
+    return baseline

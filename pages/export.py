@@ -17,7 +17,7 @@ import streamlit as st
 
 from compassess_core.export import FORMATS
 from pages._auth import guard
-from pages._common import (ci_control, debias_in_use, download_with_settings, is_scoring_run,
+from pages._common import (baseline_control, ci_control, debias_in_use, download_with_settings, is_scoring_run,
                            page_run, partial_warning, plain, run_controls)
 from pages._judges import probability_source
 
@@ -74,9 +74,11 @@ for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
     metadata = metadata or exported.metadata
 
 st.subheader("Audit report (one HTML file)")
+baseline = baseline_control(judged, st, "report_baseline_w")
 # Made on click (a deferred download), then cached per run, stored state and options.
 st.download_button("Download the audit report (HTML)",
-                   data=lambda: judged.read("report_html", method=method, debias=debias),
+                   data=lambda: judged.read("report_html", method=method, debias=debias,
+                                            baseline=baseline),
                    file_name=f"{safe}-report.html", mime="text/html", key="dl_report",
                    icon=":material/description:")
 st.caption(f"One file for a reader who was not here: the setup (data, judge, template, aspect, pair "
@@ -88,7 +90,8 @@ st.caption(f"One file for a reader who was not here: the setup (data, judge, tem
            "and scripts are inside, nothing is fetched, and every text from the data is shown "
            "as stored. The same file from the command line:")
 st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "
-        "-o report.html", language="bash")
+        + (f"--baseline {shlex.quote(baseline)} " if baseline else "") + "-o report.html",
+        language="bash")
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)

@@ -19,8 +19,8 @@ from compassess_core.export import FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
-from pages._common import (default_reference_index, download_with_settings, fmt,
-                           length_bias_metrics, plain, result_page_header)
+from pages._common import (baseline_control, default_reference_index, download_with_settings,
+                           fmt, length_bias_metrics, plain, result_page_header)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -30,8 +30,6 @@ header = result_page_header("Leaderboard of systems")
 if header is None:
     st.stop()
 run, tau, method = header
-
-NO_BASELINE = "(none)"
 
 c1, c2, c3 = st.columns([2, 2, 1])
 refs = list(run.dataset.score_columns)
@@ -49,24 +47,7 @@ n_boot = c3.radio("Bootstrap replicates", BOOTSTRAP_CHOICES, horizontal=True, ke
                        "1000 gives steadier interval ends, 200 answers faster.")
 view.put("boot", n_boot)
 
-# The systems of the dataset, in the order they first appear (the leaderboard's own order).
-systems = list(dict.fromkeys(c.system for ctx in run.dataset.contexts for c in ctx.candidates
-                             if c.system))
-wanted = view.get("baseline")
-if wanted is not None and wanted not in systems:
-    st.info(f"The link's baseline system {plain(wanted)} is not a system of this run: no baseline.",
-            icon=":material/info:")
-    wanted = None
-st.session_state["board_baseline_w"] = wanted or NO_BASELINE
-chosen = c2.selectbox(
-    "Baseline system", [NO_BASELINE, *systems], key="board_baseline_w",
-    format_func=lambda s: s if s == NO_BASELINE else plain(s, "text"),
-    on_change=lambda: view.put("baseline", None if st.session_state["board_baseline_w"] ==
-                               NO_BASELINE else st.session_state["board_baseline_w"]),
-    help="AlpacaEval's reference model: adds each system's win rate against it (with its 95% "
-         "interval) and the length-controlled win rate against it.")
-baseline = None if chosen == NO_BASELINE else chosen
-view.put("baseline", baseline)
+baseline = baseline_control(run, c2, "board_baseline_w")
 
 try:
     with st.spinner("Computing the leaderboard (context bootstrap) ..."):

@@ -276,3 +276,35 @@ def test_the_export_page_offers_the_report(app_env):
     codes = [c.value for c in at.code]
     assert ("compassess report --run hand-run --method bradley-terry --debias balanced "
             "-o report.html") in codes
+
+
+def test_a_baseline_adds_each_systems_win_rate_against_it(app_env, tmp_path, monkeypatch):
+    """AlpacaEval's headline number in the report: with ``--baseline`` the leaderboard gains each
+    system's win rate against that system (with its interval), the comparisons with it and the
+    length-controlled win rate, the numbers of ``Run.leaderboard(baseline=...)``; the CLI, the
+    API and the Export page (the view's baseline) agree."""
+    seed_run(app_env)
+    store = api.open_store(app_env)
+    run = store.get_run("hand-run")
+    board = run.leaderboard(baseline="M11")
+    text = report_of(app_env, "hand-run", baseline="M11")
+    assert "win rate vs M11 [95% interval]" in text and "comparisons with M11" in text
+    assert "length-controlled win rate vs M11" in text and "Against the baseline M11" in text
+    met = board.frame.loc[board.frame["n_vs_baseline"].fillna(0) > 0]
+    assert len(met) > 0
+    row = met.iloc[0]
+    assert (f'{row["win_rate_vs_baseline"]:.3f} [{row["win_rate_vs_baseline_low"]:.3f}, '
+            f'{row["win_rate_vs_baseline_high"]:.3f}]') in text
+    assert "win rate vs" not in report_of(app_env, "hand-run")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    out = tmp_path / "report.html"
+    assert main(["report", "--run", "hand-run", "--baseline", "M11", "-o", str(out),
+                 "--db", app_env]) == 0
+    assert out.read_bytes() == run.report_html(baseline="M11", generated_at=WHEN)
+    with pytest.raises(InputError, match="unknown baseline system 'nobody'"):
+        run.report_html(baseline="nobody")
+    at = open_page("export")
+    at.selectbox(key="report_baseline_w").set_value("M11").run()
+    assert not at.exception, at.exception
+    assert ("compassess report --run hand-run --method bradley-terry --debias balanced "
+            "--baseline M11 -o report.html") in [c.value for c in at.code]
