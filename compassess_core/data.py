@@ -719,16 +719,24 @@ def _detect_score_columns(df: pd.DataFrame, exclude: set[str]) -> list[str]:
     return found
 
 
+#: Why a column is not used (:func:`ignored_columns`).
+MOSTLY_TEXT = "mostly text, so not a reference score"
+NOT_CHOSEN = "numbers, not chosen as a reference score"
+
+
 def ignored_columns(df: pd.DataFrame, column_map: Mapping[str, str] | None = None,
-                    score_columns: Sequence[str] | None = None) -> list[str]:
-    """The columns of ``df`` that :func:`validate_frame` would neither map nor use as scores
-    (text metadata such as a ``fact`` column): what an upload page lists as not used."""
+                    score_columns: Sequence[str] | None = None) -> dict[str, str]:
+    """The columns of ``df`` that :func:`validate_frame` would neither map nor use as scores,
+    each with why (:data:`MOSTLY_TEXT` for text metadata such as a ``fact`` column,
+    :data:`NOT_CHOSEN` for numbers left out of an explicit ``score_columns``): what an upload
+    page lists as not used."""
     columns = [str(c) for c in df.columns]
     cols, _ = _resolve_columns(columns, column_map, "")
     used = set(cols.values())
-    scores = (list(score_columns) if score_columns is not None
-              else _detect_score_columns(df, used))
-    return [c for c in columns if c not in used and c not in scores]
+    numeric = set(_detect_score_columns(df, used))
+    scores = set(score_columns) if score_columns is not None else numeric
+    return {c: NOT_CHOSEN if c in numeric else MOSTLY_TEXT
+            for c in columns if c not in used and c not in scores}
 
 
 def _score_problems(df: pd.DataFrame, col: str, rows: np.ndarray, label: str

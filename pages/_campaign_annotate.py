@@ -44,6 +44,17 @@ FREE = "(free annotation: any dataset)"
 TEXT_BOX_PX, CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 380, 240, 600
 
 
+def show_flash(key: str) -> None:
+    """The message the last answer left under ``key`` (saved, undone, error), shown once, in
+    place: an inline message, not a toast, so that an undo replaces the "Saved" of the answer it
+    removed instead of showing beside it."""
+    flash = st.session_state.pop(key, None)
+    if flash:
+        kind, message = flash
+        show = {"error": st.error, "saved": st.success}.get(kind, st.info)
+        show(message, icon=":material/check:" if kind == "saved" else None)
+
+
 def pair_view(ctx, aspect: str, left_text: str, right_text: str) -> None:
     """What a person judges: the context (in a scroll box when long, so the candidates stay in
     view), the question in the prompts' words, and the two texts side by side, all as plain
@@ -155,10 +166,7 @@ def annotate(me: Viewer, campaign) -> None:
             st.text(campaign.guidelines)
         else:
             st.caption("No guidelines were written for this campaign.")
-    flash = st.session_state.pop(FLASH, None)
-    if flash:
-        kind, message = flash
-        (st.error if kind == "error" else st.toast if kind == "saved" else st.info)(message)
+    show_flash(FLASH)
     later = [tuple(p) for p in st.session_state.get(SKIPPED) or []]
     cur = st.session_state.get(CURRENT)
     queue = campaign.queue(who, later=later)

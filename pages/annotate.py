@@ -191,15 +191,15 @@ def _llm_run_choice(dataset_id: int):
 
 def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     mine = human.loc[human["annotator"] == annotator]
-    done = len(mine)
     skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
+    done = len(mine) - skipped  # a skip is not a judgement: it does not count towards the target
     if "annotate_target" not in st.session_state:
         st.session_state["annotate_target"] = int(min(50, max(n_pairs, 1)))
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
                                          key="annotate_target"))
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
-                     f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped)")
+                     f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
     others = human["annotator"].nunique() - (1 if done else 0)
     st.caption(f"{n_pairs:,} candidate pairs in this dataset; {len(human):,} judgements stored for "
                f"this aspect, by {others} other annotator(s) and you.")
@@ -214,10 +214,7 @@ def judge_pairs() -> None:
     n_pairs = sum(len(c.candidates) * (len(c.candidates) - 1) // 2 for c in dataset.contexts)
     _progress(human, name, n_pairs)
 
-    flash = st.session_state.pop(FLASH, None)
-    if flash:
-        kind, message = flash
-        (st.error if kind == "error" else st.toast if kind == "saved" else st.info)(message)
+    campaign_view.show_flash(FLASH)
 
     scope = (info.id, aspect, name, mode, None if run is None else run.id, allow_repeat)
     cur = st.session_state.get(CURRENT)

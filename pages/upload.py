@@ -106,8 +106,8 @@ if markup.found:
                "reads it as part of the text unless it is stripped. Examples:",
                icon=":material/code:")
     st.code("\n".join(markup.examples), language=None)
-    if st.checkbox("Strip HTML tags and decode entities (&amp; -> &) before saving; the dataset "
-                   "records it in its source", value=True, key="strip_markup"):
+    if st.checkbox("Strip HTML tags and decode entities (`&amp;` -> `&`) before saving; the "
+                   "dataset records it in its source", value=True, key="strip_markup"):
         try:
             dataset = strip_dataset_markup(dataset)
         except ValidationError as err:
@@ -118,8 +118,8 @@ st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_cand
            icon=":material/check_circle:")
 unused = ignored_columns(table, column_map, score_columns or None)
 if unused:
-    st.caption("Not used (mostly text, so not a reference score): "
-               + ", ".join(map(plain, unused)) + ".")
+    st.caption("Not used: " + "; ".join(f"{plain(column)} ({why})"
+                                        for column, why in unused.items()) + ".")
 bad_name = name_problem(dataset.name, "dataset name")
 if bad_name:
     st.error(f"Choose another dataset name: {plain(bad_name)}.", icon=":material/error:")

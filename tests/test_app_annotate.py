@@ -101,7 +101,7 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     x, y = sorted((row["candidate_left"], row["candidate_right"]))
     assert row["shown_order"] == ("ab" if row["candidate_left"] == x else "ba")
     assert 0.0 <= row["seconds"] < 60.0
-    assert f"Saved: `{row['candidate_left']}` (left) better" in texts(at.toast)
+    assert f"Saved: `{row['candidate_left']}` (left) better" in texts(at.success)
     assert "`alice`: 1 / 30 judgements done" in at.get("progress")[0].proto.text
 
     answer(at, "answer_b")
@@ -115,11 +115,14 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     df = store.human_judgements_frame(dataset_id, ASPECT)
     assert df["winner"].tolist() == ["A", "B"]
     assert "Undone" in texts(at.info)
+    assert "Saved" not in texts(at.success)  # the undone answer's "Saved" is gone with it
     assert "`alice`: 2 / 30 judgements done" in at.get("progress")[0].proto.text
     answer(at, "answer_skip")
     df = store.human_judgements_frame(dataset_id, ASPECT)
     assert df["winner"].tolist() == ["A", "B", "skip"]
-    assert "(1 skipped)" in at.get("progress")[0].proto.text
+    # A skip is stored (the pair is not shown again) but is no judgement towards the target.
+    assert "`alice`: 2 / 30 judgements done" in at.get("progress")[0].proto.text
+    assert "(1 skipped, not counted)" in at.get("progress")[0].proto.text
     assert second != shown_pair(at)
 
 

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import limits
 from compassess_core.cli import main
-from compassess_core.data import ignored_columns, load_candidates, read_table
+from compassess_core.data import MOSTLY_TEXT, ignored_columns, load_candidates, read_table
 from compassess_core.errors import InputError, TemplateError, ValidationError
 from compassess_core.labels import load_human_labels
 from compassess_core.prompts import Aspect
@@ -68,7 +68,7 @@ def test_a_numeric_looking_score_column_with_a_word_is_an_error_not_dropped():
             "d1,ctx,a,t1,The sky is blue\n" "d1,ctx,b,t2,3 cats\n" "d1,ctx,c,t3,no\n")
     dataset = load_candidates(body.encode(), file_label="f.csv")
     assert dataset.score_columns == ()
-    assert ignored_columns(read_table(body.encode(), file_label="f.csv")) == ["fact"]
+    assert ignored_columns(read_table(body.encode(), file_label="f.csv")) == {"fact": MOSTLY_TEXT}
 
 
 def test_label_files_check_annotator_names(tiny_dataset):

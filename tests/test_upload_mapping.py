@@ -148,3 +148,17 @@ def test_page_says_change_the_mapping_when_the_mapping_is_at_fault(app_env):
     assert "Change the column mapping above" in message and "Fix the file" not in message
     report = at.dataframe[-1].value
     assert set(report["cause"]) == {"mapping"}
+
+
+def test_page_says_why_each_column_is_not_used_and_shows_the_entity_example(app_env):
+    """A numeric column left out of the chosen reference scores is 'numbers, not chosen', not
+    'mostly text'; the strip-HTML option shows its own entity example as written."""
+    table = ("prompt_id,prompt,story,model,relevance,engagement,note\n"
+             "p1,Dragons,The dragon hid <br/> from the flames.,gpt2,3,2,draft\n"
+             "p1,Dragons,A small dragon lived alone.,human,5,4,final\n")
+    at = upload(AppTest.from_file(APP, default_timeout=60).run(), "stories.csv", table)
+    at.multiselect[0].set_value(["relevance"]).run()
+    shown = texts(at.caption)
+    assert "`engagement` (numbers, not chosen as a reference score)" in shown, shown
+    assert "`note` (mostly text, so not a reference score)" in shown, shown
+    assert "(`&amp;` -> `&`)" in at.checkbox(key="strip_markup").label
