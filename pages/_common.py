@@ -693,3 +693,19 @@ def baseline_control(run: AppRun, where, key: str) -> str | None:
     baseline = None if chosen == NO_BASELINE else chosen
     view.put("baseline", baseline)
     return baseline
+
+
+#: Top margin (pixels) that keeps plotly's toolbar above the plot area instead of over the data.
+MODEBAR_MARGIN_PX = 36
+
+
+def show_chart(where, fig, **options):
+    """``where.plotly_chart(fig, ...)`` with the app's chart settings, the one way pages draw a
+    plotly figure: a top margin that the toolbar (shown on hover) fits in, so it never covers
+    data, no plotly logo, and the full width by default."""
+    top = fig.layout.margin.t
+    if top is not None and top < MODEBAR_MARGIN_PX:
+        fig.update_layout(margin_t=MODEBAR_MARGIN_PX)
+    options.setdefault("width", "stretch")
+    options.setdefault("config", {"displaylogo": False})
+    return where.plotly_chart(fig, **options)

@@ -21,7 +21,7 @@ from compassess_core import calibration, fusion
 from compassess_core.errors import InputError
 from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from pages import _view as view
-from pages._common import AppRun, db_url, fmt, list_runs, plain, preview, run_controls
+from pages._common import AppRun, db_url, fmt, list_runs, plain, preview, run_controls, show_chart
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -140,9 +140,12 @@ def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
                                  hovertemplate="mean p %{x:.3f}<br>share first preferred "
                                                "%{y:.3f}<br>%{customdata} comparisons<extra></extra>"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis=dict(title="predicted P(first preferred), bin mean", range=[0, 1]),
+                      # A little room beyond 0 and 1, so a bin at either end shows whole.
+                      xaxis=dict(title="predicted P(first preferred), bin mean",
+                                 range=[-0.04, 1.04]),
                       yaxis=dict(title="share of comparisons whose first text people preferred",
-                                 range=[0, 1]))
+                                 range=[-0.04, 1.04]))
+    fig.update_traces(cliponaxis=False)
     return fig
 
 
@@ -186,7 +189,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                "same fold). Per comparison: y = 1 when people preferred the text shown first. Pair "
                "level: the order-averaged verdict against the majority, as above. "
                + " ".join(f"Note: {n}." for n in report.notes))
-    st.plotly_chart(_reliability_figure(report), key="reliability", width="stretch")
+    show_chart(st, _reliability_figure(report), key="reliability", width="stretch")
     st.caption(f"Reliability diagram: {calibration.ECE_BINS} equal-width bins of p; a calibrated "
                "judge lies on the diagonal (marker size: comparisons in the bin). Rankings, "
                "Export and `compassess rank|evaluate|export --calibrate` use the fit on all labels.")

@@ -21,7 +21,7 @@ from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
 from pages._common import (api_store, comparison_view, fmt, judge_warning, page_run,
-                           partial_warning, plain, tau_control)
+                           partial_warning, plain, show_chart, tau_control)
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -152,9 +152,9 @@ st.subheader("Confusion matrices (pairs, majority vote)")
 st.caption("Rows: the humans' majority; columns: the LLM. Classes refer to each pair's candidates "
            "in id order (first-listed = the smaller id), whatever order anyone saw them in.")
 c1, c2 = st.columns(2)
-c1.plotly_chart(confusion_figure(report.raw.majority.confusion, "Raw (tau = 0.5)"),
+show_chart(c1, confusion_figure(report.raw.majority.confusion, "Raw (tau = 0.5)"),
                 key="confusion_raw", width="stretch")
-c2.plotly_chart(confusion_figure(report.debiased.majority.confusion,
+show_chart(c2, confusion_figure(report.debiased.majority.confusion,
                                  f"At tau = {report.debiased.tau:.4f}"),
                 key="confusion_debiased", width="stretch")
 with st.expander("Every annotator alone, raw and at tau", expanded=False):
@@ -202,7 +202,7 @@ fig.add_hline(y=0.5, line_dash="dash", annotation_text="no bias (0.5)",
               annotation_position="top left")
 fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10),
                   yaxis=dict(title="share won by the first / left position", range=[0, 1.1]))
-b1.plotly_chart(fig, key="bias_chart", width="stretch")
+show_chart(b1, fig, key="bias_chart", width="stretch")
 with b2:
     st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
                                                           "n": "judgements"}), "text"),

@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages._auth import guard
 from pages._common import (comparison_view, fmt, length_bias_metrics, line_labels, open_comparison,
-                           plain, result_page_header)
+                           plain, result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -45,7 +45,7 @@ for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
                                (g[1], raw_b, "P(B) raw (tau = 0.5)", "g_raw_b"),
                                (g[2], cur_a, f"P(A) at tau = {tau:.3f}", "g_cur_a"),
                                (g[3], cur_b, f"P(B) at tau = {tau:.3f}", "g_cur_b")):
-    col.plotly_chart(gauge(value, title), key=key, width="stretch")
+    show_chart(col, gauge(value, title), key=key, width="stretch")
 m = st.columns(4)
 m[0].metric("P(A) raw", fmt(raw_a, ".2f"))
 m[1].metric(f"P(A) at tau = {tau:.3f}", fmt(cur_a, ".2f"))
@@ -70,7 +70,7 @@ with left:
                             showarrow=False, xanchor="left", xshift=4, font=dict(color=color))
     hist.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="comparisons",
                        bargap=0.05)
-    st.plotly_chart(hist, key="hist", width="stretch")
+    show_chart(st, hist, key="hist", width="stretch")
     st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
 with right:
     per = run.read("bias", debias=tau)
@@ -82,7 +82,7 @@ with right:
     bar.add_hline(y=0.5, line_dash="dash", line_color="black")
     bar.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_range=[0, 1],
                       xaxis_type="category")
-    st.plotly_chart(bar, key="per_context", width="stretch")
+    show_chart(st, bar, key="per_context", width="stretch")
     st.caption(f"{len(per)} contexts; dashed line: 0.5.")
 
 st.subheader("Length bias")
@@ -106,7 +106,7 @@ scatter.add_hline(y=tau, line_dash="dash", line_color="#e8590c")
 scatter.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
                       xaxis_title="log2(len A / len B): > 0 when the first text is longer",
                       yaxis_title="p = P(first wins)", yaxis_range=[0, 1])
-l2.plotly_chart(scatter, key="length_scatter", width="stretch")
+show_chart(l2, scatter, key="length_scatter", width="stretch")
 l2.caption(f"Each point is one comparison; the curve is the logistic fit; dashed: the current "
            f"tau = {tau:.3f}.")
 

@@ -15,7 +15,8 @@ import streamlit as st
 from pages import _view as view
 from pages._auth import guard
 from pages._common import (AppRun, compare_runs, comparison_view, debias_in_use, fmt, is_pairwise,
-                           judge_warning, list_runs, partial_warning, plain, result_page_header)
+                           judge_warning, list_runs, partial_warning, plain, result_page_header,
+                           show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -93,7 +94,7 @@ scatter.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10),
                       xaxis=dict(title="p in run A = P(first wins)", range=[0, 1]),
                       yaxis=dict(title="p in run B = P(first wins)", range=[0, 1]),
                       legend=dict(orientation="h"))
-st.plotly_chart(scatter, key="compare_scatter", width="stretch")
+show_chart(st, scatter, key="compare_scatter", width="stretch")
 st.caption("One point per shared ordered pair: P(first wins) in run A against run B; dashed lines: "
            "each run's tau. Points in the top-right and bottom-left quarters get the same verdict.")
 

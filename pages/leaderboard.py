@@ -19,8 +19,8 @@ from compassess_core.export import FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
-from pages._common import (baseline_control, default_reference_index, download_with_settings,
-                           fmt, length_bias_metrics, plain, result_page_header)
+from pages._common import (baseline_control, default_reference_index, download_with_settings, fmt,
+                           length_bias_metrics, plain, result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -166,7 +166,7 @@ with left:
     heat.update_layout(height=min(900, 160 + 40 * len(names)), margin=dict(l=10, r=10, t=10, b=10),
                        xaxis=dict(title="opponent", type="category", side="top"),
                        yaxis=dict(title="system", type="category", autorange="reversed"))
-    st.plotly_chart(heat, key="board_heatmap", width="stretch")
+    show_chart(st, heat, key="board_heatmap", width="stretch")
     st.caption(f"Share of the comparisons between the row system and the column system (both "
                f"orders, all contexts) won by the row system at tau = {board.tau:.3f}; empty where "
                "they never met. Systems in leaderboard order.")

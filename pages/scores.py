@@ -20,7 +20,8 @@ from compassess_core.limits import max_upload_bytes, max_upload_mb
 from pages import _view as view
 from pages._auth import guard, require
 from pages._common import (AppRun, api_store, fmt, is_active, list_runs, partial_warning, plain,
-                           preview, problems_frame, start_worker, state_text, worker_state)
+                           preview, problems_frame, show_chart, start_worker, state_text,
+                           worker_state)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -96,7 +97,7 @@ fig.add_vline(x=threshold, line_dash="dash", line_color="firebrick",
               annotation_text=f"threshold {threshold:.2f}")
 fig.update_layout(height=280, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=SCORE_LABELS[score],
                   yaxis_title="candidates", xaxis_range=[lo, hi])
-st.plotly_chart(fig, key="abs_hist", width="stretch")
+show_chart(st, fig, key="abs_hist", width="stretch")
 
 st.subheader("Scores")
 # Ranked within each context with pass/fail at the threshold: `compassess rank --score --threshold`.
