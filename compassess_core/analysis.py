@@ -6,7 +6,7 @@ Everything the CLI prints and the pages show is computed here (pages never recom
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -374,6 +374,8 @@ def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", met
     raw = evaluate_at(dataset, parts, method=method, reference=reference, tau=0.5, all_p=all_p)
     deb = evaluate_at(dataset, parts_at, method=method, reference=reference, tau=view.tau,
                       all_p=all_p_at)
+    if view.per_context:  # no single tau: the contexts' own are in ``context_taus``
+        deb = replace(deb, tau=float("nan"))
     warning = position_diagnosis(parts, view.tau, parts_at,
                                  view.label(3) if view.per_context else "").warning()
     warnings = [warning] if warning else []

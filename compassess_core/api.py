@@ -1517,7 +1517,8 @@ class Run:
         # longer text follows each context's tau*, i.e. eq. 9's reweighted p read at 0.5
         len_a, len_b, _ = self._lengths()
         share, n_used = longer_wins_share(len_a, len_b, self._at(debias)[2], 0.5)
-        return dataclasses.replace(fit, longer_wins=share, n_length_differs=n_used)
+        return dataclasses.replace(fit, longer_wins=share, n_length_differs=n_used,
+                                   tau=float("nan"))
 
     def length_points(self, debias: str | float = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
         """The length scatter of the Bias page: every comparison's ``log2_ratio`` (> 0 when the
@@ -1747,8 +1748,8 @@ class Run:
             labels=source, tau=self.tau(debias), summary=summary,
             report=llm_vs_human(human, table, tau, table_at=at),
             human_human=human_human_agreement(human),
-            positional_bias=positional_bias_side_by_side(human, table, tau, table_at=at,
-                                                         threshold=label),
+            positional_bias=positional_bias_side_by_side(
+                human, table, tau, table_at=at, threshold=label if view.per_context else ""),
             human_rankings=human_rankings(human, dataset),
             disagreements=disagreements(human, at, tau), threshold=label)
 

@@ -20,7 +20,7 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
-from pages._common import (api_store, comparison_view, fmt, judge_warning, page_run,
+from pages._common import (api_store, at_tau, comparison_view, fmt, judge_warning, page_run,
                            partial_warning, plain, tau_control)
 from pages._judges import calibration_section
 
@@ -107,7 +107,7 @@ cols = st.columns(2)
 SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
           ("accuracy_with_ties", "Accuracy", "%"), ("kappa_with_ties", "Cohen's kappa", ""))
 for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
-                          (cols[1], "debiased", f"At the current tau = {tau:.4f}")):
+                          (cols[1], "debiased", f"At the current {at_tau(tau, 4)}")):
     m = llm[which]
     with col.container(border=True):
         st.subheader(title)
@@ -155,7 +155,7 @@ c1, c2 = st.columns(2)
 c1.plotly_chart(confusion_figure(report.raw.majority.confusion, "Raw (tau = 0.5)"),
                 key="confusion_raw", width="stretch")
 c2.plotly_chart(confusion_figure(report.debiased.majority.confusion,
-                                 f"At tau = {report.debiased.tau:.4f}"),
+                                 f"At {at_tau(tau, 4)}"),
                 key="confusion_debiased", width="stretch")
 with st.expander("Every annotator alone, raw and at tau", expanded=False):
     st.dataframe(plain(report.summary_frame(), "text"), hide_index=True, width="stretch",
@@ -218,7 +218,7 @@ rc = summary["ranking_correlation"]
 human_rank = bundle.human_rankings
 r1, r2 = st.columns([1, 3])
 r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
-          help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at tau = {tau:.4f}) with "
+          help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at {at_tau(tau, 4)}) with "
                f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
 r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
 if len(human_rank):
@@ -237,16 +237,16 @@ if len(human_rank):
                  column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
                                 "score (LLM)": st.column_config.NumberColumn(format="%.3f")})
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
-               f"LLM's from its comparisons at tau = {tau:.4f}. Rank 1 = best.")
+               f"LLM's from its comparisons at {at_tau(tau, 4)}. Rank 1 = best.")
 
 # ----------------------------------------------------------------------- disagreements
 st.header("Disagreements")
 dis = bundle.disagreements
 if len(dis) == 0:
-    st.success(f"At tau = {tau:.4f} the LLM agrees with the majority vote on every scored pair.")
+    st.success(f"At {at_tau(tau, 4)} the LLM agrees with the majority vote on every scored pair.")
 else:
     st.caption(f"{len(dis)} of {llm['n_pairs_matched']} scored pairs where the humans' majority "
-               f"differs from the LLM at tau = {tau:.4f}, the LLM's most confident first (click a "
+               f"differs from the LLM at {at_tau(tau, 4)}, the LLM's most confident first (click a "
                "column header to sort). Select a row to open the comparison. confidence = "
                "|p_avg - 0.5| on the reweighted scale (eq. 9); p_xy = P(x better) with x first.")
     event = st.dataframe(plain(dis, "text"), hide_index=True, width="stretch", on_select="rerun",
