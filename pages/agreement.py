@@ -27,6 +27,17 @@ from pages._judges import calibration_section
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 
+def interval(lo_hi, unit: str) -> str:
+    """A 95% interval as the metrics above it show their value ("n/a" when not computed)."""
+    if not lo_hi or lo_hi[0] is None or lo_hi[1] is None:
+        return "n/a"
+    if unit == "%":
+        return f"{100 * lo_hi[0]:.1f}-{100 * lo_hi[1]:.1f} %"
+    if unit == "x100":
+        return f"{lo_hi[0]:.1f} to {lo_hi[1]:.1f}"
+    return f"{lo_hi[0]:.3f} to {lo_hi[1]:.3f}"
+
+
 def annotator_agreement() -> None:
     """An annotator's own agreement, campaign by campaign: their answers only."""
     mine = api_store().campaigns(for_identity=me.identity)
@@ -102,6 +113,8 @@ st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements o
 
 # ----------------------------------------------------------------------- LLM vs humans
 st.header("LLM vs humans (majority vote)")
+for line in summary["caution"]:
+    st.warning(f"Small sample: {plain(line)}.", icon=":material/error:")
 cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
 SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
@@ -131,9 +144,14 @@ for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                                 help=f"{label} of the LLM vs the majority vote, {which}, "
                                      f"{'without' if 'without' in key else 'with'} ties, on "
                                      f"{n_pairs}")
+                inner[k].caption(f"95% CI {interval(m.get(key + '_ci95'), unit)} "
+                                 f"({n_pairs} resampled)")
 st.caption("'Without ties' drops the pairs whose majority vote is a tie (2 classes, as MT-Bench "
            "reports); 'with ties' keeps them, so a human tie always counts as a disagreement. "
-           "Kappa is Cohen's kappa (1 = perfect, 0 = chance).")
+           "Kappa is Cohen's kappa (1 = perfect, 0 = chance). 95% CI: percentile bootstrap, "
+           f"{summary['intervals']['n_boot']:,} resamples of the scored pairs "
+           "(`compassess agreement` prints the same); below "
+           f"{summary['small_sample_pairs']} pairs the numbers carry a caution.")
 for note in llm["notes"]:
     st.caption(f"Note: {note}.")
 
@@ -220,7 +238,10 @@ r1, r2 = st.columns([1, 3])
 r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
           help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at {at_tau(tau, 4)}) with "
                f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
-r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
+votes = rc.get("human_votes_per_context")
+r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
+           + (f" ({votes[0]}-{votes[1]} human votes each)" if votes else "")
+           + f"; 95% CI {interval(rc.get('spearman_x100_ci95'), 'x100')} (contexts resampled)")
 if len(human_rank):
     llm_rank = run.read("rankings", method="bradley-terry", debias=tau)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
