@@ -1906,7 +1906,8 @@ class Run:
             evaluations=evaluations, agreement=agreement, no_labels=no_labels,
             calibration=calibration, no_calibration=no_calibration,
             order_dependent=order_dependent, n_order_pairs=len(dep), disputed=disputed,
-            n_disputed=len(dis))
+            n_disputed=len(dis),
+            threshold=self.threshold_label(debias) if analysis.is_per_context(debias) else "")
 
     def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
         """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""

@@ -241,3 +241,9 @@ def test_bias_page_balances_each_context_from_the_link(app_env):  # noqa: F811
     at.switch_page("pages/rankings.py").run()
     assert not at.exception, at.exception
     assert any("What tau moves here" in i.value for i in at.info)
+
+
+def test_audit_report_names_the_per_context_thresholds(run):
+    html = run.report_html(debias="balanced-per-context", n_boot=10).decode()
+    assert "balanced-per-context: tau* per context (" in html
+    assert "tau = nan" not in html and "at tau = 0.5000" not in html
