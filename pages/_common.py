@@ -301,7 +301,7 @@ def tau_control(run: AppRun) -> float | str:
                            "gauges and histograms.")
     view.put("tau_mode", mode)
     marker = " (balanced, the default: see the control's help)" if mode == "balanced" else ""
-    current = (plain(run.threshold_label(PER_CONTEXT)) if per_context
+    current = (run.threshold_label(PER_CONTEXT) if per_context
                else f"tau = {tau:.4f}{marker}")
     st.sidebar.caption(f"Current {current}; global tau* = {tau_star:.4f} on "
                        f"{run.n_comparisons:,} comparisons.")

@@ -50,8 +50,8 @@ partial_warning(run_b)
 judge_warning(run_b, tau_b)
 
 cmp = compare_runs(run_a, run_b, method, debias)
-st.caption(f"A = run {plain(run_a.name)} at {plain(run_a.threshold_label(debias, 3))}; B = run "
-           f"{plain(run_b.name)} at {plain(run_b.threshold_label(debias, 3))} (the sidebar's "
+st.caption(f"A = run {plain(run_a.name)} at {run_a.threshold_label(debias, 3)}; B = run "
+           f"{plain(run_b.name)} at {run_b.threshold_label(debias, 3)} (the sidebar's "
            "threshold mode applied to each run: balanced = each run's own tau*; balanced per "
            "context = each run's tau* of each context, and p in the scatter are then eq. 9's "
            f"reweighted p, decided at 0.5). {cmp.n_shared:,} ordered pairs were judged by both "

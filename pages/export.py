@@ -84,7 +84,7 @@ st.caption(f"One file for a reader who was not here: the setup (data, judge, tem
            f"bias, agreement with human labels and calibration where there are labels, the "
            f"evaluation against reference scores, the most order-dependent and human-disputed "
            f"comparisons with their exact prompts, and the methods. Read with {method} at "
-           f"{plain(judged.threshold_label(debias, 3))} on the judge's own p. It opens offline: charts "
+           f"{judged.threshold_label(debias, 3)} on the judge's own p. It opens offline: charts "
            "and scripts are inside, nothing is fetched, and every text from the data is shown "
            "as stored. The same file from the command line:")
 st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "
