@@ -410,8 +410,8 @@ def bias_by_context(dataset: Dataset, table: ComparisonTable, tau: float | str) 
         rows.append(dict(context_id=cc.context.context_id, n_comparisons=len(cc.p),
                          tau=view.context_taus.get(cc.context.context_id, view.tau), p_a=p_a,
                          p_b=p_b, flip_rate=fr, n_pairs_both_orders=n_both))
-    return pd.DataFrame(rows, columns=["context_id", "n_comparisons", "tau", "p_a", "p_b",
-                                       "flip_rate", "n_pairs_both_orders"])
+    return pd.DataFrame(rows, columns=["context_id", "n_comparisons", "p_a", "p_b", "flip_rate",
+                                       "n_pairs_both_orders", "tau"])
 
 
 def order_dependence(dataset: Dataset, table: ComparisonTable,
