@@ -317,7 +317,10 @@ class EvaluationReport:
     context_taus: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if self.debias == BALANCED_PER_CONTEXT:  # no single tau: JSON null, not NaN
+            out["debiased"]["tau"] = None
+        return out
 
 
 def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method: str,

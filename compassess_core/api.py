@@ -1112,6 +1112,10 @@ class PositionalBias:
     #: The threshold in words (``tau = 0.4123``; ``tau`` is NaN under per-context balancing,
     #: whose label gives the range of the contexts' tau*).
     threshold: str = ""
+    #: The lowest and highest P(A) of a single context at ``tau`` (:meth:`Run.bias`): how far
+    #: the global tau* leaves contexts from 0.5.
+    p_a_context_min: float = float("nan")
+    p_a_context_max: float = float("nan")
 
 
 # ---------------------------------------------------------------------------------- a run
@@ -1485,12 +1489,16 @@ class Run:
         """P(A) and P(B) (eq. 8) raw and at ``debias``, the flip rate at ``debias`` and tau*:
         the Bias page's gauges."""
         diagnosis = self.position_diagnosis(debias)
+        per_context = self.bias(debias)["p_a"].to_numpy(dtype=np.float64)
+        per_context = per_context[np.isfinite(per_context)]
         return PositionalBias(
             tau=self.tau(debias), tau_star=self.tau("balanced"), p_a_raw=diagnosis.p_a_raw,
             p_b_raw=1.0 - diagnosis.p_a_raw, p_a=diagnosis.p_a_at_tau,
             p_b=1.0 - diagnosis.p_a_at_tau, flip_rate=diagnosis.flip_rate_at_tau,
             n_pairs_both_orders=diagnosis.n_pairs_both_orders,
-            n_comparisons=diagnosis.n_comparisons, threshold=self.threshold_label(debias))
+            n_comparisons=diagnosis.n_comparisons, threshold=self.threshold_label(debias),
+            p_a_context_min=float(per_context.min()) if len(per_context) else float("nan"),
+            p_a_context_max=float(per_context.max()) if len(per_context) else float("nan"))
 
     @_pairwise_only("a positional-bias diagnosis")
     def position_diagnosis(self, debias: str | float = "balanced") -> PositionDiagnosis:

@@ -88,7 +88,8 @@ with right:
                       xaxis_type="category")
     st.plotly_chart(bar, key="per_context", width="stretch")
     st.caption(f"{len(per)} contexts; dashed line: 0.5. P(A) per context from "
-               f"{fmt(per['p_a'].min(), '.2f')} to {fmt(per['p_a'].max(), '.2f')} at "
+               f"{fmt(position.p_a_context_min, '.2f')} to "
+               f"{fmt(position.p_a_context_max, '.2f')} at "
                f"{at_tau(tau)} (each context's share of its own comparisons won by the first "
                "position).")
 

@@ -120,6 +120,10 @@ def test_global_tau_leaves_contexts_leaning_and_per_context_balances_each(run):
     # raw P(A) is the judge's own (every context holds 6 comparisons, so the mean of theirs)
     assert position.p_a_raw == pytest.approx(run.bias("none")["p_a"].mean())
     assert position.p_a == 0.5 and position.threshold.startswith("tau* per context")
+    assert position.p_a_context_min == position.p_a_context_max == 0.5
+    spread = run.positional_bias("balanced")
+    assert (spread.p_a_context_min, spread.p_a_context_max) == (global_["p_a"].min(),
+                                                                global_["p_a"].max())
 
 
 def test_per_context_win_ratio_counts_verdicts_at_each_contexts_tau(run):
@@ -247,3 +251,15 @@ def test_audit_report_names_the_per_context_thresholds(run):
     html = run.report_html(debias="balanced-per-context", n_boot=10).decode()
     assert "balanced-per-context: tau* per context (" in html
     assert "tau = nan" not in html and "at tau = 0.5000" not in html
+
+
+def test_evaluate_json_has_no_single_tau_but_every_contexts(url, capsys):
+    import json
+
+    from compassess_core.cli import main
+
+    assert main(["evaluate", "--run", "leaning", "--debias", "balanced-per-context", "--json",
+                 "--db", url]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["debiased"]["tau"] is None and out["debias"] == "balanced-per-context"
+    assert set(out["context_taus"]) == set(LEAN) and out["debiased"]["p_a"] == 0.5
