@@ -163,8 +163,8 @@ def threshold_view(table: ComparisonTable, debias: str | float | None) -> Thresh
 class TauEffect:
     """What the threshold does to a run's numbers for one ranking method (:func:`tau_effect`).
 
-    ``hard``: the method counts eq. 10 verdicts. ``balanced_design``: in every context each
-    compared pair was judged exactly once in each order (a full or symmetric design).
+    ``hard``: the method counts eq. 10 verdicts. ``balanced_design``: in every context every
+    ordered pair of its candidates was judged exactly once (the full design).
     ``contexts_reordered``: contexts whose ranking at this threshold differs from tau = 0.5, of
     ``n_contexts``. ``reason``: the same, in words.
     """
@@ -188,8 +188,8 @@ def tau_effect(raw: Sequence[ContextComparisons], at: ThresholdView,
 
     P(A), the verdicts, win rates and accuracy always follow tau (eq. 10). The ranking does by
     construction when the method counts verdicts (win ratio, eq. 6). A soft method (average
-    probability, Bradley-Terry, PoE) sees tau only through eq. 9's reweighting; on a design where
-    every compared pair is judged once in each order, each candidate's score is a function of its
+    probability, Bradley-Terry, PoE) sees tau only through eq. 9's reweighting; on the full design
+    (every ordered pair judged exactly once), each candidate's score is a function of its
     total soft wins over both orders, ``sum_l p^_kl + (1 - p^_lk)`` (average probability and the
     PoE least squares by their formulas; Bradley-Terry because a complete balanced design's
     maximum-likelihood strengths order the candidates by those totals), and eq. 9 raises p^ in
@@ -205,7 +205,7 @@ def tau_effect(raw: Sequence[ContextComparisons], at: ThresholdView,
         raise InputError(f"unknown ranking method '{method}'; choose one of {', '.join(ranking.METHODS)}")
     fn = ranking.METHODS[method]
     hard = method == "win-ratio"
-    balanced_design = bool(raw) and all(_each_pair_both_orders_once(cc) for cc in raw)
+    balanced_design = bool(raw) and all(_full_design(cc) for cc in raw)
     moved = 0
     for before, after in zip(raw, parts_at):
         r0 = ranking.rank_scores(fn(before.n, before.i, before.j, before.p, tau=0.5).scores)
@@ -216,27 +216,27 @@ def tau_effect(raw: Sequence[ContextComparisons], at: ThresholdView,
         why = (f"{method} counts eq. 10 verdicts (A wins when p > tau), so tau moves its "
                "ranking directly")
     elif balanced_design:
-        why = (f"{method} reads soft probabilities, and every compared pair was judged once in "
-               "each order: a candidate's score follows its soft wins summed over both orders, "
+        why = (f"{method} reads soft probabilities on a full design (every pair judged once in "
+               "each order): a candidate's score follows its soft wins summed over both orders, "
                "which eq. 9's reweighting raises alike in both orders, so the ranking rarely "
                "moves; tau still moves P(A), the verdicts, win rates and accuracy")
     else:
-        why = (f"{method} reads soft probabilities reweighted by eq. 9; not every compared pair "
-               "was judged once in each order, so the reweighting does not cancel between orders "
-               "and can move the ranking")
+        why = (f"{method} reads soft probabilities reweighted by eq. 9; the design is not full "
+               "(not every pair judged once in each order), so the reweighting does not cancel "
+               "between orders and can move the ranking")
     return TauEffect(method=method, debias=at.debias, hard=hard,
                      balanced_design=balanced_design, contexts_reordered=moved,
                      n_contexts=len(raw), reason=f"{why}. Here: {where}.")
 
 
-def _each_pair_both_orders_once(cc: ContextComparisons) -> bool:
-    """Every ordered pair of the context judged at most once and each judged pair in both orders."""
+def _full_design(cc: ContextComparisons) -> bool:
+    """Every ordered pair of the context's compared candidates judged exactly once (the paper's
+    full design, §3.4): each pair in both orders, every candidate against every other."""
     if len(cc.i) == 0:
         return False
     key = cc.i * cc.n + cc.j
-    if len(np.unique(key)) != len(key):
-        return False
-    return bool(np.isin(cc.j * cc.n + cc.i, key).all())
+    m = len(np.unique(np.concatenate((cc.i, cc.j))))
+    return len(np.unique(key)) == len(key) == m * (m - 1)
 
 
 def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "win-ratio",

@@ -1327,8 +1327,8 @@ class Run:
                    ) -> analysis.TauEffect:
         """Which numbers moving the threshold changes for ``method`` on this run's design, and
         how many contexts ``debias`` ranks differently than tau = 0.5 (``analysis.tau_effect``):
-        the win ratio counts eq. 10 verdicts; soft methods on a design with both orders of every
-        pair judged once barely move."""
+        the win ratio counts eq. 10 verdicts; soft methods on the full design (every pair judged
+        once in each order) barely move."""
         view, parts_at, _ = self._at(debias)
         return analysis.tau_effect(self._split()[0], view, parts_at, method)
 

@@ -166,7 +166,7 @@ def test_every_debias_mode_reads_through_every_run_reader(run):
 def test_tau_effect_is_derived_from_the_method_and_the_design(url, run):
     soft = run.tau_effect("bradley-terry", "balanced")
     assert soft.balanced_design and not soft.hard
-    assert "judged once in each order" in soft.reason
+    assert "full design (every pair judged once in each order)" in soft.reason
     assert soft.contexts_reordered == 0 and soft.n_contexts == 3
     hard = run.tau_effect("win-ratio", "balanced")
     assert hard.hard and "counts eq. 10 verdicts" in hard.reason
