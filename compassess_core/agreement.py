@@ -640,8 +640,9 @@ def _agreement_at(human: pd.DataFrame, majority: pd.DataFrame, probs: pd.DataFra
     llm = verdicts_at(probs, tau)[[*_PAIR, "llm_label"]]
     maj = majority.merge(llm, on=_PAIR, how="inner")
     per = human.merge(llm, on=_PAIR, how="inner")
-    per_annotator = {str(a): _scores(g["label"].to_numpy(np.int64), g["llm_label"].to_numpy(np.int64),
-                                     n_boot, seed)
+    # intervals for the headline (majority) numbers only: per annotator they would cost a
+    # bootstrap each and no page shows them
+    per_annotator = {str(a): _scores(g["label"].to_numpy(np.int64), g["llm_label"].to_numpy(np.int64))
                      for a, g in per.groupby("annotator", sort=True)}
     return AgreementAt(float(tau), _scores(maj["label"].to_numpy(np.int64),
                                            maj["llm_label"].to_numpy(np.int64), n_boot, seed),
@@ -671,8 +672,8 @@ def llm_vs_human(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
         The comparisons as the threshold reads them when they are not ``llm`` itself (per-context
         balancing: eq. 9's reweighted p, ``analysis.threshold_view``); raw numbers read ``llm``.
     n_boot
-        Resamples of the 95% bootstrap intervals of accuracy and kappa (pairs resampled,
-        :func:`agreement_intervals`); 0 computes none.
+        Resamples of the 95% bootstrap intervals of the majority vote's accuracy and kappa (pairs
+        resampled, :func:`agreement_intervals`); 0 computes none.
 
     Raises
     ------
@@ -963,18 +964,21 @@ def _nan_to_none(v):
 
 def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: Dataset,
                       tau: float, *, table_at: ComparisonTable | None = None, threshold: str = "",
-                      n_boot: int = AGREEMENT_BOOT, seed: int = 0) -> dict:
+                      n_boot: int = AGREEMENT_BOOT, seed: int = 0,
+                      report: AgreementReport | None = None) -> dict:
     """Everything the Agreement page and ``compassess agreement`` show, as one JSON-able dict:
     LLM vs human (majority vote, raw and at ``tau``), human vs human, positional bias of both,
     and the correlation of the LLM's Bradley-Terry ranking with the human-only one; accuracy,
     kappa and the correlation with 95% bootstrap intervals (``n_boot`` resamples of the pairs,
     of the contexts for the correlation) and ``caution`` when they rest on fewer than
     :data:`SMALL_SAMPLE_PAIRS` pairs or :data:`SMALL_SAMPLE_CONTEXTS` contexts. ``table_at``:
-    the comparisons as the threshold reads them (per-context balancing), named ``threshold``."""
+    the comparisons as the threshold reads them (per-context balancing), named ``threshold``;
+    ``report``: the :func:`llm_vs_human` of the same arguments, when the caller has it."""
     from . import analysis
 
     at_table = table if table_at is None else table_at
-    report = llm_vs_human(human_df, table, tau, table_at=table_at, n_boot=n_boot, seed=seed)
+    if report is None:
+        report = llm_vs_human(human_df, table, tau, table_at=table_at, n_boot=n_boot, seed=seed)
     llm = dict(n_judgements=report.n_judgements, n_skipped=report.n_skipped,
                n_pairs_labelled=report.n_pairs_labelled, n_pairs_matched=report.n_pairs_matched,
                annotators=report.annotators, notes=report.notes,

@@ -1750,11 +1750,11 @@ class Run:
         view = self._at(debias)[0]
         tau, at = view.tau, view.table
         label = view.label(4)
+        report = llm_vs_human(human, table, tau, table_at=at, n_boot=n_boot, seed=seed)
         summary = agreement_summary(human, table, dataset, tau, table_at=at, threshold=label,
-                                    n_boot=n_boot, seed=seed)
+                                    n_boot=n_boot, seed=seed, report=report)
         return Agreement(
-            labels=source, tau=self.tau(debias), summary=summary,
-            report=llm_vs_human(human, table, tau, table_at=at),
+            labels=source, tau=self.tau(debias), summary=summary, report=report,
             human_human=human_human_agreement(human),
             positional_bias=positional_bias_side_by_side(
                 human, table, tau, table_at=at, threshold=label if view.per_context else ""),
