@@ -820,7 +820,10 @@ class Store:
                     f"'{a.info.dataset_name}', run '{b.name}' dataset '{b.info.dataset_name}'"))
                 continue
             try:
-                compared.append(RunsCompared(a.name, b.name, a.compare(b, method, debias)))
+                thresholds = (f"A: {a.threshold_label(debias)}; B: {b.threshold_label(debias)}"
+                              if analysis.is_per_context(debias) else "")
+                compared.append(RunsCompared(a.name, b.name, a.compare(b, method, debias),
+                                             thresholds=thresholds))
             except InputError as e:  # no pair judged by both
                 compared.append(RunsCompared(a.name, b.name, reason=str(e)))
         text = render_report(audits, compared, version=__version__,
@@ -1668,9 +1671,11 @@ class Run:
         """
         options = self._options(method=method, debias=debias, reference=reference)
         view = self._at(debias)[0]
-        return leaderboard(self.dataset, view.table, method=method, tau=view.tau,
-                           reference=options.reference, baseline=baseline, n_boot=n_boot,
-                           level=level, seed=seed)
+        board = leaderboard(self.dataset, view.table, method=method, tau=view.tau,
+                            reference=options.reference, baseline=baseline, n_boot=n_boot,
+                            level=level, seed=seed)
+        # one tau* per context is no single tau (the export says which: debias, threshold)
+        return dataclasses.replace(board, tau=float("nan")) if view.per_context else board
 
     def leaderboard_bytes(self, fmt: str = "csv", method: str = DEFAULT_METHOD,
                           debias: str | float = "balanced", *, reference: str | None = None,

@@ -143,6 +143,8 @@ class RunsCompared:
     run_b: str
     comparison: Any | None = None
     reason: str | None = None
+    #: Each run's threshold in words when it is not one tau (per-context balancing), else "".
+    thresholds: str = ""
 
 
 # ------------------------------------------------------------------------------- inert text
@@ -765,7 +767,8 @@ def _comparisons(compared: Sequence[RunsCompared]) -> str:
         out.append(_pairs([
             ("Ordered pairs judged by both", f"{result.n_shared:,} (of {result.n_a:,} and "
                                              f"{result.n_b:,} comparisons)"),
-            ("Thresholds", f"A: tau = {result.tau_a:.4f}; B: tau = {result.tau_b:.4f}"),
+            ("Thresholds", inert(c.thresholds) if c.thresholds
+             else f"A: tau = {result.tau_a:.4f}; B: tau = {result.tau_b:.4f}"),
             ("Verdict agreement", f"{_num(result.agreement)} (share of shared pairs)"),
             ("Cohen's kappa of the verdicts", _num(result.kappa)),
             ("Pearson r of p on shared pairs", _num(result.p_pearson)),

@@ -153,6 +153,13 @@ def test_evaluation_and_export_say_which_thresholds_were_used(run):
     assert frame["tau"].to_numpy() == pytest.approx(frame["context_id"].map(report.context_taus))
 
 
+def test_leaderboard_export_names_the_per_context_thresholds(run):
+    exported = run.leaderboard_bytes("json", "bradley-terry", "balanced-per-context", n_boot=10)
+    assert exported.metadata["tau"] is None
+    assert exported.metadata["debias"] == "balanced-per-context"
+    assert exported.metadata["threshold"].startswith("tau* per context (")
+
+
 def test_every_debias_mode_reads_through_every_run_reader(run):
     """The mode is one more debias value: every reader that takes one takes it."""
     for read in (lambda d: run.leaderboard("bradley-terry", d, n_boot=10),
