@@ -270,3 +270,18 @@ def test_evaluate_json_has_no_single_tau_but_every_contexts(url, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["debiased"]["tau"] is None and out["debias"] == "balanced-per-context"
     assert set(out["context_taus"]) == set(LEAN) and out["debiased"]["p_a"] == 0.5
+
+
+@pytest.mark.parametrize("page", ["leaderboard", "matrix", "compare", "agreement", "export"])
+def test_every_result_page_reads_per_context_balancing(app_env, page):  # noqa: F811
+    seed_leaning_run(app_env)
+    seed_leaning_run(app_env, name="second")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["tau_mode"] = "per-context"
+    at.query_params["run"] = "leaning"
+    at.run()
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, at.exception
+    assert at.sidebar.radio(key="tau_mode_w").value == "per-context"
+    shown = "\n".join(str(e.value) for e in [*at.caption, *at.markdown, *at.info])
+    assert "tau = nan" not in shown
