@@ -155,7 +155,7 @@ def mtbench_cell(found: Found | None) -> str:
         return "no labels imported"
     table = found.store.comparison_table(found.run.id)
     tau = float(balanced_threshold(table.p)) if len(table) else 0.5
-    rep = llm_vs_human(human, table, tau)
+    rep = llm_vs_human(human, table, tau, n_boot=0)
     cells = [f"{_fmt(100 * s.majority.accuracy_without_ties)} % / "
              f"κ {_fmt(s.majority.kappa_without_ties, '.2f')}" for s in (rep.raw, rep.debiased)]
     try:

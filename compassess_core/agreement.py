@@ -57,6 +57,13 @@ __all__ = [
     "human_rankings",
     "ranking_correlation",
     "disagreements",
+    "SMALL_SAMPLE_PAIRS",
+    "SMALL_SAMPLE_CONTEXTS",
+    "AGREEMENT_BOOT",
+    "INTERVAL_LEVEL",
+    "bootstrap_interval",
+    "agreement_intervals",
+    "correlation_interval",
 ]
 
 TIE = Outcome.TIE.value
@@ -76,6 +83,17 @@ N_CLASSES = len(CLASS_NAMES)
 X_BETTER, Y_BETTER, TIE_CODE = 0, 1, 2
 
 _PAIR = ["context_id", "x", "y"]
+
+#: Below this many scored pairs an accuracy or a kappa is shown with a caution: with 9 pairs one
+#: pair more or less moves accuracy by 11 points, and the 95% interval spans tens of points.
+SMALL_SAMPLE_PAIRS = 30
+#: Below this many contexts the correlation of the LLM's ranking with the people's (a mean of
+#: per-context correlations, each from a handful of labels) is shown with a caution.
+SMALL_SAMPLE_CONTEXTS = 10
+#: Bootstrap resamples behind every agreement interval (percentile intervals, scipy).
+AGREEMENT_BOOT = 1000
+#: Coverage of the agreement intervals.
+INTERVAL_LEVEL = 0.95
 
 
 # ----------------------------------------------------------------------------- human tables
@@ -371,6 +389,109 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike) -> float:
     return _kappa_from_confusion(confusion_matrix(a, b))
 
 
+def bootstrap_interval(statistic, data: Sequence[ArrayLike], *, n_boot: int = AGREEMENT_BOOT,
+                       level: float = INTERVAL_LEVEL, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval (Efron 1979) of ``statistic`` over paired observations.
+
+    ``data`` are aligned arrays (one entry per observation: a pair, or a context); each
+    resample draws observations with replacement, keeping them paired
+    (``scipy.stats.bootstrap``, ``paired=True``, vectorised). Resamples where the statistic is
+    undefined (NaN, e.g. a kappa whose raters are constant) are left out of the percentiles.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``; NaN when there are fewer than 2 observations or no resample gives a
+        value.
+
+    Raises
+    ------
+    InputError
+        ``n_boot < 1`` or ``level`` outside (0, 1).
+    """
+    from scipy.stats import bootstrap
+
+    if int(n_boot) < 1 or not 0.0 < level < 1.0:
+        raise InputError(f"a bootstrap needs n_boot >= 1 and a level in (0, 1), got n_boot="
+                         f"{n_boot}, level={level}")
+    arrays = [np.asarray(a).reshape(-1) for a in data]
+    nan = float("nan")
+    if not arrays or len(arrays[0]) < 2:
+        return nan, nan
+    import warnings
+
+    from scipy.stats import DegenerateDataWarning
+
+    with warnings.catch_warnings():
+        # all resamples alike (e.g. every pair agrees): the interval is that value, as it should
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        res = bootstrap(arrays, statistic, n_resamples=int(n_boot), paired=True,
+                        vectorized=True, confidence_level=level, method="percentile", batch=200,
+                        rng=np.random.default_rng(seed))
+    dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+    dist = dist[np.isfinite(dist)]
+    if len(dist) == 0:
+        return nan, nan
+    tail = 100.0 * (1.0 - level) / 2.0
+    low, high = np.percentile(dist, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def _accuracy_stat(h: IntArray, llm: IntArray, axis: int = -1) -> FloatArray:
+    """Share of items on which the two label arrays agree, along ``axis`` (vectorised)."""
+    return np.mean(h == llm, axis=axis)
+
+
+def _kappa_stat(h: IntArray, llm: IntArray, axis: int = -1) -> FloatArray:
+    """Cohen's kappa (Cohen 1960) along ``axis``: ``(p_o - p_e) / (1 - p_e)`` with ``p_e =
+    sum_k`` of the two raters' shares of class ``k``; NaN where ``p_e = 1``."""
+    p_o = np.mean(h == llm, axis=axis)
+    p_e = sum(np.mean(h == k, axis=axis) * np.mean(llm == k, axis=axis) for k in range(N_CLASSES))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(p_e < 1.0, (p_o - p_e) / np.where(p_e < 1.0, 1.0 - p_e, 1.0), np.nan)
+
+
+def agreement_intervals(human_label: ArrayLike, llm_label: ArrayLike, *,
+                        n_boot: int = AGREEMENT_BOOT, level: float = INTERVAL_LEVEL,
+                        seed: int = 0) -> dict[str, tuple[float, float]]:
+    """95% percentile bootstrap intervals of the accuracy and Cohen's kappa of two label arrays,
+    resampling the scored pairs (:func:`bootstrap_interval`), with and without the pairs the
+    humans called a tie (as :class:`AgreementScores` reports them).
+
+    Returns
+    -------
+    dict
+        ``accuracy_with_ties``, ``kappa_with_ties``, ``accuracy_without_ties``,
+        ``kappa_without_ties`` -> ``(low, high)``.
+
+    Raises
+    ------
+    LengthMismatchError, InputError
+        As :func:`confusion_matrix`; a bad ``n_boot`` or ``level``.
+    """
+    h, llm = _codes(human_label, "human labels"), _codes(llm_label, "LLM labels")
+    if len(h) != len(llm):
+        raise LengthMismatchError(f"{len(h)} human labels but {len(llm)} LLM labels")
+    keep = h != TIE_CODE
+    out = {}
+    for suffix, (a, b) in (("with_ties", (h, llm)), ("without_ties", (h[keep], llm[keep]))):
+        out[f"accuracy_{suffix}"] = bootstrap_interval(_accuracy_stat, (a, b), n_boot=n_boot,
+                                                       level=level, seed=seed)
+        out[f"kappa_{suffix}"] = bootstrap_interval(_kappa_stat, (a, b), n_boot=n_boot,
+                                                    level=level, seed=seed)
+    return out
+
+
+def correlation_interval(per_context: ArrayLike, *, n_boot: int = AGREEMENT_BOOT,
+                         level: float = INTERVAL_LEVEL, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of a mean per-context correlation x100 (§4 of Liusie et
+    al. 2024), resampling the contexts; contexts whose correlation is undefined are left out."""
+    values = np.asarray(per_context, dtype=np.float64).reshape(-1)
+    values = 100.0 * values[np.isfinite(values)]
+    return bootstrap_interval(lambda v, axis=-1: np.mean(v, axis=axis), (values,),
+                              n_boot=n_boot, level=level, seed=seed)
+
+
 def majority_vote(human: pd.DataFrame) -> pd.DataFrame:
     """One label per unordered pair from all its annotators' votes; a tied vote counts as a tie.
 
@@ -424,6 +545,15 @@ class AgreementScores:
     n_without_ties: int
     n_human_ties: int
     confusion: IntArray
+    #: 95% percentile bootstrap intervals (pairs resampled, :func:`agreement_intervals`):
+    #: ``accuracy_with_ties`` ... ``kappa_without_ties`` -> ``(low, high)``; empty when not
+    #: computed.
+    intervals: dict = field(default_factory=dict)
+
+    @property
+    def small_sample(self) -> bool:
+        """Fewer than :data:`SMALL_SAMPLE_PAIRS` scored pairs (without ties): read with caution."""
+        return self.n_without_ties < SMALL_SAMPLE_PAIRS
 
     def confusion_frame(self) -> pd.DataFrame:
         """The confusion matrix with labelled rows (human) and columns (LLM)."""
@@ -431,8 +561,11 @@ class AgreementScores:
                             columns=pd.Index([f"LLM: {c}" for c in CLASS_NAMES]))
 
 
-def _scores(human_label: IntArray, llm_label: IntArray) -> AgreementScores:
+def _scores(human_label: IntArray, llm_label: IntArray, n_boot: int = 0,
+            seed: int = 0) -> AgreementScores:
     conf = confusion_matrix(human_label, llm_label)
+    intervals = (agreement_intervals(human_label, llm_label, n_boot=n_boot, seed=seed)
+                 if n_boot else {})
     n = int(conf.sum())
     no_tie = conf[:2, :2]
     n2 = int(no_tie.sum())
@@ -446,6 +579,7 @@ def _scores(human_label: IntArray, llm_label: IntArray) -> AgreementScores:
         n_without_ties=n2,
         n_human_ties=int(conf[TIE_CODE].sum()),
         confusion=conf,
+        intervals=intervals,
     )
 
 
@@ -502,18 +636,22 @@ def _llm_probs(llm: pd.DataFrame | ComparisonTable) -> pd.DataFrame:
 
 
 def _agreement_at(human: pd.DataFrame, majority: pd.DataFrame, probs: pd.DataFrame,
-                  tau: float) -> AgreementAt:
+                  tau: float, n_boot: int = 0, seed: int = 0) -> AgreementAt:
     llm = verdicts_at(probs, tau)[[*_PAIR, "llm_label"]]
     maj = majority.merge(llm, on=_PAIR, how="inner")
     per = human.merge(llm, on=_PAIR, how="inner")
+    # intervals for the headline (majority) numbers only: per annotator they would cost a
+    # bootstrap each and no page shows them
     per_annotator = {str(a): _scores(g["label"].to_numpy(np.int64), g["llm_label"].to_numpy(np.int64))
                      for a, g in per.groupby("annotator", sort=True)}
     return AgreementAt(float(tau), _scores(maj["label"].to_numpy(np.int64),
-                                           maj["llm_label"].to_numpy(np.int64)), per_annotator)
+                                           maj["llm_label"].to_numpy(np.int64), n_boot, seed),
+                       per_annotator)
 
 
 def llm_vs_human(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
-                 tau: float = 0.5) -> AgreementReport:
+                 tau: float = 0.5, *, table_at: pd.DataFrame | ComparisonTable | None = None,
+                 n_boot: int = AGREEMENT_BOOT, seed: int = 0) -> AgreementReport:
     """Accuracy, Cohen's kappa and confusion matrix of the LLM against human labels.
 
     Every number is given raw (tau = 0.5) and at ``tau`` (eq. 9-10 of Liusie et al. 2024, see
@@ -530,6 +668,12 @@ def llm_vs_human(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
         :func:`pair_probabilities` (only its probabilities are used; verdicts are recomputed).
     tau
         The current threshold (e.g. tau* from ``bias.balanced_threshold``).
+    table_at
+        The comparisons as the threshold reads them when they are not ``llm`` itself (per-context
+        balancing: eq. 9's reweighted p, ``analysis.threshold_view``); raw numbers read ``llm``.
+    n_boot
+        Resamples of the 95% bootstrap intervals of the majority vote's accuracy and kappa (pairs
+        resampled, :func:`agreement_intervals`); 0 computes none.
 
     Raises
     ------
@@ -538,9 +682,10 @@ def llm_vs_human(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
     """
     human, n_skipped, _ = _normalise(human_df)
     probs = _llm_probs(llm)
+    probs_at = probs if table_at is None else _llm_probs(table_at)
     majority = majority_vote(human)
-    raw = _agreement_at(human, majority, probs, 0.5)
-    deb = _agreement_at(human, majority, probs, tau)
+    raw = _agreement_at(human, majority, probs, 0.5, n_boot, seed)
+    deb = _agreement_at(human, majority, probs_at, tau, n_boot, seed)
     n_matched = len(majority.merge(probs[_PAIR], on=_PAIR, how="inner"))
     notes = []
     if n_matched < len(majority):
@@ -662,7 +807,8 @@ def human_positional_bias(human_df: pd.DataFrame) -> tuple[float, int]:
 
 
 def positional_bias_side_by_side(human_df: pd.DataFrame, table: ComparisonTable,
-                                 tau: float) -> pd.DataFrame:
+                                 tau: float, *, table_at: ComparisonTable | None = None,
+                                 threshold: str = "") -> pd.DataFrame:
     """People's share of left picks next to the LLM's P(A) raw and at ``tau`` (eq. 8, 10).
 
     Returns
@@ -677,11 +823,14 @@ def positional_bias_side_by_side(human_df: pd.DataFrame, table: ComparisonTable,
     share, n = human_positional_bias(human_df)
     p = np.asarray(table.p, dtype=np.float64)
     p = p[np.isfinite(p)]
+    p_at = p if table_at is None else np.asarray(table_at.p, dtype=np.float64)
+    p_at = p_at[np.isfinite(p_at)]
     raw_a, _ = positional_bias(p, 0.5)
-    deb_a, _ = positional_bias(p, tau)
-    return pd.DataFrame({"share_first": [share, raw_a, deb_a], "n": [n, len(p), len(p)]},
+    deb_a, _ = positional_bias(p_at, tau)
+    return pd.DataFrame({"share_first": [share, raw_a, deb_a], "n": [n, len(p), len(p_at)]},
                         index=pd.Index(["humans", "LLM raw (tau = 0.5)",
-                                        f"LLM at current tau = {tau:.4g}"], name="who"))
+                                        f"LLM at current {threshold or f'tau = {tau:.4g}'}"],
+                                       name="who"))
 
 
 # ----------------------------------------------------------------------------- rankings
@@ -801,10 +950,12 @@ def disagreements(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
 # ----------------------------------------------------------------------------- one report
 
 def _scores_dict(s: AgreementScores) -> dict:
+    intervals = {f"{k}_ci95": [_nan_to_none(v) for v in lo_hi] for k, lo_hi in s.intervals.items()}
     return dict(accuracy_with_ties=s.accuracy_with_ties, kappa_with_ties=s.kappa_with_ties,
                 n_with_ties=s.n_with_ties, accuracy_without_ties=s.accuracy_without_ties,
                 kappa_without_ties=s.kappa_without_ties, n_without_ties=s.n_without_ties,
-                n_human_ties=s.n_human_ties, confusion=s.confusion.tolist())
+                n_human_ties=s.n_human_ties, confusion=s.confusion.tolist(), **intervals,
+                small_sample=s.small_sample)
 
 
 def _nan_to_none(v):
@@ -812,13 +963,22 @@ def _nan_to_none(v):
 
 
 def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: Dataset,
-                      tau: float) -> dict:
+                      tau: float, *, table_at: ComparisonTable | None = None, threshold: str = "",
+                      n_boot: int = AGREEMENT_BOOT, seed: int = 0,
+                      report: AgreementReport | None = None) -> dict:
     """Everything the Agreement page and ``compassess agreement`` show, as one JSON-able dict:
     LLM vs human (majority vote, raw and at ``tau``), human vs human, positional bias of both,
-    and the correlation of the LLM's Bradley-Terry ranking with the human-only one."""
+    and the correlation of the LLM's Bradley-Terry ranking with the human-only one; accuracy,
+    kappa and the correlation with 95% bootstrap intervals (``n_boot`` resamples of the pairs,
+    of the contexts for the correlation) and ``caution`` when they rest on fewer than
+    :data:`SMALL_SAMPLE_PAIRS` pairs or :data:`SMALL_SAMPLE_CONTEXTS` contexts. ``table_at``:
+    the comparisons as the threshold reads them (per-context balancing), named ``threshold``;
+    ``report``: the :func:`llm_vs_human` of the same arguments, when the caller has it."""
     from . import analysis
 
-    report = llm_vs_human(human_df, table, tau)
+    at_table = table if table_at is None else table_at
+    if report is None:
+        report = llm_vs_human(human_df, table, tau, table_at=table_at, n_boot=n_boot, seed=seed)
     llm = dict(n_judgements=report.n_judgements, n_skipped=report.n_skipped,
                n_pairs_labelled=report.n_pairs_labelled, n_pairs_matched=report.n_pairs_matched,
                annotators=report.annotators, notes=report.notes,
@@ -826,14 +986,31 @@ def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: D
     for name, at in (("raw", report.raw), ("debiased", report.debiased)):
         llm[name] = {"tau": at.tau, **{k: _nan_to_none(v) if not isinstance(v, list) else v
                                        for k, v in _scores_dict(at.majority).items()}}
+    llm["debiased"]["threshold"] = threshold or f"tau = {tau:.4f}"
     hh = human_human_agreement(human_df)
     share, n_left = human_positional_bias(human_df)
     from .bias import positional_bias
     p = np.asarray(table.p, dtype=np.float64)
     p = p[np.isfinite(p)]
+    p_at = np.asarray(at_table.p, dtype=np.float64)
+    p_at = p_at[np.isfinite(p_at)]
     human_scores = human_rankings(human_df, dataset)
-    llm_scores = analysis.rank_contexts(dataset, table, method="bradley-terry", tau=tau)
+    llm_scores = analysis.rank_contexts(dataset, at_table, method="bradley-terry", tau=tau)
     rc = ranking_correlation(human_scores, llm_scores) if len(human_scores) else None
+    rc_ci = (correlation_interval(rc.per_context, n_boot=n_boot, seed=seed)
+             if rc is not None and n_boot else (float("nan"), float("nan")))
+    votes = (human_scores.groupby("context_id")["n_comparisons"].sum() // 2
+             if len(human_scores) else pd.Series(dtype=np.int64))
+    scored = report.debiased.majority
+    caution = []
+    if scored.n_without_ties < SMALL_SAMPLE_PAIRS:
+        caution.append(f"accuracy and kappa rest on {scored.n_without_ties} scored pair(s) "
+                       f"(fewer than {SMALL_SAMPLE_PAIRS}): read them with their intervals")
+    if rc is not None and rc.n_used < SMALL_SAMPLE_CONTEXTS:
+        caution.append(f"the ranking correlation is a mean over {rc.n_used} context(s) (fewer "
+                       f"than {SMALL_SAMPLE_CONTEXTS}), each from "
+                       f"{int(votes.min()) if len(votes) else 0}-"
+                       f"{int(votes.max()) if len(votes) else 0} human vote(s)")
     return dict(
         tau=float(tau),
         llm_vs_human=llm,
@@ -843,7 +1020,16 @@ def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: D
                          krippendorff_alpha=_nan_to_none(hh.krippendorff_alpha)),
         positional_bias=dict(human_share_left=_nan_to_none(share), human_n=n_left,
                              llm_p_a_raw=positional_bias(p, 0.5)[0] if len(p) else None,
-                             llm_p_a_debiased=positional_bias(p, tau)[0] if len(p) else None),
+                             llm_p_a_debiased=positional_bias(p_at, tau)[0] if len(p_at) else None),
         ranking_correlation=dict(spearman_x100=_nan_to_none(rc.mean_x100) if rc else None,
-                                 n_used=rc.n_used if rc else 0),
+                                 n_used=rc.n_used if rc else 0,
+                                 spearman_x100_ci95=[_nan_to_none(v) for v in rc_ci],
+                                 human_votes_per_context=[int(votes.min()), int(votes.max())]
+                                 if len(votes) else None,
+                                 small_sample=bool(rc is None or rc.n_used < SMALL_SAMPLE_CONTEXTS)),
+        intervals=dict(level=INTERVAL_LEVEL, n_boot=int(n_boot),
+                       method="percentile bootstrap (scipy.stats.bootstrap): scored pairs "
+                              "resampled for accuracy and kappa, contexts for the correlation"),
+        small_sample_pairs=SMALL_SAMPLE_PAIRS, small_sample_contexts=SMALL_SAMPLE_CONTEXTS,
+        caution=caution,
     )

@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +43,7 @@ from .absolute import AbsoluteEvaluation
 from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
                         human_human_agreement, human_rankings, human_table_from_labels,
                         llm_vs_human, positional_bias_side_by_side)
+from .agreement import AGREEMENT_BOOT
 from .analysis import Evaluation, EvaluationReport
 from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate,
                           calibrated_table, fit_on_labels)
@@ -58,7 +60,7 @@ from .labels import annotator_counts, attribute, load_human_labels, store_rows
 from .limits import check_name
 from .leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
 from .length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
-                          log2_length_ratio)
+                          log2_length_ratio, longer_wins_share)
 from .ranking import METHODS
 from .report import EXAMPLES, RunAudit, RunsCompared, ShownComparison, render_report
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
@@ -822,7 +824,10 @@ class Store:
                     f"'{a.info.dataset_name}', run '{b.name}' dataset '{b.info.dataset_name}'"))
                 continue
             try:
-                compared.append(RunsCompared(a.name, b.name, a.compare(b, method, debias)))
+                thresholds = (f"A: {a.threshold_label(debias)}; B: {b.threshold_label(debias)}"
+                              if analysis.is_per_context(debias) else "")
+                compared.append(RunsCompared(a.name, b.name, a.compare(b, method, debias),
+                                             thresholds=thresholds))
             except InputError as e:  # no pair judged by both
                 compared.append(RunsCompared(a.name, b.name, reason=str(e)))
         text = render_report(audits, compared, version=__version__,
@@ -1111,6 +1116,13 @@ class PositionalBias:
     flip_rate: float
     n_pairs_both_orders: int
     n_comparisons: int
+    #: The threshold in words (``tau = 0.4123``; ``tau`` is NaN under per-context balancing,
+    #: whose label gives the range of the contexts' tau*).
+    threshold: str = ""
+    #: The lowest and highest P(A) of a single context at ``tau`` (:meth:`Run.bias`): how far
+    #: the global tau* leaves contexts from 0.5.
+    p_a_context_min: float = float("nan")
+    p_a_context_max: float = float("nan")
 
 
 # ---------------------------------------------------------------------------------- a run
@@ -1135,6 +1147,8 @@ class Agreement:
     positional_bias: pd.DataFrame
     human_rankings: pd.DataFrame
     disagreements: pd.DataFrame
+    #: The threshold in words (``tau`` is NaN under per-context balancing).
+    threshold: str = ""
 
     def to_dict(self) -> dict:
         """The summary as JSON-able values, with where the labels came from."""
@@ -1177,6 +1191,7 @@ class Run:
         self._results = results
         self._parts = parts
         self._length_cache = None
+        self._views: dict[str, tuple] = {}
         #: How this view's p were calibrated (what :meth:`calibrated` fitted), else None.
         self.calibration: dict | None = None
 
@@ -1249,6 +1264,7 @@ class Run:
         calibrated view goes back to the judge's own p."""
         self.info = self.store.backend.get_run(self.id)
         self._results = self._parts = self.calibration = self._length_cache = None
+        self._views = {}
         return self
 
     def _pairwise(self, what: str) -> None:
@@ -1262,6 +1278,18 @@ class Run:
         if self._parts is None:
             self._parts = analysis.split_with_p(self.dataset, self.results)
         return self._parts
+
+    def _at(self, debias: str | float) -> tuple[analysis.ThresholdView, list, np.ndarray]:
+        """The comparisons as ``debias`` reads them (``analysis.threshold_view``: the run's own
+        table at one tau, or eq. 9's reweighted p at 0.5 for ``balanced-per-context``), split by
+        context with their p concatenated (read once per mode)."""
+        key = str(debias)
+        if key not in self._views:
+            view = analysis.threshold_view(self.results, debias)
+            split = (analysis.split_with_p(self.dataset, view.table) if view.per_context
+                     else self._split())
+            self._views[key] = (view, *split)
+        return self._views[key]
 
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
                  ci: bool = False, which: str = "expected", score: str = "level",
@@ -1282,9 +1310,34 @@ class Run:
     @_pairwise_only("a decision threshold")
     def tau(self, debias: str | float = "balanced") -> float:
         """The decision threshold ``debias`` names on this run's comparisons (``balanced``:
-        tau*, the median of p; eq. 10)."""
-        p = self.results.p
-        return analysis.resolve_tau(debias, p[np.isfinite(p)])
+        tau*, the median of p; eq. 10). NaN for ``balanced-per-context``, which has one tau*
+        per context: :meth:`thresholds`."""
+        if analysis.is_per_context(debias):
+            return float("nan")
+        return self._at(debias)[0].tau
+
+    @_pairwise_only("a decision threshold")
+    def thresholds(self, debias: str | float = "balanced") -> dict[str, float]:
+        """Context id -> the threshold its comparisons are decided at under ``debias``: one
+        tau* per context (eq. 10 applied context by context) for ``balanced-per-context``, the
+        same tau everywhere otherwise."""
+        return dict(self._at(debias)[0].context_taus)
+
+    @_pairwise_only("a decision threshold")
+    def threshold_label(self, debias: str | float = "balanced", digits: int = 4) -> str:
+        """The threshold ``debias`` uses, in words: ``tau = 0.4123``, or ``tau* per context
+        (0.3100 to 0.6200)``."""
+        return self._at(debias)[0].label(digits)
+
+    @_pairwise_only("what the threshold moves")
+    def tau_effect(self, method: str = "win-ratio", debias: str | float = "balanced"
+                   ) -> analysis.TauEffect:
+        """Which numbers moving the threshold changes for ``method`` on this run's design, and
+        how many contexts ``debias`` ranks differently than tau = 0.5 (``analysis.tau_effect``):
+        the win ratio counts eq. 10 verdicts; soft methods on the full design (every pair judged
+        once in each order) barely move."""
+        view, parts_at, _ = self._at(debias)
+        return analysis.tau_effect(self._split()[0], view, parts_at, method)
 
     def rankings(self, method: str = "win-ratio", debias: str | float = "none", *,
                  ci: bool = False, context: str | None = None, which: str = "expected",
@@ -1322,7 +1375,12 @@ class Run:
             return {"method": "g-eval expected score" if which == "expected" else "argmax score"}
         if self.kind == "absolute":
             return {"score": score, "threshold": threshold}
-        fields = {"method": method, "tau": self.tau(debias)}
+        view = self._at(debias)[0]
+        fields = {"method": method, "debias": view.debias,
+                  "tau": None if view.per_context else view.tau}
+        if view.per_context:
+            fields["threshold"] = view.label(4)
+            fields["tau_per_context"] = dict(view.context_taus)
         if self.calibration is not None:
             fields["calibration"] = self.calibration
         return fields
@@ -1364,23 +1422,25 @@ class Run:
         """
         options = self._options(method=method, debias=debias, reference=reference)
         analysis.check_reference(self.dataset, options.reference)
-        parts, all_p = self._split()
+        view, parts, all_p = self._at(options.debias)
         return analysis.evaluate_at(self.dataset, parts, method=method,
-                                    reference=options.reference,
-                                    tau=analysis.resolve_tau(options.debias, all_p), all_p=all_p)
+                                    reference=options.reference, tau=view.tau, all_p=all_p)
 
     @_pairwise_only("positional bias")
     def bias(self, debias: str | float = "none") -> pd.DataFrame:
         """Positional bias per context at the threshold ``debias``: P(A) (share won by the
         first position, eq. 8), P(B), the flip rate (share of pairs judged in both orders whose
-        verdict changes with the order) and the counts they were computed on."""
-        return analysis.bias_by_context(self.dataset, self.results, self.tau(debias))
+        verdict changes with the order) and the counts they were computed on, with the threshold
+        ``tau`` each context was decided at (its own tau* under ``balanced-per-context``)."""
+        return analysis.bias_by_context(self.dataset, self.results, str(debias))
 
     @_pairwise_only("order dependence")
     def order_dependence(self, debias: str | float = "none") -> pd.DataFrame:
         """Pairs judged in both orders, most order-dependent first: p both ways,
         ``inconsistency`` = |p_ij - (1 - p_ji)| and whether the verdict flips at ``debias``."""
-        return analysis.order_dependence(self.dataset, self.results, self.tau(debias))
+        view = self._at(debias)[0]
+        return analysis.order_dependence(self.dataset, self.results,
+                                         view.context_taus if view.per_context else view.tau)
 
     @_pairwise_only("a comparison matrix")
     def matrix(self, context_id: str) -> pd.DataFrame:
@@ -1394,7 +1454,9 @@ class Run:
         """The eq. 10 verdicts of one context at the threshold ``debias``: 1 where the first
         position (row) wins, 0 where the second (column) wins, NaN where not compared."""
         m = self.matrix(context_id)
-        return pd.DataFrame(analysis.decision_matrix(m.to_numpy(), self.tau(debias)),
+        view = self._at(debias)[0]
+        tau = view.context_taus.get(context_id, 0.5) if view.per_context else view.tau
+        return pd.DataFrame(analysis.decision_matrix(m.to_numpy(), tau),
                             index=m.index, columns=m.columns)
 
     def consistency_matrix(self, context_id: str) -> pd.DataFrame:
@@ -1434,26 +1496,44 @@ class Run:
         """P(A) and P(B) (eq. 8) raw and at ``debias``, the flip rate at ``debias`` and tau*:
         the Bias page's gauges."""
         diagnosis = self.position_diagnosis(debias)
+        per_context = self.bias(debias)["p_a"].to_numpy(dtype=np.float64)
+        per_context = per_context[np.isfinite(per_context)]
         return PositionalBias(
-            tau=diagnosis.tau, tau_star=self.tau("balanced"), p_a_raw=diagnosis.p_a_raw,
+            tau=self.tau(debias), tau_star=self.tau("balanced"), p_a_raw=diagnosis.p_a_raw,
             p_b_raw=1.0 - diagnosis.p_a_raw, p_a=diagnosis.p_a_at_tau,
             p_b=1.0 - diagnosis.p_a_at_tau, flip_rate=diagnosis.flip_rate_at_tau,
             n_pairs_both_orders=diagnosis.n_pairs_both_orders,
-            n_comparisons=diagnosis.n_comparisons)
+            n_comparisons=diagnosis.n_comparisons, threshold=self.threshold_label(debias),
+            p_a_context_min=float(per_context.min()) if len(per_context) else float("nan"),
+            p_a_context_max=float(per_context.max()) if len(per_context) else float("nan"))
 
     @_pairwise_only("a positional-bias diagnosis")
     def position_diagnosis(self, debias: str | float = "balanced") -> PositionDiagnosis:
         """What a judge that answers by position looks like in numbers (P(A) and the flip rate,
         raw and at ``debias``), with the message and the remedy the result pages show."""
-        parts, _ = self._split()
-        return analysis.position_diagnosis(parts, self.tau(debias))
+        return self._diagnosis(debias)
+
+    def _diagnosis(self, debias: str | float) -> PositionDiagnosis:
+        view, parts_at, _ = self._at(debias)
+        if not view.per_context:
+            return analysis.position_diagnosis(self._split()[0], view.tau)
+        return analysis.position_diagnosis(self._split()[0], view.tau, parts_at, view.label(3))
 
     @_pairwise_only("length bias")
     def length_bias(self, debias: str | float = "none") -> LengthBias:
         """How much the judge prefers the longer text: the longer text's share of wins at
         ``debias``, the logistic slope of p on log2(len A / len B) and its intercept (position
         at equal length), on every comparison."""
-        return length_bias(*self._lengths(), self.tau(debias))
+        fit = length_bias(*self._lengths(), 0.5 if analysis.is_per_context(debias)
+                          else self._at(debias)[0].tau)
+        if not analysis.is_per_context(debias):
+            return fit
+        # the slope and intercept are the judge's own (no threshold); the share of wins by the
+        # longer text follows each context's tau*, i.e. eq. 9's reweighted p read at 0.5
+        len_a, len_b, _ = self._lengths()
+        share, n_used = longer_wins_share(len_a, len_b, self._at(debias)[2], 0.5)
+        return dataclasses.replace(fit, longer_wins=share, n_length_differs=n_used,
+                                   tau=float("nan"))
 
     def length_points(self, debias: str | float = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
         """The length scatter of the Bias page: every comparison's ``log2_ratio`` (> 0 when the
@@ -1551,8 +1631,9 @@ class Run:
         if level not in ("context", "system"):
             raise InputError(f"level must be 'context' or 'system', not '{level}'")
         rank = fused_system_ranking if level == "system" else fused_rankings
-        return rank(self.dataset, self.results, self._stored_labels(aspect),
-                    tau=self.tau(debias), weight=weight)
+        view = self._at(debias)[0]
+        return rank(self.dataset, view.table, self._stored_labels(aspect), tau=view.tau,
+                    weight=weight)
 
     @property
     def partial_note(self) -> str | None:
@@ -1564,8 +1645,7 @@ class Run:
     def position_warning(self, debias: str | float = "balanced") -> str | None:
         """What the result pages warn about a judge that answers by position (P(A) far from 0.5
         or a high flip rate), raw and at ``debias``; None when the judge looks at content."""
-        parts, _ = self._split()
-        return analysis.position_diagnosis(parts, self.tau(debias)).warning()
+        return self._diagnosis(debias).warning()
 
     @_pairwise_only("a leaderboard")
     def leaderboard(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
@@ -1594,9 +1674,12 @@ class Run:
             message names the run's systems), ``n_boot < 1``.
         """
         options = self._options(method=method, debias=debias, reference=reference)
-        return leaderboard(self.dataset, self.results, method=method, tau=self.tau(debias),
-                           reference=options.reference, baseline=baseline, n_boot=n_boot,
-                           level=level, seed=seed)
+        view = self._at(debias)[0]
+        board = leaderboard(self.dataset, view.table, method=method, tau=view.tau,
+                            reference=options.reference, baseline=baseline, n_boot=n_boot,
+                            level=level, seed=seed)
+        # one tau* per context is no single tau (the export says which: debias, threshold)
+        return dataclasses.replace(board, tau=float("nan")) if view.per_context else board
 
     def leaderboard_bytes(self, fmt: str = "csv", method: str = DEFAULT_METHOD,
                           debias: str | float = "balanced", *, reference: str | None = None,
@@ -1612,6 +1695,7 @@ class Run:
                                  n_boot=n_boot, level=level, seed=seed)
         meta = {"run": self.name, "dataset": self.dataset.name,
                 **{k: v for k, v in board.to_dict().items() if k != "systems"},
+                "debias": str(debias), "threshold": self.threshold_label(debias),
                 "settings": self.info.settings}
         data, sidecar = table_bytes(board.frame, fmt, what="leaderboard", metadata=meta)
         return ExportFile(data=data, sidecar=sidecar, frame=board.frame, metadata=meta)
@@ -1630,8 +1714,9 @@ class Run:
             Either run is not pairwise, the datasets differ, or no pair was judged by both.
         """
         other._pairwise("compare")
-        return compare_runs(self.dataset, self.results, other.dataset, other.results,
-                            tau_a=self.tau(debias), tau_b=other.tau(debias), method=method)
+        view_a, view_b = self._at(debias)[0], other._at(debias)[0]
+        return compare_runs(self.dataset, view_a.table, other.dataset, view_b.table,
+                            tau_a=view_a.tau, tau_b=view_b.tau, method=method)
 
     def human_labels(self, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for this run's dataset and aspect (``aspect`` to pick
@@ -1641,7 +1726,8 @@ class Run:
 
     @_pairwise_only("agreement with human A/B labels")
     def agreement(self, labels: Source | None = None, debias: str | float = "balanced", *,
-                  aspect: str | None = None) -> Agreement:
+                  aspect: str | None = None, n_boot: int = AGREEMENT_BOOT,
+                  seed: int = 0) -> Agreement:
         """The run against human A/B labels: ``compassess agreement``.
 
         ``labels``: None for the labels stored for this dataset and the run's aspect (or
@@ -1670,13 +1756,19 @@ class Run:
                              f"'{aspect}'; import some with `compassess import-labels` or "
                              "annotate in the app")
         table, dataset = self.results, self.dataset
-        tau = self.tau(debias)
+        view = self._at(debias)[0]
+        tau, at = view.tau, view.table
+        label = view.label(4)
+        report = llm_vs_human(human, table, tau, table_at=at, n_boot=n_boot, seed=seed)
+        summary = agreement_summary(human, table, dataset, tau, table_at=at, threshold=label,
+                                    n_boot=n_boot, seed=seed, report=report)
         return Agreement(
-            labels=source, tau=tau, summary=agreement_summary(human, table, dataset, tau),
-            report=llm_vs_human(human, table, tau), human_human=human_human_agreement(human),
-            positional_bias=positional_bias_side_by_side(human, table, tau),
+            labels=source, tau=self.tau(debias), summary=summary, report=report,
+            human_human=human_human_agreement(human),
+            positional_bias=positional_bias_side_by_side(
+                human, table, tau, table_at=at, threshold=label if view.per_context else ""),
             human_rankings=human_rankings(human, dataset),
-            disagreements=disagreements(human, table, tau))
+            disagreements=disagreements(human, at, tau), threshold=label)
 
     def export_bytes(self, what: str = "rankings", fmt: str = "csv", *, method: str = "win-ratio",
                      debias: str | float = "none", ci: bool = True, which: str = "expected",
@@ -1706,8 +1798,11 @@ class Run:
             if self._kind.is_pairwise:
                 meta.update(debias=str(debias), tau_star=self.tau("balanced"),
                             n_comparisons=self.n_comparisons)
-                # In the table too: a CSV read without its sidecar still says how it was ranked.
-                frame = frame.assign(method=meta["method"], tau=meta["tau"])
+                # In the table too: a CSV read without its sidecar still says how it was ranked
+                # (each row's own context's tau* under per-context balancing).
+                taus = self.thresholds(debias)
+                frame = frame.assign(method=meta["method"],
+                                     tau=frame["context_id"].map(taus).astype(float))
                 if ci:
                     meta["ci"] = ("ci_low/ci_high: 95% percentile bootstrap, 200 resamples of "
                                   "each context's comparisons")
@@ -1830,7 +1925,8 @@ class Run:
             evaluations=evaluations, agreement=agreement, no_labels=no_labels,
             calibration=calibration, no_calibration=no_calibration,
             order_dependent=order_dependent, n_order_pairs=len(dep), disputed=disputed,
-            n_disputed=len(dis))
+            n_disputed=len(dis),
+            threshold=self.threshold_label(debias) if analysis.is_per_context(debias) else "")
 
     def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
         """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""

@@ -23,8 +23,10 @@ __all__ = [
     "as_comparisons",
     "positional_bias",
     "balanced_threshold",
+    "balanced_thresholds",
     "alpha_from_tau",
     "debias_probabilities",
+    "debias_by_threshold",
     "decisions",
     "flip_pairs",
     "flip_rate",
@@ -176,6 +178,48 @@ def balanced_threshold(p: ArrayLike) -> float:
     return float(np.clip(np.median(arr), eps, 1.0 - eps))
 
 
+def balanced_thresholds(p: ArrayLike, groups: ArrayLike) -> tuple[NDArray, FloatArray]:
+    """tau* of eq. 10 applied group by group (e.g. per context): the median of each group's ``p``.
+
+    The global tau* (:func:`balanced_threshold`) balances P(A) over all comparisons together, so a
+    context where the judge leans further towards A than the rest keeps a P(A) far from 0.5; one
+    threshold per group balances every group on its own (same median rule, same clipping).
+
+    Parameters
+    ----------
+    p : array_like of float
+        P(A better) per comparison.
+    groups : array_like
+        The group (context id) of each comparison, aligned with ``p``.
+
+    Returns
+    -------
+    tuple of (NDArray, FloatArray)
+        The distinct groups (sorted) and each one's tau*.
+
+    Raises
+    ------
+    LengthMismatchError
+        If ``p`` and ``groups`` are not aligned.
+    InputError
+        If ``p`` is not a probability array.
+    """
+    from scipy import ndimage
+
+    arr = as_probabilities(p)
+    g = np.asarray(groups).reshape(-1)
+    if len(g) != len(arr):
+        raise LengthMismatchError(f"groups and p must be aligned: len(groups)={len(g)}, "
+                                  f"len(p)={len(arr)}")
+    labels, inverse = np.unique(g, return_inverse=True)
+    if len(labels) == 0:
+        return labels, np.array([], dtype=np.float64)
+    medians = np.asarray(ndimage.median(arr, labels=inverse, index=np.arange(len(labels))),
+                         dtype=np.float64).reshape(-1)
+    eps = np.finfo(np.float64).eps
+    return labels, np.clip(medians, eps, 1.0 - eps)
+
+
 def alpha_from_tau(tau: float) -> float:
     """Prior-shift weight ``a = (1 - tau) / tau`` (eq. 9 of Liusie et al. 2024).
 
@@ -205,6 +249,38 @@ def debias_probabilities(p: ArrayLike, tau: float) -> FloatArray:
     arr = as_probabilities(p)
     # The denominator is >= min(a, 1) > 0 on [0, 1], so no division guard is needed.
     return a * arr / (a * arr + 1.0 - arr)
+
+
+def debias_by_threshold(p: ArrayLike, tau: ArrayLike) -> FloatArray:
+    """Eq. 9 with a threshold per comparison: ``p^_k = a_k p_k / (a_k p_k + 1 - p_k)``,
+    ``a_k = (1 - tau_k) / tau_k``.
+
+    With one threshold per context (:func:`balanced_thresholds`) the reweighted ``p^`` are read
+    at 0.5: ``p^_k > 0.5`` exactly when ``p_k > tau_k`` (eq. 10), which rounding alone would not
+    guarantee for a ``p_k`` equal to its threshold, so that case is pinned to 0.5 (a win for B).
+
+    Raises
+    ------
+    LengthMismatchError
+        If ``tau`` is neither one value nor aligned with ``p``.
+    InputError
+        If a ``tau`` is not in (0, 1) or ``p`` is not a probability array.
+    """
+    arr = as_probabilities(p)
+    t = np.broadcast_to(np.asarray(tau, dtype=np.float64), arr.shape) if np.ndim(tau) == 0 \
+        else np.asarray(tau, dtype=np.float64).reshape(-1)
+    if len(t) != len(arr):
+        raise LengthMismatchError(f"tau must be one value or one per comparison: len(tau)="
+                                  f"{len(t)}, len(p)={len(arr)}")
+    bad = ~((t > 0.0) & (t < 1.0))
+    if bad.any():
+        raise InputError(f"threshold tau must lie strictly between 0 and 1, got "
+                         f"{t[np.flatnonzero(bad)[0]]!r}")
+    a = (1.0 - t) / t
+    out = a * arr / (a * arr + 1.0 - arr)
+    above = arr > t
+    half = np.float64(0.5)
+    return np.where(above, np.maximum(out, np.nextafter(half, 1.0)), np.minimum(out, half))
 
 
 def flip_pairs(i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 0.5

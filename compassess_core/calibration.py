@@ -387,7 +387,7 @@ def _scores(frame: pd.DataFrame, p: FloatArray, human_df: pd.DataFrame) -> Calib
                               frame["a_id"].to_numpy(dtype=object),
                               frame["b_id"].to_numpy(dtype=object), np.asarray(p, np.float64),
                               *(np.full(len(frame), np.nan) for _ in range(3)))
-    pair = agreement.llm_vs_human(human_df, heldout, 0.5).raw.majority
+    pair = agreement.llm_vs_human(human_df, heldout, 0.5, n_boot=0).raw.majority
     return CalibrationScores(accuracy=accuracy(p, y), log_loss=log_loss(p, y),
                              ece=expected_calibration_error(p, y), n_comparisons=int(len(y)),
                              pair_accuracy=pair.accuracy_without_ties,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import __version__, absolute, api, campaigns
 from .access import local_identity
+from .agreement import AGREEMENT_BOOT
 from .calibration import DEFAULT_FOLDS, ECE_BINS
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .export import neutralise_frame
@@ -69,11 +70,18 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     _db_arg(p)
 
 
+#: What ``--debias`` takes, everywhere it is taken (``analysis.DEBIAS_CHOICES`` or a number).
+DEBIAS_METAVAR = "none|balanced|balanced-per-context|TAU"
+DEBIAS_HELP = ("decision threshold (eq. 10): none = 0.5; balanced = the global tau* (P(A) = 0.5 "
+               "over all comparisons); balanced-per-context = each context's own tau*; or a "
+               "number in (0, 1)")
+
+
 def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
     """Options of the commands that read a run back (rank, evaluate, export)."""
     p.add_argument("--run", required=True, metavar="NAME")
     p.add_argument("--method", default="win-ratio", choices=list(METHODS))
-    p.add_argument("--debias", default=debias, metavar="none|balanced|TAU")
+    p.add_argument("--debias", default=debias, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     p.add_argument("--score", default="level", choices=list(absolute.SCORES),
                    help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
     p.add_argument("--threshold", type=float, default=None,
@@ -158,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "rate, 95%% context-bootstrap intervals, length bias")
     lb.add_argument("--run", required=True, metavar="NAME")
     lb.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    lb.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
+    lb.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     lb.add_argument("--reference", default=None, metavar="COLUMN",
                     help="reference-score column (default: the aspect's column if present)")
     lb.add_argument("--baseline", default=None, metavar="SYSTEM",
@@ -174,8 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--run", required=True, action="append", metavar="NAME",
                     help="give it twice: --run A --run B")
     cp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    cp.add_argument("--debias", default="balanced", metavar="none|balanced|TAU",
-                    help="each run's threshold (balanced: each run's own tau*)")
+    cp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR,
+                    help="each run's threshold (balanced: each run's own tau*; "
+                         "balanced-per-context: each run's tau* of each context)")
     cp.add_argument("--json", action="store_true")
     _db_arg(cp)
 
@@ -188,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "gets its section, and runs on the same dataset are compared")
     rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    rp.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
+    rp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
                     help="context-bootstrap replicates of the leaderboard's 95%% intervals "
                          "(default 200, as the app)")
@@ -224,7 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--run", required=True, metavar="NAME")
     ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
                     help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
-    ag.add_argument("--debias", default="balanced", metavar="balanced|TAU")
+    ag.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
+                    help=f"resamples of the 95%% bootstrap intervals of accuracy, kappa (pairs "
+                         f"resampled) and the ranking correlation (contexts) (default "
+                         f"{AGREEMENT_BOOT})")
     ag.add_argument("--json", action="store_true")
     _db_arg(ag)
 
@@ -502,9 +515,18 @@ def cmd_import_labels(args) -> int:
     return EXIT_OK
 
 
+def _ci(numbers: dict, key: str, spec: str = ".3f") -> str:
+    """`` [95% CI low, high]`` of ``key`` in an agreement summary (nothing when not computed)."""
+    lo_hi = numbers.get(f"{key}_ci95")
+    if not lo_hi:
+        return ""
+    return f" [95% CI {_fmt(lo_hi[0], spec)}, {_fmt(lo_hi[1], spec)}]"
+
+
 def cmd_agreement(args) -> int:
     run = _load_run(args)
-    found = run.agreement(None if args.labels == "stored" else args.labels, args.debias)
+    found = run.agreement(None if args.labels == "stored" else args.labels, args.debias,
+                          n_boot=args.bootstrap)
     summary = {"run": run.name, **found.to_dict()}
     if args.json:
         print(json.dumps(summary, indent=2, default=lambda o: None))
@@ -515,14 +537,18 @@ def cmd_agreement(args) -> int:
           f"({llm['n_judgements']} human judgements, {llm['n_skipped']} skips left out)")
     for at in ("raw", "debiased"):
         m = llm[at]
-        print(f"{at:>8} (tau = {m['tau']:.4f}): accuracy {_fmt(m['accuracy_without_ties'], '.3f')} / "
-              f"Cohen's kappa {_fmt(m['kappa_without_ties'], '.3f')} without ties (n = {m['n_without_ties']}); "
-              f"accuracy {_fmt(m['accuracy_with_ties'], '.3f')} / kappa {_fmt(m['kappa_with_ties'], '.3f')} "
-              f"with ties (n = {m['n_with_ties']}, {m['n_human_ties']} human ties)")
+        where = "tau = 0.5000" if at == "raw" else m["threshold"]
+        print(f"{at:>8} ({where}): accuracy {_fmt(m['accuracy_without_ties'], '.3f')}"
+              f"{_ci(m, 'accuracy_without_ties')} / Cohen's kappa "
+              f"{_fmt(m['kappa_without_ties'], '.3f')}{_ci(m, 'kappa_without_ties')} without ties "
+              f"(n = {m['n_without_ties']} pairs); accuracy {_fmt(m['accuracy_with_ties'], '.3f')}"
+              f"{_ci(m, 'accuracy_with_ties')} / kappa {_fmt(m['kappa_with_ties'], '.3f')}"
+              f"{_ci(m, 'kappa_with_ties')} with ties (n = {m['n_with_ties']}, "
+              f"{m['n_human_ties']} human ties)")
     pb = summary["positional_bias"]
     print(f"positional bias: people picked the left text in {_fmt(pb['human_share_left'], '.3f')} of "
           f"{pb['human_n']} decisive judgements; LLM P(A) {pb['llm_p_a_raw']:.3f} raw, "
-          f"{pb['llm_p_a_debiased']:.3f} at tau")
+          f"{pb['llm_p_a_debiased']:.3f} at {llm['debiased']['threshold']}")
     hh = summary["human_human"]
     if hh["n_items"]:
         print(f"human vs human on {hh['n_items']} pairs: agreement {_fmt(hh['percent_agreement'], '.3f')}, "
@@ -530,8 +556,12 @@ def cmd_agreement(args) -> int:
               + (f", Cohen's kappa {hh['cohen_kappa']:.3f}" if hh["cohen_kappa"] is not None else ""))
     rc = summary["ranking_correlation"]
     if rc["n_used"]:
-        print(f"LLM vs human-only Bradley-Terry ranking: Spearman x100 {_fmt(rc['spearman_x100'])} "
-              f"(mean over {rc['n_used']} contexts)")
+        print(f"LLM vs human-only Bradley-Terry ranking: Spearman x100 {_fmt(rc['spearman_x100'])}"
+              f"{_ci(rc, 'spearman_x100', '.1f')} (mean over {rc['n_used']} contexts)")
+    for line in summary["caution"]:
+        print(f"caution: {line}")
+    print(f"intervals: {int(100 * summary['intervals']['level'])}% "
+          f"{summary['intervals']['method']}, {summary['intervals']['n_boot']} resamples")
     for note in llm["notes"]:
         print(f"note: {note}")
     return EXIT_OK
@@ -558,7 +588,7 @@ def cmd_leaderboard(args) -> int:
     lb, lc = board.length, board.length_controlled
     print(f"# run {run.name}: {len(frame)} systems, {board.n_comparisons:,} comparisons over "
           f"{board.n_contexts} contexts; strength = {STRENGTH_UNITS[board.method]} at "
-          f"tau = {board.tau:.4f}; win rate = share of comparisons won; "
+          f"{run.threshold_label(args.debias)}; win rate = share of comparisons won; "
           f"{int(board.level * 100)}% intervals from {board.n_boot} bootstrap replicates "
           "(contexts resampled, then the comparisons within each)")
     if board.baseline is not None:
@@ -568,14 +598,15 @@ def cmd_leaderboard(args) -> int:
               "lc_win_rate_vs_baseline = sigmoid of the length-controlled strength difference "
               "(AlpacaEval 2.0); the baseline's own row is NaN (not 0.5)")
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"# votes per pair of systems: comparisons and wins of each at tau = {board.tau:.4f}")
+    print(f"# votes per pair of systems: comparisons and wins of each at "
+          f"{run.threshold_label(args.debias)}")
     print(board.pair_counts.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if board.system_spearman_x100 is not None:
         print(f"system-level Spearman x100 of strength vs mean '{reference}': "
               f"{_fmt(board.system_spearman_x100)} (Kendall x100 {_fmt(board.system_kendall_x100)}, "
               f"{len(frame)} systems)")
     print(f"length bias: the longer text wins {_fmt(100 * lb.longer_wins)}% of "
-          f"{lb.n_length_differs:,} comparisons (tau = {lb.tau:.4f}); "
+          f"{lb.n_length_differs:,} comparisons ({run.threshold_label(args.debias)}); "
           f"{_fmt(lb.slope_per_doubling, '+.3f')} log-odds per doubling of len(A)/len(B); "
           f"length-controlled GLM: length term {_fmt(lc.length_coef, '+.3f')}, "
           f"position term {_fmt(lc.position_coef, '+.3f')} log-odds")
@@ -592,12 +623,12 @@ def cmd_compare(args) -> int:
     store = api.open_store(args.db)
     run_a, run_b = (store.get_run(name) for name in args.run)
     result = run_a.compare(run_b, args.method, args.debias)
-    tau_a, tau_b = result.tau_a, result.tau_b
     partial = [n for n in (run_a.partial_note, run_b.partial_note) if n]
     if args.json:
         print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
         return EXIT_OK
-    print(f"runs {run_a.name} (A, tau = {tau_a:.4f}) and {run_b.name} (B, tau = {tau_b:.4f}) on "
+    print(f"runs {run_a.name} (A, {run_a.threshold_label(args.debias)}) and {run_b.name} "
+          f"(B, {run_b.threshold_label(args.debias)}) on "
           f"dataset '{run_a.dataset.name}': {result.n_shared:,} ordered pairs judged by both")
     _table([
         ("verdict agreement (share of shared pairs)", _fmt(result.agreement, ".3f")),
@@ -663,10 +694,11 @@ def _rank_with_humans(args, run: api.Run) -> int:
     choice, tau = fused.choice, run.tau(args.debias)
     weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
     header = (f"# run {run.name}: {args.level}-level ranking fused from {len(run.results)} judge "
-              f"comparisons (tau = {tau:.4f}) and {choice.n_votes} human votes of aspect "
+              f"comparisons ({run.threshold_label(args.debias)}) and {choice.n_votes} human votes of aspect "
               f"'{run.settings.aspect}'; one vote = {weight} ({choice.chosen_by})"
               + (_calibration_note(run.calibration) if run.calibration else ""))
-    fields = {"method": "fused product of experts (judge + humans)", "level": args.level, "tau": tau,
+    fields = {"method": "fused product of experts (judge + humans)", "level": args.level,
+              "tau": None if math.isnan(tau) else tau, "debias": str(args.debias),
               "human_weight": choice.to_dict(), "calibration": run.calibration}
     _print_ranking(df, args.format, run.name, fields, header, "rankings")
     return EXIT_OK

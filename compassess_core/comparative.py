@@ -278,9 +278,10 @@ class ComparativeKind:
         return reader.read_results(run_id, self.name)
 
     def rank(self, dataset: Dataset, table, options) -> pd.DataFrame:
-        """One row per candidate (``analysis.rank_contexts``) at the options' method and tau."""
-        tau = analysis.resolve_tau(options.debias, table.p)
-        return analysis.rank_contexts(dataset, table, method=options.method, tau=tau,
+        """One row per candidate (``analysis.rank_contexts``) at the options' method and tau
+        (one tau* per context for ``balanced-per-context``: ``analysis.threshold_view``)."""
+        view = analysis.threshold_view(table, options.debias)
+        return analysis.rank_contexts(dataset, view.table, method=options.method, tau=view.tau,
                                       with_ci=options.ci)
 
     def evaluate(self, dataset: Dataset, table, options, *, run: str = ""):
@@ -297,8 +298,8 @@ class ComparativeKind:
     def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,
                        n_rows: int) -> str:
         """What ``compassess rank`` prints above the table (``fields``: the ranking's metadata)."""
-        return (f"# run {run}: {fields['method']} scores at tau = {fields['tau']:.4f} "
-                f"({len(results)} comparisons)")
+        at = fields.get("threshold") or f"tau = {fields['tau']:.4f}"
+        return f"# run {run}: {fields['method']} scores at {at} ({len(results)} comparisons)"
 
     def print_evaluation(self, report, out) -> None:
         """``compassess evaluate``'s text: raw and debiased numbers side by side."""
@@ -307,7 +308,8 @@ class ComparativeKind:
               f"contexts; ranking method {report.method}; reference column: "
               f"{report.reference or 'none'}", file=out)
         table([
-            ("threshold tau", fmt(r.tau, ".4f"), fmt(d.tau, ".4f")),
+            ("threshold tau", fmt(r.tau, ".4f"),
+             "per context" if report.debias == analysis.BALANCED_PER_CONTEXT else fmt(d.tau, ".4f")),
             ("Spearman x100 (per-context mean)", fmt(r.spearman_x100), fmt(d.spearman_x100)),
             ("Kendall x100 (per-context mean)", fmt(r.kendall_x100), fmt(d.kendall_x100)),
             ("system-level Spearman x100", fmt(r.system_spearman_x100),
@@ -319,6 +321,8 @@ class ComparativeKind:
             ("P(A) first position wins", fmt(r.p_a, ".3f"), fmt(d.p_a, ".3f")),
             ("P(B) second position wins", fmt(r.p_b, ".3f"), fmt(d.p_b, ".3f")),
         ], head=("raw", "debiased"), out=out)
+        if report.debias == analysis.BALANCED_PER_CONTEXT:
+            print(f"debiased at {report.threshold} (eq. 10 applied context by context)", file=out)
         print(f"balancing threshold tau* = {report.balanced_tau:.4f}; flip rate (verdict changes "
               f"with order, tau = 0.5) = {fmt(report.flip_rate, '.3f')} over "
               f"{report.n_pairs_both_orders} pairs judged in both orders", file=out)

@@ -55,6 +55,8 @@ class PositionDiagnosis:
     tau: float
     p_a_at_tau: float
     flip_rate_at_tau: float
+    #: How the threshold in use reads when it is not one tau (per-context balancing), else "".
+    threshold: str = ""
 
     @property
     def skewed(self) -> bool:
@@ -95,8 +97,8 @@ class PositionDiagnosis:
         elif self.skewed:
             parts.append(f"Strong positional bias: at tau = 0.5 the {side} text wins "
                          f"{share:.0%} of {self.n_comparisons:,} comparisons (0.5 = none).")
-        if self.tau != 0.5 and np.isfinite(self.p_a_at_tau):
-            parts.append(f"At the threshold in use (tau = {self.tau:.3f}) P(A) = "
+        if (self.tau != 0.5 or self.threshold) and np.isfinite(self.p_a_at_tau):
+            parts.append(f"At the threshold in use ({self.threshold or f'tau = {self.tau:.3f}'}) P(A) = "
                          f"{self.p_a_at_tau:.2f}"
                          + (f" and the verdict flips with the order in "
                             f"{self.flip_rate_at_tau:.0%} of {self.n_pairs_both_orders:,} pairs "
@@ -131,9 +133,13 @@ class PositionDiagnosis:
         return f"{message} {remedy}" if remedy else message
 
 
-def diagnose_position(i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float) -> PositionDiagnosis:
+def diagnose_position(i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float,
+                      p_at: ArrayLike | None = None, threshold: str = "") -> PositionDiagnosis:
     """:class:`PositionDiagnosis` of comparisons ``(i, j, p)`` with globally unique candidate
     indices (``analysis._global_pairs``), at tau = 0.5 and at ``tau``.
+
+    ``p_at``: the p to read at ``tau`` when they differ from ``p`` (per-context balancing reads
+    eq. 9's reweighted p at 0.5, ``analysis.ThresholdView``); ``threshold`` names it in words.
 
     Raises
     ------
@@ -146,11 +152,13 @@ def diagnose_position(i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float) -> P
     if len(pp) == 0:
         nan = float("nan")
         return PositionDiagnosis(nan, nan, 0, 0, float(tau), nan, nan)
+    qq = pp if p_at is None else np.asarray(p_at, dtype=np.float64)
     raw_a, _ = positional_bias(pp, 0.5)
-    at_a, _ = positional_bias(pp, tau)
+    at_a, _ = positional_bias(qq, tau)
     raw_flip, n_both = flip_rate(i, j, pp, 0.5)
-    at_flip, _ = flip_rate(i, j, pp, tau)
-    return PositionDiagnosis(raw_a, raw_flip, int(len(pp)), int(n_both), float(tau), at_a, at_flip)
+    at_flip, _ = flip_rate(i, j, qq, tau)
+    return PositionDiagnosis(raw_a, raw_flip, int(len(pp)), int(n_both), float(tau), at_a, at_flip,
+                             threshold)
 
 
 def partial_run_note(status: str, done: int | None, total: int | None, unit: str = "comparisons"

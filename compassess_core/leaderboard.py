@@ -382,7 +382,7 @@ class Leaderboard:
         lb, lc = self.length, self.length_controlled
         return dict(
             method=self.method, strength_unit=STRENGTH_UNITS.get(self.method, self.method),
-            tau=self.tau, n_comparisons=self.n_comparisons, n_contexts=self.n_contexts,
+            tau=_none(self.tau), n_comparisons=self.n_comparisons, n_contexts=self.n_contexts,
             n_systems=len(self.frame), ci_level=self.level, n_bootstrap=self.n_boot,
             ci_resamples="contexts, then comparisons within each", reference=self.reference,
             system_spearman_x100=_none(self.system_spearman_x100),

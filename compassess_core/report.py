@@ -129,6 +129,9 @@ class RunAudit:
     n_order_pairs: int = 0
     disputed: Sequence[ShownComparison] = ()
     n_disputed: int = 0
+    #: The threshold in words (``tau = 0.4123``; under per-context balancing ``tau`` is NaN and
+    #: this gives the range of the contexts' tau*); "" reads ``tau``.
+    threshold: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class RunsCompared:
     run_b: str
     comparison: Any | None = None
     reason: str | None = None
+    #: Each run's threshold in words when it is not one tau (per-context balancing), else "".
+    thresholds: str = ""
 
 
 # ------------------------------------------------------------------------------- inert text
@@ -248,8 +253,10 @@ def _histogram_figure(p: np.ndarray, tau: float, tau_star: float):
                            customdata=np.stack([edges[:-1], edges[1:]], axis=1),
                            hovertemplate=("p in [%{customdata[0]:.3f}, %{customdata[1]:.3f}): "
                                           "%{y} comparisons<extra></extra>")))
-    for x, name, color, row in ((0.5, "0.5", "black", 0), (tau_star, "tau*", _GREEN, 1),
-                                (tau, "tau in use", _ORANGE, 2)):
+    lines = ((0.5, "0.5", "black", 0), (tau_star, "tau*", _GREEN, 1),
+             (tau, "tau in use", _ORANGE, 2))
+    # one threshold per context (tau NaN) is no single line
+    for x, name, color, row in (line for line in lines if np.isfinite(line[0])):
         fig.add_vline(x=x, line_dash="dash", line_color=color)
         fig.add_annotation(x=x, y=1.0 - 0.08 * row, xref="x", yref="paper", text=name,
                            showarrow=False, xanchor="left", xshift=4, font=dict(color=color))
@@ -258,13 +265,13 @@ def _histogram_figure(p: np.ndarray, tau: float, tau_star: float):
     return fig
 
 
-def _per_context_figure(raw: pd.DataFrame, at: pd.DataFrame, tau: float):
+def _per_context_figure(raw: pd.DataFrame, at: pd.DataFrame, threshold: str):
     import plotly.graph_objects as go
 
     ids = [inert(c) for c in raw["context_id"]]
     fig = go.Figure()
     for frame, name, color in ((raw, "P(A) at tau = 0.5", _GREY),
-                               (at, f"P(A) at tau = {tau:.3f}", _BLUE)):
+                               (at, f"P(A) at {inert(threshold)}", _BLUE)):
         fig.add_trace(go.Bar(x=ids, y=frame["p_a"].to_numpy(dtype=float), name=name,
                              marker_color=color,
                              customdata=frame["n_comparisons"].to_numpy(),
@@ -288,7 +295,8 @@ def _length_figure(points: pd.DataFrame, curve: pd.DataFrame, tau: float):
                                hovertemplate="log2 ratio %{x:.2f}<br>p %{y:.3f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=curve["log2_ratio"], y=curve["p"], mode="lines",
                              name="logistic fit", line=dict(color=_ORANGE)))
-    fig.add_hline(y=tau, line_dash="dash", line_color=_ORANGE)
+    if np.isfinite(tau):  # one threshold per context is no single line
+        fig.add_hline(y=tau, line_dash="dash", line_color=_ORANGE)
     fig.update_layout(showlegend=False, yaxis_range=[0, 1],
                       xaxis_title="log2(len A / len B), characters: > 0 when the first text is longer",
                       yaxis_title="p = P(first wins)")
@@ -328,6 +336,20 @@ def _judge_warning(audit: RunAudit) -> str:
     return ('<div class="warning"><strong>Judge warning.</strong> ' + inert(message)
             + (" " + inert(remedy) if remedy else "")
             + " Every result of this run rests on this judge.</div>")
+
+
+def _at(audit: RunAudit, digits: int = 4) -> str:
+    """The threshold the audit read the run at, in words (``tau = 0.4123`` or the per-context
+    range of tau*)."""
+    return audit.threshold or f"tau = {audit.tau:.{digits}f}"
+
+
+def _with_ci(numbers: Mapping[str, Any], key: str) -> str:
+    """A share or a kappa of the agreement summary with its 95% interval when it has one."""
+    lo_hi = numbers.get(f"{key}_ci95")
+    if not lo_hi:
+        return _num(numbers[key])
+    return f"{_num(numbers[key])} [{_num(lo_hi[0])}, {_num(lo_hi[1])}]"
 
 
 def _rests_on(audit: RunAudit) -> str:
@@ -383,8 +405,9 @@ def _setup(audit: RunAudit, version: str, generated: str) -> str:
     ]
     reading = [
         ("Ranking method", inert(audit.method)),
-        ("Decision threshold", f"{inert(audit.debias)}: tau = {audit.tau:.4f} (tau* = "
-                               f"{audit.position.tau_star:.4f}, the balanced threshold)"),
+        ("Decision threshold", f"{inert(audit.debias)}: {inert(_at(audit))} (tau* = "
+                               f"{audit.position.tau_star:.4f}, the balanced threshold over "
+                               "all comparisons)"),
         ("Bootstrap", f"{audit.n_boot:,} replicates, 95% percentile intervals"),
         ("CompAssess", inert(version)),
         ("Report made", inert(generated)),
@@ -444,7 +467,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
         rows.append(row)
     caption = (f"{len(frame):,} systems, {board.n_comparisons:,} comparisons over "
                f"{board.n_contexts:,} contexts; strength = {inert(info['strength_unit'])} "
-               f"at tau = {board.tau:.4f}; {pct}% percentile intervals of {board.n_boot:,} "
+               f"at {inert(_at(audit))}; {pct}% percentile intervals of {board.n_boot:,} "
                "bootstrap replicates (contexts resampled, then the comparisons within each).")
     if baseline is not None:
         caption += (f" Against the baseline {inert(baseline)}: the share of a system's comparisons "
@@ -468,7 +491,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
 def _rankings_summary(audit: RunAudit) -> str:
     """Without systems: one row per context, its first- and last-ranked candidates."""
     out = [_note(f"No leaderboard: {_because(audit.no_systems, 'the candidates have no system')} "
-                 f"Per-context rankings by {inert(audit.method)} at tau = {audit.tau:.4f} "
+                 f"Per-context rankings by {inert(audit.method)} at {inert(_at(audit))} "
                  "instead (rank 1 = best).")]
     frame = audit.rankings
     if frame is None or frame.empty:
@@ -482,7 +505,7 @@ def _rankings_summary(audit: RunAudit) -> str:
                      f"{inert(worst['candidate_id'])} ({_num(worst['score'])})"])
     out.append(_table(["context", "candidates ranked", "ranked first (score)",
                        "ranked last (score)"], rows,
-                      caption=f"Scores: {inert(audit.method)} at tau = {audit.tau:.4f}, per "
+                      caption=f"Scores: {inert(audit.method)} at {inert(_at(audit))}, per "
                               "context."))
     return "".join(out)
 
@@ -499,7 +522,7 @@ def _positional_bias(audit: RunAudit, charts: _Charts) -> str:
         ["threshold", "P(A)", "P(B)", "flip rate"],
         [["tau = 0.5 (raw, eq. 3)", _num(pb.p_a_raw), _num(pb.p_b_raw),
           _num(diagnosis.flip_rate_raw)],
-         [f"tau = {pb.tau:.4f} ({inert(audit.debias)}; eq. 9-10)", _num(pb.p_a), _num(pb.p_b),
+         [f"{inert(_at(audit))} ({inert(audit.debias)}; eq. 9-10)", _num(pb.p_a), _num(pb.p_b),
           _num(pb.flip_rate)]],
         caption=f"tau* = {pb.tau_star:.4f}: the balanced threshold (the median of p), at which "
                 "P(A) = P(B) = 0.5."))
@@ -520,11 +543,11 @@ def _positional_bias(audit: RunAudit, charts: _Charts) -> str:
                      _num(a["flip_rate"]), _count(r["n_pairs_both_orders"])])
     out.append("<h4>Per context</h4>")
     out.append(_table(["context", "comparisons", "P(A) raw", "P(B) raw",
-                       f"P(A) at tau = {pb.tau:.3f}", f"P(B) at tau = {pb.tau:.3f}",
-                       "flip rate raw", f"flip rate at tau = {pb.tau:.3f}",
+                       f"P(A) at {inert(_at(audit, 3))}", f"P(B) at {inert(_at(audit, 3))}",
+                       "flip rate raw", f"flip rate at {inert(_at(audit, 3))}",
                        "pairs judged in both orders"], rows))
     if len(raw):
-        out.append(charts.html(_per_context_figure(raw, at, pb.tau), 320))
+        out.append(charts.html(_per_context_figure(raw, at, _at(audit, 3)), 320))
     return "".join(out)
 
 
@@ -532,7 +555,8 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
     lb = audit.length
     out = ["<h3>Length bias</h3>", _pairs([
         ("Longer text wins", f"{_num(lb.longer_wins)} (share of the {lb.n_length_differs:,} "
-                             f"comparisons whose texts differ in length, at tau = {lb.tau:.4f})"),
+                             f"comparisons whose texts differ in length, at "
+                             f"{inert(_at(audit))})"),
         ("Slope", f"{_num(lb.slope_per_doubling, '+.3f')} log-odds of &lsquo;A wins&rsquo; per "
                   "doubling of len(A) / len(B) (logistic fit of p)"),
         ("Position at equal length", f"{_num(lb.position_log_odds, '+.3f')} log-odds of "
@@ -553,7 +577,7 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
         shown = min(len(audit.length_points), MAX_SCATTER_POINTS)
         out.append(_note(f"{shown:,} of {len(audit.length_points):,} comparisons shown (evenly "
                          "spaced in stored order when there are more); the curve is the logistic "
-                         f"fit; dashed: tau = {lb.tau:.4f}."))
+                         f"fit; dashed: {inert(_at(audit))}."))
     return "".join(out)
 
 
@@ -573,13 +597,20 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
     rows = []
     for at, label in (("raw", "raw"), ("debiased", "at tau")):
         m = llm[at]
-        rows.append([f"{label} (tau = {m['tau']:.4f})", _num(m["accuracy_without_ties"]),
-                     _num(m["kappa_without_ties"]), _count(m["n_without_ties"]),
-                     _num(m["accuracy_with_ties"]), _num(m["kappa_with_ties"]),
-                     _count(m["n_with_ties"]), _count(m["n_human_ties"])])
+        tau_text = f"tau = {m['tau']:.4f}"
+        where = (m.get("threshold") or tau_text) if at == "debiased" else tau_text
+        rows.append([f"{label} ({inert(where)})",
+                     _with_ci(m, "accuracy_without_ties"), _with_ci(m, "kappa_without_ties"),
+                     _count(m["n_without_ties"]), _with_ci(m, "accuracy_with_ties"),
+                     _with_ci(m, "kappa_with_ties"), _count(m["n_with_ties"]),
+                     _count(m["n_human_ties"])])
     out.append(_table(["judge read", "accuracy without ties (share)", "Cohen's kappa without ties",
                        "pairs", "accuracy with ties (share)", "Cohen's kappa with ties", "pairs",
-                       "human ties"], rows))
+                       "human ties"], rows,
+                      caption="[low, high]: 95% percentile bootstrap intervals, the scored pairs "
+                              "resampled."))
+    for line in s.get("caution", []):
+        out.append(_note(f"Small sample: {inert(line)}.", "caution"))
     pb, hh, rc = s["positional_bias"], s["human_human"], s["ranking_correlation"]
     facts = [("People's positional bias", f"{_num(pb['human_share_left'])} share of "
                                           f"{_count(pb['human_n'])} decisive judgements went to "
@@ -641,7 +672,9 @@ def _evaluation(audit: RunAudit) -> str:
     rows = []
     for report in audit.evaluations:
         for at, label in ((report.raw, "raw"), (report.debiased, "at tau")):
-            rows.append([inert(report.reference), f"{label} (tau = {at.tau:.4f})",
+            where = (inert(_at(audit)) if at is report.debiased
+                     else f"tau = {at.tau:.4f}")
+            rows.append([inert(report.reference), f"{label} ({where})",
                          _num(at.spearman_x100, ".1f"), _num(at.kendall_x100, ".1f"),
                          _num(at.system_spearman_x100, ".1f"), _num(at.pooled_spearman_x100, ".1f"),
                          f"{_num(at.pairwise_accuracy)} ({at.n_pairs_accuracy:,} pairs)",
@@ -681,8 +714,8 @@ def _order_dependent(audit: RunAudit) -> str:
                      "judge that ignores the order."))
     for k, shown in enumerate(audit.order_dependent, 1):
         r = shown.row
-        verdict = (f"the verdict flips with the order at tau = {audit.tau:.4f}" if r["flips"]
-                   else f"the same winner in both orders at tau = {audit.tau:.4f}")
+        verdict = (f"the verdict flips with the order at {inert(_at(audit))}" if r["flips"]
+                   else f"the same winner in both orders at {inert(_at(audit))}")
         out.append(f'<div class="example"><h4>{k}. Context {inert(r["context_id"])}: '
                    f'{inert(r["first"])} vs {inert(r["second"])}</h4>'
                    + _pairs([("p(first beats second)", _num(r["p_first_second"])),
@@ -699,11 +732,11 @@ def _disputed(audit: RunAudit) -> str:
         out.append(_note("No human labels: nothing to dispute."))
         return "".join(out)
     if not audit.disputed:
-        out.append(_note(f"The judge at tau = {audit.tau:.4f} agrees with the humans' majority on "
+        out.append(_note(f"The judge at {inert(_at(audit))} agrees with the humans' majority on "
                          "every labelled pair it judged."))
         return "".join(out)
     out.append(_note(f"The {len(audit.disputed)} of {audit.n_disputed:,} pairs where the humans' "
-                     f"majority differs from the judge at tau = {audit.tau:.4f}, the judge's most "
+                     f"majority differs from the judge at {inert(_at(audit))}, the judge's most "
                      "confident first."))
     for k, shown in enumerate(audit.disputed, 1):
         r = shown.row
@@ -747,7 +780,8 @@ def _comparisons(compared: Sequence[RunsCompared]) -> str:
         out.append(_pairs([
             ("Ordered pairs judged by both", f"{result.n_shared:,} (of {result.n_a:,} and "
                                              f"{result.n_b:,} comparisons)"),
-            ("Thresholds", f"A: tau = {result.tau_a:.4f}; B: tau = {result.tau_b:.4f}"),
+            ("Thresholds", inert(c.thresholds) if c.thresholds
+             else f"A: tau = {result.tau_a:.4f}; B: tau = {result.tau_b:.4f}"),
             ("Verdict agreement", f"{_num(result.agreement)} (share of shared pairs)"),
             ("Cohen's kappa of the verdicts", _num(result.kappa)),
             ("Pearson r of p on shared pairs", _num(result.p_pearson)),

@@ -244,17 +244,32 @@ def _tau_manual_changed() -> None:
 
 
 def debias_in_use() -> str | float:
-    """What the threshold state asks the API for (``none``, ``balanced`` or the manual tau):
-    the value ``compassess rank --debias`` takes."""
+    """What the threshold state asks the API for (``none``, ``balanced``,
+    ``balanced-per-context`` or the manual tau): the value ``compassess rank --debias`` takes."""
     return view.debias(DEFAULT_TAU_MODE)
 
 
-def tau_control(run: AppRun) -> float:
+#: What the pages pass as ``debias`` under per-context balancing (one tau* per context).
+PER_CONTEXT = "balanced-per-context"
+
+
+def at_tau(tau: float | str, digits: int = 3) -> str:
+    """The threshold in use as a label says it: ``tau = 0.412``, or ``each context's tau*``
+    under per-context balancing (the tau control's value is then the mode, not a number)."""
+    if isinstance(tau, str):
+        return "each context's tau* (balanced per context)"
+    return f"tau = {tau:.{digits}f}"
+
+
+def tau_control(run: AppRun) -> float | str:
     """The sidebar threshold control shared by every result page; returns the current tau of
-    ``run`` (``run.tau(debias_in_use())``).
+    ``run`` (``run.tau(debias_in_use())``), or ``"balanced-per-context"`` when each context is
+    balanced at its own tau*: what the pages pass to the API as ``debias``.
 
     ``off`` is eq. 3's natural threshold 0.5, ``balanced`` is tau* (the median of p, which makes
-    P(A) = P(B) = 0.5, eq. 10), ``manual`` a slider. The choice and the manual value are the view
+    P(A) = P(B) = 0.5, eq. 10) over all comparisons, ``per-context`` one tau* per context (eq. 10
+    applied context by context: P(A) = 0.5 in every context), ``manual`` a slider. The choice and
+    the manual value are the view
     state's (``pages/_view.py``: the session and the URL, ``?tau_mode=manual&tau=0.62``), so they
     survive page switches, a refresh and a shared link; the widgets are re-seeded from it on every
     page, because a keyed widget that a page does not draw loses its state.
@@ -263,24 +278,32 @@ def tau_control(run: AppRun) -> float:
     mode = view.tau_mode(DEFAULT_TAU_MODE)
     if mode == "manual" and view.get("tau") is None:
         view.put("tau", round(tau_star, 3))
-    tau = run.tau(debias_in_use())
+    debias = debias_in_use()
+    per_context = debias == PER_CONTEXT
+    tau = PER_CONTEXT if per_context else run.tau(debias)
     st.session_state["tau_mode_w"] = mode
-    # The slider shows the tau in use: greyed at tau* (balanced) or 0.5 (off), live in manual.
-    st.session_state["tau_manual_w"] = min(max(round(tau, 3), 0.001), 0.999)
+    # The slider shows the tau in use: greyed at tau* (balanced, and per context, whose tau* are
+    # listed on Bias) or 0.5 (off), live in manual.
+    shown = tau_star if per_context else tau
+    st.session_state["tau_manual_w"] = min(max(round(shown, 3), 0.001), 0.999)
     labels = {"off": "off (tau = 0.5)", "balanced": f"balanced (tau* = {tau_star:.3f})",
-              "manual": "manual"}
+              "per-context": "balanced per context (one tau* each)", "manual": "manual"}
     st.sidebar.radio("Decision threshold tau (eq. 10)", view.TAU_MODES, key="tau_mode_w",
                      format_func=labels.get, on_change=_tau_mode_changed, args=(tau_star,),
                      help="A comparison is won by the first position (A) when p > tau. "
-                          "tau* balances P(A) = P(B) = 0.5 over all comparisons (one global "
-                          "threshold). " + DEFAULTS_WHY)
+                          "balanced: tau* balances P(A) = P(B) = 0.5 over all comparisons (one "
+                          "global threshold; single contexts can stay far from 0.5). "
+                          "balanced per context: eq. 10 applied context by context, one tau* "
+                          "per context, so P(A) = 0.5 in each. " + DEFAULTS_WHY)
     st.sidebar.slider("tau", min_value=0.001, max_value=0.999, step=0.001, format="%.3f",
                       key="tau_manual_w", disabled=mode != "manual", on_change=_tau_manual_changed,
                       help=f"The balancing value tau* = {tau_star:.4f} is marked in the "
                            "gauges and histograms.")
     view.put("tau_mode", mode)
     marker = " (balanced, the default: see the control's help)" if mode == "balanced" else ""
-    st.sidebar.caption(f"Current tau = {tau:.4f}{marker}; tau* = {tau_star:.4f} on "
+    current = (run.threshold_label(PER_CONTEXT) if per_context
+               else f"tau = {tau:.4f}{marker}")
+    st.sidebar.caption(f"Current {current}; global tau* = {tau_star:.4f} on "
                        f"{run.n_comparisons:,} comparisons.")
     return tau
 
@@ -288,6 +311,20 @@ def tau_control(run: AppRun) -> float:
 def use_balanced_tau() -> None:
     """The one-click remedy of a position-biased judge: switch every page to tau*."""
     view.put("tau_mode", "balanced")
+
+
+def use_per_context_tau() -> None:
+    """Switch every page to one balanced tau* per context (eq. 10 context by context)."""
+    view.put("tau_mode", "per-context")
+
+
+def tau_effect_note(run: AppRun, tau: float | str, method: str, where=st) -> None:
+    """Which numbers the threshold moves for ``method`` on this run (``Run.tau_effect``): derived
+    from whether the method counts verdicts and whether every pair was judged in both orders."""
+    effect = run.read("tau_effect", method=method, debias=tau)
+    icon = ":material/swap_vert:" if effect.ranking_moves or effect.hard else ":material/info:"
+    where.info("What tau moves here: P(A), the verdicts, win rates and accuracy always follow it "
+               "(eq. 10). Ranking: " + effect.reason, icon=icon)
 
 
 def judge_warning(run: AppRun, tau: float, where=st) -> None:
@@ -314,10 +351,13 @@ def partial_warning(run, where=st) -> None:
         where.warning(f"Run {plain(run.name)}: {note}", icon=":material/pie_chart:")
 
 
-def length_bias_metrics(where, lb, what: str = "comparisons") -> None:
+def length_bias_metrics(where, lb, what: str = "comparisons", tau: float | str | None = None
+                        ) -> None:
     """The two headline numbers of a ``length_bias.LengthBias``: the longer text's share of wins
-    and the logistic slope per doubling of the length ratio (Bias and Leaderboard pages)."""
-    where.metric(f"Longer text wins at tau = {lb.tau:.3f}", fmt(lb.longer_wins, ".1%"),
+    and the logistic slope per doubling of the length ratio (Bias and Leaderboard pages); ``tau``:
+    the threshold in use as the tau control gives it (default: the fit's own)."""
+    where.metric(f"Longer text wins at {at_tau(lb.tau if tau is None else tau)}",
+                 fmt(lb.longer_wins, ".1%"),
                  help=f"Share of the {lb.n_length_differs:,} {what} whose texts differ in length "
                       "that the longer text won (eq. 10 verdicts); 50% = no length preference.")
     where.metric("Slope per doubling of length", fmt(lb.slope_per_doubling, "+.3f") + " log-odds",
@@ -434,9 +474,13 @@ def open_comparison(context_id: str, first: str, second: str) -> None:
     st.session_state["open_comparison"] = (context_id, first, second)
 
 
-def comparison_view(run: AppRun, context_id: str, first: str, second: str, tau: float) -> None:
+def comparison_view(run: AppRun, context_id: str, first: str, second: str,
+                    tau: float | str) -> None:
     """Both texts side by side, the exact prompt, p in both orders, label mass and a flip flag
-    (``Run.comparison`` and ``Run.prompt``)."""
+    (``Run.comparison`` and ``Run.prompt``); ``tau`` as the tau control gives it (per-context
+    balancing: this context's own tau*, ``Run.thresholds``)."""
+    if isinstance(tau, str):
+        tau = run.read("thresholds", debias=tau).get(context_id, 0.5)
     ctx = run.dataset.context(context_id)
     by_id = {c.candidate_id: c for c in ctx.candidates}
     fwd = run.comparison(context_id, first, second)

@@ -21,7 +21,8 @@ from compassess_core import calibration, fusion
 from compassess_core.errors import InputError
 from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from pages import _view as view
-from pages._common import AppRun, db_url, fmt, list_runs, plain, preview, run_controls, show_chart
+from pages._common import (AppRun, at_tau, db_url, fmt, list_runs, plain, preview, run_controls,
+                           show_chart)
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -121,7 +122,7 @@ def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
     st.sidebar.caption(f"Calibrated on {cal['n_pairs']} human-labelled pairs "
                        f"({cal['n_comparisons']} comparisons): bias {cal['bias']:.3f} log-odds, "
                        f"temperature {cal['temperature']:.3f}. Threshold on the calibrated p: "
-                       f"tau = {tau:.4f}.")
+                       f"{at_tau(tau, 4)}.")
     return calibrated, tau
 
 
@@ -252,7 +253,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
                                 "n_votes": st.column_config.NumberColumn("human votes")})
     st.caption(f"{len(frame):,} rows; scores: the posterior mean of one Gaussian product of experts "
-               f"over {run.n_comparisons:,} judge comparisons at tau = {tau:.3f}"
+               f"over {run.n_comparisons:,} judge comparisons at {at_tau(tau)}"
                f"{' (p calibrated)' if run.calibration is not None else ''} and {choice.n_votes} "
                f"human votes of {plain(run.settings.aspect)}; sd: its posterior standard "
                "deviation. "

@@ -26,10 +26,11 @@ from compassess_core.limits import MAX_NAME_CHARS
 from compassess_core.ranking import METHODS
 from pages._plain import plain
 
-#: The threshold modes of the tau control: eq. 3's natural 0.5, the balanced tau* (eq. 10), a value.
-TAU_MODES = ("off", "balanced", "manual")
+#: The threshold modes of the tau control: eq. 3's natural 0.5, the balanced tau* (eq. 10) over
+#: all comparisons, one balanced tau* per context (eq. 10 context by context), a value.
+TAU_MODES = ("off", "balanced", "per-context", "manual")
 #: What each mode asks the API for (``debias``); manual passes the value itself.
-DEBIAS_OF_MODE = {"off": "none", "balanced": "balanced"}
+DEBIAS_OF_MODE = {"off": "none", "balanced": "balanced", "per-context": "balanced-per-context"}
 #: Where the problems of the link's view settings wait to be shown (once, at the page's top).
 PROBLEMS_KEY = "view_problems"
 
@@ -162,8 +163,8 @@ def tau_mode(default: str = "balanced") -> str:
 
 
 def debias(default_mode: str = "balanced") -> str | float:
-    """What the threshold state asks the API for: ``"none"``, ``"balanced"`` or the manual tau
-    (``compassess rank --debias`` takes the same)."""
+    """What the threshold state asks the API for: ``"none"``, ``"balanced"``,
+    ``"balanced-per-context"`` or the manual tau (``compassess rank --debias`` takes the same)."""
     mode = tau_mode(default_mode)
     if mode == "manual":
         value = get("tau")

@@ -20,11 +20,22 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core.export import table_bytes
 from pages._auth import guard
-from pages._common import (api_store, comparison_view, fmt, judge_warning, page_run,
+from pages._common import (api_store, at_tau, comparison_view, fmt, judge_warning, page_run,
                            partial_warning, plain, show_chart, tau_control)
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
+
+def interval(lo_hi, unit: str) -> str:
+    """A 95% interval as the metrics above it show their value ("n/a" when not computed)."""
+    if not lo_hi or lo_hi[0] is None or lo_hi[1] is None:
+        return "n/a"
+    if unit == "%":
+        return f"{100 * lo_hi[0]:.1f}-{100 * lo_hi[1]:.1f} %"
+    if unit == "x100":
+        return f"{lo_hi[0]:.1f} to {lo_hi[1]:.1f}"
+    return f"{lo_hi[0]:.3f} to {lo_hi[1]:.3f}"
 
 
 def annotator_agreement() -> None:
@@ -102,12 +113,14 @@ st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements o
 
 # ----------------------------------------------------------------------- LLM vs humans
 st.header("LLM vs humans (majority vote)")
+for line in summary["caution"]:
+    st.warning(f"Small sample: {plain(line)}.", icon=":material/error:")
 cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
 SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
           ("accuracy_with_ties", "Accuracy", "%"), ("kappa_with_ties", "Cohen's kappa", ""))
 for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
-                          (cols[1], "debiased", f"At the current tau = {tau:.4f}")):
+                          (cols[1], "debiased", f"At the current {at_tau(tau, 4)}")):
     m = llm[which]
     with col.container(border=True):
         st.subheader(title)
@@ -131,9 +144,14 @@ for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                                 help=f"{label} of the LLM vs the majority vote, {which}, "
                                      f"{'without' if 'without' in key else 'with'} ties, on "
                                      f"{n_pairs}")
+                inner[k].caption(f"95% CI {interval(m.get(key + '_ci95'), unit)} "
+                                 f"({n_pairs} resampled)")
 st.caption("'Without ties' drops the pairs whose majority vote is a tie (2 classes, as MT-Bench "
            "reports); 'with ties' keeps them, so a human tie always counts as a disagreement. "
-           "Kappa is Cohen's kappa (1 = perfect, 0 = chance).")
+           "Kappa is Cohen's kappa (1 = perfect, 0 = chance). 95% CI: percentile bootstrap, "
+           f"{summary['intervals']['n_boot']:,} resamples of the scored pairs "
+           "(`compassess agreement` prints the same); below "
+           f"{summary['small_sample_pairs']} pairs the numbers carry a caution.")
 for note in llm["notes"]:
     st.caption(f"Note: {note}.")
 
@@ -155,7 +173,7 @@ c1, c2 = st.columns(2)
 show_chart(c1, confusion_figure(report.raw.majority.confusion, "Raw (tau = 0.5)"),
                 key="confusion_raw", width="stretch")
 show_chart(c2, confusion_figure(report.debiased.majority.confusion,
-                                 f"At tau = {report.debiased.tau:.4f}"),
+                                 f"At {at_tau(tau, 4)}"),
                 key="confusion_debiased", width="stretch")
 with st.expander("Every annotator alone, raw and at tau", expanded=False):
     st.dataframe(plain(report.summary_frame(), "text"), hide_index=True, width="stretch",
@@ -218,9 +236,12 @@ rc = summary["ranking_correlation"]
 human_rank = bundle.human_rankings
 r1, r2 = st.columns([1, 3])
 r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
-          help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at tau = {tau:.4f}) with "
+          help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at {at_tau(tau, 4)}) with "
                f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
-r1.caption(f"mean over {rc['n_used']} context(s) with human judgements")
+votes = rc.get("human_votes_per_context")
+r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
+           + (f" ({votes[0]}-{votes[1]} human votes each)" if votes else "")
+           + f"; 95% CI {interval(rc.get('spearman_x100_ci95'), 'x100')} (contexts resampled)")
 if len(human_rank):
     llm_rank = run.read("rankings", method="bradley-terry", debias=tau)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
@@ -237,16 +258,16 @@ if len(human_rank):
                  column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
                                 "score (LLM)": st.column_config.NumberColumn(format="%.3f")})
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
-               f"LLM's from its comparisons at tau = {tau:.4f}. Rank 1 = best.")
+               f"LLM's from its comparisons at {at_tau(tau, 4)}. Rank 1 = best.")
 
 # ----------------------------------------------------------------------- disagreements
 st.header("Disagreements")
 dis = bundle.disagreements
 if len(dis) == 0:
-    st.success(f"At tau = {tau:.4f} the LLM agrees with the majority vote on every scored pair.")
+    st.success(f"At {at_tau(tau, 4)} the LLM agrees with the majority vote on every scored pair.")
 else:
     st.caption(f"{len(dis)} of {llm['n_pairs_matched']} scored pairs where the humans' majority "
-               f"differs from the LLM at tau = {tau:.4f}, the LLM's most confident first (click a "
+               f"differs from the LLM at {at_tau(tau, 4)}, the LLM's most confident first (click a "
                "column header to sort). Select a row to open the comparison. confidence = "
                "|p_avg - 0.5| on the reweighted scale (eq. 9); p_xy = P(x better) with x first.")
     event = st.dataframe(plain(dis, "text"), hide_index=True, width="stretch", on_select="rerun",

@@ -11,9 +11,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages import _view as view
 from pages._auth import guard
-from pages._common import (comparison_view, fmt, length_bias_metrics, line_labels, open_comparison,
-                           plain, result_page_header, show_chart)
+from pages._common import (PER_CONTEXT, at_tau, comparison_view, fmt, length_bias_metrics,
+                           line_labels, open_comparison, plain, result_page_header, show_chart,
+                           tau_effect_note, use_balanced_tau, use_per_context_tau)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -21,6 +23,7 @@ header = result_page_header("Positional bias audit")
 if header is None:
     st.stop()
 run, tau, method = header
+view_mode = view.tau_mode()
 n_p = run.n_comparisons
 position = run.read("positional_bias", debias=tau)
 raw_a, raw_b, cur_a, cur_b = position.p_a_raw, position.p_b_raw, position.p_a, position.p_b
@@ -43,16 +46,17 @@ st.caption(f"P(A): share of {n_p:,} comparisons won by the first position (eq. 8
 g = st.columns(4)
 for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
                                (g[1], raw_b, "P(B) raw (tau = 0.5)", "g_raw_b"),
-                               (g[2], cur_a, f"P(A) at tau = {tau:.3f}", "g_cur_a"),
-                               (g[3], cur_b, f"P(B) at tau = {tau:.3f}", "g_cur_b")):
+                               (g[2], cur_a, f"P(A) at {at_tau(tau)}", "g_cur_a"),
+                               (g[3], cur_b, f"P(B) at {at_tau(tau)}", "g_cur_b")):
     show_chart(col, gauge(value, title), key=key, width="stretch")
 m = st.columns(4)
 m[0].metric("P(A) raw", fmt(raw_a, ".2f"))
-m[1].metric(f"P(A) at tau = {tau:.3f}", fmt(cur_a, ".2f"))
-m[2].metric(f"Flip rate at tau = {tau:.3f}", fmt(position.flip_rate, ".1%"),
+m[1].metric(f"P(A) at {at_tau(tau)}", fmt(cur_a, ".2f"))
+m[2].metric(f"Flip rate at {at_tau(tau)}", fmt(position.flip_rate, ".1%"),
             help=f"Share of {position.n_pairs_both_orders:,} pairs judged in both orders whose "
                  "verdict changes with the order.")
-m[3].metric("tau* (balancing)", f"{position.tau_star:.3f}")
+m[3].metric("tau* (balancing, global)", f"{position.tau_star:.3f}")
+tau_effect_note(run, tau, method)
 
 left, right = st.columns(2)
 with left:
@@ -60,7 +64,7 @@ with left:
     hist = px.histogram(x=run.read("probabilities"), nbins=40,
                         labels=dict(x="p_ij = P(first position wins)"))
     lines = ((0.5, "0.5", "black"), (position.tau_star, "tau*", "green"),
-             (tau, "current tau", "#e8590c"))
+             *(() if tau == PER_CONTEXT else ((tau, "current tau", "#e8590c"),)))
     for x, _, color in lines:
         hist.add_vline(x=x, line_dash="dash", line_color=color)
     # One label per distinct position, each on its own row: lines that (nearly) coincide share
@@ -74,22 +78,49 @@ with left:
     st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
 with right:
     per = run.read("bias", debias=tau)
-    st.markdown(f"**P(A) per context** at tau = {tau:.3f}")
+    st.markdown(f"**P(A) per context** at {at_tau(tau)}")
     # Plotly reads axis and hover labels as HTML: context ids are escaped for it.
     bar = px.bar(per.assign(context_id=per["context_id"].map(lambda c: plain(c, "plotly"))),
-                 x="context_id", y="p_a", hover_data=["n_comparisons", "flip_rate"],
-                 labels=dict(p_a="P(A)", context_id="context"))
+                 x="context_id", y="p_a", hover_data=["tau", "n_comparisons", "flip_rate"],
+                 labels=dict(p_a="P(A)", context_id="context", tau="threshold"))
     bar.add_hline(y=0.5, line_dash="dash", line_color="black")
     bar.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_range=[0, 1],
                       xaxis_type="category")
     show_chart(st, bar, key="per_context", width="stretch")
-    st.caption(f"{len(per)} contexts; dashed line: 0.5.")
+    st.caption(f"{len(per)} contexts; dashed line: 0.5. P(A) per context from "
+               f"{fmt(position.p_a_context_min, '.2f')} to "
+               f"{fmt(position.p_a_context_max, '.2f')} at "
+               f"{at_tau(tau)} (each context's share of its own comparisons won by the first "
+               "position).")
+
+st.subheader("P(A) per context and its threshold")
+st.caption("The global tau* balances P(A) over all comparisons together: a context where the judge "
+           "leans further one way keeps its P(A) far from 0.5. Balancing per context applies "
+           "eq. 10 context by context: one tau* per context, P(A) = 0.5 in each.")
+b1, b2 = st.columns(2)
+b1.button("Use the global tau* (one threshold)", on_click=use_balanced_tau,
+          icon=":material/balance:", key="bias_use_global", disabled=view_mode == "balanced")
+b2.button("Balance each context (one tau* per context)", on_click=use_per_context_tau,
+          icon=":material/tune:", key="bias_use_per_context", disabled=view_mode == "per-context")
+st.dataframe(plain(per, into="text"), hide_index=True, width="stretch",
+             column_config={
+                 "tau": st.column_config.NumberColumn("threshold tau", format="%.4f",
+                                                      help="the threshold this context's "
+                                                           "comparisons are decided at"),
+                 "p_a": st.column_config.NumberColumn("P(A)", format="%.3f"),
+                 "p_b": st.column_config.NumberColumn("P(B)", format="%.3f"),
+                 "flip_rate": st.column_config.NumberColumn("flip rate", format="%.3f"),
+                 "n_comparisons": st.column_config.NumberColumn("comparisons"),
+                 "n_pairs_both_orders": st.column_config.NumberColumn("pairs in both orders")})
+st.caption(f"{len(per)} contexts at {at_tau(tau)}; P(A) = share of the context's comparisons "
+           "won by the first position (eq. 8); flip rate over the context's pairs judged in "
+           "both orders.")
 
 st.subheader("Length bias")
 lb = run.read("length_bias", debias=tau)
 points, curve = run.read("length_points", debias=tau)
 l1, l2 = st.columns([1, 2])
-length_bias_metrics(l1, lb)
+length_bias_metrics(l1, lb, tau=tau)
 l1.metric("Position at equal length", fmt(lb.position_log_odds, "+.3f") + " log-odds",
           help="The intercept of the same fit: log-odds of 'A wins' for texts of equal length "
                "(0 = no positional bias).")
@@ -102,13 +133,14 @@ scatter = go.Figure(go.Scattergl(x=points["log2_ratio"], y=points["p"], mode="ma
                                  hovertemplate="log2 ratio %{x:.2f}<br>p %{y:.3f}<extra></extra>"))
 scatter.add_trace(go.Scatter(x=curve["log2_ratio"], y=curve["p"], mode="lines", name="logistic fit",
                              line=dict(color="#e8590c")))
-scatter.add_hline(y=tau, line_dash="dash", line_color="#e8590c")
+if tau != PER_CONTEXT:  # one threshold per context is no single line
+    scatter.add_hline(y=tau, line_dash="dash", line_color="#e8590c")
 scatter.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), showlegend=False,
                       xaxis_title="log2(len A / len B): > 0 when the first text is longer",
                       yaxis_title="p = P(first wins)", yaxis_range=[0, 1])
 show_chart(l2, scatter, key="length_scatter", width="stretch")
 l2.caption(f"Each point is one comparison; the curve is the logistic fit; dashed: the current "
-           f"tau = {tau:.3f}.")
+           f"{at_tau(tau)}.")
 
 st.subheader("Most order-dependent comparisons")
 dep = run.read("order_dependence", debias=tau)
@@ -123,7 +155,7 @@ event = st.dataframe(
     column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
                    "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
                    "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
-                   "flips": st.column_config.CheckboxColumn(f"flips at tau = {tau:.3f}")})
+                   "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")})
 st.caption(f"The {len(top)} most order-dependent of {len(dep):,} pairs judged in both orders; "
            "select a row (or pick below) to open the comparison.")
 rows = event.selection.rows if event and hasattr(event, "selection") else []

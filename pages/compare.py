@@ -46,15 +46,17 @@ run_b = AppRun(others[names.index(name_b)])
 # The sidebar's threshold mode applied to each run (balanced: each run's own tau*), as
 # `compassess compare --debias` does.
 debias = debias_in_use()
-tau_b = run_b.tau(debias)
+tau_b = debias if isinstance(tau_a, str) else run_b.tau(debias)
 partial_warning(run_b)
 judge_warning(run_b, tau_b)
 
 cmp = compare_runs(run_a, run_b, method, debias)
-st.caption(f"A = run {plain(run_a.name)} at tau = {tau_a:.3f}; B = run "
-           f"{plain(run_b.name)} at tau = "
-           f"{tau_b:.3f} (the sidebar's threshold mode applied to each run: balanced = each run's "
-           f"own tau*). {cmp.n_shared:,} ordered pairs were judged by both ({cmp.n_a:,} comparisons "
+st.caption(f"A = run {plain(run_a.name)} at {run_a.threshold_label(debias, 3)}; B = run "
+           f"{plain(run_b.name)} at {run_b.threshold_label(debias, 3)} (the sidebar's "
+           "threshold mode applied to each run: balanced = each run's own tau*; balanced per "
+           "context = each run's tau* of each context, and p in the scatter are then eq. 9's "
+           f"reweighted p, decided at 0.5). {cmp.n_shared:,} ordered pairs were judged by both "
+           f"({cmp.n_a:,} comparisons "
            f"in A, {cmp.n_b:,} in B).")
 m = st.columns(4)
 m[0].metric("Verdict agreement", fmt(cmp.agreement, ".1%"),
@@ -88,8 +90,9 @@ for agree, colour, label in ((True, "#3b5bdb", "same verdict"), (False, "#e8590c
         customdata=part[["context_id", "first", "second"]].map(lambda v: plain(v, "plotly")).to_numpy(),
         hovertemplate="%{customdata[0]}: %{customdata[1]} first vs %{customdata[2]}<br>"
                       "p in A %{x:.3f}, p in B %{y:.3f}<extra></extra>"))
-scatter.add_vline(x=tau_a, line_dash="dash", line_color="#868e96")
-scatter.add_hline(y=tau_b, line_dash="dash", line_color="#868e96")
+# the thresholds in use (0.5 on the reweighted p under per-context balancing)
+scatter.add_vline(x=cmp.tau_a, line_dash="dash", line_color="#868e96")
+scatter.add_hline(y=cmp.tau_b, line_dash="dash", line_color="#868e96")
 scatter.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10),
                       xaxis=dict(title="p in run A = P(first wins)", range=[0, 1]),
                       yaxis=dict(title="p in run B = P(first wins)", range=[0, 1]),

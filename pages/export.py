@@ -17,8 +17,9 @@ import streamlit as st
 
 from compassess_core.export import FORMATS
 from pages._auth import guard
-from pages._common import (baseline_control, ci_control, debias_in_use, download_with_settings, is_scoring_run,
-                           page_run, partial_warning, plain, run_controls)
+from pages._common import (at_tau, baseline_control, ci_control, debias_in_use,
+                           download_with_settings, is_scoring_run, page_run, partial_warning, plain,
+                           run_controls)
 from pages._judges import probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -62,7 +63,7 @@ debias = debias_in_use()
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
 with_ci = ci_control(st, run.n_comparisons)
 metadata = None
-for what, label in (("rankings", f"Rankings ({method}, tau = {tau:.3f})"),
+for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
                     ("comparisons", f"All comparisons ({run.n_comparisons:,})")):
     st.subheader(label)
     exported = run.read("export_bytes", what=what, fmt=fmt_choice, method=method, debias=debias,
@@ -86,7 +87,7 @@ st.caption(f"One file for a reader who was not here: the setup (data, judge, tem
            f"bias, agreement with human labels and calibration where there are labels, the "
            f"evaluation against reference scores, the most order-dependent and human-disputed "
            f"comparisons with their exact prompts, and the methods. Read with {method} at "
-           f"tau = {judged.tau(debias):.3f} on the judge's own p. It opens offline: charts "
+           f"{judged.threshold_label(debias, 3)} on the judge's own p. It opens offline: charts "
            "and scripts are inside, nothing is fetched, and every text from the data is shown "
            "as stored. The same file from the command line:")
 st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "

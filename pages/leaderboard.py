@@ -19,8 +19,9 @@ from compassess_core.export import FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
-from pages._common import (baseline_control, default_reference_index, download_with_settings, fmt,
-                           length_bias_metrics, plain, result_page_header, show_chart)
+from pages._common import (at_tau, baseline_control, default_reference_index,
+                           download_with_settings, fmt, length_bias_metrics, plain,
+                           result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -71,7 +72,7 @@ m[3].metric("System-level Spearman x100", fmt(board.system_spearman_x100),
             help="Spearman correlation (x100) of the systems' strengths with their mean "
                  f"{plain(reference or '')} score, over {len(frame)} systems (needs a "
                  "reference column and 3+ systems).")
-st.caption(f"Strength: {unit}, method {board.method} at tau = {board.tau:.3f}. Win rate: share of a "
+st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate: share of a "
            f"system's comparisons it won (eq. 10 at tau). {level} intervals: percentiles of "
            f"{board.n_boot} bootstrap replicates that resample the {board.n_contexts} contexts, "
            "then the comparisons within each. "
@@ -87,7 +88,7 @@ against = ["win_rate_vs_baseline", "win_rate_vs_baseline_low", "win_rate_vs_base
 if baseline is not None:
     columns[2:2] = against  # beside the system: the headline number once a baseline is chosen
     st.caption(f"Against the baseline {plain(baseline)}: win rate = share of the system's "
-               f"comparisons with the baseline that it won at tau = {board.tau:.3f} (both orders, "
+               f"comparisons with the baseline that it won at {at_tau(tau)} (both orders, "
                f"the contexts where both appear; p = tau is a win for the second text), with its "
                f"{level} interval from the same context bootstrap and the number of those "
                "comparisons. Length-controlled: sigmoid of the difference of the "
@@ -149,7 +150,7 @@ st.dataframe(
         "win_rate_a": st.column_config.NumberColumn("A's win rate", **pct),
     })
 st.caption(f"Comparisons between each pair of systems that met (both orders, all contexts) and how "
-           f"many each won at tau = {board.tau:.3f} (eq. 10); Chatbot Arena's battle counts.")
+           f"many each won at {at_tau(tau)} (eq. 10); Chatbot Arena's battle counts.")
 
 left, right = st.columns([3, 2])
 with left:
@@ -168,12 +169,12 @@ with left:
                        yaxis=dict(title="system", type="category", autorange="reversed"))
     show_chart(st, heat, key="board_heatmap", width="stretch")
     st.caption(f"Share of the comparisons between the row system and the column system (both "
-               f"orders, all contexts) won by the row system at tau = {board.tau:.3f}; empty where "
+               f"orders, all contexts) won by the row system at {at_tau(tau)}; empty where "
                "they never met. Systems in leaderboard order.")
 with right:
     st.subheader("Length")
     lb, lc = board.length, board.length_controlled
-    length_bias_metrics(st, lb, "comparisons between systems")
+    length_bias_metrics(st, lb, "comparisons between systems", tau=tau)
     st.metric("Length term of the length-controlled GLM", fmt(lc.length_coef, "+.3f") + " log-odds",
               help="gamma in logit p = theta_A - theta_B + gamma tanh(d / sd(d)) + b, with "
                    "d = log(len A / len B) (Dubois et al. 2024, AlpacaEval 2.0).")

@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import comparison_view, open_comparison, plain, result_page_header, show_chart
+from pages._common import (at_tau, comparison_view, open_comparison, plain, result_page_header,
+                           show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -86,7 +87,7 @@ fig.update_layout(height=min(900, 220 + 22 * size), margin=dict(l=10, r=10, t=30
                   clickmode="event+select", dragmode="select" if size > 40 else False)
 event = show_chart(st, fig, on_select="rerun", selection_mode=("points",), key="matrix_chart",
                         width="stretch")
-st.caption(f"{plain(context_id)}: {size} candidates ordered by their current rank ({method}, tau = {tau:.3f}), "
+st.caption(f"{plain(context_id)}: {size} candidates ordered by their current rank ({method}, {at_tau(tau)}), "
            f"best first; {int((~np.isnan(base)).sum())} compared ordered pairs. Click a cell to open "
            "that comparison.")
 

@@ -16,8 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (ci_control, default_reference_index, fmt, is_active, is_scoring_run,
-                           page_run, partial_warning, plain, preview, worker_state)
+from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_active,
+                           is_scoring_run, page_run, partial_warning, plain, preview,
+                           tau_effect_note, worker_state)
 from pages._judges import fused_section, run_with_probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -131,14 +132,15 @@ ev = run.read("evaluation_at", debias=tau, method=method, reference=reference)
 raw = run.read("evaluation_at", debias=0.5, method=method, reference=reference)
 n_ctx = len(run.context_ids)
 m1, m2, m3 = st.columns(3)
-m1.metric(f"P(A) at tau = {tau:.3f}", fmt(ev.p_a, ".2f"),
+m1.metric(f"P(A) at {at_tau(tau)}", fmt(ev.p_a, ".2f"),
           help=f"Share of {n:,} comparisons won by the first position (eq. 8); "
                "0.50 means no positional bias.")
 m2.metric("P(B)", fmt(ev.p_b, ".2f"), help="Share won by the second position.")
 m3.metric("tau* (balancing threshold)", f"{run.tau_star:.3f}",
           help="Median of all p_ij: the threshold at which P(A) = P(B) = 0.5 (eq. 10).")
 st.caption(f"P(A): share of {n:,} comparisons won by the first position, over "
-           f"{n_ctx} context(s), at tau = {tau:.3f}.")
+           f"{n_ctx} context(s), at {at_tau(tau)}.")
+tau_effect_note(run, tau, method)
 
 if reference is not None:
     st.subheader(f"Agreement with {plain(reference)}")
@@ -152,7 +154,7 @@ if reference is not None:
     ]
     table = pd.DataFrame([dict(metric=m, raw_tau_0_5=fmt(r, s), current_tau=fmt(c, s))
                           for m, r, c, s in rows])
-    table.columns = ["metric", "raw (tau = 0.5)", f"current (tau = {tau:.3f})"]
+    table.columns = ["metric", "raw (tau = 0.5)", f"current ({at_tau(tau)})"]
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption(f"Correlations over {ev.contexts_used} context(s) "
                f"({ev.contexts_skipped} skipped: all reference scores equal); pairwise accuracy on "
@@ -173,14 +175,14 @@ st.dataframe(
     column_config={
         "rank": st.column_config.NumberColumn("rank", help="1 = best in its context"),
         "score": st.column_config.NumberColumn("score", format="%.4f",
-                                               help=f"{method} score at tau = {tau:.3f}"),
+                                               help=f"{method} score at {at_tau(tau)}"),
         "ci_low": st.column_config.NumberColumn("CI 2.5%", format="%.4f"),
         "ci_high": st.column_config.NumberColumn("CI 97.5%", format="%.4f"),
         "text": st.column_config.TextColumn("text (preview)", width="large"),
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
     })
 st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
-           f"tau = {tau:.3f}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
+           f"{at_tau(tau)}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
            "previews (full texts on Matrix and in exports).")
 
 fused_section(run, tau, reference)

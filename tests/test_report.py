@@ -118,7 +118,8 @@ def test_with_human_labels_the_report_scores_the_judge_and_shows_the_disputed_pa
     assert "No human labels" not in text
     assert "30 pairs judged by both the judge and people" in text
     # at tau* the judge ranks by coherence: it agrees with 27 of the 30 labels
-    assert "<td>at tau (tau = 0.7250)</td><td>0.900</td>" in text
+    # with its 95% bootstrap interval (the 30 scored pairs resampled)
+    assert "<td>at tau (tau = 0.7250)</td><td>0.900 [0." in text
     assert "<h4>Calibration on the human labels</h4>" in text and "temperature T =" in text
     assert "The 3 of 3 pairs where the humans' majority differs" in text
     assert text.count('<div class="example">') == 5 + 3
