@@ -65,11 +65,12 @@ unit = STRENGTH_UNITS.get(board.method, board.method)
 level = f"{board.level:.0%}"
 m = st.columns(4)
 m[0].metric("Systems", f"{len(frame):,}")
-m[1].metric("Comparisons between systems", f"{board.n_comparisons:,}",
+# Short labels, the detail in the help: four metrics side by side must fit a 1024 px window.
+m[1].metric("Comparisons", f"{board.n_comparisons:,}",
             help="Comparisons whose two candidates belong to two different systems.")
 m[2].metric("Contexts", f"{board.n_contexts:,}", help="The clusters the bootstrap resamples.")
-m[3].metric("System-level Spearman x100", fmt(board.system_spearman_x100),
-            help="Spearman correlation (x100) of the systems' strengths with their mean "
+m[3].metric("Spearman x100", fmt(board.system_spearman_x100),
+            help="System level: Spearman correlation (x100) of the systems' strengths with their mean "
                  f"{plain(reference or '')} score, over {len(frame)} systems (needs a "
                  "reference column and 3+ systems).")
 st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate: share of a "

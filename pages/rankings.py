@@ -118,7 +118,7 @@ if is_scoring_run(picked):
 run, tau, method = run_with_probability_source(picked)
 n = run.n_comparisons
 
-c1, c2, c3 = st.columns([2, 2, 1])
+c1, c2, c3 = st.columns(3)  # room for the whole 'Bootstrap 95% CI' label at 1024 px
 context = c1.selectbox("Context", [ALL] + run.context_ids, key="rank_context",
                        format_func=lambda c: plain(c, "text"))
 refs = list(run.dataset.score_columns)

@@ -33,8 +33,8 @@ def test_one_row_per_system_with_intervals_equal_to_the_engine(app_env):
     # the default method and tau are Bradley-Terry at the balanced tau*, and the page says so
     assert "method bradley-terry at tau = 0.725" in texts(at.caption)
     assert metric(at, "Systems") == "9"
-    assert metric(at, "System-level Spearman x100") == f"{engine.system_spearman_x100:.1f}"
-    assert "`coherence` score" in next(m.help for m in at.metric if m.label.startswith("System-level"))
+    assert metric(at, "Spearman x100") == f"{engine.system_spearman_x100:.1f}"
+    assert "`coherence` score" in next(m.help for m in at.metric if m.label == "Spearman x100")
     assert "mean_reference" in table.columns
     charts = [c.key for c in at.get("plotly_chart")]
     assert "board_heatmap" in charts
