@@ -382,6 +382,7 @@ _DELETED_FIELDS = {
     "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
     "reference_scores": "reference_scores", "campaigns": "campaigns",
     "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
+    "panels": "panels", "panel_members": "panel_members",
 }
 #: How ``str(Deleted)`` names one and several of each field's rows.
 _DELETED_WORDS = {
@@ -395,6 +396,8 @@ _DELETED_WORDS = {
     "campaigns": ("annotation campaign", "annotation campaigns"),
     "campaign_annotators": ("campaign assignment", "campaign assignments"),
     "campaign_pairs": ("campaign pair", "campaign pairs"),
+    "panels": ("panel of judges", "panels of judges"),
+    "panel_members": ("panel member", "panel members"),
 }
 
 
@@ -421,6 +424,8 @@ class Deleted:
     campaigns: int = 0
     campaign_annotators: int = 0
     campaign_pairs: int = 0
+    panels: int = 0
+    panel_members: int = 0
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
