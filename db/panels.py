@@ -127,15 +127,14 @@ class PanelStore(StoreBase):
         return int(found)
 
     def _panel_info(self, conn: Connection, panel_id: int) -> PanelInfo:
-        row = conn.execute(select(PanelRow, DatasetRow.name.label("dataset"))
+        p = conn.execute(select(PanelRow.__table__, DatasetRow.name.label("dataset"))
                            .join(DatasetRow, DatasetRow.id == PanelRow.dataset_id)
                            .where(PanelRow.id == panel_id)).one()
-        p = row.PanelRow
         members = conn.execute(select(RunRow.id, RunRow.name)
                                .join(PanelMemberRow, PanelMemberRow.run_id == RunRow.id)
                                .where(PanelMemberRow.panel_id == panel_id)
                                .order_by(PanelMemberRow.position)).all()
-        return PanelInfo(id=p.id, name=p.name, dataset_id=p.dataset_id, dataset=row.dataset,
+        return PanelInfo(id=p.id, name=p.name, dataset_id=p.dataset_id, dataset=p.dataset,
                          aspect=p.aspect, combine=p.combine, weights=p.weights,
                          scaling=p.scaling, created_by=p.created_by, created_at=p.created_at,
                          run_ids=tuple(int(m.id) for m in members),

@@ -189,3 +189,210 @@ def test_human_agreement_interval_brackets_the_estimate():
     assert a.accuracy_low <= a.accuracy <= a.accuracy_high
     assert a.kappa_low <= a.kappa <= a.kappa_high
     assert a.n_pairs == 150 and 0.6 < a.accuracy < 1.0
+
+
+# ------------------------------------------------------------------------------ a tiny store
+
+SAMPLE = REPO / "assets" / "sample_summeval.csv"
+
+
+def seed_simulated_judges(url: str, *, labels: bool = True, judges=SIMULATED, seed: int = 0):
+    """A real SQLite store with the sample (3 contexts x 5 candidates, systems, coherence), one
+    stored run per SIMULATED judge (every ordered pair, logit p = true difference scaled, plus
+    the judge's positional bias and noise; a rate recorded as a worker would) and, with
+    ``labels``, one person's A/B label per unordered pair from the coherence scores."""
+    import compassess_core as ca
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+
+    api = ca.open_store(url)
+    ds = api.add_dataset(SAMPLE, name="sample")
+    backend = api.backend
+    dataset_id = api.dataset_id("sample")
+    rng = np.random.default_rng(seed)
+    for k, (name, noise, bias) in enumerate(judges):
+        settings = ca.run_settings("sample", aspect="coherence",
+                                   model=f"simulated-judge-{name}.gguf")
+        run_id = backend.create_run(name, dataset_id, settings.to_dict())
+        results = []
+        for ctx in ds.contexts:
+            for x in ctx.candidates:
+                for y in ctx.candidates:
+                    if x is y:
+                        continue
+                    d = x.scores["coherence"] - y.scores["coherence"]
+                    z = 2.0 * d + bias + noise * rng.normal()
+                    p = float(1.0 / (1.0 + np.exp(-z)))
+                    results.append(ComparisonResult(
+                        PairKey(ctx.context_id, x.candidate_id, y.candidate_id),
+                        Judgement(p, float(np.log(p)), float(np.log1p(-p)), 1.0),
+                        f"simulated-{name}-{ctx.context_id}-{x.candidate_id}-{y.candidate_id}"))
+        backend.add_results(run_id, "comparative", results)
+        backend.set_run_status(run_id, "completed", done=len(results), total=len(results),
+                               rate=10.0 * (k + 1))
+    if labels:
+        rows = []
+        for ctx in ds.contexts:
+            c = ctx.candidates
+            for i in range(len(c)):
+                for j in range(i + 1, len(c)):
+                    si, sj = c[i].scores["coherence"], c[j].scores["coherence"]
+                    rows.append(dict(context_id=ctx.context_id, candidate_a=c[i].candidate_id,
+                                     candidate_b=c[j].candidate_id,
+                                     winner=(c[i].candidate_id if si > sj else
+                                             c[j].candidate_id if sj > si else "tie"),
+                                     annotator="person"))
+        api.import_labels(pd.DataFrame(rows), dataset="sample", aspect="coherence")
+    return api
+
+
+@pytest.fixture(scope="module")
+def labelled_store(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('panel') / 'panel.db'}"
+    api = seed_simulated_judges(url)
+    api.create_panel("jury", [n for n, _, _ in SIMULATED])
+    api.create_panel("jury-learnt", [n for n, _, _ in SIMULATED], weights="learnt")
+    api.create_panel("jury-vote", [n for n, _, _ in SIMULATED], combine="vote",
+                     weights="1,2,1")
+    return url
+
+
+def test_store_round_trip_and_panel_reads_like_a_run(labelled_store):
+    import compassess_core as ca
+    api = ca.open_store(labelled_store)
+    p = api.panel("jury")
+    assert isinstance(p, ca.Panel) and isinstance(p, ca.Run)
+    assert [m.name for m in p.members] == [n for n, _, _ in SIMULATED]
+    assert [m.weight for m in p.members] == pytest.approx([1 / 3] * 3)
+    assert all("balanced tau*" in m.scaling for m in p.members)
+    assert p.combine == "poe" and p.weights_mode == "equal" and p.n_comparisons == 60
+    assert p.info.rate == pytest.approx(180 / (60 / 10 + 60 / 20 + 60 / 30))
+    ranks = p.rankings("bradley-terry")
+    assert len(ranks) == 15 and set(ranks["rank"]) <= set(range(1, 6))
+    ev = p.evaluation()
+    assert ev.debiased.spearman_x100 is not None and ev.run == "jury"
+    assert p.leaderboard(n_boot=20).frame["system"].notna().all()
+    assert 0.0 <= p.positional_bias("none").p_a_raw <= 1.0
+    assert p.agreement().report.debiased.majority.n_without_ties > 0
+    export = p.export_bytes("rankings", "json", method="win-ratio")
+    assert export.metadata["panel"]["members"][0]["run"] == "simulated-sharp"
+    assert b"simulated-sharp" in export.data and len(export.frame) == 15
+    assert "p_simulated-sharp" in p.comparisons().columns
+    agree = p.member_agreement()
+    assert len(agree.pairwise) == 3 and agree.n_pairs_all == 30
+    assert np.isfinite(agree.fleiss_kappa) and np.isfinite(agree.krippendorff_alpha)
+    assert set(p.split_pairs().columns) >= {"panel", "n_for_x", "n_for_y", "minority"}
+    listed = api.panels("sample")
+    assert list(listed["name"]) == ["jury", "jury-learnt", "jury-vote"]
+    assert listed.loc[2, "weights"] == "1, 2, 1" and listed.loc[2, "combine"] == "vote"
+    learnt = api.panel("jury-learnt")
+    w = [m.weight for m in learnt.members]
+    assert w[0] > w[2]
+    with pytest.raises(InputError, match="is a panel of judges"):
+        p.prompt("A0", "a", "b")
+
+
+def test_panel_creation_is_checked(labelled_store, tmp_path):
+    import compassess_core as ca
+    api = ca.open_store(labelled_store)
+    with pytest.raises(InputError, match="at least 2"):
+        api.create_panel("solo", ["simulated-sharp"])
+    with pytest.raises(InputError, match="given twice"):
+        api.create_panel("twice", ["simulated-sharp", "simulated-sharp"])
+    with pytest.raises(InputError, match="already exists"):
+        api.create_panel("jury", ["simulated-sharp", "simulated-noisy"])
+    with pytest.raises(InputError, match="2 weights for 3|3 weights"):
+        api.create_panel("w", [n for n, _, _ in SIMULATED], weights="1,2")
+    with pytest.raises(InputError, match="unknown combination"):
+        api.create_panel("c", ["simulated-sharp", "simulated-noisy"], combine="median")
+    assert "w" not in set(api.panels()["name"])
+    bare = ca.open_store(tmp_path / "bare.db")
+    seed_simulated_judges(bare.url, labels=False, judges=SIMULATED[:2])
+    with pytest.raises(InputError, match="needs human labels"):
+        bare.create_panel("learnt", ["simulated-sharp", "simulated-middling"], weights="learnt")
+    assert len(bare.panels()) == 0
+
+
+def test_a_run_on_a_panel_is_not_deleted_and_a_dataset_delete_takes_its_panels(tmp_path):
+    import compassess_core as ca
+    api = seed_simulated_judges(f"sqlite:///{tmp_path / 'd.db'}", labels=False,
+                                judges=SIMULATED[:2])
+    api.create_panel("pair", ["simulated-sharp", "simulated-middling"])
+    with pytest.raises(InputError, match="member of panel\\(s\\) 'pair'"):
+        api.delete_run("simulated-sharp")
+    assert api.delete_panel("pair").panels == 1
+    assert api.delete_run("simulated-sharp").runs == 1
+    # a dataset's delete takes its panels (and their member rows) with its runs
+    api2 = seed_simulated_judges(f"sqlite:///{tmp_path / 'e.db'}", labels=False,
+                                 judges=SIMULATED[:2])
+    api2.create_panel("pair", ["simulated-sharp", "simulated-middling"])
+    gone = api2.delete_dataset("sample")
+    assert (gone.datasets, gone.runs, gone.panels, gone.panel_members) == (1, 2, 1, 2)
+    assert len(api2.panels()) == 0
+
+
+def test_judges_leaderboard_ranks_by_kappa_with_intervals(labelled_store):
+    import compassess_core as ca
+    board = ca.open_store(labelled_store).judges("sample", "coherence", n_boot=200)
+    f = board.frame
+    assert board.basis == "kappa" and board.n_labels > 0
+    assert set(f["judge"]) == {"simulated-sharp", "simulated-middling", "simulated-noisy",
+                               "jury", "jury-learnt", "jury-vote"}
+    assert list(f["rank"]) == list(range(1, 7))
+    assert (f["kappa"].diff().dropna() <= 1e-12).all()  # best first
+    ok = f["kappa"].notna()
+    assert ((f.loc[ok, "kappa_low"] <= f.loc[ok, "kappa"])
+            & (f.loc[ok, "kappa"] <= f.loc[ok, "kappa_high"])).all()
+    row = f.set_index("judge")
+    assert row.loc["simulated-sharp", "kappa"] > row.loc["simulated-noisy", "kappa"]
+    assert row.loc["jury-learnt", "held_out"] and not row.loc["jury", "held_out"]
+    assert row.loc["simulated-middling", "comparisons_per_s"] == pytest.approx(20.0)
+    assert row.loc["jury", "n_comparisons"] == 180
+    assert np.isfinite(row.loc["jury", "log_loss_raw"])
+    json.dumps(board.to_dict())
+
+
+def test_judges_without_labels_rank_by_reference_spearman(tmp_path):
+    api = seed_simulated_judges(f"sqlite:///{tmp_path / 'r.db'}", labels=False)
+    board = api.judges("sample", "coherence", n_boot=10)
+    assert board.basis == "spearman_x100" and board.reference == "coherence"
+    assert board.frame["kappa"].isna().all()
+    assert board.frame.loc[0, "judge"] == "simulated-sharp"
+
+
+# ------------------------------------------------------------------------------ the CLI
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_cli_panel_create_rank_evaluate_and_judges(tmp_path):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    seed_simulated_judges(url)
+    made = cli("panel", "create", "--name", "P", "--run", "simulated-sharp", "--run",
+               "simulated-middling", "--run", "simulated-noisy", "--weights", "learnt",
+               "--db", url)
+    assert made.returncode == 0, made.stderr
+    assert "simulated-sharp" in made.stdout and "learnt" in made.stdout
+    ranked = cli("panel", "rank", "--name", "P", "--db", url)
+    assert ranked.returncode == 0, ranked.stderr
+    out = cli("panel", "evaluate", "--name", "P", "--json", "--db", url)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["panel"]["debiased"]["spearman_x100"] is not None
+    assert set(payload["members"]) == {"simulated-sharp", "simulated-middling",
+                                       "simulated-noisy"}
+    assert "p_a" in payload["members"]["simulated-sharp"]["raw"]
+    assert payload["agreement"]["n_pairs_all"] == 30
+    judges = cli("judges", "--dataset", "sample", "--aspect", "coherence", "--json",
+                 "--bootstrap", "100", "--db", url)
+    assert judges.returncode == 0, judges.stderr
+    board = json.loads(judges.stdout)
+    assert board["basis"] == "kappa" and len(board["judges"]) == 4
+    assert all(j["kappa_low"] <= j["kappa"] <= j["kappa_high"] for j in board["judges"])
+    text = cli("judges", "--dataset", "sample", "--aspect", "coherence", "--db", url)
+    assert text.returncode == 0 and "kappa" in text.stdout
+    bad = cli("panel", "create", "--name", "Q", "--run", "simulated-sharp", "--db", url)
+    assert bad.returncode == 2 and "at least 2" in bad.stderr
+    refused = cli("delete-run", "--run", "simulated-sharp", "--yes", "--db", url)
+    assert refused.returncode == 2 and "panel" in refused.stderr
