@@ -68,3 +68,10 @@ def test_judges_page_ranks_every_run_and_panel_as_the_api(app_env):
     assert list(shown["judge"]) == list(board.frame["judge"])
     assert list(shown["kappa_low"].round(6)) == list(board.frame["kappa_low"].round(6))
     assert set(shown["judge"]) == set(MEMBERS) | {"jury"}
+
+
+def test_both_pages_say_what_is_missing_on_an_empty_store(app_env):
+    for page in ("panel", "judge_leaderboard"):
+        at = open_page(page)
+        assert not at.exception, at.exception
+        assert any("No dataset is stored yet" in i.value for i in at.info), page
