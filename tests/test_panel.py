@@ -396,3 +396,29 @@ def test_cli_panel_create_rank_evaluate_and_judges(tmp_path):
     assert bad.returncode == 2 and "at least 2" in bad.stderr
     refused = cli("delete-run", "--run", "simulated-sharp", "--yes", "--db", url)
     assert refused.returncode == 2 and "panel" in refused.stderr
+
+
+# ------------------------------------------------------------------------------ the benchmark
+
+def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
+    from benchmarks.panel_study import main
+    other = tmp_path / "second.db"
+    seed_simulated_judges(f"sqlite:///{other}", labels=False, judges=SIMULATED[2:], seed=5)
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n", encoding="utf-8")
+    args = ["--db", labelled_store, "--db", str(other), "--dataset", "sample", "--aspect",
+            "coherence", "--doc", str(doc)]
+    assert main(args) == 0
+    assert main(args) == 0  # the block is replaced, not appended twice
+    text = doc.read_text(encoding="utf-8")
+    assert text.count("<!-- generated: panel sample coherence -->") == 1
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")
+            for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    assert {"simulated-sharp", "second:simulated-noisy",
+            "best judge alone (simulated-sharp)",
+            "panel, equal weights (product of experts)",
+            "panel, learnt weights (held-out folds of contexts)",
+            "majority vote of debiased verdicts"} <= set(rows)
+    assert rows["panel, equal weights (product of experts)"][1] == "240"  # 4 judges x 60
+    learnt_kappa = float(rows["panel, learnt weights (held-out folds of contexts)"][4])
+    assert learnt_kappa >= float(rows["simulated-noisy"][4])
