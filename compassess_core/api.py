@@ -2436,25 +2436,32 @@ class Panel(Run):
                          f"runs ({', '.join(self.panel_info.run_names)})")
 
     def comparison(self, context_id: str, first: str, second: str) -> dict | None:
+        """Refused: a stored comparison belongs to one of the panel's runs."""
         self._refuse("a stored comparison")
 
     def prompt(self, context_id: str, first: str, second: str):
+        """Refused: a prompt belongs to one of the panel's runs."""
         self._refuse("a prompt")
 
     def calibrated(self, aspect: str | None = None) -> "Run":
+        """Refused: calibrate the members instead (``scaling='calibrated'``)."""
         self._refuse("a calibrated view (the panel's members are calibrated with scaling "
                      "'calibrated')")
 
     def audit(self, *args, **kwargs):
+        """Refused: the audit report is of runs."""
         self._refuse("the audit report")
 
     def execute(self, **kwargs) -> "Run":
+        """Refused: a panel executes nothing (its runs did)."""
         self._refuse("executing")
 
     def start_worker(self, *args, **kwargs):
+        """Refused: a panel executes nothing (its runs did)."""
         self._refuse("executing")
 
     def cancel(self) -> None:
+        """Refused: a panel executes nothing (its runs did)."""
         self._refuse("cancelling")
 
     def delete(self, *, dry_run: bool = False) -> Deleted:
@@ -2462,6 +2469,7 @@ class Panel(Run):
         return self.store.delete_panel(self.panel_info.id)
 
     def rename(self, new_name: str) -> "Run":
+        """Refused: create the panel anew under the other name."""
         self._refuse("renaming (create the panel anew under the other name)")
 
 
