@@ -361,22 +361,27 @@ def test_judges_without_labels_rank_by_reference_spearman(tmp_path):
 
 # ------------------------------------------------------------------------------ the CLI
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+def cli(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``compassess ARGS`` in this process (``cli.main``, as the console script calls it), its
+    exit code and output as a finished process's."""
+    from compassess_core.cli import main
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
-def test_cli_panel_create_rank_evaluate_and_judges(tmp_path):
+def test_cli_panel_create_rank_evaluate_and_judges(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     seed_simulated_judges(url)
-    made = cli("panel", "create", "--name", "P", "--run", "simulated-sharp", "--run",
+    made = cli(capsys, "panel", "create", "--name", "P", "--run", "simulated-sharp", "--run",
                "simulated-middling", "--run", "simulated-noisy", "--weights", "learnt",
                "--db", url)
     assert made.returncode == 0, made.stderr
     assert "simulated-sharp" in made.stdout and "learnt" in made.stdout
-    ranked = cli("panel", "rank", "--name", "P", "--db", url)
+    ranked = cli(capsys, "panel", "rank", "--name", "P", "--db", url)
     assert ranked.returncode == 0, ranked.stderr
-    out = cli("panel", "evaluate", "--name", "P", "--json", "--db", url)
+    out = cli(capsys, "panel", "evaluate", "--name", "P", "--json", "--db", url)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["panel"]["debiased"]["spearman_x100"] is not None
@@ -384,17 +389,18 @@ def test_cli_panel_create_rank_evaluate_and_judges(tmp_path):
                                        "simulated-noisy"}
     assert "p_a" in payload["members"]["simulated-sharp"]["raw"]
     assert payload["agreement"]["n_pairs_all"] == 30
-    judges = cli("judges", "--dataset", "sample", "--aspect", "coherence", "--json",
+    judges = cli(capsys, "judges", "--dataset", "sample", "--aspect", "coherence", "--json",
                  "--bootstrap", "100", "--db", url)
     assert judges.returncode == 0, judges.stderr
     board = json.loads(judges.stdout)
     assert board["basis"] == "kappa" and len(board["judges"]) == 4
     assert all(j["kappa_low"] <= j["kappa"] <= j["kappa_high"] for j in board["judges"])
-    text = cli("judges", "--dataset", "sample", "--aspect", "coherence", "--db", url)
+    text = cli(capsys, "judges", "--dataset", "sample", "--aspect", "coherence", "--bootstrap",
+               "100", "--db", url)
     assert text.returncode == 0 and "kappa" in text.stdout
-    bad = cli("panel", "create", "--name", "Q", "--run", "simulated-sharp", "--db", url)
+    bad = cli(capsys, "panel", "create", "--name", "Q", "--run", "simulated-sharp", "--db", url)
     assert bad.returncode == 2 and "at least 2" in bad.stderr
-    refused = cli("delete-run", "--run", "simulated-sharp", "--yes", "--db", url)
+    refused = cli(capsys, "delete-run", "--run", "simulated-sharp", "--yes", "--db", url)
     assert refused.returncode == 2 and "panel" in refused.stderr
 
 
