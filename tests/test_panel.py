@@ -428,3 +428,34 @@ def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
     assert rows["panel, equal weights (product of experts)"][1] == "240"  # 4 judges x 60
     learnt_kappa = float(rows["panel, learnt weights (held-out folds of contexts)"][4])
     assert learnt_kappa >= float(rows["simulated-noisy"][4])
+
+
+def test_migration_0010_downgrades_keeping_the_runs_and_upgrades_again(tmp_path):
+    from alembic import command
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.pool import NullPool
+
+    from db.connection import alembic_config
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    api = seed_simulated_judges(url, labels=False, judges=SIMULATED[:2])
+    api.create_panel("pair", ["simulated-sharp", "simulated-middling"])
+    api.close()
+
+    def migrate(to: str) -> None:
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            (command.downgrade if to == "0009" else command.upgrade)(cfg, to)
+        engine.dispose()
+
+    migrate("0009")
+    engine = create_engine(url, poolclass=NullPool)
+    assert not {"panels", "panel_members"} & set(inspect(engine).get_table_names())
+    engine.dispose()
+    migrate("head")
+    import compassess_core as ca
+    again = ca.open_store(url)
+    assert len(again.runs()) == 2 and len(again.panels()) == 0
+    again.create_panel("pair", ["simulated-sharp", "simulated-middling"])
