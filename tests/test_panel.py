@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -313,7 +312,6 @@ def test_panel_creation_is_checked(labelled_store, tmp_path):
 
 
 def test_a_run_on_a_panel_is_not_deleted_and_a_dataset_delete_takes_its_panels(tmp_path):
-    import compassess_core as ca
     api = seed_simulated_judges(f"sqlite:///{tmp_path / 'd.db'}", labels=False,
                                 judges=SIMULATED[:2])
     api.create_panel("pair", ["simulated-sharp", "simulated-middling"])
