@@ -1175,6 +1175,8 @@ class Store:
             column, ``n_boot < 1``.
         """
         _check_at_least("n_boot", n_boot, 1)
+        if n_boot > panel.MAX_BOOT:
+            raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
         dataset_id = self._dataset_id(dataset)
         ds = self.backend.load_dataset(dataset_id)
         if reference is None and aspect in ds.score_columns:

@@ -82,10 +82,13 @@ __all__ = [
     "AgreementInterval",
     "human_agreement_interval",
     "parse_weights",
+    "member_names",
+    "weights_label",
 ]
 
-#: A panel combines at least this many runs.
+#: A panel combines at least this many runs, and at most this many (a bound on what one asks).
 MIN_MEMBERS = 2
+MAX_MEMBERS = 32
 #: How member weights are set: ``equal``, ``learnt`` from human labels, or given by hand
 #: (a list of numbers, one per member).
 WEIGHT_MODES = ("equal", "learnt")
@@ -95,6 +98,8 @@ MEMBER_SCALINGS = ("balanced", "calibrated", "auto")
 #: Strength of the Gaussian prior that pulls learnt weights towards equal ones, in units of the
 #: log-loss summed over labelled comparisons (about one comparison's worth).
 WEIGHT_PRIOR_STRENGTH = 1.0
+#: Most bootstrap resamples of the labelled pairs (memory grows with resamples x pairs).
+MAX_BOOT = 10_000
 #: Classes of a member's pair-level verdict (as ``agreement``): x (first in id order) better, y.
 X_BETTER, Y_BETTER = agreement.X_BETTER, agreement.Y_BETTER
 _PAIR = ["context_id", "x", "y"]
@@ -386,8 +391,11 @@ def cross_validated_panel(z_raw: Sequence[FloatArray], p_all: Sequence[FloatArra
             for m in range(n_members):
                 zm = raw[r[train], m]
                 ok = np.isfinite(zm)
-                cal = fit_calibration(zm[ok], y[train][ok])
-                scale[:, m] = cal.bias, cal.temperature
+                if ok.any():
+                    cal = fit_calibration(zm[ok], y[train][ok])
+                    scale[:, m] = cal.bias, cal.temperature
+                else:  # no labelled pair of this member in the other folds: its tau*
+                    scale[:, m] = balanced[m], 1.0
             z = (raw - scale[0]) / scale[1]
         else:
             z = raw - balanced
@@ -619,8 +627,9 @@ def human_agreement_interval(human_df: pd.DataFrame, table: ComparisonTable, tau
     InputError
         No labelled pair the judge judged, ``n_boot < 1`` or ``level`` outside (0, 1).
     """
-    if n_boot < 1 or not 0.0 < level < 1.0:
-        raise InputError(f"n_boot must be >= 1 and level in (0, 1), got {n_boot}, {level}")
+    if not 1 <= n_boot <= MAX_BOOT or not 0.0 < level < 1.0:
+        raise InputError(f"n_boot must be in 1..{MAX_BOOT} and level in (0, 1), got {n_boot}, "
+                         f"{level}")
     majority = agreement.majority_vote(agreement.normalise_human_labels(human_df))
     decisive = majority.loc[majority["label"] != agreement.TIE_CODE, _PAIR + ["label"]]
     verdicts = agreement.llm_pair_verdicts(table, tau)[_PAIR + ["llm_label"]]
@@ -655,6 +664,8 @@ def member_names(names: Sequence[str]) -> tuple[str, ...]:
     names = tuple(names)
     if len(names) < MIN_MEMBERS:
         raise InputError(f"a panel needs at least {MIN_MEMBERS} runs; {len(names)} given")
+    if len(names) > MAX_MEMBERS:
+        raise InputError(f"a panel takes at most {MAX_MEMBERS} runs; {len(names)} given")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise InputError(f"run '{twice[0]}' is given twice")

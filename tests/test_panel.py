@@ -135,6 +135,8 @@ def test_weights_and_names_are_checked():
             panel.parse_weights(bad, 3)
     with pytest.raises(InputError, match="at least 2"):
         panel.member_names(["a"])
+    with pytest.raises(InputError, match="at most 32"):
+        panel.member_names([f"r{k}" for k in range(33)])
     with pytest.raises(InputError, match="'a' is given twice"):
         panel.member_names(["a", "b", "a"])
     with pytest.raises(InputError, match="unknown combination"):
@@ -355,6 +357,10 @@ def test_judges_without_labels_rank_by_reference_spearman(tmp_path):
     assert board.basis == "spearman_x100" and board.reference == "coherence"
     assert board.frame["kappa"].isna().all()
     assert board.frame.loc[0, "judge"] == "simulated-sharp"
+    with pytest.raises(InputError, match="at most 10,000"):
+        api.judges("sample", "coherence", n_boot=10_001)
+    with pytest.raises(InputError, match="neither human labels for aspect .fluency-of-nothing. nor a reference"):
+        api.judges("sample", "fluency-of-nothing")
 
 
 # ------------------------------------------------------------------------------ the CLI
