@@ -2380,6 +2380,14 @@ class Panel(Run):
                     members={r.name: r.evaluation(method, debias, reference=reference).to_dict()
                              for r in self.member_runs})
 
+    def member_warnings(self) -> dict[str, str]:
+        """What the result pages warn about each member that answers by position (P(A) far
+        from 0.5 or a high flip rate, raw and at its tau*), by member name; members that look at
+        content are left out. Each member is debiased at its own tau* in the panel, but a judge
+        that only answers by position adds little after debiasing, and the panel says so."""
+        found = {r.name: r.position_warning("balanced") for r in self.member_runs}
+        return {name: text for name, text in found.items() if text}
+
     def held_out(self, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
                  weights: str | Sequence[float] | None = None, combine: str | None = None
                  ) -> ComparisonTable:

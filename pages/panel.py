@@ -133,6 +133,8 @@ m[3].metric("Pairs where the members split", f"{len(split):,}",
             help=f"Of {agree.n_pairs:,} unordered pairs.")
 for note in agree.notes:
     st.warning(plain(note))
+for member, warning in read(name, stamp, "member_warnings").items():
+    st.warning(f"Member {plain(member)}: {plain(warning)}")
 
 tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "Split pairs",
                 "Export"])

@@ -282,6 +282,7 @@ def test_store_round_trip_and_panel_reads_like_a_run(labelled_store):
     assert len(agree.pairwise) == 3 and agree.n_pairs_all == 30
     assert np.isfinite(agree.fleiss_kappa) and np.isfinite(agree.krippendorff_alpha)
     assert set(p.split_pairs().columns) >= {"panel", "n_for_x", "n_for_y", "minority"}
+    assert p.member_warnings() == {}  # the simulated judges look at content
     listed = api.panels("sample")
     assert list(listed["name"]) == ["jury", "jury-learnt", "jury-vote"]
     assert listed.loc[2, "weights"] == "1, 2, 1" and listed.loc[2, "combine"] == "vote"
