@@ -464,3 +464,11 @@ def test_migration_0010_downgrades_keeping_the_runs_and_upgrades_again(tmp_path)
     again = ca.open_store(url)
     assert len(again.runs()) == 2 and len(again.panels()) == 0
     again.create_panel("pair", ["simulated-sharp", "simulated-middling"])
+
+
+def test_a_member_that_answers_by_position_is_named(tmp_path):
+    api = seed_simulated_judges(f"sqlite:///{tmp_path / 'w.db'}", labels=False,
+                                judges=(SIMULATED[0], ("simulated-positional", 0.1, 9.0)))
+    jury = api.create_panel("jury", ["simulated-sharp", "simulated-positional"])
+    warned = jury.member_warnings()
+    assert list(warned) == ["simulated-positional"] and "P(A)" in warned["simulated-positional"]
