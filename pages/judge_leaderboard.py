@@ -63,7 +63,9 @@ else:
     st.caption(f"No human labels for this aspect: ranked by Spearman x100 with the reference "
                f"column {plain(str(board.reference))} (win ratio at each judge's balanced tau*, "
                "mean over contexts).")
-st.dataframe(board.frame, hide_index=True, key="judges_table",
+# Columns empty for every judge (no human labels, say) are left out rather than shown as "None".
+st.dataframe(plain(board.frame.dropna(axis=1, how="all"), into="text"), hide_index=True,
+             key="judges_table",
              column_config={"note": st.column_config.TextColumn("note", width="large")})
 st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
            "comparisons won by the longer text; comparisons_per_s: as measured when the run "

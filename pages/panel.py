@@ -115,7 +115,7 @@ except CompAssessError as e:
 st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(members['aspect'])}: {members['combine']}, weights "
            f"{plain(str(members['weights']))}.")
-st.dataframe(pd.DataFrame(members["members"]).rename(columns={
+st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
     "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
     "n_comparisons": "comparisons"}), hide_index=True, key="panel_members_table")
 
