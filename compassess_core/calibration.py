@@ -266,6 +266,28 @@ def labelled_comparisons(table: ComparisonTable, human_df: pd.DataFrame) -> pd.D
     return out
 
 
+def held_out_folds(pair: np.ndarray, folds: int, seed: int, what: str,
+                   judged_by: str) -> tuple[np.ndarray, int]:
+    """The fold of each labelled row whose pair index (``0..n_pairs-1``) is ``pair``, held out by
+    pair (:func:`fold_of_pairs`), and the number of folds: ``folds``, or fewer when there are
+    fewer pairs. ``what`` and ``judged_by`` word the refusal ("cross-validated calibration",
+    "the run judged").
+
+    Raises
+    ------
+    InputError
+        ``folds < 2``, or fewer than 2 labelled pairs.
+    """
+    n_pairs = int(pair.max()) + 1 if len(pair) else 0
+    if folds < 2:
+        raise InputError(f"cross-validation needs at least 2 folds, got {folds}")
+    if n_pairs < 2:
+        raise InputError(f"{what} needs at least 2 labelled pairs {judged_by}; there are "
+                         f"{n_pairs}")
+    k = min(folds, n_pairs)
+    return fold_of_pairs(n_pairs, k, seed)[pair], k
+
+
 def fold_of_pairs(n_pairs: int, folds: int, seed: int = 0) -> np.ndarray:
     """Fold (``0..folds-1``) of each pair: a seeded permutation dealt round-robin, so the folds
     differ in size by at most one pair (deterministic in ``n_pairs``, ``folds`` and ``seed``)."""
@@ -293,14 +315,8 @@ def cross_validated_probabilities(frame: pd.DataFrame, folds: int = DEFAULT_FOLD
     InputError
         Fewer than 2 labelled pairs, or ``folds < 2``.
     """
-    n_pairs = int(frame["pair"].max()) + 1 if len(frame) else 0
-    if folds < 2:
-        raise InputError(f"cross-validation needs at least 2 folds, got {folds}")
-    if n_pairs < 2:
-        raise InputError(f"cross-validated calibration needs at least 2 labelled pairs the run "
-                         f"judged; there are {n_pairs}")
-    k = min(folds, n_pairs)
-    fold = fold_of_pairs(n_pairs, k, seed)[frame["pair"].to_numpy(np.int64)]
+    fold, k = held_out_folds(frame["pair"].to_numpy(np.int64), folds, seed,
+                             "cross-validated calibration", "the run judged")
     z = log_odds(frame["p"].to_numpy(np.float64))
     y = frame["y"].to_numpy(np.float64)
     out = np.empty(len(frame))

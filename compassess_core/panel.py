@@ -50,7 +50,7 @@ from scipy.special import expit
 
 from . import agreement
 from .bias import balanced_threshold
-from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, fold_of_pairs,
+from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, held_out_folds,
                           log_odds)
 from .errors import InputError
 from .solvers import fit_soft_logistic
@@ -368,14 +368,8 @@ def cross_validated_panel(z_raw: Sequence[FloatArray], p_all: Sequence[FloatArra
         Fewer than 2 labelled pairs, ``folds < 2``, an unknown method.
     """
     rows = labelled_rows(keys, human_df)
-    n_pairs = int(rows["pair"].max()) + 1 if len(rows) else 0
-    if folds < 2:
-        raise InputError(f"cross-validation needs at least 2 folds, got {folds}")
-    if n_pairs < 2:
-        raise InputError(f"held-out panel predictions need at least 2 labelled pairs the "
-                         f"members judged; there are {n_pairs}")
-    k = min(folds, n_pairs)
-    fold = fold_of_pairs(n_pairs, k, seed)[rows["pair"].to_numpy(np.int64)]
+    fold, k = held_out_folds(rows["pair"].to_numpy(np.int64), folds, seed,
+                             "held-out panel predictions", "the members judged")
     r = rows["row"].to_numpy(np.int64)
     y = rows["y"].to_numpy(np.float64)
     raw = np.column_stack([np.asarray(zr, dtype=np.float64) for zr in z_raw])
