@@ -31,7 +31,7 @@ from compassess_core.run_kinds import build_settings, kind_of
 from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
-from compassess_core.speed import human_duration, measured_speed
+from compassess_core.speed import estimate_time, human_duration
 from pages import _view as view
 from pages._auth import guard, require
 from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
@@ -291,12 +291,17 @@ except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so befor
     settings = planned = None
 if settings is not None:
     kind = kind_of(settings)
-    speed = measured_speed([r.info for r in list_runs()], settings.model, kind.name, settings.device)
+    estimate = estimate_time(kind.prompt_work(dataset, settings), [r.info for r in list_runs()],
+                             settings.model, settings.device)
     n_judged = settings.contexts or len(dataset.contexts)
-    took = (f"about {human_duration(speed.seconds_for(planned))} at {speed.rate:.2f} "
-            f"{kind.rate_unit}, the median speed of {speed.n_runs} earlier run(s) of this model "
-            "on this machine" if speed else
-            "no speed measured yet for this model on this machine: the first run measures it")
+    basis = (f"{estimate.token_rate:,.0f} prompt tokens/s and {estimate.chars_per_token:.1f} "
+             f"characters per token, the median of {estimate.n_runs} earlier run(s) of this model "
+             "on this machine" if estimate.measured else
+             f"a rough default of {estimate.token_rate:,.0f} prompt tokens/s and "
+             f"{estimate.chars_per_token:.0f} characters per token: no run of this model has "
+             "measured its speed on this machine yet (the first run does)")
+    took = (f"about {human_duration(estimate.seconds)} of judging (loading the judge not "
+            f"included) for about {estimate.tokens:,.0f} prompt tokens at {basis}")
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
@@ -364,6 +369,15 @@ STATE_HELP = {
 }
 
 
+#: What the worker is doing, by the message it records in each phase (``worker``, ``run_loop``).
+PHASE_TEXT = {
+    "worker starting": "starting the worker",
+    "loading the judge": "loading the judge",
+    "planning the run": "planning the run (checking every prompt fits the judge)",
+    "judging": "judging the first batch",
+}
+
+
 def progress_panel(name: str, was_active: bool) -> None:
     run = api_store().get_run(name)
     # Status and progress are drawn after the buttons (into these slots above them), so a Cancel
@@ -392,15 +406,22 @@ def progress_panel(name: str, was_active: bool) -> None:
     title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
     total, done = int(info.total or 0), int(info.done or 0)
     status_slot.markdown(f"**Status: {title}** — {explain}")
+    unit, rate_unit = run.run_kind.unit, run.run_kind.rate_unit
     if total:
-        rate, eta = rate_and_eta(info) if is_active(state) else (None, None)
-        progress_slot.progress(min(done / total, 1.0),
-                               text=f"{done:,}/{total:,} {run.run_kind.unit} ({100 * done / total:.0f}%)"
-                                    f" · {fmt(rate, '.2f', '…')} {run.run_kind.rate_unit}"
-                                    f" · ETA {fmt(eta, '.0f', '…')} s")
+        share = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
+        if is_active(state):
+            rate, eta = rate_and_eta(info)
+            text = (f"{share} · {fmt(rate, '.2f', '…')} {rate_unit} · ETA {fmt(eta, '.0f', '…')} s"
+                    if rate else f"{share} · {PHASE_TEXT.get(info.message or '', 'judging')}")
+        elif info.rate and info.judge_s:  # a run that ended: its own rate and time, no ETA
+            text = (f"{share} · {info.rate:.2f} {rate_unit} over {human_duration(info.judge_s)}"
+                    " of judging (its last session, loading the judge not included)")
+        else:
+            text = share
+        progress_slot.progress(min(done / total, 1.0), text=text)
     else:
-        progress_slot.progress(0.0, text=f"{done:,} {run.run_kind.unit} · waiting for the worker to load "
-                                         "the judge and plan the run")
+        progress_slot.progress(0.0, text=f"{done:,} {unit} · "
+                                         f"{PHASE_TEXT.get(info.message or '', 'waiting for the worker')}")
     if info.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(info.message)}")
     if done:
