@@ -95,6 +95,17 @@ class TimeEstimate:
     def measured(self) -> bool:
         return self.n_runs > 0
 
+    def sentence(self) -> str:
+        """The estimate in words, with what it rests on (the Run page, ``compassess run``)."""
+        basis = (f"{self.token_rate:,.0f} prompt tokens/s and {self.chars_per_token:.1f} "
+                 f"characters per token, the median of {self.n_runs} earlier run(s) of this model "
+                 "on this machine" if self.measured else
+                 f"a rough default of {self.token_rate:,.0f} prompt tokens/s and "
+                 f"{self.chars_per_token:.0f} characters per token: no run of this model has "
+                 "measured its speed on this machine yet (the first run does)")
+        return (f"about {human_duration(self.seconds)} of judging (loading the judge not "
+                f"included) for about {self.tokens:,.0f} prompt tokens at {basis}")
+
 
 def estimate_time(work: Sequence[tuple[str, float]], runs: Iterable[RecordedRun], model: str,
                   device: str | None = None) -> TimeEstimate:

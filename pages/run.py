@@ -31,7 +31,7 @@ from compassess_core.run_kinds import build_settings, kind_of
 from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
-from compassess_core.speed import estimate_time, human_duration
+from compassess_core.speed import human_duration
 from pages import _view as view
 from pages._auth import guard, require
 from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
@@ -291,17 +291,8 @@ except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so befor
     settings = planned = None
 if settings is not None:
     kind = kind_of(settings)
-    estimate = estimate_time(kind.prompt_work(dataset, settings), [r.info for r in list_runs()],
-                             settings.model, settings.device)
     n_judged = settings.contexts or len(dataset.contexts)
-    basis = (f"{estimate.token_rate:,.0f} prompt tokens/s and {estimate.chars_per_token:.1f} "
-             f"characters per token, the median of {estimate.n_runs} earlier run(s) of this model "
-             "on this machine" if estimate.measured else
-             f"a rough default of {estimate.token_rate:,.0f} prompt tokens/s and "
-             f"{estimate.chars_per_token:.0f} characters per token: no run of this model has "
-             "measured its speed on this machine yet (the first run does)")
-    took = (f"about {human_duration(estimate.seconds)} of judging (loading the judge not "
-            f"included) for about {estimate.tokens:,.0f} prompt tokens at {basis}")
+    took = api_store().estimate_time(dataset, settings).sentence()
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
