@@ -245,9 +245,12 @@ def execute_run(store, run_id: int, *, judge=None, reporter: Reporter | None = N
 
 
 def summary_line(summary: RunSummary, unit: str) -> str:
+    rate = (f", {summary.computed / summary.judging_s:.2f} {unit.split()[0]}/s over "
+            f"{summary.judging_s:.1f} s of judging" if summary.computed and summary.judging_s
+            else "")
     return (f"done: {summary.total} {unit} in the run ({summary.already_stored} already stored, "
             f"{summary.computed} computed, {summary.cached} from cache) in "
-            f"{summary.elapsed_s:.1f} s")
+            f"{summary.elapsed_s:.1f} s{rate}")
 
 
 def stopped_line(unit: str) -> str:
