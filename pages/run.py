@@ -426,13 +426,13 @@ def progress_panel(name: str, was_active: bool) -> None:
             st.caption("Latest scored candidates (expected score = G-Eval, 1–10, from the model's "
                        "distribution over the score tokens; argmax score = the most probable score; "
                        "label mass = probability on the scores 1–10)")
-            st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch")
+            st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch", placeholder="")
         elif done <= 20_000 and run.run_kind.is_pairwise:
             frame = run.comparisons().tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
                                into="text"),
-                         hide_index=True, width="stretch")
+                         hide_index=True, width="stretch", placeholder="")
     with st.expander("Worker log (last lines)"):
         st.code(log_tail(worker_log_path(run.id)) or "(no log yet)", language=None)
     if was_active and not is_active(state):
