@@ -106,3 +106,18 @@ def test_the_planned_total_of_scoring_and_absolute_runs():
     settings = absolute_settings("toy", Aspect.from_name("coherence"), model="fake", n_levels=3)
     assert kind_of(settings).planned_total(dataset, settings) == len(planned_keys(dataset, settings)) \
         == 12 * 3 * 2   # every candidate against 3 references, in both orders
+
+
+def test_a_selection_that_leaves_candidates_unjudged_is_warned_of_at_planning(app_env):
+    # random selection may leave candidates out even at a budget of a few per candidate: the
+    # plan says how many before Start, with the engine's words (the CLI prints the same)
+    seed_run(app_env)
+    at = open_page("run")
+    at.selectbox(key="strategy").set_value("random").run()
+    at.number_input(key="budget").set_value(4).run()
+    dataset = load_candidates(SAMPLE, name="sample_summeval")
+    advice = ComparativeKind().advice(dataset, settings_for("sample_summeval", strategy="random",
+                                                             budget=4))
+    unjudged = [line for line in advice if "unjudged" in line]
+    assert unjudged, advice
+    assert unjudged[0] in texts(at.warning)
