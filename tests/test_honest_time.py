@@ -157,3 +157,18 @@ def test_the_plan_states_its_basis(app_env):
     info = texts(at.info)
     assert "500 prompt tokens/s and 3.0 characters per token, the median of 1 earlier run(s)" in info
     assert "of judging (loading the judge not included)" in info
+
+
+def test_the_progress_says_what_the_worker_does_now(app_env):
+    store, _, run_id = seed_run(app_env)
+    store.set_run_status(run_id, "running", done=0, total=None, message="loading the judge")
+
+    def shown() -> str:
+        return "\n".join(str(p.proto.text) for p in open_page("run").get("progress"))
+    assert "loading the judge" in shown()
+    store.set_run_status(run_id, "running", done=0, total=60, message=run_loop.JUDGING_MESSAGE)
+    assert "0/60 comparisons (0%) · judging the first batch" in shown()
+    store.set_run_status(run_id, "running", done=20, total=60, rate=2.0, judge_s=10.0)
+    now = shown()
+    assert "20/60 comparisons (33%) · 2.00 comparisons/s · ETA 20 s" in now
+    assert "loading" not in now
