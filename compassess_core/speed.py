@@ -21,10 +21,12 @@ import numpy as np
 #: Characters per prompt token when no run of the model measured its own: English text in the
 #: tokenizers of the bundled and catalogued models runs at about 4.
 ROUGH_CHARS_PER_TOKEN = 4.0
-#: Prompt tokens per second of judging when no run of the model measured its own: the order of
-#: the bundled 135M judge on two shared CPU cores (docs/performance.md gives the command that
-#: measures it); a larger model or a busier machine is slower, a GPU much faster.
-ROUGH_TOKENS_PER_S = 1000.0
+#: Prompt tokens per second of judging when no run of the model measured its own: a round figure
+#: between what the bundled 135M judge measured on the shared 2-core development machine under
+#: other load (11-53 tokens/s, tests/test_honest_time.py's runs) and what its comparisons/s on a
+#: quiet one imply (docs/results.md section 4: several hundred). Only an order of magnitude: the
+#: Run page says so; a larger model is slower, a GPU much faster.
+ROUGH_TOKENS_PER_S = 200.0
 
 
 class RecordedRun(Protocol):

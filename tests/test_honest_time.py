@@ -149,7 +149,7 @@ def test_a_finished_run_shows_its_rate_and_judging_time_and_no_eta(app_env):
 def test_the_plan_states_its_basis(app_env):
     store, _, run_id = seed_run(app_env)
     at = open_page("run")
-    assert "a rough default of 1,000 prompt tokens/s" in texts(at.info)
+    assert "a rough default of 200 prompt tokens/s" in texts(at.info)
     store.set_run_status(run_id, "completed", done=60, total=60, rate=2.0, judge_s=30.0,
                          token_rate=500.0)
     store.record_plan(run_id, {"work_chars": 3000, "work_tokens": 1000})
