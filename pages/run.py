@@ -339,11 +339,13 @@ watch = st.session_state.get(WATCH)
 if watch not in names:
     watch = live[-1] if live else (view.get("run") if view.get("run") in names else names[-1])
 st.session_state["watch_w"] = watch
+# Each run's label with its state as this render found it: a label computed again later (a
+# heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
+labels = {r.name: f"{plain(r.name, 'text')} [{state_text(r.info)}]" for r in runs}
 watched = top.selectbox("Watch run", names, key="watch_w",
                         on_change=lambda: st.session_state.__setitem__(WATCH,
                                                                        st.session_state["watch_w"]),
-                        format_func=lambda n: f"{plain(n, 'text')} "
-                                              f"[{state_text(runs[names.index(n)].info)}]")
+                        format_func=lambda n: labels.get(n, plain(n, "text")))
 view.put("run", watched)
 
 #: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).
