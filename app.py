@@ -64,6 +64,8 @@ if __name__ == "__main__":
         ("pages/matrix.py", "Matrix", ":material/grid_on:"),
         ("pages/bias.py", "Bias", ":material/balance:"),
         ("pages/compare.py", "Compare runs", ":material/compare_arrows:"),
+        ("pages/panel.py", "Panel", ":material/groups:"),
+        ("pages/judge_leaderboard.py", "Judges", ":material/military_tech:"),
         ("pages/annotate.py", "Annotate", ":material/rate_review:"),
         ("pages/campaigns.py", "Campaigns", ":material/assignment:"),
         ("pages/agreement.py", "Agreement", ":material/handshake:"),

@@ -28,6 +28,8 @@ __all__ = [
     "open_store", "Store", "load_candidates", "Dataset", "LabelsImported", "Deleted",
     # annotation campaigns
     "Campaign", "CampaignExport",
+    # panels of judges and the leaderboard of judges
+    "Panel", "PanelMember", "JudgesLeaderboard",
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",

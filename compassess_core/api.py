@@ -28,17 +28,18 @@ import subprocess
 import sys
 import time
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 # Some of these names are not used here: compassess_core re-exports them from this module
 # (its __all__), for type hints and except clauses.
-from . import __version__, absolute, analysis, campaigns, worker
+from . import __version__, absolute, analysis, campaigns, panel, worker
 from .absolute import AbsoluteEvaluation
 from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
                         human_human_agreement, human_rankings, human_table_from_labels,
@@ -46,7 +47,7 @@ from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disa
 from .agreement import AGREEMENT_BOOT
 from .analysis import Evaluation, EvaluationReport
 from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate,
-                          calibrated_table, fit_on_labels)
+                          calibrated_table, fit_on_labels, log_odds)
 from .compare import RunComparison, compare_runs
 from .data import Source, load_candidates
 from .comparative import render_prompt
@@ -72,7 +73,7 @@ from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .sink import open_store as _open_backend
 from .speed import TimeEstimate, estimate_time
-from .types import Dataset
+from .types import ComparisonTable, Dataset
 from .worker import Reporter
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
@@ -385,6 +386,7 @@ _DELETED_FIELDS = {
     "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
     "reference_scores": "reference_scores", "campaigns": "campaigns",
     "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
+    "panels": "panels", "panel_members": "panel_members",
 }
 #: How ``str(Deleted)`` names one and several of each field's rows.
 _DELETED_WORDS = {
@@ -398,6 +400,8 @@ _DELETED_WORDS = {
     "campaigns": ("annotation campaign", "annotation campaigns"),
     "campaign_annotators": ("campaign assignment", "campaign assignments"),
     "campaign_pairs": ("campaign pair", "campaign pairs"),
+    "panels": ("panel of judges", "panels of judges"),
+    "panel_members": ("panel member", "panel members"),
 }
 
 
@@ -424,6 +428,8 @@ class Deleted:
     campaigns: int = 0
     campaign_annotators: int = 0
     campaign_pairs: int = 0
+    panels: int = 0
+    panel_members: int = 0
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
@@ -1100,6 +1106,134 @@ class Store:
     def reopen(self, name: str | int) -> None:
         """Open a closed campaign again."""
         self.backend.set_campaign_status(self.campaign(name).id, "open")
+
+    # ------------------------------------------------------------------- panels of judges
+
+    def create_panel(self, name: str, runs: Sequence[str | int | "Run"], *,
+                     weights: str | Sequence[float] = "equal", combine: str = "poe",
+                     scaling: str = "balanced", created_by: str = "") -> "Panel":
+        """Store a panel of judges (``compassess panel create``): two or more pairwise runs on
+        the same dataset and aspect, combined per pair by ``combine`` (``poe``: Gaussian product
+        of experts on the debiased log-odds; ``vote``: majority of debiased verdicts), with
+        ``weights`` ``equal``, ``learnt`` (from the stored human labels) or one number per run;
+        ``scaling``: each member debiased at its own tau* (``balanced``), calibrated on the
+        human labels (``calibrated``), or calibrated where labels exist (``auto``).
+
+        Raises
+        ------
+        InputError
+            Fewer than two runs, a run given twice, runs on different datasets or aspects, a run
+            that is not pairwise, an unknown combination, scaling or weights, a taken name, or
+            learnt weights / calibrated members without human labels (nothing is stored).
+        """
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        panel.member_names([r.name for r in handles])
+        for r in handles:
+            r._pairwise("a panel")
+            if isinstance(r, Panel):
+                raise InputError(f"'{r.name}' is a panel: a panel's members are runs")
+        first = handles[0]
+        for r in handles[1:]:
+            if r.info.dataset_id != first.info.dataset_id:
+                raise InputError(f"run '{r.name}' judged dataset '{r.info.dataset_name}', run "
+                                 f"'{first.name}' dataset '{first.info.dataset_name}': a panel's "
+                                 "runs judge the same dataset")
+            if r.settings.aspect != first.settings.aspect:
+                raise InputError(f"run '{r.name}' judged aspect '{r.settings.aspect}', run "
+                                 f"'{first.name}' aspect '{first.settings.aspect}': a panel's "
+                                 "runs judge the same aspect")
+        if combine not in panel.COMBINERS:
+            raise InputError(f"unknown combination '{combine}'; choose one of "
+                             f"{', '.join(panel.COMBINERS)}")
+        if scaling not in panel.MEMBER_SCALINGS:
+            raise InputError(f"unknown scaling '{scaling}'; choose one of "
+                             f"{', '.join(panel.MEMBER_SCALINGS)}")
+        parsed = panel.parse_weights(weights, len(handles))
+        panel_id = self.backend.create_panel(
+            name, first.info.dataset_id, first.settings.aspect, [r.id for r in handles],
+            combine=combine, weights=parsed, scaling=scaling, created_by=created_by)
+        try:
+            return Panel(self, self.backend.get_panel(panel_id))
+        except InputError:
+            self.backend.delete_panel(panel_id)
+            raise
+
+    def panel(self, name: str | int) -> "Panel":
+        """A stored panel by name (or id), read back like a :class:`Run`.
+
+        Raises
+        ------
+        InputError
+            No such panel, or it cannot be combined (e.g. learnt weights and the labels gone).
+        """
+        return Panel(self, self.backend.get_panel(name))
+
+    def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
+        """One row per stored panel (of one dataset when given): name, dataset, aspect,
+        combine, weights, scaling, members, created_at (``compassess panel list``)."""
+        dataset_id = None if dataset is None else self._dataset_id(dataset)
+        rows = [dict(name=p.name, dataset=p.dataset, aspect=p.aspect, combine=p.combine,
+                     weights=panel.weights_label(p.weights), scaling=p.scaling,
+                     members=", ".join(p.run_names), created_at=p.created_at)
+                for p in self.backend.list_panels(dataset_id)]
+        return pd.DataFrame(rows, columns=["name", "dataset", "aspect", "combine", "weights",
+                                           "scaling", "members", "created_at"])
+
+    def delete_panel(self, name: str | int) -> Deleted:
+        """Delete a panel's definition (``compassess panel delete``); its runs stay."""
+        return Deleted.from_rows(self.backend.delete_panel(name))
+
+    def judges(self, dataset: str | int, aspect: str, *, reference: str | None = None,
+               n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> JudgesLeaderboard:
+        """The leaderboard of judges (``compassess judges``): every pairwise run and panel on
+        ``dataset`` and ``aspect``, best first: by Cohen's kappa with the people's labels when
+        the aspect has human labels, else by Spearman x100 with the ``reference`` column
+        (default: the column named like the aspect). See :class:`JudgesLeaderboard`.
+
+        Raises
+        ------
+        InputError
+            No such dataset, no judge on it and the aspect, neither human labels nor a reference
+            column, ``n_boot < 1``.
+        """
+        _check_at_least("n_boot", n_boot, 1)
+        if n_boot > panel.MAX_BOOT:
+            raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
+        dataset_id = self._dataset_id(dataset)
+        ds = self.backend.load_dataset(dataset_id)
+        if reference is None and aspect in ds.score_columns:
+            reference = aspect
+        if reference is not None and reference not in ds.score_columns:
+            raise InputError(f"dataset '{ds.name}' has no reference column '{reference}' "
+                             f"(it has: {', '.join(ds.score_columns) or 'none'})")
+        human = self.backend.human_judgements_frame(dataset_id, aspect)
+        if len(human) == 0 and reference is None:
+            raise InputError(f"dataset '{ds.name}' has neither human labels for aspect "
+                             f"'{aspect}' nor a reference-score column to rank judges by")
+        judges: list[Run] = [r for r in self.list_runs(dataset_id)
+                             if r.run_kind.is_pairwise and r.settings.aspect == aspect]
+        judges = [r for r in judges if r.n_comparisons > 0]
+        notes = []
+        for info in self.backend.list_panels(dataset_id):
+            if info.aspect != aspect:
+                continue
+            try:
+                judges.append(Panel(self, info))
+            except InputError as e:
+                notes.append(f"panel '{info.name}' left out: {e}")
+        if not judges:
+            raise InputError(f"no pairwise run or panel on dataset '{ds.name}' and aspect "
+                             f"'{aspect}'")
+        rows = [_judge_row(j, human, reference, n_boot=n_boot, level=level, seed=seed)
+                for j in judges]
+        basis = "kappa" if len(human) else "spearman_x100"
+        frame = pd.DataFrame(rows)
+        frame = frame.sort_values(basis, ascending=False, na_position="last", kind="stable")
+        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        frame = frame.reindex(columns=list(JUDGE_COLUMNS)).reset_index(drop=True)
+        return JudgesLeaderboard(dataset=ds.name, aspect=aspect, basis=basis,
+                                 reference=reference, n_labels=int(len(human)), n_boot=n_boot,
+                                 level=level, frame=frame, notes=notes)
 
 
 @dataclass(frozen=True)
@@ -2198,3 +2332,367 @@ class Campaign:
         if out.sidecar is not None:
             path.with_name(path.name + ".settings.json").write_bytes(out.sidecar)
         return path
+
+
+# ------------------------------------------------------------------------- panels of judges
+
+@dataclass(frozen=True)
+class PanelMember:
+    """A run on a panel: its ``name``, the ``weight`` it has in the panel (normalised to sum to
+    one over the members), how its p was put on the common scale (``scaling``, in words) and
+    its comparisons."""
+
+    name: str
+    run_id: int
+    weight: float
+    scaling: str
+    n_comparisons: int
+
+
+class Panel(Run):
+    """A panel of judges (``compassess panel``): two or more runs on the same dataset and aspect
+    combined into one debiased verdict per pair (``compassess_core.panel``). It reads back as a
+    :class:`Run` does (``rankings``, ``evaluation``, ``leaderboard``, ``bias``,
+    ``positional_bias``, ``agreement``, ``calibrate``, ``export_bytes``...), on the panel's
+    combined p; and what only a panel has: :attr:`members`, :meth:`member_agreement`,
+    :meth:`split_pairs`, :meth:`member_evaluations`, :meth:`held_out`.
+
+    Its comparisons have no prompt, log-probabilities or label mass (they belong to one judge):
+    :meth:`prompt` and :meth:`comparison` are refused, as is executing it. Get one from
+    :meth:`Store.panel` or :meth:`Store.create_panel`.
+    """
+
+    def __init__(self, store: Store, info) -> None:
+        self.panel_info = info
+        self.member_runs = [Run(store, store.backend.get_run(r)) for r in info.run_ids]
+        first = self.member_runs[0]
+        for run in self.member_runs:
+            run._pairwise("a panel")
+        self._scalings, self._weights = self._fit(store)
+        keys, z = panel.aligned_log_odds([r.results for r in self.member_runs], self._scalings)
+        self._keys, self._z = keys, z
+        table = panel.panel_table(keys, panel.combine(z, self._weights, info.combine))
+        n = len(table)
+        run_info = replace(first.info, id=-int(info.id), name=info.name,
+                           status=self._status(), done=n, total=n, message=None,
+                           judge_key=f"panel of {', '.join(info.run_names)}", rate=self._rate(),
+                           plan=None, n_comparisons=n, settings=dict(first.info.settings))
+        super().__init__(store, run_info, dataset=first.dataset, results=table)
+
+    # --------------------------------------------------------------------- its definition
+
+    def __repr__(self) -> str:
+        return (f"<Panel {self.name!r}: {', '.join(self.panel_info.run_names)}; "
+                f"{self.panel_info.combine}, weights {panel.weights_label(self.panel_info.weights)}>")
+
+    @property
+    def kind(self) -> str:
+        return "panel"
+
+    @property
+    def combine(self) -> str:
+        """``poe`` (product of experts on the log-odds) or ``vote`` (majority of verdicts)."""
+        return self.panel_info.combine
+
+    @property
+    def weights_mode(self) -> str:
+        """``equal``, ``learnt`` or ``set by hand``."""
+        w = self.panel_info.weights
+        return w if isinstance(w, str) else "set by hand"
+
+    @property
+    def members(self) -> tuple[PanelMember, ...]:
+        """The member runs, in order, with their weights and scales."""
+        return tuple(PanelMember(r.name, r.id, float(w), s.how, r.n_comparisons)
+                     for r, w, s in zip(self.member_runs, self._weights, self._scalings))
+
+    def definition(self) -> dict:
+        """What the panel is, JSON-able (exports and ``--json`` carry it)."""
+        return dict(panel=self.name, dataset=self.dataset.name, aspect=self.panel_info.aspect,
+                    combine=self.combine, weights=self.panel_info.weights,
+                    scaling=self.panel_info.scaling,
+                    members=[dict(run=m.name, weight=m.weight, scaling=m.scaling,
+                                  n_comparisons=m.n_comparisons) for m in self.members])
+
+    def _status(self) -> str:
+        statuses = {r.status for r in self.member_runs}
+        return "completed" if statuses == {"completed"} else ", ".join(sorted(statuses))
+
+    def _rate(self) -> float | None:
+        """Comparisons per second of judging of the whole panel: every member's comparisons over
+        the seconds they took together (None when a member recorded no rate)."""
+        rates = [r.info.rate for r in self.member_runs]
+        if any(not rate for rate in rates):
+            return None
+        n = np.array([r.n_comparisons for r in self.member_runs], dtype=float)
+        return float(n.sum() / (n / np.array(rates, dtype=float)).sum())
+
+    def _labels(self, store: Store) -> pd.DataFrame:
+        return store.backend.human_judgements_frame(self.panel_info.dataset_id,
+                                                    self.panel_info.aspect)
+
+    def _fit(self, store: Store) -> tuple[list, Any]:
+        """Each member's scale (tau*, or calibrated on the labels) and the members' weights."""
+        info = self.panel_info
+        human = self._labels(store) if (info.scaling != "balanced"
+                                        or info.weights == "learnt") else None
+        has_labels = human is not None and len(human) > 0
+        if not has_labels and (info.scaling == "calibrated" or info.weights == "learnt"):
+            raise InputError(f"panel '{info.name}' needs human labels of dataset "
+                             f"'{info.dataset}' and aspect '{info.aspect}' "
+                             f"({'calibrated members' if info.scaling == 'calibrated' else 'learnt weights'}); "
+                             "import some with `compassess import-labels` or annotate in the app")
+        scalings = []
+        for run in self.member_runs:
+            if has_labels and info.scaling in ("calibrated", "auto"):
+                try:
+                    scalings.append(panel.calibrated_scaling(fit_on_labels(run.results, human)))
+                    continue
+                except InputError:
+                    if info.scaling == "calibrated":
+                        raise
+            scalings.append(panel.balanced_scaling(run.results.p))
+        n = len(self.member_runs)
+        if info.weights == "learnt":
+            keys, z = panel.aligned_log_odds([r.results for r in self.member_runs], scalings)
+            rows = panel.labelled_rows(keys, human)
+            weights = panel.fit_weights(z[rows["row"].to_numpy()], rows["y"].to_numpy())
+        elif info.weights == "equal":
+            weights = np.full(n, 1.0 / n)
+        else:
+            weights = np.asarray(info.weights, dtype=float) / float(np.sum(info.weights))
+        return scalings, weights
+
+    # --------------------------------------------------------------- what only a panel has
+
+    def member_agreement(self) -> "panel.MemberAgreement":
+        """How the members agree on the pairs' verdicts: pairwise Cohen's kappa, Fleiss' kappa,
+        Krippendorff's alpha, and each member's agreement with the panel."""
+        pairs, lo = panel.pair_verdicts(self._keys, self._z)
+        return panel.member_agreement([r.name for r in self.member_runs], lo,
+                                      self._panel_pair_log_odds(pairs))
+
+    def split_pairs(self) -> pd.DataFrame:
+        """The pairs where the members' verdicts differ, most evenly split first: the panel's
+        verdict, the count each way and each member's verdict."""
+        pairs, lo = panel.pair_verdicts(self._keys, self._z)
+        return panel.split_pairs(pairs, [r.name for r in self.member_runs], lo,
+                                 self._panel_pair_log_odds(pairs))
+
+    def _panel_pair_log_odds(self, pairs: pd.DataFrame) -> np.ndarray:
+        """The panel's own pair-level log-odds (its combined p, order-averaged as a member's)."""
+        keys = pd.DataFrame({"context_id": self.results.context_ids,
+                             "a_id": self.results.a_ids, "b_id": self.results.b_ids})
+        own, lo = panel.pair_verdicts(keys, log_odds(self.results.p)[:, None])
+        merged = pairs.merge(own.assign(lo=lo[:, 0]), on=["context_id", "x", "y"], how="left")
+        return merged["lo"].to_numpy(dtype=float)
+
+    def member_evaluations(self, method: str = "win-ratio", debias: str | float = "balanced",
+                           *, reference: str | None = None) -> dict:
+        """The panel's :meth:`evaluation` (Spearman, Kendall, P(A), flip rate) beside each
+        member's, with the same options: ``compassess panel evaluate --json``."""
+        return dict(definition=self.definition(),
+                    panel=self.evaluation(method, debias, reference=reference).to_dict(),
+                    members={r.name: r.evaluation(method, debias, reference=reference).to_dict()
+                             for r in self.member_runs})
+
+    def member_warnings(self) -> dict[str, str]:
+        """What the result pages warn about each member that answers by position (P(A) far
+        from 0.5 or a high flip rate, raw and at its tau*), by member name; members that look at
+        content are left out. Each member is debiased at its own tau* in the panel, but a judge
+        that only answers by position adds little after debiasing, and the panel says so."""
+        found = {r.name: r.position_warning("balanced") for r in self.member_runs}
+        return {name: text for name, text in found.items() if text}
+
+    def held_out(self, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
+                 weights: str | Sequence[float] | None = None, combine: str | None = None
+                 ) -> ComparisonTable:
+        """The panel's p on every labelled ordered pair, each predicted without its own pair's
+        labels (members calibrated and weights learnt on the other folds, where the panel uses
+        labels at all): the honest basis of its agreement with people. ``weights`` and
+        ``combine`` override the panel's (a benchmark compares variants on the same runs).
+
+        Raises
+        ------
+        InputError
+            No stored labels, or fewer than 2 labelled pairs the members judged.
+        """
+        human = self._labels(self.store)
+        if len(human) == 0:
+            raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
+                             f"'{self.panel_info.aspect}'")
+        mode = self.panel_info.weights if weights is None else weights
+        raw = [(self._z[:, m] * s.temperature) + s.offset for m, s in enumerate(self._scalings)]
+        held = panel.cross_validated_panel(
+            raw, [r.results.p for r in self.member_runs], self._keys, human,
+            method=combine or self.combine, learn_weights=mode == "learnt",
+            calibrate_members=self.panel_info.scaling != "balanced",
+            weights=None if isinstance(mode, str) else mode, folds=folds, seed=seed)
+        keys = self._keys.iloc[held.rows]
+        return panel.panel_table(keys.reset_index(drop=True), held.p)
+
+    # ---------------------------------------------------------- what a panel cannot do
+
+    def comparisons(self) -> pd.DataFrame:
+        """The panel's combined p per ordered pair, with each member's p beside it (NaN: that
+        member did not judge the pair)."""
+        frame = pd.DataFrame({"context_id": self.results.context_ids,
+                              "a_id": self.results.a_ids, "b_id": self.results.b_ids,
+                              "p": self.results.p})
+        members = self._keys.copy()
+        for m, (run, s) in enumerate(zip(self.member_runs, self._scalings)):
+            members[f"p_{run.name}"] = expit(self._z[:, m] * s.temperature + s.offset)
+        return frame.merge(members, on=["context_id", "a_id", "b_id"], how="left")
+
+    def export_bytes(self, what: str = "rankings", fmt: str = "csv", **options) -> ExportFile:
+        """As :meth:`Run.export_bytes`, with the panel's definition in the recorded settings."""
+        out = super().export_bytes(what, fmt, **options)
+        meta = {**out.metadata, "panel": self.definition()}
+        data, sidecar = table_bytes(out.frame, fmt, what=what, metadata=meta)
+        return ExportFile(data=data, sidecar=sidecar, frame=out.frame, metadata=meta)
+
+    def refresh(self) -> "Panel":
+        """Read the panel and its members again."""
+        fresh = Panel(self.store, self.store.backend.get_panel(self.panel_info.id))
+        self.__dict__.update(fresh.__dict__)
+        return self
+
+    def _refuse(self, what: str):
+        raise InputError(f"'{self.name}' is a panel of judges: {what} belongs to one of its "
+                         f"runs ({', '.join(self.panel_info.run_names)})")
+
+    def comparison(self, context_id: str, first: str, second: str) -> dict | None:
+        """Refused: a stored comparison belongs to one of the panel's runs."""
+        self._refuse("a stored comparison")
+
+    def prompt(self, context_id: str, first: str, second: str):
+        """Refused: a prompt belongs to one of the panel's runs."""
+        self._refuse("a prompt")
+
+    def calibrated(self, aspect: str | None = None) -> "Run":
+        """Refused: calibrate the members instead (``scaling='calibrated'``)."""
+        self._refuse("a calibrated view (the panel's members are calibrated with scaling "
+                     "'calibrated')")
+
+    def audit(self, *args, **kwargs):
+        """Refused: the audit report is of runs."""
+        self._refuse("the audit report")
+
+    def execute(self, **kwargs) -> "Run":
+        """Refused: a panel executes nothing (its runs did)."""
+        self._refuse("executing")
+
+    def start_worker(self, *args, **kwargs):
+        """Refused: a panel executes nothing (its runs did)."""
+        self._refuse("executing")
+
+    def cancel(self) -> None:
+        """Refused: a panel executes nothing (its runs did)."""
+        self._refuse("cancelling")
+
+    def delete(self, *, dry_run: bool = False) -> Deleted:
+        """Delete the panel's definition (:meth:`Store.delete_panel`); its runs stay."""
+        return self.store.delete_panel(self.panel_info.id)
+
+    def rename(self, new_name: str) -> "Run":
+        """Refused: create the panel anew under the other name."""
+        self._refuse("renaming (create the panel anew under the other name)")
+
+
+# ------------------------------------------------------------------------ judges' leaderboard
+
+#: Columns of :attr:`JudgesLeaderboard.frame`.
+JUDGE_COLUMNS = (
+    "rank", "judge", "kind", "model", "template", "members", "n_comparisons", "n_labelled_pairs",
+    "accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low", "kappa_high",
+    "log_loss_raw", "log_loss_calibrated", "ece_raw", "ece_calibrated", "spearman_x100",
+    "p_a_raw", "flip_rate_raw", "longer_wins", "length_slope_per_doubling",
+    "comparisons_per_s", "tokens_per_comparison", "held_out", "note")
+
+
+@dataclass(frozen=True)
+class JudgesLeaderboard:
+    """Every run and panel on a dataset and aspect, best first (``compassess judges``).
+
+    ``basis`` says what they are ranked by: ``kappa`` (Cohen's kappa of the debiased pair verdicts
+    with the humans' decisive majority, ties left out, with ``level`` bootstrap intervals over
+    labelled pairs) when the dataset's aspect has human labels, else ``spearman_x100`` against the
+    ``reference`` column. ``frame`` has one row per judge (:data:`JUDGE_COLUMNS`): accuracy and
+    kappa with intervals; log-loss (nats) and expected calibration error of the raw p and of p
+    calibrated on held-out folds; Spearman x100 with the reference at the balanced tau*; P(A) and
+    flip rate at tau = 0.5; the longer text's share of wins and the length slope (log-odds per
+    doubling); comparisons per second as measured (a panel: all its members' comparisons over
+    their seconds together); tokens per comparison (not recorded by this version: None).
+    ``held_out`` is True where a panel uses labels (learnt weights, calibrated members) and its
+    agreement is that of held-out folds.
+    """
+
+    dataset: str
+    aspect: str
+    basis: str
+    reference: str | None
+    n_labels: int
+    n_boot: int
+    level: float
+    frame: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-able (NaN as None): what ``compassess judges --json`` prints."""
+        rows = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                 for k, v in r.items()} for r in self.frame.to_dict(orient="records")]
+        return dict(dataset=self.dataset, aspect=self.aspect, basis=self.basis,
+                    reference=self.reference, n_labels=self.n_labels, n_boot=self.n_boot,
+                    level=self.level, judges=rows, notes=list(self.notes))
+
+
+def _judge_row(judge: Run, human: pd.DataFrame, reference: str | None, *, n_boot: int,
+               level: float, seed: int) -> dict:
+    """One judge's row of :class:`JudgesLeaderboard` (every number from the judge's own API)."""
+    nan = float("nan")
+    is_panel = isinstance(judge, Panel)
+    settings = judge.settings
+    row = dict(judge=judge.name, kind="panel" if is_panel else "run",
+               model=None if is_panel else settings.model,
+               template=None if is_panel else settings.template_name,
+               members=", ".join(judge.panel_info.run_names) if is_panel else None,
+               n_comparisons=(sum(r.n_comparisons for r in judge.member_runs) if is_panel
+                              else judge.n_comparisons),
+               n_labelled_pairs=0, accuracy=nan, accuracy_low=nan, accuracy_high=nan, kappa=nan,
+               kappa_low=nan, kappa_high=nan, log_loss_raw=nan, log_loss_calibrated=nan,
+               ece_raw=nan, ece_calibrated=nan, spearman_x100=nan, held_out=False, note="")
+    notes = []
+    if len(human):
+        table = judge.results
+        if is_panel and (judge.weights_mode == "learnt" or judge.panel_info.scaling != "balanced"):
+            try:
+                table = judge.held_out()
+                row["held_out"] = True
+            except InputError as e:
+                notes.append(str(e))
+        try:
+            tau = analysis.resolve_tau("balanced", table.p)
+            a = panel.human_agreement_interval(human, table, tau, n_boot=n_boot, level=level,
+                                               seed=seed)
+            row.update(n_labelled_pairs=a.n_pairs, accuracy=a.accuracy,
+                       accuracy_low=a.accuracy_low, accuracy_high=a.accuracy_high,
+                       kappa=a.kappa, kappa_low=a.kappa_low, kappa_high=a.kappa_high)
+            cal = calibrate(table, human)
+            row.update(log_loss_raw=cal.raw.log_loss, log_loss_calibrated=cal.calibrated.log_loss,
+                       ece_raw=cal.raw.ece, ece_calibrated=cal.calibrated.ece)
+        except InputError as e:
+            notes.append(str(e))
+    if reference is not None:
+        sp = judge.evaluation(reference=reference).debiased.spearman_x100
+        row["spearman_x100"] = nan if sp is None else float(sp)
+    pos = judge.positional_bias("none")
+    length = judge.length_bias("balanced")
+    row.update(p_a_raw=pos.p_a_raw, flip_rate_raw=pos.flip_rate,
+               longer_wins=length.longer_wins,
+               length_slope_per_doubling=length.slope_per_doubling,
+               comparisons_per_s=judge.info.rate if judge.info.rate else nan,
+               tokens_per_comparison=None)
+    if judge.partial_note:
+        notes.append(judge.partial_note)
+    row["note"] = "; ".join(notes)
+    return row

@@ -2,7 +2,7 @@
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
 agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
-rename-dataset, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+rename-dataset, campaign, panel, judges, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, absolute, api, campaigns
+from . import __version__, absolute, api, campaigns, panel
 from .access import local_identity
 from .agreement import AGREEMENT_BOOT
 from .calibration import DEFAULT_FOLDS, ECE_BINS
@@ -324,6 +324,56 @@ def _manage_parsers(sub) -> None:
     cl = csub.add_parser("close", help="close a campaign: no new answer (adjudication still possible)")
     cl.add_argument("--name", required=True, metavar="NAME")
     _db_arg(cl)
+
+    pn = sub.add_parser("panel", help="panels of judges: several runs on the same dataset and "
+                        "aspect combined into one debiased verdict per pair")
+    psub = pn.add_subparsers(dest="panel_command", required=True)
+    pc = psub.add_parser("create", help="store a panel of two or more runs")
+    pc.add_argument("--name", required=True, metavar="NAME")
+    pc.add_argument("--run", action="append", required=True, metavar="NAME",
+                    help="a member run (repeat the flag; at least two)")
+    pc.add_argument("--weights", default="equal", metavar="equal|learnt|W,W,...",
+                    help="member weights: equal (default), learnt from the stored human labels, "
+                         "or one number per --run")
+    pc.add_argument("--combine", default="poe", choices=list(panel.COMBINERS),
+                    help="poe: product of experts on the debiased log-odds (default); vote: "
+                         "majority of the members' debiased verdicts")
+    pc.add_argument("--scaling", default="balanced", choices=list(panel.MEMBER_SCALINGS),
+                    help="each member debiased at its own tau* (balanced, default), calibrated "
+                         "on the human labels, or calibrated where labels exist (auto)")
+    _db_arg(pc)
+    pr = psub.add_parser("rank", help="rank the candidates by the panel's combined verdicts")
+    pr.add_argument("--name", required=True, metavar="NAME")
+    pr.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    pr.add_argument("--debias", default="none", metavar="none|balanced|TAU",
+                    help="threshold on the combined p (its members are debiased already)")
+    pr.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    _db_arg(pr)
+    pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
+                         "member's, and how the members agree")
+    pe.add_argument("--name", required=True, metavar="NAME")
+    pe.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    pe.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
+    pe.add_argument("--reference", default=None, metavar="COLUMN")
+    pe.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(pe)
+    pl = psub.add_parser("list", help="list stored panels")
+    _db_arg(pl)
+    pd_ = psub.add_parser("delete", help="delete a panel's definition (its runs stay)")
+    pd_.add_argument("--name", required=True, metavar="NAME")
+    _db_arg(pd_)
+
+    jg = sub.add_parser("judges", help="the leaderboard of judges: every run and panel on a "
+                        "dataset and aspect, ranked by agreement with people (or the reference)")
+    jg.add_argument("--dataset", required=True, metavar="NAME")
+    jg.add_argument("--aspect", required=True)
+    jg.add_argument("--reference", default=None, metavar="COLUMN",
+                    help="without human labels: rank by Spearman with this column (default: the "
+                         "aspect's column)")
+    jg.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                    help="bootstrap resamples of the labelled pairs for the 95%% intervals")
+    jg.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(jg)
 
 
 # ------------------------------------------------------------------------------- starting runs
@@ -888,11 +938,84 @@ def cmd_campaign(args) -> int:
     return EXIT_OK
 
 
+def cmd_panel(args) -> int:
+    store = api.open_store(args.db)
+    what = args.panel_command
+    if what == "create":
+        p = store.create_panel(args.name, args.run, weights=args.weights, combine=args.combine,
+                               scaling=args.scaling, created_by=local_identity())
+        print(f"created panel '{p.name}' on dataset '{p.dataset.name}', aspect "
+              f"'{p.panel_info.aspect}': {p.combine}, weights {p.weights_mode}")
+        _table([(m.name, f"{m.weight:.3f}", str(m.n_comparisons), m.scaling) for m in p.members],
+               head=("weight", "compared", "scale"))
+    elif what == "list":
+        frame = store.panels()
+        print(frame.to_string(index=False) if len(frame) else "no panels stored")
+    elif what == "delete":
+        print(f"deleted {store.delete_panel(args.name)}")
+    elif what == "rank":
+        p = store.panel(args.name)
+        df = p.rankings(args.method, args.debias).drop(columns=["text", "ci_low", "ci_high"],
+                                                       errors="ignore")
+        fields = {**p.ranking_metadata(args.method, args.debias), "panel": p.definition()}
+        header = (f"# panel '{p.name}' ({p.combine}, weights {p.weights_mode}) of "
+                  f"{', '.join(m.name for m in p.members)}: {args.method} at tau = "
+                  f"{fields['tau']:.3f} on {p.n_comparisons} combined comparisons")
+        _print_ranking(df, args.format, p.name, fields, header, "rankings")
+    else:  # evaluate
+        p = store.panel(args.name)
+        out = p.member_evaluations(args.method, args.debias, reference=args.reference)
+        agree = p.member_agreement()
+        out["agreement"] = agree.to_dict()
+        out["n_split_pairs"] = int(len(p.split_pairs()))
+        if args.json:
+            print(json.dumps(out, indent=2, default=lambda o: None))
+            return EXIT_OK
+        evaluations = {p.name: out["panel"], **out["members"]}
+        print(f"panel '{p.name}' ({p.combine}, weights {p.weights_mode}); reference "
+              f"'{out['panel']['reference']}', {args.method} at each judge's {args.debias} tau")
+        _table([(name, _fmt(e["debiased"]["spearman_x100"], ".1f"),
+                 _fmt(e["raw"]["p_a"], ".2f"), _fmt(e["debiased"]["p_a"], ".2f"),
+                 _fmt(e["flip_rate"], ".2f"), str(e["n_comparisons"]))
+                for name, e in evaluations.items()],
+               head=("Spearman", "P(A) raw", "P(A) deb.", "flip rate", "compared"))
+        print(f"members' agreement: Fleiss' kappa {_fmt(agree.fleiss_kappa, '.2f')} on "
+              f"{agree.n_pairs_all} pairs all judged; Krippendorff's alpha "
+              f"{_fmt(agree.krippendorff_alpha, '.2f')} on {agree.n_pairs_alpha} pairs; "
+              f"{out['n_split_pairs']} pairs split")
+    return EXIT_OK
+
+
+def cmd_judges(args) -> int:
+    board = api.open_store(args.db).judges(args.dataset, args.aspect, reference=args.reference,
+                                           n_boot=args.bootstrap)
+    if args.json:
+        print(json.dumps(board.to_dict(), indent=2, default=str))
+        return EXIT_OK
+    basis = ("Cohen's kappa with the human majority (ties left out), 95% bootstrap intervals "
+             f"over labelled pairs ({board.n_labels} labels)" if board.basis == "kappa"
+             else f"Spearman x100 with reference column '{board.reference}' (no human labels)")
+    print(f"judges of dataset '{board.dataset}', aspect '{board.aspect}', ranked by {basis}")
+    rows = []
+    for r in board.frame.to_dict(orient="records"):
+        rows.append((f"{r['rank']}. {r['judge']}" + (" (panel)" if r["kind"] == "panel" else ""),
+                     f"{_fmt(r['kappa'], '.2f')} [{_fmt(r['kappa_low'], '.2f')}, "
+                     f"{_fmt(r['kappa_high'], '.2f')}]", _fmt(r["accuracy"], ".2f"),
+                     _fmt(r["log_loss_raw"], ".3f"), _fmt(r["spearman_x100"], ".1f"),
+                     _fmt(r["p_a_raw"], ".2f"), _fmt(r["flip_rate_raw"], ".2f"),
+                     _fmt(r["comparisons_per_s"], ".1f"), str(r["n_comparisons"])))
+    _table(rows, head=("kappa [95%]", "accuracy", "log-loss", "Spearman", "P(A) raw",
+                       "flip rate", "comp./s", "compared"))
+    for note in board.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
 def _nan_none(x):
     return None if x is None or (isinstance(x, float) and x != x) else float(x)
 
 
-COMMANDS = {"campaign": cmd_campaign, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
+COMMANDS = {"campaign": cmd_campaign, "panel": cmd_panel, "judges": cmd_judges, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
             "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,

@@ -53,11 +53,13 @@ class ManageStore(StoreBase):
             When no run has this name or id.
         InputError
             When a worker is executing the run (a live heartbeat): cancel it first. A run whose
-            worker died (no heartbeat for ``run_loop.STALE_AFTER_S``) may be deleted.
+            worker died (no heartbeat for ``run_loop.STALE_AFTER_S``) may be deleted. When the
+            run is a member of a panel: delete the panel first.
         """
         with self._write() as conn:
             row = _run_row(conn, run, self)
             _refuse_live(conn, RunRow.id == row.id, f"run '{row.name}'")
+            _refuse_panel_member(conn, row)
             return _delete_owned(conn, RunRow.__table__, RunRow.id == row.id, dry_run)
 
     def rename_run(self, run: str | int, new_name: str) -> None:
@@ -186,6 +188,23 @@ def _refuse_live(conn: Connection, which: ColumnElement[bool], what: str) -> Non
             of = "" if what == f"run '{r.name}'" else f"; it belongs to {what}"
             raise InputError(f"run '{r.name}' is being executed by a worker{pid}{of}: cancel the "
                              "run first and delete once it has stopped")
+
+
+def _refuse_panel_member(conn: Connection, row: Row) -> None:
+    """Raise when the run is on a panel: a panel's verdicts rest on its members, so the panel
+    is deleted first (deliberately, by name) rather than silently left with fewer judges.
+
+    Raises
+    ------
+    InputError
+        Naming the panels and how to delete them.
+    """
+    from .panels import _panels_of_run
+    names = _panels_of_run(conn, row.id)
+    if names:
+        listed = ", ".join(f"'{n}'" for n in names)
+        raise InputError(f"run '{row.name}' is a member of panel(s) {listed}: delete the "
+                         f"panel(s) first (`compassess panel delete --name {names[0]}`)")
 
 
 def _delete_owned(conn: Connection, root: Table, where: ColumnElement[bool],

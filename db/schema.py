@@ -442,3 +442,41 @@ class CampaignPairRow(Base):
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
     low_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
     high_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+
+
+class PanelRow(Base):
+    """A panel of judges: two or more runs on one dataset and aspect combined into one verdict
+    per pair (``compassess_core.panel``). Only its definition is stored: the combined
+    probabilities are computed when read, like a threshold or a calibration.
+
+    ``combine`` is ``poe`` or ``vote``; ``weights`` is ``"equal"``, ``"learnt"`` or one number per
+    member in the members' order; ``scaling`` how each member's p is debiased (``balanced``,
+    ``calibrated``, ``auto``)."""
+
+    __tablename__ = "panels"
+    __table_args__ = (Index("ix_panels_dataset_id", "dataset_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    aspect: Mapped[str] = mapped_column(String(255))
+    combine: Mapped[str] = mapped_column(String(16), default="poe")
+    weights: Mapped[Any] = mapped_column(JSON)
+    scaling: Mapped[str] = mapped_column(String(16), default="balanced")
+    created_by: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class PanelMemberRow(Base):
+    """A run on a panel, in the panel's order (the order of hand-set weights). A run on a panel
+    is not deleted (``db.manage`` refuses: delete the panel first); deleting the dataset removes
+    its panels with its runs."""
+
+    __tablename__ = "panel_members"
+    __table_args__ = (UniqueConstraint("panel_id", "run_id", name="uq_panel_members_panel_id"),
+                      Index("ix_panel_members_run_id", "run_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    panel_id: Mapped[int] = mapped_column(ForeignKey("panels.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)

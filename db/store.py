@@ -11,6 +11,7 @@
 - ``db.labels``: human judgements and annotation guidelines;
 - ``db.people``: people and their roles in a shared app;
 - ``db.campaigns``: annotation campaigns (annotators, fixed pair lists, the answers given in them);
+- ``db.panels``: panels of judges (their definition and member runs);
 - ``db.scores``: the synthetic references of absolute runs.
 
 It hands the engine back its own types (``Dataset``, ``ComparisonTable``, result records), mapping
@@ -29,6 +30,7 @@ from .connection import (MIGRATIONS_DIR, SQLITE_BUSY_TIMEOUT_S, SQLITE_FILE_SUFF
 from .datasets import DatasetInfo, DatasetStore
 from .labels import HUMAN_COLUMNS, HUMAN_JUDGEMENT_KEYS, SHOWN_ORDERS, LabelStore
 from .manage import ManageStore
+from .panels import PanelInfo, PanelNotFoundError, PanelStore
 from .people import PeopleStore, Person
 from .results import RESULT_TABLES, ResultStore, ResultTable
 from .runs import (COMPARISON_COLUMNS, SETTING_COLUMNS, TERMINAL_STATUSES, RunInfo, RunStore,
@@ -42,12 +44,12 @@ __all__ = [
     "MAX_NAME_LENGTH", "TERMINAL_STATUSES", "SETTING_COLUMNS", "SQLITE_BUSY_TIMEOUT_S",
     "SQLITE_FILE_SUFFIXES", "MIGRATIONS_DIR", "RESULT_TABLES", "ResultTable",
     "settings_differences", "Person", "CampaignInfo", "CampaignError", "ADJUDICATION",
-    "CAMPAIGN_LABEL_COLUMNS",
+    "CAMPAIGN_LABEL_COLUMNS", "PanelInfo", "PanelNotFoundError",
 ]
 
 
 class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore,
-            ManageStore, CampaignStore):
+            ManageStore, CampaignStore, PanelStore):
     """Persistence of CompAssess in the database at ``url`` (default: ``default_database_url()``).
 
     Opening a store brings its schema to the newest migration. The store is safe to share between

@@ -40,7 +40,8 @@ PAGES = {"": "CompAssess", "upload": "Upload candidates", "run": "Run the judge"
 
 
 ADMIN_NAV = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
-             "Compare runs", "Annotate", "Campaigns", "Agreement", "Export", "People"}
+             "Compare runs", "Panel", "Judges", "Annotate", "Campaigns", "Agreement", "Export",
+             "People"}
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:

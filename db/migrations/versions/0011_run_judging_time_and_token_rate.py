@@ -5,8 +5,8 @@ left out), so a completed run shows its rate and how long it judged; ``runs.toke
 prompt tokens the judge processed per second of it, from which the plan of a later run with other
 prompt lengths estimates its time.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0010'
-down_revision: str | None = '0009'
+revision: str = '0011'
+down_revision: str | None = '0010'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

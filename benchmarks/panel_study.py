@@ -1,0 +1,197 @@
+"""Panels of judges against each judge alone: the table of docs/results.md's panel section.
+
+From stored runs only (no model calls; the runs are made with ``compassess run``, one per model
+or template, on the same dataset and aspect, in one or several stores):
+
+    .venv/bin/python benchmarks/panel_study.py --db .repro/judges.db --db .repro/qwen15.db \\
+        --dataset summeval --aspect coherence --doc docs/results.md
+
+It builds, from every pairwise run on the dataset and aspect (or the ``--run`` ones):
+
+* each judge alone (at its own balanced tau*, eq. 10) and the best of them (picked on the same
+  numbers it is scored on: an optimistic oracle, as a reader choosing after the fact);
+* the equal-weight panel (Gaussian product of experts on the members' debiased log-odds);
+* the learnt-weight panel, held out: the contexts are dealt into folds and each fold's pairs are
+  combined with weights learnt from the human labels of the other folds' contexts only (needs
+  human labels of the aspect in at least two contexts);
+* the majority vote of the members' debiased verdicts (equal weights).
+
+Each row: Spearman x100 with the reference column (win ratio at the judge's balanced tau*, mean
+over contexts) when the dataset has one, accuracy and Cohen's kappa with the human majority (ties
+left out) when there are human labels, and the cost in comparisons (judge calls; a panel's are
+all its members'). The table goes into the ``<!-- generated: panel DATASET ASPECT -->`` block of
+``--doc`` (appended as a new section when the block is missing) and to standard output. This
+script must never change a stored result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import compassess_core as ca  # noqa: E402
+from compassess_core import analysis, panel  # noqa: E402
+from compassess_core.calibration import fold_of_pairs  # noqa: E402
+from compassess_core.errors import InputError  # noqa: E402
+from compassess_core.types import ComparisonTable  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from reproduce_paper import replace_generated  # noqa: E402
+
+FOLDS = 5
+
+
+def stored_judges(dbs: list[str], dataset: str, aspect: str, only: list[str] | None):
+    """Every pairwise run on ``dataset`` and ``aspect`` in the stores (named ``store:run`` when a
+    name is in several), the dataset as the first store has it, and the first store's labels."""
+    runs, data, human = {}, None, None
+    for db in dbs:
+        store = ca.open_store(db)
+        try:
+            found = store.list_runs(dataset)
+        except InputError:
+            continue
+        labels = store.human_labels(dataset, aspect)
+        if human is None and len(labels):
+            human = labels
+        for run in found:
+            if not (run.run_kind.is_pairwise and run.settings.aspect == aspect
+                    and run.n_comparisons > 0):
+                continue
+            if only and run.name not in only:
+                continue
+            data = data or run.dataset
+            name = run.name if run.name not in runs else f"{Path(db).stem}:{run.name}"
+            runs[name] = run
+    if len(runs) < 2:
+        raise SystemExit(f"need at least 2 pairwise runs on dataset '{dataset}' and aspect "
+                         f"'{aspect}'; found {len(runs)}: {', '.join(runs) or 'none'}")
+    return runs, data, human
+
+
+def scores(dataset, table: ComparisonTable, reference: str | None, human) -> dict:
+    """Spearman x100 (balanced tau*, win ratio) and accuracy/kappa against people."""
+    parts, all_p = analysis.split_with_p(dataset, table)
+    tau = analysis.resolve_tau("balanced", all_p)
+    out = dict(spearman=None, accuracy=None, kappa=None, n_pairs=0)
+    if reference is not None:
+        ev = analysis.evaluate_at(dataset, parts, method="win-ratio", reference=reference,
+                                  tau=tau, all_p=all_p)
+        out["spearman"] = ev.spearman_x100
+    if human is not None:
+        try:
+            a = panel.human_agreement_interval(human, table, tau, n_boot=1)
+            out.update(accuracy=a.accuracy, kappa=a.kappa, n_pairs=a.n_pairs)
+        except InputError:
+            pass
+    return out
+
+
+def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
+    """The learnt-weight panel's p on every row, each context's rows combined with weights
+    learnt from the labels of the other folds' contexts (None: labels in fewer than 2
+    contexts)."""
+    rows = panel.labelled_rows(keys, human)
+    contexts = keys["context_id"].to_numpy(dtype=object)
+    labelled = np.unique(contexts[rows["row"].to_numpy()])
+    if len(labelled) < 2:
+        return None
+    all_contexts = np.unique(contexts)
+    fold_of = dict(zip(all_contexts, fold_of_pairs(len(all_contexts),
+                                                    min(FOLDS, len(labelled)), seed)))
+    fold = np.array([fold_of[c] for c in contexts])
+    p = np.full(len(keys), np.nan)
+    r = rows["row"].to_numpy()
+    for f in np.unique(fold):
+        train = fold[r] != f
+        if not train.any():
+            return None
+        w = panel.fit_weights(z[r[train]], rows["y"].to_numpy()[train])
+        p[fold == f] = panel.combine(z[fold == f], w, "poe")
+    return p
+
+
+def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = None,
+          reference: str | None = None) -> str:
+    """The markdown table (with what it was computed on above it)."""
+    runs, data, human = stored_judges(dbs, dataset, aspect, only)
+    if reference is None and aspect in data.score_columns:
+        reference = aspect
+    tables = [r.results for r in runs.values()]
+    keys, z = panel.aligned_log_odds(tables, [panel.balanced_scaling(t.p) for t in tables])
+    n_members = len(tables)
+    cost = {name: r.n_comparisons for name, r in runs.items()}
+    total = sum(cost.values())
+    rows = [(name, cost[name], scores(data, r.results, reference, human))
+            for name, r in runs.items()]
+    basis = "kappa" if human is not None else "spearman"
+    best = max(rows, key=lambda row: -np.inf if row[2][basis] is None else row[2][basis])
+    rows.append((f"best judge alone ({best[0]})", best[1], best[2]))
+    equal = panel.combine(z, np.ones(n_members), "poe")
+    rows.append(("panel, equal weights (product of experts)", total,
+                 scores(data, panel.panel_table(keys, equal), reference, human)))
+    learnt = learnt_held_out(keys, z, human) if human is not None else None
+    if learnt is not None:
+        rows.append(("panel, learnt weights (held-out folds of contexts)", total,
+                     scores(data, panel.panel_table(keys, learnt), reference, human)))
+    vote = panel.combine(z, np.ones(n_members), "vote")
+    rows.append(("majority vote of debiased verdicts", total,
+                 scores(data, panel.panel_table(keys, vote), reference, human)))
+
+    def num(v, spec):
+        return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(
+            v, spec)
+
+    n_labels = 0 if human is None else len(human)
+    lines = [f"Dataset `{dataset}`, aspect `{aspect}`; {n_members} judges: "
+             f"{', '.join(f'`{n}`' for n in runs)}. Spearman x100 with reference column "
+             f"`{reference}` (win ratio at each judge's balanced tau*, mean over "
+             f"{len(np.unique(keys['context_id']))} contexts); accuracy and Cohen's kappa of the "
+             f"pair verdicts with the human majority, ties left out ({n_labels} stored labels); "
+             "cost in comparisons (judge calls). The best judge alone is picked on these same "
+             "numbers (an oracle).", "",
+             "| judge | comparisons | Spearman x100 | accuracy | kappa | labelled pairs |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, n, s in rows:
+        lines.append(f"| {name} | {n:,} | {num(s['spearman'], '.1f')} | "
+                     f"{num(s['accuracy'], '.3f')} | {num(s['kappa'], '.3f')} | {s['n_pairs']} |")
+    if learnt is None:
+        lines += ["", "No learnt-weight panel: it needs human labels of the aspect in at least "
+                  "two contexts."]
+    return "\n".join(lines)
+
+
+def fill(doc: Path, key: str, text: str, heading: str) -> None:
+    """``replace_generated``, appending a section with the block's markers when ``doc`` has none."""
+    if f"<!-- generated: {key} -->" not in doc.read_text(encoding="utf-8"):
+        with doc.open("a", encoding="utf-8") as f:
+            f.write(f"\n## {heading}\n\n<!-- generated: {key} -->\n<!-- end generated: {key} -->\n")
+    replace_generated(doc, key, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", action="append", required=True, help="a store (repeat)")
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--aspect", required=True)
+    parser.add_argument("--run", action="append", default=None,
+                        help="only these runs (repeat; default: every pairwise run)")
+    parser.add_argument("--reference", default=None, help="reference column (default: aspect)")
+    parser.add_argument("--doc", default=None, help="fill this markdown file's generated block")
+    args = parser.parse_args(argv)
+    text = study(args.db, args.dataset, args.aspect, args.run, args.reference)
+    print(text)
+    if args.doc:
+        fill(Path(args.doc), f"panel {args.dataset} {args.aspect}", text,
+             f"Panels of judges: {args.dataset}, {args.aspect}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Judges: the leaderboard of judges on one dataset and aspect. Every pairwise run and every
+panel on it, ranked by how well its verdicts agree with people (Cohen's kappa with the human
+majority, ties left out, with 95% bootstrap intervals), else by Spearman with the dataset's
+reference scores; beside it log-loss and calibration error raw and calibrated, positional and
+length bias, and measured speed.
+
+Every number comes from the Python API (``Store.judges``), cached per dataset, aspect and stored
+state; this page computes nothing and shows names only as plain text.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from compassess_core.errors import CompAssessError
+from pages._auth import guard
+from pages._common import api_store, db_url, is_pairwise, list_runs, pick_dataset, plain
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
+st.title("Judges")
+st.caption("Which judge to trust on this data: every run and panel of judges on one dataset and "
+           "aspect, ranked by agreement with people.")
+
+dataset = pick_dataset()
+if dataset is None:
+    st.info("No dataset is stored yet: load one on **Home** or **Upload**, and run judges on it.")
+    st.stop()
+runs = [r for r in list_runs(dataset.id) if is_pairwise(r) and (r.info.n_comparisons or 0) > 0]
+aspects = sorted({r.settings.aspect for r in runs})
+if not aspects:
+    st.info("No pairwise run on this dataset yet: start one on **Run**.")
+    st.stop()
+c = st.columns(2)
+aspect = c[0].selectbox("Aspect", aspects, key="judges_aspect",
+                        format_func=lambda a: plain(a, "text"))
+n_boot = int(c[1].number_input("Bootstrap resamples (95% intervals)", min_value=50,
+                               max_value=5000, value=500, step=50, key="judges_boot"))
+
+
+@st.cache_data(show_spinner="Ranking the judges…", max_entries=32)
+def _judges(url: str, dataset_id: int, aspect: str, n_boot: int, stamp: tuple):
+    return api_store().judges(dataset_id, aspect, n_boot=n_boot)
+
+
+store = api_store()
+stamp = (tuple((r.id, r.info.n_comparisons, r.status) for r in runs),
+         tuple(store.panels(dataset.id)["name"]), len(store.human_labels(dataset.id, aspect)))
+try:
+    board = _judges(db_url(), dataset.id, aspect, n_boot, stamp)
+except CompAssessError as e:
+    st.info(plain(str(e)))
+    st.stop()
+
+if board.basis == "kappa":
+    st.caption(f"Ranked by Cohen's kappa of each judge's debiased pair verdicts (at its balanced "
+               f"tau*) with the human majority, ties left out, on {board.n_labels:,} stored human "
+               f"labels; 95% intervals from {board.n_boot:,} bootstrap resamples of the labelled "
+               "pairs. Log-loss in nats and ECE on the labelled comparisons, raw and calibrated "
+               "on held-out folds. A panel that uses labels (learnt weights, calibrated members) "
+               "is scored on held-out folds.")
+else:
+    st.caption(f"No human labels for this aspect: ranked by Spearman x100 with the reference "
+               f"column {plain(str(board.reference))} (win ratio at each judge's balanced tau*, "
+               "mean over contexts).")
+# Columns empty for every judge (no human labels, say) are left out rather than shown as "None".
+st.dataframe(plain(board.frame.dropna(axis=1, how="all"), into="text"), hide_index=True,
+             key="judges_table",
+             column_config={"note": st.column_config.TextColumn("note", width="large")}, placeholder="")
+st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
+           "comparisons won by the longer text; comparisons_per_s: as measured when the run "
+           "executed (a panel: all its members' comparisons over their seconds together); tokens "
+           "per comparison are not recorded by this version.")
+for note in board.notes:
+    st.warning(plain(note))

@@ -1,0 +1,207 @@
+"""Panel of judges: several runs on one dataset and aspect combined into one debiased verdict per
+pair (a jury, Verga et al. 2024). Create a panel (admins), then read it as a run is read: its
+rankings, evaluation beside each member's, leaderboard, positional bias, agreement among its
+members and with people, the pairs where its members split, and its export.
+
+Every number comes from the Python API (``Store.panel``: ``Panel.rankings``,
+``member_evaluations``, ``member_agreement``, ``split_pairs``, ``leaderboard``, ``agreement``,
+``export_bytes``), cached per panel and stored state; this page computes nothing and shows names
+only as plain text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from compassess_core import api
+from compassess_core.access import ADMIN
+from compassess_core.errors import CompAssessError
+from pages._auth import guard, require
+from pages._common import api_store, db_url, fmt, is_pairwise, list_runs, pick_dataset, plain
+
+guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
+st.title("Panel of judges")
+st.caption("Several runs on the same dataset and aspect (other models, templates or served "
+           "judges) combined into one verdict per pair: each member's p debiased at its own "
+           "tau* (or calibrated on the human labels), then a product of experts on the log-odds "
+           "or a majority vote of the verdicts.")
+
+dataset = pick_dataset()
+if dataset is None:
+    st.info("No dataset is stored yet: load one on **Home** or **Upload**, and run judges on it.")
+    st.stop()
+runs = [r for r in list_runs(dataset.id) if is_pairwise(r) and (r.info.n_comparisons or 0) > 0]
+
+
+def _stamp(dataset_id: int) -> tuple:
+    """What a panel's numbers rest on, as a cache key: the runs' stored comparisons and status,
+    the panels and the number of stored human labels."""
+    store = api_store()
+    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+            tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _panel(url: str, name: str, stamp: tuple) -> api.Panel:
+    return api_store().panel(name)
+
+
+@st.cache_data(show_spinner="Combining the judges…", max_entries=64)
+def _read(url: str, name: str, stamp: tuple, attr: str, options: tuple):
+    return getattr(_panel(url, name, stamp), attr)(**dict(options))
+
+
+def read(name: str, stamp: tuple, attr: str, /, **options):
+    """``Panel.<attr>(**options)`` of the stored panel ``name``, cached."""
+    return _read(db_url(), name, stamp, attr, tuple(sorted(options.items())))
+
+
+# ------------------------------------------------------------------------------ a new panel
+
+with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) == 0):
+    if len(runs) < 2:
+        st.info("A panel needs at least two pairwise runs on this dataset: start another judge "
+                "on **Run** (another model or template, same aspect).")
+    else:
+        names = [r.name for r in runs]
+        chosen = st.multiselect("Member runs", names, key="panel_members",
+                                format_func=lambda n: plain(n, "text"),
+                                help="Two or more runs on this dataset with the same aspect.")
+        new_name = st.text_input("Panel name", key="panel_name", max_chars=200)
+        c = st.columns(3)
+        combine = c[0].radio("Combine by", ["poe", "vote"], key="panel_combine",
+                             format_func={"poe": "product of experts (log-odds)",
+                                          "vote": "majority vote"}.get)
+        weights = c[1].radio("Member weights", ["equal", "learnt", "by hand"],
+                             key="panel_weights",
+                             help="learnt: from the stored human labels of the aspect")
+        scaling = c[2].radio("Debias each member", ["balanced", "calibrated", "auto"],
+                             key="panel_scaling",
+                             format_func={"balanced": "at its own tau*",
+                                          "calibrated": "calibrated on human labels",
+                                          "auto": "calibrated where labels exist"}.get)
+        by_hand = st.text_input("Weights, one per member in order (e.g. 1,2,1)",
+                                key="panel_hand", disabled=weights != "by hand")
+        if st.button("Create panel", key="panel_create", type="primary"):
+            who = require(ADMIN)
+            try:
+                made = api_store().create_panel(
+                    new_name.strip(), chosen, combine=combine, scaling=scaling,
+                    weights=by_hand if weights == "by hand" else weights,
+                    created_by=who.identity or "")
+                st.session_state["panel_pick"] = made.name
+                st.success(f"Panel {plain(made.name)} created.")
+            except CompAssessError as e:
+                st.error(plain(str(e)))
+
+# ------------------------------------------------------------------------------ reading one
+
+panels = api_store().panels(dataset.id)
+if len(panels) == 0:
+    st.info("No panel on this dataset yet.")
+    st.stop()
+names = list(panels["name"])
+if st.session_state.get("panel_pick") not in names:
+    st.session_state["panel_pick"] = names[-1]
+name = st.selectbox("Panel", names, key="panel_pick", format_func=lambda n: plain(n, "text"))
+stamp = _stamp(dataset.id)
+try:
+    members = read(name, stamp, "definition")
+except CompAssessError as e:
+    st.error(plain(str(e)))
+    st.stop()
+st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
+           f"{plain(members['aspect'])}: {members['combine']}, weights "
+           f"{plain(str(members['weights']))}.")
+st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
+    "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
+    "n_comparisons": "comparisons"}), hide_index=True, key="panel_members_table", placeholder="")
+
+agree = read(name, stamp, "member_agreement")
+split = read(name, stamp, "split_pairs")
+m = st.columns(4)
+m[0].metric("Combined comparisons", f"{len(read(name, stamp, 'probabilities')):,}",
+            help="Ordered pairs at least one member judged.")
+m[1].metric("Fleiss' kappa of the members", fmt(agree.fleiss_kappa, ".2f"),
+            help=f"Over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
+                 "unordered pair, each member at its own tau*).")
+m[2].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".2f"),
+            help=f"Nominal, over the {agree.n_pairs_alpha:,} pairs two or more members judged.")
+m[3].metric("Pairs where the members split", f"{len(split):,}",
+            help=f"Of {agree.n_pairs:,} unordered pairs.")
+for note in agree.notes:
+    st.warning(plain(note))
+for member, warning in read(name, stamp, "member_warnings").items():
+    st.warning(f"Member {plain(member)}: {plain(warning)}")
+
+tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "Split pairs",
+                "Export"])
+with tabs[0]:
+    method = st.selectbox("Ranking method", list(api.RANKING_METHODS), key="panel_method")
+    ranks = read(name, stamp, "rankings", method=method, debias="none")
+    st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
+               "already); rank 1 = best in its context.")
+    st.dataframe(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
+                 hide_index=True, key="panel_rankings", placeholder="")
+with tabs[1]:
+    ev = read(name, stamp, "member_evaluations")
+    rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
+                 kendall_x100=e["debiased"]["kendall_x100"], p_a_raw=e["raw"]["p_a"],
+                 p_a_debiased=e["debiased"]["p_a"], flip_rate=e["flip_rate"],
+                 comparisons=e["n_comparisons"])
+            for judge, e in [(f"panel: {name}", ev["panel"]), *ev["members"].items()]]
+    st.caption(f"Win ratio at each judge's balanced tau* against reference column "
+               f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
+               "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
+               "ways.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="panel_evaluation", placeholder="")
+with tabs[2]:
+    try:
+        board = read(name, stamp, "leaderboard", n_boot=100)
+        st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
+                   "95% intervals of 100 context bootstraps) on the panel's combined p.")
+        st.dataframe(board.frame, hide_index=True, key="panel_leaderboard", placeholder="")
+    except api.NoSystemsError as e:
+        st.info(plain(str(e)))
+with tabs[3]:
+    pos = read(name, stamp, "positional_bias", debias="none")
+    b = st.columns(3)
+    b[0].metric("P(A) of the panel at tau = 0.5", fmt(pos.p_a_raw, ".2f"),
+                help=f"Share of the {pos.n_comparisons:,} combined comparisons won by the first "
+                     "position.")
+    b[1].metric("Flip rate at tau = 0.5", fmt(pos.flip_rate, ".2f"),
+                help=f"Over the {pos.n_pairs_both_orders:,} pairs judged in both orders.")
+    b[2].metric("tau* of the combined p", fmt(pos.tau_star, ".3f"))
+with tabs[4]:
+    st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
+               "Cohen's kappa of every two members on the pairs both judged, and each member "
+               "against the panel's own verdict.")
+    st.dataframe(agree.pairwise, hide_index=True, key="panel_pairwise", placeholder="")
+    st.dataframe(agree.with_panel, hide_index=True, key="panel_with_panel", placeholder="")
+    if stamp[2]:
+        try:
+            people = read(name, stamp, "agreement")
+            maj = people.report.debiased.majority
+            h = st.columns(2)
+            h[0].metric("Panel vs people: accuracy without ties",
+                        fmt(maj.accuracy_without_ties, ".1%"),
+                        help=f"On {maj.n_without_ties:,} labelled pairs (human majority).")
+            h[1].metric("Panel vs people: Cohen's kappa without ties",
+                        fmt(maj.kappa_without_ties, ".3f"))
+        except CompAssessError as e:
+            st.info(plain(str(e)))
+with tabs[5]:
+    st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
+               "member's column is the candidate it prefers (empty: not judged).")
+    st.dataframe(split, hide_index=True, key="panel_split", placeholder="")
+with tabs[6]:
+    out = read(name, stamp, "export_bytes", what="rankings", fmt="csv", method="win-ratio",
+               debias="none", ci=False)
+    st.download_button("Download the panel's rankings (CSV)", out.data,
+                       file_name="panel_rankings.csv", mime="text/csv", key="panel_download")
+    if st.button("Delete this panel (its runs stay)", key="panel_delete"):
+        require(ADMIN)
+        api_store().delete_panel(name)
+        st.rerun()
