@@ -7,6 +7,7 @@ on a real store."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -172,3 +173,16 @@ def test_the_progress_says_what_the_worker_does_now(app_env):
     now = shown()
     assert "20/60 comparisons (33%) · 2.00 comparisons/s · ETA 20 s" in now
     assert "loading" not in now
+
+
+def test_compassess_runs_lists_a_finished_runs_rate_and_judging_time(app_env, capsys):
+    from compassess_core.cli import main
+    store, _, run_id = seed_run(app_env)
+    store.set_run_status(run_id, "completed", done=60, total=60, rate=0.47, judge_s=127.6,
+                         token_rate=180.0)
+    assert main(["runs", "--db", app_env]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("60/60 comparisons, 0.47 comparisons/s over 128 s of judging"), line
+    assert main(["runs", "--json", "--db", app_env]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["rate"], listed["judge_s"], listed["token_rate"]) == (0.47, 127.6, 180.0)
