@@ -827,6 +827,22 @@ class AbsoluteKind:
         before a judge is loaded."""
         return len(planned_keys(dataset, settings))
 
+    def prompt_work(self, dataset: Dataset, settings: RunSettings) -> list[tuple[str, float]]:
+        """``RunKind.prompt_work`` of the comparisons with references (writing them is not
+        counted): each passage once, each candidate once per comparison it is in, and a reference
+        as long as the candidate beside it (references are written later, of that length), the
+        template's words once per comparison."""
+        options = settings.reference_options
+        per_candidate = float(options.n_levels * len(ORDERS[options.orders]))
+        contexts = dataset.head(settings.contexts).contexts
+        empty = comparison_prompt(settings.template_text, "", "", "", settings.aspect_obj,
+                                  TARGET_FIRST)
+        work = [(ctx.text, 1.0) for ctx in contexts]
+        work += [(c.text, 2 * per_candidate) for ctx in contexts for c in ctx.candidates]
+        work.append((empty.text + empty.primer,
+                     per_candidate * sum(len(c.candidates) for c in contexts)))
+        return work
+
     def plan(self, job) -> WorkPlan:
         """Write the references the contexts lack, then every (candidate, reference, order) the
         run lacks or whose reference changed since (``job``: a ``run_kinds.RunJob``).

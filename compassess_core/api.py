@@ -72,6 +72,7 @@ from .scoring import ScoringEvaluation
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .sink import open_store as _open_backend
+from .speed import TimeEstimate, estimate_time
 from .types import ComparisonTable, Dataset
 from .worker import Reporter
 
@@ -567,6 +568,16 @@ class Store:
         """
         return Run(self, self.backend.get_run(name_or_id))
 
+    def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
+        """How long judging a run of ``settings`` on ``data`` takes on this machine (the judge's
+        loading not included): the size of its prompts in tokens at the model's median prompt
+        tokens per second over its earlier runs here (``speed.estimate_time``; rough defaults,
+        which ``TimeEstimate.measured`` and ``sentence()`` say, when none measured it). What the
+        Run page's plan and ``compassess run`` state before judging."""
+        dataset = data if isinstance(data, Dataset) else self.read_data(data)[0]
+        return estimate_time(kind_of(settings).prompt_work(dataset, settings),
+                             self.backend.list_runs(), settings.model, settings.device)
+
     def create_run(self, data: Source | Dataset | int, settings: RunSettings, *,
                    name: str | None = None) -> "Run":
         """Store ``data`` (when it is not stored yet) and a run of ``settings`` on it, without
@@ -654,7 +665,9 @@ class Store:
                                              absolute.UPLOADED, references)
             where = f" from {os.fspath(anchors)}" if isinstance(anchors, (str, os.PathLike)) else ""
             reporter.message(f"stored {n} anchor text(s){where}")
-        reporter.message(f"{kind.label} run '{run.name}' on dataset '{run.info.dataset_name}'")
+        reporter.message(f"{kind.label} run '{run.name}' on dataset '{run.info.dataset_name}': "
+                         f"{kind.planned_total(dataset, settings):,} {kind.unit}, "
+                         f"{self.estimate_time(dataset, settings).sentence()}")
         return run.execute(judge=judge, progress=reporter, chunk_size=model_options.chunk_size)
 
     def run(self, data: Source | Dataset | int, *, aspect: str | None = None,

@@ -33,7 +33,7 @@ from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionE
 from .report_text import fmt as _fmt, table as _table
 from .report import EXAMPLES
 from .run_kinds import build_settings, kind_of
-from .run_loop import state_text, worker_state
+from .run_loop import is_active, state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
@@ -546,12 +546,18 @@ def cmd_runs(args) -> int:
         print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
                                state=worker_state(r), kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
-                               n_comparisons=r.n_comparisons, judge=r.judge_key) for r in runs],
-                         indent=2))
+                               n_comparisons=r.n_comparisons, judge=r.judge_key,
+                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate)
+                          for r in runs], indent=2))
         return EXIT_OK
     for r in runs:
-        # the state, not the stored status: a run whose worker died is not "running"
-        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} {kind_of(r.settings).unit}")
+        # the state, not the stored status: a run whose worker died is not "running"; a run
+        # that ended says its rate over its seconds of judging (its last session)
+        kind = kind_of(r.settings)
+        took = (f", {r.rate:.2f} {kind.rate_unit} over {r.judge_s:.0f} s of judging"
+                if r.rate and r.judge_s and not is_active(worker_state(r)) else "")
+        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} "
+              f"{kind.unit}{took}")
     return EXIT_OK
 
 

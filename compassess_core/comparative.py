@@ -194,6 +194,28 @@ class ComparativeKind:
             return int(sum(context_budget(c, settings) for c in contexts))
         return int(sum(len(planned_pairs(c, settings)) for c in contexts))
 
+    def prompt_work(self, dataset: Dataset, settings: RunSettings) -> list[tuple[str, float]]:
+        """``RunKind.prompt_work``: each passage once, each candidate once per planned pair it is
+        in (an adaptive run's budget shared evenly among a context's candidates), the template's
+        words once per pair."""
+        empty = settings.template.render("", "", "", settings.aspect_obj)
+        work: list[tuple[str, float]] = []
+        n_prompts = 0
+        for ctx in dataset.head(settings.contexts).contexts:
+            work.append((ctx.text, 1.0))
+            n = len(ctx.candidates)
+            if settings.strategy in OUTCOME_DEPENDENT:
+                budget = context_budget(ctx, settings)
+                times = np.full(n, 2.0 * budget / n)
+            else:
+                pairs = planned_pairs(ctx, settings)
+                budget = len(pairs)
+                times = np.bincount(pairs.ravel(), minlength=n).astype(float)
+            n_prompts += budget
+            work += [(c.text, float(t)) for c, t in zip(ctx.candidates, times) if t]
+        work.append((empty.text + empty.primer, float(n_prompts)))
+        return work
+
     def plan(self, job) -> WorkPlan:
         """What run ``job.run_id`` still lacks, in chunks (``job``: a ``run_kinds.RunJob``)."""
         settings, judge = job.settings, job.judge

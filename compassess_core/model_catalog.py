@@ -301,13 +301,15 @@ RECOMMENDED: tuple[Recommendation, ...] = (
     Recommendation("CPU (laptop or 2-8 cores)", "Qwen/Qwen2.5-1.5B-Instruct",
                    "the smallest judge measured above chance here (Qwen2.5-Coder-1.5B: Spearman "
                    "x100 ~28 on TopicalChat engagingness and naturalness, 67% agreement with "
-                   "MT-Bench experts; at chance on SummEval coherence); 0.1-1.5 comparisons/s on "
-                   "2 cores (fastest where candidates share a long context), so use PoE selection "
-                   "(25% of the pairs) for 16-candidate contexts; a Q4_K_M GGUF is 1.1 GB"),
+                   "MT-Bench experts; at chance on SummEval coherence); on a few CPU cores a run "
+                   "of many long prompts takes hours (the Run page's plan estimates it from the "
+                   "prompts' tokens once a run here has measured the model), so use PoE "
+                   "selection (25% of the pairs) for 16-candidate contexts; a Q4_K_M GGUF is "
+                   "1.1 GB"),
     Recommendation("CPU (laptop or 2-8 cores)", "HuggingFaceTB/SmolLM2-135M-Instruct",
-                   "the bundled judge: 2.2-6.1 comparisons/s on 2 CPU cores (0.2 on long "
-                   "MT-Bench answers) but at chance on every benchmark here; for trying the "
-                   "app, not for results"),
+                   "the bundled judge: small and quick on a CPU, but at chance on every benchmark "
+                   "here; for trying the app, not for results (its speed on this machine: the "
+                   "measured columns once it has run here)"),
     Recommendation("one consumer GPU (8-24 GB)", "Qwen/Qwen2.5-7B-Instruct",
                    "7B instruction-tuned judges match or beat the paper's Llama2-chat-7B/13B; "
                    "fits in 16 GB in bf16 (or 8 GB at 4 bits through a served vLLM/Ollama judge)"),

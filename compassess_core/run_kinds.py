@@ -105,6 +105,13 @@ class RunKind(Protocol):
         """How many units (``unit``) the run plans, known before a judge is loaded: what the Run
         page states, with an estimate of the time, before Start."""
 
+    def prompt_work(self, dataset: Dataset, settings: RunSettings) -> list[tuple[str, float]]:
+        """The texts the judge runs through the model for the whole plan, each with how many
+        times: a context's passage once (the judge's prefix cache computes a shared passage
+        once), each candidate once per prompt it is in, the template's own words once per
+        prompt. Counted in tokens (the worker, with the judge's tokenizer) or characters (the
+        plan before Start), it is the size of the run's work: ``speed.work_size``."""
+
     def plan(self, job: RunJob) -> WorkPlan:
         """What the run still lacks, chunk by chunk, and how to compute it."""
 

@@ -31,6 +31,12 @@ from .types import ComparisonPrompt, IntArray
 
 #: Seconds between heartbeats (status, progress and rate rewritten while a batch computes).
 HEARTBEAT_S = 2.0
+#: Prompts of the first judged batch of a session: a small one, so the first progress (and the
+#: first rate) comes within seconds of the judge being loaded, even when the prompts are long.
+FIRST_BATCH_PROMPTS = 2
+#: What a run's message says while its judge computes (the worker says "loading the judge" and
+#: "planning" before; a finished run's status says the rest).
+JUDGING_MESSAGE = "judging"
 #: What a cancelled run's status message says.
 CANCELLED_MESSAGE = "stopped on request; run again to resume"
 #: A run marked running whose heartbeat is older than this has no live worker: it died, or its
@@ -86,8 +92,10 @@ def is_active(state: str) -> bool:
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a run stands. ``rate``: units per second of computing in this session (comparisons,
-    candidates scored, reference comparisons: the run kind's unit); ``eta_s`` None until known."""
+    """Where a run stands. ``rate``: units per second of judging in this session (comparisons,
+    candidates scored, reference comparisons: the run kind's unit), over the wall-clock time
+    since the first judged batch began (``judging_s``; the judge's loading and planning left
+    out); ``eta_s`` None until known."""
 
     done: int
     total: int
@@ -96,6 +104,7 @@ class Progress:
     elapsed_s: float
     rate: float
     eta_s: float | None
+    judging_s: float = 0.0
 
     @property
     def fraction(self) -> float:
@@ -110,6 +119,7 @@ class RunSummary:
     computed: int
     cached: int
     elapsed_s: float
+    judging_s: float = 0.0
 
 
 @dataclass
@@ -138,39 +148,59 @@ class WorkPlan:
 
 
 class _Tracker:
-    """Counts of a run in progress and the rate of computing (units per second of judge time)."""
+    """Counts of a run in progress and its rate: units computed per second of wall-clock time
+    since the first judged batch began. Time before it (loading the judge, planning, results
+    found in the cache) is start-up, not judging: counting it made the first ETA ten times too
+    long. ``tokens_per_unit``: the prompt tokens the judge processes per unit of the plan
+    (``WorkPlan.notes['work_tokens']`` over its total), for the token rate."""
 
-    def __init__(self, total: int, already: int) -> None:
+    def __init__(self, total: int, already: int, tokens_per_unit: float | None = None) -> None:
         self.total, self.already, self.done = total, already, already
         self.computed = self.cached = 0
-        self.compute_s = 0.0
+        self.tokens_per_unit = tokens_per_unit
         self.start = time.perf_counter()
+        self.judge_start: float | None = None
 
-    def add(self, n: int, *, computed: bool, seconds: float = 0.0) -> None:
+    def judging(self) -> None:
+        """A judged batch begins: the judging clock starts at the first one."""
+        if self.judge_start is None:
+            self.judge_start = time.perf_counter()
+
+    def add(self, n: int, *, computed: bool) -> None:
         self.done += n
         if computed:
             self.computed += n
-            self.compute_s += seconds
         else:
             self.cached += n
 
     @property
+    def judging_s(self) -> float:
+        return 0.0 if self.judge_start is None else time.perf_counter() - self.judge_start
+
+    @property
     def rate(self) -> float:
-        return self.computed / self.compute_s if self.compute_s > 0 else 0.0
+        seconds = self.judging_s
+        return self.computed / seconds if self.computed and seconds > 0 else 0.0
+
+    @property
+    def token_rate(self) -> float | None:
+        return self.rate * self.tokens_per_unit if self.tokens_per_unit and self.rate else None
 
     def snapshot(self) -> Progress:
         rate = self.rate
         eta = (self.total - self.done) / rate if rate > 0 else None
         return Progress(self.done, self.total, self.computed, self.cached,
-                        time.perf_counter() - self.start, rate, eta)
+                        time.perf_counter() - self.start, rate, eta, self.judging_s)
 
     def status(self) -> dict:
-        """What a heartbeat writes: progress and rate."""
-        return dict(done=self.done, total=self.total, rate=self.rate or None)
+        """What a heartbeat writes: progress, rate, seconds of judging and the token rate."""
+        return dict(done=self.done, total=self.total, rate=self.rate or None,
+                    judge_s=self.judging_s if self.computed else None,
+                    token_rate=self.token_rate)
 
     def summary(self, status: str) -> RunSummary:
         return RunSummary(status, self.total, self.already, self.computed, self.cached,
-                          time.perf_counter() - self.start)
+                          time.perf_counter() - self.start, self.judging_s)
 
 
 class Heartbeat:
@@ -216,23 +246,27 @@ def run_plan(plan: WorkPlan, sink, run_id: int, *,
     Exception
         Whatever the judge or the sink raised; the run is marked failed with its message.
     """
-    tracker = _Tracker(plan.total, plan.already)
+    work_tokens = plan.notes.get("work_tokens")
+    tracker = _Tracker(plan.total, plan.already,
+                       work_tokens / plan.total if work_tokens and plan.total else None)
 
     def stop_if_asked() -> None:
         # Every micro-batch: a signal's event, then the store's flag (one small read).
         if (cancel is not None and cancel.is_set()) or sink.cancel_requested(run_id):
             raise RunCancelled(f"run {run_id} cancelled at {tracker.done}/{tracker.total}")
 
-    def store(results: list, *, computed: bool, seconds: float = 0.0) -> None:
+    def store(results: list, *, computed: bool) -> None:
         sink.add_results(run_id, plan.kind, results)
         if plan.on_results is not None:
             plan.on_results(results)
-        tracker.add(len(results), computed=computed, seconds=seconds)
+        tracker.add(len(results), computed=computed)
         sink.set_run_status(run_id, "running", **tracker.status())
         if progress:
             progress(tracker.snapshot())
 
-    sink.set_run_status(run_id, "running", done=tracker.done, total=tracker.total, message=None)
+    # The message says what the worker does now; the one it said while loading must not stay.
+    sink.set_run_status(run_id, "running", done=tracker.done, total=tracker.total,
+                        message=JUDGING_MESSAGE)
     if progress:
         progress(tracker.snapshot())
     try:
@@ -246,10 +280,14 @@ def run_plan(plan: WorkPlan, sink, run_id: int, *,
                     store([plan.result(k, hits[h], h) for k, h in zip(keys, hashes) if h in hits],
                           computed=False)
                 missing = [i for i, h in enumerate(hashes) if h not in hits]
-                if missing:
-                    _compute_and_store(plan, [keys[i] for i in missing],
-                                       [prompts[i] for i in missing], [hashes[i] for i in missing],
-                                       store, stop_if_asked)
+                # The session's first judged batch is small (its first progress comes quickly);
+                # the rest of its chunk follows as usual.
+                parts = ([missing[:FIRST_BATCH_PROMPTS], missing[FIRST_BATCH_PROMPTS:]]
+                         if tracker.judge_start is None else [missing])
+                for part in filter(None, parts):
+                    tracker.judging()
+                    _compute_and_store(plan, [keys[i] for i in part], [prompts[i] for i in part],
+                                       [hashes[i] for i in part], store, stop_if_asked)
     except (RunCancelled, KeyboardInterrupt):
         sink.set_run_status(run_id, "cancelled", done=tracker.done, total=tracker.total,
                             message=CANCELLED_MESSAGE)
@@ -258,7 +296,8 @@ def run_plan(plan: WorkPlan, sink, run_id: int, *,
         sink.set_run_status(run_id, "failed", done=tracker.done, total=tracker.total,
                             message=f"{type(e).__name__}: {e}")
         raise
-    sink.set_run_status(run_id, "completed", done=tracker.done, total=tracker.total, message=None)
+    final = tracker.status()
+    sink.set_run_status(run_id, "completed", message=None, **final)
     return tracker.summary("completed")
 
 
@@ -267,13 +306,10 @@ def _compute_and_store(plan: WorkPlan, keys: list, prompts: list[ComparisonPromp
     """Stream one chunk through the judge; store each micro-batch, then look for a cancel."""
     stream = plan.compute(prompts)
     try:
-        t0 = time.perf_counter()
         for rows, judgements in stream:
-            seconds = time.perf_counter() - t0
             store([plan.result(keys[r], j, hashes[r]) for r, j in zip(rows, judgements)],
-                  computed=True, seconds=seconds)
+                  computed=True)
             stop_if_asked()
-            t0 = time.perf_counter()
     finally:
         close = getattr(stream, "close", None)
         if close is not None:

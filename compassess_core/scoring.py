@@ -386,6 +386,16 @@ class ScoringKind:
         """Candidates the run scores (each once), known before a judge is loaded."""
         return int(sum(len(c.candidates) for c in dataset.head(settings.contexts).contexts))
 
+    def prompt_work(self, dataset: Dataset, settings: RunSettings) -> list[tuple[str, float]]:
+        """``RunKind.prompt_work``: each passage once, each candidate once, the template's words
+        once per candidate."""
+        contexts = dataset.head(settings.contexts).contexts
+        empty = self.template(settings).render("", "", settings.aspect_obj)
+        work = [(ctx.text, 1.0) for ctx in contexts]
+        work += [(c.text, 1.0) for ctx in contexts for c in ctx.candidates]
+        work.append((empty.text + empty.primer, float(sum(len(c.candidates) for c in contexts))))
+        return work
+
     def plan(self, job) -> WorkPlan:
         """Every candidate the run has not scored, whole contexts per chunk where possible so
         the scorer reuses each context's prompt prefix (``job``: a ``run_kinds.RunJob``)."""

@@ -1,17 +1,32 @@
 """How fast a judge runs on this machine, from what earlier runs recorded: for estimates before Start.
 
-Every run's worker records its rate (``runs.rate``: the run kind's units per second of judging).
-The speed of a model is the median rate of its earlier runs of the same kind (and device, when
-asked), so an estimate needs no benchmark of its own and follows the machine it runs on.
-This module must never read the store itself: callers hand it the runs (``Store.list_runs()``).
+Every run's worker records its rate (``runs.rate``: the run kind's units per second of judging)
+and its token rate (``runs.token_rate``: prompt tokens the judge processed per second of
+judging, from its first judged batch on), with the size of its work in tokens and characters
+(``runs.plan``: ``work_tokens``, ``work_chars``). A comparison of two long stories costs far more
+than one of two short replies, so the time a plan states comes from the size of its prompts
+(``RunKind.prompt_work``) at the model's measured token rate: the median of its earlier runs on
+this device, so an estimate needs no benchmark of its own and follows the machine it runs on.
+When nothing is measured the estimate says it uses the rough defaults below. This module must
+never read the store itself: callers hand it the runs (``Store.list_runs()``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
+
+#: Characters per prompt token when no run of the model measured its own: English text in the
+#: tokenizers of the bundled and catalogued models runs at about 4.
+ROUGH_CHARS_PER_TOKEN = 4.0
+#: Prompt tokens per second of judging when no run of the model measured its own: a round figure
+#: between what the bundled 135M judge measured on the shared 2-core development machine under
+#: other load (11-53 tokens/s, tests/test_honest_time.py's runs) and what its comparisons/s on a
+#: quiet one imply (docs/results.md section 4: several hundred). Only an order of magnitude: the
+#: Run page says so; a larger model is slower, a GPU much faster.
+ROUGH_TOKENS_PER_S = 200.0
 
 
 class RecordedRun(Protocol):
@@ -49,3 +64,66 @@ def human_duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def work_size(work: Sequence[tuple[str, float]], count: Callable[[list[str]], np.ndarray]) -> float:
+    """The size of a run's work (``RunKind.prompt_work``: texts and how many times each is run),
+    each text counted by ``count`` (tokens, or :func:`characters`): sum_i times_i * count(text_i)."""
+    if not work:
+        return 0.0
+    texts = [t for t, _ in work]
+    times = np.array([n for _, n in work], dtype=np.float64)
+    return float(np.dot(np.asarray(count(texts), dtype=np.float64), times))
+
+
+def characters(texts: list[str]) -> np.ndarray:
+    """Each text's length in characters (what :func:`work_size` counts before a tokenizer is at hand)."""
+    return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """How long judging a plan takes (the judge's loading not included): ``tokens`` prompt tokens
+    (its characters at ``chars_per_token``) at ``token_rate`` tokens per second; ``n_runs`` the
+    earlier runs of the model these were measured on, 0 when both are the rough defaults."""
+
+    seconds: float
+    tokens: float
+    token_rate: float
+    chars_per_token: float
+    n_runs: int
+
+    @property
+    def measured(self) -> bool:
+        return self.n_runs > 0
+
+    def sentence(self) -> str:
+        """The estimate in words, with what it rests on (the Run page, ``compassess run``)."""
+        basis = (f"{self.token_rate:,.0f} prompt tokens/s and {self.chars_per_token:.1f} "
+                 f"characters per token, the median of {self.n_runs} earlier run(s) of this model "
+                 "on this machine" if self.measured else
+                 f"a rough default of {self.token_rate:,.0f} prompt tokens/s and "
+                 f"{self.chars_per_token:.0f} characters per token: no run of this model has "
+                 "measured its speed on this machine yet (the first run does)")
+        return (f"about {human_duration(self.seconds)} of judging (loading the judge not "
+                f"included) for about {self.tokens:,.0f} prompt tokens at {basis}")
+
+
+def estimate_time(work: Sequence[tuple[str, float]], runs: Iterable[RecordedRun], model: str,
+                  device: str | None = None) -> TimeEstimate:
+    """The judging time of a plan's ``work`` (``RunKind.prompt_work``) for ``model``: its size in
+    characters over the model's measured characters per token, at the median token rate of its
+    earlier runs (on ``device`` when given; any run kind: a prompt token costs the same); the
+    rough defaults when no run measured them."""
+    measured = [r for r in runs
+                if getattr(r, "token_rate", None) and r.token_rate > 0
+                and r.settings.get("model") == model
+                and (device is None or r.settings.get("device", "auto") == device)]
+    ratios = [float(r.plan["work_chars"]) / float(r.plan["work_tokens"]) for r in measured
+              if (getattr(r, "plan", None) or {}).get("work_tokens")
+              and r.plan.get("work_chars")]
+    chars_per_token = float(np.median(ratios)) if ratios else ROUGH_CHARS_PER_TOKEN
+    token_rate = (float(np.median([r.token_rate for r in measured])) if measured
+                  else ROUGH_TOKENS_PER_S)
+    tokens = work_size(work, characters) / chars_per_token
+    return TimeEstimate(tokens / token_rate, tokens, token_rate, chars_per_token, len(measured))

@@ -33,6 +33,7 @@ from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .run_kinds import RunJob, get_kind, kind_of
 from .run_loop import Heartbeat, Progress, RunSummary, run_plan
 from .settings import RunSettings
+from .speed import characters, work_size
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Niceness of a worker process started by the app (COMPASSESS_WORKER_NICE overrides): the model
@@ -149,6 +150,7 @@ def execute(job: RunJob, sink, *, reporter: Reporter | None = None,
     if working is not None:
         working.set()  # from here a stop keeps what was computed (references, micro-batches)
     try:
+        sink.set_run_status(job.run_id, "running", message="planning the run")
         with Heartbeat(sink, job.run_id):
             plan = kind.plan(job)
     except (RunCancelled, KeyboardInterrupt):
@@ -158,11 +160,28 @@ def execute(job: RunJob, sink, *, reporter: Reporter | None = None,
     except BaseException as e:
         _mark_failed(sink, job.run_id, e)
         raise
+    plan.notes.update(work_notes(kind, job))
     sink.record_plan(job.run_id, plan.notes)
     for cid, kept in plan.notes.get("truncated_contexts", {}).items():
         reporter.message(f"context '{cid}' truncated to its first {kept:,} characters to fit the "
                          "model's context window")
     return run_plan(plan, sink, job.run_id, progress=reporter.progress, cancel=cancel)
+
+
+def work_notes(kind, job: RunJob) -> dict:
+    """The size of the run's whole plan (``RunKind.prompt_work``) in characters and, with the
+    judge's tokenizer, in prompt tokens: what the token rate is measured on (``run_loop``) and
+    what a later plan's estimate converts characters to tokens with (``speed.estimate_time``).
+    A judge without a tokenizer (a served model) gives characters only."""
+    work = kind.prompt_work(job.dataset, job.settings)
+    notes = {"work_chars": int(work_size(work, characters))}
+    tokenizer = getattr(job.judge, "tokenizer", None)
+    if tokenizer is not None and work:
+        def tokens(texts: list[str]):
+            return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        with contextlib.suppress(Exception):  # a tokenizer that cannot count leaves no rate
+            notes["work_tokens"] = int(work_size(work, tokens))
+    return notes
 
 
 def execute_with(sink, dataset, settings: RunSettings, judge, run_id: int, *, dataset_id: int = 0,
@@ -226,9 +245,12 @@ def execute_run(store, run_id: int, *, judge=None, reporter: Reporter | None = N
 
 
 def summary_line(summary: RunSummary, unit: str) -> str:
+    rate = (f", {summary.computed / summary.judging_s:.2f} {unit.split()[0]}/s over "
+            f"{summary.judging_s:.1f} s of judging" if summary.computed and summary.judging_s
+            else "")
     return (f"done: {summary.total} {unit} in the run ({summary.already_stored} already stored, "
             f"{summary.computed} computed, {summary.cached} from cache) in "
-            f"{summary.elapsed_s:.1f} s")
+            f"{summary.elapsed_s:.1f} s{rate}")
 
 
 def stopped_line(unit: str) -> str:

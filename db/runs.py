@@ -47,7 +47,10 @@ class RunInfo:
     ``n_comparisons`` counts the pairwise comparisons stored (0 for other kinds); ``judge_key`` is
     the identity of the judge that executed the run (None until a worker recorded it); ``rate``
     the worker's speed in the run kind's units per second of judging; ``plan`` what planning found
-    (context window, longest prompt, ``truncated_contexts``: context id -> characters kept).
+    (context window, longest prompt, ``truncated_contexts``: context id -> characters kept, the
+    prompt tokens and characters the judge processes); ``judge_s`` the seconds of judging from
+    the worker's first judged batch (judge loading excluded); ``token_rate`` the prompt tokens
+    the judge processed per second of it.
     """
 
     id: int
@@ -67,6 +70,8 @@ class RunInfo:
     judge_key: str | None = None
     rate: float | None = None
     plan: dict | None = None
+    judge_s: float | None = None
+    token_rate: float | None = None
 
 
 def settings_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -231,9 +236,10 @@ class RunStore(StoreBase):
 
     def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
                        total: int | None = None, message: str | None = None,
-                       rate: float | None = None) -> None:
-        """Record status, progress, the worker's rate (units per second) and a heartbeat (now,
-        with this process's pid).
+                       rate: float | None = None, judge_s: float | None = None,
+                       token_rate: float | None = None) -> None:
+        """Record status, progress, the worker's rate (units per second), its seconds of judging
+        and prompt tokens per second, and a heartbeat (now, with this process's pid).
 
         ``message=None`` keeps the current message while the status stays the same and clears it
         when the status changes. A terminal status (completed, cancelled, failed) clears the
@@ -258,6 +264,10 @@ class RunStore(StoreBase):
             values["total"] = int(total)
         if rate is not None:
             values["rate"] = float(rate)
+        if judge_s is not None:
+            values["judge_s"] = float(judge_s)
+        if token_rate is not None:
+            values["token_rate"] = float(token_rate)
         if status in TERMINAL_STATUSES:
             values["cancel_requested"] = False
         self._change_run(run_id, update(RunRow).values(**values))
@@ -323,7 +333,7 @@ def _run_select() -> Select:
                    RunRow.settings, RunRow.status, RunRow.done, RunRow.total, RunRow.message,
                    RunRow.heartbeat_at, RunRow.created_at, n.label("n"),
                    RunRow.cancel_requested, RunRow.worker_pid, RunRow.model_key, RunRow.rate,
-                   RunRow.plan)
+                   RunRow.plan, RunRow.judge_s, RunRow.token_rate)
             .join(DatasetRow, DatasetRow.id == RunRow.dataset_id))
 
 
@@ -331,4 +341,4 @@ def _run_info(r: Row) -> RunInfo:
     return RunInfo(r.id, r.name, r.dataset_id, r.ds_name, dict(r.settings), r.status, r.done,
                    r.total, r.message, r.heartbeat_at, r.created_at, int(r.n),
                    bool(r.cancel_requested), r.worker_pid, r.model_key, r.rate,
-                   dict(r.plan) if r.plan else None)
+                   dict(r.plan) if r.plan else None, r.judge_s, r.token_rate)

@@ -177,6 +177,11 @@ class RunRow(Base):
     # The worker's speed (run units per second of judging) and what planning found.
     rate: Mapped[float | None] = mapped_column(Float)
     plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Seconds of judging from the first judged batch of the worker's session (judge loading
+    # excluded), and the prompt tokens the judge processed per second of it: what a finished run
+    # shows, and what the plan of a later run estimates its time from.
+    judge_s: Mapped[float | None] = mapped_column(Float)
+    token_rate: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

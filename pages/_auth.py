@@ -221,11 +221,14 @@ def _refuse(problem: str) -> None:
 
 def harden_server(local: bool) -> None:
     """Streamlit options every CompAssess server gets: uncaught errors show a generic message,
-    never a traceback (admins read the server log); and in local mode WebSocket connections only
-    from a localhost Host name (``server.allowedHosts``; :class:`HostAndMetricsGuard` covers the
-    HTTP routes)."""
+    never a traceback (admins read the server log); the toolbar has no Deploy menu nor developer
+    options (the app is served, not developed, here: ``.streamlit/config.toml`` says the same,
+    but Streamlit reads that file only from the working directory); and in local mode WebSocket
+    connections only from a localhost Host name (``server.allowedHosts``;
+    :class:`HostAndMetricsGuard` covers the HTTP routes)."""
     from streamlit import config
     config.set_option("client.showErrorDetails", "none")
+    config.set_option("client.toolbarMode", "minimal")
     if local:
         config.set_option("server.allowedHosts", list(LOCAL_HOSTS))
 

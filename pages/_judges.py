@@ -59,7 +59,7 @@ def catalog_expander() -> None:
     """The judges on this machine and the recommended ones, in an expander."""
     with st.expander("Judges on this machine, and which to get", icon=":material/memory:"):
         frame = catalog_frame(_catalog(db_url(), str(models_folder())))
-        st.dataframe(plain(frame, "text"), hide_index=True, width="stretch")
+        st.dataframe(plain(frame, "text"), hide_index=True, width="stretch", placeholder="")
         st.caption(f"The bundled judge and every .gguf file or transformers folder in the models "
                    f"folder {plain(models_folder())} (COMPASSESS_MODELS_DIR). Size on disk; "
                    "parameters and context window (the longest prompt in tokens) read from the "
@@ -68,7 +68,7 @@ def catalog_expander() -> None:
                    "of this model's earlier runs in this store, empty when never run here. "
                    "`compassess models` prints the same.")
         st.dataframe(pd.DataFrame([dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
-                                   for r in RECOMMENDED]), hide_index=True, width="stretch")
+                                   for r in RECOMMENDED]), hide_index=True, width="stretch", placeholder="")
         st.caption("Recommended hub ids by hardware (they need the model hub, or a copy in the "
                    "models folder). The bundled 135M judge is at chance on every benchmark in "
                    "docs/results.md: use it to try the app, not for results.")
@@ -184,7 +184,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                            f"balanced tau* = {report.tau:.3f}, no labels": fmt(getattr(deb, key), spec),
                            f"calibrated ({report.folds}-fold held out)": fmt(getattr(held, key), spec)}
                           for label, key, spec in rows])
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="")
     st.caption(f"On {raw.n_comparisons} comparisons of {held.n_pairs} pairs of aspect "
                f"{plain(aspect)} with a decisive human majority (both orders of a pair in the "
                "same fold). Per comparison: y = 1 when people preferred the text shown first. Pair "
@@ -251,7 +251,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                  column_config={"score": st.column_config.NumberColumn("fused score", format="%.4f"),
                                 "sd": st.column_config.NumberColumn("posterior sd", format="%.4f"),
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
-                                "n_votes": st.column_config.NumberColumn("human votes")})
+                                "n_votes": st.column_config.NumberColumn("human votes")}, placeholder="")
     st.caption(f"{len(frame):,} rows; scores: the posterior mean of one Gaussian product of experts "
                f"over {run.n_comparisons:,} judge comparisons at {at_tau(tau)}"
                f"{' (p calibrated)' if run.calibration is not None else ''} and {choice.n_votes} "
@@ -264,6 +264,6 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                          column_config={"loo_accuracy": st.column_config.NumberColumn(
                              "held-out vote accuracy", format="%.3f"),
                              "loo_squared_error": st.column_config.NumberColumn(
-                                 "held-out squared error", format="%.5f")})
+                                 "held-out squared error", format="%.5f")}, placeholder="")
             st.caption(f"Each of the {choice.n_decisive} decisive votes predicted by the fit "
                        "without it; the weight with the highest share of correct signs wins.")

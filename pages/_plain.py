@@ -1,6 +1,11 @@
 """The inert-string helper of the pages: every string a user controls passes through
 :func:`plain` wherever Streamlit or plotly would read it as markdown or HTML.
 
+Missing values show empty everywhere: :func:`plain` empties a table's missing texts, and every
+``st.dataframe`` of the pages passes ``placeholder=""``, without which Streamlit prints the word
+"None" for a missing number (an unjudged candidate's score); ``tests/test_app_missing_cells.py``
+checks both.
+
 A module of its own so that the sign-in gate (``pages/_auth.py``) and the page helpers
 (``pages/_common.py``) can both use it without importing each other.
 """

@@ -59,7 +59,7 @@ def annotator_agreement() -> None:
             if len(own):
                 shown = own[["context_id", "candidate_left", "candidate_right", "winner",
                              "comment", "created_at"]]
-                st.dataframe(plain(shown, into="text"), hide_index=True, width="stretch")
+                st.dataframe(plain(shown, into="text"), hide_index=True, width="stretch", placeholder="")
 
 
 if not me.is_admin:
@@ -181,7 +181,7 @@ with st.expander("Every annotator alone, raw and at tau", expanded=False):
                                 "accuracy_without_ties": st.column_config.NumberColumn(format="%.3f"),
                                 "kappa_with_ties": st.column_config.NumberColumn(format="%.3f"),
                                 "kappa_without_ties": st.column_config.NumberColumn(format="%.3f"),
-                                "tau": st.column_config.NumberColumn(format="%.4f")})
+                                "tau": st.column_config.NumberColumn(format="%.4f")}, placeholder="")
 
 # ----------------------------------------------------------------------- human vs human
 st.header("Human vs human")
@@ -207,7 +207,7 @@ else:
     if len(hh.pairwise):
         st.dataframe(plain(hh.pairwise, "text"), hide_index=True, width="stretch",
                      column_config={"agreement": st.column_config.NumberColumn(format="%.3f"),
-                                    "kappa": st.column_config.NumberColumn(format="%.3f")})
+                                    "kappa": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
 
 # ----------------------------------------------------------------------- positional bias
 st.header("Positional bias: people vs the LLM")
@@ -225,7 +225,7 @@ with b2:
     st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
                                                           "n": "judgements"}), "text"),
                  hide_index=True, width="stretch",
-                 column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")})
+                 column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
     st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
                "out) that picked the left text. LLM: P(A), the share of comparisons won by the "
                "first position (eq. 8), raw and at the current tau (eq. 10).")
@@ -256,7 +256,7 @@ if len(human_rank):
     side = side.rename(columns={"n_comparisons": "human votes"})
     r2.dataframe(plain(side, "text"), hide_index=True, width="stretch",
                  column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
-                                "score (LLM)": st.column_config.NumberColumn(format="%.3f")})
+                                "score (LLM)": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
                f"LLM's from its comparisons at {at_tau(tau, 4)}. Rank 1 = best.")
 
@@ -273,7 +273,7 @@ else:
     event = st.dataframe(plain(dis, "text"), hide_index=True, width="stretch", on_select="rerun",
                          selection_mode="single-row", key="disagreements_table",
                          column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                        for c in ("p_xy", "p_yx", "p_avg", "confidence")})
+                                        for c in ("p_xy", "p_yx", "p_avg", "confidence")}, placeholder="")
     rows = (event or {}).get("selection", {}).get("rows", []) if event else []
     labels = [plain(f"{r.context_id}: {r.x} vs {r.y} (humans: {r.human}, LLM: {r.verdict}, "
                     f"confidence {r.confidence:.3f})", "text") for r in dis.itertuples(index=False)]
@@ -292,7 +292,7 @@ else:
         st.dataframe(plain(answers, "text").rename(columns={"candidate_left": "shown left (A)",
                                              "candidate_right": "shown right (B)",
                                              "winner": "answer (A = left)"}),
-                     hide_index=True, width="stretch")
+                     hide_index=True, width="stretch", placeholder="")
         x, y = plain(row["x"]), plain(row["y"])
         st.caption(f"Majority: {plain(row['human'])} ({row['n_x']} for {x}, {row['n_y']} for "
                    f"{y}, {row['n_tie']} ties). The LLM picks {plain(row['verdict'])}: "

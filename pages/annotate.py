@@ -284,7 +284,7 @@ def import_labels() -> None:
     except ValidationError as err:
         st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was "
                  "stored. Rows are numbered as a spreadsheet shows them.", icon=":material/error:")
-        st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch")
+        st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch", placeholder="")
         return
     named = list(annotator_counts(labels))
     st.success(f"No problem found: {len(labels)} labels for dataset {plain(info.name)}.",

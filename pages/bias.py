@@ -113,7 +113,7 @@ st.dataframe(plain(per, into="text"), hide_index=True, width="stretch",
                  "p_b": st.column_config.NumberColumn("P(B)", format="%.3f"),
                  "flip_rate": st.column_config.NumberColumn("flip rate", format="%.3f"),
                  "n_comparisons": st.column_config.NumberColumn("comparisons"),
-                 "n_pairs_both_orders": st.column_config.NumberColumn("pairs in both orders")})
+                 "n_pairs_both_orders": st.column_config.NumberColumn("pairs in both orders")}, placeholder="")
 st.caption(f"{len(per)} contexts at {at_tau(tau)}; P(A) = share of the context's comparisons "
            "won by the first position (eq. 8); flip rate over the context's pairs judged in "
            "both orders.")
@@ -157,7 +157,7 @@ event = st.dataframe(
     column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
                    "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
                    "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
-                   "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")})
+                   "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}, placeholder="")
 st.caption(f"The {len(top)} most order-dependent of {len(dep):,} pairs judged in both orders; "
            "select a row (or pick below) to open the comparison.")
 rows = event.selection.rows if event and hasattr(event, "selection") else []

@@ -90,10 +90,10 @@ def manage(campaign) -> None:
     st.subheader("Progress per annotator")
     st.dataframe(plain(progress, into="text"), hide_index=True, width="stretch",
                  column_config={"done": st.column_config.ProgressColumn(
-                     "done", min_value=0.0, max_value=1.0, format="percent")})
+                     "done", min_value=0.0, max_value=1.0, format="percent")}, placeholder="")
     if len(agree.pairwise):
         st.caption("Agreement of each pair of annotators on the pairs both labelled:")
-        st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, width="stretch")
+        st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, width="stretch", placeholder="")
 
     people = [p.identity for p in api_store().people()]
     with st.expander("Annotators and status", icon=":material/group:"):

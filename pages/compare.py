@@ -115,7 +115,7 @@ event = st.dataframe(
                    "winner_a": st.column_config.TextColumn("A picks"),
                    "winner_b": st.column_config.TextColumn("B picks"),
                    "confidence": st.column_config.NumberColumn(
-                       "|p_A - tau_A| + |p_B - tau_B|", format="%.3f")})
+                       "|p_A - tau_A| + |p_B - tau_B|", format="%.3f")}, placeholder="")
 st.caption(f"{len(dis):,} of {cmp.n_shared:,} shared ordered pairs, the most confident disagreement "
            "first. Select a row (or pick below) to open the comparison in both runs.")
 rows = (event or {}).get("selection", {}).get("rows", []) if event else []

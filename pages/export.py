@@ -45,7 +45,7 @@ if is_scoring_run(run):
                "the score tokens), with the argmax score, the probability mass on the scores 1–10 "
                "and the reference columns: the file `compassess export --what rankings` writes. "
                "The first rows:")
-    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch")
+    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch", placeholder="")
     st.subheader("Settings recorded with every file")
     st.json(exported.metadata, expanded=False)
     st.stop()
@@ -71,7 +71,7 @@ for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-{what}",
                            fmt_choice, f"dl_{what}")
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; the first rows:")
-    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch")
+    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch", placeholder="")
     metadata = metadata or exported.metadata
 
 st.subheader("Audit report (one HTML file)")

@@ -55,7 +55,7 @@ if datasets:
                                           candidates=d.n_candidates,
                                           reference_scores=", ".join(d.score_columns),
                                           source=d.source, saved=d.created_at) for d in datasets]),
-                       into="text"), hide_index=True, width="stretch")
+                       into="text"), hide_index=True, width="stretch", placeholder="")
 else:
     st.info("No dataset yet: load the sample above or upload your own file on **Upload**.")
 
@@ -68,7 +68,7 @@ if runs:
                                           planned=r.info.total, unit=r.run_kind.unit,
                                           model=r.settings.model, aspect=r.settings.aspect,
                                           created=r.info.created_at) for r in runs]), into="text"),
-                 hide_index=True, width="stretch")
+                 hide_index=True, width="stretch", placeholder="")
 else:
     st.info("No run yet: start one on **Run**.")
 

@@ -66,7 +66,7 @@ else:
 # Columns empty for every judge (no human labels, say) are left out rather than shown as "None".
 st.dataframe(plain(board.frame.dropna(axis=1, how="all"), into="text"), hide_index=True,
              key="judges_table",
-             column_config={"note": st.column_config.TextColumn("note", width="large")})
+             column_config={"note": st.column_config.TextColumn("note", width="large")}, placeholder="")
 st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
            "comparisons won by the longer text; comparisons_per_s: as measured when the run "
            "executed (a panel: all its members' comparisons over their seconds together); tokens "

@@ -137,7 +137,7 @@ st.dataframe(
             "length-controlled win rate vs baseline", **pct,
             help="sigmoid(theta_system - theta_baseline) of the length-controlled GLM: the "
                  "predicted win rate at equal length and no position preference (AlpacaEval 2.0)"),
-    })
+    }, placeholder="")
 
 st.subheader("Votes per pair of systems")
 st.dataframe(
@@ -149,7 +149,7 @@ st.dataframe(
         "wins_a": st.column_config.NumberColumn("won by A"),
         "wins_b": st.column_config.NumberColumn("won by B"),
         "win_rate_a": st.column_config.NumberColumn("A's win rate", **pct),
-    })
+    }, placeholder="")
 st.caption(f"Comparisons between each pair of systems that met (both orders, all contexts) and how "
            f"many each won at {at_tau(tau)} (eq. 10); Chatbot Arena's battle counts.")
 

@@ -117,7 +117,7 @@ st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(str(members['weights']))}.")
 st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
     "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
-    "n_comparisons": "comparisons"}), hide_index=True, key="panel_members_table")
+    "n_comparisons": "comparisons"}), hide_index=True, key="panel_members_table", placeholder="")
 
 agree = read(name, stamp, "member_agreement")
 split = read(name, stamp, "split_pairs")
@@ -144,7 +144,7 @@ with tabs[0]:
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
     st.dataframe(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
-                 hide_index=True, key="panel_rankings")
+                 hide_index=True, key="panel_rankings", placeholder="")
 with tabs[1]:
     ev = read(name, stamp, "member_evaluations")
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
@@ -156,13 +156,13 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="panel_evaluation")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="panel_evaluation", placeholder="")
 with tabs[2]:
     try:
         board = read(name, stamp, "leaderboard", n_boot=100)
         st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
                    "95% intervals of 100 context bootstraps) on the panel's combined p.")
-        st.dataframe(board.frame, hide_index=True, key="panel_leaderboard")
+        st.dataframe(board.frame, hide_index=True, key="panel_leaderboard", placeholder="")
     except api.NoSystemsError as e:
         st.info(plain(str(e)))
 with tabs[3]:
@@ -178,8 +178,8 @@ with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
                "Cohen's kappa of every two members on the pairs both judged, and each member "
                "against the panel's own verdict.")
-    st.dataframe(agree.pairwise, hide_index=True, key="panel_pairwise")
-    st.dataframe(agree.with_panel, hide_index=True, key="panel_with_panel")
+    st.dataframe(agree.pairwise, hide_index=True, key="panel_pairwise", placeholder="")
+    st.dataframe(agree.with_panel, hide_index=True, key="panel_with_panel", placeholder="")
     if stamp[2]:
         try:
             people = read(name, stamp, "agreement")
@@ -195,7 +195,7 @@ with tabs[4]:
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
-    st.dataframe(split, hide_index=True, key="panel_split")
+    st.dataframe(split, hide_index=True, key="panel_split", placeholder="")
 with tabs[6]:
     out = read(name, stamp, "export_bytes", what="rankings", fmt="csv", method="win-ratio",
                debias="none", ci=False)

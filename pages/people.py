@@ -73,4 +73,4 @@ st.dataframe(plain(pd.DataFrame([dict(
     identity=p.identity, role=p.role,
     added_by=p.added_by + (" (COMPASSESS_ADMINS)" if p.identity in configured else ""),
     since=p.created_at) for p in people], columns=["identity", "role", "added_by", "since"]),
-    into="text"), hide_index=True, width="stretch")
+    into="text"), hide_index=True, width="stretch", placeholder="")

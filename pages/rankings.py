@@ -79,7 +79,7 @@ def scoring_rankings(run) -> None:
                 ("Pooled Spearman x100 (all scored candidates together)", "pooled_spearman_x100")]
         table = pd.DataFrame([{"metric": label, RANK_BY["expected"]: fmt(g[key]),
                                RANK_BY["argmax"]: fmt(a[key])} for label, key in rows])
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(table, hide_index=True, width="stretch", placeholder="")
         st.caption(f"Spearman x100 against {plain(reference)} over {g['contexts_used']} context(s) "
                    f"({g['contexts_skipped']} skipped: constant scores or reference); "
                    f"{ev['n_scored']:,} candidates scored; the same numbers as "
@@ -104,7 +104,7 @@ def scoring_rankings(run) -> None:
                 "mass on scores 1–10", format="%.3f",
                 help="Probability the model put on the ten valid scores for this candidate."),
             "text": st.column_config.TextColumn("text (preview)", width="large"),
-        })
+        }, placeholder="")
     st.caption(f"{len(shown):,} scored candidates, ranked within each context by the {RANK_BY[which]}; "
                "ties share the better rank. Expected score: 1–10, from the model's distribution "
                "over the score tokens; argmax score: the most probable score. Texts are previews "
@@ -155,7 +155,7 @@ if reference is not None:
     table = pd.DataFrame([dict(metric=m, raw_tau_0_5=fmt(r, s), current_tau=fmt(c, s))
                           for m, r, c, s in rows])
     table.columns = ["metric", "raw (tau = 0.5)", f"current ({at_tau(tau)})"]
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch", placeholder="")
     st.caption(f"Correlations over {ev.contexts_used} context(s) "
                f"({ev.contexts_skipped} skipped: all reference scores equal); pairwise accuracy on "
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
@@ -180,7 +180,7 @@ st.dataframe(
         "ci_high": st.column_config.NumberColumn("CI 97.5%", format="%.4f"),
         "text": st.column_config.TextColumn("text (preview)", width="large"),
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
-    })
+    }, placeholder="")
 st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
            f"{at_tau(tau)}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
            "previews (full texts on Matrix and in exports).")

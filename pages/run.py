@@ -31,7 +31,7 @@ from compassess_core.run_kinds import build_settings, kind_of
 from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
-from compassess_core.speed import human_duration, measured_speed
+from compassess_core.speed import human_duration
 from pages import _view as view
 from pages._auth import guard, require
 from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
@@ -291,12 +291,8 @@ except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so befor
     settings = planned = None
 if settings is not None:
     kind = kind_of(settings)
-    speed = measured_speed([r.info for r in list_runs()], settings.model, kind.name, settings.device)
     n_judged = settings.contexts or len(dataset.contexts)
-    took = (f"about {human_duration(speed.seconds_for(planned))} at {speed.rate:.2f} "
-            f"{kind.rate_unit}, the median speed of {speed.n_runs} earlier run(s) of this model "
-            "on this machine" if speed else
-            "no speed measured yet for this model on this machine: the first run measures it")
+    took = api_store().estimate_time(dataset, settings).sentence()
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
@@ -343,11 +339,13 @@ watch = st.session_state.get(WATCH)
 if watch not in names:
     watch = live[-1] if live else (view.get("run") if view.get("run") in names else names[-1])
 st.session_state["watch_w"] = watch
+# Each run's label with its state as this render found it: a label computed again later (a
+# heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
+labels = {r.name: f"{plain(r.name, 'text')} [{state_text(r.info)}]" for r in runs}
 watched = top.selectbox("Watch run", names, key="watch_w",
                         on_change=lambda: st.session_state.__setitem__(WATCH,
                                                                        st.session_state["watch_w"]),
-                        format_func=lambda n: f"{plain(n, 'text')} "
-                                              f"[{state_text(runs[names.index(n)].info)}]")
+                        format_func=lambda n: labels.get(n, plain(n, "text")))
 view.put("run", watched)
 
 #: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).
@@ -361,6 +359,15 @@ STATE_HELP = {
     "cancelled": "Stopped on request; Resume continues where it stopped.",
     "failed": "The worker failed; see the message and the log. Resume retries.",
     "pending": "The run exists but no worker is running it.",
+}
+
+
+#: What the worker is doing, by the message it records in each phase (``worker``, ``run_loop``).
+PHASE_TEXT = {
+    "worker starting": "starting the worker",
+    "loading the judge": "loading the judge",
+    "planning the run": "planning the run (checking every prompt fits the judge)",
+    "judging": "judging the first batch",
 }
 
 
@@ -392,15 +399,22 @@ def progress_panel(name: str, was_active: bool) -> None:
     title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
     total, done = int(info.total or 0), int(info.done or 0)
     status_slot.markdown(f"**Status: {title}** — {explain}")
+    unit, rate_unit = run.run_kind.unit, run.run_kind.rate_unit
     if total:
-        rate, eta = rate_and_eta(info) if is_active(state) else (None, None)
-        progress_slot.progress(min(done / total, 1.0),
-                               text=f"{done:,}/{total:,} {run.run_kind.unit} ({100 * done / total:.0f}%)"
-                                    f" · {fmt(rate, '.2f', '…')} {run.run_kind.rate_unit}"
-                                    f" · ETA {fmt(eta, '.0f', '…')} s")
+        share = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
+        if is_active(state):
+            rate, eta = rate_and_eta(info)
+            text = (f"{share} · {fmt(rate, '.2f', '…')} {rate_unit} · ETA {fmt(eta, '.0f', '…')} s"
+                    if rate else f"{share} · {PHASE_TEXT.get(info.message or '', 'judging')}")
+        elif info.rate and info.judge_s:  # a run that ended: its own rate and time, no ETA
+            text = (f"{share} · {info.rate:.2f} {rate_unit} over {human_duration(info.judge_s)}"
+                    " of judging (its last session, loading the judge not included)")
+        else:
+            text = share
+        progress_slot.progress(min(done / total, 1.0), text=text)
     else:
-        progress_slot.progress(0.0, text=f"{done:,} {run.run_kind.unit} · waiting for the worker to load "
-                                         "the judge and plan the run")
+        progress_slot.progress(0.0, text=f"{done:,} {unit} · "
+                                         f"{PHASE_TEXT.get(info.message or '', 'waiting for the worker')}")
     if info.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(info.message)}")
     if done:
@@ -414,13 +428,13 @@ def progress_panel(name: str, was_active: bool) -> None:
             st.caption("Latest scored candidates (expected score = G-Eval, 1–10, from the model's "
                        "distribution over the score tokens; argmax score = the most probable score; "
                        "label mass = probability on the scores 1–10)")
-            st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch")
+            st.dataframe(plain(latest[columns], into="text"), hide_index=True, width="stretch", placeholder="")
         elif done <= 20_000 and run.run_kind.is_pairwise:
             frame = run.comparisons().tail(8).iloc[::-1]
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
                                into="text"),
-                         hide_index=True, width="stretch")
+                         hide_index=True, width="stretch", placeholder="")
     with st.expander("Worker log (last lines)"):
         st.code(log_tail(worker_log_path(run.id)) or "(no log yet)", language=None)
     if was_active and not is_active(state):

@@ -109,7 +109,7 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
              height=min(35 * (len(shown) + 1) + 3, 420),
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
-                            "text": st.column_config.TextColumn("text (preview)", width="large")})
+                            "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
 exported = run.read("export_bytes", what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name="".join(c if c.isalnum() or c in "-_." else "_"
@@ -136,7 +136,7 @@ if len(scored):
                                 "pw_target": st.column_config.NumberColumn("P(target worse)", format="%.3f"),
                                 "ps_target": st.column_config.NumberColumn("P(similar)", format="%.3f"),
                                 "contribution": st.column_config.NumberColumn("level x (P(B) - P(W))", format="%.3f"),
-                                "label_mass": st.column_config.NumberColumn("label mass", format="%.3f")})
+                                "label_mass": st.column_config.NumberColumn("label mass", format="%.3f")}, placeholder="")
 
 st.subheader("References")
 context_ids = [c.context_id for c in dataset.head(settings.contexts).contexts]
@@ -191,6 +191,6 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
             st.success(f"Stored {n} anchor text(s). Resume the run to rescore with them.")
         except ValidationError as e:
             st.error(f"{len(e.problems)} problem(s) in {plain(up.name)}; nothing was stored.")
-            st.dataframe(plain(problems_frame(e), into="text"), hide_index=True)
+            st.dataframe(plain(problems_frame(e), into="text"), hide_index=True, placeholder="")
         except CompAssessError as e:
             st.error(plain(str(e)))

@@ -51,7 +51,7 @@ def show_problems(err: ValidationError) -> None:
               "Fix the file (rows are numbered as a spreadsheet shows them) and upload it again.")
     st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was saved. {advice}",
              icon=":material/error:")
-    st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch")
+    st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch", placeholder="")
 
 
 try:
@@ -62,7 +62,7 @@ except ValidationError as err:
 
 st.subheader("Preview")
 st.caption(f"{len(table):,} rows x {len(table.columns)} columns; the first 20 rows (row = line in the file).")
-st.dataframe(plain(table.head(20), into="text"), width="stretch")
+st.dataframe(plain(table.head(20), into="text"), width="stretch", placeholder="")
 
 st.subheader("Column mapping")
 columns = list(table.columns)

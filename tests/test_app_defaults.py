@@ -154,7 +154,10 @@ def test_exported_rankings_carry_the_intervals_the_page_shows(app_env, monkeypat
     merged = frame.merge(shown, on=["context_id", "candidate_id"], suffixes=("", "_shown"))
     pd.testing.assert_series_equal(merged["ci_low"], merged["ci_low_shown"], check_names=False)
     data = real(frame, "csv", what="rankings", metadata=metadata)[0]
-    assert pd.read_csv(io.BytesIO(data))["ci_high"].notna().all()
+    back = pd.read_csv(io.BytesIO(data))
+    assert back["ci_high"].notna().all()
+    # the CSV alone, read without its sidecar, says how it was ranked: method and tau per row
+    assert (back["method"] == metadata["method"]).all() and back["tau"].notna().all()
 
 
 def test_partial_runs_are_labelled_wherever_their_numbers_appear(app_env):

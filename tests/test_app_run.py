@@ -62,7 +62,9 @@ def test_start_a_run_from_the_page_with_the_bundled_model(db_url, tmp_path, monk
     at.run()
     assert "Status: completed" in "\n".join(m.value for m in at.markdown)
     shown = "\n".join(str(p.proto.text) for p in at.get("progress"))
-    assert "2/2 comparisons (100%)" in shown and "ETA" in shown
+    # a finished run: its own rate over its seconds of judging, no ETA
+    assert "2/2 comparisons (100%)" in shown and "comparisons/s over" in shown
+    assert "of judging" in shown and "ETA" not in shown
     # Start again with the same settings: nothing is duplicated, no second worker
     [b for b in at.button if b.label == "Start"][0].click().run()
     assert any("already complete" in i.value for i in at.info)

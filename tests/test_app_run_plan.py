@@ -45,7 +45,7 @@ def test_the_plan_counts_the_engines_pairs(app_env):
     at = open_page("run")
     # full matrix on 3 contexts of 5 summaries: 3 x 20 ordered pairs
     assert "Plan: 60 comparisons** on 3 context(s)" in texts(at.info)
-    assert "no speed measured yet for this model" in texts(at.info)
+    assert "no run of this model has measured its speed on this machine yet" in texts(at.info)
     at.selectbox(key="strategy").set_value("symmetric").run()
     at.number_input(key="budget").set_value(6).run()
     at.number_input(key="n_contexts").set_value(2).run()
@@ -62,16 +62,18 @@ def test_the_plan_counts_the_engines_pairs(app_env):
     assert [b for b in at.button if b.label == "Start"][0].disabled
 
 
-def test_the_estimate_uses_the_measured_speed_of_the_model(app_env):
+def test_the_estimate_uses_the_measured_token_rate_of_the_model(app_env):
     store, _, run_id = seed_run(app_env)
-    store.set_run_status(run_id, "completed", done=60, total=60, rate=2.0)
+    store.set_run_status(run_id, "completed", done=60, total=60, rate=2.0, judge_s=30.0,
+                         token_rate=250.0)
+    store.record_plan(run_id, {"work_chars": 4000, "work_tokens": 1000})
     at = open_page("run")
     info = texts(at.info)
-    # 60 comparisons at the recorded 2.0 comparisons/s
-    assert "about 30 s at 2.00 comparisons/s, the median speed of 1 earlier run(s)" in info
+    # the prompts' tokens (their characters at the measured 4.0 per token) at 250 tokens/s
+    assert "at 250 prompt tokens/s and 4.0 characters per token, the median of 1 earlier run(s)" in info
     at.radio(key="run_mode").set_value("prompt scoring (baseline)").run()
     assert "Plan: 15 candidates scored" in texts(at.info)
-    assert "no speed measured yet" in texts(at.info)      # scoring speed is its own
+    assert "250 prompt tokens/s" in texts(at.info)      # a prompt token costs the same in any kind
 
 
 @pytest.mark.parametrize("settings", [
@@ -104,3 +106,18 @@ def test_the_planned_total_of_scoring_and_absolute_runs():
     settings = absolute_settings("toy", Aspect.from_name("coherence"), model="fake", n_levels=3)
     assert kind_of(settings).planned_total(dataset, settings) == len(planned_keys(dataset, settings)) \
         == 12 * 3 * 2   # every candidate against 3 references, in both orders
+
+
+def test_a_selection_that_leaves_candidates_unjudged_is_warned_of_at_planning(app_env):
+    # random selection may leave candidates out even at a budget of a few per candidate: the
+    # plan says how many before Start, with the engine's words (the CLI prints the same)
+    seed_run(app_env)
+    at = open_page("run")
+    at.selectbox(key="strategy").set_value("random").run()
+    at.number_input(key="budget").set_value(4).run()
+    dataset = load_candidates(SAMPLE, name="sample_summeval")
+    advice = ComparativeKind().advice(dataset, settings_for("sample_summeval", strategy="random",
+                                                             budget=4))
+    unjudged = [line for line in advice if "unjudged" in line]
+    assert unjudged, advice
+    assert unjudged[0] in texts(at.warning)

@@ -278,6 +278,22 @@ def test_uncaught_errors_show_no_details():
             config.set_option(k, v)
 
 
+def test_the_toolbar_has_no_deploy_menu_in_any_mode():
+    conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert conf["client"]["toolbarMode"] == "minimal"
+    from pages import _auth
+    saved = {k: config.get_option(k) for k in ("client.toolbarMode", "client.showErrorDetails",
+                                               "server.allowedHosts")}
+    try:
+        for local in (True, False):
+            config.set_option("client.toolbarMode", "developer")
+            _auth.harden_server(local=local)
+            assert config.get_option("client.toolbarMode") == "minimal"
+    finally:
+        for k, v in saved.items():
+            config.set_option(k, v)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -168,7 +168,8 @@ def test_budgeted_strategies_are_reproducible_and_contexts_limit():
 
 
 def test_small_contexts_share_judge_calls():
-    # 40 A-vs-B contexts (2 ordered pairs each): one judge call per 16 prompts, not one per context.
+    # 40 A-vs-B contexts (2 ordered pairs each): one judge call per 16 prompts, not one per context
+    # (the first chunk's first FIRST_BATCH_PROMPTS are judged alone: the first progress is quick).
     calls = []
 
     class Counting(FakeLengthJudge):
@@ -177,7 +178,7 @@ def test_small_contexts_share_judge_calls():
             return super().judge_stream(prompts)
     sink = MemorySink()
     assert run(make_dataset(40, 2), comparative(), Counting(batch_size=16), sink, chunk=16).total == 80
-    assert calls == [16] * 5 and len(sink.stored_results(1, "comparative")) == 80
+    assert calls == [2, 14] + [16] * 4 and len(sink.stored_results(1, "comparative")) == 80
 
 
 def test_a_failing_judge_marks_the_run_failed_and_keeps_what_was_stored():
@@ -188,7 +189,8 @@ def test_a_failing_judge_marks_the_run_failed_and_keeps_what_was_stored():
     with pytest.raises(RuntimeError):
         run(make_dataset(), comparative(), FakeLengthJudge(batch_size=4, on_batch=boom), sink)
     assert sink.status[1]["status"] == "failed" and "out of memory" in sink.status[1]["message"]
-    assert len(sink.stored_results(1, "comparative")) == 4
+    # the first micro-batch (the session's small first batch) is kept
+    assert len(sink.stored_results(1, "comparative")) == run_loop.FIRST_BATCH_PROMPTS
 
 
 def test_worker_state_tells_a_dead_worker_from_a_live_one():
