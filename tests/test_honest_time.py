@@ -121,6 +121,12 @@ def test_the_bundled_judges_estimate_is_within_a_factor_of_two(bundled_model, tm
 
     store = open_store(f"sqlite:///{tmp_path / 'time.db'}")
     judge = load_judge(None, batch_size=8)
+    # One warm-up prompt first: the first forward pass of a fresh process (memory, threads) is
+    # start-up, which the second run would not pay; both runs then judge in the steady state.
+    warm = story_dataset("warm", 10, n_contexts=1, n_candidates=2, salt="w").contexts[0]
+    judge.judge([comparative().template.render(warm.text, warm.candidates[0].text,
+                                               warm.candidates[1].text,
+                                               comparative().aspect_obj)])
     first = store.run(story_dataset("measure", 60, salt="m"), aspect="coherence", judge=judge,
                       progress=False, name="measure")
     assert first.info.token_rate and first.info.judge_s and first.info.plan["work_tokens"]
