@@ -37,7 +37,7 @@ import pandas as pd
 
 # Some of these names are not used here: compassess_core re-exports them from this module
 # (its __all__), for type hints and except clauses.
-from . import __version__, absolute, analysis, campaigns, worker
+from . import __version__, absolute, analysis, campaigns, prompts, worker
 from .absolute import AbsoluteEvaluation
 from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
                         human_human_agreement, human_rankings, human_table_from_labels,
@@ -689,7 +689,8 @@ class Store:
         """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``)."""
         dataset, dataset_id = self.read_data(data)
         return self._start(dataset, dataset_id,
-                           build_settings(dataset.name, kind_options, model_options), name=name,
+                           build_settings(dataset.name, kind_options, model_options,
+                                          text_columns=dataset.text_columns), name=name,
                            judge=judge, anchors=anchors, progress=progress,
                            model_options=model_options)
 
@@ -1262,8 +1263,8 @@ class Run:
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
                  ci: bool = False, which: str = "expected", score: str = "level",
                  threshold: float | None = None, reference: str | None = None) -> ReadOptions:
-        if reference is None and self.settings.aspect in self.dataset.score_columns:
-            reference = self.settings.aspect
+        if reference is None:  # the aspect's column, or its synonym's (engagement)
+            reference = prompts.reference_column(self.settings.aspect, self.dataset.score_columns)
         return ReadOptions(method=method, debias=str(debias), ci=ci, which=which, score=score,
                            threshold=threshold, reference=reference)
 
@@ -1329,8 +1330,9 @@ class Run:
                    ) -> EvaluationReport | ScoringEvaluation | AbsoluteEvaluation:
         """Agreement with a reference-score column and positional bias: ``compassess evaluate``.
 
-        ``reference`` defaults to the column named like the run's aspect, when the dataset has
-        one. A comparative run gives an :class:`EvaluationReport`: Spearman and Kendall x100
+        ``reference`` defaults to the column named like the run's aspect or a synonym of it
+        (``prompts.reference_column``: ``engagement`` for ``engagingness``), when the dataset
+        has one. A comparative run gives an :class:`EvaluationReport`: Spearman and Kendall x100
         per context (mean), system level and pooled, pairwise accuracy, P(A)/P(B), raw (tau =
         0.5) and at ``debias``, with tau* and the flip rate. A scoring run gives a
         :class:`ScoringEvaluation` (prompt scoring and G-Eval), an absolute run an
@@ -1781,9 +1783,10 @@ class Run:
             no_systems = str(e)
             rankings = self.rankings(method, debias)
         columns = list(self.dataset.score_columns)
-        if self.settings.aspect in columns:  # the column the run was asked about first
-            columns.remove(self.settings.aspect)
-            columns.insert(0, self.settings.aspect)
+        asked = prompts.reference_column(self.settings.aspect, columns)
+        if asked is not None:  # the column the run was asked about first
+            columns.remove(asked)
+            columns.insert(0, asked)
         evaluations = tuple(self.evaluation(method, debias, reference=c) for c in columns)
         agreement = calibration = no_labels = no_calibration = None
         aspect = self.settings.aspect

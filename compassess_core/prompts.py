@@ -270,13 +270,11 @@ def reference_column(aspect: str, columns: Sequence[str]) -> str | None:
 
 
 def default_aspect(columns: Sequence[str], fallback: str = "coherence") -> str:
-    """The preset the first score column names (``engagement`` -> ``engagingness``), else
-    ``fallback``: what a run on data with these reference columns is most likely about."""
-    for column in columns:
-        preset = canonical_aspect(column)
-        if preset is not None:
-            return preset
-    return fallback
+    """The first preset (in :data:`ASPECT_ADJECTIVES` order) a score column is about, by name
+    or synonym (``engagement`` -> ``engagingness``), else ``fallback``: what a run on data with
+    these reference columns is most likely about."""
+    return next((p for p in ASPECT_ADJECTIVES if reference_column(p, columns) is not None),
+                fallback)
 
 
 def task_from_columns(columns: Sequence[str]) -> str | None:
