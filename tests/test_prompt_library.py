@@ -285,3 +285,49 @@ def test_default_aspect_from_score_columns():
     assert default_aspect(["engagement"]) == "engagingness"
     assert default_aspect(["quality"]) == "overall"
     assert default_aspect(["groundedness"]) == "coherence"
+
+
+# ---------------------------------------------------------------- the task in the run's settings
+
+STORY_CSV = (b"prompt_id,story_prompt,model,story,engagement\n"
+             b"p1,A dragon.,m1,It flew.,2\np1,A dragon.,m2,Ash sneezed fire.,4\n"
+             b"p2,A lighthouse.,m1,Mara lit it.,5\np2,A lighthouse.,m2,The light was on.,1\n")
+
+
+def _story_dataset():
+    from compassess_core.data import load_candidates, read_table, suggest_column_map
+    table = read_table(STORY_CSV, file_label="stories.csv")
+    return load_candidates(STORY_CSV, name="stories", file_label="stories.csv",
+                           column_map=suggest_column_map(list(table.columns), table))
+
+
+def test_dataset_keeps_its_text_column_names_in_the_store(store):
+    dataset = _story_dataset()
+    assert dataset.text_columns == ("story_prompt", "story")
+    assert store.load_dataset(store.save_dataset(dataset)).text_columns == ("story_prompt", "story")
+
+
+def test_settings_store_the_task_the_columns_name_unless_one_is_chosen():
+    from compassess_core.options import ComparativeOptions, ModelOptions, ScoringOptions
+    from compassess_core.run_kinds import build_settings
+    model = ModelOptions(model="bundled:SmolLM2-135M-Instruct")
+    columns = _story_dataset().text_columns
+    auto = build_settings("stories", ComparativeOptions("engagingness", strategy="full"), model,
+                          text_columns=columns)
+    assert auto.template_name == "t1-story" and "Story A:" in auto.template_text
+    chosen = build_settings("stories", ComparativeOptions("engagingness", task="dialogue",
+                                                          strategy="full"), model,
+                            text_columns=columns)
+    assert chosen.template_name == "t1-dialogue"
+    # a dataset stored before its column names were kept: worded from the aspect, as always
+    old = build_settings("old", ComparativeOptions("engagingness", strategy="full"), model)
+    assert old.template_name == "t1-dialogue"
+    scored = build_settings("stories", ScoringOptions("engagingness", task="qa"), model)
+    assert scored.template_name == "s1-qa" and "question" in scored.template_text.lower()
+
+
+def test_cli_offers_every_task():
+    from compassess_core.cli import build_parser
+    for task in TASKS:
+        args = build_parser().parse_args(["run", "data.csv", "--aspect", "fluency", "--task", task])
+        assert args.task == task
