@@ -242,7 +242,7 @@ def _score_options(given: AbsoluteOptions | None, fn: Any, *, references: int, a
                                            temperature=temperature, **keywords), build)
 
 
-def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "comparative",
+def run_settings(dataset: str | Dataset, *, aspect: str | None = None, mode: str = "comparative",
                  template: str | None = None, task: str = "auto",
                  strategy: str = RunSettings.strategy, budget: int | None = None,
                  model: str | None = None, contexts: int | None = None,
@@ -251,7 +251,8 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
                  truncate_context: bool = False,
                  options: ComparativeOptions | ScoringOptions | None = None,
                  model_options: ModelOptions | None = None) -> RunSettings:
-    """The settings of a ``compassess run`` on dataset ``dataset`` (its name), checked.
+    """The settings of a ``compassess run`` on dataset ``dataset`` (its name, or the
+    :class:`Dataset`, whose column names then choose the wording of ``task="auto"``), checked.
 
     The keywords are sugar for the two options objects, which may be given instead:
     ``options`` (a :class:`ComparativeOptions` or :class:`ScoringOptions`: aspect to seed) and
@@ -270,7 +271,9 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
         ``t1``/``t2`` or a template file with ``{context} {a} {b} {aspect}`` (default ``t1``);
         with ``mode="scoring"``: ``s1``/``s2`` (default ``s1``).
     task
-        Wording of the built-in templates: ``summary``, ``dialogue`` or ``auto`` (from the aspect).
+        Wording of the built-in templates (``prompts.TASK_WORDING``): ``summary``, ``dialogue``,
+        ``story``, ``instruction``, ``qa``, ``code``, ``text``, or ``auto`` (the task the data's
+        context and text column names say, else the aspect's, as in the paper).
     strategy, budget
         Which ordered pairs are judged (paper §3.4: ``full``, ``random``, ``no-repeat``,
         ``symmetric``; beyond it: ``poe``, ``adaptive``); every strategy but ``full`` needs a
@@ -293,10 +296,18 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
     model_options = _model_options(model_options, run_settings, model=model, contexts=contexts,
                                    batch_size=batch_size, device=device, dtype=dtype,
                                    truncate_context=truncate_context)
+    return _settings_for(dataset, kind_options, model_options)
+
+
+def _settings_for(dataset: str | Dataset, kind_options, model_options: ModelOptions) -> RunSettings:
+    """``build_settings`` on a dataset's name, or on a dataset with its text column names."""
+    if isinstance(dataset, Dataset):
+        return build_settings(dataset.name, kind_options, model_options,
+                              text_columns=dataset.text_columns)
     return build_settings(dataset, kind_options, model_options)
 
 
-def score_settings(dataset: str, *, aspect: str | None = None,
+def score_settings(dataset: str | Dataset, *, aspect: str | None = None,
                    references: int = ReferenceOptions.n_levels, anchors: bool = False,
                    task: str = "auto", variant: str = ReferenceOptions.variant,
                    orders: str = ReferenceOptions.orders,
@@ -313,8 +324,9 @@ def score_settings(dataset: str, *, aspect: str | None = None,
 
     ``anchors``: the references are your own texts (uploaded with the run) instead of written
     by the model. ``variant``: ``bws`` (Better/Worse/Similar) or ``yes-no``; ``orders``:
-    ``both``, ``target-first`` or ``reference-first``; ``task``: ``summary``, ``dialogue``,
-    ``story`` or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
+    ``both``, ``target-first`` or ``reference-first``; ``task``: one of
+    ``prompts.TASK_WORDING`` (``summary``, ``dialogue``, ``story``, ``instruction``, ``qa``,
+    ``code``, ``text``) or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
     written. ``options`` (an :class:`AbsoluteOptions`, whose ``n_levels`` is ``references``)
     and ``model_options`` (a :class:`ModelOptions`) may be given instead of the keywords.
 
@@ -331,7 +343,7 @@ def score_settings(dataset: str, *, aspect: str | None = None,
     model_options = _model_options(model_options, score_settings, model=model, contexts=contexts,
                                    batch_size=batch_size, device=device, dtype=dtype,
                                    truncate_context=truncate_context)
-    return build_settings(dataset, kind_options, model_options)
+    return _settings_for(dataset, kind_options, model_options)
 
 
 # ------------------------------------------------------------------------------- the store

@@ -331,3 +331,14 @@ def test_cli_offers_every_task():
     for task in TASKS:
         args = build_parser().parse_args(["run", "data.csv", "--aspect", "fluency", "--task", task])
         assert args.task == task
+
+
+def test_python_api_words_a_dataset_by_its_columns_and_takes_every_task():
+    from compassess_core import api
+    dataset = _story_dataset()
+    assert api.run_settings(dataset, aspect="engagingness").template_name == "t1-story"
+    assert api.run_settings("stories", aspect="engagingness").template_name == "t1-dialogue"
+    assert api.run_settings("x", aspect="overall", task="code").template_name == "t1-code"
+    absolute_settings = api.score_settings(dataset, aspect="engagingness")
+    assert absolute_settings.references.task == "story"
+    assert "Story A" in absolute_settings.template_text
