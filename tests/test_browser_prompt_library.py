@@ -31,7 +31,8 @@ INSTRUCTIONS = (b"item,instruction,response,model,quality\n"
                 b"q2,Give a synonym of happy.,\"Glad, or cheerful.\",m3,4\n")
 
 
-def _upload(page, url: str, name: str, data: bytes, map_context_id: str | None = None) -> None:
+def _upload(page, url: str, name: str, data: bytes, expect_task: str | None,
+            map_context_id: str | None = None) -> None:
     page.goto(f"{url}/upload")
     settle(page, "Upload candidates")
     page.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
@@ -41,6 +42,8 @@ def _upload(page, url: str, name: str, data: bytes, map_context_id: str | None =
         page.locator('[data-testid="stSelectbox"]').filter(has_text="context_id").first.click()
         page.get_by_role("option", name=map_context_id, exact=True).click()
     settle(page, "No problem found")
+    if expect_task is not None:
+        visible(page.get_by_text(f"say these are {expect_task} texts").first)
     page.get_by_role("button", name="Save to the store").click()
     settle(page, "Saved as dataset")
 
@@ -64,7 +67,7 @@ def test_story_and_instruction_files_are_worded_as_their_task(server):
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1500})
 
-        _upload(page, url, "stories.csv", STORIES)
+        _upload(page, url, "stories.csv", STORIES, "story")
         plan = _plan(page, "stories")
         # engagingness would have meant 'conversation / Response A': the columns say stories
         assert "Story prompt, then Story A and Story B (task story" in plan, plan
@@ -73,7 +76,7 @@ def test_story_and_instruction_files_are_worded_as_their_task(server):
         page.get_by_text("Live preview").first.click()
         visible(page.get_by_text("Which Story is more engaging relative to the prompt").first)
 
-        _upload(page, url, "instructions.csv", INSTRUCTIONS, map_context_id="item")
+        _upload(page, url, "instructions.csv", INSTRUCTIONS, "instruction", map_context_id="item")
         plan = _plan(page, "instructions")
         assert "Instruction, then Response A and Response B (task instruction" in plan, plan
         assert "the reference column quality" in plan, plan  # overall's synonym
