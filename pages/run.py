@@ -310,8 +310,10 @@ if settings is not None:
     why = ("you chose it" if task != "auto" else
            f"the file's columns {', '.join(dataset.text_columns)}"
            if task_from_columns(dataset.text_columns) else f"the aspect {aspect.name}")
+    shown = (f"{wording.source_label}, then one {wording.lower} at a time" if mode == SCORING_MODE
+             else wording.reads())
     reads = ("your own template" if mode == "pairwise comparisons" and template_choice == "own"
-             else f"{wording.reads()} (task {resolved_task}, from {why})")
+             else f"{shown} (task {resolved_task}, from {why})")
     reference = reference_column(aspect.name, dataset.score_columns)
     against = (f"the reference column {reference}" if reference is not None else
                "no reference column of this aspect (the result pages ask which one)")
