@@ -316,7 +316,8 @@ if settings is not None:
              else f"{shown} (task {resolved_task}, from {why})")
     reference = reference_column(aspect.name, dataset.score_columns)
     against = (f"the reference column {reference}" if reference is not None else
-               "no reference column of this aspect (the result pages ask which one)")
+               "none: no reference column is named for this aspect or a synonym of it (the "
+               "result pages start at the first one; choose the right one there)")
     top.caption(plain(f"The judge will read: {reads}. Human scores it is checked against by "
                       f"default: {against}."))
     for line in kind.advice(dataset, settings):  # what the CLI prints as warnings
