@@ -129,15 +129,15 @@ def generation_prompt(context: str, level: int, n_levels: int, aspect: Aspect, t
     scale = f"on a scale of 1 (worst) to {n_levels} (best) for being {aspect.adjective}"
     if lower is None or upper is None:
         if level == 1:
-            ask = (f"Write a very poor {low} of the {w.source} above: it must deserve a score "
+            ask = (f"Write a very poor {low} {w.of} the {w.source} above: it must deserve a score "
                    f"of 1 {scale}, that is it should be as little {aspect.adjective} as possible.")
         else:
-            ask = (f"Write an excellent {low} of the {w.source} above: it must deserve a score "
+            ask = (f"Write an excellent {low} {w.of} the {w.source} above: it must deserve a score "
                    f"of {n_levels} {scale}, that is it should be as {aspect.adjective} as possible.")
         return head + ask + f" Reply with the {low} only."
     return (head + f"{noun} with a score of {lower_level} {scale}:\n{lower}\n\n"
             f"{noun} with a score of {upper_level}:\n{upper}\n\n"
-            f"Write a new {low} of the {w.source} that deserves a score of {level}: "
+            f"Write a new {low} {w.of} the {w.source} that deserves a score of {level}: "
             f"{more_adjective(aspect.adjective)} than the first {low} and less so than the second. "
             f"Reply with the {low} only.")
 

@@ -39,7 +39,7 @@ from scipy.special import expit
 
 # Some of these names are not used here: compassess_core re-exports them from this module
 # (its __all__), for type hints and except clauses.
-from . import __version__, absolute, analysis, campaigns, panel, worker
+from . import __version__, absolute, analysis, campaigns, panel, prompts, worker
 from .absolute import AbsoluteEvaluation
 from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
                         human_human_agreement, human_rankings, human_table_from_labels,
@@ -246,7 +246,7 @@ def _score_options(given: AbsoluteOptions | None, fn: Any, *, references: int, a
                                            temperature=temperature, **keywords), build)
 
 
-def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "comparative",
+def run_settings(dataset: str | Dataset, *, aspect: str | None = None, mode: str = "comparative",
                  template: str | None = None, task: str = "auto",
                  strategy: str = RunSettings.strategy, budget: int | None = None,
                  model: str | None = None, contexts: int | None = None,
@@ -255,7 +255,8 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
                  truncate_context: bool = False,
                  options: ComparativeOptions | ScoringOptions | None = None,
                  model_options: ModelOptions | None = None) -> RunSettings:
-    """The settings of a ``compassess run`` on dataset ``dataset`` (its name), checked.
+    """The settings of a ``compassess run`` on dataset ``dataset`` (its name, or the
+    :class:`Dataset`, whose column names then choose the wording of ``task="auto"``), checked.
 
     The keywords are sugar for the two options objects, which may be given instead:
     ``options`` (a :class:`ComparativeOptions` or :class:`ScoringOptions`: aspect to seed) and
@@ -274,7 +275,9 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
         ``t1``/``t2`` or a template file with ``{context} {a} {b} {aspect}`` (default ``t1``);
         with ``mode="scoring"``: ``s1``/``s2`` (default ``s1``).
     task
-        Wording of the built-in templates: ``summary``, ``dialogue`` or ``auto`` (from the aspect).
+        Wording of the built-in templates (``prompts.TASK_WORDING``): ``summary``, ``dialogue``,
+        ``story``, ``instruction``, ``qa``, ``code``, ``text``, or ``auto`` (the task the data's
+        context and text column names say, else the aspect's, as in the paper).
     strategy, budget
         Which ordered pairs are judged (paper §3.4: ``full``, ``random``, ``no-repeat``,
         ``symmetric``; beyond it: ``poe``, ``adaptive``); every strategy but ``full`` needs a
@@ -297,10 +300,18 @@ def run_settings(dataset: str, *, aspect: str | None = None, mode: str = "compar
     model_options = _model_options(model_options, run_settings, model=model, contexts=contexts,
                                    batch_size=batch_size, device=device, dtype=dtype,
                                    truncate_context=truncate_context)
+    return _settings_for(dataset, kind_options, model_options)
+
+
+def _settings_for(dataset: str | Dataset, kind_options, model_options: ModelOptions) -> RunSettings:
+    """``build_settings`` on a dataset's name, or on a dataset with its text column names."""
+    if isinstance(dataset, Dataset):
+        return build_settings(dataset.name, kind_options, model_options,
+                              text_columns=dataset.text_columns)
     return build_settings(dataset, kind_options, model_options)
 
 
-def score_settings(dataset: str, *, aspect: str | None = None,
+def score_settings(dataset: str | Dataset, *, aspect: str | None = None,
                    references: int = ReferenceOptions.n_levels, anchors: bool = False,
                    task: str = "auto", variant: str = ReferenceOptions.variant,
                    orders: str = ReferenceOptions.orders,
@@ -317,8 +328,9 @@ def score_settings(dataset: str, *, aspect: str | None = None,
 
     ``anchors``: the references are your own texts (uploaded with the run) instead of written
     by the model. ``variant``: ``bws`` (Better/Worse/Similar) or ``yes-no``; ``orders``:
-    ``both``, ``target-first`` or ``reference-first``; ``task``: ``summary``, ``dialogue``,
-    ``story`` or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
+    ``both``, ``target-first`` or ``reference-first``; ``task``: one of
+    ``prompts.TASK_WORDING`` (``summary``, ``dialogue``, ``story``, ``instruction``, ``qa``,
+    ``code``, ``text``) or ``auto``. ``sample``/``temperature``/``max_new_tokens``: how references are
     written. ``options`` (an :class:`AbsoluteOptions`, whose ``n_levels`` is ``references``)
     and ``model_options`` (a :class:`ModelOptions`) may be given instead of the keywords.
 
@@ -335,7 +347,7 @@ def score_settings(dataset: str, *, aspect: str | None = None,
     model_options = _model_options(model_options, score_settings, model=model, contexts=contexts,
                                    batch_size=batch_size, device=device, dtype=dtype,
                                    truncate_context=truncate_context)
-    return build_settings(dataset, kind_options, model_options)
+    return _settings_for(dataset, kind_options, model_options)
 
 
 # ------------------------------------------------------------------------------- the store
@@ -710,7 +722,8 @@ class Store:
         """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``)."""
         dataset, dataset_id = self.read_data(data)
         return self._start(dataset, dataset_id,
-                           build_settings(dataset.name, kind_options, model_options), name=name,
+                           build_settings(dataset.name, kind_options, model_options,
+                                          text_columns=dataset.text_columns), name=name,
                            judge=judge, anchors=anchors, progress=progress,
                            model_options=model_options)
 
@@ -1441,8 +1454,8 @@ class Run:
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
                  ci: bool = False, which: str = "expected", score: str = "level",
                  threshold: float | None = None, reference: str | None = None) -> ReadOptions:
-        if reference is None and self.settings.aspect in self.dataset.score_columns:
-            reference = self.settings.aspect
+        if reference is None:  # the aspect's column, or its synonym's (engagement)
+            reference = prompts.reference_column(self.settings.aspect, self.dataset.score_columns)
         return ReadOptions(method=method, debias=str(debias), ci=ci, which=which, score=score,
                            threshold=threshold, reference=reference)
 
@@ -1538,8 +1551,9 @@ class Run:
                    ) -> EvaluationReport | ScoringEvaluation | AbsoluteEvaluation:
         """Agreement with a reference-score column and positional bias: ``compassess evaluate``.
 
-        ``reference`` defaults to the column named like the run's aspect, when the dataset has
-        one. A comparative run gives an :class:`EvaluationReport`: Spearman and Kendall x100
+        ``reference`` defaults to the column named like the run's aspect or a synonym of it
+        (``prompts.reference_column``: ``engagement`` for ``engagingness``), when the dataset
+        has one. A comparative run gives an :class:`EvaluationReport`: Spearman and Kendall x100
         per context (mean), system level and pooled, pairwise accuracy, P(A)/P(B), raw (tau =
         0.5) and at ``debias``, with tau* and the flip rate. A scoring run gives a
         :class:`ScoringEvaluation` (prompt scoring and G-Eval), an absolute run an
@@ -2029,9 +2043,10 @@ class Run:
             no_systems = str(e)
             rankings = self.rankings(method, debias)
         columns = list(self.dataset.score_columns)
-        if self.settings.aspect in columns:  # the column the run was asked about first
-            columns.remove(self.settings.aspect)
-            columns.insert(0, self.settings.aspect)
+        asked = prompts.reference_column(self.settings.aspect, columns)
+        if asked is not None:  # the column the run was asked about first
+            columns.remove(asked)
+            columns.insert(0, asked)
         evaluations = tuple(self.evaluation(method, debias, reference=c) for c in columns)
         agreement = calibration = no_labels = no_calibration = None
         aspect = self.settings.aspect

@@ -27,6 +27,7 @@ from .export import neutralise_frame
 from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS
 from .model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from .models import default_model_path, fetch_default_model
+from .prompts import TASKS
 from .ranking import METHODS
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionError,
                       ScoringOptions, run_options)
@@ -107,8 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "G-Eval expected score)")
     r.add_argument("--template", default=None, help="t1, t2 or a file holding a template with {context} {a} {b} "
                    "{aspect} (default t1); with --mode scoring: s1 or s2 (default s1)")
-    r.add_argument("--task", default="auto", choices=["auto", "summary", "dialogue"],
-                   help="wording of t1/t2: Summary/passage or Response/conversation (auto: from the aspect)")
+    r.add_argument("--task", default="auto", choices=["auto", *TASKS],
+                   help="wording of t1/t2 and s1/s2 (prompts.TASK_WORDING): summary, dialogue, "
+                        "story, instruction, qa, code or text (auto: from the data's column "
+                        "names, else the aspect)")
     r.add_argument("--strategy", default=RunSettings.strategy, choices=list(STRATEGIES))
     r.add_argument("--budget", type=int, default=None,
                    help="comparisons per context (random, no-repeat, symmetric, poe, adaptive)")
@@ -123,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--anchors", default=None, metavar="CSV",
                    help="your own reference texts (columns context_id, level, text) instead of generated ones")
     s.add_argument("--task", default="auto", choices=["auto", *absolute.TASKS],
-                   help="wording: summary/passage, dialogue response/conversation or story/prompt")
+                   help="wording (prompts.TASK_WORDING): summary, dialogue, story, instruction, qa, "
+                        "code or text (auto: from the data's column names, else the aspect)")
     s.add_argument("--variant", default=ReferenceOptions.variant, choices=list(absolute.VARIANTS),
                    help="bws: read P(Better/Worse/Similar); yes-no: the paper's Yes/No ablation")
     s.add_argument("--orders", default=ReferenceOptions.orders, choices=list(absolute.ORDERS),
@@ -416,7 +420,8 @@ def _start(args, kind_options, anchors: str | None = None) -> int:
     model_options = _model_options(args)
     store = api.open_store(args.db)
     dataset, _ = store.read_data(args.data)
-    settings = build_settings(dataset.name, kind_options, model_options)
+    settings = build_settings(dataset.name, kind_options, model_options,
+                              text_columns=dataset.text_columns)
     kind = kind_of(settings)
     try:
         run = store.start(dataset, settings, name=args.run, anchors=anchors,

@@ -847,7 +847,8 @@ def _build(df: pd.DataFrame, cols: dict[str, str], score_cols: list[str],
             for i in idx)
         contexts.append(Context(str(cid), str(ctx_texts[idx[0]]), cand_objs))
     return Dataset(name=name, contexts=tuple(contexts), score_columns=tuple(score_cols),
-                   source=label, content_hash=content_hash(contexts))
+                   source=label, content_hash=content_hash(contexts),
+                   text_columns=(str(cols["context"]), str(cols["text"])))
 
 
 def _with_generated_ids(df: pd.DataFrame, cols: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:

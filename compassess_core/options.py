@@ -18,13 +18,13 @@ This module must never import the store or a UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Sequence
 
 from . import absolute, scoring
 from .errors import InputError
 from .models import BUNDLED_MODEL
-from .prompts import TASKS, Aspect, Template
+from .prompts import TASKS, Aspect, Template, task_from_columns
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 
@@ -211,3 +211,10 @@ def run_options(mode: str, *, aspect: Aspect | str, template: str | Template | N
                                   "(absolute scores: compassess score)")
     return ComparativeOptions(aspect=aspect, template=template or "t1", task=task,
                               strategy=strategy, budget=budget, seed=seed)
+
+
+def with_data_task(options: KindOptions, text_columns: Sequence[str]) -> KindOptions:
+    """``options`` with a task ``auto`` made the one the data's column names say
+    (``prompts.task_from_columns``); unchanged when they say none or a task was chosen."""
+    task = task_from_columns(text_columns) if options.task == "auto" else None
+    return options if task is None else replace(options, task=task)

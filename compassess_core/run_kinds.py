@@ -15,7 +15,7 @@ This module must never import the store or a UI.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, TextIO
+from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
 import pandas as pd
 
@@ -23,7 +23,7 @@ from .absolute import AbsoluteKind
 from .comparative import DEFAULT_CHUNK_PROMPTS, ComparativeKind
 from .context_window import ContextFit
 from .errors import InputError
-from .options import KindOptions, ModelOptions
+from .options import KindOptions, ModelOptions, with_data_task
 from .run_loop import WorkPlan
 from .scoring import ScoringKind
 from .settings import RunSettings
@@ -172,13 +172,17 @@ def kind_of(settings: RunSettings | Mapping) -> RunKind:
     return get_kind(name)
 
 
-def build_settings(dataset: str, options: KindOptions, model: ModelOptions) -> RunSettings:
+def build_settings(dataset: str, options: KindOptions, model: ModelOptions, *,
+                   text_columns: Sequence[str] = ()) -> RunSettings:
     """The settings of a run on dataset ``dataset`` (its name): the kind the options are of
-    builds them. The one builder behind the CLI, the Run page and the Python API.
+    builds them. The one builder behind the CLI, the Run page and the Python API. A task
+    ``auto`` takes the wording the data's ``text_columns`` name (``Dataset.text_columns``:
+    ``story_prompt``/``story`` -> story), else the aspect's (``prompts.infer_task``); the
+    settings store the task chosen (in the template's name and text, or the references').
 
     Raises
     ------
     InputError
         Options the kind cannot run together (the options themselves were checked when made).
     """
-    return get_kind(options.kind).settings(dataset, options, model)
+    return get_kind(options.kind).settings(dataset, with_data_task(options, text_columns), model)

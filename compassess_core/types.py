@@ -57,6 +57,9 @@ class Dataset:
     score_columns: tuple[str, ...] = ()
     source: str = ""
     content_hash: str = ""
+    #: What the file called its context and text columns (``story_prompt``, ``story``): the
+    #: prompt library reads the task from them. Empty for data stored before they were kept.
+    text_columns: tuple[str, ...] = ()
 
     def context(self, context_id: str) -> Context:
         for c in self.contexts:
@@ -73,7 +76,7 @@ class Dataset:
         if n_contexts is None:
             return self
         return Dataset(self.name, self.contexts[:n_contexts], self.score_columns, self.source,
-                       self.content_hash)
+                       self.content_hash, self.text_columns)
 
 
 @dataclass(frozen=True)

@@ -435,7 +435,7 @@ class StoreBase:
         """
         cols = (DatasetRow.id, DatasetRow.name, DatasetRow.n_contexts, DatasetRow.n_candidates,
                 DatasetRow.score_columns, DatasetRow.source, DatasetRow.content_hash,
-                DatasetRow.created_at)
+                DatasetRow.created_at, DatasetRow.text_columns)
         if isinstance(name_or_id, (int, np.integer)):
             row = conn.execute(select(*cols).where(DatasetRow.id == int(name_or_id))).first()
         else:

@@ -134,7 +134,8 @@ class DatasetStore(StoreBase):
             name=ds.name,
             contexts=tuple(Context(c.key, c.text, tuple(by_context.get(c.id, ())))
                            for c in contexts),
-            score_columns=tuple(ds.score_columns), source=ds.source, content_hash=ds.content_hash)
+            score_columns=tuple(ds.score_columns), source=ds.source, content_hash=ds.content_hash,
+            text_columns=tuple(ds.text_columns or ()))
 
 
 def _dataset_with_hash(conn: Connection, chash: str) -> int | None:
@@ -146,7 +147,8 @@ def _insert_dataset(conn: Connection, dataset: Dataset, chash: str) -> int:
     """Insert a dataset's rows on ``conn`` (inside the caller's transaction); returns its id."""
     dataset_id = conn.execute(insert(DatasetRow).values(
         name=dataset.name, content_hash=chash, source=dataset.source,
-        score_columns=list(dataset.score_columns), n_contexts=len(dataset.contexts),
+        score_columns=list(dataset.score_columns), text_columns=list(dataset.text_columns),
+        n_contexts=len(dataset.contexts),
         n_candidates=dataset.n_candidates, created_at=utcnow())).inserted_primary_key[0]
     conn.execute(insert(ContextRow), [
         dict(dataset_id=dataset_id, key=c.context_id, position=i, text=c.text)

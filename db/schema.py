@@ -87,6 +87,9 @@ class DatasetRow(Base):
     content_hash: Mapped[str] = mapped_column(String(128), unique=True)
     source: Mapped[str] = mapped_column(Text, default="")
     score_columns: Mapped[list[str]] = mapped_column(JSON, default=list)
+    #: The file's names of its context and text columns: they say the task (story, instruction,
+    #: ...) the prompts are worded for. NULL for datasets stored before they were kept.
+    text_columns: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     n_contexts: Mapped[int] = mapped_column(Integer)
     n_candidates: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -30,6 +30,7 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from compassess_core.models import is_bundled
+from compassess_core.prompts import reference_column
 from compassess_core.run_kinds import get_kind
 from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
@@ -568,9 +569,11 @@ def ci_control(where, n_comparisons: int) -> bool:
 
 
 def default_reference_index(references: list[str], settings) -> int:
-    """The run's aspect when the dataset has a column of that name (a coherence run is checked
-    against 'coherence'), else the first reference column."""
-    return references.index(settings.aspect) if settings.aspect in references else 0
+    """The run's aspect's column when the dataset has one, by name or synonym (a coherence run
+    is checked against 'coherence', an engagingness run against 'engagement'), else the first
+    reference column."""
+    column = reference_column(settings.aspect, references)
+    return references.index(column) if column is not None else 0
 
 
 METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probability",

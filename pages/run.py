@@ -22,8 +22,9 @@ from compassess_core.errors import CompAssessError, InputError, TemplateError
 from compassess_core.judges.servers import (configured_servers, model_name_problem,
                                             normalise_base_url)
 from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS, name_problem
-from compassess_core.prompts import (ASPECT_ADJECTIVES, Aspect, builtin_template, custom_template,
-                                     infer_task, TASKS)
+from compassess_core.prompts import (ASPECT_ADJECTIVES, TASK_WORDING, TASKS, Aspect,
+                                     builtin_template, custom_template, default_aspect, infer_task,
+                                     reference_column, task_from_columns)
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
                                      ScoringOptions)
@@ -73,8 +74,8 @@ with st.container(border=True):
     st.markdown("**What to judge**")
     c1, c2, c3 = st.columns(3)
     presets = list(ASPECT_ADJECTIVES)
-    default_aspect = next((a for a in presets if a in dataset.score_columns), "coherence")
-    st.session_state.setdefault("run_aspect", default_aspect)
+    # The aspect the data's scores are about, by name or synonym (an 'engagement' column).
+    st.session_state.setdefault("run_aspect", default_aspect(dataset.score_columns))
     choice = c1.selectbox("Aspect", presets + [OWN], key="run_aspect",
                           help="A preset becomes its adjective in the prompt (coherence -> coherent).")
     own_aspect = (c1.text_input("Your aspect description", placeholder="e.g. factually accurate",
@@ -89,9 +90,13 @@ with st.container(border=True):
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
                                     "{context} {a} {b} {aspect} placeholders.")
     task = c3.selectbox("Wording", ("auto",) + TASKS, key="run_task",
-                        help="summary: 'Summary A/B' and 'passage'; dialogue: 'Response A/B' and "
-                             "'conversation'. auto picks dialogue for dialogue aspects.")
-    resolved_task = infer_task(aspect) if task == "auto" else task
+                        format_func=lambda t: t if t == "auto" else
+                        f"{t}: {TASK_WORDING[t].noun} A/B, {TASK_WORDING[t].source}",
+                        help="How the judge is told what it reads (T1/T2, S1/S2 and the absolute "
+                             "kind's prompts alike). auto: the task the file's column names say "
+                             "(story, instruction, question, code), else dialogue for dialogue "
+                             "aspects and summary otherwise.")
+    resolved_task = infer_task(aspect, dataset.text_columns) if task == "auto" else task
     st.session_state.setdefault("own_template", builtin_template("t1", resolved_task).text)
     own_text = (st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
                              height=150, key="own_template")
@@ -255,7 +260,7 @@ if mode == SCORING_MODE:
                                    "and 10 based on how {adjective} ...', s2 'Provide a score between "
                                    "1 and 10 that measures ...'. The Wording choice above applies.")
         try:
-            score_template = sc.scoring_template(score_name, aspect, task)
+            score_template = sc.scoring_template(score_name, aspect, resolved_task)
         except TemplateError as e:
             st.error(f"Template problem: {plain(str(e))}")
             score_template = None
@@ -284,7 +289,8 @@ view.save_form(FORM, FORM_KEYS)
 settings = planned = None
 try:
     if model_options is not None and make_options is not None:
-        settings = build_settings(dataset.name, make_options(), model_options)
+        settings = build_settings(dataset.name, make_options(), model_options,
+                                  text_columns=dataset.text_columns)
         planned = kind_of(settings).planned_total(dataset, settings)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
     top.error(f"These settings cannot run: {plain(str(e))}")
@@ -296,6 +302,20 @@ if settings is not None:
     top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
+    wording = TASK_WORDING[resolved_task]
+    why = ("you chose it" if task != "auto" else
+           f"the file's columns {', '.join(dataset.text_columns)}"
+           if task_from_columns(dataset.text_columns) else f"the aspect {aspect.name}")
+    shown = (f"{wording.source_label}, then one {wording.lower} at a time" if mode == SCORING_MODE
+             else wording.reads())
+    reads = ("your own template" if mode == "pairwise comparisons" and template_choice == "own"
+             else f"{shown} (task {resolved_task}, from {why})")
+    reference = reference_column(aspect.name, dataset.score_columns)
+    against = (f"the reference column {reference}" if reference is not None else
+               "none: no reference column is named for this aspect or a synonym of it (the "
+               "result pages start at the first one; choose the right one there)")
+    top.caption(plain(f"The judge will read: {reads}. Human scores it is checked against by "
+                      f"default: {against}."))
     for line in kind.advice(dataset, settings):  # what the CLI prints as warnings
         top.warning(plain(line))
 run_name = top.text_input("Run name",

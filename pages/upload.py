@@ -17,6 +17,7 @@ from compassess_core.data import (CANONICAL, GENERATE_IDS, OPTIONAL, ignored_col
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.limits import MAX_NAME_CHARS, max_upload_bytes, max_upload_mb, name_problem
 from compassess_core.markup import find_markup, strip_dataset_markup
+from compassess_core.prompts import TASK_WORDING, task_from_columns
 from pages._auth import guard, require
 from pages import _view as view
 from pages._common import api_store, plain, problems_frame
@@ -116,6 +117,11 @@ if markup.found:
 st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_candidates} candidates, "
            f"reference scores: {', '.join(map(plain, dataset.score_columns)) or 'none'}.",
            icon=":material/check_circle:")
+task = task_from_columns(dataset.text_columns)
+if task is not None:  # what the Run page's wording 'auto' will choose for this file
+    st.caption(plain(f"The columns {', '.join(dataset.text_columns)} say these are {task} texts: "
+                     f"the judge will read {TASK_WORDING[task].reads()} (the Run page's Wording "
+                     "can change it)."))
 unused = ignored_columns(table, column_map, score_columns or None)
 if unused:
     st.caption("Not used: " + "; ".join(f"{plain(column)} ({why})"
