@@ -159,6 +159,12 @@ def test_run_page_scoring_mode_creates_a_scoring_run_and_launches_the_worker(app
     at.run()
     assert "Status: running" in texts(at.markdown)
     shown = progress_text(at)
+    # No rate measured yet (the first batch): the phase instead of a rate and an ETA.
+    assert "2/5 candidates scored (40%)" in shown and "judging" in shown
+    assert "comparisons" not in shown
+    store.set_run_status(run.id, "running", done=2, total=5, rate=0.5)
+    at.run()
+    shown = progress_text(at)
     assert "2/5 candidates scored (40%)" in shown and "candidates/s" in shown
     assert "comparisons" not in shown
     assert [b for b in at.button if b.label == "Cancel"]
