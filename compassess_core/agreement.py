@@ -950,7 +950,7 @@ def disagreements(human_df: pd.DataFrame, llm: pd.DataFrame | ComparisonTable,
 # ----------------------------------------------------------------------------- one report
 
 def _scores_dict(s: AgreementScores) -> dict:
-    intervals = {f"{k}_ci95": [_nan_to_none(v) for v in lo_hi] for k, lo_hi in s.intervals.items()}
+    intervals = {f"{k}_ci95": [nan_to_none(v) for v in lo_hi] for k, lo_hi in s.intervals.items()}
     return dict(accuracy_with_ties=s.accuracy_with_ties, kappa_with_ties=s.kappa_with_ties,
                 n_with_ties=s.n_with_ties, accuracy_without_ties=s.accuracy_without_ties,
                 kappa_without_ties=s.kappa_without_ties, n_without_ties=s.n_without_ties,
@@ -958,8 +958,14 @@ def _scores_dict(s: AgreementScores) -> dict:
                 small_sample=s.small_sample)
 
 
-def _nan_to_none(v):
+def nan_to_none(v):
+    """``v`` for JSON: a NaN or infinite float as None, anything else as it is."""
     return None if isinstance(v, float) and not np.isfinite(v) else v
+
+
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """The rows of ``frame`` as JSON-able dicts (NaN as None, :func:`nan_to_none`)."""
+    return [{k: nan_to_none(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
 
 
 def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: Dataset,
@@ -984,7 +990,7 @@ def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: D
                annotators=report.annotators, notes=report.notes,
                confusion_labels=list(CLASS_NAMES))
     for name, at in (("raw", report.raw), ("debiased", report.debiased)):
-        llm[name] = {"tau": at.tau, **{k: _nan_to_none(v) if not isinstance(v, list) else v
+        llm[name] = {"tau": at.tau, **{k: nan_to_none(v) if not isinstance(v, list) else v
                                        for k, v in _scores_dict(at.majority).items()}}
     llm["debiased"]["threshold"] = threshold or f"tau = {tau:.4f}"
     hh = human_human_agreement(human_df)
@@ -1015,15 +1021,15 @@ def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: D
         tau=float(tau),
         llm_vs_human=llm,
         human_human=dict(n_items=hh.n_items, n_annotators=hh.n_annotators,
-                         percent_agreement=_nan_to_none(hh.percent_agreement),
-                         cohen_kappa=_nan_to_none(hh.cohen_kappa),
-                         krippendorff_alpha=_nan_to_none(hh.krippendorff_alpha)),
-        positional_bias=dict(human_share_left=_nan_to_none(share), human_n=n_left,
+                         percent_agreement=nan_to_none(hh.percent_agreement),
+                         cohen_kappa=nan_to_none(hh.cohen_kappa),
+                         krippendorff_alpha=nan_to_none(hh.krippendorff_alpha)),
+        positional_bias=dict(human_share_left=nan_to_none(share), human_n=n_left,
                              llm_p_a_raw=positional_bias(p, 0.5)[0] if len(p) else None,
                              llm_p_a_debiased=positional_bias(p_at, tau)[0] if len(p_at) else None),
-        ranking_correlation=dict(spearman_x100=_nan_to_none(rc.mean_x100) if rc else None,
+        ranking_correlation=dict(spearman_x100=nan_to_none(rc.mean_x100) if rc else None,
                                  n_used=rc.n_used if rc else 0,
-                                 spearman_x100_ci95=[_nan_to_none(v) for v in rc_ci],
+                                 spearman_x100_ci95=[nan_to_none(v) for v in rc_ci],
                                  human_votes_per_context=[int(votes.min()), int(votes.max())]
                                  if len(votes) else None,
                                  small_sample=bool(rc is None or rc.n_used < SMALL_SAMPLE_CONTEXTS)),

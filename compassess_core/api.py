@@ -43,7 +43,7 @@ from . import __version__, absolute, analysis, campaigns, panel, prompts, worker
 from .absolute import AbsoluteEvaluation
 from .agreement import (AgreementReport, HumanAgreement, agreement_summary, disagreements,
                         human_human_agreement, human_rankings, human_table_from_labels,
-                        llm_vs_human, positional_bias_side_by_side)
+                        json_records, llm_vs_human, positional_bias_side_by_side)
 from .agreement import AGREEMENT_BOOT
 from .analysis import Evaluation, EvaluationReport
 from .calibration import (DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate,
@@ -2654,8 +2654,7 @@ class JudgesLeaderboard:
 
     def to_dict(self) -> dict:
         """JSON-able (NaN as None): what ``compassess judges --json`` prints."""
-        rows = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
-                 for k, v in r.items()} for r in self.frame.to_dict(orient="records")]
+        rows = json_records(self.frame)
         return dict(dataset=self.dataset, aspect=self.aspect, basis=self.basis,
                     reference=self.reference, n_labels=self.n_labels, n_boot=self.n_boot,
                     level=self.level, judges=rows, notes=list(self.notes))

@@ -486,16 +486,13 @@ class MemberAgreement:
 
     def to_dict(self) -> dict:
         """JSON-able (NaN as None)."""
-        def clean(v):
-            return None if isinstance(v, float) and not np.isfinite(v) else v
         return dict(members=list(self.members), n_pairs=self.n_pairs,
-                    fleiss_kappa=clean(self.fleiss_kappa), n_pairs_all=self.n_pairs_all,
-                    krippendorff_alpha=clean(self.krippendorff_alpha),
+                    fleiss_kappa=agreement.nan_to_none(self.fleiss_kappa),
+                    n_pairs_all=self.n_pairs_all,
+                    krippendorff_alpha=agreement.nan_to_none(self.krippendorff_alpha),
                     n_pairs_alpha=self.n_pairs_alpha,
-                    pairwise=[{k: clean(v) for k, v in r.items()}
-                              for r in self.pairwise.to_dict(orient="records")],
-                    with_panel=[{k: clean(v) for k, v in r.items()}
-                                for r in self.with_panel.to_dict(orient="records")],
+                    pairwise=agreement.json_records(self.pairwise),
+                    with_panel=agreement.json_records(self.with_panel),
                     notes=list(self.notes))
 
 
