@@ -13,7 +13,10 @@ It builds, from every pairwise run on the dataset and aspect (or the ``--run`` o
 * the equal-weight panel (Gaussian product of experts on the members' debiased log-odds);
 * the learnt-weight panel, held out: the contexts are dealt into folds and each fold's pairs are
   combined with weights learnt from the human labels of the other folds' contexts only (needs
-  human labels of the aspect in at least two contexts);
+  human labels of the aspect in at least two contexts; without them, when the dataset has a
+  reference column, the weights are learnt the same way from pair labels derived from the
+  reference scores: the candidate with the higher mean human score wins, equal scores are left
+  out; the row says which);
 * the majority vote of the members' debiased verdicts (equal weights).
 
 Each row: Spearman x100 with the reference column (win ratio at the judge's balanced tau*, mean
@@ -31,6 +34,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -93,6 +97,23 @@ def scores(dataset, table: ComparisonTable, reference: str | None, human) -> dic
     return out
 
 
+def reference_labels(dataset, reference: str) -> pd.DataFrame:
+    """Pair labels derived from a reference column, in the shape of stored human labels: for
+    every unordered pair of a context, the candidate with the higher reference score wins (equal
+    scores: no label). Used only to learn panel weights on held-out folds, never to score."""
+    rows = []
+    for ctx in dataset.contexts:
+        c = [x for x in ctx.candidates if reference in x.scores]
+        s = np.array([x.scores[reference] for x in c], dtype=float)
+        i, j = np.triu_indices(len(c), k=1)
+        keep = s[i] != s[j]
+        for a, b in zip(i[keep], j[keep]):
+            rows.append((ctx.context_id, c[a].candidate_id, c[b].candidate_id,
+                         c[a].candidate_id if s[a] > s[b] else c[b].candidate_id))
+    return pd.DataFrame(rows, columns=["context_id", "candidate_a", "candidate_b", "winner"]
+                        ).assign(annotator="reference")
+
+
 def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
     """The learnt-weight panel's p on every row, each context's rows combined with weights
     learnt from the labels of the other folds' contexts (None: labels in fewer than 2
@@ -136,9 +157,13 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     equal = panel.combine(z, np.ones(n_members), "poe")
     rows.append(("panel, equal weights (product of experts)", total,
                  scores(data, panel.panel_table(keys, equal), reference, human)))
-    learnt = learnt_held_out(keys, z, human) if human is not None else None
+    weight_labels, source = human, "human labels"
+    if human is None and reference is not None:
+        weight_labels, source = reference_labels(data, reference), f"the '{reference}' scores"
+    learnt = (learnt_held_out(keys, z, weight_labels) if weight_labels is not None
+              and len(weight_labels) else None)
     if learnt is not None:
-        rows.append(("panel, learnt weights (held-out folds of contexts)", total,
+        rows.append((f"panel, weights learnt from {source} (held-out folds of contexts)", total,
                      scores(data, panel.panel_table(keys, learnt), reference, human)))
     vote = panel.combine(z, np.ones(n_members), "vote")
     rows.append(("majority vote of debiased verdicts", total,
@@ -162,8 +187,8 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
         lines.append(f"| {name} | {n:,} | {num(s['spearman'], '.1f')} | "
                      f"{num(s['accuracy'], '.3f')} | {num(s['kappa'], '.3f')} | {s['n_pairs']} |")
     if learnt is None:
-        lines += ["", "No learnt-weight panel: it needs human labels of the aspect in at least "
-                  "two contexts."]
+        lines += ["", "No learnt-weight panel: it needs human labels of the aspect, or a "
+                  "reference column, in at least two contexts."]
     return "\n".join(lines)
 
 

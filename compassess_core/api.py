@@ -1628,6 +1628,15 @@ class Run:
                             columns=m.columns)
 
     @property
+    def prompt_tokens_per_comparison(self) -> float | None:
+        """Mean prompt tokens the judge reads per unit of the plan (a comparison, or a candidate
+        for prompt scoring), counted with the judge's own tokenizer when the worker planned the
+        run (``plan['work_tokens']`` over the plan's units); None when not counted (a served
+        judge without a tokenizer, a run made before this was recorded)."""
+        tokens = (self.info.plan or {}).get("work_tokens")
+        return float(tokens) / self.info.total if tokens and self.info.total else None
+
+    @property
     def n_comparisons(self) -> int:
         """Stored comparisons that match the run's dataset (0 for other kinds)."""
         if not self._kind.is_pairwise:
@@ -2442,6 +2451,16 @@ class Panel(Run):
         n = np.array([r.n_comparisons for r in self.member_runs], dtype=float)
         return float(n.sum() / (n / np.array(rates, dtype=float)).sum())
 
+    @property
+    def prompt_tokens_per_comparison(self) -> float | None:
+        """Prompt tokens per comparison of the whole panel: every member's prompt tokens over
+        every member's comparisons (None when a member's were not counted)."""
+        per = [r.prompt_tokens_per_comparison for r in self.member_runs]
+        if any(t is None for t in per):
+            return None
+        n = np.array([r.info.total for r in self.member_runs], dtype=float)
+        return float((n * np.array(per, dtype=float)).sum() / n.sum())
+
     def _labels(self, store: Store) -> pd.DataFrame:
         return store.backend.human_judgements_frame(self.panel_info.dataset_id,
                                                     self.panel_info.aspect)
@@ -2637,7 +2656,8 @@ class JudgesLeaderboard:
     calibrated on held-out folds; Spearman x100 with the reference at the balanced tau*; P(A) and
     flip rate at tau = 0.5; the longer text's share of wins and the length slope (log-odds per
     doubling); comparisons per second as measured (a panel: all its members' comparisons over
-    their seconds together); tokens per comparison (not recorded by this version: None).
+    their seconds together); prompt tokens per comparison, counted with the judge's tokenizer
+    when the run was planned (a panel: all its members' tokens over all their comparisons).
     ``held_out`` is True where a panel uses labels (learnt weights, calibrated members) and its
     agreement is that of held-out folds.
     """
@@ -2705,7 +2725,7 @@ def _judge_row(judge: Run, human: pd.DataFrame, reference: str | None, *, n_boot
                longer_wins=length.longer_wins,
                length_slope_per_doubling=length.slope_per_doubling,
                comparisons_per_s=judge.info.rate if judge.info.rate else nan,
-               tokens_per_comparison=None)
+               tokens_per_comparison=judge.prompt_tokens_per_comparison or nan)
     if judge.partial_note:
         notes.append(judge.partial_note)
     row["note"] = "; ".join(notes)

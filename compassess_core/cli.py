@@ -1014,9 +1014,10 @@ def cmd_judges(args) -> int:
                      f"{_fmt(r['kappa_high'], '.2f')}]", _fmt(r["accuracy"], ".2f"),
                      _fmt(r["log_loss_raw"], ".3f"), _fmt(r["spearman_x100"], ".1f"),
                      _fmt(r["p_a_raw"], ".2f"), _fmt(r["flip_rate_raw"], ".2f"),
-                     _fmt(r["comparisons_per_s"], ".1f"), str(r["n_comparisons"])))
+                     _fmt(r["comparisons_per_s"], ".2f"), _fmt(r["tokens_per_comparison"], ".0f"),
+                     str(r["n_comparisons"])))
     _table(rows, head=("kappa [95%]", "accuracy", "log-loss", "Spearman", "P(A) raw",
-                       "flip rate", "comp./s", "compared"))
+                       "flip rate", "comp./s", "tokens/comp.", "compared"))
     for note in board.notes:
         print(f"note: {note}")
     return EXIT_OK

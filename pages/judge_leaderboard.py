@@ -69,7 +69,8 @@ st.dataframe(plain(board.frame.dropna(axis=1, how="all"), into="text"), hide_ind
              column_config={"note": st.column_config.TextColumn("note", width="large")}, placeholder="")
 st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
            "comparisons won by the longer text; comparisons_per_s: as measured when the run "
-           "executed (a panel: all its members' comparisons over their seconds together); tokens "
-           "per comparison are not recorded by this version.")
+           "executed (a panel: all its members' comparisons over their seconds together); "
+           "tokens_per_comparison: prompt tokens the judge reads per comparison, counted with its "
+           "tokenizer when the run was planned.")
 for note in board.notes:
     st.warning(plain(note))

@@ -228,6 +228,7 @@ def seed_simulated_judges(url: str, *, labels: bool = True, judges=SIMULATED, se
                         Judgement(p, float(np.log(p)), float(np.log1p(-p)), 1.0),
                         f"simulated-{name}-{ctx.context_id}-{x.candidate_id}-{y.candidate_id}"))
         backend.add_results(run_id, "comparative", results)
+        backend.record_plan(run_id, {"work_tokens": 100 * (k + 1) * len(results)})
         backend.set_run_status(run_id, "completed", done=len(results), total=len(results),
                                rate=10.0 * (k + 1))
     if labels:
@@ -348,6 +349,9 @@ def test_judges_leaderboard_ranks_by_kappa_with_intervals(labelled_store):
     assert row.loc["jury-learnt", "held_out"] and not row.loc["jury", "held_out"]
     assert row.loc["simulated-middling", "comparisons_per_s"] == pytest.approx(20.0)
     assert row.loc["jury", "n_comparisons"] == 180
+    # prompt tokens per comparison as the plan counted them; a panel's: all members' over all
+    assert row.loc["simulated-middling", "tokens_per_comparison"] == pytest.approx(200.0)
+    assert row.loc["jury", "tokens_per_comparison"] == pytest.approx(200.0)
     assert np.isfinite(row.loc["jury", "log_loss_raw"])
     json.dumps(board.to_dict())
 
@@ -428,11 +432,38 @@ def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
     assert {"simulated-sharp", "second:simulated-noisy",
             "best judge alone (simulated-sharp)",
             "panel, equal weights (product of experts)",
-            "panel, learnt weights (held-out folds of contexts)",
+            "panel, weights learnt from human labels (held-out folds of contexts)",
             "majority vote of debiased verdicts"} <= set(rows)
     assert rows["panel, equal weights (product of experts)"][1] == "240"  # 4 judges x 60
-    learnt_kappa = float(rows["panel, learnt weights (held-out folds of contexts)"][4])
+    learnt_kappa = float(
+        rows["panel, weights learnt from human labels (held-out folds of contexts)"][4])
     assert learnt_kappa >= float(rows["simulated-noisy"][4])
+
+
+def test_panel_study_learns_weights_from_reference_scores_without_labels(tmp_path):
+    """No human labels: the weights are learnt from pairs ordered by the reference column, on
+    held-out folds of contexts, and the row says so; accuracy stays n/a (no people)."""
+    from benchmarks.panel_study import main, reference_labels, stored_judges
+    db = tmp_path / "r.db"
+    seed_simulated_judges(f"sqlite:///{db}", labels=False)
+    runs, data, human = stored_judges([str(db)], "sample", "coherence", None)
+    assert human is None
+    derived = reference_labels(data, "coherence")
+    ctx = data.contexts[0]
+    s = {c.candidate_id: c.scores["coherence"] for c in ctx.candidates}
+    first = derived[derived["context_id"] == ctx.context_id]
+    assert len(first) == sum(s[a] != s[b] for i, a in enumerate(s) for b in list(s)[i + 1:])
+    assert all(s[w] == max(s[a], s[b]) for a, b, w in
+               first[["candidate_a", "candidate_b", "winner"]].itertuples(index=False))
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n", encoding="utf-8")
+    assert main(["--db", str(db), "--dataset", "sample", "--aspect", "coherence",
+                 "--doc", str(doc)]) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")
+            for line in doc.read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and "---" not in line}
+    learnt = rows["panel, weights learnt from the 'coherence' scores (held-out folds of contexts)"]
+    assert learnt[3] == "n/a" and float(learnt[2]) > 0  # accuracy n/a, Spearman measured
 
 
 def test_migration_0010_downgrades_keeping_the_runs_and_upgrades_again(tmp_path):
