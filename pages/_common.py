@@ -64,30 +64,45 @@ def _stored_key(info) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _run_handle(url: str, run_id: int, stored: str, calibrated_on: tuple | None) -> api.Run:
+def _run_handle(url: str, run_id: int | str, stored: Any, calibrated_on: tuple | None) -> api.Run:
     """One ``api.Run`` per run and stored state (its dataset and results are read once and kept
     by the handle); ``calibrated_on``: ``(aspect, labels fingerprint)`` for the view calibrated
-    on the stored human labels (``Run.calibrated``)."""
+    on the stored human labels (``Run.calibrated``). A panel (``api.Panel``, a ``Run`` on its
+    combined p) is keyed by its name: ``run_id`` is then ``("panel", name)``."""
+    if isinstance(run_id, tuple):
+        return api_store().panel(run_id[1])
     run = api_store().get_run(run_id)
     return run.calibrated(calibrated_on[0]) if calibrated_on else run
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _read(url: str, run_id: int, stored: str, calibrated_on: tuple | None, method: str,
+def _read(url: str, run_id: int | tuple, stored: Any, calibrated_on: tuple | None, method: str,
           options: tuple) -> Any:
     return getattr(_run_handle(url, run_id, stored, calibrated_on), method)(**dict(options))
 
 
 class AppRun:
-    """A stored run as the pages use it: the API's ``Run`` (``.api``), whose attributes it passes
-    on (``name``, ``dataset``, ``settings``, ``tau``, ``n_comparisons``, ...), with the expensive
-    reads cached by Streamlit through :meth:`read`."""
+    """A stored run (or panel) as the pages use it: the API's ``Run`` (``.api``), whose
+    attributes it passes on (``name``, ``dataset``, ``settings``, ``tau``, ``n_comparisons``,
+    ...), with the expensive reads cached by Streamlit through :meth:`read`."""
 
     def __init__(self, run: api.Run, calibrated_on: tuple | None = None) -> None:
-        self.key = (db_url(), run.id, _stored_key(run.info), calibrated_on)
-        self.api = _run_handle(*self.key)
-        self.info = run.info
-        self.calibrated_on = calibrated_on
+        self._use((db_url(), run.id, _stored_key(run.info), calibrated_on))
+
+    @classmethod
+    def panel(cls, name: str, stored: tuple) -> "AppRun":
+        """The stored panel ``name`` through the same cache as a run; ``stored``: what its
+        numbers rest on (its dataset's runs' stored state, panels and labels), so a new batch
+        of a member or a new label recombines it."""
+        self = cls.__new__(cls)
+        self._use((db_url(), ("panel", name), stored, None))
+        return self
+
+    def _use(self, key: tuple) -> None:
+        self.key = key
+        self.api = _run_handle(*key)
+        self.info = self.api.info
+        self.calibrated_on = key[3]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.api, name)

@@ -18,7 +18,7 @@ from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
-from pages._common import api_store, db_url, fmt, is_pairwise, list_runs, pick_dataset, plain
+from pages._common import AppRun, api_store, fmt, is_pairwise, list_runs, pick_dataset, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -43,19 +43,10 @@ def _stamp(dataset_id: int) -> tuple:
             tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _panel(url: str, name: str, stamp: tuple) -> api.Panel:
-    return api_store().panel(name)
-
-
-@st.cache_data(show_spinner="Combining the judges…", max_entries=64)
-def _read(url: str, name: str, stamp: tuple, attr: str, options: tuple):
-    return getattr(_panel(url, name, stamp), attr)(**dict(options))
-
-
 def read(name: str, stamp: tuple, attr: str, /, **options):
-    """``Panel.<attr>(**options)`` of the stored panel ``name``, cached."""
-    return _read(db_url(), name, stamp, attr, tuple(sorted(options.items())))
+    """``Panel.<attr>(**options)`` of the stored panel ``name``, cached as a run's reads are
+    (``_common.AppRun``)."""
+    return AppRun.panel(name, stamp).read(attr, **options)
 
 
 # ------------------------------------------------------------------------------ a new panel
