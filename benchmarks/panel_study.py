@@ -83,15 +83,17 @@ def scores(dataset, table: ComparisonTable, reference: str | None, human) -> dic
     """Spearman x100 (balanced tau*, win ratio) and accuracy/kappa against people."""
     parts, all_p = analysis.split_with_p(dataset, table)
     tau = analysis.resolve_tau("balanced", all_p)
-    out = dict(spearman=None, accuracy=None, kappa=None, n_pairs=0)
+    out = dict(spearman=None, accuracy=None, kappa=None, n_pairs=0, kappa_low=None,
+               kappa_high=None)
     if reference is not None:
         ev = analysis.evaluate_at(dataset, parts, method="win-ratio", reference=reference,
                                   tau=tau, all_p=all_p)
         out["spearman"] = ev.spearman_x100
     if human is not None:
         try:
-            a = panel.human_agreement_interval(human, table, tau, n_boot=1)
-            out.update(accuracy=a.accuracy, kappa=a.kappa, n_pairs=a.n_pairs)
+            a = panel.human_agreement_interval(human, table, tau, n_boot=1000)
+            out.update(accuracy=a.accuracy, kappa=a.kappa, n_pairs=a.n_pairs,
+                       kappa_low=a.kappa_low, kappa_high=a.kappa_high)
         except InputError:
             pass
     return out
@@ -138,8 +140,40 @@ def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
     return p
 
 
+def panel_rows(data, keys, z, human, reference, label: str, total: int) -> tuple[list, bool]:
+    """The panel rows of ``z``'s members (columns): equal-weight product of experts, weights
+    learnt on held-out folds (from the human labels, else from the reference scores) and the
+    majority vote; ``label`` prefixes each row's name. Also whether a learnt row was made."""
+    n_members = z.shape[1]
+    rows = []
+    equal = panel.combine(z, np.ones(n_members), "poe")
+    rows.append((f"{label}, equal weights (product of experts)", total,
+                 scores(data, panel.panel_table(keys, equal), reference, human)))
+    weight_labels, source = human, "human labels"
+    if human is None and reference is not None:
+        weight_labels, source = reference_labels(data, reference), f"the '{reference}' scores"
+    learnt = (learnt_held_out(keys, z, weight_labels) if weight_labels is not None
+              and len(weight_labels) else None)
+    if learnt is not None:
+        rows.append((f"{label}, weights learnt from {source} (held-out folds of contexts)",
+                     total, scores(data, panel.panel_table(keys, learnt), reference, human)))
+    vote = panel.combine(z, np.ones(n_members), "vote")
+    rows.append((f"{label}: majority vote of debiased verdicts", total,
+                 scores(data, panel.panel_table(keys, vote), reference, human)))
+    return rows, learnt is not None
+
+
+def parse_subset(text: str) -> tuple[str, list[str]]:
+    """``LABEL=RUN,RUN,...`` (a named sub-panel of the judges)."""
+    label, _, names = text.partition("=")
+    members = [n.strip() for n in names.split(",") if n.strip()]
+    if not label.strip() or len(members) < 2:
+        raise SystemExit(f"--subset wants LABEL=RUN,RUN[,...] with two or more runs, not {text!r}")
+    return label.strip(), members
+
+
 def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = None,
-          reference: str | None = None) -> str:
+          reference: str | None = None, subsets: list[str] | None = None) -> str:
     """The markdown table (with what it was computed on above it)."""
     runs, data, human = stored_judges(dbs, dataset, aspect, only)
     if reference is None and aspect in data.score_columns:
@@ -154,39 +188,48 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     basis = "kappa" if human is not None else "spearman"
     best = max(rows, key=lambda row: -np.inf if row[2][basis] is None else row[2][basis])
     rows.append((f"best judge alone ({best[0]})", best[1], best[2]))
-    equal = panel.combine(z, np.ones(n_members), "poe")
-    rows.append(("panel, equal weights (product of experts)", total,
-                 scores(data, panel.panel_table(keys, equal), reference, human)))
-    weight_labels, source = human, "human labels"
-    if human is None and reference is not None:
-        weight_labels, source = reference_labels(data, reference), f"the '{reference}' scores"
-    learnt = (learnt_held_out(keys, z, weight_labels) if weight_labels is not None
-              and len(weight_labels) else None)
-    if learnt is not None:
-        rows.append((f"panel, weights learnt from {source} (held-out folds of contexts)", total,
-                     scores(data, panel.panel_table(keys, learnt), reference, human)))
-    vote = panel.combine(z, np.ones(n_members), "vote")
-    rows.append(("majority vote of debiased verdicts", total,
-                 scores(data, panel.panel_table(keys, vote), reference, human)))
+    made, learnt = panel_rows(data, keys, z, human, reference,
+                              f"panel of all {n_members}", total)
+    rows += made
+    names = list(runs)
+    for text in subsets or []:
+        label, members = parse_subset(text)
+        missing = [m for m in members if m not in runs]
+        if missing:
+            raise SystemExit(f"--subset {label}: no such judge here: {', '.join(missing)}")
+        cols = [names.index(m) for m in members]
+        sub = z[:, cols]
+        judged = ~np.isnan(sub).all(axis=1)
+        sub_rows, sub_learnt = panel_rows(data, keys.loc[judged].reset_index(drop=True),
+                                          sub[judged], human, reference, f"panel {label}",
+                                          sum(cost[m] for m in members))
+        rows += sub_rows
+        learnt = learnt or sub_learnt
 
     def num(v, spec):
         return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(
             v, spec)
 
     n_labels = 0 if human is None else len(human)
+    n_contexts = len(np.unique(keys["context_id"]))
+    against = (f"Spearman x100 with reference column `{reference}` (win ratio at each judge's "
+               f"balanced tau*, mean over {n_contexts} contexts)" if reference is not None
+               else f"no reference column ({n_contexts} contexts)")
     lines = [f"Dataset `{dataset}`, aspect `{aspect}`; {n_members} judges: "
-             f"{', '.join(f'`{n}`' for n in runs)}. Spearman x100 with reference column "
-             f"`{reference}` (win ratio at each judge's balanced tau*, mean over "
-             f"{len(np.unique(keys['context_id']))} contexts); accuracy and Cohen's kappa of the "
-             f"pair verdicts with the human majority, ties left out ({n_labels} stored labels); "
-             "cost in comparisons (judge calls). The best judge alone is picked on these same "
-             "numbers (an oracle).", "",
-             "| judge | comparisons | Spearman x100 | accuracy | kappa | labelled pairs |",
+             f"{', '.join(f'`{n}`' for n in runs)}. {against}; accuracy and Cohen's kappa "
+             "(95% bootstrap interval over labelled pairs) of the pair verdicts, each judge at "
+             f"its balanced tau*, with the human majority, ties left out ({n_labels} stored "
+             "labels); cost in comparisons (judge calls; a panel's are all its members'). The "
+             "best judge alone is picked on these same numbers (an oracle).", "",
+             "| judge | comparisons | Spearman x100 | accuracy | kappa [95%] | labelled pairs |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for name, n, s in rows:
+        kappa = num(s["kappa"], ".3f")
+        if s["kappa"] is not None and s["kappa_low"] is not None:
+            kappa += f" [{num(s['kappa_low'], '.2f')}, {num(s['kappa_high'], '.2f')}]"
         lines.append(f"| {name} | {n:,} | {num(s['spearman'], '.1f')} | "
-                     f"{num(s['accuracy'], '.3f')} | {num(s['kappa'], '.3f')} | {s['n_pairs']} |")
-    if learnt is None:
+                     f"{num(s['accuracy'], '.3f')} | {kappa} | {s['n_pairs']} |")
+    if not learnt:
         lines += ["", "No learnt-weight panel: it needs human labels of the aspect, or a "
                   "reference column, in at least two contexts."]
     return "\n".join(lines)
@@ -208,9 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", action="append", default=None,
                         help="only these runs (repeat; default: every pairwise run)")
     parser.add_argument("--reference", default=None, help="reference column (default: aspect)")
+    parser.add_argument("--subset", action="append", default=None, metavar="LABEL=RUN,RUN",
+                        help="also a panel of only these judges (repeat)")
     parser.add_argument("--doc", default=None, help="fill this markdown file's generated block")
     args = parser.parse_args(argv)
-    text = study(args.db, args.dataset, args.aspect, args.run, args.reference)
+    text = study(args.db, args.dataset, args.aspect, args.run, args.reference, args.subset)
     print(text)
     if args.doc:
         fill(Path(args.doc), f"panel {args.dataset} {args.aspect}", text,

@@ -64,9 +64,21 @@ else:
                f"column {plain(str(board.reference))} (win ratio at each judge's balanced tau*, "
                "mean over contexts).")
 # Columns empty for every judge (no human labels, say) are left out rather than shown as "None".
-st.dataframe(plain(board.frame.dropna(axis=1, how="all"), into="text"), hide_index=True,
-             key="judges_table",
-             column_config={"note": st.column_config.TextColumn("note", width="large")}, placeholder="")
+# Digits each number carries (a kappa to 3 places, a Spearman x100 to 1): a column of
+# 15-digit floats says nothing more and pushes the rest off the screen.
+DIGITS = {**dict.fromkeys(["accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low",
+                           "kappa_high", "log_loss_raw", "log_loss_calibrated", "ece_raw",
+                           "ece_calibrated", "flip_rate_raw", "longer_wins",
+                           "length_slope_per_doubling"], 3),
+          **dict.fromkeys(["p_a_raw", "comparisons_per_s"], 2),
+          "spearman_x100": 1, "tokens_per_comparison": 0}
+shown = plain(board.frame.dropna(axis=1, how="all"), into="text")
+formats = {c: st.column_config.NumberColumn(c, format=f"%.{d}f")
+           for c, d in DIGITS.items() if c in shown.columns}
+st.dataframe(shown, hide_index=True, key="judges_table",
+             column_config={**formats,
+                            "note": st.column_config.TextColumn("note", width="large")},
+             placeholder="")
 st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
            "comparisons won by the longer text; comparisons_per_s: as measured when the run "
            "executed (a panel: all its members' comparisons over their seconds together); "

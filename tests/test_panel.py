@@ -422,7 +422,8 @@ def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
     doc = tmp_path / "results.md"
     doc.write_text("# Results\n", encoding="utf-8")
     args = ["--db", labelled_store, "--db", str(other), "--dataset", "sample", "--aspect",
-            "coherence", "--doc", str(doc)]
+            "coherence", "--doc", str(doc),
+            "--subset", "two=simulated-sharp,second:simulated-noisy"]
     assert main(args) == 0
     assert main(args) == 0  # the block is replaced, not appended twice
     text = doc.read_text(encoding="utf-8")
@@ -431,13 +432,15 @@ def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
             for line in text.splitlines() if line.startswith("| ") and "---" not in line}
     assert {"simulated-sharp", "second:simulated-noisy",
             "best judge alone (simulated-sharp)",
-            "panel, equal weights (product of experts)",
-            "panel, weights learnt from human labels (held-out folds of contexts)",
-            "majority vote of debiased verdicts"} <= set(rows)
-    assert rows["panel, equal weights (product of experts)"][1] == "240"  # 4 judges x 60
-    learnt_kappa = float(
-        rows["panel, weights learnt from human labels (held-out folds of contexts)"][4])
-    assert learnt_kappa >= float(rows["simulated-noisy"][4])
+            "panel of all 4, equal weights (product of experts)",
+            "panel of all 4, weights learnt from human labels (held-out folds of contexts)",
+            "panel of all 4: majority vote of debiased verdicts"} <= set(rows)
+    assert rows["panel of all 4, equal weights (product of experts)"][1] == "240"  # 4 x 60
+    assert rows["panel two, equal weights (product of experts)"][1] == "120"  # 2 x 60
+    assert "panel two: majority vote of debiased verdicts" in rows
+    learnt_kappa = float(rows["panel of all 4, weights learnt from human labels (held-out "
+                              "folds of contexts)"][4].split(" [")[0])
+    assert learnt_kappa >= float(rows["simulated-noisy"][4].split(" [")[0])
 
 
 def test_panel_study_learns_weights_from_reference_scores_without_labels(tmp_path):
@@ -462,7 +465,8 @@ def test_panel_study_learns_weights_from_reference_scores_without_labels(tmp_pat
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")
             for line in doc.read_text(encoding="utf-8").splitlines()
             if line.startswith("| ") and "---" not in line}
-    learnt = rows["panel, weights learnt from the 'coherence' scores (held-out folds of contexts)"]
+    learnt = rows["panel of all 3, weights learnt from the 'coherence' scores (held-out folds of "
+                  "contexts)"]
     assert learnt[3] == "n/a" and float(learnt[2]) > 0  # accuracy n/a, Spearman measured
 
 
