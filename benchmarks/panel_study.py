@@ -140,7 +140,7 @@ def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
     return p
 
 
-def panel_rows(data, keys, z, human, reference, label: str, total: int) -> tuple[list, bool]:
+def panel_rows(data, keys, z, human, reference, label: str, total: tuple) -> tuple[list, bool]:
     """The panel rows of ``z``'s members (columns): equal-weight product of experts, weights
     learnt on held-out folds (from the human labels, else from the reference scores) and the
     majority vote; ``label`` prefixes each row's name. Also whether a learnt row was made."""
@@ -181,8 +181,16 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     tables = [r.results for r in runs.values()]
     keys, z = panel.aligned_log_odds(tables, [panel.balanced_scaling(t.p) for t in tables])
     n_members = len(tables)
-    cost = {name: r.n_comparisons for name, r in runs.items()}
-    total = sum(cost.values())
+    # cost: comparisons (judge calls) and the seconds of judging the run recorded (None when it
+    # did not: then a panel's is unknown too)
+    cost = {name: (r.n_comparisons, r.info.judge_s) for name, r in runs.items()}
+
+    def summed(names) -> tuple:
+        seconds = [cost[n][1] for n in names]
+        return (sum(cost[n][0] for n in names),
+                None if any(x is None for x in seconds) else float(sum(seconds)))
+
+    total = summed(runs)
     rows = [(name, cost[name], scores(data, r.results, reference, human))
             for name, r in runs.items()]
     basis = "kappa" if human is not None else "spearman"
@@ -202,7 +210,7 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
         judged = ~np.isnan(sub).all(axis=1)
         sub_rows, sub_learnt = panel_rows(data, keys.loc[judged].reset_index(drop=True),
                                           sub[judged], human, reference, f"panel {label}",
-                                          sum(cost[m] for m in members))
+                                          summed(members))
         rows += sub_rows
         learnt = learnt or sub_learnt
 
@@ -219,15 +227,17 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
              f"{', '.join(f'`{n}`' for n in runs)}. {against}; accuracy and Cohen's kappa "
              "(95% bootstrap interval over labelled pairs) of the pair verdicts, each judge at "
              f"its balanced tau*, with the human majority, ties left out ({n_labels} stored "
-             "labels); cost in comparisons (judge calls; a panel's are all its members'). The "
-             "best judge alone is picked on these same numbers (an oracle).", "",
-             "| judge | comparisons | Spearman x100 | accuracy | kappa [95%] | labelled pairs |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name, n, s in rows:
+             "labels); cost in comparisons (judge calls) and the seconds of judging each run "
+             "recorded (a panel's: all its members'). The best judge alone is picked on these "
+             "same numbers (an oracle).", "",
+             "| judge | comparisons | judging s | Spearman x100 | accuracy | kappa [95%] | "
+             "labelled pairs |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, (n, seconds), s in rows:
         kappa = num(s["kappa"], ".3f")
         if s["kappa"] is not None and s["kappa_low"] is not None:
             kappa += f" [{num(s['kappa_low'], '.2f')}, {num(s['kappa_high'], '.2f')}]"
-        lines.append(f"| {name} | {n:,} | {num(s['spearman'], '.1f')} | "
+        lines.append(f"| {name} | {n:,} | {num(seconds, ',.0f')} | {num(s['spearman'], '.1f')} | "
                      f"{num(s['accuracy'], '.3f')} | {kappa} | {s['n_pairs']} |")
     if not learnt:
         lines += ["", "No learnt-weight panel: it needs human labels of the aspect, or a "
