@@ -21,8 +21,9 @@ It builds, from every pairwise run on the dataset and aspect (or the ``--run`` o
 
 Each row: Spearman x100 with the reference column (win ratio at the judge's balanced tau*, mean
 over contexts) when the dataset has one, accuracy and Cohen's kappa with the human majority (ties
-left out) when there are human labels, and the cost in comparisons (judge calls; a panel's are
-all its members'). The table goes into the ``<!-- generated: panel DATASET ASPECT -->`` block of
+left out, with 95% bootstrap intervals on kappa) when there are human labels, and the cost in
+comparisons (judge calls) and in seconds at each run's measured rate (a panel's: all its
+members'). ``--subset LABEL=RUN,RUN`` adds the panel rows of a subset of the judges. The table goes into the ``<!-- generated: panel DATASET ASPECT -->`` block of
 ``--doc`` (appended as a new section when the block is missing) and to standard output. This
 script must never change a stored result.
 """
@@ -181,9 +182,12 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     tables = [r.results for r in runs.values()]
     keys, z = panel.aligned_log_odds(tables, [panel.balanced_scaling(t.p) for t in tables])
     n_members = len(tables)
-    # cost: comparisons (judge calls) and the seconds of judging the run recorded (None when it
-    # did not: then a panel's is unknown too)
-    cost = {name: (r.n_comparisons, r.info.judge_s) for name, r in runs.items()}
+    # cost: comparisons (judge calls) and the seconds they take at the run's measured rate
+    # (comparisons per second of judging; a run that found some of its prompts judged already,
+    # in the store's cache, is still charged for all of them); None when no rate was recorded,
+    # and then a panel's is unknown too
+    cost = {name: (r.n_comparisons, r.n_comparisons / r.info.rate if r.info.rate else None)
+            for name, r in runs.items()}
 
     def summed(names) -> tuple:
         seconds = [cost[n][1] for n in names]
@@ -227,9 +231,9 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
              f"{', '.join(f'`{n}`' for n in runs)}. {against}; accuracy and Cohen's kappa "
              "(95% bootstrap interval over labelled pairs) of the pair verdicts, each judge at "
              f"its balanced tau*, with the human majority, ties left out ({n_labels} stored "
-             "labels); cost in comparisons (judge calls) and the seconds of judging each run "
-             "recorded (a panel's: all its members'). The best judge alone is picked on these "
-             "same numbers (an oracle).", "",
+             "labels); cost in comparisons (judge calls) and in seconds of judging at each "
+             "run's measured rate (a panel's: all its members'). The best judge alone is picked "
+             "on these same numbers (an oracle).", "",
              "| judge | comparisons | judging s | Spearman x100 | accuracy | kappa [95%] | "
              "labelled pairs |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
