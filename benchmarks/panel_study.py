@@ -17,6 +17,9 @@ It builds, from every pairwise run on the dataset and aspect (or the ``--run`` o
   reference column, the weights are learnt the same way from pair labels derived from the
   reference scores: the candidate with the higher mean human score wins, equal scores are left
   out; the row says which);
+* the best judge picked without the oracle: on each fold, the member whose verdicts agree
+  most with the other folds' labels (the same labels the learnt weights use), read on that
+  fold (costed as the whole panel, since every judge ran to choose);
 * the majority vote of the members' debiased verdicts (equal weights).
 
 Each row: Spearman x100 with the reference column (win ratio at the judge's balanced tau*, mean
@@ -117,11 +120,10 @@ def reference_labels(dataset, reference: str) -> pd.DataFrame:
                         ).assign(annotator="reference")
 
 
-def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
-    """The learnt-weight panel's p on every row, each context's rows combined with weights
-    learnt from the labels of the other folds' contexts (None: labels in fewer than 2
-    contexts)."""
-    rows = panel.labelled_rows(keys, human)
+def held_out_folds(keys, labels, *, seed: int = 0):
+    """The labelled rows (``panel.labelled_rows``) and each row's fold: contexts dealt into
+    :data:`FOLDS` folds (None: labels in fewer than 2 contexts)."""
+    rows = panel.labelled_rows(keys, labels)
     contexts = keys["context_id"].to_numpy(dtype=object)
     labelled = np.unique(contexts[rows["row"].to_numpy()])
     if len(labelled) < 2:
@@ -129,7 +131,17 @@ def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
     all_contexts = np.unique(contexts)
     fold_of = dict(zip(all_contexts, fold_of_pairs(len(all_contexts),
                                                     min(FOLDS, len(labelled)), seed)))
-    fold = np.array([fold_of[c] for c in contexts])
+    return rows, np.array([fold_of[c] for c in contexts])
+
+
+def learnt_held_out(keys, z, labels, *, seed: int = 0) -> np.ndarray | None:
+    """The learnt-weight panel's p on every row, each context's rows combined with weights
+    learnt from the labels of the other folds' contexts (None: labels in fewer than 2
+    contexts)."""
+    folds = held_out_folds(keys, labels, seed=seed)
+    if folds is None:
+        return None
+    rows, fold = folds
     p = np.full(len(keys), np.nan)
     r = rows["row"].to_numpy()
     for f in np.unique(fold):
@@ -141,7 +153,33 @@ def learnt_held_out(keys, z, human, *, seed: int = 0) -> np.ndarray | None:
     return p
 
 
-def panel_rows(data, keys, z, human, reference, label: str, total: tuple) -> tuple[list, bool]:
+def best_held_out(keys, z, labels, *, seed: int = 0) -> tuple[np.ndarray, list[int]] | None:
+    """The honest counterpart of the oracle's best judge: on each fold of contexts, the one
+    member whose debiased verdicts (the sign of its log-odds) agree most with the labels of the
+    other folds, read on that fold's rows (NaN where that member did not judge a row); also
+    which member each fold chose. None: labels in fewer than 2 contexts."""
+    folds = held_out_folds(keys, labels, seed=seed)
+    if folds is None:
+        return None
+    rows, fold = folds
+    r, y = rows["row"].to_numpy(), rows["y"].to_numpy()
+    p, chosen = np.full(len(keys), np.nan), []
+    for f in np.unique(fold):
+        train = fold[r] != f
+        if not train.any():
+            return None
+        zt = z[r[train]]
+        agree = np.where(np.isnan(zt), np.nan, (zt > 0) == (y[train, None] == 1))
+        with np.errstate(invalid="ignore"):
+            accuracy = np.nanmean(agree, axis=0)
+        m = int(np.nanargmax(np.nan_to_num(accuracy, nan=-1.0)))
+        chosen.append(m)
+        p[fold == f] = 1.0 / (1.0 + np.exp(-z[fold == f, m]))
+    return p, chosen
+
+
+def panel_rows(data, keys, z, human, reference, label: str, total: tuple,
+               members: list[str]) -> tuple[list, bool]:
     """The panel rows of ``z``'s members (columns): equal-weight product of experts, weights
     learnt on held-out folds (from the human labels, else from the reference scores) and the
     majority vote; ``label`` prefixes each row's name. Also whether a learnt row was made."""
@@ -158,6 +196,15 @@ def panel_rows(data, keys, z, human, reference, label: str, total: tuple) -> tup
     if learnt is not None:
         rows.append((f"{label}, weights learnt from {source} (held-out folds of contexts)",
                      total, scores(data, panel.panel_table(keys, learnt), reference, human)))
+        best = best_held_out(keys, z, weight_labels)
+        if best is not None:
+            p, chosen = best
+            judged = ~np.isnan(p)
+            picks = ", ".join(f"{members[m]} x{chosen.count(m)}" for m in sorted(set(chosen)))
+            rows.append((f"{label}: best judge picked on held-out folds by {source} ({picks})",
+                         total, scores(data, panel.panel_table(
+                             keys.loc[judged].reset_index(drop=True), p[judged]),
+                             reference, human)))
     vote = panel.combine(z, np.ones(n_members), "vote")
     rows.append((f"{label}: majority vote of debiased verdicts", total,
                  scores(data, panel.panel_table(keys, vote), reference, human)))
@@ -201,7 +248,7 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     best = max(rows, key=lambda row: -np.inf if row[2][basis] is None else row[2][basis])
     rows.append((f"best judge alone ({best[0]})", best[1], best[2]))
     made, learnt = panel_rows(data, keys, z, human, reference,
-                              f"panel of all {n_members}", total)
+                              f"panel of all {n_members}", total, list(runs))
     rows += made
     names = list(runs)
     for text in subsets or []:
@@ -214,7 +261,7 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
         judged = ~np.isnan(sub).all(axis=1)
         sub_rows, sub_learnt = panel_rows(data, keys.loc[judged].reset_index(drop=True),
                                           sub[judged], human, reference, f"panel {label}",
-                                          summed(members))
+                                          summed(members), members)
         rows += sub_rows
         learnt = learnt or sub_learnt
 
