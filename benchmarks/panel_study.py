@@ -201,7 +201,7 @@ def panel_rows(data, keys, z, human, reference, label: str, total: tuple,
             p, chosen = best
             judged = ~np.isnan(p)
             picks = ", ".join(f"{members[m]} x{chosen.count(m)}" for m in sorted(set(chosen)))
-            rows.append((f"{label}: best judge picked on held-out folds by {source} ({picks})",
+            rows.append((f"{label}: its best judge alone, picked on held-out folds by {source} ({picks})",
                          total, scores(data, panel.panel_table(
                              keys.loc[judged].reset_index(drop=True), p[judged]),
                              reference, human)))

@@ -438,7 +438,7 @@ def test_panel_study_table_from_two_stores(labelled_store, tmp_path):
     assert rows["panel of all 4, equal weights (product of experts)"][1] == "240"  # 4 x 60
     assert rows["panel two, equal weights (product of experts)"][1] == "120"  # 2 x 60
     assert "panel two: majority vote of debiased verdicts" in rows
-    picked = [r for r in rows if r.startswith("panel of all 4: best judge picked on held-out")]
+    picked = [r for r in rows if r.startswith("panel of all 4: its best judge alone, picked on held-out")]
     assert len(picked) == 1 and "simulated-sharp x" in picked[0]  # the sharp judge wins folds
     learnt_kappa = float(rows["panel of all 4, weights learnt from human labels (held-out "
                               "folds of contexts)"][5].split(" [")[0])
