@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import compassess_core as ca  # noqa: E402
-from compassess_core import analysis, panel  # noqa: E402
+from compassess_core import analysis, metrics, panel, ranking  # noqa: E402
 from compassess_core.calibration import fold_of_pairs  # noqa: E402
 from compassess_core.errors import InputError  # noqa: E402
 from compassess_core.types import ComparisonTable  # noqa: E402
@@ -88,11 +88,12 @@ def scores(dataset, table: ComparisonTable, reference: str | None, human) -> dic
     parts, all_p = analysis.split_with_p(dataset, table)
     tau = analysis.resolve_tau("balanced", all_p)
     out = dict(spearman=None, accuracy=None, kappa=None, n_pairs=0, kappa_low=None,
-               kappa_high=None)
+               kappa_high=None, pair_accuracy=None, per_context={})
     if reference is not None:
         ev = analysis.evaluate_at(dataset, parts, method="win-ratio", reference=reference,
                                   tau=tau, all_p=all_p)
-        out["spearman"] = ev.spearman_x100
+        out.update(spearman=ev.spearman_x100, pair_accuracy=ev.pairwise_accuracy,
+                   per_context=per_context_spearman(parts, reference, tau))
     if human is not None:
         try:
             a = panel.human_agreement_interval(human, table, tau, n_boot=1000)
@@ -101,6 +102,30 @@ def scores(dataset, table: ComparisonTable, reference: str | None, human) -> dic
         except InputError:
             pass
     return out
+
+
+def per_context_spearman(parts, reference: str, tau: float) -> dict[str, float]:
+    """Each context's Spearman (win ratio at ``tau`` against ``reference``), by context id: what
+    the mean Spearman x100 averages, kept for the paired comparison with the best judge."""
+    win_ratio = ranking.METHODS["win-ratio"]
+    preds = [win_ratio(cc.n, cc.i, cc.j, cc.p, tau=tau).scores for cc in parts]
+    refs = [np.array([c.scores.get(reference, np.nan) for c in cc.context.candidates])
+            for cc in parts]
+    values = metrics.per_context_correlation(preds, refs, method="spearman").per_context
+    return {cc.context.context_id: v for cc, v in zip(parts, values) if np.isfinite(v)}
+
+
+def paired_difference(row: dict[str, float], best: dict[str, float], *, n_boot: int = 2000,
+                      seed: int = 0) -> tuple[float, float, float] | None:
+    """Mean over the contexts both have of (row - best) per-context Spearman, x100, with a 95%
+    percentile bootstrap interval over those contexts (None: fewer than 2 in common)."""
+    common = sorted(set(row) & set(best))
+    if len(common) < 2:
+        return None
+    d = 100.0 * np.array([row[c] - best[c] for c in common])
+    idx = np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))
+    boot = d[idx].mean(axis=1)
+    return float(d.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
 
 
 def reference_labels(dataset, reference: str) -> pd.DataFrame:
@@ -272,8 +297,30 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
     n_labels = 0 if human is None else len(human)
     n_contexts = len(np.unique(keys["context_id"]))
     against = (f"Spearman x100 with reference column `{reference}` (win ratio at each judge's "
-               f"balanced tau*, mean over {n_contexts} contexts)" if reference is not None
-               else f"no reference column ({n_contexts} contexts)")
+               f"balanced tau*, mean over {n_contexts} contexts), its difference from the best "
+               "judge's on the same contexts (95% bootstrap interval over contexts) and the "
+               "share of reference-ordered pairs whose verdict agrees (pair accuracy)"
+               if reference is not None else f"no reference column ({n_contexts} contexts)")
+    best_per_context = best[2]["per_context"]
+
+    def delta(s) -> str:
+        d = paired_difference(s["per_context"], best_per_context) if s["per_context"] else None
+        return "n/a" if d is None else f"{d[0]:+.1f} [{d[1]:+.1f}, {d[2]:+.1f}]"
+
+    columns = [("comparisons", lambda n, sec, s: f"{n:,}"),
+               ("judging s", lambda n, sec, s: num(sec, ",.0f")),
+               ("Spearman x100", lambda n, sec, s: num(s["spearman"], ".1f")),
+               ("vs best judge [95%]", lambda n, sec, s: delta(s)),
+               ("pair accuracy", lambda n, sec, s: num(s["pair_accuracy"], ".3f")),
+               ("accuracy vs people", lambda n, sec, s: num(s["accuracy"], ".3f")),
+               ("kappa [95%]", lambda n, sec, s: num(s["kappa"], ".3f") + (
+                   f" [{num(s['kappa_low'], '.2f')}, {num(s['kappa_high'], '.2f')}]"
+                   if s["kappa"] is not None and s["kappa_low"] is not None else "")),
+               ("labelled pairs", lambda n, sec, s: str(s["n_pairs"]))]
+    cells = [[f(n, sec, s) for _, f in columns] for _, (n, sec), s in rows]
+    # a column empty in every row (people's agreement without labels, say) is left out
+    keep = [k for k in range(len(columns))
+            if any(c[k] not in ("n/a", "0") for c in cells) or columns[k][0] == "comparisons"]
     lines = [f"Dataset `{dataset}`, aspect `{aspect}`; {n_members} judges: "
              f"{', '.join(f'`{n}`' for n in runs)}. {against}; accuracy and Cohen's kappa "
              "(95% bootstrap interval over labelled pairs) of the pair verdicts, each judge at "
@@ -281,15 +328,10 @@ def study(dbs: list[str], dataset: str, aspect: str, only: list[str] | None = No
              "labels); cost in comparisons (judge calls) and in seconds of judging at each "
              "run's measured rate (a panel's: all its members'). The best judge alone is picked "
              "on these same numbers (an oracle).", "",
-             "| judge | comparisons | judging s | Spearman x100 | accuracy | kappa [95%] | "
-             "labelled pairs |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for name, (n, seconds), s in rows:
-        kappa = num(s["kappa"], ".3f")
-        if s["kappa"] is not None and s["kappa_low"] is not None:
-            kappa += f" [{num(s['kappa_low'], '.2f')}, {num(s['kappa_high'], '.2f')}]"
-        lines.append(f"| {name} | {n:,} | {num(seconds, ',.0f')} | {num(s['spearman'], '.1f')} | "
-                     f"{num(s['accuracy'], '.3f')} | {kappa} | {s['n_pairs']} |")
+             "| judge | " + " | ".join(columns[k][0] for k in keep) + " |",
+             "| --- | " + " | ".join("---:" for _ in keep) + " |"]
+    for (name, _, _), c in zip(rows, cells):
+        lines.append(f"| {name} | " + " | ".join(c[k] for k in keep) + " |")
     if not learnt:
         lines += ["", "No learnt-weight panel: it needs human labels of the aspect, or a "
                   "reference column, in at least two contexts."]
