@@ -1,6 +1,6 @@
 """The view state of the app: which dataset, run and second run are looked at, with which ranking
-method, threshold mode and value, bootstrap choice, aspect, bootstrap size and the Leaderboard's
-baseline system. This module owns it.
+method, threshold mode and value, bootstrap choice, aspect, bootstrap size, the Leaderboard's
+baseline system and the panel of judges. This module owns it.
 
 The state lives in the session and in the URL. ``app.py`` calls :func:`sync` at the start of every
 run, before the page: a value the session lacks is read from the URL (a refresh, a shared link, a
@@ -99,6 +99,7 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("aspect", "aspect", _name),
     Field("boot", "bootstrap resamples (Leaderboard)", _bootstrap),
     Field("baseline", "baseline system (Leaderboard)", _name),
+    Field("panel", "panel of judges (Panel)", _name),
 )}
 
 

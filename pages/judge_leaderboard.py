@@ -14,9 +14,13 @@ import streamlit as st
 
 from compassess_core.errors import CompAssessError
 from pages._auth import guard
+from pages import _view as view
 from pages._common import api_store, db_url, is_pairwise, list_runs, pick_dataset, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
+
+#: Bootstrap resamples for the intervals: the bounds of the page's input and its default.
+BOOT_MIN, BOOT_MAX, BOOT_DEFAULT = 50, 5000, 500
 
 st.title("Judges")
 st.caption("Which judge to trust on this data: every run and panel of judges on one dataset and "
@@ -32,10 +36,20 @@ if not aspects:
     st.info("No pairwise run on this dataset yet: start one on **Run**.")
     st.stop()
 c = st.columns(2)
+# Both follow the view state (the URL), so a link to this page reproduces its numbers.
+want = view.get("aspect")
+st.session_state["judges_aspect"] = want if want in aspects else aspects[0]
 aspect = c[0].selectbox("Aspect", aspects, key="judges_aspect",
-                        format_func=lambda a: plain(a, "text"))
-n_boot = int(c[1].number_input("Bootstrap resamples (95% intervals)", min_value=50,
-                               max_value=5000, value=500, step=50, key="judges_boot"))
+                        format_func=lambda a: plain(a, "text"),
+                        on_change=lambda: view.put("aspect", st.session_state["judges_aspect"]))
+view.put("aspect", aspect)
+want = view.get("boot")
+st.session_state["judges_boot"] = (want if isinstance(want, int) and BOOT_MIN <= want <= BOOT_MAX
+                                   else BOOT_DEFAULT)
+n_boot = int(c[1].number_input("Bootstrap resamples (95% intervals)", min_value=BOOT_MIN,
+                               max_value=BOOT_MAX, step=50, key="judges_boot",
+                               on_change=lambda: view.put("boot", st.session_state["judges_boot"])))
+view.put("boot", n_boot)
 
 
 @st.cache_data(show_spinner="Ranking the judges…", max_entries=32)

@@ -18,7 +18,8 @@ from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
-from pages._common import AppRun, api_store, fmt, is_pairwise, list_runs, pick_dataset, plain
+from pages import _view as view
+from pages._common import DEFAULT_METHOD, AppRun, api_store, fmt, is_pairwise, list_runs, pick_dataset, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -94,9 +95,12 @@ if len(panels) == 0:
     st.info("No panel on this dataset yet.")
     st.stop()
 names = list(panels["name"])
-if st.session_state.get("panel_pick") not in names:
-    st.session_state["panel_pick"] = names[-1]
-name = st.selectbox("Panel", names, key="panel_pick", format_func=lambda n: plain(n, "text"))
+# The panel and the ranking method follow the view state (the URL): a link reproduces the page.
+want = view.get("panel")
+st.session_state["panel_pick"] = want if want in names else names[-1]
+name = st.selectbox("Panel", names, key="panel_pick", format_func=lambda n: plain(n, "text"),
+                    on_change=lambda: view.put("panel", st.session_state["panel_pick"]))
+view.put("panel", name)
 stamp = _stamp(dataset.id)
 try:
     members = read(name, stamp, "definition")
@@ -130,7 +134,12 @@ for member, warning in read(name, stamp, "member_warnings").items():
 tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "Split pairs",
                 "Export"])
 with tabs[0]:
-    method = st.selectbox("Ranking method", list(api.RANKING_METHODS), key="panel_method")
+    methods = list(api.RANKING_METHODS)
+    want = view.get("method")
+    st.session_state["panel_method"] = want if want in methods else DEFAULT_METHOD
+    method = st.selectbox("Ranking method", methods, key="panel_method",
+                          on_change=lambda: view.put("method", st.session_state["panel_method"]))
+    view.put("method", method)
     ranks = read(name, stamp, "rankings", method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")

@@ -5,6 +5,7 @@ and one person's labels; every number shown equals the Python API's."""
 from __future__ import annotations
 
 import compassess_core as ca
+from compassess_core.leaderboard import DEFAULT_METHOD
 from test_app_pages import app_env, metric, open_page  # noqa: F401 - fixture
 from tests.test_panel import SIMULATED, seed_simulated_judges
 
@@ -35,7 +36,7 @@ def test_panel_page_creates_a_panel_and_shows_what_the_api_reads(app_env):
     assert metric(at, "Pairs where the members split") == f"{len(panel.split_pairs()):,}"
     members = table(at, "member run")
     assert list(members["member run"]) == MEMBERS
-    ranks = panel.rankings("win-ratio", "none")
+    ranks = panel.rankings(DEFAULT_METHOD, "none")  # the app's default method, as on every page
     assert list(table(at, "rank")["candidate_id"]) == list(ranks["candidate_id"])
     assert len(table(at, "member_1")) == 3
     assert len(table(at, "n_for_x")) == len(panel.split_pairs())
@@ -75,3 +76,39 @@ def test_both_pages_say_what_is_missing_on_an_empty_store(app_env):
         at = open_page(page)
         assert not at.exception, at.exception
         assert any("No dataset is stored yet" in i.value for i in at.info), page
+
+
+def test_a_link_reproduces_the_panel_and_judges_pages(app_env):
+    """The panel, its ranking method, the Judges page's aspect and bootstrap size are in the
+    URL: a new session opened on that link shows the same numbers."""
+    from streamlit.testing.v1 import AppTest
+
+    from test_app_pages import APP
+    api = seed_simulated_judges(app_env)
+    api.create_panel("jury", MEMBERS)
+    api.create_panel("pair", MEMBERS[:2], combine="vote")
+    at = open_page("panel")
+    at.selectbox(key="panel_pick").set_value("jury").run()
+    at.selectbox(key="panel_method").set_value("poe").run()
+    assert not at.exception, at.exception
+    assert (at.query_params["panel"], at.query_params["method"]) == ("jury", "poe")
+    shown = table(at, "rank")
+
+    fresh = AppTest.from_file(APP, default_timeout=60)
+    fresh.query_params.update(panel="jury", method="poe")
+    fresh.run()
+    fresh.switch_page("pages/panel.py").run()
+    assert not fresh.exception, fresh.exception
+    assert fresh.selectbox(key="panel_pick").value == "jury"
+    assert table(fresh, "rank").equals(shown)
+    assert list(shown["candidate_id"]) == list(api.panel("jury").rankings("poe", "none")["candidate_id"])
+
+    judges = AppTest.from_file(APP, default_timeout=60)
+    judges.query_params.update(aspect="coherence", boot="200")
+    judges.run()
+    judges.switch_page("pages/judge_leaderboard.py").run()
+    assert not judges.exception, judges.exception
+    assert judges.number_input(key="judges_boot").value == 200
+    board = api.judges("sample", "coherence", n_boot=200)
+    assert list(table(judges, "kappa_low")["kappa_low"].round(6)) == \
+        list(board.frame["kappa_low"].round(6))
