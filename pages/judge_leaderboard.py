@@ -20,7 +20,7 @@ from pages._common import api_store, db_url, is_pairwise, list_runs, pick_datase
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 #: Bootstrap resamples for the intervals: the bounds of the page's input and its default.
-BOOT_MIN, BOOT_MAX, BOOT_DEFAULT = 50, 5000, 500
+BOOT_MIN, BOOT_MAX, BOOT_DEFAULT = 50, 5000, 1000  # 1000: the API and CLI default
 
 st.title("Judges")
 st.caption("Which judge to trust on this data: every run and panel of judges on one dataset and "
