@@ -2608,9 +2608,40 @@ class Panel(Run):
         self._refuse("a calibrated view (the panel's members are calibrated with scaling "
                      "'calibrated')")
 
-    def audit(self, *args, **kwargs):
-        """Refused: the audit report is of runs."""
-        self._refuse("the audit report")
+    def audit(self, method: str = DEFAULT_METHOD, debias: str | float = "none", *,
+              n_boot: int = 200, examples: int = EXAMPLES,
+              baseline: str | None = None) -> RunAudit:
+        """The audit report's content for the panel (:meth:`Run.audit` on the combined p, at
+        tau = 0.5 by default since the members are debiased already), its setup the panel's
+        definition with each member's model and template; a shown comparison has each member's
+        debiased p instead of a prompt (every member had its own)."""
+        audit = super().audit(method, debias, n_boot=n_boot, examples=examples,
+                              baseline=baseline)
+        definition = self.definition()
+        for member, run in zip(definition["members"], self.member_runs):
+            member.update(model=run.settings.model, template=run.settings.template_name)
+        return replace(audit, panel=definition)
+
+    def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
+        keys = self._keys
+        at = np.flatnonzero((keys["context_id"].to_numpy(dtype=object) == str(row["context_id"]))
+                            & (keys["a_id"].to_numpy(dtype=object) == str(first))
+                            & (keys["b_id"].to_numpy(dtype=object) == str(second)))
+        z = self._z[at[0]] if len(at) else np.full(len(self.member_runs), np.nan)
+        members = {r.name: (None if not np.isfinite(v) else float(1.0 / (1.0 + np.exp(-v))))
+                   for r, v in zip(self.member_runs, z)}
+        return ShownComparison(row=row, first=first, second=second, prompt=None,
+                               members=members)
+
+    def report_html(self, *others: "Run | str | int", method: str = DEFAULT_METHOD,
+                    debias: str | float = "none", n_boot: int = 200,
+                    examples: int = EXAMPLES, baseline: str | None = None,
+                    generated_at: datetime | None = None) -> bytes:
+        """The panel's audit report (:meth:`Run.report_html`, at tau = 0.5 by default: the
+        members are debiased already); ``compassess panel report``."""
+        return super().report_html(*others, method=method, debias=debias, n_boot=n_boot,
+                                   examples=examples, baseline=baseline,
+                                   generated_at=generated_at)
 
     def execute(self, **kwargs) -> "Run":
         """Refused: a panel executes nothing (its runs did)."""

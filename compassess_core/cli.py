@@ -361,6 +361,20 @@ def _manage_parsers(sub) -> None:
     pe.add_argument("--reference", default=None, metavar="COLUMN")
     pe.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(pe)
+    pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
+                         "file (its members, leaderboard, bias, agreement with people, the most "
+                         "order-dependent and disputed comparisons with each member's p)")
+    pp.add_argument("--name", required=True, metavar="NAME")
+    pp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    pp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    pp.add_argument("--debias", default="none", metavar="none|balanced|TAU",
+                    help="threshold on the combined p (default none: its members are debiased "
+                         "already)")
+    pp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+                    help="context-bootstrap replicates of the leaderboard's 95%% intervals")
+    pp.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system to report each system's win rate against")
+    _db_arg(pp)
     pl = psub.add_parser("list", help="list stored panels")
     _db_arg(pl)
     pd_ = psub.add_parser("delete", help="delete a panel's definition (its runs stay)")
@@ -964,6 +978,14 @@ def cmd_panel(args) -> int:
         print(frame.to_string(index=False) if len(frame) else "no panels stored")
     elif what == "delete":
         print(f"deleted {store.delete_panel(args.name)}")
+    elif what == "report":
+        out = Path(args.output)
+        if not out.parent.is_dir():
+            raise InputError(f"output folder '{out.parent}' does not exist")
+        data = store.panel(args.name).report_html(method=args.method, debias=args.debias,
+                                                  n_boot=args.bootstrap, baseline=args.baseline)
+        out.write_bytes(data)
+        print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; panel '{args.name}')", file=sys.stderr)
     elif what == "rank":
         p = store.panel(args.name)
         df = p.rankings(args.method, args.debias).drop(columns=["text", "ci_low", "ci_high"],

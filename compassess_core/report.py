@@ -77,8 +77,11 @@ class ShownComparison:
     row: Mapping[str, Any]
     first: str
     second: str
-    prompt: ComparisonPrompt
+    prompt: ComparisonPrompt | None
     truncated_chars: int | None = None
+    #: A panel's comparison has no prompt of its own (each member had one): instead, each
+    #: member's p of ``first`` beating ``second``, debiased at its own tau* (None: not judged).
+    members: Mapping[str, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,9 @@ class RunAudit:
     #: The threshold in words (``tau = 0.4123``; under per-context balancing ``tau`` is NaN and
     #: this gives the range of the contexts' tau*); "" reads ``tau``.
     threshold: str = ""
+    #: A panel of judges (``Panel.definition()`` with each member's model and template): the
+    #: report's setup shows the panel and its members instead of one judge and template.
+    panel: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -412,6 +418,8 @@ def _setup(audit: RunAudit, version: str, generated: str) -> str:
         ("CompAssess", inert(version)),
         ("Report made", inert(generated)),
     ]
+    if audit.panel is not None:
+        return _panel_setup(audit, rows, reading)
     everything = _table(["setting", "value"],
                         [(inert(k), _settings_value(v)) for k, v in sorted(st.items())],
                         cls="settings")
@@ -691,7 +699,47 @@ def _evaluation(audit: RunAudit) -> str:
     return "".join(out)
 
 
+def _kind(audit: RunAudit) -> str:
+    return "Run" if audit.panel is None else "Panel of judges"
+
+
+def _panel_setup(audit: RunAudit, data_rows: list, reading: list) -> str:
+    """The setup of a panel's section: the data, how the members are combined, the members
+    (each with its model, template and weight) and how the results are read."""
+    pd_ = audit.panel
+    combine = {"poe": "product of experts on the members' debiased log-odds",
+               "vote": "weighted majority vote of the members' debiased verdicts"}
+    panel_rows = [
+        ("Panel", f"{inert(audit.name)}, {inert(audit.status)}: {audit.n_comparisons:,} ordered "
+                  "comparisons judged by at least one member"),
+        ("Aspect", inert(pd_.get("aspect"))),
+        ("Combination", inert(combine.get(pd_.get("combine"), pd_.get("combine")))),
+        ("Weights", inert(str(pd_.get("weights")))),
+        ("Each member's p", inert(pd_.get("scaling")) + " (balanced: debiased at the member's "
+                            "own tau*; calibrated: on the stored human labels)"),
+    ]
+    members = _table(["member run", "model", "template", "weight (sums to 1)", "comparisons"],
+                     [(inert(m["run"]), inert(m.get("model")), inert(m.get("template")),
+                       _num(m["weight"]), f"{int(m['n_comparisons']):,}")
+                      for m in pd_.get("members", [])])
+    return ("<h3>Setup</h3>"
+            '<div class="grid">'
+            f"<div><h4>Data</h4>{_pairs(data_rows)}</div>"
+            f"<div><h4>Panel of judges</h4>{_pairs(panel_rows)}</div>"
+            f"<div><h4>How the results are read</h4>{_pairs(reading)}</div>"
+            "</div>"
+            f"<h4>Members</h4>{members}"
+            + _note("Each member's template, prompts and settings are in its own run's report."))
+
+
 def _prompt_block(shown: ShownComparison) -> str:
+    if shown.prompt is None:  # a panel's comparison: its members' p, each with its own prompt
+        members = shown.members or {}
+        return ("<details><summary>Each member's p of " + inert(shown.first) + " (position A) "
+                "beating " + inert(shown.second) + ", debiased at the member's own tau*</summary>"
+                + _pairs([(inert(name), "not judged" if p is None else _num(p))
+                          for name, p in members.items()])
+                + _note("The exact prompts are in the members' own reports.") + "</details>")
     cut = ("" if shown.truncated_chars is None else
            _note(f"The context was cut to its first {shown.truncated_chars:,} characters to fit the "
                  "judge; this is the prompt it was given."))
@@ -755,7 +803,7 @@ def _disputed(audit: RunAudit) -> str:
 
 def _run_section(k: int, audit: RunAudit, charts: _Charts, version: str, generated: str) -> str:
     partial = _note(inert(audit.partial_note), "caution") if audit.partial_note else ""
-    return (f'<section id="run-{k}"><h2>Run {k}: {inert(audit.name)}</h2>'
+    return (f'<section id="run-{k}"><h2>{_kind(audit)} {k}: {inert(audit.name)}</h2>'
             + _judge_warning(audit) + partial
             + _setup(audit, version, generated)
             + _leaderboard(audit, charts)
@@ -880,7 +928,7 @@ def render_report(audits: Sequence[RunAudit], compared: Sequence[RunsCompared] =
     charts = _Charts()
     names = ", ".join(inert(a.name) for a in audits)
     sections = [_run_section(k, a, charts, version, generated) for k, a in enumerate(audits, 1)]
-    toc = "".join(f'<li><a href="#run-{k}">Run {k}: {inert(a.name)}</a></li>'
+    toc = "".join(f'<li><a href="#run-{k}">{_kind(a)} {k}: {inert(a.name)}</a></li>'
                   for k, a in enumerate(audits, 1))
     if compared:
         toc += '<li><a href="#compare">The runs compared</a></li>'

@@ -11,6 +11,8 @@ only as plain text.
 
 from __future__ import annotations
 
+import shlex
+
 import pandas as pd
 import streamlit as st
 
@@ -201,6 +203,18 @@ with tabs[6]:
                debias="none", ci=False)
     st.download_button("Download the panel's rankings (CSV)", out.data,
                        file_name="panel_rankings.csv", mime="text/csv", key="panel_download")
+    # Made when the button is pressed (a lazy download, as on Export): the report bootstraps
+    # the leaderboard, which a page that answers in a second must not wait for.
+    st.download_button("Download the panel's audit report (HTML)",
+                       data=lambda: read(name, stamp, "report_html", method=method,
+                                         debias="none"),
+                       file_name="panel_report.html", mime="text/html",
+                       key="panel_report_download",
+                       help="One self-contained file: the members, leaderboard, bias, agreement "
+                            "with people and the most order-dependent and disputed comparisons "
+                            "with each member's p.")
+    st.code(f"compassess panel report --name {shlex.quote(name)} --method {method} "
+            "-o panel_report.html", language="bash")
     if st.button("Delete this panel (its runs stay)", key="panel_delete"):
         require(ADMIN)
         api_store().delete_panel(name)

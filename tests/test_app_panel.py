@@ -44,6 +44,9 @@ def test_panel_page_creates_a_panel_and_shows_what_the_api_reads(app_env):
     assert ev.loc[0, "spearman_x100"] == panel.evaluation().debiased.spearman_x100
     assert metric(at, "Panel vs people: Cohen's kappa without ties") == \
         f"{panel.agreement().report.debiased.majority.kappa_without_ties:.3f}"
+    assert {b.proto.label for b in at.get("download_button")} >= {
+        "Download the panel's rankings (CSV)", "Download the panel's audit report (HTML)"}
+    assert any("compassess panel report --name jury" in c.value for c in at.code)
 
 
 def test_panel_page_refuses_a_bad_panel_and_says_why(app_env):

@@ -413,6 +413,35 @@ def test_cli_panel_create_rank_evaluate_and_judges(tmp_path, capsys):
     assert refused.returncode == 2 and "panel" in refused.stderr
 
 
+def test_the_panel_audit_report_shows_its_members_and_each_members_p(labelled_store, tmp_path,
+                                                                      capsys, monkeypatch):
+    """The audit report of a panel: its setup lists the members with their models, templates
+    and weights; a shown comparison has each member's debiased p (no prompt of its own); the
+    CLI writes the same bytes as the API for the same date."""
+    import compassess_core as ca
+    from datetime import datetime, timezone
+    api = ca.open_store(labelled_store)
+    jury = api.panel("jury-learnt")
+    when = datetime(2026, 11, 24, tzinfo=timezone.utc)
+    html = jury.report_html(generated_at=when).decode()
+    assert "Panel of judges 1: jury-learnt" in html and "<h4>Members</h4>" in html
+    for run in jury.member_runs:
+        assert run.name in html and run.settings.model in html
+    assert "debiased at the member" in html
+    assert "The exact prompt with" not in html  # a panel has no prompt of its own
+    audit = jury.audit()
+    assert audit.panel["weights"] == "learnt" and audit.tau == 0.5
+    shown = audit.order_dependent[0]
+    assert shown.prompt is None and set(shown.members) == {r.name for r in jury.member_runs}
+    assert all(p is None or 0.0 < p < 1.0 for p in shown.members.values())
+    out = tmp_path / "jury.html"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(when.timestamp())))
+    made = cli(capsys, "panel", "report", "--name", "jury-learnt", "-o", str(out), "--db",
+               labelled_store)
+    assert made.returncode == 0, made.stderr
+    assert out.read_bytes() == html.encode()
+
+
 # ------------------------------------------------------------------------------ the benchmark
 
 def markdown_rows(text: str) -> dict[str, dict[str, str]]:
