@@ -89,7 +89,15 @@ DIGITS = {**dict.fromkeys(["accuracy", "accuracy_low", "accuracy_high", "kappa",
 shown = plain(board.frame.dropna(axis=1, how="all"), into="text")
 formats = {c: st.column_config.NumberColumn(c, format=f"%.{d}f")
            for c, d in DIGITS.items() if c in shown.columns}
-st.dataframe(shown, hide_index=True, key="judges_table",
+# What the judges are ranked by comes right after their names; what they are (model, template,
+# members) last, where a long path or member list does not push the numbers off the screen.
+first = ["rank", "judge", "kind", "kappa", "kappa_low", "kappa_high", "accuracy",
+         "spearman_x100", "n_labelled_pairs", "n_comparisons"]
+last = ["model", "template", "members", "note"]
+order = ([c for c in first if c in shown.columns]
+         + [c for c in shown.columns if c not in first and c not in last]
+         + [c for c in last if c in shown.columns])
+st.dataframe(shown, hide_index=True, key="judges_table", column_order=order,
              column_config={**formats,
                             "note": st.column_config.TextColumn("note", width="large")},
              placeholder="")

@@ -130,8 +130,12 @@ m[3].metric("Pairs where the members split", f"{len(split):,}",
             help=f"Of {agree.n_pairs:,} unordered pairs.")
 for note in agree.notes:
     st.warning(plain(note))
-for member, warning in read(name, stamp, "member_warnings").items():
-    st.warning(f"Member {plain(member)}: {plain(warning)}")
+# One box for every member that answers by position; the engine's own words (numbers only, no
+# string a user controls: as the result pages show a run's judge warning), each name inert.
+warnings = read(name, stamp, "member_warnings")
+if warnings:
+    st.warning("\n".join(f"- Member {plain(member)}: {warning}"
+                          for member, warning in warnings.items()), icon=":material/warning:")
 
 tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "Split pairs",
                 "Export"])
