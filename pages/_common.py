@@ -128,6 +128,14 @@ def app_run(run: api.Run | None) -> AppRun | None:
     return None if run is None else AppRun(run)
 
 
+def judges_stamp(dataset_id: int) -> tuple:
+    """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
+    pages): its runs' stored comparisons and status, its panels and its stored human labels."""
+    store = api_store()
+    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+            tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
+
+
 def list_runs(dataset_id: int | None = None) -> list[api.Run]:
     """Every stored run (of one dataset), oldest first, as API handles."""
     return api_store().list_runs(dataset_id)
@@ -595,16 +603,17 @@ METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probabil
                  "bradley-terry": "Bradley-Terry (soft)", "poe": "product of experts (Gaussian)"}
 
 
-def method_control() -> str:
+def method_control(where=st.sidebar, key: str = "method_w") -> str:
     """The ranking-method picker shared by the result pages (the view state's: kept across page
-    switches and in the URL, re-seeded on every page as the tau control is)."""
+    switches and in the URL, re-seeded on every page as the tau control is); ``where`` and
+    ``key`` place it elsewhere (the Panel page's Rankings tab)."""
     methods = list(api.RANKING_METHODS)
     method = view.get("method")
-    st.session_state["method_w"] = method if method in methods else DEFAULT_METHOD
-    method = st.sidebar.selectbox("Ranking method", methods, key="method_w",
-                                  format_func=lambda m: METHOD_LABELS.get(m, m),
-                                  on_change=lambda: view.put("method", st.session_state["method_w"]),
-                                  help=DEFAULTS_WHY)
+    st.session_state[key] = method if method in methods else DEFAULT_METHOD
+    method = where.selectbox("Ranking method", methods, key=key,
+                             format_func=lambda m: METHOD_LABELS.get(m, m),
+                             on_change=lambda: view.put("method", st.session_state[key]),
+                             help=DEFAULTS_WHY)
     view.put("method", method)
     return method
 

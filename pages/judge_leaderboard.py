@@ -15,7 +15,8 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from pages._auth import guard
 from pages import _view as view
-from pages._common import api_store, db_url, is_pairwise, list_runs, pick_dataset, plain
+from pages._common import (api_store, db_url, is_pairwise, judges_stamp, list_runs,
+                            pick_dataset, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -57,11 +58,8 @@ def _judges(url: str, dataset_id: int, aspect: str, n_boot: int, stamp: tuple):
     return api_store().judges(dataset_id, aspect, n_boot=n_boot)
 
 
-store = api_store()
-stamp = (tuple((r.id, r.info.n_comparisons, r.status) for r in runs),
-         tuple(store.panels(dataset.id)["name"]), len(store.human_labels(dataset.id, aspect)))
 try:
-    board = _judges(db_url(), dataset.id, aspect, n_boot, stamp)
+    board = _judges(db_url(), dataset.id, aspect, n_boot, judges_stamp(dataset.id))
 except CompAssessError as e:
     st.info(plain(str(e)))
     st.stop()

@@ -21,7 +21,8 @@ from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import DEFAULT_METHOD, AppRun, api_store, fmt, is_pairwise, list_runs, pick_dataset, plain
+from pages._common import (AppRun, api_store, fmt, is_pairwise, judges_stamp, list_runs,
+                            method_control, pick_dataset, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -36,14 +37,6 @@ if dataset is None:
     st.info("No dataset is stored yet: load one on **Home** or **Upload**, and run judges on it.")
     st.stop()
 runs = [r for r in list_runs(dataset.id) if is_pairwise(r) and (r.info.n_comparisons or 0) > 0]
-
-
-def _stamp(dataset_id: int) -> tuple:
-    """What a panel's numbers rest on, as a cache key: the runs' stored comparisons and status,
-    the panels and the number of stored human labels."""
-    store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
-            tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
 
 
 def read(name: str, stamp: tuple, attr: str, /, **options):
@@ -97,13 +90,14 @@ if len(panels) == 0:
     st.info("No panel on this dataset yet.")
     st.stop()
 names = list(panels["name"])
-# The panel and the ranking method follow the view state (the URL): a link reproduces the page.
+# The panel (and, in Rankings, the method) follow the view state (the URL): a link reproduces
+# the page.
 want = view.get("panel")
 st.session_state["panel_pick"] = want if want in names else names[-1]
 name = st.selectbox("Panel", names, key="panel_pick", format_func=lambda n: plain(n, "text"),
                     on_change=lambda: view.put("panel", st.session_state["panel_pick"]))
 view.put("panel", name)
-stamp = _stamp(dataset.id)
+stamp = judges_stamp(dataset.id)
 try:
     members = read(name, stamp, "definition")
 except CompAssessError as e:
@@ -140,12 +134,7 @@ if warnings:
 tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "Split pairs",
                 "Export"])
 with tabs[0]:
-    methods = list(api.RANKING_METHODS)
-    want = view.get("method")
-    st.session_state["panel_method"] = want if want in methods else DEFAULT_METHOD
-    method = st.selectbox("Ranking method", methods, key="panel_method",
-                          on_change=lambda: view.put("method", st.session_state["panel_method"]))
-    view.put("method", method)
+    method = method_control(st, "panel_method")
     ranks = read(name, stamp, "rankings", method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
