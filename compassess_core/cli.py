@@ -727,15 +727,21 @@ def cmd_compare(args) -> int:
 
 
 def cmd_report(args) -> int:
-    out = Path(args.output)
+    _write_report(args.output, lambda: api.open_store(args.db).report(
+        args.run, method=args.method, debias=args.debias, n_boot=args.bootstrap,
+        examples=args.examples, baseline=args.baseline), f"{len(args.run)} run(s)")
+    return EXIT_OK
+
+
+def _write_report(output: str, make, what: str) -> None:
+    """Write the audit report ``make()`` returns to ``output`` (its folder checked first, so a
+    mistyped path fails before the report is computed) and say so on stderr."""
+    out = Path(output)
     if not out.parent.is_dir():
         raise InputError(f"output folder '{out.parent}' does not exist")
-    data = api.open_store(args.db).report(args.run, method=args.method, debias=args.debias,
-                                          n_boot=args.bootstrap, examples=args.examples,
-                                          baseline=args.baseline)
+    data = make()
     out.write_bytes(data)
-    print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {len(args.run)} run(s))", file=sys.stderr)
-    return EXIT_OK
+    print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {what})", file=sys.stderr)
 
 
 # ---------------------------------------------------- calibration, fusion with humans, models
@@ -979,13 +985,9 @@ def cmd_panel(args) -> int:
     elif what == "delete":
         print(f"deleted {store.delete_panel(args.name)}")
     elif what == "report":
-        out = Path(args.output)
-        if not out.parent.is_dir():
-            raise InputError(f"output folder '{out.parent}' does not exist")
-        data = store.panel(args.name).report_html(method=args.method, debias=args.debias,
-                                                  n_boot=args.bootstrap, baseline=args.baseline)
-        out.write_bytes(data)
-        print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; panel '{args.name}')", file=sys.stderr)
+        _write_report(args.output, lambda: store.panel(args.name).report_html(
+            method=args.method, debias=args.debias, n_boot=args.bootstrap,
+            baseline=args.baseline), f"panel '{args.name}'")
     elif what == "rank":
         p = store.panel(args.name)
         df = p.rankings(args.method, args.debias).drop(columns=["text", "ci_low", "ci_high"],
