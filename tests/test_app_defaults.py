@@ -135,7 +135,7 @@ def _results_of(store: Store, run_id: int):
 
 
 def test_exported_rankings_carry_the_intervals_the_page_shows(app_env, monkeypatch):
-    import compassess_core.api as export  # the pages' files come from Run.export_bytes
+    import compassess_core.export as export  # the files the API writes (every page's download)
     seed_run(app_env)
     captured = {}
     real = export.table_bytes

@@ -272,7 +272,7 @@ def test_bias_page_gauges_flip_rate_and_order_dependence(app_env):
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
 def test_export_files_reread_with_settings(app_env, monkeypatch, fmt):
-    import compassess_core.api as export  # the page's files come from Run.export_bytes
+    import compassess_core.export as export  # the files the API writes (every page's download)
     evil = SAMPLE.read_text(encoding="utf-8").replace(",S3,M14,", ",=1+2,M14,", 1)
     store, _, run_id = seed_run(app_env, source=evil.encode(), name="evil")
     captured: dict[str, tuple[bytes, bytes | None]] = {}

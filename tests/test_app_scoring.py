@@ -282,7 +282,7 @@ def test_pages_with_a_scoring_and_a_pairwise_run_do_not_fail(app_env, page):
 
 
 def test_export_offers_the_scores_of_a_scoring_run(app_env, monkeypatch):
-    import compassess_core.api as export  # the pages' files come from the API
+    import compassess_core.export as export  # the files the API writes (every page's download)
     seed_scoring_run(app_env)
     captured: dict[str, tuple[bytes, bytes | None]] = {}
     real = export.table_bytes

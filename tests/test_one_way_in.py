@@ -39,14 +39,15 @@ def test_pages_reach_the_data_only_through_the_python_api():
 
 def _captured_page_export(monkeypatch, fmt: str) -> dict[str, tuple[bytes, bytes | None]]:
     """The files the Export page offers at its defaults (Bradley-Terry, balanced tau*, 95%
-    intervals), as ``api.table_bytes`` produced them."""
+    intervals), as ``export.table_bytes`` (the API's one file writer) produced them."""
+    from compassess_core import export
     captured: dict[str, tuple[bytes, bytes | None]] = {}
-    real = api.table_bytes
+    real = export.table_bytes
 
     def spy(df, fmt_, *, what, metadata):
         captured[what] = real(df, fmt_, what=what, metadata=metadata)
         return captured[what]
-    monkeypatch.setattr(api, "table_bytes", spy)
+    monkeypatch.setattr(export, "table_bytes", spy)
     at = open_page("export")
     at.radio(key="export_format").set_value(fmt).run()
     assert not at.exception, at.exception

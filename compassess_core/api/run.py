@@ -1,0 +1,164 @@
+"""A stored run of one judge (:class:`Run`): what :class:`Verdicts` reads back, plus its exact
+prompts and stored comparisons, executing it here or in a worker process, cancelling, renaming
+and deleting it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+import pandas as pd
+
+from .. import worker
+from ..calibration import calibrated_table, fit_on_labels
+from ..comparative import render_prompt
+from ..context_window import truncated_text
+from ..errors import InputError
+from ..report import ShownComparison
+from ..worker import Reporter
+from .progress import _reporter
+from .settings import _check_at_least
+from .verdicts import Verdicts, _pairwise_only
+
+if TYPE_CHECKING:
+    from .store import Deleted
+
+
+
+class Run(Verdicts):
+    """A stored run of one judge: its settings, status and results (what :class:`Verdicts`
+    reads back), the exact prompts and stored comparisons, and executing, cancelling, renaming
+    and deleting it.
+
+    Get one from :meth:`Store.run`, :meth:`Store.score` or :meth:`Store.get_run`. The
+    dataset and the stored results are read once and kept; :meth:`refresh` reads them again
+    (e.g. while a worker is still adding results).
+    """
+
+    def refresh(self) -> "Run":
+        """Read the run's status and results again (they change while it executes); a
+        calibrated view goes back to the judge's own p."""
+        self.info = self.store.backend.get_run(self.id)
+        self._results = self._parts = self.calibration = self._length_cache = None
+        self._views = {}
+        return self
+
+    def comparisons(self) -> pd.DataFrame:
+        """Every stored result as a table (the 'comparisons' export): comparisons with p,
+        log-probabilities, label mass, latency, prompt hash and time; scored candidates for a
+        scoring run; comparisons with references for an absolute run."""
+        return self._kind.results_frame(self.store.backend, self.id, self.dataset, self.settings)
+
+
+    @_pairwise_only("a stored comparison")
+    def comparison(self, context_id: str, first: str, second: str) -> dict | None:
+        """The stored comparison of ``first`` (position A) against ``second`` in one context: p,
+        label-word mass, log-probabilities, latency, prompt hash (None: not compared)."""
+        return self.store.backend.get_comparison(self.id, context_id, first, second)
+
+    @_pairwise_only("a comparison prompt")
+    def prompt(self, context_id: str, first: str, second: str):
+        """The exact prompt the judge was given for ``first`` (A) against ``second`` (B): the
+        run's template over the stored texts, with the context cut as the run cut it."""
+        ctx = self.dataset.context(context_id)
+        ids = ctx.candidate_ids
+        kept = self.truncated_contexts.get(context_id)
+        return render_prompt(ctx, ids.index(first), ids.index(second), self.settings,
+                             truncated_text(ctx.text, kept))
+
+    @_pairwise_only("calibration on human A/B labels")
+    def calibrated(self, aspect: str | None = None) -> "Run":
+        """This run with its p calibrated on the stored human A/B labels of ``aspect`` (default
+        the run's): ``p_cal = sigmoid((logit p - b) / T)``, the bias ``b`` and temperature ``T``
+        fitted on every labelled comparison. The returned view ranks, evaluates and exports the
+        calibrated p (``--calibrate``), and :attr:`calibration` records the fit, which exports
+        carry in their settings.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no stored labels, or no labelled pair judged by the run.
+        """
+        aspect = aspect or self.settings.aspect
+        fit = fit_on_labels(self.results, self._stored_labels(aspect))
+        view = Run(self.store, self.info, dataset=self.dataset,
+                   results=calibrated_table(self.results, fit))
+        view.calibration = {**fit.to_dict(), "labels": f"stored human labels of dataset "
+                            f"'{self.dataset.name}', aspect '{aspect}'"}
+        return view
+
+    def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
+        """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""
+        context_id = row["context_id"]
+        return ShownComparison(row=row, first=first, second=second,
+                               prompt=self.prompt(context_id, first, second),
+                               truncated_chars=self.truncated_contexts.get(context_id))
+
+    # ------------------------------------------------------------------------- executing
+
+    def execute(self, *, judge=None, progress: bool | Reporter = True,
+                chunk_size: int | None = None) -> "Run":
+        """Execute (or resume) the run in this process: ``compassess worker``. Only what is
+        not stored yet is computed; returns the run, refreshed.
+
+        Raises
+        ------
+        RunInterrupted
+            Ctrl-C or a notebook's stop button (a ``KeyboardInterrupt``; after the micro-batch
+            in flight, a second press at once): everything computed is stored, the run is
+            marked cancelled, and calling ``execute`` again resumes it.
+        RunCancelled
+            The run was cancelled in the store (e.g. from the app).
+        InputError
+            A model that cannot load or that is not the judge that started the run, or prompts
+            too long (the run is marked failed with the message).
+        """
+        _check_at_least("chunk_size", chunk_size, 1)
+        reporter = _reporter(progress, self._kind)
+        try:
+            worker.execute_until_stopped(self.store.backend, self.id, judge=judge,
+                                         reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return self.refresh()
+
+    def start_worker(self, log_path: str | os.PathLike, *,
+                     cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Execute the run in a worker process of its own (lower priority, outliving this one),
+        as the app does; it writes progress to the store and its output to ``log_path``.
+        :meth:`refresh` shows how far it got; :meth:`cancel` stops it.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, which no other process can reach.
+        """
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        # Marked running first, so a second click or a second browser sees a live worker.
+        self.store.backend.set_run_status(self.id, "running", message="worker starting")
+        return worker.start_worker(self.id, self.store.url, Path(log_path), cwd=cwd)
+
+    def cancel(self) -> None:
+        """Ask whoever executes the run to stop after its micro-batch in flight."""
+        self.store.backend.request_cancel(self.id)
+
+    # ---------------------------------------------------------------------- managing it
+
+    def delete(self, *, dry_run: bool = False) -> Deleted:
+        """Delete this run with its results (:meth:`Store.delete_run`); this object keeps what
+        it had read, but nothing can be read again."""
+        return self.store.delete_run(self.id, dry_run=dry_run)
+
+    def rename(self, new_name: str) -> "Run":
+        """Give this run another name (:meth:`Store.rename_run`); returns this run, read again."""
+        self.store.backend.rename_run(self.id, new_name)
+        self.info = self.store.backend.get_run(self.id)
+        return self
+
+
