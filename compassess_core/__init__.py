@@ -40,7 +40,8 @@ __all__ = [
     "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
     "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     # errors
-    "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled", "RunInterrupted",
+    "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
+    "RunInterrupted",
     "NoSystemsError",
 ]
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping
 
-import numpy as np
 from sqlalchemy import Delete, Row, Select, Update, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -27,7 +26,7 @@ from compassess_core.limits import check_name
 from compassess_core.settings import NON_RESULT_KEYS, label_words_key
 from compassess_core.types import COMPARISON_COLUMNS
 
-from .connection import StoreBase, py_float
+from .connection import StoreBase, by_name_or_id, py_float
 from .results import comparison_select
 from .schema import (RUN_STATUSES, ComparisonRow, ContextRow,
                      DatasetRow, RunRow, utcnow)
@@ -169,12 +168,7 @@ class RunStore(StoreBase):
         """
         stmt = _run_select()
         with self._read() as conn:
-            if isinstance(name_or_id, (int, np.integer)):
-                row = conn.execute(stmt.where(RunRow.id == int(name_or_id))).first()
-            else:
-                row = conn.execute(stmt.where(RunRow.name == name_or_id)).first()
-                if row is None and str(name_or_id).isdigit():
-                    row = conn.execute(stmt.where(RunRow.id == int(name_or_id))).first()
+            row = by_name_or_id(conn, stmt, RunRow, name_or_id)
         if row is None:
             raise RunNotFoundError(f"no run named or numbered {name_or_id!r} in {self!r}")
         return _run_info(row)

@@ -72,6 +72,6 @@ __all__ = [
     "GenerationOptions", "EvaluationReport", "Evaluation", "ScoringEvaluation",
     "AbsoluteEvaluation", "Agreement", "PositionalBias", "ExportFile", "Leaderboard",
     "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
-    "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled",
+    "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
     "RunInterrupted", "NoSystemsError",
 ]

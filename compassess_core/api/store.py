@@ -17,7 +17,7 @@ import pandas as pd
 
 from .. import __version__, absolute, analysis, campaigns, panel, worker
 from ..data import Source, load_candidates
-from ..errors import CompAssessError, InputError
+from ..errors import CompAssessError, InputError, ObjectChanged
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
@@ -164,6 +164,14 @@ class Deleted:
         return ", ".join(parts) or "nothing"
 
 
+def _expect_name(kind: str, object_id: int, name: str, expect_name: str | None) -> None:
+    """Refuse a write aimed at the ``kind`` a page showed as ``expect_name`` when the store's
+    object ``object_id`` is called otherwise now (renamed since the page was drawn)."""
+    if expect_name is not None and name != expect_name:
+        raise ObjectChanged(f"the {kind} shown as '{expect_name}' is now called '{name}' "
+                            f"({kind} id {object_id}): nothing was changed; look again")
+
+
 class Store:
     """A CompAssess store: datasets, runs and their results, human labels.
 
@@ -280,15 +288,20 @@ class Store:
         return pd.DataFrame(rows, columns=["name", "dataset", "kind", "status", "state", "done",
                                            "total", "unit", "n_comparisons", "judge", "created_at"])
 
-    def get_run(self, name_or_id: str | int) -> "Run":
-        """A stored run by name or id.
+    def get_run(self, name_or_id: str | int, *, expect_name: str | None = None) -> "Run":
+        """A stored run by name or id; ``expect_name``: the name it was shown under (a page
+        acting on what it shows), refused when the run is now called otherwise.
 
         Raises
         ------
         InputError
             No run of that name or id (``RunNotFoundError``).
+        ObjectChanged
+            The run is not named ``expect_name`` (renamed since).
         """
-        return Run(self, self.backend.get_run(name_or_id))
+        info = self.backend.get_run(name_or_id)
+        _expect_name("run", info.id, info.name, expect_name)
+        return Run(self, info)
 
     def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
         """How long judging a run of ``settings`` on ``data`` takes on this machine (the judge's
@@ -476,14 +489,18 @@ class Store:
 
     # ---------------------------------------------------------------------- human labels
 
-    def _dataset_id(self, dataset: str | int) -> int:
-        """A stored dataset's id from its id, its name, or its id as text."""
+    def _dataset_id(self, dataset: str | int, *, expect_name: str | None = None) -> int:
+        """A stored dataset's id from its id, its name, or its id as text; ``expect_name``: the
+        name it was shown under, refused (``ObjectChanged``) when it is now called otherwise."""
         infos = self.backend.list_datasets()
         by_name = [] if isinstance(dataset, (int, np.integer)) else [d for d in infos
                                                                       if d.name == dataset]
         for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
+            _expect_name("dataset", d.id, d.name, expect_name)
             return d.id
-        raise InputError(f"no stored dataset named '{dataset}' (see `compassess datasets`)")
+        if isinstance(dataset, (int, np.integer)):
+            raise InputError(f"no stored dataset has the id {int(dataset)} (deleted?)")
+        raise InputError(f"no stored dataset named '{dataset}'")
 
     def import_labels(self, source: Source, *, dataset: str | int, aspect: str = "overall",
                       annotator: str | None = None,
@@ -578,7 +595,8 @@ class Store:
 
     # ------------------------------------------------------------- managing what is stored
 
-    def delete_run(self, name_or_id: str | int, *, dry_run: bool = False) -> Deleted:
+    def delete_run(self, name_or_id: str | int, *, dry_run: bool = False,
+                   expect_name: str | None = None) -> Deleted:
         """Delete a stored run with its results (``compassess delete-run``), in one
         transaction; returns what was deleted. ``dry_run=True`` deletes nothing and returns what
         would be deleted.
@@ -592,10 +610,14 @@ class Store:
             No run of that name or id (``RunNotFoundError``), or a worker is executing the run
             (its heartbeat is live): cancel it (:meth:`Run.cancel`) and delete it once it has
             stopped. A run whose worker died may be deleted.
+        ObjectChanged
+            The run is not named ``expect_name`` (the name it was shown under).
         """
-        return Deleted.from_rows(self.backend.delete_run(name_or_id, dry_run=dry_run))
+        run = self.get_run(name_or_id, expect_name=expect_name)
+        return Deleted.from_rows(self.backend.delete_run(run.id, dry_run=dry_run))
 
-    def rename_run(self, name_or_id: str | int, new_name: str) -> "Run":
+    def rename_run(self, name_or_id: str | int, new_name: str, *,
+                   expect_name: str | None = None) -> "Run":
         """Give a stored run another name (``compassess rename-run``); returns the renamed run.
 
         Allowed while a worker executes the run: workers, results and the cache know a run by
@@ -606,12 +628,15 @@ class Store:
         InputError
             No run of that name or id (``RunNotFoundError``), an invalid name (the rules of a
             new run's name), or another run already has the name.
+        ObjectChanged
+            The run is not named ``expect_name`` (the name it was shown under).
         """
-        run = self.backend.get_run(name_or_id)
+        run = self.get_run(name_or_id, expect_name=expect_name)
         self.backend.rename_run(run.id, new_name)
         return Run(self, self.backend.get_run(run.id))
 
-    def delete_dataset(self, name_or_id: str | int, *, dry_run: bool = False) -> Deleted:
+    def delete_dataset(self, name_or_id: str | int, *, dry_run: bool = False,
+                       expect_name: str | None = None) -> Deleted:
         """Delete a stored dataset with everything that belongs to it (``compassess
         delete-dataset``), in one transaction: its candidates and reference scores, its runs and
         their results, its human labels, guidelines and reference texts. Returns what was
@@ -622,10 +647,14 @@ class Store:
         InputError
             No dataset of that name or id (``RunNotFoundError``), or a worker is executing one
             of its runs: cancel it first.
+        ObjectChanged
+            The dataset is not named ``expect_name`` (the name it was shown under).
         """
-        return Deleted.from_rows(self.backend.delete_dataset(name_or_id, dry_run=dry_run))
+        dataset_id = self._dataset_id(name_or_id, expect_name=expect_name)
+        return Deleted.from_rows(self.backend.delete_dataset(dataset_id, dry_run=dry_run))
 
-    def rename_dataset(self, name_or_id: str | int, new_name: str) -> None:
+    def rename_dataset(self, name_or_id: str | int, new_name: str, *,
+                       expect_name: str | None = None) -> None:
         """Give a stored dataset another name (``compassess rename-dataset``). The runs on it
         record the new name in their settings, so ``store.run(new_name, ...)`` with a run's
         settings resumes that run. Allowed while its runs execute.
@@ -635,8 +664,11 @@ class Store:
         InputError
             No dataset of that name or id (``RunNotFoundError``), an invalid name (the rules of
             saving one), or another dataset already has the name.
+        ObjectChanged
+            The dataset is not named ``expect_name`` (the name it was shown under).
         """
-        self.backend.rename_dataset(name_or_id, new_name)
+        self.backend.rename_dataset(self._dataset_id(name_or_id, expect_name=expect_name),
+                                    new_name)
 
     # ------------------------------------------------ what the app lists, and writes as people work
 
@@ -663,7 +695,7 @@ class Store:
         return [Run(self, info) for info in self.backend.list_runs(dataset_id)]
 
     def add_judgements(self, dataset: str | int, rows: Sequence[Mapping], *,
-                       again: bool = False) -> int:
+                       again: bool = False, expect_name: str | None = None) -> int:
         """Store people's A/B judgements given in the app (one transaction); returns how many
         were added. Each row: ``context_id``, ``candidate_left``, ``candidate_right``, ``winner``
         (``A`` = left better, ``B``, ``tie``, ``skip``), ``annotator``, ``aspect``, ``seconds``,
@@ -674,9 +706,11 @@ class Store:
         ------
         InputError
             Unknown context or candidates, or a bad winner.
+        ObjectChanged
+            The dataset is not named ``expect_name`` (the name it was shown under).
         """
-        return self.backend.add_human_judgements(self._dataset_id(dataset), list(rows),
-                                                 again=again)
+        return self.backend.add_human_judgements(self._dataset_id(dataset, expect_name=expect_name),
+                                                 list(rows), again=again)
 
     def undo_judgement(self, judgement_id: int, annotator: str) -> bool:
         """Delete one stored judgement of ``annotator`` (their undo); False when it is not
