@@ -30,14 +30,8 @@ from ..analysis import Evaluation, EvaluationReport
 from ..calibration import Calibration, CalibrationReport
 from ..compare import RunComparison
 from ..data import load_candidates
-from ..errors import (
-                      CompAssessError,
-                      InputError,
-                      Problem,
-                      RunCancelled,
-                      RunInterrupted,
-                      ValidationError,
-)
+from ..errors import (CompAssessError, InputError, ObjectChanged, Problem, RunCancelled,
+                      RunInterrupted, ValidationError)
 from ..fusion import FusedRanking
 from ..leaderboard import Leaderboard, NoSystemsError
 from ..options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
