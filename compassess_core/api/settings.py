@@ -9,13 +9,8 @@ from typing import Any, Mapping
 
 from .. import absolute
 from ..errors import InputError
-from ..options import (
-    AbsoluteOptions,
-    ComparativeOptions,
-    ModelOptions,
-    ScoringOptions,
-    run_options,
-)
+from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+                       run_options)
 from ..run_kinds import build_settings
 from ..settings import GenerationOptions, ReferenceOptions, RunSettings
 from ..types import Dataset

@@ -35,12 +35,7 @@ from .judges_board import JudgesLeaderboard, judges_board
 from .panel import Panel
 from .progress import _reporter
 from .run import Run
-from .settings import (
-    _check_at_least,
-    _model_options,
-    _run_options,
-    _score_options,
-)
+from .settings import _check_at_least, _model_options, _run_options, _score_options
 from .verdicts import Verdicts
 
 #: What ``open_store`` takes for a throwaway in-memory store.

@@ -18,18 +18,9 @@ import pandas as pd
 
 from .. import __version__, analysis, export, prompts
 from ..absolute import AbsoluteEvaluation
-from ..agreement import (
-    AGREEMENT_BOOT,
-    AgreementReport,
-    HumanAgreement,
-    agreement_summary,
-    disagreements,
-    human_human_agreement,
-    human_rankings,
-    human_table_from_labels,
-    llm_vs_human,
-    positional_bias_side_by_side,
-)
+from ..agreement import (AGREEMENT_BOOT, AgreementReport, HumanAgreement, agreement_summary,
+                         disagreements, human_human_agreement, human_rankings,
+                         human_table_from_labels, llm_vs_human, positional_bias_side_by_side)
 from ..analysis import Evaluation, EvaluationReport
 from ..calibration import DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate
 from ..compare import RunComparison, compare_runs
@@ -40,14 +31,8 @@ from ..export import FORMATS
 from ..fusion import FusedRanking, fused_rankings, fused_system_ranking
 from ..labels import load_human_labels
 from ..leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
-from ..length_bias import (
-    LengthBias,
-    comparison_lengths,
-    fitted_curve,
-    length_bias,
-    log2_length_ratio,
-    longer_wins_share,
-)
+from ..length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
+                           log2_length_ratio, longer_wins_share)
 from ..report import EXAMPLES, RunAudit, ShownComparison
 from ..run_kinds import ReadOptions, RunKind, kind_of
 from ..run_loop import worker_state
