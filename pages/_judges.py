@@ -158,7 +158,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                             calibration.DEFAULT_FOLDS, key="calibration_folds")
     try:
         with st.spinner("Calibrating the judge on the human labels ..."):
-            report = run.read("calibrate", labels=human, folds=int(folds))
+            report = run.calibrate(labels=human, folds=int(folds))
     except InputError as e:
         st.info(f"Calibration needs at least two labelled pairs that the run judged, with a "
                 f"decisive majority: {plain(str(e))}")
@@ -228,7 +228,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                                               "across all contexts.")
     try:
         with st.spinner("Fusing the judge's comparisons with the human labels ..."):
-            fused = run.read("fused_rankings", level=level, debias=tau, weight=weight,
+            fused = run.fused_rankings(level=level, debias=tau, weight=weight,
                              aspect=run.settings.aspect)
     except InputError as e:
         st.warning(f"Cannot fuse these labels with the run: {plain(str(e))}")

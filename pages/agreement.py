@@ -102,7 +102,7 @@ if aspect != run_aspect:
                icon=":material/warning:")
 
 with st.spinner("Computing agreement ..."):
-    bundle = run.read("agreement", labels=human, debias=tau)
+    bundle = run.agreement(labels=human, debias=tau)
 summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
 st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements of "
@@ -243,7 +243,7 @@ r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
            + (f" ({votes[0]}-{votes[1]} human votes each)" if votes else "")
            + f"; 95% CI {interval(rc.get('spearman_x100_ci95'), 'x100')} (contexts resampled)")
 if len(human_rank):
-    llm_rank = run.read("rankings", method="bradley-terry", debias=tau)
+    llm_rank = run.rankings(method="bradley-terry", debias=tau)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
     ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context",
                           format_func=lambda c: plain(c, "text"))

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from compassess_core.annotation import MODES, next_pairs, shown_pair
+from compassess_core.api import ANNOTATION_MODES as MODES
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.labels import annotator_counts, attribute, load_human_labels
 from compassess_core.limits import max_upload_bytes, max_upload_mb
@@ -51,7 +50,6 @@ ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.TIE.value, "Tie", "T", "answer_tie"),
            (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
 UNDO_SHORTCUT = "U"
-NO_RUN = "(none)"
 CURRENT, HISTORY, FLASH = "annotate_current", "annotate_history", "annotate_flash"
 
 st.title("Annotate")
@@ -67,46 +65,34 @@ def _pairwise_runs(dataset_id: int | None = None) -> list:
 
 
 def follow_selected_run() -> None:
-    """Annotate labels the data of the run selected on any page: its dataset first."""
-    run = next((r for r in _pairwise_runs() if r.name == view.get("run")), None)
+    """Annotate labels the data of the run selected on any page (the view's run id): its
+    dataset first."""
+    run = next((r for r in _pairwise_runs() if r.id == view.get("run")), None)
     if run is not None and run.info.dataset_id != view.get("dataset"):
         view.put("dataset", run.info.dataset_id)
 
 
-def newest_run_of(dataset_id: int) -> None:
-    """A dataset picked here brings its newest run (or none) as the selected run."""
+def on_dataset_picked(dataset_id: int) -> None:
+    """A dataset picked here brings its newest run (or none) and that run's aspect: labels of
+    one aspect must not be carried over to another dataset."""
     runs = _pairwise_runs(dataset_id)
-    view.put("run", runs[-1].name if runs else None)
-
-
-def keep_run_on_dataset(dataset_id: int) -> None:
-    """After a change of dataset here, the selected run becomes this dataset's newest (or none),
-    and the aspect and LLM-run pickers start again from it: labels of one aspect must not be
-    carried over to another dataset's run."""
-    runs = _pairwise_runs(dataset_id)
-    if view.get("run") not in [r.name for r in runs]:
-        view.put("run", runs[-1].name if runs else None)
-    scope = (dataset_id, view.get("run"))
-    previous = st.session_state.get("annotate_scope")
-    if previous != scope:
-        st.session_state["annotate_scope"] = scope
-        # On arrival an aspect given in the link (?aspect=...) is kept; any later change of
-        # dataset or run brings that run's aspect.
-        if previous is not None or view.get("aspect") is None:
-            run = next((r for r in runs if r.name == view.get("run")), None)
-            view.put("aspect", run.settings.aspect if run is not None else None)
-        for key in ("aspect_w", "annotate_run"):
-            st.session_state.pop(key, None)
+    view.put("run", runs[-1].id if runs else None)
+    view.put("aspect", runs[-1].settings.aspect if runs else None)
 
 
 follow_selected_run()
-info = pick_dataset(on_change=newest_run_of)
+info = pick_dataset(on_change=on_dataset_picked)
 if info is None:
-    st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, then "
-            "come back to judge pairs or import human labels.")
-    page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    if not api_store().list_datasets():
+        st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, "
+                "then come back to judge pairs or import human labels.")
+        page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.stop()
-keep_run_on_dataset(info.id)
+dataset_runs = _pairwise_runs(info.id)
+if view.get("run") not in [r.id for r in dataset_runs]:
+    # No run, or one of another dataset (or gone): the LLM run of this page is this dataset's
+    # newest, never another dataset's judge.
+    view.put("run", dataset_runs[-1].id if dataset_runs else None)
 aspect = pick_aspect(info.id)
 dataset = cached_dataset(info.id)
 
@@ -122,17 +108,24 @@ else:
 
 # ---------------------------------------------------------------------------------- answers
 
-def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, again: bool) -> None:
+def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> None:
+    """Store the answer to the pair on screen. ``scope``: the dataset id, aspect and annotator
+    the page showed with the pair (and the rest of what chose it): the pair in the session must
+    belong to it, and the write names the dataset as shown (the API refuses a renamed one)."""
     require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
     cur = st.session_state.get(CURRENT)
-    if not cur:
+    if not cur or cur.get("scope") != scope:
+        st.session_state[FLASH] = ("error", "Not saved: the pair on screen no longer belongs to "
+                                            "the dataset and aspect shown; here is a fresh one.")
+        st.session_state[CURRENT] = None
         return
+    dataset_id, aspect, annotator = scope[:3]
     seconds = time.time() - cur["shown_at"]
     try:
         added = api_store().add_judgements(dataset_id, [dict(
             context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
-            shown_order=cur["shown_order"], source="app")], again=again)
+            shown_order=cur["shown_order"], source="app")], again=again, expect_name=shown_name)
     except CompAssessError as e:
         st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
         return
@@ -170,33 +163,41 @@ def _undo(annotator: str) -> None:
         st.session_state[FLASH] = ("error", "That answer was already removed (undone in another tab).")
 
 
-def _remember_llm_run() -> None:
-    chosen = st.session_state["annotate_run"]
-    if chosen != NO_RUN:
-        view.put("run", chosen)  # its aspect then becomes the one judged (keep_run_on_dataset)
+#: The LLM-run picker's "no run" choice (run ids are positive).
+NO_RUN = 0
 
 
-def _llm_run_choice(dataset_id: int):
-    """An optional LLM run of this dataset (needed by the 'uncertain' and 'flips' modes); the
-    selected run by default."""
-    runs = _pairwise_runs(dataset_id)
-    names = [NO_RUN] + [r.name for r in runs]
+def _llm_run_choice(dataset_id: int, runs: list):
+    """An optional LLM run of this dataset (needed by the 'uncertain' and 'flips' modes): the
+    view's run by default. Its widget belongs to the dataset (keyed by its id) and its choices
+    are run ids, so a rename or another dataset's run never stands in for it."""
+    by_id = {r.id: r for r in runs}
+    key = f"annotate_run_{dataset_id}"
     want = view.get("run")
-    index = names.index(want) if want in names else len(names) - 1
-    chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')", names,
-                                  index=index, key="annotate_run", on_change=_remember_llm_run,
-                                  format_func=lambda n: plain(n, "text"))
-    return None if chosen == NO_RUN else next(r for r in runs if r.name == chosen)
+    st.session_state[key] = want if want in by_id else NO_RUN
+
+    def picked() -> None:
+        chosen = st.session_state.get(key, NO_RUN)
+        view.put("run", chosen or None)
+        if chosen:  # its aspect becomes the one judged
+            view.put("aspect", by_id[chosen].settings.aspect)
+
+    chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')",
+                                  [NO_RUN, *by_id], key=key, on_change=picked,
+                                  format_func=lambda i: "(none)" if i == NO_RUN
+                                  else plain(by_id[i].name, "text"))
+    return by_id.get(chosen)
 
 
 def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     mine = human.loc[human["annotator"] == annotator]
     skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
     done = len(mine) - skipped  # a skip is not a judgement: it does not count towards the target
-    if "annotate_target" not in st.session_state:
-        st.session_state["annotate_target"] = int(min(50, max(n_pairs, 1)))
+    key = f"annotate_target_{info.id}"  # each dataset has its own target
+    if key not in st.session_state:
+        st.session_state[key] = int(min(50, max(n_pairs, 1)))
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
-                                         key="annotate_target"))
+                                         key=key))
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
                      f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
@@ -208,7 +209,7 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
 def judge_pairs() -> None:
     mode = st.sidebar.radio("Which pairs to show", MODES, format_func=MODE_LABELS.get,
                             key="annotate_mode")
-    run = _llm_run_choice(info.id)
+    run = _llm_run_choice(info.id, dataset_runs)
     allow_repeat = st.sidebar.checkbox("Show pairs I already judged again", key="annotate_repeat")
     human = api_store().human_labels(info.id, aspect)
     n_pairs = sum(len(c.candidates) * (len(c.candidates) - 1) // 2 for c in dataset.contexts)
@@ -216,29 +217,24 @@ def judge_pairs() -> None:
 
     campaign_view.show_flash(FLASH)
 
+    # What the pair on screen belongs to; an answer is stored only for this scope.
     scope = (info.id, aspect, name, mode, None if run is None else run.id, allow_repeat)
     cur = st.session_state.get(CURRENT)
     if not cur or cur.get("scope") != scope:
-        llm, tau = None, 0.5
-        if run is not None:
-            judged = AppRun(run)
-            llm, tau = judged.results, judged.tau_star
         try:
-            # The seed moves with every answer, so a skip is followed by a fresh random order.
-            nxt = next_pairs(dataset, llm, human, name, mode, tau, allow_repeat=allow_repeat,
-                             seed=np.random.default_rng(), limit=1)
+            shown = api_store().next_pair(dataset, aspect, name, mode=mode,
+                                          run=None if run is None else AppRun(run).api,
+                                          allow_repeat=allow_repeat, dataset_id=info.id)
         except CompAssessError as e:
             st.warning(plain(str(e)))
             return
-        if not nxt:
+        if shown is None:
             st.success(f"You have judged every pair of this dataset for aspect {plain(aspect)}. Thank "
                        "you! Tick 'Show pairs I already judged again' to revise some.",
                        icon=":material/celebration:")
             return
-        context_id, x, y = nxt[0]
-        left, right, shown_order = shown_pair(x, y, np.random.default_rng())
-        cur = dict(context_id=context_id, left=left, right=right, shown_order=shown_order,
-                   shown_at=time.time(), scope=scope, mode=mode)
+        cur = dict(context_id=shown.context_id, left=shown.left, right=shown.right,
+                   shown_order=shown.shown_order, shown_at=time.time(), scope=scope, mode=mode)
         st.session_state[CURRENT] = cur
 
     ctx = dataset.context(cur["context_id"])
@@ -256,7 +252,7 @@ def judge_pairs() -> None:
         # Streamlit draws the shortcut key inside the button itself.
         col.button(label, key=wkey, shortcut=key_, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
-                   on_click=_save_answer, args=(winner, info.id, aspect, name, allow_repeat))
+                   on_click=_save_answer, args=(winner, scope, info.name, allow_repeat))
     buttons[-1].button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
                        width="stretch", icon=":material/undo:",
                        disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))

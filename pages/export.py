@@ -37,7 +37,7 @@ if is_scoring_run(run):
     fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
     done = int(run.info.done or 0)
     st.subheader(f"Scores per candidate ({done:,} candidates scored)")
-    exported = run.read("export_bytes", what="rankings", fmt=fmt_choice, which="expected")
+    exported = run.export_bytes(what="rankings", fmt=fmt_choice, which="expected")
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-scores",
                            fmt_choice, "dl_scores")
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; one row per candidate, ranked within its "
@@ -66,7 +66,7 @@ metadata = None
 for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
                     ("comparisons", f"All comparisons ({run.n_comparisons:,})")):
     st.subheader(label)
-    exported = run.read("export_bytes", what=what, fmt=fmt_choice, method=method, debias=debias,
+    exported = run.export_bytes(what=what, fmt=fmt_choice, method=method, debias=debias,
                         ci=with_ci)
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-{what}",
                            fmt_choice, f"dl_{what}")
@@ -78,7 +78,7 @@ st.subheader("Audit report (one HTML file)")
 baseline = baseline_control(judged, st, "report_baseline_w")
 # Made on click (a deferred download), then cached per run, stored state and options.
 st.download_button("Download the audit report (HTML)",
-                   data=lambda: judged.read("report_html", method=method, debias=debias,
+                   data=lambda: judged.report_html(method=method, debias=debias,
                                             baseline=baseline),
                    file_name=f"{safe}-report.html", mime="text/html", key="dl_report",
                    icon=":material/description:")

@@ -52,7 +52,7 @@ baseline = baseline_control(run, c2, "board_baseline_w")
 
 try:
     with st.spinner("Computing the leaderboard (context bootstrap) ..."):
-        board = run.read("leaderboard", method=method, debias=tau, reference=reference,
+        board = run.leaderboard(method=method, debias=tau, reference=reference,
                          baseline=baseline, n_boot=int(n_boot))
 except NoSystemsError as e:
     st.info(plain(str(e)), icon=":material/info:")  # names a dataset: inert
@@ -186,7 +186,7 @@ with right:
 
 st.subheader("Export")
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="board_format")
-exported = run.read("leaderboard_bytes", fmt=fmt_choice, method=method, debias=tau,
+exported = run.leaderboard_bytes(fmt=fmt_choice, method=method, debias=tau,
                     reference=reference, baseline=baseline, n_boot=int(n_boot))
 safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
 download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-leaderboard",

@@ -76,7 +76,7 @@ reference = st.sidebar.selectbox("Reference score column", refs or ["(none)"], d
                                  index=refs.index(settings.aspect) if settings.aspect in refs else 0,
                                  format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
-ev = run.read("evaluation", score=score, reference=reference, threshold=threshold)
+ev = run.evaluation(score=score, reference=reference, threshold=threshold)
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Candidates passing", f"{ev.n_pass} of {ev.n_scored}",
@@ -101,7 +101,7 @@ show_chart(st, fig, key="abs_hist", width="stretch")
 
 st.subheader("Scores")
 # Ranked within each context with pass/fail at the threshold: `compassess rank --score --threshold`.
-ranked = run.read("rankings", score=score, threshold=threshold)
+ranked = run.rankings(score=score, threshold=threshold)
 shown = ranked.assign(text=ranked["text"].map(preview))
 columns = ["context_id", "rank", "candidate_id", "system", "level", "score", "pass", "n_comparisons"]
 columns += ([reference] if reference else []) + ["text"]
@@ -110,7 +110,7 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
                             "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
-exported = run.read("export_bytes", what="rankings", fmt="csv", score=score, threshold=threshold)
+exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name="".join(c if c.isalnum() or c in "-_." else "_"
                                      for c in f"{run.name}-scores.csv"),

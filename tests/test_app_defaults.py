@@ -121,7 +121,7 @@ def test_reference_column_defaults_to_the_runs_aspect(app_env):
         r for r in _results_of(store, coherence_run)])
     store.set_run_status(run_id, "completed", done=60, total=60)
     at = open_page("rankings")
-    at.selectbox(key="run_pick_w").set_value("relevance-run").run()
+    at.selectbox(key="run_pick_w").set_value(run_id).run()
     assert "Agreement with `relevance`" in texts(at.subheader)
     at.switch_page("pages/leaderboard.py").run()
     assert any(s.value == "relevance" for s in at.selectbox if s.label == "Reference score column")

@@ -201,13 +201,13 @@ def test_result_pages_without_a_run_guide_the_newcomer(app_env):
 
 
 def test_refresh_keeps_the_selected_run_through_query_params(app_env):
-    seed_run(app_env, run="first-run")
+    _, _, first = seed_run(app_env, run="first-run")
     seed_run(app_env, run="second-run")
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["run"] = "first-run"
+    at.query_params["run"] = str(first)
     at.run()
     at.switch_page("pages/rankings.py").run()
-    assert [s for s in at.selectbox if s.label == "Run"][0].value == "first-run"
+    assert [s for s in at.selectbox if s.label == "Run"][0].value == first
 
 
 # ---------------------------------------------------------------------------------------- matrix

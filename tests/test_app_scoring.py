@@ -241,17 +241,17 @@ def test_rankings_shows_a_scoring_run_by_expected_score_with_spearman(app_env):
 
 
 def test_rankings_switches_between_a_scoring_and_a_pairwise_run(app_env):
-    store, dataset_id, _ = seed_scoring_run(app_env)
-    seed_pairwise_run(store, dataset_id)
+    store, dataset_id, score_run = seed_scoring_run(app_env)
+    pair_run = seed_pairwise_run(store, dataset_id)
     at = open_page("rankings", run="score-run")
     assert metric(at, "Spearman x100, expected score (G-Eval)") == "100.0"
     picker = [s for s in at.selectbox if s.label == "Run"][0]
     assert sorted(o.split(" [")[0] for o in picker.options) == ["pair-run", "score-run"]
-    picker.set_value("pair-run").run()
+    picker.set_value(pair_run).run()
     assert not at.exception, at.exception
     assert [r for r in at.radio if r.label.startswith("Decision threshold tau")]
     assert any(m.label.startswith("P(A) at tau") for m in at.metric)
-    [s for s in at.selectbox if s.label == "Run"][0].set_value("score-run").run()
+    [s for s in at.selectbox if s.label == "Run"][0].set_value(score_run).run()
     assert not at.exception, at.exception
     assert metric(at, "Spearman x100, argmax score") == "-100.0"
 
@@ -276,8 +276,12 @@ def test_pages_with_a_scoring_and_a_pairwise_run_do_not_fail(app_env, page):
     assert not at.exception, at.exception
     runs = [s for s in at.selectbox if s.label == "Run"]
     if page in ("matrix", "bias", "agreement"):
-        # scoring runs are not offered
+        # scoring runs are not offered, and the link's scoring run is not replaced by another:
+        # the page says why it shows nothing
         assert runs and [o.split(" [")[0] for o in runs[0].options] == ["pair-run"]
+        assert runs[0].value is None
+        assert "Run `score-run` (id" in texts(at.warning)
+        assert "it is a prompt scoring run" in texts(at.warning)
         assert "prompt-scoring run(s) are not listed here" in texts(at.sidebar.caption)
 
 

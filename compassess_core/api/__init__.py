@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ..absolute import AbsoluteEvaluation
 from ..analysis import Evaluation, EvaluationReport
+from ..annotation import MODES, ShownPair
 from ..calibration import Calibration, CalibrationReport
 from ..compare import RunComparison
 from ..data import load_candidates
@@ -54,6 +55,8 @@ from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
+#: How the next pair to label is chosen (``Store.next_pair(mode=...)``).
+ANNOTATION_MODES: tuple[str, ...] = tuple(MODES)
 #: Pair-selection strategies of ``Store.run(strategy=...)`` (``compassess run --strategy``).
 SELECTION_STRATEGIES: tuple[str, ...] = tuple(STRATEGIES)
 
@@ -61,7 +64,7 @@ __all__ = [
     "open_store", "Store", "load_candidates", "Dataset", "LabelsImported", "Deleted",
     "Campaign", "CampaignExport", "Panel", "PanelMember", "JudgesLeaderboard", "JUDGE_COLUMNS",
     "Verdicts", "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar",
-    "Reporter", "Progress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    "Reporter", "Progress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES", "ANNOTATION_MODES", "ShownPair",
     "ModelOptions", "ComparativeOptions", "ScoringOptions", "AbsoluteOptions",
     "GenerationOptions", "EvaluationReport", "Evaluation", "ScoringEvaluation",
     "AbsoluteEvaluation", "Agreement", "PositionalBias", "ExportFile", "Leaderboard",

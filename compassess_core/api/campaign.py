@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 
-from .. import __version__, campaigns, export
+from .. import __version__, annotation, campaigns, export
 from ..agreement import HumanAgreement
+from ..annotation import ShownPair
 from ..errors import InputError
 from ..limits import check_name
 from ..types import Dataset
@@ -106,6 +107,16 @@ class Campaign:
             return []
         return campaigns.queue(self.pairs(), self.labels(), identity, self.overlap,
                                seed=self.info.seed, later=later)
+
+    def next_pair(self, identity: str, *, later: Sequence[tuple[str, str, str]] = ()
+                  ) -> ShownPair | None:
+        """The first pair of :meth:`queue` with its left/right order drawn
+        (``annotation.shown_pair``); None when nothing waits for ``identity``."""
+        queue = self.queue(identity, later=later)
+        if not queue:
+            return None
+        context_id, x, y = queue[0]
+        return ShownPair(context_id, *annotation.shown_pair(x, y))
 
     def progress(self) -> pd.DataFrame:
         """One row per annotator: labelled, target, remaining, done (``campaigns.progress``)."""

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, absolute, analysis, campaigns, panel, worker
+from .. import __version__, absolute, analysis, annotation, campaigns, panel, worker
 from ..data import Source, load_candidates
 from ..errors import CompAssessError, InputError, ObjectChanged
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
@@ -28,6 +28,7 @@ from ..run_loop import worker_state
 from ..settings import GenerationOptions, ReferenceOptions, RunSettings
 from ..sink import open_store as _open_backend
 from ..speed import TimeEstimate, estimate_time
+from ..annotation import ShownPair
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign
@@ -677,6 +678,23 @@ class Store:
         """
         return self._dataset_id(dataset)
 
+    def object_id(self, kind: str, name_or_id: str | int) -> int:
+        """The id of the stored ``kind`` (``dataset``, ``run``, ``panel`` or ``campaign``) named
+        or numbered ``name_or_id``: what a link or a command names, made stable across renames.
+
+        Raises
+        ------
+        InputError
+            An unknown kind, or no such object.
+        """
+        lookups = {"dataset": self._dataset_id,
+                   "run": lambda x: self.backend.get_run(x).id,
+                   "panel": lambda x: self.backend.get_panel(x).id,
+                   "campaign": lambda x: self.backend.get_campaign(x).id}
+        if kind not in lookups:
+            raise InputError(f"unknown kind of object '{kind}'; one of {', '.join(lookups)}")
+        return int(lookups[kind](name_or_id))
+
     def list_datasets(self) -> list:
         """The stored datasets' records (``id``, ``name``, ``n_contexts``, ``n_candidates``,
         ``score_columns``, ``source``, ``content_hash``, ``created_at``), oldest first: the rows of
@@ -706,6 +724,37 @@ class Store:
         """
         return self.backend.add_human_judgements(self._dataset_id(dataset, expect_name=expect_name),
                                                  list(rows), again=again)
+
+    def next_pair(self, dataset: str | int | Dataset, aspect: str, annotator: str, *,
+                  mode: str = "random", run: "str | int | Verdicts | None" = None,
+                  allow_repeat: bool = False, dataset_id: int | None = None
+                  ) -> ShownPair | None:
+        """The pair to show ``annotator`` next on ``dataset`` for ``aspect``, with its left/right
+        order drawn (the app's free annotation): ``mode`` one of ``annotation.MODES``
+        (``uncertain``, ``flips`` and ``informative`` read ``run``'s comparisons at its balanced
+        tau*); a pair the person already judged is not offered again unless ``allow_repeat``.
+        None when every pair is judged. A :class:`Dataset` already read may be given with its
+        ``dataset_id``.
+
+        Raises
+        ------
+        InputError
+            An unknown dataset or mode, or a mode that needs a run without one.
+        """
+        if isinstance(dataset, Dataset):
+            if dataset_id is None:
+                raise InputError("a Dataset given to next_pair needs its dataset_id")
+            ds = dataset
+        else:
+            dataset_id = self._dataset_id(dataset)
+            ds = self.backend.load_dataset(dataset_id)
+        human = self.backend.human_judgements_frame(dataset_id, aspect)
+        llm, tau = None, 0.5
+        if run is not None:
+            judged = run if isinstance(run, Verdicts) else self.get_run(run)
+            llm, tau = judged.results, judged.tau("balanced")
+        return annotation.next_shown_pair(ds, llm, human, annotator, mode, tau,
+                                          allow_repeat=allow_repeat)
 
     def undo_judgement(self, judgement_id: int, annotator: str) -> bool:
         """Delete one stored judgement of ``annotator`` (their undo); False when it is not
@@ -921,19 +970,23 @@ class Store:
         return Panel(self, self.backend.get_panel(name))
 
     def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
-        """One row per stored panel (of one dataset when given): name, dataset, aspect,
+        """One row per stored panel (of one dataset when given): id, name, dataset, aspect,
         combine, weights, scaling, members, created_at (``compassess panel list``)."""
         dataset_id = None if dataset is None else self._dataset_id(dataset)
-        rows = [dict(name=p.name, dataset=p.dataset, aspect=p.aspect, combine=p.combine,
-                     weights=panel.weights_label(p.weights), scaling=p.scaling,
-                     members=", ".join(p.run_names), created_at=p.created_at)
+        rows = [dict(id=p.id, name=p.name, dataset=p.dataset, aspect=p.aspect,
+                     combine=p.combine, weights=panel.weights_label(p.weights),
+                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at)
                 for p in self.backend.list_panels(dataset_id)]
-        return pd.DataFrame(rows, columns=["name", "dataset", "aspect", "combine", "weights",
-                                           "scaling", "members", "created_at"])
+        return pd.DataFrame(rows, columns=["id", "name", "dataset", "aspect", "combine",
+                                           "weights", "scaling", "members", "created_at"])
 
-    def delete_panel(self, name: str | int) -> Deleted:
-        """Delete a panel's definition (``compassess panel delete``); its runs stay."""
-        return Deleted.from_rows(self.backend.delete_panel(name))
+    def delete_panel(self, name: str | int, *, expect_name: str | None = None) -> Deleted:
+        """Delete a panel's definition (``compassess panel delete``); its runs stay.
+        ``expect_name``: the name it was shown under, refused (``ObjectChanged``) when the panel
+        is now called otherwise."""
+        info = self.backend.get_panel(name)
+        _expect_name("panel", info.id, info.name, expect_name)
+        return Deleted.from_rows(self.backend.delete_panel(info.id))
 
     def judges(self, dataset: str | int, aspect: str, *, reference: str | None = None,
                n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> JudgesLeaderboard:
