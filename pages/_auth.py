@@ -13,6 +13,9 @@ annotator's identity is always the viewer's, never a URL parameter or a typed na
 session): it decides once whether sign-in is required (:func:`decide_startup`; a session run
 without that import, as under AppTest, decides at the first session) and stops a server with a
 broken sign-in configuration or one that would serve without sign-in on a non-loopback address.
+What Streamlit serves without running a page (files under ``/media/``, uploads, the WebSocket's
+handshake) is checked by the middleware in ``pages/_http_guard.py``, against the same
+configuration (:func:`sign_in_required`).
 
 Fail closed: every run checks the configuration against that decision
 (:func:`sign_in_required`); secrets that no longer parse or read, an ``[auth]`` that disappeared or
@@ -27,8 +30,6 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
-import json
-import logging
 import sys
 import threading
 from dataclasses import dataclass
@@ -41,7 +42,6 @@ from compassess_core.access import ADMIN, ANNOTATOR
 from pages._plain import plain
 from pages._store import api_store
 
-log = logging.getLogger(__name__)
 
 #: Where the viewer of the current run is kept (set by :func:`gate`, read by :func:`viewer`).
 VIEWER_KEY = "compassess_viewer"
@@ -187,16 +187,12 @@ def server_address() -> str | None:
     return config.get_option("server.address") or None
 
 
-#: Host names a local-mode server answers (DNS rebinding sends another name to 127.0.0.1).
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
-def check_serving() -> None:
+def check_serving() -> bool:
     """The server process's start-up check, once, when it imports app.py: decides whether sign-in
     is required (:func:`decide_startup`), and refuses to start (exit status 2) with a secrets file
     that cannot be parsed, an unfit ``cookie_secret``, or without sign-in on a non-loopback
-    address (unless ``COMPASSESS_ALLOW_ANONYMOUS=1``). Then hardens Streamlit's options
-    (:func:`harden_server`)."""
+    address (unless ``COMPASSESS_ALLOW_ANONYMOUS=1``). Returns whether the server is in local
+    mode (no sign-in, on a loopback address): ``pages._http_guard`` then answers localhost only."""
     from streamlit import config
 
     try:
@@ -211,145 +207,12 @@ def check_serving() -> None:
     problem = access.serving_problem(configured, address)
     if problem is not None:
         _refuse(problem)
-    harden_server(local=not configured and access.is_loopback(address))
+    return not configured and access.is_loopback(address)
 
 
 def _refuse(problem: str) -> None:
     print(f"CompAssess: {problem}", file=sys.stderr, flush=True)
     raise SystemExit(2)
-
-
-def harden_server(local: bool) -> None:
-    """Streamlit options every CompAssess server gets: uncaught errors show a generic message,
-    never a traceback (admins read the server log); the toolbar has no Deploy menu nor developer
-    options (the app is served, not developed, here: ``.streamlit/config.toml`` says the same,
-    but Streamlit reads that file only from the working directory); and in local mode WebSocket
-    connections only from a localhost Host name (``server.allowedHosts``;
-    :class:`HostAndMetricsGuard` covers the HTTP routes)."""
-    from streamlit import config
-    config.set_option("client.showErrorDetails", "none")
-    config.set_option("client.toolbarMode", "minimal")
-    if local:
-        config.set_option("server.allowedHosts", list(LOCAL_HOSTS))
-
-
-class HostAndMetricsGuard:
-    """ASGI middleware in front of Streamlit (``st.App(middleware=...)``): answers 404 to
-    ``/_stcore/metrics`` (Streamlit 1.67 has no option to close it and it needs no sign-in), in
-    local mode answers 400 to any request (HTTP or WebSocket) whose Host is not a localhost name,
-    which stops DNS rebinding from driving the local admin app, and with sign-in answers 403 to a
-    request for a file under ``/media/`` (downloads, charts' images) from anyone who is not signed
-    in with a role now (:func:`media_viewer_allowed`): Streamlit serves those files to whoever
-    has the URL."""
-
-    def __init__(self, app, local: bool, media_needs_sign_in: bool = False) -> None:
-        self.app, self.local, self.media_needs_sign_in = app, local, media_needs_sign_in
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope.get("type") not in ("http", "websocket"):
-            return await self.app(scope, receive, send)
-        path = scope.get("path") or ""
-        if path.rstrip("/").endswith("/_stcore/metrics"):
-            return await self._refuse(scope, receive, send, 404, b"Not found")
-        if self.local and not is_local_host(_header(scope, b"host")):
-            return await self._refuse(scope, receive, send, 400, b"Host not allowed")
-        if (self.media_needs_sign_in and scope["type"] == "http" and "/media/" in path
-                and not media_viewer_allowed(_header(scope, b"cookie"))):
-            return await self._refuse(scope, receive, send, 403, b"Sign in to download this file")
-        return await self.app(scope, receive, send)
-
-    @staticmethod
-    async def _refuse(scope, receive, send, status: int, body: bytes) -> None:
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
-
-
-def is_local_host(host: str | None) -> bool:
-    """A Host header naming this machine by a localhost name (any port)."""
-    if not host:
-        return False
-    from urllib.parse import urlsplit
-    try:
-        parsed = urlsplit(f"//{host}")
-        _ = parsed.port
-    except ValueError:
-        return False
-    name = (parsed.hostname or "").lower().rstrip(".")
-    return not parsed.username and name in LOCAL_HOSTS and not parsed.path
-
-
-def media_viewer_allowed(cookie_header: str | None) -> bool:
-    """Whether a request carrying ``cookie_header`` comes from a person signed in now who holds a
-    role: Streamlit's signed sign-in cookie (``_streamlit_user``, checked with the cookie secret
-    the way Streamlit checks it) names an identity (:func:`access.identity_from_claims`) whose
-    stored role is not None. Anything that cannot be read (no cookie, a bad signature, a
-    configuration that fails to parse, a store that cannot be reached) refuses."""
-    from http.cookies import CookieError, SimpleCookie
-
-    from streamlit.auth_util import get_cookie_with_chunks
-    from streamlit.web.server.server_util import AUTH_COOKIE_NAME, get_cookie_secret
-    from streamlit.web.server.starlette.starlette_app_utils import decode_signed_value
-
-    if not cookie_header:
-        return False
-    try:
-        sign_in_required()
-        jar = SimpleCookie()
-        jar.load(cookie_header)
-        secret = get_cookie_secret()
-
-        def signed_cookie(name: str) -> bytes | None:
-            morsel = jar.get(name)
-            return None if morsel is None else decode_signed_value(secret, name, morsel.value)
-
-        decoded = get_cookie_with_chunks(signed_cookie, AUTH_COOKIE_NAME)
-        if decoded is None:
-            return False
-        claims = json.loads(decoded)
-        if not isinstance(claims, dict) or claims.get("is_logged_in") is not True:
-            return False
-        identity = access.identity_from_claims(claims)
-        return (identity in access.configured_admins()
-                or api_store().role_of(identity) is not None)
-    except (CookieError, ConfigurationError, access.AccessError, ValueError, TypeError):
-        return False
-    except Exception:  # a store that cannot be reached: the file stays locked, the log says why
-        log.exception("checking who asks for a media file")
-        return False
-
-
-def serving_middleware() -> list:
-    """The middleware app.py gives ``st.App`` (:class:`HostAndMetricsGuard`). A configuration
-    that cannot be read keeps media files behind sign-in (fail closed)."""
-    from starlette.middleware import Middleware
-
-    try:
-        sign_in = sign_in_required()
-        local = not sign_in and access.is_loopback(server_address())
-    except ConfigurationError:
-        sign_in, local = True, False
-    return [Middleware(HostAndMetricsGuard, local=local, media_needs_sign_in=sign_in)]
-
-
-def apply_upload_limit() -> None:
-    """Streamlit's own upload limit follows ``COMPASSESS_MAX_UPLOAD_MB`` (the server refuses a
-    larger request body before it reaches a page)."""
-    from streamlit import config
-
-    from compassess_core.limits import max_upload_mb
-    config.set_option("server.maxUploadSize", max_upload_mb())
 
 
 # ------------------------------------------------------------------------------ the viewer

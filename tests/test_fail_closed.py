@@ -266,11 +266,11 @@ def test_good_cookie_secret_starts(secrets_file):
 def test_uncaught_errors_show_no_details():
     conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert conf["client"]["showErrorDetails"] == "none"
-    from pages import _auth
+    from pages import _http_guard
     saved = {k: config.get_option(k) for k in ("client.showErrorDetails", "server.allowedHosts")}
     try:
         config.set_option("client.showErrorDetails", "full")
-        _auth.harden_server(local=True)
+        _http_guard.harden_server(local=True)
         assert config.get_option("client.showErrorDetails") == "none"
         assert set(config.get_option("server.allowedHosts")) == {"localhost", "127.0.0.1", "::1"}
     finally:
@@ -281,13 +281,13 @@ def test_uncaught_errors_show_no_details():
 def test_the_toolbar_has_no_deploy_menu_in_any_mode():
     conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert conf["client"]["toolbarMode"] == "minimal"
-    from pages import _auth
+    from pages import _http_guard
     saved = {k: config.get_option(k) for k in ("client.toolbarMode", "client.showErrorDetails",
                                                "server.allowedHosts")}
     try:
         for local in (True, False):
             config.set_option("client.toolbarMode", "developer")
-            _auth.harden_server(local=local)
+            _http_guard.harden_server(local=local)
             assert config.get_option("client.toolbarMode") == "minimal"
     finally:
         for k, v in saved.items():
@@ -447,7 +447,7 @@ def test_media_files_need_a_signed_in_person_with_a_role(app_env, secrets_file):
     who holds a role now (no cookie, a forged one, an unverified claim, a removed person)."""
     from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
 
-    from pages._auth import HostAndMetricsGuard
+    from pages._http_guard import HttpGuard
     from pages._store import api_store
 
     async def inner(scope, receive, send):
@@ -458,7 +458,7 @@ def test_media_files_need_a_signed_in_person_with_a_role(app_env, secrets_file):
         value = create_signed_value(secret, "_streamlit_user", json.dumps(claims))
         return f"_streamlit_user={value.decode()}"
 
-    guard = HostAndMetricsGuard(inner, local=False, media_needs_sign_in=True)
+    guard = HttpGuard(inner, local=False, media_needs_sign_in=True)
     media = "/media/0123abcd.csv"
     api_store().set_role("ann@example.org", access.ANNOTATOR, "test")
     assert _asgi_status(guard, media) == 403
@@ -471,4 +471,4 @@ def test_media_files_need_a_signed_in_person_with_a_role(app_env, secrets_file):
     api_store().remove_person("ann@example.org")
     assert _asgi_status(guard, media, cookie(user("ann@example.org"))) == 403
     # Local and anonymous modes serve files as they serve pages.
-    assert _asgi_status(HostAndMetricsGuard(inner, local=True), media) == 200
+    assert _asgi_status(HttpGuard(inner, local=True), media) == 200
