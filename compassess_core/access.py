@@ -103,9 +103,10 @@ def identity_from_claims(claims: Mapping[str, object],
     (``st.user``: ``iss``, ``sub``, ``email``, ``email_verified``).
 
     The e-mail address (lower case) only when the provider vouches for it: ``email_verified`` is
-    the boolean ``True`` (a missing claim, ``"true"`` or ``"false"`` do not count), or the issuer is
-    one the admin declared in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS`` (providers such as Microsoft
-    Entra ID that verify addresses but omit the claim). Otherwise the issuer+subject identity
+    the boolean ``True`` (a missing claim, ``"true"`` or ``"false"`` do not count), or the claim is
+    missing and the issuer is one the admin declared in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS``
+    (providers such as Microsoft Entra ID that verify addresses but omit the claim; a provider
+    that says ``email_verified: false`` is believed whatever the declaration). Otherwise the issuer+subject identity
     ``<issuer>#<subject>`` (:func:`subject_identity`), case kept: a subject is never read as an
     e-mail address, so a subject ``ADMIN@EXAMPLE.ORG`` is not ``admin@example.org``.
 
@@ -119,8 +120,10 @@ def identity_from_claims(claims: Mapping[str, object],
     email = str(claims.get("email") or "").strip()
     issuer = str(claims.get("iss") or "").strip()
     subject = str(claims.get("sub") or "").strip()
-    trusted = claims.get("email_verified") is True or (bool(issuer)
-                                                        and issuer.rstrip("/") in issuers)
+    # A declared issuer stands in for a claim its provider omits, never for one it makes: an
+    # explicit ``email_verified`` other than True (False, "false") always wins.
+    trusted = claims.get("email_verified") is True or (
+        "email_verified" not in claims and bool(issuer) and issuer.rstrip("/") in issuers)
     if email and trusted and _usable_email(email):
         identity = email.lower()
     elif issuer and subject:

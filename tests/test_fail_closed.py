@@ -140,6 +140,10 @@ def test_verified_e_mail_and_declared_issuers():
         "admin@example.org"
     # A provider that omits email_verified (Entra ID) counts once the admin declares its issuer.
     assert access.identity_from_claims(claims, frozenset({ISSUER})) == "admin@example.org"
+    # ... but never over the provider's own word that the address is not verified.
+    for said in (False, "false", "true", 0):
+        assert access.identity_from_claims(dict(claims, email_verified=said),
+                                           frozenset({ISSUER})) == f"{ISSUER}#x", said
     assert access.verified_email_issuers(
         {access.VERIFIED_EMAIL_ISSUERS_ENV: f"{ISSUER}/, https://b.example"}) == \
         {ISSUER, "https://b.example"}
