@@ -138,8 +138,8 @@ with tabs[0]:
     ranks = read(name, stamp, "rankings", method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
-    st.dataframe(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
-                 hide_index=True, key="panel_rankings", placeholder="")
+    st.dataframe(plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
+                       into="text"), hide_index=True, key="panel_rankings", placeholder="")
 with tabs[1]:
     ev = read(name, stamp, "member_evaluations")
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
@@ -151,13 +151,15 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="panel_evaluation", placeholder="")
+    st.dataframe(plain(pd.DataFrame(rows), into="text"), hide_index=True, key="panel_evaluation",
+                 placeholder="")
 with tabs[2]:
     try:
         board = read(name, stamp, "leaderboard", n_boot=100)
         st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
                    "95% intervals of 100 context bootstraps) on the panel's combined p.")
-        st.dataframe(board.frame, hide_index=True, key="panel_leaderboard", placeholder="")
+        st.dataframe(plain(board.frame, into="text"), hide_index=True, key="panel_leaderboard",
+                     placeholder="")
     except api.NoSystemsError as e:
         st.info(plain(str(e)))
 with tabs[3]:
@@ -173,8 +175,10 @@ with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
                "Cohen's kappa of every two members on the pairs both judged, and each member "
                "against the panel's own verdict.")
-    st.dataframe(agree.pairwise, hide_index=True, key="panel_pairwise", placeholder="")
-    st.dataframe(agree.with_panel, hide_index=True, key="panel_with_panel", placeholder="")
+    st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, key="panel_pairwise",
+                 placeholder="")
+    st.dataframe(plain(agree.with_panel, into="text"), hide_index=True, key="panel_with_panel",
+                 placeholder="")
     if stamp[2]:
         try:
             people = read(name, stamp, "agreement")
@@ -190,7 +194,7 @@ with tabs[4]:
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
-    st.dataframe(split, hide_index=True, key="panel_split", placeholder="")
+    st.dataframe(plain(split, into="text"), hide_index=True, key="panel_split", placeholder="")
 with tabs[6]:
     out = read(name, stamp, "export_bytes", what="rankings", fmt="csv", method="win-ratio",
                debias="none", ci=False)
