@@ -239,3 +239,28 @@ def test_identity_comes_from_the_providers_claims():
 def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refused):
     env = {access.ALLOW_ANONYMOUS_ENV: allow}
     assert (access.serving_problem(sign_in, address, env) is not None) == refused
+
+
+def test_agreement_with_the_others_is_hidden_below_three_co_annotators(app_env):
+    """With one other annotator the figure would tell an annotator how that person voted."""
+    from compassess_core import api
+    store, _ = sample_with_a_run(app_env)
+    people = ["ann@example.org", "b@example.org", "c@example.org", "d@example.org"]
+    for who in people:
+        store.set_role(who, "annotator", "test")
+    campaign_for(store, *people)
+    campaign = api.Store(store).campaign("round1")
+    pair = tuple(campaign.pairs().iloc[0])
+
+    def others_label(*who: str) -> None:
+        for person in who:
+            campaign.label(person, pair, pair[1])
+
+    campaign.label("ann@example.org", pair, pair[1])
+    others_label("b@example.org")
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert metric_value(at, "Pairs shared with others") == "1"
+    assert metric_value(at, "Agreement with the others") == "hidden"
+    others_label("c@example.org", "d@example.org")
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert metric_value(at, "Agreement with the others") == "100.0 %"
