@@ -30,8 +30,12 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +113,68 @@ def _secrets_files_exist() -> bool:
     return any(Path(p).exists() for p in (config.get_option("secrets.files") or []))
 
 
+#: The secrets files as last seen by :func:`notice_secrets_changes` (None: not looked at yet, which
+#: counts as a change: what Streamlit parsed before the first look is parsed again).
+_secrets_seen: tuple | None = None
+_secrets_seen_lock = threading.Lock()
+#: Larger secrets files are compared by their size and times only.
+_HASHED_SECRETS_BYTES = 1 << 20
+
+
+def _path_state(path: str, depth: int = 0) -> tuple:
+    """What ``path`` holds now, as a value that changes whenever its content does: kind, size,
+    times and (small files) a hash of the bytes; a folder (Streamlit's one-folder-per-secret
+    layout) with its entries two levels down."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return (path, "missing")
+    except OSError as e:
+        return (path, "unreadable", type(e).__name__)
+    state: tuple = (path, info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns,
+                    info.st_ctime_ns)
+    if stat.S_ISDIR(info.st_mode):
+        if depth >= 2:
+            return state
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as e:
+            return (*state, "unlistable", type(e).__name__)
+        return (*state, tuple(_path_state(os.path.join(path, n), depth + 1) for n in names))
+    if stat.S_ISREG(info.st_mode) and info.st_size <= _HASHED_SECRETS_BYTES:
+        try:
+            with open(path, "rb") as f:
+                return (*state, hashlib.sha256(f.read()).hexdigest())
+        except OSError as e:
+            return (*state, "unreadable", type(e).__name__)
+    return state
+
+
+def notice_secrets_changes() -> None:
+    """Make Streamlit read the secrets files again when they changed since the last look: called
+    on every request (``pages/_http_guard.py``) and every run (:func:`_auth_section`).
+
+    Streamlit watches the secrets files itself, but its watcher stops after one edit that does
+    not parse, or when the file is deleted or replaced by a folder: later edits (the fix, a
+    rotated ``cookie_secret``) went unnoticed until a restart and a cookie signed with the old
+    secret kept working. Looking at the files' state here (a few ``stat`` calls and the hash of a
+    small file) does not depend on that watcher. Only the real secrets object is reset (AppTest
+    replaces ``st.secrets`` with its own)."""
+    from streamlit import config
+    from streamlit.runtime.secrets import secrets_singleton
+
+    global _secrets_seen
+    now = tuple(_path_state(p) for p in (config.get_option("secrets.files") or []))
+    with _secrets_seen_lock:
+        if now == _secrets_seen:
+            return
+        _secrets_seen = now
+    if st.secrets is secrets_singleton:
+        # Streamlit's own reset (private in 1.67, as its watcher's callback uses it): the next
+        # read parses the files again, or fails and locks the app (sign_in_required).
+        secrets_singleton._reset()
+
+
 def _auth_section() -> dict:
     """The ``[auth]`` section of the secrets, read now ({} when there is no secrets file at all).
 
@@ -118,6 +184,7 @@ def _auth_section() -> dict:
         A secrets file exists but cannot be read or parsed (a typo while someone edits it, wrong
         permissions): never taken for "no sign-in".
     """
+    notice_secrets_changes()
     try:
         section = st.secrets.get("auth")
     except FileNotFoundError as e:  # StreamlitSecretNotFoundError: none found, or unparseable
@@ -217,13 +284,53 @@ def _refuse(problem: str) -> None:
 
 # ------------------------------------------------------------------------------ the viewer
 
+#: Why this session's sign-in ended (shown on the sign-in page it gets instead).
+ENDED_KEY = "compassess_sign_in_ended"
+#: The ``cookie_secret`` (its hash) this session's sign-in was accepted under.
+SIGNED_UNDER_KEY = "compassess_signed_under"
+
+
+def signed_out_through(identity: str) -> int | None:
+    """The store's record of ``identity``'s last sign-out (``access.signed_out_through``)."""
+    # The Python API has no call for sign-outs yet: the store's own, in this one place.
+    return api_store().backend.signed_out_through(identity)
+
+
+def record_sign_out(identity: str, token_issued_at: object) -> None:
+    """``identity`` signs out now with a token issued at ``token_issued_at``: that token and the
+    person's earlier ones stop signing them in (:func:`sign_in_ended`)."""
+    api_store().backend.record_sign_out(
+        identity, access.signed_out_through(token_issued_at, time.time()))
+
+
+def sign_in_ended(identity: str, claims) -> str | None:
+    """Why the sign-in that ``claims`` (the provider's ID-token claims, from Streamlit's cookie)
+    stand for no longer counts (None while it does): the token expired, or the person signed out
+    since it was issued (``access.sign_in_problem``)."""
+    return access.sign_in_problem(claims, time.time(), signed_out_through(identity))
+
+
+def _cookie_secret_hash() -> str:
+    secret = str(_auth_section().get("cookie_secret") or "")
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
 def _signed_in_viewer() -> Viewer | None:
     """The signed-in person with their role (the first admins' role is written on the way), or
-    None for an anonymous visitor."""
+    None for an anonymous visitor and for a sign-in that no longer counts: the provider's token
+    expired, the person signed out since (from another tab, or a copied cookie), or the
+    ``cookie_secret`` changed since this session was signed in (Streamlit checked its cookie
+    only when the session connected). The sign-in page then says why (:data:`ENDED_KEY`)."""
     if not st.user.is_logged_in:
         return None
     claims = st.user.to_dict()
     identity = access.identity_from_claims(claims)
+    signed_under = st.session_state.setdefault(SIGNED_UNDER_KEY, _cookie_secret_hash())
+    ended = ("the app's sign-in key was changed; sign in again"
+             if signed_under != _cookie_secret_hash() else sign_in_ended(identity, claims))
+    if ended is not None:
+        st.session_state[ENDED_KEY] = ended
+        return None
     if identity in access.configured_admins() and api_store().role_of(identity) != ADMIN:
         api_store().set_role(identity, ADMIN, access.FROM_CONFIGURATION)
     name = str(claims.get("name") or identity)
@@ -393,6 +500,9 @@ def account_error_page(error: Exception) -> None:
 def sign_in_page() -> None:
     """What an anonymous visitor sees: what the app is and how to sign in, no data."""
     st.title("CompAssess")
+    ended = st.session_state.pop(ENDED_KEY, None)
+    if ended:
+        st.info(f"Your sign-in ended: {ended}.", icon=":material/logout:")
     st.markdown("LLM comparative assessment for a team. **Sign in** with your organisation's "
                 "account to annotate pairs or to run and audit judges.")
     names = providers()
@@ -416,6 +526,9 @@ def _account_box(who: Viewer) -> None:
             role = who.role or "no role"
             st.caption(f"Signed in as {plain(who.identity)} ({role})")
             if st.button("Sign out", icon=":material/logout:", key="sign_out"):
+                # Ended here as well as by the middleware at /auth/logout: the cookie stops
+                # counting even if the browser never follows the sign-out redirect.
+                record_sign_out(who.identity, st.user.to_dict().get("iat"))
                 st.logout()
         elif who.mode == access.LOCAL:
             st.caption(f"Single-user local mode (this machine only, no sign-in): you are "

@@ -9,6 +9,8 @@ Streamlit's own sign-in (``st.login`` against a real OpenID Connect provider in 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -34,7 +36,7 @@ def app_as(identity: str | None, page: str | None = None, query: dict | None = N
     at = AppTest.from_file(APP, default_timeout=60)
     at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
     at.user = ({"is_logged_in": True, "email": identity, "email_verified": True, "iss": ISSUER,
-                "sub": f"sub-{identity}", "name": identity} if identity
+                "sub": f"sub-{identity}", "name": identity, **token_times()} if identity
                else {"is_logged_in": False})
     for k, v in (query or {}).items():
         at.query_params[k] = v
@@ -44,6 +46,13 @@ def app_as(identity: str | None, page: str | None = None, query: dict | None = N
         at.switch_page(page).run()
         assert not at.exception, at.exception
     return at
+
+
+def token_times(age_s: float = 60.0, lifetime_s: float = 3600.0) -> dict:
+    """An ID token's ``iat`` and ``exp`` (seconds since the epoch): issued ``age_s`` ago, valid
+    for ``lifetime_s`` (an hour, as most providers give)."""
+    issued = int(time.time() - age_s)
+    return {"iat": issued, "exp": int(issued + lifetime_s)}
 
 
 def page_titles(at: AppTest) -> set[str]:
