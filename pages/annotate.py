@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from compassess_core.access import ADMIN
 from compassess_core.annotation import MODES, next_pairs, shown_pair
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.labels import annotator_counts, attribute, load_human_labels
@@ -123,7 +124,9 @@ else:
 # ---------------------------------------------------------------------------------- answers
 
 def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, again: bool) -> None:
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    # Free annotation is an admin's (an annotator labels in campaigns only): still an admin now,
+    # as callbacks run before the gate and the page may have been drawn before a demotion.
+    require(ADMIN)
     cur = st.session_state.get(CURRENT)
     if not cur:
         return
@@ -155,7 +158,7 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, agai
 
 
 def _undo(annotator: str) -> None:
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    require(ADMIN)  # free annotation is an admin's, checked now (see _save_answer)
     history = st.session_state.get(HISTORY) or []
     if not history:
         return

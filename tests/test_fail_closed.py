@@ -243,6 +243,25 @@ def test_a_removed_annotator_cannot_store_a_label(app_env):
     assert not [b for b in at.button if b.key in ("answer_a", "answer_b")]
 
 
+def test_a_demoted_admin_cannot_label_freely_from_a_page_left_open(app_env):
+    """Free annotation (any dataset, no campaign) is an admin's: an admin demoted to annotator
+    while the page is open stores nothing more there, and cannot undo there either."""
+    store, dataset_id, _ = seed_run(app_env)
+    store.set_role("boss@example.org", "admin", "test")
+    store.set_role("admin@example.org", "admin", "test")
+    at = app_as("admin@example.org", "pages/annotate.py")
+    at.button(key="answer_a").click().run()
+    assert not at.exception, at.exception
+    assert len(store.human_judgements_frame(dataset_id)) == 1
+    store.set_role("admin@example.org", "annotator", "boss@example.org")
+    at.button(key="answer_b").click().run()
+    assert not at.exception, at.exception
+    assert len(store.human_judgements_frame(dataset_id)) == 1  # nothing stored
+    assert "no longer have the rights" in texts(at.error)
+    at = app_as("admin@example.org", "pages/annotate.py")  # the annotator's own page now
+    assert not [b for b in at.button if b.key in ("answer_a", "answer_b", "undo")]
+
+
 def test_a_demoted_admin_cannot_start_a_run(app_env, monkeypatch):
     store, _, _ = seed_run(app_env)
     store.set_role("boss@example.org", "admin", "test")
