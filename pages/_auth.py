@@ -395,6 +395,26 @@ def require(role: str = ADMIN) -> Viewer:
     return who
 
 
+def recheck(role: str = ADMIN) -> Viewer:
+    """The first line of every refresh of a live view (a fragment with ``run_every``, such as the
+    Run page's progress): the viewer read afresh, when they still hold ``role`` (or more) and are
+    the person the page was drawn for. Otherwise the whole app reruns, so app.py's gate draws the
+    lock page, the sign-in page or the no-role page instead of the page, and the refreshes stop
+    with it: a removed person, or a configuration that broke, gets no more data.
+
+    A fragment's refresh runs without app.py's gate (like a callback), which is why it must ask.
+    """
+    try:
+        who = current_viewer()
+    except (ConfigurationError, access.AccessError):
+        who = None
+    drawn_for = st.session_state.get(VIEWER_KEY)
+    if (not has_role(who, role) or not isinstance(drawn_for, Viewer)
+            or drawn_for.identity != who.identity):
+        st.rerun(scope="app")
+    return who
+
+
 def viewer() -> Viewer:
     """The viewer of this run, as :func:`gate` found them (pages call this)."""
     found = st.session_state.get(VIEWER_KEY)
