@@ -48,8 +48,9 @@ if __name__ == "__main__":
     # the URL asks for (a page outside their role does not exist for them).
     from pages import _auth
 
-    st.set_page_config(page_title="CompAssess", page_icon=":material/compare_arrows:",
-                       layout="wide")
+    # An emoji icon: Streamlit draws it into a data: URL. A ":material/...:" page icon would be
+    # fetched from a third-party font host by every browser, telling it who uses the app.
+    st.set_page_config(page_title="CompAssess", page_icon="⚖️", layout="wide")
     viewer = _auth.gate()
     # The view state (dataset, run, method, tau, ...) from the link, then back into the URL:
     # every page's URL reproduces what it shows (pages/_view.py).
