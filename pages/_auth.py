@@ -325,9 +325,10 @@ def _signed_in_viewer() -> Viewer | None:
         return None
     claims = st.user.to_dict()
     identity = access.identity_from_claims(claims)
-    signed_under = st.session_state.setdefault(SIGNED_UNDER_KEY, _cookie_secret_hash())
+    secret_now = _cookie_secret_hash()
+    signed_under = st.session_state.setdefault(SIGNED_UNDER_KEY, secret_now)
     ended = ("the app's sign-in key was changed; sign in again"
-             if signed_under != _cookie_secret_hash() else sign_in_ended(identity, claims))
+             if signed_under != secret_now else sign_in_ended(identity, claims))
     if ended is not None:
         st.session_state[ENDED_KEY] = ended
         return None

@@ -3,7 +3,8 @@ or local mode) and Debian's chromium through Playwright.
 
 * A person removed, or a configuration broken, while their Run page streams an active run's
   progress: the page shows the gate's page at the next tick, and no more progress.
-* An admin's export fetched with an annotator's cookie: 403.
+* An admin's export fetched with an annotator's cookie: 403; an admin's upload from the browser
+  passes the upload check.
 * A cookie copied before a sign-out (the real OpenID Connect provider of
   ``tests/test_browser_sign_in.py``) is refused after it, in a browser and for files.
 * A page of another origin cannot frame the app, and a page on another localhost port cannot open
@@ -117,6 +118,24 @@ def test_an_annotator_gets_403_for_an_admins_export(team_app, db_url):
     assert fetch(ADMIN) == 200
     assert fetch("ann@example.org") == 403
     assert fetch(None) == 403
+
+
+def test_an_admin_uploads_through_the_browser_with_the_guard_in_front(team_app, db_url):
+    """The file uploader's own request carries the sign-in cookie: an admin's upload passes."""
+    from db.store import Store
+    server, _, cookie_secret = team_app
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        admin = signed_in_page(browser, server, ADMIN, cookie_secret)
+        admin.goto(f"{server.url}/upload")
+        settle(admin, "Upload candidates")
+        admin.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
+            str(SAMPLE))
+        settle(admin, "No problem found")
+        admin.get_by_role("button", name="Save to the store").click()
+        settle(admin, "Saved as dataset")
+        browser.close()
+    assert [d.name for d in Store(db_url).list_datasets()] == ["sample_summeval"]
 
 
 def test_a_cookie_copied_before_sign_out_is_refused_after_it(team_server):
