@@ -9,11 +9,11 @@ pickers), never silently replaced by another object.
 
 The state lives in the session and in the URL. ``app.py`` calls :func:`sync` at the start of every
 run, before the page: a value the session lacks is read from the URL (a refresh, a shared link, a
-bookmark), checked (:data:`FIELDS`: a tau outside [0, 1] or an unknown method is refused with a
-friendly message and the default is used), and then the whole state is written back into the URL.
-Streamlit clears the query string when the page changes, so writing every field on every run is
-what keeps a link complete: the URL of any page reproduces the numbers on it. Widgets change the
-state through :func:`put`, which writes both places.
+bookmark), checked (:data:`FIELDS`: a tau outside (0, 1) or one that rounds onto a bound, or an
+unknown method, is refused with a friendly message and the default is used), and then the whole
+state is written back into the URL. Streamlit clears the query string when the page changes, so
+writing every field on every run is what keeps a link complete: the URL of any page reproduces the
+numbers on it. Widgets change the state through :func:`put`, which writes both places.
 
 Pages never read ``st.query_params`` for these fields themselves. This module must never compute
 a number or render a user string as markdown except through ``pages._plain.plain``.
@@ -57,7 +57,13 @@ def _unit_interval(raw: str) -> float:
         raise ValueError(f"'{raw}' is not a number") from None
     if not math.isfinite(value) or not 0.0 < value < 1.0:
         raise ValueError(f"'{raw}' is not a number between 0 and 1")
-    return round(value, 3)
+    # The view keeps 3 decimals (the slider's step); a value that rounds onto a bound is refused
+    # like the bound itself, never passed on as 0 or 1.
+    kept = round(value, 3)
+    if not 0.0 < kept < 1.0:
+        raise ValueError(f"'{raw}' rounds to {kept:.3f} (3 decimals are kept), which is not "
+                         "between 0 and 1")
+    return kept
 
 
 def _object_ref(kind: str) -> Callable[[str], int]:

@@ -53,9 +53,17 @@ def annotator_agreement() -> None:
             cols = st.columns(3)
             cols[0].metric("Your answers", f"{len(own):,}")
             cols[1].metric("Pairs shared with others", f"{agree['n_items']:,}")
-            cols[2].metric("Agreement with the others", fmt(
-                None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
-                ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
+            if agree.get("withheld", True) and agree["n_items"]:
+                # Fewer than three others: the figure would give their votes away (the engine
+                # withholds it, campaigns.MIN_OTHERS_FOR_AGREEMENT).
+                cols[2].metric("Agreement with the others", "hidden",
+                               help="Shown once at least three other annotators have labelled "
+                                    "pairs you labelled: with fewer, it would tell how each of "
+                                    "them voted.")
+            else:
+                cols[2].metric("Agreement with the others", fmt(
+                    None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
+                    ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
             if len(own):
                 shown = own[["context_id", "candidate_left", "candidate_right", "winner",
                              "comment", "created_at"]]

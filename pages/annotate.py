@@ -26,6 +26,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from compassess_core.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
 from compassess_core.errors import CompAssessError, ValidationError
 from compassess_core.labels import annotator_counts, attribute, load_human_labels
@@ -112,7 +113,9 @@ def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> Non
     """Store the answer to the pair on screen. ``scope``: the dataset id, aspect and annotator
     the page showed with the pair (and the rest of what chose it): the pair in the session must
     belong to it, and the write names the dataset as shown (the API refuses a renamed one)."""
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    # Free annotation is an admin's (an annotator labels in campaigns only): still an admin now,
+    # as callbacks run before the gate and the page may have been drawn before a demotion.
+    require(ADMIN)
     cur = st.session_state.get(CURRENT)
     if not cur or cur.get("scope") != scope:
         st.session_state[FLASH] = ("error", "Not saved: the pair on screen no longer belongs to "
@@ -148,7 +151,7 @@ def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> Non
 
 
 def _undo(annotator: str) -> None:
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    require(ADMIN)  # free annotation is an admin's, checked now (see _save_answer)
     history = st.session_state.get(HISTORY) or []
     if not history:
         return

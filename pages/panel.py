@@ -136,8 +136,8 @@ with tabs[0]:
     ranks = jury.rankings(method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
-    st.dataframe(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
-                 hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="")
+    st.dataframe(plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
+                       into="text"), hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="")
 with tabs[1]:
     ev = jury.member_evaluations()
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
@@ -149,13 +149,15 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="")
+    st.dataframe(plain(pd.DataFrame(rows), into="text"), hide_index=True, key=f"panel_evaluation_{panel_id}",
+                 placeholder="")
 with tabs[2]:
     try:
         board = jury.leaderboard(n_boot=100)
         st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
                    "95% intervals of 100 context bootstraps) on the panel's combined p.")
-        st.dataframe(board.frame, hide_index=True, key=f"panel_leaderboard_{panel_id}", placeholder="")
+        st.dataframe(plain(board.frame, into="text"), hide_index=True, key=f"panel_leaderboard_{panel_id}",
+                     placeholder="")
     except api.NoSystemsError as e:
         st.info(plain(str(e)))
 with tabs[3]:
@@ -171,8 +173,10 @@ with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
                "Cohen's kappa of every two members on the pairs both judged, and each member "
                "against the panel's own verdict.")
-    st.dataframe(agree.pairwise, hide_index=True, key=f"panel_pairwise_{panel_id}", placeholder="")
-    st.dataframe(agree.with_panel, hide_index=True, key=f"panel_with_panel_{panel_id}", placeholder="")
+    st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, key=f"panel_pairwise_{panel_id}",
+                 placeholder="")
+    st.dataframe(plain(agree.with_panel, into="text"), hide_index=True, key=f"panel_with_panel_{panel_id}",
+                 placeholder="")
     if stamp[2]:
         try:
             people = jury.agreement()
@@ -188,7 +192,7 @@ with tabs[4]:
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
-    st.dataframe(split, hide_index=True, key=f"panel_split_{panel_id}", placeholder="")
+    st.dataframe(plain(split, into="text"), hide_index=True, key=f"panel_split_{panel_id}", placeholder="")
 with tabs[6]:
     # The rankings the Rankings tab shows: its method, at tau = 0.5.
     out = jury.export_bytes(what="rankings", fmt="csv", method=method, debias="none", ci=False)

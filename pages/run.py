@@ -34,7 +34,7 @@ from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
 from compassess_core.speed import human_duration
 from pages import _view as view
-from pages._auth import guard, require
+from pages._auth import guard, recheck, require
 from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
                            log_tail, pick_dataset, plain, rate_and_eta, start_worker, state_text,
                            worker_log_path, worker_state)
@@ -392,6 +392,9 @@ PHASE_TEXT = {
 
 
 def progress_panel(name: str, was_active: bool) -> None:
+    # Every tick re-checks who is watching: a person removed (or a configuration that broke)
+    # since the page was drawn gets the gate's page instead of more progress.
+    recheck()
     run = api_store().get_run(name)
     # Status and progress are drawn after the buttons (into these slots above them), so a Cancel
     # click shows "cancelling…" in the same rerun.

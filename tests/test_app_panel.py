@@ -127,3 +127,29 @@ def test_a_link_reproduces_the_panel_and_judges_pages(app_env):
     board = api.judges("sample", "coherence", n_boot=200)
     assert list(table(judges, "kappa_low")["kappa_low"].round(6)) == \
         list(board.frame["kappa_low"].round(6))
+
+
+def test_every_panel_table_shows_a_bidi_control_as_its_code_point(app_env, tmp_path, monkeypatch):
+    """Ids are the user's: a right-to-left override in context, candidate and system ids shows
+    as ``⟨U+202E⟩`` in every table of the Panel page (``pages/_plain.plain``), never raw."""
+    import pandas as pd
+
+    import tests.test_panel as panel_tests
+    sample = pd.read_csv(panel_tests.SAMPLE)
+    for column in ("context_id", "candidate_id", "system"):
+        sample[column] = sample[column].astype(str) + "\u202e" + "x"
+    bidi = tmp_path / "bidi.csv"
+    sample.to_csv(bidi, index=False)
+    monkeypatch.setattr(panel_tests, "SAMPLE", bidi)
+    seed_simulated_judges(app_env)
+    at = open_page("panel")
+    at.multiselect(key="panel_members").set_value(MEMBERS).run()
+    at.text_input(key="panel_name").set_value("jury").run()
+    at.button(key="panel_create").click().run()
+    assert not at.exception, at.exception
+    frames = [d.value for d in at.dataframe]
+    assert len(frames) >= 7  # members, rankings, evaluation, leaderboard, 2 agreement, split
+    for frame in frames:
+        cells = [str(c) for c in frame.columns] + [str(v) for v in frame.to_numpy().ravel()]
+        assert not [c for c in cells if "\u202e" in c], list(frame.columns)
+    assert all("⟨U+202E⟩" in c for c in table(at, "rank")["candidate_id"])

@@ -108,6 +108,9 @@ def test_the_greyed_slider_shows_the_tau_in_use(app_env):
 @pytest.mark.parametrize("query, problem", [
     ({"tau_mode": "manual", "tau": "nan"}, "not a number between 0 and 1"),
     ({"tau_mode": "manual", "tau": "7"}, "not a number between 0 and 1"),
+    # Values inside (0, 1) that the 3 decimals kept round onto a bound.
+    ({"tau_mode": "manual", "tau": "0.0000001"}, "rounds to 0.000"),
+    ({"tau_mode": "manual", "tau": "0.9999"}, "rounds to 1.000"),
     ({"method": "<img src=x>"}, "is not one of"),
     ({"tau_mode": "sideways"}, "is not one of"),
 ])
