@@ -196,11 +196,15 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     mine = human.loc[human["annotator"] == annotator]
     skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
     done = len(mine) - skipped  # a skip is not a judgement: it does not count towards the target
-    key = f"annotate_target_{info.id}"  # each dataset has its own target
+    # Each dataset has its own target, kept while another dataset is shown (Streamlit drops the
+    # state of a keyed widget that a run does not draw).
+    targets = st.session_state.setdefault("annotate_targets", {})
+    key = f"annotate_target_{info.id}"
     if key not in st.session_state:
-        st.session_state[key] = int(min(50, max(n_pairs, 1)))
+        st.session_state[key] = targets.get(info.id, int(min(50, max(n_pairs, 1))))
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
                                          key=key))
+    targets[info.id] = target
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
                      f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
