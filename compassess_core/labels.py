@@ -2,9 +2,10 @@
 
 A label file has columns ``context_id``, ``candidate_a``, ``candidate_b``, ``winner`` and optionally
 ``annotator``; ``winner`` is one of the two candidate ids or ``tie`` (any case). A file with other
-column names is read through a column map (canonical name -> the file's column), which
-:func:`suggest_label_map` proposes from common names (MT-Bench's and Chatbot Arena's
-``question_id, model_a, model_b, winner, judge``). Every problem is reported with file, row and
+column names is read through a column map (canonical name -> the file's column); a column not
+mapped and not named canonically is found by its common other names (:func:`suggest_label_map`:
+MT-Bench's and Chatbot Arena's ``question_id, model_a, model_b, winner, judge``), so such a file
+imports as it is. Every problem is reported with file, row and
 column in one :class:`~compassess_core.errors.ValidationError`.
 
 Which text won, read from ``winner`` in this order: one of the row's two candidate ids (an id
@@ -103,8 +104,8 @@ def suggest_label_map(columns: Sequence[str]) -> dict[str, str]:
 def _resolve(columns: list[str], file_label: str, column_map: Mapping[str, str | None] | None
              ) -> tuple[dict[str, str], list[Problem]]:
     """Canonical name -> file column: ``column_map`` where it names one (None: an optional column
-    left out), else the file's own canonical names (case and spaces folded). Problems a
-    different map fixes have ``cause="mapping"``."""
+    left out), else the file's own canonical names (case and spaces folded), else a common other
+    name (:func:`suggest_label_map`). Problems a different map fixes have ``cause="mapping"``."""
     by_norm: dict[str, str] = {}
     for col in columns:
         by_norm.setdefault(column_key(col), col)
@@ -135,12 +136,14 @@ def _resolve(columns: list[str], file_label: str, column_map: Mapping[str, str |
                     f"column '{col}'; it has: {have}", column=canon, cause="mapping"))
         elif canon in by_norm:
             resolved[canon] = by_norm[canon]
+        elif canon in suggested and suggested[canon] not in column_map.values():
+            resolved[canon] = suggested[canon]   # a common other name (model_a, question_id)
         elif canon in LABEL_COLUMNS:
-            hint = (f" (e.g. {suggested[canon]}={canon})" if canon in suggested else "")
             problems.append(Problem(
                 file_label, f"missing required column '{canon}'; the file has: {have}. A label "
                 f"file needs columns {', '.join(LABEL_COLUMNS)} (and optionally annotator), or "
-                f"a column map naming the file's columns{hint}", column=canon, cause="mapping"))
+                "a column map naming the file's column for each", column=canon,
+                cause="mapping"))
     used: dict[str, str] = {}
     for canon, col in resolved.items():
         if col in used:
