@@ -27,8 +27,8 @@ from ..limits import MAX_NAME_CHARS, name_problem
 from ..model_catalog import RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame, \
     models_folder
 from ..options import ComparativeOptions, KindOptions, ModelOptions, run_options
-from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, default_aspect, infer_task,
-                       reference_column, task_from_columns)
+from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
+                       default_aspect, infer_task, reference_column, task_from_columns)
 from ..run_kinds import build_settings, kind_of
 from ..selection import max_budget
 from ..settings import RunSettings
@@ -46,14 +46,16 @@ class RunDefaults:
     """A dataset's own starting values of a run (the Run page's form for this dataset):
     ``aspect`` the aspect it has human labels of (the most labelled), else the first preset a
     reference column is about (by name or synonym), else ``coherence``, and ``aspect_from`` why;
-    template ``t1``; wording ``auto``; every one of its ``contexts``; a ``budget`` of up to 10
-    comparisons per context that every context can give in one order."""
+    template ``t1`` (``template_text``: its text in the wording the data and aspect choose, where
+    an own template starts); wording ``auto``; every one of its ``contexts``; a ``budget`` of up
+    to 10 comparisons per context that every context can give in one order."""
 
     dataset: str
     aspect: str
     aspect_from: str
     contexts: int
     budget: int
+    template_text: str
     template: str = "t1"
     task: str = "auto"
 
@@ -225,9 +227,14 @@ class Planning:
             why = (f"its reference column {column}" if column is not None
                    else "no label or reference column names an aspect")
         smallest = min(len(c.candidates) for c in ds.contexts)
+        try:
+            task = infer_task(Aspect.from_name(aspect), ds.text_columns)
+        except InputError:   # a stored label aspect that is no longer a valid description
+            task = task_from_columns(ds.text_columns) or "summary"
         return RunDefaults(dataset=ds.name, aspect=aspect, aspect_from=why,
                            contexts=len(ds.contexts),
-                           budget=max(1, min(10, max_budget(smallest, "no-repeat"))))
+                           budget=max(1, min(10, max_budget(smallest, "no-repeat"))),
+                           template_text=builtin_template("t1", task).text)
 
     def plan_run(self, data: Source | Dataset | int, options: KindOptions | None = None,
                  model_options: ModelOptions | None = None, *, mode: str = "comparative",

@@ -190,10 +190,11 @@ class Run(Verdicts):
         _check_at_least("n_lines", n_lines, 1)
         return worker.log_tail(Path(log_path or self.worker_log_path), n_lines)
 
-    def progress(self) -> RunProgress:
-        """Where the run stands, as stored now (read afresh): its worker state, done and total,
-        the worker's rate, the time left while it works, its phase (:class:`RunProgress`)."""
-        info = self.refresh().info
+    def progress(self, *, refresh: bool = True) -> RunProgress:
+        """Where the run stands: its worker state, done and total, the worker's rate, the time
+        left while it works, its phase (:class:`RunProgress`); read from the store afresh unless
+        ``refresh=False`` (then as this handle last read it: cheap, for a list of runs)."""
+        info = (self.refresh() if refresh else self).info
         kind, state = self._kind, self.state
         done, total = int(info.done or 0), int(info.total or 0)
         active = is_active(state)
