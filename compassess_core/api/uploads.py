@@ -195,12 +195,16 @@ class Uploads:
         try:
             dataset = load_candidates(raw, name=name, column_map=used, file_label=label,
                                       score_columns=scores, max_bytes=limit)
-            markup = find_markup(dataset)
-            stripped = bool(strip_markup and markup.found)
-            if stripped:
-                dataset = strip_dataset_markup(dataset)
         except ValidationError as err:
             return UploadCheck(**found, problems=tuple(err.problems))
+        markup = find_markup(dataset)
+        stripped = bool(strip_markup and markup.found)
+        if stripped:
+            try:
+                dataset = strip_dataset_markup(dataset)
+            except ValidationError as err:   # a text that is nothing but markup
+                return UploadCheck(**found, markup=markup, stripped=True,
+                                   problems=tuple(err.problems))
         task = task_from_columns(dataset.text_columns)
         stored = next(((d.id, d.name) for d in self.backend.list_datasets()
                        if dataset.content_hash and d.content_hash == dataset.content_hash), None)
