@@ -116,7 +116,7 @@ with st.container(border=True):
                              "kind's prompts alike). auto: the task the file's column names say "
                              "(story, instruction, question, code), else dialogue for dialogue "
                              "aspects and summary otherwise.")
-    template: str | object = template_choice.lower()
+    template = template_choice.lower()   # t1, t2, or your own (an api.template_from_text)
     if template_choice == "own":
         own_text = st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
                                 height=150, key=key["own_template"])

@@ -215,3 +215,23 @@ def test_chat_prompt_is_the_judges_own_rendering_without_its_weights(app_env, mo
     from compassess_core.judges import load_judge
     assert shown == load_judge(None, device="cpu", batch_size=1).render(prompt)
     assert "torch" in sys.modules   # (the judge above; the chat form itself loads no weights)
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not default_model_path().is_file(),
+                    reason=f"bundled model not fetched ({default_model_path()}); run `make model`")
+def test_the_comparison_view_shows_the_chat_form_without_loading_the_judge(app_env, monkeypatch):
+    from compassess_core.judges import loading
+
+    def no_weights(*a, **k):
+        raise AssertionError("the web server must not load the judge")
+    monkeypatch.setattr(loading, "load_model", no_weights)
+    seed_run(app_env)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/matrix.py").run()
+    at.button(key="open_pick").click().run()
+    [chat] = [c for c in at.checkbox if "chat template" in c.label]
+    chat.check().run()
+    assert not at.exception, at.exception
+    assert any("<|im_start|>user" in c.value and c.value.endswith("Answer: Summary")
+               for c in at.code)
