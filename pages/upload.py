@@ -94,9 +94,13 @@ name = st.text_input("Dataset name", value=Path(upload.name).stem[:MAX_NAME_CHAR
 strip_key = f"strip_markup_{file_key}"
 
 st.subheader("Validation report")
-check = api_store().check_upload(raw_bytes, file_label=upload.name, mapping=column_map,
-                                 score_columns=score_columns, name=name,
-                                 strip_markup=st.session_state.get(strip_key, True))
+strip = bool(st.session_state.get(strip_key, True))
+same = ({k: v for k, v in column_map.items() if v is not None} == dict(first.mapping)
+        and not score_columns and name.strip() == Path(upload.name).stem[:MAX_NAME_CHARS]
+        and not (strip and first.markup is not None and first.markup.found))
+check = first if same else api_store().check_upload(
+    raw_bytes, file_label=upload.name, mapping=column_map, score_columns=score_columns,
+    name=name, strip_markup=strip)   # the file is read again only when a choice differs
 markup = check.markup
 if markup is not None and markup.found:
     st.warning(f"HTML markup found in {markup.n_texts:,} of {markup.n_candidates:,} candidate texts "
