@@ -822,6 +822,11 @@ class AbsoluteKind:
             return out
         return offer
 
+    def example_prompt(self, dataset: Dataset, settings: RunSettings) -> None:
+        """``RunKind.example_prompt``: none before the run (its prompts hold references that
+        the judge writes first)."""
+        return None
+
     def planned_total(self, dataset: Dataset, settings: RunSettings) -> int:
         """Comparisons with references the run plans (references to write come on top), known
         before a judge is loaded."""

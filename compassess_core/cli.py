@@ -231,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("--annotator", metavar="NAME",
                     help="attribute every label to NAME (default: the file's annotator column; "
                          "rows without one: 'imported')")
+    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_label_map,
+                    help="the file's columns for the label columns, e.g. question_id=context_id,"
+                         "model_a=candidate_a,model_b=candidate_b,judge=annotator (a winner of "
+                         "model_a/model_b then names that side)")
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
@@ -580,9 +584,23 @@ def cmd_runs(args) -> int:
     return EXIT_OK
 
 
+def _label_map(text: str) -> dict[str, str]:
+    """``--map question_id=context_id,model_a=candidate_a``: label column -> the file's column."""
+    mapping: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        column, sep, label = part.rpartition("=")
+        if not sep or not column.strip() or not label.strip():
+            raise argparse.ArgumentTypeError(f"'{part}' is not FILE_COLUMN=LABEL_COLUMN")
+        if label.strip() in mapping:
+            raise argparse.ArgumentTypeError(f"'{label.strip()}' is mapped twice")
+        mapping[label.strip()] = column.strip()
+    return mapping
+
+
 def cmd_import_labels(args) -> int:
     done = api.open_store(args.db).import_labels(Path(args.file), dataset=args.dataset,
-                                                 aspect=args.aspect, annotator=args.annotator)
+                                                 aspect=args.aspect, annotator=args.annotator,
+                                                 mapping=args.map)
     who = ", ".join(f"{name} ({n})" for name, n in done.attributed.items())
     print(f"{done.stored + done.already_stored} human labels for dataset '{done.dataset}', aspect "
           f"'{done.aspect}': {done.already_stored} already stored, {done.stored} added; attributed "

@@ -314,6 +314,13 @@ def _read_bytes(source: Source, label: str, max_bytes: int) -> bytes:
     return data
 
 
+def source_bytes(source: Source, file_label: str | None = None, *,
+                 max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """All bytes of a file ``source`` (a path, bytes or a file object), refused from its size
+    alone when larger than ``max_bytes`` (``ValidationError``): an upload read once."""
+    return _read_bytes(source, file_label or source_label(source), max_bytes)
+
+
 def _not_text(raw: bytes, label: str) -> Problem | None:
     """A problem when ``raw`` is plainly not a text table (binary, archive, image, HTML...)."""
     if raw[:4] == b"PK\x03\x04" and (b"[Content_Types].xml" in raw[:4096] or b"xl/" in raw[:4096]):

@@ -90,6 +90,14 @@ def is_active(state: str) -> bool:
     return state in ("working", "cancelling")
 
 
+def remaining_s(done: int, total: int, rate: float | None) -> float | None:
+    """Seconds left of a run at ``rate`` units per second: ``(total - done) / rate``; None
+    without a measured rate."""
+    if not rate or rate <= 0:
+        return None
+    return max(int(total) - int(done), 0) / float(rate)
+
+
 @dataclass(frozen=True)
 class Progress:
     """Where a run stands. ``rate``: units per second of judging in this session (comparisons,

@@ -382,6 +382,13 @@ class ScoringKind:
                      template.render(text, ctx.candidates[k].text, aspect)) for k in top]
         return offer
 
+    def example_prompt(self, dataset: Dataset, settings: RunSettings):
+        """``RunKind.example_prompt``: the first context's first candidate."""
+        ctx = dataset.contexts[0]
+        cand = ctx.candidates[0]
+        return ctx.context_id, (cand.candidate_id,), self.template(settings).render(
+            ctx.text, cand.text, settings.aspect_obj)
+
     def planned_total(self, dataset: Dataset, settings: RunSettings) -> int:
         """Candidates the run scores (each once), known before a judge is loaded."""
         return int(sum(len(c.candidates) for c in dataset.head(settings.contexts).contexts))

@@ -336,6 +336,25 @@ def worker_threads(cores: int | None = None) -> int:
     return max(1, cores - 1)
 
 
+def worker_log_path(run_id: int) -> Path:
+    """The log of a run's worker processes: ``$COMPASSESS_HOME/logs/worker-<run id>.log``
+    (``COMPASSESS_HOME`` defaults to ``~/.local/share/compassess``, as the database). One per
+    run id, not name: names that differ only in characters a file name cannot hold would share
+    a file, and a renamed run keeps its log."""
+    home = os.environ.get("COMPASSESS_HOME", "").strip()
+    root = Path(home).expanduser() if home else Path.home() / ".local" / "share" / "compassess"
+    return root / "logs" / f"worker-{int(run_id)}.log"
+
+
+def log_tail(path: Path, n_lines: int = 12) -> str:
+    """The last ``n_lines`` lines of a worker's log ("" when there is none yet)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n_lines:])
+
+
 def start_worker(run_id: int, database_url: str, log_path: Path, *,
                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
     """Start a worker process for stored run ``run_id`` in its own session (it outlives the page

@@ -1,6 +1,7 @@
 """Shared UI helpers of the Streamlit pages: a run as the Python API gives it (with Streamlit's
-cache around its reads), the pickers, the method, tau and bootstrap controls, the worker launcher
-and the comparison view.
+cache around its reads), the pickers, the method, tau and bootstrap controls and the comparison
+view. Workers are started and watched through ``api.Run`` (``start_worker``, ``progress``,
+``worker_log``); the judge model is never loaded in the web server.
 
 One way in: every number a page shows comes from a ``compassess_core.api.Run`` method, the call
 ``compassess rank|evaluate|leaderboard|compare|agreement|export`` and a notebook make, so the
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,7 +31,6 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
-from compassess_core.models import is_bundled
 from compassess_core.prompts import reference_column
 from compassess_core.run_kinds import get_kind
 from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
@@ -46,12 +45,6 @@ SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
 SAMPLE_NAME = "sample_summeval"
 #: Characters of a text shown in tables; the full text is in the comparison view and the exports.
 PREVIEW_CHARS = 120
-
-
-def home_dir() -> Path:
-    """``COMPASSESS_HOME`` (worker logs live in its ``logs`` folder)."""
-    env = os.environ.get("COMPASSESS_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "compassess"
 
 
 # ------------------------------------------------------------------------ a run, through the API
@@ -523,67 +516,13 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
     return [(x, " = ".join(names), color) for x, names, color in merged]
 
 
-# ----------------------------------------------------------------------------------- the worker
-
-def worker_log_path(run_id: int) -> Path:
-    """The log file of a run's workers: one per run id (names that differ only in characters a
-    file name cannot hold would share a file)."""
-    return home_dir() / "logs" / f"worker-{int(run_id)}.log"
-
-
-def check_app_model(model: str) -> None:
-    """Refuse a served judge whose server is not configured for the app (the allowlist of
-    ``judges.servers``), before anything is requested from it.
-
-    Raises
-    ------
-    InputError
-        A served model spec that is malformed or names a server that is not configured.
-    """
-    from compassess_core.judges.openai_judge import is_openai_spec, parse_spec
-    from compassess_core.judges.servers import check_configured
-    if is_openai_spec(model):
-        check_configured(parse_spec(model).base_url)
-
-
-def start_worker(run) -> Path:
-    """Start a worker process (``api.Run.start_worker``) for a stored run; returns its log file.
-
-    The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
-    sees a live worker and does not start another one. A run whose served judge is not one of the
-    app's configured servers is refused (``InputError``) and nothing starts.
-    """
-    fresh = api_store().get_run(run.id)
-    check_app_model(str(fresh.settings.model or ""))
-    log = worker_log_path(fresh.id)
-    fresh.start_worker(log, cwd=REPO_ROOT)
-    return log
-
-
-def log_tail(path: Path, n_lines: int = 12) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n_lines:])
-
-
-def rate_and_eta(info) -> tuple[float | None, float | None]:
-    """The worker's own rate (units per second of judging, this session) and the ETA in s."""
-    rate = getattr(info, "rate", None)
-    if not rate:
-        return None, None
-    left = max(int(info.total or 0) - int(info.done or 0), 0)
-    return float(rate), left / float(rate)
-
-
 # ---------------------------------------------------------------------------- comparison view
 
-@st.cache_resource(show_spinner="Loading the judge to show its chat template ...", max_entries=2)
-def _judge_for_render(model: str, device: str, dtype: str):
-    from compassess_core.judges import load_judge
-    return load_judge(None if is_bundled(model) else model, device="cpu", dtype=dtype,
-                      batch_size=1)
+@st.cache_data(show_spinner="Reading the judge's tokenizer to show its chat template ...",
+               max_entries=64)
+def _chat_prompt(key: tuple, context_id: str, first: str, second: str) -> str:
+    """``Run.chat_prompt`` (the model's tokenizer only, never its weights), cached per run."""
+    return _run_handle(*key).chat_prompt(context_id, first, second)
 
 
 def open_comparison(context_id: str, first: str, second: str) -> None:
@@ -648,23 +587,21 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     st.markdown("**The exact prompt sent** (user message, then the answer primer the model continues):")
     st.code(prompt.text, language=None, wrap_lines=True)
     st.code(prompt.primer, language=None)
-    settings = run.settings
-    try:
-        # A served judge is contacted only when it is one of this app's configured servers: the
-        # URL stored with a run (an imported store, an edited row) is not trusted.
-        check_app_model(settings.model)
-    except CompAssessError:
+    # A run's stored judge is not trusted (an imported store, an edited row): a served judge
+    # whose server is not configured for this app is not offered (``Run.judge_problem``).
+    if run.judge_problem is not None:
         st.caption("The chat-template view is not offered: this run's judge server is not one of "
                    "the servers configured for this app.")
         return
-    if st.checkbox("Show it with the model's chat template (loads the judge, a few seconds)",
-                   key=f"chat_{run.id}_{context_id}_{first}_{second}"):
-        require()  # loading a model in the web server is an admin's action
+    if st.checkbox("Show it with the model's chat template (reads the model's tokenizer; the "
+                   "model itself is not loaded)", key=f"chat_{run.id}_{context_id}_{first}_{second}"):
+        require()  # reading a model's files in the web server is an admin's action
         try:
-            judge = _judge_for_render(settings.model, settings.device, settings.dtype)
-            st.code(judge.render(prompt), language=None, wrap_lines=True)
-        except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
-            st.warning(f"Could not load the judge to render its chat template: {plain(str(e))}")
+            st.code(_chat_prompt(run.key, context_id, first, second), language=None,
+                    wrap_lines=True)
+        except CompAssessError as e:
+            st.warning(f"Could not read the judge's tokenizer to show its chat template: "
+                       f"{plain(str(e))}")
 
 
 # ------------------------------------------------------------------------------- method control

@@ -133,11 +133,10 @@ def test_a_bad_link_gets_a_friendly_message_and_the_defaults(app_env, query, pro
 def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
     store, dataset_id, run_id = seed_run(app_env)
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("random").run()
-    at.number_input(key="budget").set_value(7).run()
-    at.selectbox(key="run_aspect").set_value("fluency").run()
-    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings:
-    # the live run has no comparison yet, which the page says instead of showing another run.
+    at.selectbox(key="strategy_1").set_value("random").run()
+    at.number_input(key="budget_1").set_value(7).run()
+    at.selectbox(key="run_aspect_1").set_value("fluency").run()
+    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings.
     from tests.test_app_pages import settings_for
     live = store.create_run("live-run", dataset_id, settings_for("sample_summeval").to_dict())
     store.set_run_status(live, "running", done=0, total=60, message="loading the judge")
@@ -148,8 +147,8 @@ def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
         assert at.selectbox(key="run_pick_w").value == run_id
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="watch_w").value == "live-run"
+    assert at.selectbox(key="watch_w").value == live   # the watched run is known by its id
     assert "Status: running" in "\n".join(m.value for m in at.markdown)
-    assert at.selectbox(key="strategy").value == "random"
-    assert at.number_input(key="budget").value == 7
-    assert at.selectbox(key="run_aspect").value == "fluency"
+    assert at.selectbox(key="strategy_1").value == "random"
+    assert at.number_input(key="budget_1").value == 7
+    assert at.selectbox(key="run_aspect_1").value == "fluency"

@@ -47,11 +47,18 @@ from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
-from .progress import ProgressBar
+from .planning import (JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
+                       judge_servers)
+from .progress import ProgressBar, RunProgress
 from .run import Run
 from .settings import run_settings, score_settings
 from .store import Deleted, LabelsImported, Store, open_store
+from .uploads import DatasetSaved, LabelsCheck, UploadCheck
 from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
+# What a page or a notebook needs beside the objects: an own template from its text (checked:
+# ``TemplateError`` names what is wrong) and the upload limit (``COMPASSESS_MAX_UPLOAD_MB``).
+from ..limits import max_upload_bytes, max_upload_mb
+from ..prompts import custom_template as template_from_text
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
@@ -71,4 +78,8 @@ __all__ = [
     "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
     "RunInterrupted", "NoSystemsError",
+    # checking files, planning runs, watching workers
+    "UploadCheck", "DatasetSaved", "LabelsCheck", "RunDefaults", "RunPlan", "PromptPreview",
+    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "template_from_text",
+    "max_upload_mb", "max_upload_bytes",
 ]

@@ -1,16 +1,72 @@
 """How a run executed from the API shows its progress: a ``tqdm`` bar (:class:`ProgressBar`),
-nothing (``progress=False``), or any :class:`Reporter` the caller gives."""
+nothing (``progress=False``), or any :class:`Reporter` the caller gives; and where a stored run
+stands as its watcher reads it from the store (:class:`RunProgress`, ``Run.progress()``)."""
 
 from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 
 from ..run_kinds import RunKind
 from ..run_loop import Progress
+from ..speed import human_duration
 from ..worker import Reporter
 
 # ------------------------------------------------------------------------------ progress
+
+@dataclass(frozen=True)
+class RunProgress:
+    """Where a stored run stands, as its watcher (the Run page, a notebook polling a worker)
+    reads it from the store: ``Run.progress()``.
+
+    ``state``: the worker state (``run_loop.worker_state``: working, cancelling, stale,
+    completed, cancelled, failed, pending) and ``state_text`` it in words; ``done``/``total``
+    in ``unit``; ``rate`` the worker's own speed (``rate_unit``: units per second of judging in
+    its last session, the judge's loading left out) and ``eta_s`` the seconds left at that
+    rate while a worker is alive (None until measured); ``judge_s`` the seconds of judging of
+    its last session; ``phase`` what a live worker is doing before its first rate (its
+    message: ``worker starting``, ``loading the judge``, ``planning the run``, ``judging``);
+    ``message`` the run's last message (a worker's, a server's or an error's words).
+    """
+
+    state: str
+    state_text: str
+    done: int
+    total: int
+    unit: str
+    rate_unit: str
+    rate: float | None
+    eta_s: float | None
+    judge_s: float | None
+    phase: str | None
+    message: str | None
+
+    @property
+    def active(self) -> bool:
+        """A worker is alive (nobody may start another)."""
+        return self.state in ("working", "cancelling")
+
+    @property
+    def fraction(self) -> float | None:
+        """``done / total`` (None while the total is not known)."""
+        return min(self.done / self.total, 1.0) if self.total else None
+
+    @property
+    def judged_for(self) -> str | None:
+        """:attr:`judge_s` as people say it (``45 s``, ``12 min``, ``2.5 h``)."""
+        return None if self.judge_s is None else human_duration(self.judge_s)
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.state == "working"
+
+    @property
+    def can_resume(self) -> bool:
+        """No live worker, and something planned is not stored (or nothing started yet)."""
+        return self.state in ("stale", "cancelled", "failed", "pending") or (
+            self.state == "completed" and self.done < self.total)
+
 
 class ProgressBar:
     """A :class:`Reporter` drawing a ``tqdm.auto`` progress bar: a widget in Jupyter (a text bar

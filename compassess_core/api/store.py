@@ -36,7 +36,9 @@ from .judges_board import JudgesLeaderboard, judges_board
 from .panel import Panel
 from .progress import _reporter
 from .run import Run
+from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
+from .uploads import Uploads
 from .verdicts import Verdicts
 
 #: What ``open_store`` takes for a throwaway in-memory store.
@@ -168,11 +170,13 @@ def _expect_name(kind: str, object_id: int, name: str, expect_name: str | None) 
                             f"({kind} id {object_id}): nothing was changed; look again")
 
 
-class Store:
+class Store(Uploads, Planning):
     """A CompAssess store: datasets, runs and their results, human labels.
 
     Open one with :func:`open_store`. ``backend`` is the persistent store behind it (the
     ``compassess.stores`` entry point, ``db.store.Store``), for what this API does not cover.
+    Checking files before storing them is :class:`~compassess_core.api.uploads.Uploads`'s,
+    planning a run and the judges on this machine :class:`~compassess_core.api.planning.Planning`'s.
     """
 
     def __init__(self, backend) -> None:
@@ -500,12 +504,17 @@ class Store:
 
     def import_labels(self, source: Source, *, dataset: str | int, aspect: str = "overall",
                       annotator: str | None = None,
-                      annotators: Mapping[str, str] | None = None) -> LabelsImported:
+                      annotators: Mapping[str, str] | None = None,
+                      mapping: Mapping[str, str | None] | None = None,
+                      file_label: str | None = None,
+                      expect_name: str | None = None) -> LabelsImported:
         """Validate human A/B labels (a file, its bytes or a DataFrame with columns
         ``context_id, candidate_a, candidate_b, winner[, annotator]``; ``winner`` one of the two
-        ids or ``tie``) against a stored dataset and store them for ``aspect``:
-        ``compassess import-labels``. Importing the same labels again adds nothing (the store
-        keeps one judgement per person, pair and aspect).
+        ids, ``tie``, or the side's column name) against a stored dataset and store them for
+        ``aspect``: ``compassess import-labels``. ``mapping``: label column -> the file's column
+        for a file named otherwise (``{"context_id": "question_id", "candidate_a": "model_a",
+        ...}``; :meth:`check_labels` suggests one). Importing the same labels again adds nothing
+        (the store keeps one judgement per person, pair and aspect).
 
         Who the labels are from: by default the file's ``annotator`` column. With ``annotator``
         (the person importing, as the app does), every label is attributed to that name except
@@ -517,10 +526,12 @@ class Store:
             Every problem of the labels, each with its row and column; nothing is stored.
         InputError
             No stored dataset of that name or id, or a bad annotator name.
+        ObjectChanged
+            The dataset is not named ``expect_name`` (the name it was shown under).
         """
-        dataset_id = self._dataset_id(dataset)
+        dataset_id = self._dataset_id(dataset, expect_name=expect_name)
         ds = self.backend.load_dataset(dataset_id)
-        labels = load_human_labels(source, ds)
+        labels = load_human_labels(source, ds, file_label=file_label, column_map=mapping)
         attributed_by = "the file's annotator column"
         if annotator is not None:
             labels = attribute(labels, check_name(annotator, "annotator", dash_first=True),
