@@ -31,9 +31,6 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
-from compassess_core.prompts import reference_column
-from compassess_core.run_kinds import get_kind
-from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
 from compassess_core.errors import CompAssessError
 from pages._auth import page_link, require
@@ -253,12 +250,12 @@ def _dataset_label(d) -> str:
 
 def is_pairwise(run) -> bool:
     """A run of pairwise comparisons (the result pages' runs)."""
-    return get_kind(run.kind).is_pairwise
+    return run.run_kind.is_pairwise
 
 
 def is_scoring_run(run) -> bool:
     """A prompt-scoring run (one score per candidate, no comparisons, on the Rankings page)."""
-    kind = get_kind(run.kind)
+    kind = run.run_kind
     return not kind.is_pairwise and kind.results_page == "rankings"
 
 
@@ -299,10 +296,11 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
 def run_label(run) -> str:
     """A run as pickers list it: name, state (``compassess runs``' words) and what it stores."""
     info = run.info
-    partial = (not is_active(worker_state(info)) and (info.total or 0) > (info.done or 0))
+    progress = run.progress(refresh=False)
+    partial = not progress.active and (info.total or 0) > (info.done or 0)
     of = f" of {info.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
-    return f"{name} [{state_text(info)}, {get_kind(run.kind).summary_line(info)}{of}]"
+    return f"{name} [{progress.state_text}, {run.run_kind.summary_line(info)}{of}]"
 
 
 def no_run_message() -> None:
@@ -481,11 +479,12 @@ def download_with_settings(columns, data: bytes, sidecar: bytes | None, stem: st
     columns (JSON holds the settings itself)."""
     mime = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
     columns[0].download_button(f"Download {stem.rsplit('-', 1)[-1]}.{fmt}", data,
-                               file_name=f"{stem}.{fmt}", mime=mime[fmt],
+                               file_name=api.file_name(stem, suffix=f".{fmt}"), mime=mime[fmt],
                                icon=":material/download:", key=key)
     if sidecar is not None:
         columns[1].download_button("Download its settings (.settings.json)", sidecar,
-                                   file_name=f"{stem}.{fmt}.settings.json",
+                                   file_name=api.sidecar_name(api.file_name(stem,
+                                                                            suffix=f".{fmt}")),
                                    mime="application/json", key=f"{key}_settings")
 
 
@@ -620,12 +619,12 @@ def ci_control(where, n_comparisons: int) -> bool:
     return bool(on)
 
 
-def default_reference_index(references: list[str], settings) -> int:
+def default_reference_index(references: list[str], run) -> int:
     """The run's aspect's column when the dataset has one, by name or synonym (a coherence run
-    is checked against 'coherence', an engagingness run against 'engagement'), else the first
-    reference column."""
-    column = reference_column(settings.aspect, references)
-    return references.index(column) if column is not None else 0
+    is checked against 'coherence', an engagingness run against 'engagement':
+    ``Verdicts.default_reference``), else the first reference column."""
+    column = run.default_reference
+    return references.index(column) if column in references else 0
 
 
 METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probability",
@@ -683,7 +682,7 @@ def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:
     method = method_control()
     tau = tau_control(run)
     info = run.info
-    if is_active(worker_state(info)):
+    if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
                 f"{info.total or '?'} comparisons stored): numbers here use what is stored so far.",
                 icon=":material/hourglass_top:")

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core import absolute as ab
+from compassess_core import api
 from compassess_core.api import max_upload_bytes, max_upload_mb
 from compassess_core.errors import CompAssessError, ValidationError
 from pages import _view as view
@@ -114,8 +115,7 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
                             "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
 exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
-                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
-                                     for c in f"{run.name}-scores.csv"),
+                   file_name=api.file_name(run.name, "scores", suffix=".csv"),
                    mime="text/csv", icon=":material/download:")
 
 st.subheader("Why this score: the comparisons behind it")

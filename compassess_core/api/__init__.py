@@ -59,6 +59,10 @@ from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 # ``TemplateError`` names what is wrong) and the upload limit (``COMPASSESS_MAX_UPLOAD_MB``).
 from ..limits import max_upload_bytes, max_upload_mb
 from ..prompts import custom_template as template_from_text
+# How a text a person controls is shown inert (bidirectional and control characters as code
+# points), and how a download is named from such names (``export.file_name``).
+from ..limits import visible
+from ..export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
@@ -81,5 +85,6 @@ __all__ = [
     # checking files, planning runs, watching workers
     "UploadCheck", "DatasetSaved", "LabelsCheck", "RunDefaults", "RunPlan", "PromptPreview",
     "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "template_from_text",
-    "max_upload_mb", "max_upload_bytes",
+    "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
+    "EXPORT_FORMATS",
 ]

@@ -202,7 +202,7 @@ class Campaign:
         out = self.export_bytes(fmt)
         path.write_bytes(out.data)
         if out.sidecar is not None:
-            path.with_name(path.name + ".settings.json").write_bytes(out.sidecar)
+            path.with_name(export.sidecar_name(path.name)).write_bytes(out.sidecar)
         return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, absolute, analysis, annotation, campaigns, panel, worker
+from .. import (__version__, absolute, access, analysis, annotation, campaigns, export, panel,
+               worker)
 from ..data import Source, load_candidates
 from ..errors import CompAssessError, InputError, ObjectChanged
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
@@ -39,7 +41,7 @@ from .run import Run
 from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
 from .uploads import Uploads
-from .verdicts import Verdicts
+from .verdicts import ExportFile, Verdicts
 
 #: What ``open_store`` takes for a throwaway in-memory store.
 _MEMORY = (":memory:", "sqlite://")
@@ -549,6 +551,24 @@ class Store(Uploads, Planning):
         ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
 
+    def human_labels_bytes(self, dataset: str | int, aspect: str, fmt: str = "csv") -> ExportFile:
+        """:meth:`human_labels` of ``aspect`` as the bytes of a ``fmt`` file (``csv``, ``json``,
+        ``parquet``) with the dataset, aspect and count recorded (inside JSON, in the sidecar of
+        CSV and Parquet): the Agreement page's download. CSV cells a spreadsheet would execute
+        are neutralised.
+
+        Raises
+        ------
+        InputError
+            An unknown dataset or format.
+        """
+        dataset_id = self._dataset_id(dataset)
+        frame = self.backend.human_judgements_frame(dataset_id, aspect)
+        name = next(d.name for d in self.backend.list_datasets() if d.id == dataset_id)
+        meta = dict(dataset=name, aspect=aspect, n_judgements=len(frame))
+        data, sidecar = export.table_bytes(frame, fmt, what="human_judgements", metadata=meta)
+        return ExportFile(data=data, sidecar=sidecar, frame=frame, metadata=meta)
+
     # ------------------------------------------------------------------- the audit report
 
     def report(self, runs: Sequence[str | int | Verdicts], *, method: str = DEFAULT_METHOD,
@@ -808,6 +828,17 @@ class Store(Uploads, Planning):
             The last admin.
         """
         return self.backend.remove_person(identity)
+
+    def signed_out_through(self, identity: str) -> int | None:
+        """The issue time (seconds since 1970) up to which ``identity``'s sign-ins have ended: the
+        last sign-out recorded (``access.signed_out_through``); None when they never signed out."""
+        return self.backend.signed_out_through(identity)
+
+    def record_sign_out(self, identity: str, token_issued_at: object) -> None:
+        """``identity`` signs out now with a token issued at ``token_issued_at``: that token and
+        their earlier ones stop signing them in (``access.sign_in_problem``)."""
+        self.backend.record_sign_out(identity,
+                                     access.signed_out_through(token_issued_at, time.time()))
 
     def references(self, dataset: str | int, aspect: str, reference_set: str) -> list:
         """The reference texts of an absolute run's set (``absolute.Reference``), by context and
