@@ -33,7 +33,8 @@ from .errors import InputError, Problem, RunCancelled
 from .judges.base import TextGenerator
 from .comparative import context_seed
 from .context_window import ContextFit, fit_contexts
-from .data import MAX_FILE_BYTES, Source, column_key, load_table, source_rows
+from .data import column_key, source_rows
+from .tables import MAX_FILE_BYTES, Source, load_table
 from .prompts import TASK_WORDING, Aspect, TaskWording, infer_task, more_adjective
 from .report_text import fmt, table
 from .run_loop import WorkPlan

@@ -28,7 +28,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .data import MAX_FILE_BYTES, Source, column_key, load_table, sorted_problems, source_rows
+from .data import column_key, source_rows
+from .tables import MAX_FILE_BYTES, Source, load_table, sorted_problems
 from .errors import Problem
 from .limits import MAX_ID_CHARS, name_problem
 from .types import Dataset, Outcome

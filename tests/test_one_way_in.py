@@ -37,6 +37,47 @@ def test_pages_reach_the_data_only_through_the_python_api():
     assert not offending, "\n".join(offending)
 
 
+#: The modules of ``compassess_core`` a page may call: the Python API, its errors and its
+#: vocabulary of types. Constants of other modules (names in capitals, classes) are vocabulary.
+PAGE_MODULES = {"api", "errors", "types"}
+
+
+def _engine_calls(path: Path) -> list[str]:
+    """Calls in ``path`` of functions of engine modules other than :data:`PAGE_MODULES`, found
+    in its syntax tree: ``module.function()`` of an imported module, or ``function()`` imported
+    from one (capitalised names are classes and constants: vocabulary)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules, functions = {}, {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("compassess_core"):
+            parts = node.module.split(".")
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if len(parts) == 1 and alias.name not in PAGE_MODULES:
+                    modules[name] = alias.name
+                elif len(parts) > 1 and parts[1] not in PAGE_MODULES:
+                    functions[name] = f"{parts[1]}.{alias.name}"
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in functions and fn.id[:1].islower():
+            found.append(f"{path.name}:{node.lineno} {functions[fn.id]}()")
+        elif (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)
+              and fn.value.id in modules and fn.attr[:1].islower()):
+            found.append(f"{path.name}:{node.lineno} {modules[fn.value.id]}.{fn.attr}()")
+    return found
+
+
+def test_pages_call_the_engine_only_through_the_api():
+    """Pages are views over API verbs: no call from a page or app.py into an engine module other
+    than ``api``, ``errors`` and ``types``."""
+    found = [call for path in PAGES for call in _engine_calls(path)]
+    assert not found, "\n".join(found)
+
+
 def _captured_page_export(monkeypatch, fmt: str) -> dict[str, tuple[bytes, bytes | None]]:
     """The files the Export page offers at its defaults (Bradley-Terry, balanced tau*, 95%
     intervals), as ``export.table_bytes`` (the API's one file writer) produced them."""
