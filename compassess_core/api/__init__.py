@@ -52,7 +52,8 @@ from .planning import (JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, R
 from .progress import ProgressBar, RunProgress
 from .run import Run
 from .settings import run_settings, score_settings
-from .store import Deleted, LabelsImported, Store, open_store
+from .records import Deleted, LabelsImported
+from .store import Store, open_store
 from .uploads import DatasetSaved, LabelsCheck, UploadCheck
 from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 # What a page or a notebook needs beside the objects: an own template from its text (checked:

@@ -25,7 +25,7 @@ from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
 if TYPE_CHECKING:
-    from .store import Deleted
+    from .records import Deleted
 
 
 class Run(Verdicts):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -16,10 +15,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import (__version__, absolute, access, analysis, annotation, campaigns, export, panel,
-               worker)
+from .. import (__version__, absolute, access, analysis, annotation, export, worker)
 from ..data import Source, load_candidates
-from ..errors import CompAssessError, InputError, ObjectChanged
+from ..errors import CompAssessError, InputError
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
@@ -33,15 +31,16 @@ from ..speed import TimeEstimate, estimate_time
 from ..annotation import ShownPair
 from ..types import Dataset
 from ..worker import Reporter
-from .campaign import Campaign
-from .judges_board import JudgesLeaderboard, judges_board
-from .panel import Panel
 from .progress import _reporter
 from .run import Run
 from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
 from .uploads import Uploads
 from .verdicts import ExportFile, Verdicts
+from .campaign import Campaigns
+from .judges_board import JudgesBoard
+from .panel import Panels
+from .records import _DELETED_FIELDS, Deleted, LabelsImported, check_shown_name  # noqa: F401
 
 #: What ``open_store`` takes for a throwaway in-memory store.
 _MEMORY = (":memory:", "sqlite://")
@@ -85,94 +84,7 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
     return Store(_open_backend(url))
 
 
-@dataclass(frozen=True)
-class LabelsImported:
-    """What :meth:`Store.import_labels` stored: ``stored`` new labels; ``already_stored`` were
-    in the store already (one judgement per person, pair and aspect) and were not added;
-    ``attributed``: labels per annotator as stored, and ``attributed_by`` whether the names come
-    from the file's annotator column or from the importer."""
-
-    stored: int
-    already_stored: int
-    dataset: str
-    aspect: str
-    attributed: dict[str, int]
-    attributed_by: str
-
-
-#: ``Deleted``'s field for each store table a delete reports (the table's rows, in words).
-_DELETED_FIELDS = {
-    "datasets": "datasets", "runs": "runs", "comparisons": "comparisons",
-    "candidate_scores": "scores", "absolute_comparisons": "absolute_comparisons",
-    "human_judgements": "labels", "guidelines": "guidelines",
-    "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
-    "reference_scores": "reference_scores", "campaigns": "campaigns",
-    "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
-    "panels": "panels", "panel_members": "panel_members",
-}
-#: How ``str(Deleted)`` names one and several of each field's rows.
-_DELETED_WORDS = {
-    "datasets": ("dataset", "datasets"), "runs": ("run", "runs"),
-    "comparisons": ("comparison", "comparisons"), "scores": ("candidate score", "candidate scores"),
-    "absolute_comparisons": ("reference comparison", "reference comparisons"),
-    "labels": ("human label", "human labels"), "guidelines": ("guidelines text", "guidelines texts"),
-    "references": ("reference text", "reference texts"), "contexts": ("context", "contexts"),
-    "candidates": ("candidate", "candidates"),
-    "reference_scores": ("reference score", "reference scores"),
-    "campaigns": ("annotation campaign", "annotation campaigns"),
-    "campaign_annotators": ("campaign assignment", "campaign assignments"),
-    "campaign_pairs": ("campaign pair", "campaign pairs"),
-    "panels": ("panel of judges", "panels of judges"),
-    "panel_members": ("panel member", "panel members"),
-}
-
-
-@dataclass(frozen=True)
-class Deleted:
-    """What :meth:`Store.delete_run` or :meth:`Store.delete_dataset` removed (or, with
-    ``dry_run=True``, would remove): rows of each kind. ``scores`` are a scoring run's candidate
-    scores, ``absolute_comparisons`` an absolute run's comparisons with reference texts,
-    ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs,
-    ``campaigns`` the dataset's annotation campaigns with their assignments and pairs.
-    ``str()`` says it in words (``1 run, 60 comparisons``)."""
-
-    datasets: int = 0
-    runs: int = 0
-    comparisons: int = 0
-    scores: int = 0
-    absolute_comparisons: int = 0
-    labels: int = 0
-    guidelines: int = 0
-    references: int = 0
-    contexts: int = 0
-    candidates: int = 0
-    reference_scores: int = 0
-    campaigns: int = 0
-    campaign_annotators: int = 0
-    campaign_pairs: int = 0
-    panels: int = 0
-    panel_members: int = 0
-
-    @classmethod
-    def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
-        """From the store's rows per table (``db.store.Store.delete_run``'s answer)."""
-        return cls(**{_DELETED_FIELDS[t]: int(n) for t, n in rows.items() if t in _DELETED_FIELDS})
-
-    def __str__(self) -> str:
-        parts = [f"{n:,} {_DELETED_WORDS[f][0 if n == 1 else 1]}"
-                 for f, n in vars(self).items() if n]
-        return ", ".join(parts) or "nothing"
-
-
-def _expect_name(kind: str, object_id: int, name: str, expect_name: str | None) -> None:
-    """Refuse a write aimed at the ``kind`` a page showed as ``expect_name`` when the store's
-    object ``object_id`` is called otherwise now (renamed since the page was drawn)."""
-    if expect_name is not None and name != expect_name:
-        raise ObjectChanged(f"the {kind} shown as '{expect_name}' is now called '{name}' "
-                            f"({kind} id {object_id}): nothing was changed; look again")
-
-
-class Store(Uploads, Planning):
+class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
     """A CompAssess store: datasets, runs and their results, human labels.
 
     Open one with :func:`open_store`. ``backend`` is the persistent store behind it (the
@@ -302,7 +214,7 @@ class Store(Uploads, Planning):
             The run is not named ``expect_name`` (renamed since).
         """
         info = self.backend.get_run(name_or_id)
-        _expect_name("run", info.id, info.name, expect_name)
+        check_shown_name("run", info.id, info.name, expect_name)
         return Run(self, info)
 
     def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
@@ -498,7 +410,7 @@ class Store(Uploads, Planning):
         by_name = [] if isinstance(dataset, (int, np.integer)) else [d for d in infos
                                                                       if d.name == dataset]
         for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
-            _expect_name("dataset", d.id, d.name, expect_name)
+            check_shown_name("dataset", d.id, d.name, expect_name)
             return d.id
         if isinstance(dataset, (int, np.integer)):
             raise InputError(f"no stored dataset has the id {int(dataset)} (deleted?)")
@@ -876,202 +788,3 @@ class Store(Uploads, Planning):
         """Delete a set's references (of one context when given), so the run writes them anew."""
         return self.backend.delete_references(self._dataset_id(dataset), aspect, reference_set,
                                               context_id)
-
-    # ---------------------------------------------------------------- annotation campaigns
-
-    def create_campaign(self, name: str, dataset: str | int, aspect: str,
-                        annotators: Sequence[str], *, overlap: int = 2, pairs: str = "all",
-                        n_pairs: int | None = None, guidelines: str = "", created_by: str = "",
-                        seed: int = 0, run: "str | int | Run | None" = None) -> "Campaign":
-        """Create an open annotation campaign (``compassess campaign create``): ``annotators``
-        label pairs of ``dataset`` for ``aspect``, ``overlap`` people per pair, under
-        ``guidelines``. Its pairs are fixed now (``campaigns.choose_pairs``): ``"all"``, a
-        seeded ``"sample"`` of ``n_pairs``, or the ``n_pairs`` most ``"informative"`` for the
-        ranking fused from the labels stored so far and, when given, ``run``'s comparisons.
-
-        Raises
-        ------
-        InputError
-            No such dataset, the name is taken or invalid, a bad overlap, selection or number
-            of pairs.
-        """
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
-        human = llm = None
-        if pairs == "informative":
-            human = self.backend.human_judgements_frame(dataset_id, aspect)
-            if run is not None:
-                chosen = run if isinstance(run, Verdicts) else self.get_run(run)
-                llm = chosen.results
-        chosen_pairs = campaigns.choose_pairs(ds, pairs, n_pairs, seed=seed, human_df=human,
-                                              llm=llm)
-        if int(overlap) > len(annotators) and annotators:
-            raise InputError(f"overlap {overlap} needs at least {overlap} annotators; "
-                             f"{len(annotators)} given")
-        self.backend.create_campaign(name, dataset_id, aspect, pairs=chosen_pairs,
-                                     annotators=list(annotators), overlap=overlap,
-                                     selection=pairs, seed=seed, guidelines=guidelines,
-                                     created_by=created_by)
-        return self.campaign(name)
-
-    def campaigns(self, for_identity: str | None = None) -> list["Campaign"]:
-        """Every campaign, oldest first; with ``for_identity`` only those that person is
-        assigned to now (what an annotator may see)."""
-        return [Campaign(self, info) for info in self.backend.list_campaigns(for_identity)]
-
-    def campaign(self, name: str | int) -> "Campaign":
-        """A campaign by name (or id).
-
-        Raises
-        ------
-        InputError
-            No campaign of that name.
-        """
-        return Campaign(self, self.backend.get_campaign(name))
-
-    def assign(self, name: str | int, identities: Sequence[str], *, by: str = "") -> int:
-        """Assign people to a campaign (``compassess campaign assign``); returns how many were
-        new to it."""
-        return self.backend.add_campaign_annotators(self.campaign(name).id, list(identities), by)
-
-    def unassign(self, name: str | int, identities: Sequence[str]) -> int:
-        """Take people off a campaign: their answers stay, they can give no new one."""
-        return self.backend.remove_campaign_annotators(self.campaign(name).id, list(identities))
-
-    def close(self, name: str | int | None = None) -> None:
-        """``close(name)``: close a campaign (no new answer; adjudication still possible).
-        ``close()``: close the store's connections."""
-        if name is None:
-            self.backend.close()
-            return
-        self.backend.set_campaign_status(self.campaign(name).id, "closed")
-
-    def reopen(self, name: str | int) -> None:
-        """Open a closed campaign again."""
-        self.backend.set_campaign_status(self.campaign(name).id, "open")
-
-    # ------------------------------------------------------------------- panels of judges
-
-    def create_panel(self, name: str, runs: Sequence[str | int | "Run"], *,
-                     weights: str | Sequence[float] = "equal", combine: str = "poe",
-                     scaling: str = "balanced", created_by: str = "") -> "Panel":
-        """Store a panel of judges (``compassess panel create``): two or more pairwise runs on
-        the same dataset and aspect, combined per pair by ``combine`` (``poe``: Gaussian product
-        of experts on the debiased log-odds; ``vote``: majority of debiased verdicts), with
-        ``weights`` ``equal``, ``learnt`` (from the stored human labels) or one number per run;
-        ``scaling``: each member debiased at its own tau* (``balanced``), calibrated on the
-        human labels (``calibrated``), or calibrated where labels exist (``auto``).
-
-        Raises
-        ------
-        InputError
-            Fewer than two runs, a run given twice, runs on different datasets or aspects, a run
-            that is not pairwise, an unknown combination, scaling or weights, a taken name, or
-            learnt weights / calibrated members without human labels (nothing is stored).
-        """
-        handles = [r if isinstance(r, Verdicts) else self.get_run(r) for r in runs]
-        panel.member_names([r.name for r in handles])
-        for r in handles:
-            r._pairwise("a panel")
-            if isinstance(r, Panel):
-                raise InputError(f"'{r.name}' is a panel: a panel's members are runs")
-        first = handles[0]
-        for r in handles[1:]:
-            if r.info.dataset_id != first.info.dataset_id:
-                raise InputError(f"run '{r.name}' judged dataset '{r.info.dataset_name}', run "
-                                 f"'{first.name}' dataset '{first.info.dataset_name}': a panel's "
-                                 "runs judge the same dataset")
-            if r.settings.aspect != first.settings.aspect:
-                raise InputError(f"run '{r.name}' judged aspect '{r.settings.aspect}', run "
-                                 f"'{first.name}' aspect '{first.settings.aspect}': a panel's "
-                                 "runs judge the same aspect")
-        if combine not in panel.COMBINERS:
-            raise InputError(f"unknown combination '{combine}'; choose one of "
-                             f"{', '.join(panel.COMBINERS)}")
-        if scaling not in panel.MEMBER_SCALINGS:
-            raise InputError(f"unknown scaling '{scaling}'; choose one of "
-                             f"{', '.join(panel.MEMBER_SCALINGS)}")
-        parsed = panel.parse_weights(weights, len(handles))
-        panel_id = self.backend.create_panel(
-            name, first.info.dataset_id, first.settings.aspect, [r.id for r in handles],
-            combine=combine, weights=parsed, scaling=scaling, created_by=created_by)
-        try:
-            return Panel(self, self.backend.get_panel(panel_id))
-        except InputError:
-            self.backend.delete_panel(panel_id)
-            raise
-
-    def panel(self, name: str | int) -> "Panel":
-        """A stored panel by name (or id), read back like a :class:`Run`.
-
-        Raises
-        ------
-        InputError
-            No such panel, or it cannot be combined (e.g. learnt weights and the labels gone).
-        """
-        return Panel(self, self.backend.get_panel(name))
-
-    def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
-        """One row per stored panel (of one dataset when given): id, name, dataset, aspect,
-        combine, weights, scaling, members, created_at (``compassess panel list``)."""
-        dataset_id = None if dataset is None else self._dataset_id(dataset)
-        rows = [dict(id=p.id, name=p.name, dataset=p.dataset, aspect=p.aspect,
-                     combine=p.combine, weights=panel.weights_label(p.weights),
-                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at)
-                for p in self.backend.list_panels(dataset_id)]
-        return pd.DataFrame(rows, columns=["id", "name", "dataset", "aspect", "combine",
-                                           "weights", "scaling", "members", "created_at"])
-
-    def delete_panel(self, name: str | int, *, expect_name: str | None = None) -> Deleted:
-        """Delete a panel's definition (``compassess panel delete``); its runs stay.
-        ``expect_name``: the name it was shown under, refused (``ObjectChanged``) when the panel
-        is now called otherwise."""
-        info = self.backend.get_panel(name)
-        _expect_name("panel", info.id, info.name, expect_name)
-        return Deleted.from_rows(self.backend.delete_panel(info.id))
-
-    def judges(self, dataset: str | int, aspect: str, *, reference: str | None = None,
-               n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> JudgesLeaderboard:
-        """The leaderboard of judges (``compassess judges``): every pairwise run and panel on
-        ``dataset`` and ``aspect``, best first: by Cohen's kappa with the people's labels when
-        the aspect has human labels, else by Spearman x100 with the ``reference`` column
-        (default: the column named like the aspect). See :class:`JudgesLeaderboard`.
-
-        Raises
-        ------
-        InputError
-            No such dataset, no judge on it and the aspect, neither human labels nor a reference
-            column, ``n_boot < 1``.
-        """
-        _check_at_least("n_boot", n_boot, 1)
-        if n_boot > panel.MAX_BOOT:
-            raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
-        if reference is None and aspect in ds.score_columns:
-            reference = aspect
-        if reference is not None and reference not in ds.score_columns:
-            raise InputError(f"dataset '{ds.name}' has no reference column '{reference}' "
-                             f"(it has: {', '.join(ds.score_columns) or 'none'})")
-        human = self.backend.human_judgements_frame(dataset_id, aspect)
-        if len(human) == 0 and reference is None:
-            raise InputError(f"dataset '{ds.name}' has neither human labels for aspect "
-                             f"'{aspect}' nor a reference-score column to rank judges by")
-        judges: list[Verdicts] = [r for r in self.list_runs(dataset_id)
-                                  if r.run_kind.is_pairwise and r.settings.aspect == aspect]
-        judges = [r for r in judges if r.n_comparisons > 0]
-        notes = []
-        for info in self.backend.list_panels(dataset_id):
-            if info.aspect != aspect:
-                continue
-            try:
-                judges.append(Panel(self, info))
-            except InputError as e:
-                notes.append(f"panel '{info.name}' left out: {e}")
-        if not judges:
-            raise InputError(f"no pairwise run or panel on dataset '{ds.name}' and aspect "
-                             f"'{aspect}'")
-        return judges_board(judges, human, dataset=ds.name, aspect=aspect, reference=reference,
-                            n_boot=n_boot, level=level, seed=seed, notes=notes)
-
-
