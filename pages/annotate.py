@@ -37,7 +37,7 @@ from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, cached_dataset, list_runs,
+from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, problems_frame)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -372,14 +372,19 @@ def edit_guidelines() -> None:
             st.caption("No guidelines for this dataset yet.")
         return
     st.caption("Shown (collapsed) above every pair on this dataset. Plain text.")
+    shown_name = as_shown(f"guidelines_{info.id}", info.name)
     current = text
     text = st.text_area("Annotation guidelines for this dataset", value=current, height=220,
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
                  disabled=text == current):
         require()  # the person holds the role now (pages/_auth.py)
-        api_store().set_guidelines(info.id, text)
-        st.success("Guidelines saved; every annotator sees them from their next pair.")
+        try:  # the guidelines of the dataset as shown (refused when renamed since)
+            api_store().set_guidelines(info.id, text, expect_name=shown_name)
+        except CompAssessError as e:
+            st.error(f"Not saved: {plain(str(e))}")
+        else:
+            st.success("Guidelines saved; every annotator sees them from their next pair.")
 
 
 with judge_tab:

@@ -228,8 +228,7 @@ class Campaigns:
             No such dataset, the name is taken or invalid, a bad overlap, selection or number
             of pairs.
         """
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
+        dataset_id, ds = self._stored_dataset(dataset)
         human = llm = None
         if pairs == "informative":
             human = self.backend.human_judgements_frame(dataset_id, aspect)

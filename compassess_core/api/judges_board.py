@@ -68,8 +68,7 @@ class JudgesBoard:
         _check_at_least("n_boot", n_boot, 1)
         if n_boot > panel.MAX_BOOT:
             raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
+        dataset_id, ds = self._stored_dataset(dataset)
         if reference is None and aspect in ds.score_columns:
             reference = aspect
         if reference is not None and reference not in ds.score_columns:

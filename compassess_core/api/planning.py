@@ -215,8 +215,7 @@ class Planning:
         InputError
             No stored dataset of that name or id.
         """
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
+        dataset_id, ds = self._stored_dataset(dataset)
         labelled = self.backend.human_judgements_frame(dataset_id, None)["aspect"]
         if len(labelled):
             aspect = str(labelled.value_counts().index[0])

@@ -416,6 +416,11 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             raise InputError(f"no stored dataset has the id {int(dataset)} (deleted?)")
         raise InputError(f"no stored dataset named '{dataset}'")
 
+    def _stored_dataset(self, dataset: str | int) -> tuple[int, Dataset]:
+        """A stored dataset's id and content, from its name or id."""
+        dataset_id = self._dataset_id(dataset)
+        return dataset_id, self.backend.load_dataset(dataset_id)
+
     def import_labels(self, source: Source, *, dataset: str | int, aspect: str = "overall",
                       annotator: str | None = None,
                       annotators: Mapping[str, str] | None = None,
@@ -689,8 +694,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
                 raise InputError("a Dataset given to next_pair needs its dataset_id")
             ds = dataset
         else:
-            dataset_id = self._dataset_id(dataset)
-            ds = self.backend.load_dataset(dataset_id)
+            dataset_id, ds = self._stored_dataset(dataset)
         human = self.backend.human_judgements_frame(dataset_id, aspect)
         llm, tau = None, 0.5
         if run is not None:
@@ -708,9 +712,10 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         """The annotation guidelines of a dataset ("" when none were written)."""
         return self.backend.get_guidelines(self._dataset_id(dataset))
 
-    def set_guidelines(self, dataset: str | int, text: str) -> None:
+    def set_guidelines(self, dataset: str | int, text: str, *,
+                       expect_name: str | None = None) -> None:
         """Replace the annotation guidelines of a dataset."""
-        self.backend.set_guidelines(self._dataset_id(dataset), text)
+        self.backend.set_guidelines(self._dataset_id(dataset, expect_name=expect_name), text)
 
     def people(self) -> list:
         """Everyone with a role (``identity``, ``role``, ``added_by``, ``created_at``)."""

@@ -46,8 +46,23 @@ def _file_key(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+class FileCheck:
+    """What a checked file shows beside its own findings: its ``table`` (None: unreadable) and
+    ``problems``, each with the file, row and column."""
+
+    @property
+    def columns(self) -> list[str]:
+        """The file's columns, in file order."""
+        return [] if self.table is None else [str(c) for c in self.table.columns]
+
+    @property
+    def mapping_at_fault(self) -> bool:
+        """Some problem goes away with another column mapping (``cause == "mapping"``)."""
+        return any(p.cause == "mapping" for p in self.problems)
+
+
 @dataclass(frozen=True)
-class UploadCheck:
+class UploadCheck(FileCheck):
     """What :meth:`Uploads.check_upload` found in a candidate file.
 
     ``file_key`` identifies the file's content (widgets that belong to one file are keyed by
@@ -84,15 +99,6 @@ class UploadCheck:
         """The file can be stored: no problem, and a usable name."""
         return not self.problems and self.dataset is not None and self.name_problem is None
 
-    @property
-    def columns(self) -> list[str]:
-        """The file's columns, in file order."""
-        return [] if self.table is None else [str(c) for c in self.table.columns]
-
-    @property
-    def mapping_at_fault(self) -> bool:
-        """Some problem goes away with another column mapping (``cause == "mapping"``)."""
-        return any(p.cause == "mapping" for p in self.problems)
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ class DatasetSaved:
 
 
 @dataclass(frozen=True)
-class LabelsCheck:
+class LabelsCheck(FileCheck):
     """What :meth:`Uploads.check_labels` found in a file of human A/B labels for a dataset.
 
     ``suggested``: the file's columns proposed for ``context_id, candidate_a, candidate_b,
@@ -138,15 +144,6 @@ class LabelsCheck:
         """The labels can be stored: the file has labels and no problem."""
         return not self.problems and bool(self.labels)
 
-    @property
-    def columns(self) -> list[str]:
-        """The file's columns, in file order."""
-        return [] if self.table is None else [str(c) for c in self.table.columns]
-
-    @property
-    def mapping_at_fault(self) -> bool:
-        """Some problem goes away with another column mapping."""
-        return any(p.cause == "mapping" for p in self.problems)
 
     def attributed(self, annotator: str | None = None,
                    annotators: Mapping[str, str] | None = None) -> dict[str, int]:
@@ -251,8 +248,7 @@ class Uploads:
         InputError
             No stored dataset of that name or id.
         """
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
+        dataset_id, ds = self._stored_dataset(dataset)
         base = dict(dataset=ds.name, dataset_id=dataset_id, aspect=aspect)
         try:
             raw, label, limit = _file(source, file_label, max_bytes)
