@@ -143,8 +143,8 @@ def _suggest_from_content(table: pd.DataFrame, found: dict[str, str], taken: set
         if col in taken or _looks_like_id(str(col)):
             continue
         values = _as_strings(table[col])
-        numbers, empty, unparsed = _parse_scores(values)
-        filled = int((~empty).sum())
+        numbers, missing, unparsed = _parse_scores(values)
+        filled = int((~missing).sum())
         if not filled or (filled - int(unparsed.sum())) / filled > 0.5:
             continue  # empty or numeric: a reference score, not a text
         free.append((col, float(values.str.len().mean()), values.nunique() / len(values)))
@@ -164,6 +164,27 @@ def _suggest_from_content(table: pd.DataFrame, found: dict[str, str], taken: set
         else:
             more["candidate_id"] = GENERATE_IDS
     return more
+
+
+def column_choices(canon: str, table: pd.DataFrame, suggested: Mapping[str, str] | None = None
+                   ) -> list[str]:
+    """The file's columns in the order a mapping picker offers them for ``canon``: the suggested
+    column first, then the likely ones (id-like columns for an id, free text for ``context`` and
+    ``text``), then the rest in file order; nothing is left out."""
+    columns = [str(c) for c in table.columns]
+    wants_id = canon in _ID_COLUMNS or canon == "system"
+
+    def likely(col: str) -> bool:
+        if wants_id:
+            return _looks_like_id(col) or column_key(col) in _SYNONYMS.get(canon, ())
+        if _looks_like_id(col):
+            return False
+        _, missing, unparsed = _parse_scores(_as_strings(table[col]))
+        return bool((unparsed & ~missing).any())   # some cell is text, not a number
+
+    first = [(suggested or {}).get(canon)]
+    ordered = [c for c in columns if c in first] + [c for c in columns if c not in first and likely(c)]
+    return ordered + [c for c in columns if c not in ordered]
 
 
 def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
@@ -245,15 +266,23 @@ def _looks_like_id(column: str) -> bool:
     return n in ("id", "index", "idx") or n.endswith("_id") or bool(_UNNAMED.match(column))
 
 
+#: Cells of a score column that mean "no score here" (any case, spaces around ignored): what
+#: spreadsheets, R and pandas write for a missing value. They are read as missing (NaN), never as
+#: a problem; every measure leaves a missing reference out (``metrics.correlation`` drops NaN
+#: pairs), and the validation report counts them (:func:`missing_scores`).
+MISSING_MARKERS = frozenset({"", "n/a", "na", "nan", "+nan", "-nan", "-", "--", "null", "none",
+                             "?", "#n/a", "missing"})
+
+
 def _parse_scores(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Float values of a column and masks of empty and unparseable cells (NaN/inf stay as such)."""
+    """Float values of a column (NaN where missing) and masks of its missing cells (empty or a
+    :data:`MISSING_MARKERS` spelling) and of its cells that are no number (inf stays inf)."""
     stripped = values.str.strip()
-    empty = (stripped == "").to_numpy()
-    numbers = pd.to_numeric(stripped, errors="coerce").to_numpy(np.float64)
-    # to_numeric turns both "abc" and "nan" into NaN; only the literal spellings are NaN values.
-    literal_nan = stripped.str.lower().isin(("nan", "+nan", "-nan")).to_numpy()
-    unparsed = np.isnan(numbers) & ~empty & ~literal_nan
-    return numbers, empty, unparsed
+    missing = stripped.str.lower().isin(MISSING_MARKERS).to_numpy()
+    numbers = np.where(missing, np.nan, pd.to_numeric(stripped.where(~missing, ""),
+                                                       errors="coerce").to_numpy(np.float64))
+    unparsed = np.isnan(numbers) & ~missing
+    return numbers, missing, unparsed
 
 
 def _looks_like_score(column: str) -> bool:
@@ -269,8 +298,8 @@ def _detect_score_columns(df: pd.DataFrame, exclude: set[str]) -> list[str]:
     for col in df.columns:
         if col in exclude or _looks_like_id(col):
             continue
-        numbers, empty, unparsed = _parse_scores(_as_strings(df[col]))
-        filled = int((~empty).sum())
+        numbers, missing, unparsed = _parse_scores(_as_strings(df[col]))
+        filled = int((~missing).sum())
         parsed = filled - int(unparsed.sum())
         if filled and (parsed / filled >= 0.5 or (parsed and _looks_like_score(str(col)))):
             found.append(col)
@@ -300,17 +329,25 @@ def ignored_columns(df: pd.DataFrame, column_map: Mapping[str, str] | None = Non
 def _score_problems(df: pd.DataFrame, col: str, rows: np.ndarray, label: str
                     ) -> tuple[np.ndarray, list[Problem]]:
     values = _as_strings(df[col])
-    numbers, empty, unparsed = _parse_scores(values)
+    numbers, missing, unparsed = _parse_scores(values)
     problems: list[Problem] = []
-    for i in np.flatnonzero(empty | unparsed | ~np.isfinite(numbers)):
-        if empty[i]:
-            msg = "empty reference score"
-        elif unparsed[i]:
-            msg = f"reference score {values.iloc[i]!r} is not a number"
+    for i in np.flatnonzero(unparsed | (~missing & ~np.isfinite(numbers))):
+        if unparsed[i]:
+            msg = (f"reference score {values.iloc[i]!r} is not a number (leave the cell empty, "
+                   "or write n/a, where a candidate has no score)")
         else:
             msg = f"reference score {values.iloc[i]!r} is not a finite number"
         problems.append(Problem(label, msg, row=int(rows[i]), column=col))
     return numbers, problems
+
+
+def missing_scores(dataset: Dataset) -> dict[str, int]:
+    """How many candidates of ``dataset`` have no score in each reference column (a cell left
+    empty or written as one of :data:`MISSING_MARKERS`); columns with none left out."""
+    counts = {col: sum(1 for ctx in dataset.contexts for c in ctx.candidates
+                       if not np.isfinite(c.scores.get(col, np.nan)))
+              for col in dataset.score_columns}
+    return {col: n for col, n in counts.items() if n}
 
 
 def _id_problems(df: pd.DataFrame, cols: dict[str, str], rows: np.ndarray,
@@ -379,8 +416,10 @@ def content_hash(contexts: Sequence[Context]) -> str:
 
     Column order, file format and score-column order do not change it; row order does.
     """
+    # A missing score (NaN) is hashed as null: JSON has no NaN.
     payload = [[c.context_id, c.text,
-                [[k.candidate_id, k.system, k.text, sorted(k.scores.items())]
+                [[k.candidate_id, k.system, k.text,
+                  sorted((n, None if v != v else v) for n, v in k.scores.items())]
                  for k in c.candidates]] for c in contexts]
     blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -431,7 +470,9 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
     no empty/whitespace-only id, context or text; ids (context, candidate, system) at most
     ``limits.MAX_ID_CHARS`` characters without control characters (``limits.id_problem``); no
     duplicate (context_id, candidate_id); one context text per context_id; at least 2 candidates
-    per context; reference scores numeric and finite.
+    per context; reference scores numeric and finite, or missing (an empty cell, or a marker of
+    :data:`MISSING_MARKERS` such as ``n/a``, ``NA``, ``-``: read as NaN and counted by
+    :func:`missing_scores`).
 
     Score columns are ``score_columns`` when given; otherwise every column that is not canonical,
     not mapped, not id-like (``*_id``, ``id``, unnamed) and numeric-looking: at least half of its

@@ -747,6 +747,28 @@ def problems_frame(err) -> pd.DataFrame:
                               columns=["file", "row", "column", "problem", "cause"]), "text")
 
 
+#: Row height (px) of a table whose long texts wrap: Streamlit wraps a cell's text only in rows
+#: taller than 4rem.
+WRAP_ROW_PX = 68
+
+
+def show_problems_table(check, where=st) -> None:
+    """Every problem of a checked file (:func:`problems_frame`) as a table whose problem texts
+    wrap (at 1024 px a long one would be cut), the problem beside its row and column."""
+    frame = problems_frame(check)
+    where.dataframe(frame, hide_index=True, width="stretch", placeholder="",
+                    row_height=WRAP_ROW_PX if len(frame) <= 200 else None,
+                    height=min(WRAP_ROW_PX * len(frame) + 40, 560),
+                    column_order=["row", "column", "problem", "cause", "file"],
+                    column_config={"row": st.column_config.NumberColumn("row", width="small"),
+                                   "column": st.column_config.TextColumn("column", width="small"),
+                                   "problem": st.column_config.TextColumn("problem", width="large"),
+                                   "cause": st.column_config.TextColumn(
+                                       "fix in", width="small",
+                                       help="file: the file must change; mapping: another "
+                                            "column mapping fixes it")})
+
+
 @st.cache_data(show_spinner="Comparing the runs ...", max_entries=16)
 def _compare(key_a: tuple, key_b: tuple, method: str, debias: str | float) -> api.RunComparison:
     return _run_handle(*key_a).compare(_run_handle(*key_b), method, debias)

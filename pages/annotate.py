@@ -38,7 +38,7 @@ from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
-                           pick_aspect, pick_dataset, plain, problems_frame)
+                           pick_aspect, pick_dataset, plain, show_problems_table)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -295,8 +295,7 @@ def import_labels() -> None:
                   "Rows are numbered as a spreadsheet shows them.")
         st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was "
                  f"stored. {advice}", icon=":material/error:")
-        st.dataframe(plain(problems_frame(check), into="text"), hide_index=True, width="stretch",
-                     placeholder="")
+        show_problems_table(check)
 
     first = api_store().check_labels(raw, dataset=info.id, aspect=aspect, file_label=upload.name)
     if first.table is None:

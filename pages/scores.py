@@ -23,7 +23,7 @@ from compassess_core.errors import CompAssessError, ValidationError
 from pages import _view as view
 from pages._auth import guard, require
 from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, plain, preview,
-                           problems_frame, show_chart)
+                           show_chart, show_problems_table)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -194,6 +194,6 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
             st.success(f"Stored {n} anchor text(s). Resume the run to rescore with them.")
         except ValidationError as e:
             st.error(f"{len(e.problems)} problem(s) in {plain(up.name)}; nothing was stored.")
-            st.dataframe(plain(problems_frame(e), into="text"), hide_index=True, placeholder="")
+            show_problems_table(e)
         except CompAssessError as e:
             st.error(plain(str(e)))

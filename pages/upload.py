@@ -21,7 +21,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import api_store, plain, problems_frame
+from pages._common import api_store, plain, show_problems_table
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -51,8 +51,7 @@ def show_problems(check: api.UploadCheck) -> None:
               "Fix the file (rows are numbered as a spreadsheet shows them) and upload it again.")
     st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was saved. "
              f"{advice}", icon=":material/error:")
-    st.dataframe(plain(problems_frame(check), into="text"), hide_index=True, width="stretch",
-                 placeholder="")
+    show_problems_table(check)
 
 
 first = api_store().check_upload(raw_bytes, file_label=upload.name)
@@ -72,7 +71,8 @@ columns = first.columns
 column_map: dict[str, str | None] = {}
 cols = st.columns(len(CANONICAL) + len(OPTIONAL))
 for box, canon in zip(cols, CANONICAL + OPTIONAL):
-    options = (([NONE] if canon in OPTIONAL else []) + columns
+    # The likely columns first (an id column for an id, free text for context and text).
+    options = (([NONE] if canon in OPTIONAL else []) + first.choices(canon)
                + ([GENERATE_IDS] if canon == "candidate_id" else []))
     default = first.suggested.get(canon)
     # Nothing fits a required name: leave it empty for the user rather than take column 1.
@@ -117,10 +117,16 @@ dataset = check.dataset
 st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_candidates} candidates, "
            f"reference scores: {', '.join(map(plain, dataset.score_columns)) or 'none'}.",
            icon=":material/check_circle:")
+if check.missing_scores:
+    st.info("Missing reference scores (empty cells, or n/a, NA, - and the like), read as missing "
+            "and left out of every correlation: "
+            + "; ".join(f"{plain(column)} {n:,} of {dataset.n_candidates:,} candidates"
+                        for column, n in check.missing_scores.items()) + ".",
+            icon=":material/info:")
 if check.task is not None:  # what the Run page's wording 'auto' will choose for this file
-    st.caption(plain(f"The columns {', '.join(dataset.text_columns)} say these are {check.task} "
-                     f"texts: the judge will read {check.reads} (the Run page's Wording can "
-                     "change it)."))
+    st.caption(f"The columns {', '.join(plain(c) for c in dataset.text_columns)} say these are "
+               f"{check.task} texts: the judge will read {check.reads} (the Run page's Wording "
+               "can change it).")
 if check.ignored:
     st.caption("Not used: " + "; ".join(f"{plain(column)} ({why})"
                                         for column, why in check.ignored.items()) + ".")

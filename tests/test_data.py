@@ -8,6 +8,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compassess_core.data import (load_candidates, read_table, suggest_column_map,
@@ -173,12 +174,26 @@ def test_bad_score_cells_in_detected_score_column(tmp_path):
            "A0,c,S4,t,,x\n"
            "A0,c,S5,t,2.5,y\n")
     probs = problems_of(write(tmp_path, "s.csv", csv))
-    assert [(p.row, p.column) for p in probs] == [(3, "coherence"), (4, "coherence"),
-                                                  (5, "coherence"), (6, "coherence")]
-    assert "'abc' is not a number" in probs[0].message
-    assert "'nan' is not a finite number" in probs[1].message
-    assert "'inf' is not a finite number" in probs[2].message
-    assert "empty reference score" in probs[3].message
+    # a word is a problem; nan and an empty cell are missing scores; inf is not a score
+    assert [(p.row, p.column) for p in probs] == [(3, "coherence"), (5, "coherence")]
+    assert "'abc' is not a number" in probs[0].message and "n/a" in probs[0].message
+    assert "'inf' is not a finite number" in probs[1].message
+
+
+def test_missing_value_markers_in_a_score_column_are_missing_scores(tmp_path):
+    from compassess_core.data import missing_scores
+    markers = ["n/a", "NA", "", "-", " N/A ", "null", "--", "NaN", "#N/A", "?"]
+    rows = "".join(f"A{k // 5},c{k // 5},S{k},t,{m},{k}\n" for k, m in enumerate(markers))
+    csv = "context_id,context,candidate_id,text,coherence,fluency\n" + rows \
+        + "A2,c2,S10,t,4,1\nA2,c2,S11,t,5,2\n"
+    ds = load_candidates(write(tmp_path, "m.csv", csv))
+    assert ds.score_columns == ("coherence", "fluency")
+    got = [c.scores["coherence"] for ctx in ds.contexts for c in ctx.candidates]
+    assert np.isnan(got[:10]).all() and got[10:] == [4.0, 5.0]
+    assert missing_scores(ds) == {"coherence": 10}
+    # the same content in another spelling of "missing" is the same dataset
+    other = load_candidates(write(tmp_path, "o.csv", csv.replace("n/a", "NA").replace(",?,", ",,")))
+    assert other.content_hash == ds.content_hash
 
 
 def test_mostly_text_column_is_metadata_not_scores(tmp_path):

@@ -199,6 +199,27 @@ def test_a_new_file_starts_from_its_own_suggested_mapping(app_env):
     assert "No problem found: 2 contexts, 4 candidates" in texts(at.success)
 
 
+def test_page_reads_missing_value_markers_as_missing_scores_and_counts_them(app_env):
+    """A score column with n/a, NA, - and empty cells saves: they are missing scores, and the
+    validation report says how many; the text picker offers text columns before id columns."""
+    table = ("doc_id,article,summary,coherence\n"
+             "d1,The council met on Monday and voted.,Council votes.,4\n"
+             "d1,The council met on Monday and voted.,Meeting Monday.,n/a\n"
+             "d2,Rain is expected all week in the north.,A rainy week.,NA\n"
+             "d2,Rain is expected all week in the north.,Weather.,-\n")
+    at = upload(AppTest.from_file(APP, default_timeout=60).run(), "summaries.csv", table)
+    assert not at.error, texts(at.error)
+    assert "No problem found: 2 contexts, 4 candidates" in texts(at.success)
+    assert "coherence` 3 of 4 candidates" in texts(at.info), texts(at.info)
+    options = at.selectbox(key=map_key(at, "text")).options
+    assert options[0] == "summary" and options.index("article") < options.index("doc_id")
+    [b for b in at.button if b.label == "Save to the store"][0].click().run()
+    [info] = Store(app_env).list_datasets()
+    scores = [c.scores["coherence"] for ctx in Store(app_env).load_dataset(info.id).contexts
+              for c in ctx.candidates]
+    assert scores[0] == 4.0 and all(x != x for x in scores[1:])
+
+
 # ------------------------------------------------------------------------------------ the API
 
 def test_check_upload_says_what_the_page_shows_and_stores_nothing(app_env):

@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..data import (Source, ignored_columns, load_candidates, parse_table, source_bytes,
-                    source_label, suggest_column_map)
+from ..data import (Source, column_choices, ignored_columns, load_candidates, missing_scores,
+                    parse_table, source_bytes, source_label, suggest_column_map)
 from ..errors import InputError, Problem, ValidationError
 from ..labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
                       attribute, load_human_labels, suggest_label_map)
@@ -76,7 +76,9 @@ class UploadCheck(FileCheck):
     the Run page's wording ``auto`` chooses) and ``reads`` how the judge then reads it;
     ``ignored`` the columns used neither as mapped nor as scores, each with why;
     ``name_problem`` what is wrong with the dataset's name; ``stored_as`` the ``(id, name)`` of
-    a stored dataset with the same content (saving adds nothing then).
+    a stored dataset with the same content (saving adds nothing then); ``missing_scores`` how
+    many candidates have no score in each reference column (an empty cell, ``n/a``, ``NA``,
+    ``-``, ...: ``data.MISSING_MARKERS``, read as missing).
     """
 
     file_label: str
@@ -93,11 +95,17 @@ class UploadCheck(FileCheck):
     ignored: Mapping[str, str] = field(default_factory=dict)
     name_problem: str | None = None
     stored_as: tuple[int, str] | None = None
+    missing_scores: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         """The file can be stored: no problem, and a usable name."""
         return not self.problems and self.dataset is not None and self.name_problem is None
+
+    def choices(self, canon: str) -> list[str]:
+        """The file's columns as a picker for ``canon`` offers them: the suggested one first,
+        then the likely ones (``data.column_choices``)."""
+        return [] if self.table is None else column_choices(canon, self.table, self.suggested)
 
 
 
@@ -209,7 +217,7 @@ class Uploads:
                            reads=TASK_WORDING[task].reads() if task else None,
                            ignored=ignored_columns(table, used, scores),
                            name_problem=name_problem(dataset.name, "dataset name"),
-                           stored_as=stored)
+                           stored_as=stored, missing_scores=missing_scores(dataset))
 
     def save_upload(self, check: UploadCheck) -> DatasetSaved:
         """Store the dataset a :meth:`check_upload` found fit (idempotent by content: the same
