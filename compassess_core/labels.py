@@ -315,16 +315,33 @@ def labels_frame(labels: list[HumanLabel]) -> pd.DataFrame:
 
 
 
-def attribute(labels: list[HumanLabel], to: str,
-              mapping: Mapping[str, str] | None = None) -> list[HumanLabel]:
-    """The labels with their annotators decided by the importer: a file's annotator named in
-    ``mapping`` becomes ``mapping[name]``; everyone else becomes ``to`` (the importing person).
+#: What a file's annotator name that is also a person here is filed as (:func:`attribute`).
+KEPT_APART = "{name} (from the file)"
 
-    A label file is the importer's claim: by default every label is theirs, and only an
-    explicit mapping credits someone else.
+
+def attribute(labels: list[HumanLabel], to: str | None = None,
+              mapping: Mapping[str, str] | None = None,
+              people: Sequence[str] = ()) -> list[HumanLabel]:
+    """The labels with their annotators as an import files them: a file's annotator named in
+    ``mapping`` becomes ``mapping[name]``; everyone else becomes ``to`` when given (one person
+    credited with the whole file), else keeps the file's own name (a label without one is
+    :data:`DEFAULT_ANNOTATOR`'s, ``imported``).
+
+    A file never speaks for a person without the importer's explicit choice: a file name that
+    is one of ``people`` (the identities of this store's people, the importer's included) is
+    filed as :data:`KEPT_APART` (``bob (from the file)``) unless ``mapping`` credits it.
     """
     mapping = dict(mapping or {})
-    return [replace(lb, annotator=mapping.get(lb.annotator, to)) for lb in labels]
+    reserved = set(people)
+
+    def who(name: str) -> str:
+        if name in mapping:
+            return mapping[name]
+        if to is not None:
+            return to
+        return KEPT_APART.format(name=name) if name in reserved else name
+
+    return [replace(lb, annotator=who(lb.annotator)) for lb in labels]
 
 
 def annotator_counts(labels: list[HumanLabel]) -> dict[str, int]:

@@ -37,6 +37,9 @@ UNDO_SHORTCUT = "U"
 COMMENT_KEY = "campaign_comment"
 #: The picker's entry for an admin's free annotation (today's Annotate page).
 FREE = "(free annotation: any dataset)"
+#: Why a shortcut key can seem to do nothing: the browser gives the key to the box in focus.
+SHORTCUT_FOCUS_HINT = ("The keys work while no box has the focus: after typing in a box (the "
+                       "comment, a sidebar box), click an empty spot of the page first.")
 #: Heights (px) of the scroll boxes that hold the texts (so both candidates line up) and of a long
 #: context (longer than LONG_CONTEXT_CHARS characters), which scrolls so the candidates stay in view.
 TEXT_BOX_PX, CONTEXT_BOX_PX, LONG_CONTEXT_CHARS = 380, 240, 600
@@ -194,4 +197,5 @@ def annotate(me: Viewer, campaign) -> None:
                    on_click=_save, args=(winner, campaign.id))
     _undo_button(campaign, buttons[-1])
     st.caption("Keyboard: A = left better, B = right better, T = tie, X = both bad, S = skip "
-               "(the pair comes back later; a skip is not an answer), U = undo.")
+               "(the pair comes back later; a skip is not an answer), U = undo. "
+               + SHORTCUT_FOCUS_HINT)

@@ -12,8 +12,9 @@ order is ``annotation.shown_pair``'s coin; every answer (with its screen order a
 took) goes to the store in its own transaction, so several people can annotate at once. The
 annotator is the viewer (``pages._auth``: the signed-in person, or the account running a
 single-user app), never a URL parameter or a typed name. Label files are validated by
-``compassess_core.labels`` and attributed to the importing admin unless they map the file's
-annotators explicitly; a file's columns are mapped onto the label columns first
+``compassess_core.labels``; their labels keep the file's annotator names (``imported`` when it
+names none), never the importer's unless they credit themselves or a person explicitly, and a
+file's name that is a person here is kept apart (``labels.attribute``); a file's columns are mapped onto the label columns first
 (``api.Store.check_labels`` suggests the mapping; its widgets are keyed by the dataset and the
 file). This page must never render candidate, context or guideline text as
 markdown or HTML (``st.text`` only), any other user string except through ``plain``, never offer
@@ -32,7 +33,7 @@ from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
 from compassess_core.errors import CompAssessError, ObjectChanged
-from compassess_core.labels import LABEL_COLUMNS
+from compassess_core.labels import KEPT_APART, LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
@@ -266,15 +267,22 @@ def judge_pairs() -> None:
                        width="stretch", icon=":material/undo:",
                        disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))
     st.caption("Keyboard: A = left better, B = right better, T = tie, S = skip, U = undo. "
-               "The time from showing a pair to your answer is stored with it.")
+               f"{campaign_view.SHORTCUT_FOCUS_HINT} The time from showing a pair to your "
+               "answer is stored with it.")
 
 
-ME = "(you)"
+#: A file annotator's choice "keep the name the file gives" in the attribution pickers.
+KEEP = "\x00as in the file"
 #: A label column mapped to no file column (the optional annotator).
 NO_COLUMN = "(none)"
+#: What the last import stored, shown once at the top of the Import tab after the page reran.
+IMPORT_FLASH = "labels_imported"
 
 
 def import_labels() -> None:
+    stored = st.session_state.pop(IMPORT_FLASH, None)
+    if stored:
+        st.success(stored, icon=":material/check_circle:")
     st.markdown("A CSV or JSON Lines file of human A/B labels, one row per judged pair. Its columns "
                 "are mapped below onto **context_id, candidate_a, candidate_b, winner** and "
                 "optionally **annotator** (common names such as MT-Bench's `question_id, model_a, "
@@ -323,42 +331,56 @@ def import_labels() -> None:
     named = list(check.annotators)
     st.success(f"No problem found: {len(check.labels)} labels for dataset {plain(info.name)}.",
                icon=":material/check_circle:")
-    # A file is the importer's claim: its labels are theirs unless they credit someone explicitly.
-    st.markdown(f"**Attribution.** The labels are stored as yours ({plain(name)}) unless you map "
-                "an annotator named in the file to a person below.")
+    # A file speaks for its own annotators, never for a person here (the importer included)
+    # unless the importer credits that person explicitly (labels.attribute).
     people = [p.identity for p in api_store().people()]
-    credit = {}
-    with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
-        for k, who in enumerate(named[:50]):
-            options = [ME, who] + [p for p in people if p not in (who, name)]
-            choice = st.selectbox(
-                f"File annotator {plain(who)}", options, key=f"labels_who_{k}_{owner}",
-                format_func=lambda o, who=who: (
-                    f"you ({plain(name, 'text')})" if o == ME
-                    else f"{plain(o, 'text')} (as written in the file)" if o == who
-                    else plain(o, "text")))
-            if choice != ME:
-                credit[who] = choice
-        if len(named) > 50:
-            st.caption(f"{len(named) - 50} more names are attributed to you; import them with "
-                       "`compassess import-labels` to keep their names.")
-    summary = ", ".join(f"{plain(who)} ({n})" for who, n in check.attributed(name, credit).items())
+    reserved = sorted(set(people) | {name})
+    credit: dict[str, str] = {}
+    if mapping.get("annotator") is None:
+        st.markdown("**Attribution.** The file names no annotator: its labels are filed as "
+                    "*imported*, not as yours, so Annotate still offers you every pair.")
+    else:
+        st.markdown("**Attribution.** Each label keeps the annotator name of the file, not yours. "
+                    "A name that is also a person here is filed as *name (from the file)* unless "
+                    "you credit that person below.")
+        with st.expander(f"Credit the file's {len(named)} annotator name(s) to people",
+                         expanded=False):
+            for k, who in enumerate(named[:50]):
+                kept = (KEPT_APART.format(name=who) if who in reserved else who)
+                options = [KEEP, name] + [p for p in people if p != name]
+                choice = st.selectbox(
+                    f"File annotator {plain(who)}", options, key=f"labels_who_{k}_{owner}",
+                    format_func=lambda o, kept=kept: (
+                        f"{plain(kept, 'text')} (as the file names it)" if o == KEEP
+                        else f"you ({plain(name, 'text')})" if o == name
+                        else plain(o, "text")))
+                if choice != KEEP:
+                    credit[who] = choice
+            if len(named) > 50:
+                st.caption(f"The other {len(named) - 50} names keep the names the file gives "
+                           "them.")
+    summary = ", ".join(f"{plain(who)} ({n})"
+                        for who, n in check.attributed(None, credit, reserved).items())
     st.caption(f"Will be stored as: {summary}.")
     if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
                  icon=":material/save:", key="import_labels"):
         require()  # the person holds the role now (pages/_auth.py)
         try:
-            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect, annotator=name,
-                                             annotators=credit, mapping=mapping,
-                                             file_label=upload.name, expect_name=info.name)
+            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect,
+                                             annotators=credit, people=reserved,
+                                             mapping=mapping, file_label=upload.name,
+                                             expect_name=info.name)
         except ObjectChanged as e:
             st.error(plain(str(e)), icon=":material/sync_problem:")
             return
         except CompAssessError as e:
             st.error(plain(str(e)))
             return
-        st.success(f"{done.already_stored} already stored, {done.stored} added for aspect "
-                   f"{plain(aspect)}; attributed to {summary}.")
+        # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
+        st.session_state[IMPORT_FLASH] = (f"{done.already_stored} already stored, {done.stored} "
+                                          f"added for aspect {plain(aspect)}; attributed to "
+                                          f"{summary}.")
+        st.rerun()
 
 
 def edit_guidelines() -> None:

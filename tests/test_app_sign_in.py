@@ -202,27 +202,32 @@ def metric_value(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
+def test_imported_labels_keep_the_files_names_and_never_speak_for_a_person_unasked(app_env):
     store = Store(app_env)
     dataset_id = store.save_dataset(load_candidates(SAMPLE, name="sample_summeval"))
     d = store.load_dataset(dataset_id)
     c0 = d.contexts[0]
+    ids = c0.candidate_ids
     body = ("context_id,candidate_a,candidate_b,winner,annotator\n"
-            f"{c0.context_id},{c0.candidate_ids[0]},{c0.candidate_ids[1]},tie,alice\n"
-            f"{c0.context_id},{c0.candidate_ids[0]},{c0.candidate_ids[2]},tie,bob\n").encode()
+            f"{c0.context_id},{ids[0]},{ids[1]},tie,alice\n"
+            f"{c0.context_id},{ids[0]},{ids[2]},tie,bob\n"
+            f"{c0.context_id},{ids[0]},{ids[3]},tie,admin@example.org\n"
+            f"{c0.context_id},{ids[0]},{ids[4]},tie,carol@example.org\n").encode()
     store.set_role("admin@example.org", "admin", "test")
     store.set_role("bob@example.org", "annotator", "test")
+    store.set_role("carol@example.org", "annotator", "test")
     at = app_as("admin@example.org", "pages/annotate.py")
     at.file_uploader(key="labels_file").upload("l.csv", body, "text/csv").run()
-    assert "stored as yours (`admin@example.org`)" in texts(at.markdown)
+    assert "keeps the annotator name of the file, not yours" in texts(at.markdown)
     next(s for s in at.selectbox if s.label == "File annotator `bob`").set_value(
-        "bob@example.org").run()  # bob's row is bob's
+        "bob@example.org").run()  # bob's row is credited to bob explicitly
     at.button(key="import_labels").click().run()
     assert not at.exception, at.exception
-    assert ("0 already stored, 2 added for aspect `overall`; attributed to `admin@example.org` (1), "
-            "`bob@example.org` (1)") in texts(at.success)
+    assert "0 already stored, 4 added for aspect `overall`" in texts(at.success)
     df = store.human_judgements_frame(dataset_id)
-    assert sorted(df["annotator"]) == ["admin@example.org", "bob@example.org"]
+    # the importer's own name and another person's are kept apart: a file speaks for nobody here
+    assert sorted(df["annotator"]) == ["admin@example.org (from the file)", "alice",
+                                       "bob@example.org", "carol@example.org (from the file)"]
 
 
 # ------------------------------------------------------------------------------ the policy itself

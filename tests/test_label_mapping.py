@@ -203,3 +203,26 @@ def test_page_mapping_step_for_odd_names_and_a_fresh_mapping_per_file(store, app
     assert not at.exception, at.exception
     assert box(at, "context_id").value == "question_id" and box(at, "winner").value == "winner"
     assert "No problem found: 3 labels" in texts(at.success)
+
+
+def test_imported_labels_are_not_the_local_users_and_the_counters_follow_at_once(store):
+    """Third-party labels of every pair, imported in single-user local mode: they are filed as
+    ``imported`` (the file names no annotator), never as the local user, so Annotate still
+    offers the user a pair to judge; the counts of the Judge pairs tab include them at once."""
+    d = store.dataset("sample_summeval")
+    rows = [dict(context_id=c.context_id, candidate_a=a, candidate_b=b, winner=a)
+            for c in d.contexts for i, a in enumerate(c.candidate_ids)
+            for b in c.candidate_ids[i + 1:]]
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/annotate.py").run()
+    assert "0 judgements stored for this aspect" in texts(at.caption)
+    at.file_uploader(key="labels_file").upload(
+        "third_party.csv", pd.DataFrame(rows).to_csv(index=False).encode(), "text/csv").run()
+    assert "filed as *imported*, not as yours" in texts(at.markdown)
+    at.button(key="import_labels").click().run()
+    assert not at.exception, at.exception
+    assert f"0 already stored, {len(rows)} added" in texts(at.success)
+    assert set(store.human_labels("sample_summeval")["annotator"]) == {"imported"}
+    assert f"{len(rows)} judgements stored for this aspect" in texts(at.caption)
+    assert "You have judged every pair" not in texts(at.success)
+    assert [b for b in at.button if b.key == "answer_a"]

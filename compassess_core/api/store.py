@@ -426,7 +426,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
                       annotators: Mapping[str, str] | None = None,
                       mapping: Mapping[str, str | None] | None = None,
                       file_label: str | None = None,
-                      expect_name: str | None = None) -> LabelsImported:
+                      expect_name: str | None = None,
+                      people: Sequence[str] = ()) -> LabelsImported:
         """Validate human A/B labels (a file, its bytes or a DataFrame with columns
         ``context_id, candidate_a, candidate_b, winner[, annotator]``; ``winner`` one of the two
         ids, ``tie``, or the side's column name) against a stored dataset and store them for
@@ -435,9 +436,12 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         ...}``; :meth:`check_labels` suggests one). Importing the same labels again adds nothing
         (the store keeps one judgement per person, pair and aspect).
 
-        Who the labels are from: by default the file's ``annotator`` column. With ``annotator``
-        (the person importing, as the app does), every label is attributed to that name except
-        the file's names that ``annotators`` maps to someone explicitly.
+        Who the labels are from: by default the file's ``annotator`` column (a label without
+        one is ``imported``'s); ``annotators`` maps a file's name to someone explicitly; with
+        ``annotator`` every other label is attributed to that one name. ``people``: identities
+        a file may not speak for (the app passes its people and the importer): a file's name
+        that is one of them is filed as ``"<name> (from the file)"`` unless ``annotators``
+        credits it (``labels.attribute``).
 
         Raises
         ------
@@ -451,12 +455,14 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         dataset_id = self._dataset_id(dataset, expect_name=expect_name)
         ds = self.backend.load_dataset(dataset_id)
         labels = load_human_labels(source, ds, file_label=file_label, column_map=mapping)
-        attributed_by = "the file's annotator column"
+        attributed_by = "the file's annotator column" + (
+            ", with names mapped explicitly" if annotators else "")
         if annotator is not None:
-            labels = attribute(labels, check_name(annotator, "annotator", dash_first=True),
-                               annotators)
+            annotator = check_name(annotator, "annotator", dash_first=True)
             attributed_by = f"the importer ({annotator})" + (
                 ", with the file's names mapped explicitly" if annotators else "")
+        if annotator is not None or annotators or people:
+            labels = attribute(labels, annotator, annotators, people)
         added = self.backend.add_human_judgements(dataset_id, store_rows(labels, aspect=aspect))
         return LabelsImported(stored=added, already_stored=len(labels) - added, dataset=ds.name,
                               aspect=aspect, attributed=annotator_counts(labels),

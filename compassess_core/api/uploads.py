@@ -154,13 +154,14 @@ class LabelsCheck(FileCheck):
 
 
     def attributed(self, annotator: str | None = None,
-                   annotators: Mapping[str, str] | None = None) -> dict[str, int]:
-        """Labels per person as ``Store.import_labels`` with the same ``annotator`` (the
-        importer: every label theirs unless ``annotators`` maps a file name to someone) would
-        store them; without ``annotator``, the file's own names."""
-        if annotator is None:
+                   annotators: Mapping[str, str] | None = None,
+                   people: Sequence[str] = ()) -> dict[str, int]:
+        """Labels per person as ``Store.import_labels`` with the same ``annotator``,
+        ``annotators`` and ``people`` would store them (``labels.attribute``); with none of
+        them, the file's own names."""
+        if annotator is None and not annotators and not people:
             return dict(self.annotators)
-        return annotator_counts(attribute(list(self.labels), annotator, annotators))
+        return annotator_counts(attribute(list(self.labels), annotator, annotators, people))
 
 
 class Uploads:
