@@ -12,7 +12,7 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .errors import TemplateError
 from .limits import MAX_ASPECT_CHARS, name_problem
@@ -275,6 +275,21 @@ def default_aspect(columns: Sequence[str], fallback: str = "coherence") -> str:
     these reference columns is most likely about."""
     return next((p for p in ASPECT_ADJECTIVES if reference_column(p, columns) is not None),
                 fallback)
+
+
+def rank_aspects(labelled: Mapping[str, int], columns: Sequence[str],
+                 run_aspects: Sequence[str] = ()) -> list[str]:
+    """The aspects a dataset has evidence for, the strongest first: those it has human labels
+    of (the most labelled first), then the presets a reference column is about (by name or
+    synonym, in :data:`ASPECT_ADJECTIVES` order) and the reference columns about no preset (a
+    ``helpfulness`` column: its own aspect), then those only its runs judged (as given: newest
+    first). What pages start at and offer first, so nobody starts a run, a campaign or
+    an annotation of an aspect the data says nothing about."""
+    ranked = [a for a, n in sorted(labelled.items(), key=lambda kv: -kv[1]) if n > 0]
+    ranked += [p for p in ASPECT_ADJECTIVES if reference_column(p, columns) is not None]
+    ranked += [c for c in columns if canonical_aspect(c) is None]
+    ranked += list(run_aspects)
+    return list(dict.fromkeys(a for a in ranked if a))
 
 
 def task_from_columns(columns: Sequence[str]) -> str | None:

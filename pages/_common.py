@@ -232,15 +232,19 @@ def pick_object(field: str, ids: list[int], label_of: Callable[[int], str], *, w
 
 
 def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):
-    """A dataset picker (the view's ``dataset``); returns the chosen dataset's record
-    (``api.Store.list_datasets``) or None when the store has none or the link's dataset is gone.
+    """A dataset picker (the view's ``dataset``; with none chosen, the dataset of the run in
+    view, else the newest); returns the chosen dataset's record (``api.Store.list_datasets``)
+    or None when the store has none or the link's dataset is gone.
 
     ``on_change(dataset_id)`` runs when the user picks another dataset, before the page reruns.
     """
     infos = api_store().list_datasets()
     by_id = {d.id: d for d in infos}
+    # With no dataset chosen, the run in view names one (a link that names only a run).
+    of_run = next((r.info.dataset_id for r in list_runs() if r.id == view.get("run")), None)
     chosen = pick_object("dataset", list(by_id), lambda i: _dataset_label(by_id[i]),
-                         what="dataset", where=where, label=label, on_change=on_change)
+                         what="dataset", where=where, label=label, on_change=on_change,
+                         default=of_run)
     return None if chosen is None else by_id[chosen]
 
 
@@ -290,7 +294,12 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
     offered = {r.id: r for r in runs}
     chosen = pick_object(field, list(offered), lambda i: run_label(offered[i]), what="run",
                          where=where, label=label, not_offered=not_offered)
-    return None if chosen is None else AppRun(offered[chosen])
+    if chosen is None:
+        return None
+    if field == "run":
+        # The run in view names its dataset too: Panel, Judges, Annotate and Run open on it.
+        view.put("dataset", offered[chosen].info.dataset_id)
+    return AppRun(offered[chosen])
 
 
 def run_label(run) -> str:
@@ -698,30 +707,52 @@ def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:
 DEFAULT_ASPECT = "overall"
 
 
+def data_aspects(dataset_id: int) -> list[api.DataAspect]:
+    """The aspects a dataset has evidence for, the strongest first (``Store.aspects``: human
+    labels, then reference columns, then its runs' aspects)."""
+    return api_store().aspects(dataset_id)
+
+
 def aspect_options(dataset_id: int) -> list[str]:
-    """Aspects worth offering for a dataset: the presets, its runs' aspects and its stored labels'."""
+    """Aspects worth offering for a dataset: those its data has evidence for first (labels,
+    reference columns, runs: :func:`data_aspects`), then the other presets."""
     from compassess_core.prompts import ASPECT_ADJECTIVES
-    run_aspects = [r.settings.aspect for r in list_runs(dataset_id)]
-    labelled = api_store().human_labels(dataset_id)["aspect"].tolist()
-    extra = sorted({str(a) for a in run_aspects + labelled if a} - set(ASPECT_ADJECTIVES))
-    return list(ASPECT_ADJECTIVES) + extra
+    known = [a.aspect for a in data_aspects(dataset_id)]
+    return known + [a for a in ASPECT_ADJECTIVES if a not in known]
+
+
+def aspect_label(dataset_id: int) -> Callable[[str], str]:
+    """How an aspect picker names each option: the aspect and what the data holds of it
+    ("coherence: 30 human labels, reference column coherence")."""
+    evidence = {a.aspect: a.evidence for a in data_aspects(dataset_id)}
+    return lambda a: plain(a, "text") + (f"  ({evidence[a]})" if a in evidence else "")
+
+
+def default_aspect(dataset_id: int) -> str:
+    """The aspect a page starts at for a dataset with nothing chosen: the one its data has the
+    most evidence for (:func:`data_aspects`), else ``overall``."""
+    known = data_aspects(dataset_id)
+    return known[0].aspect if known else DEFAULT_ASPECT
 
 
 def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged") -> str:
-    """An aspect picker for human judgements (the view's ``aspect``, kept in the URL), defaulting
-    to the newest run's aspect. Its widget belongs to the dataset (keyed by its id) and is
-    re-seeded from the view on every run, so the box always shows the aspect the page uses and
-    writes: the value returned."""
+    """An aspect picker for human judgements (the view's ``aspect``, kept in the URL),
+    defaulting to the aspect the data has the most evidence for (human labels, then a
+    reference column: :func:`default_aspect`). Its widget belongs to the dataset (keyed by its
+    id) and is re-seeded from the view on every run, so the box always shows the aspect the
+    page uses and writes: the value returned."""
     options = aspect_options(dataset_id)
-    runs = list_runs(dataset_id)
-    want = view.get("aspect") or (runs[-1].settings.aspect if runs else None) or DEFAULT_ASPECT
+    want = view.get("aspect") or default_aspect(dataset_id)
+    if want not in options:
+        options.append(want)
     key = f"aspect_w_{dataset_id}"
-    st.session_state[key] = want if want in options else DEFAULT_ASPECT
-    chosen = where.selectbox(label, options, key=key, format_func=lambda a: plain(a, "text"),
+    st.session_state[key] = want
+    chosen = where.selectbox(label, options, key=key, format_func=aspect_label(dataset_id),
                              on_change=lambda: view.put("aspect", st.session_state[key]),
                              help="Human judgements are stored per dataset and aspect; the "
                                   "Agreement page compares a run with the labels of the run's "
-                                  "aspect.")
+                                  "aspect. The aspects the data has labels, reference scores or "
+                                  "runs of come first.")
     view.put("aspect", chosen)
     return chosen
 
@@ -821,6 +852,30 @@ def baseline_control(run: AppRun, where, key: str) -> str | None:
     baseline = None if chosen == NO_BASELINE else chosen
     view.put("baseline", baseline)
     return baseline
+
+
+def data_range(values, *marks: float, pad: float = 0.03, lo: float = 0.0,
+               hi: float = 1.0) -> list[float]:
+    """An axis range that spans ``values`` and the ``marks`` drawn on it (thresholds), with a
+    little room, kept within [lo, hi]: a chart scaled to its data (points between 0.45 and 0.8
+    fill the plot instead of a third of a 0-1 axis). The full [lo, hi] when nothing is finite."""
+    found = np.asarray(list(values) + [m for m in marks if m is not None], dtype=np.float64)
+    found = found[np.isfinite(found)]
+    if not len(found):
+        return [lo, hi]
+    low, high = float(found.min()), float(found.max())
+    room = max(pad, 0.05 * (high - low))
+    return [max(lo, low - room), min(hi, high + room)]
+
+
+def centred_range(values, centre: float, floor: float = 0.05) -> tuple[float, float]:
+    """A colour range centred on ``centre`` (a threshold: the colours' midpoint) that reaches
+    the value farthest from it: ``values`` between 0.45 and 0.7 get the full colour scale, not
+    its pale middle. At least ``floor`` either side."""
+    found = np.asarray(values, dtype=np.float64)
+    found = found[np.isfinite(found)]
+    half = max(float(np.abs(found - centre).max()) if len(found) else 0.0, floor)
+    return centre - half, centre + half
 
 
 #: Top margin (pixels) that keeps plotly's toolbar above the plot area instead of over the data.

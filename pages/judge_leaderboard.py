@@ -15,8 +15,8 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from pages._auth import guard
 from pages import _view as view
-from pages._common import (api_store, db_url, is_pairwise, judges_stamp, list_runs,
-                            pick_dataset, plain)
+from pages._common import (api_store, aspect_label, data_aspects, db_url, is_pairwise,
+                           judges_stamp, list_runs, pick_dataset, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -32,17 +32,32 @@ if dataset is None:
     st.info("No dataset is stored yet: load one on **Home** or **Upload**, and run judges on it.")
     st.stop()
 runs = [r for r in list_runs(dataset.id) if is_pairwise(r) and (r.info.n_comparisons or 0) > 0]
-aspects = sorted({r.settings.aspect for r in runs})
-if not aspects:
+judged = {r.settings.aspect for r in runs}
+if not judged:
     st.info("No pairwise run on this dataset yet: start one on **Run**.")
     st.stop()
+# The judged aspects the data can score a judge on (human labels, then a reference column)
+# come first, so the page never opens on one it can say nothing about while another has labels.
+known = data_aspects(dataset.id)
+scorable = [a.aspect for a in known if a.aspect in judged and (a.n_labels or a.reference)]
+aspects = scorable + sorted(judged - set(scorable))
 c = st.columns(2)
 # Both follow the view state (the URL), so a link to this page reproduces its numbers.
+# The view's aspect is kept when judges can be scored on it, or when it was chosen here.
 want = view.get("aspect")
-st.session_state["judges_aspect"] = want if want in aspects else aspects[0]
+CHOSEN = "judges_aspect_chosen"
+st.session_state["judges_aspect"] = (
+    want if want in aspects and (want in scorable or not scorable
+                                 or want == st.session_state.get(CHOSEN)) else aspects[0])
+
+
+def _aspect_chosen() -> None:
+    st.session_state[CHOSEN] = st.session_state["judges_aspect"]
+    view.put("aspect", st.session_state["judges_aspect"])
+
+
 aspect = c[0].selectbox("Aspect", aspects, key="judges_aspect",
-                        format_func=lambda a: plain(a, "text"),
-                        on_change=lambda: view.put("aspect", st.session_state["judges_aspect"]))
+                        format_func=aspect_label(dataset.id), on_change=_aspect_chosen)
 view.put("aspect", aspect)
 want = view.get("boot")
 st.session_state["judges_boot"] = (want if isinstance(want, int) and BOOT_MIN <= want <= BOOT_MAX
@@ -76,33 +91,78 @@ else:
                f"column {plain(str(board.reference))} (win ratio at each judge's balanced tau*, "
                "mean over contexts).")
 # Columns empty for every judge (no human labels, say) are left out rather than shown as "None".
-# Digits each number carries (a kappa to 3 places, a Spearman x100 to 1): a column of
-# 15-digit floats says nothing more and pushes the rest off the screen.
-DIGITS = {**dict.fromkeys(["accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low",
-                           "kappa_high", "log_loss_raw", "log_loss_calibrated", "ece_raw",
-                           "ece_calibrated", "flip_rate_raw", "longer_wins",
-                           "length_slope_per_doubling"], 3),
-          **dict.fromkeys(["p_a_raw", "comparisons_per_s"], 2),
-          "spearman_x100": 1, "tokens_per_comparison": 0}
+# Each column: a short label a 1024 px window shows in full, the detail in its help, and the
+# digits its numbers carry (a kappa to 3 places, a Spearman x100 to 1: a column of 15-digit
+# floats says nothing more and pushes the rest off the screen).
+COLUMNS = {
+    "rank": ("rank", None, None),
+    "judge": ("judge", None, "The run or panel of judges."),
+    "kind": ("kind", None, "run, or panel of judges"),
+    "kappa": ("kappa", 3, "Cohen's kappa of the judge's pair verdicts with the human majority, "
+                          "ties left out."),
+    "kappa_low": ("kappa 95% low", 3, "Lower end of kappa's 95% bootstrap interval."),
+    "kappa_high": ("kappa 95% high", 3, "Upper end of kappa's 95% bootstrap interval."),
+    "accuracy": ("accuracy", 3, "Share of labelled pairs (ties left out) where the judge's "
+                                "verdict is the human majority's."),
+    "accuracy_low": ("accuracy 95% low", 3, "Lower end of the accuracy's 95% interval."),
+    "accuracy_high": ("accuracy 95% high", 3, "Upper end of the accuracy's 95% interval."),
+    "spearman_x100": ("Spearman x100", 1, "Spearman correlation (x100) of the judge's win "
+                                          "ratios with the reference scores, mean over "
+                                          "contexts."),
+    "n_labelled_pairs": ("labelled pairs", None, "Human-labelled pairs the judge judged."),
+    "n_comparisons": ("comparisons", None, "Comparisons the judge made."),
+    "log_loss_raw": ("log-loss", 3, "Log-loss (nats) of the judge's p on the labelled "
+                                    "comparisons, as it answered."),
+    "log_loss_calibrated": ("log-loss calibrated", 3, "Log-loss after calibration on held-out "
+                                                      "folds of the labels."),
+    "ece_raw": ("ECE", 3, "Expected calibration error of p, as it answered."),
+    "ece_calibrated": ("ECE calibrated", 3, "Expected calibration error after calibration on "
+                                            "held-out folds."),
+    "p_a_raw": ("P(A)", 2, "Share of comparisons won by the first position at tau = 0.5 (0.5: "
+                           "no positional bias)."),
+    "flip_rate_raw": ("flip rate", 3, "Share of pairs judged in both orders whose verdict flips "
+                                      "with the order, at tau = 0.5."),
+    "longer_wins": ("longer wins", 3, "Share of comparisons won by the longer text."),
+    "length_slope_per_doubling": ("length slope", 3, "Log-odds of 'A wins' per doubling of A's "
+                                                     "length over B's (0: blind to length)."),
+    "comparisons_per_s": ("comparisons/s", 2, "As measured when the run executed (a panel: all "
+                                              "its members' comparisons over their seconds "
+                                              "together)."),
+    "tokens_per_comparison": ("tokens/comparison", 0, "Prompt tokens the judge reads per "
+                                                      "comparison, counted with its tokenizer "
+                                                      "when the run was planned."),
+    "held_out": ("held out", None, "Scored on held-out folds (a panel that learns from the "
+                                   "labels)."),
+    "model": ("model", None, None),
+    "template": ("template", None, None),
+    "members": ("members", None, "The runs a panel combines."),
+    "note": ("note", None, None),
+}
 shown = plain(board.frame.dropna(axis=1, how="all"), into="text")
-formats = {c: st.column_config.NumberColumn(c, format=f"%.{d}f")
-           for c, d in DIGITS.items() if c in shown.columns}
+
+
+def _column(name: str):
+    label, digits, help_ = COLUMNS.get(name, (name, None, None))
+    if name in ("rank", "judge"):   # stay in view while the table scrolls sideways
+        return st.column_config.Column(label, help=help_, pinned=True)
+    if name == "note":
+        return st.column_config.TextColumn(label, width="large", help=help_)
+    if digits is not None:
+        return st.column_config.NumberColumn(label, format=f"%.{digits}f", help=help_)
+    return st.column_config.Column(label, help=help_)
+
+
 # What the judges are ranked by comes right after their names; what they are (model, template,
 # members) last, where a long path or member list does not push the numbers off the screen.
-first = ["rank", "judge", "kind", "kappa", "kappa_low", "kappa_high", "accuracy",
-         "spearman_x100", "n_labelled_pairs", "n_comparisons"]
+first = ["rank", "judge", "kappa", "kappa_low", "kappa_high", "accuracy", "spearman_x100",
+         "n_labelled_pairs", "kind", "n_comparisons"]
 last = ["model", "template", "members", "note"]
 order = ([c for c in first if c in shown.columns]
          + [c for c in shown.columns if c not in first and c not in last]
          + [c for c in last if c in shown.columns])
 st.dataframe(shown, hide_index=True, key="judges_table", column_order=order,
-             column_config={**formats,
-                            "note": st.column_config.TextColumn("note", width="large")},
-             placeholder="")
-st.caption("P(A) and flip rate at tau = 0.5 (the judge as it answers); longer_wins: share of "
-           "comparisons won by the longer text; comparisons_per_s: as measured when the run "
-           "executed (a panel: all its members' comparisons over their seconds together); "
-           "tokens_per_comparison: prompt tokens the judge reads per comparison, counted with its "
-           "tokenizer when the run was planned.")
+             column_config={c: _column(c) for c in shown.columns}, placeholder="")
+st.caption("Hover a column's name for what it holds. P(A) and flip rate are at tau = 0.5 (the "
+           "judge as it answers).")
 for note in board.notes:
     st.warning(plain(note))

@@ -21,8 +21,9 @@ from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, fmt, is_pairwise, judges_stamp, list_runs,
-                           method_control, pick_dataset, pick_object, plain)
+from pages._common import (AppRun, api_store, aspect_label, data_aspects, fmt, is_pairwise,
+                           judges_stamp, list_runs, method_control, pick_dataset, pick_object,
+                           plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -46,12 +47,28 @@ with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) 
         st.info("A panel needs at least two pairwise runs on this dataset: start another judge "
                 "on **Run** (another model or template, same aspect).")
     else:
-        by_id = {r.id: r for r in runs}
         # The form belongs to the dataset on screen: its widgets are keyed by the dataset's id.
         form = f"panel_new_{dataset.id}"
+        # Members judge one aspect: the picker offers the runs of the aspect chosen first (the
+        # view's, else the one the data has labels or reference scores of).
+        judged = {r.settings.aspect for r in runs}
+        ranked = [a.aspect for a in data_aspects(dataset.id) if a.aspect in judged]
+        aspects = ranked + sorted(judged - set(ranked))
+        if st.session_state.get(f"{form}_aspect") not in aspects:
+            want = view.get("aspect")
+            st.session_state[f"{form}_aspect"] = want if want in aspects else aspects[0]
+        panel_aspect = st.selectbox("Aspect the members judged", aspects, key=f"{form}_aspect",
+                                    format_func=aspect_label(dataset.id))
+        by_id = {r.id: r for r in runs if r.settings.aspect == panel_aspect}
+        kept = [i for i in st.session_state.get(f"{form}_members", []) if i in by_id]
+        st.session_state[f"{form}_members"] = kept
         chosen = st.multiselect("Member runs", list(by_id), key=f"{form}_members",
                                 format_func=lambda i: plain(by_id[i].name, "text"),
-                                help="Two or more runs on this dataset with the same aspect.")
+                                help="Two or more runs on this dataset of the aspect above "
+                                     "(other models, templates or served judges).")
+        if len(by_id) < 2:
+            st.caption(f"Only {len(by_id)} run on this dataset judged "
+                       f"{plain(panel_aspect)}: a panel needs two.")
         new_name = st.text_input("Panel name", key=f"{form}_name", max_chars=200)
         c = st.columns(3)
         combine = c[0].radio("Combine by", ["poe", "vote"], key=f"{form}_combine",

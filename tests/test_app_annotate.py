@@ -25,7 +25,7 @@ from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 -
 from test_app_sign_in import app_as
 
 N_PAIRS = 30  # 3 contexts x C(5, 2)
-ASPECT = "overall"  # the default aspect of a dataset without runs
+ASPECT = "coherence"  # the first aspect the sample has reference scores of (no runs, no labels)
 
 
 def store_sample(url: str) -> tuple[Store, int]:
@@ -97,7 +97,7 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     assert (ctx.text, texts_of[row["candidate_left"]], texts_of[row["candidate_right"]]) == \
         (context, left, right)
     assert row["winner"] == "A" and row["annotator"] == "alice" and row["source"] == "app"
-    assert row["aspect"] == "overall"  # no run yet: the CLI's default aspect
+    assert row["aspect"] == ASPECT  # no run yet: the aspect of its reference scores
     x, y = sorted((row["candidate_left"], row["candidate_right"]))
     assert row["shown_order"] == ("ab" if row["candidate_left"] == x else "ba")
     assert 0.0 <= row["seconds"] < 60.0
@@ -230,9 +230,8 @@ def test_import_good_labels_once(app_env):
     at.file_uploader(key="labels_file").upload("labels.csv", body, "text/csv").run()
     assert not at.exception, at.exception
     assert "No problem found: 3 labels" in texts(at.success)
-    # The file names ann1 and ann2; they are mapped explicitly (by default the labels are yours).
-    who(at, "ann1").set_value("ann1").run()
-    who(at, "ann2").set_value("ann2").run()
+    # The file names ann1 and ann2: the labels keep those names (never the importer's).
+    assert "Will be stored as: `ann1` (2), `ann2` (1)." in texts(at.caption)
     at.button(key="import_labels").click().run()
     assert ("0 already stored, 3 added for aspect `fluency`; attributed to `ann1` (2), `ann2` (1)"
             in texts(at.success))

@@ -168,3 +168,66 @@ def test_partial_runs_are_labelled_wherever_their_numbers_appear(app_env):
         assert "Partial run (cancelled): 60 of 90 planned comparisons (67%)" in texts(at.warning), page
     picker = at.selectbox(key="run_pick_w")
     assert "of 90 planned, partial" in picker.format_func(picker.value)
+
+
+# ------------------------------------------------------------------ defaults from the data
+
+def _copy_run(store: Store, run_id: int, name: str, **changes) -> int:
+    """Another run on the same dataset with the comparisons of ``run_id`` and ``changes`` to
+    its settings (another aspect, another template)."""
+    from compassess_core.settings import RunSettings
+    info = store.get_run(run_id)
+    settings = RunSettings.from_dict(info.settings).with_changes(**changes)
+    new = store.create_run(name, info.dataset_id, settings.to_dict())
+    store.add_results(new, "comparative", store.stored_results(run_id, "comparative").values())
+    store.set_run_status(new, "completed", done=60, total=60)
+    return new
+
+
+def test_pages_start_at_the_aspect_the_data_has_labels_of_and_the_dataset_of_the_run(app_env):
+    """Labels of 'overall' only: Judges opens on overall (not the newest run's coherence), the
+    Run page and Annotate start at it; Panel and Judges open on the dataset of the run in view
+    (not the newest dataset); Panel's member picker offers the runs of one aspect."""
+    from compassess_core import api
+    store, dataset_id, run_id = seed_run(app_env)
+    overall = _copy_run(store, run_id, "overall-run", aspect="overall", aspect_adjective="good")
+    _copy_run(store, run_id, "coherence-t2", template_name="t2")
+    d = store.load_dataset(dataset_id)
+    store.add_human_judgements(dataset_id, [
+        dict(context_id=c.context_id, candidate_left=c.candidate_ids[0],
+             candidate_right=c.candidate_ids[k], winner="A", annotator="ann", aspect="overall")
+        for c in d.contexts for k in (1, 2, 3, 4)])
+    api.open_store(app_env).add_dataset(
+        "context_id,context,candidate_id,text\nc1,ctx,a,one\nc1,ctx,b,two\n".encode(), name="newer")
+    assert [a.aspect for a in api.open_store(app_env).aspects(dataset_id)][:2] == ["overall",
+                                                                                 "coherence"]
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = str(overall)   # a link naming a run only
+    at.run()
+    at.switch_page("pages/judge_leaderboard.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="dataset_pick_w").value == dataset_id
+    assert at.selectbox(key="judges_aspect").value == "overall"
+    assert "has neither human labels" not in texts(at.info)
+    at.switch_page("pages/panel.py").run()
+    assert at.selectbox(key="dataset_pick_w").value == dataset_id
+    form = f"panel_new_{dataset_id}"
+    at.selectbox(key=f"{form}_aspect").set_value("coherence").run()
+    offered = at.multiselect(key=f"{form}_members").options
+    assert sorted(offered) == ["coherence-t2", "hand-run"]   # not the overall run
+    # a result page showing a run makes its dataset the one in view
+    fresh = AppTest.from_file(APP, default_timeout=60).run()
+    fresh.switch_page("pages/annotate.py").run()
+    assert fresh.selectbox(key="dataset_pick_w").value != dataset_id   # the newest dataset
+    fresh.switch_page("pages/rankings.py").run()
+    fresh.switch_page("pages/judge_leaderboard.py").run()
+    assert fresh.selectbox(key="dataset_pick_w").value == dataset_id
+    # a dataset with labels of overall starts the Run page and Annotate at overall
+    at.switch_page("pages/run.py").run()
+    assert at.selectbox(key=f"run_aspect_{dataset_id}").value == "overall"
+    blank = AppTest.from_file(APP, default_timeout=60)
+    blank.query_params["dataset"] = str(dataset_id)
+    blank.run()
+    blank.switch_page("pages/annotate.py").run()
+    assert blank.selectbox(key=f"aspect_w_{dataset_id}").value == "overall"

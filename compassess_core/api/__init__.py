@@ -47,7 +47,7 @@ from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
-from .planning import (JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
+from .planning import (DataAspect, JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
                        judge_servers)
 from .progress import ProgressBar, RunProgress
 from .run import Run
@@ -84,7 +84,7 @@ __all__ = [
     "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
     "RunInterrupted", "NoSystemsError",
     # checking files, planning runs, watching workers
-    "UploadCheck", "DatasetSaved", "LabelsCheck", "RunDefaults", "RunPlan", "PromptPreview",
+    "UploadCheck", "DatasetSaved", "LabelsCheck", "DataAspect", "RunDefaults", "RunPlan", "PromptPreview",
     "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "template_from_text",
     "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
     "EXPORT_FORMATS",

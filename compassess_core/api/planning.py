@@ -28,7 +28,7 @@ from ..model_catalog import RECOMMENDED, ModelEntry, Recommendation, catalog, ca
     models_folder
 from ..options import ComparativeOptions, KindOptions, ModelOptions, run_options
 from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
-                       default_aspect, infer_task, reference_column, task_from_columns)
+                       infer_task, rank_aspects, reference_column, task_from_columns)
 from ..run_kinds import build_settings, kind_of
 from ..selection import max_budget
 from ..settings import RunSettings
@@ -44,8 +44,10 @@ SERVED_PREFIXES = {"chat": "openai:", "completions": "openai-completions:"}
 @dataclass(frozen=True)
 class RunDefaults:
     """A dataset's own starting values of a run (the Run page's form for this dataset):
-    ``aspect`` the aspect it has human labels of (the most labelled), else the first preset a
-    reference column is about (by name or synonym), else ``coherence``, and ``aspect_from`` why;
+    ``aspect`` the aspect it has human labels of (the most labelled), else the first aspect a
+    reference column is about (by name or synonym: :meth:`Planning.aspects`), else
+    ``coherence`` for summaries and dialogue and ``overall`` for any other data, and ``aspect_from``
+    why;
     template ``t1`` (``template_text``: its text in the wording the data and aspect choose, where
     an own template starts); wording ``auto``; every one of its ``contexts``; a ``budget`` of up
     to 10 comparisons per context that every context can give in one order."""
@@ -58,6 +60,27 @@ class RunDefaults:
     template_text: str
     template: str = "t1"
     task: str = "auto"
+
+
+@dataclass(frozen=True)
+class DataAspect:
+    """An aspect a stored dataset has evidence for (:meth:`Planning.aspects`): ``n_labels``
+    human labels of it, the ``reference`` column about it (None: none), ``n_runs`` runs that
+    judged it."""
+
+    aspect: str
+    n_labels: int
+    reference: str | None
+    n_runs: int
+
+    @property
+    def evidence(self) -> str:
+        """What the data holds of this aspect, in words ("12 human labels, reference column
+        coherence, 2 runs")."""
+        parts = ([f"{self.n_labels:,} human label(s)"] if self.n_labels else []) + (
+            [f"reference column {self.reference}"] if self.reference else []) + (
+            [f"{self.n_runs} run(s)"] if self.n_runs else [])
+        return ", ".join(parts) or "no label, reference column or run"
 
 
 @dataclass(frozen=True)
@@ -84,7 +107,9 @@ class RunPlan:
     (None: no column is about the aspect); ``advice`` what to know before starting (the CLI
     prints it as warnings); ``preview`` one prompt (None for a kind that has none before it
     runs); ``judge_problem`` why the app may not use the judge (a served judge whose server is
-    not configured: nothing may start), None when it may.
+    not configured: nothing may start), None when it may; ``stored`` how many of the planned
+    units the run of :attr:`default_name` (same settings) stores already (0: no such run), and
+    :attr:`estimate_left` the time the rest takes.
     """
 
     dataset: str
@@ -101,6 +126,14 @@ class RunPlan:
     advice: tuple[str, ...]
     preview: PromptPreview | None
     judge_problem: str | None
+    stored: int = 0
+
+    @property
+    def estimate_left(self) -> TimeEstimate:
+        """:attr:`estimate` for what is not stored yet: a run of :attr:`default_name` stores
+        :attr:`stored` of the :attr:`planned` units already, and resuming it judges the rest."""
+        left = max(self.planned - self.stored, 0) / self.planned if self.planned else 1.0
+        return self.estimate.share(left)
 
     @property
     def default_name(self) -> str:
@@ -207,6 +240,25 @@ class Planning:
     """Planning runs and the judges to run them with (a part of ``Store``, whose ``backend``,
     ``read_data``, ``estimate_time`` and ``_dataset_id`` it uses)."""
 
+    def aspects(self, dataset: str | int) -> list[DataAspect]:
+        """The aspects a stored dataset has evidence for, the strongest first
+        (``prompts.rank_aspects``): those with human labels (most first), those a reference
+        column is about, those its runs judged. What the app's pages start at and offer first.
+
+        Raises
+        ------
+        InputError
+            No stored dataset of that name or id.
+        """
+        dataset_id, ds = self._stored_dataset(dataset)
+        labelled = self.backend.human_judgements_frame(dataset_id, None)["aspect"].value_counts()
+        runs = [r.settings.get("aspect") for r in self.backend.list_runs(dataset_id)]
+        run_counts = pd.Series([a for a in runs if a], dtype=object).value_counts()
+        ranked = rank_aspects({str(a): int(n) for a, n in labelled.items()}, ds.score_columns,
+                              [a for a in reversed(runs) if a])
+        return [DataAspect(a, int(labelled.get(a, 0)), reference_column(a, ds.score_columns),
+                           int(run_counts.get(a, 0))) for a in ranked]
+
     def run_defaults(self, dataset: str | int) -> RunDefaults:
         """A stored dataset's own starting values of a run (:class:`RunDefaults`).
 
@@ -216,15 +268,17 @@ class Planning:
             No stored dataset of that name or id.
         """
         dataset_id, ds = self._stored_dataset(dataset)
-        labelled = self.backend.human_judgements_frame(dataset_id, None)["aspect"]
-        if len(labelled):
-            aspect = str(labelled.value_counts().index[0])
-            why = f"its human labels of {aspect}"
+        known = [a for a in self.aspects(dataset_id) if a.n_labels or a.reference]
+        if known:
+            aspect = known[0].aspect
+            why = (f"its human labels of {aspect}" if known[0].n_labels
+                   else f"its reference column {known[0].reference}")
         else:
-            aspect = default_aspect(ds.score_columns)
-            column = reference_column(aspect, ds.score_columns)
-            why = (f"its reference column {column}" if column is not None
-                   else "no label or reference column names an aspect")
+            # Nothing names an aspect: the paper's coherence for summaries and dialogue,
+            # overall quality for stories, instructions and data that says nothing.
+            task = task_from_columns(ds.text_columns)
+            aspect = "coherence" if task in ("summary", "dialogue") else "overall"
+            why = "no label or reference column names an aspect"
         smallest = min(len(c.candidates) for c in ds.contexts)
         try:
             task = infer_task(Aspect.from_name(aspect), ds.text_columns)
@@ -281,9 +335,16 @@ class Planning:
         example = kind.example_prompt(dataset, settings)
         preview = None if example is None else PromptPreview(
             example[0], example[1], example[2].text, example[2].primer, settings.template_text)
+        planned = kind.planned_total(dataset, settings)
+        # A run of this name has these settings (the name holds their hash): what it stores
+        # is not judged again.
+        name = settings.default_run_name()[:MAX_NAME_CHARS]
+        same = next((r for r in self.backend.list_runs() if r.name == name
+                     and r.settings.get("dataset") == settings.dataset), None)
         return RunPlan(
+            stored=min(int(same.done or 0), planned) if same is not None else 0,
             dataset=dataset.name, settings=settings, kind=kind.name, unit=kind.unit,
-            planned=kind.planned_total(dataset, settings),
+            planned=planned,
             n_contexts=settings.contexts or len(dataset.contexts),
             estimate=self.estimate_time(dataset, settings), task=task, task_from=task_from,
             reads="your own template" if own else f"{shown} (task {task}, from {task_from})",
