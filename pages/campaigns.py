@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from compassess_core import access
 from compassess_core.campaigns import CHOICES, SELECTIONS
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import api_store, cached_dataset, fmt, pick_object, plain
+from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, data_aspects,
+                           default_aspect, fmt, pick_dataset, pick_object, plain)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -32,45 +34,93 @@ SHOWN_DISPUTES = 20
 st.title("Campaigns")
 st.caption("Assign pairs to annotators: each sees only their campaigns on Annotate (its pairs, "
            "texts and guidelines; nothing of the judge and no other dataset).")
+view.show_problems()
+
+
+#: The aspect picker's entry for an aspect of one's own.
+OWN_ASPECT = "\x00own"
+#: In single-user local mode: what campaigns are for, and how to hand pairs to a team.
+LOCAL_NOTE = ("Campaigns hand pairs to signed-in annotators: each sees only their campaigns on "
+              "Annotate. This app runs in single-user local mode (this machine, no sign-in), so "
+              "you are its only person: a campaign here is yours to label. It fixes a set of "
+              "pairs (every pair, a seeded sample or the most informative ones) with guidelines "
+              "and counts your progress; pick it at the top of Annotate. To hand pairs to a "
+              "team, deploy the app with sign-in (docs/deploy.md, 'A team deployment') and add "
+              "people on its People page.")
 
 
 def create_form() -> None:
-    datasets = api_store().list_datasets()
-    if not datasets:
+    if not api_store().list_datasets():
         st.info("No dataset yet: upload candidates first.")
         return
-    people = [p.identity for p in api_store().people()]
-    with st.form("new_campaign", clear_on_submit=False):
-        name = st.text_input("Campaign name", max_chars=200, key="campaign_name")
-        c1, c2 = st.columns(2)
-        dataset = c1.selectbox("Dataset", [d.id for d in datasets], key="campaign_dataset",
-                               format_func=lambda i: plain(next(d.name for d in datasets
-                                                                if d.id == i), "text"))
-        aspect = c2.text_input("Aspect", value="overall", max_chars=200, key="campaign_aspect")
-        annotators = st.multiselect("Annotators (from People)", people, key="campaign_annotators",
-                                    format_func=lambda p: plain(p, "text"))
-        c3, c4, c5 = st.columns(3)
-        overlap = int(c3.number_input("Overlap (people per pair)", min_value=1, value=2, step=1,
-                                      key="campaign_overlap"))
-        selection = c4.selectbox("Pairs", SELECTIONS, format_func=SELECTION_LABELS.get,
-                                 key="campaign_selection")
-        n_pairs = int(c5.number_input("N pairs (sample, informative)", min_value=1, value=50,
-                                      step=10, key="campaign_n_pairs"))
-        guidelines = st.text_area("Guidelines (plain text, shown to the annotators)", height=150,
-                                  key="campaign_guidelines")
-        if st.form_submit_button("Create campaign", type="primary", icon=":material/add_task:"):
-            who = require()  # the person holds the role now (pages/_auth.py)
-            try:
-                made = api_store().create_campaign(
-                    name.strip(), int(dataset), aspect.strip(), annotators, overlap=overlap,
-                    pairs=selection, n_pairs=None if selection == "all" else n_pairs,
-                    guidelines=guidelines, created_by=who.identity)
-            except CompAssessError as e:
-                st.error(f"Not created: {plain(str(e))}")
-                return
-            view.put("campaign", made.id)
-            st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs, "
-                       f"{len(made.annotators)} annotator(s).")
+    local = me.mode == access.LOCAL
+    if local:
+        st.info(LOCAL_NOTE, icon=":material/person:")
+    people = sorted({p.identity for p in api_store().people()} | {me.identity})
+    name = st.text_input("Campaign name", max_chars=200, key="campaign_name")
+    c1, c2 = st.columns(2)
+    # The dataset of the view (the URL's, the run's in view): the picker and the link agree.
+    info = pick_dataset(where=c1, label="Dataset")
+    if info is None:
+        return
+    options = aspect_options(info.id) + [OWN_ASPECT]
+    key = f"campaign_aspect_{info.id}"
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default_aspect(info.id)
+    label = aspect_label(info.id)
+    choice = c2.selectbox("Aspect", options, key=key,
+                          format_func=lambda a: "own aspect ..." if a == OWN_ASPECT else label(a),
+                          help="The aspect people judge (the question they are asked). The "
+                               "aspects this dataset has human labels, reference scores or runs "
+                               "of come first.")
+    aspect = (c2.text_input("Your aspect", max_chars=200, key=f"campaign_own_aspect_{info.id}",
+                            placeholder="e.g. helpfulness").strip()
+              if choice == OWN_ASPECT else choice)
+    known = {a.aspect: a for a in data_aspects(info.id)}
+    if aspect and not (aspect in known and (known[aspect].n_labels or known[aspect].reference)):
+        st.warning(f"Dataset {plain(info.name)} has no human label and no reference score of "
+                   f"{plain(aspect)}: the answers can be compared with nobody's yet. Check that "
+                   "this is the aspect you mean (the dataset's own aspects are listed first).",
+                   icon=":material/help:")
+    st.session_state.setdefault("campaign_annotators", [me.identity] if local else [])
+    annotators = st.multiselect(
+        "Annotators" + ("" if local else " (from People)"), people, key="campaign_annotators",
+        format_func=lambda p: f"you ({plain(p, 'text')})" if p == me.identity else plain(p, "text"),
+        help="The people who label its pairs; more can be assigned later. "
+             + ("In local mode that is you." if local else "Add people on the People page."))
+    c3, c4, c5 = st.columns(3)
+    st.session_state.setdefault("campaign_overlap", 1 if local else 2)
+    overlap = int(c3.number_input("Overlap (people per pair)", min_value=1, step=1,
+                                  key="campaign_overlap",
+                                  help="How many annotators label each pair (2 or more measures "
+                                       "their agreement)."))
+    selection = c4.selectbox("Pairs", SELECTIONS, format_func=SELECTION_LABELS.get,
+                             key="campaign_selection")
+    n_pairs = int(c5.number_input("N pairs (sample, informative)", min_value=1, value=50,
+                                  step=10, key="campaign_n_pairs"))
+    guidelines = st.text_area("Guidelines (plain text, shown to the annotators)", height=150,
+                              key="campaign_guidelines")
+    why_not = ("Choose at least one annotator: nobody would see its pairs." if not annotators
+               else f"Overlap {overlap} needs {overlap} annotators; {len(annotators)} chosen."
+               if overlap > len(annotators) else "Name the campaign." if not name.strip()
+               else "Choose or type the aspect." if not aspect else None)
+    if why_not:
+        st.caption(why_not)
+    if st.button("Create campaign", type="primary", icon=":material/add_task:",
+                 disabled=why_not is not None, key="create_campaign"):
+        who = require()  # the person holds the role now (pages/_auth.py)
+        try:
+            made = api_store().create_campaign(
+                name.strip(), info.id, aspect, annotators, overlap=overlap,
+                pairs=selection, n_pairs=None if selection == "all" else n_pairs,
+                guidelines=guidelines, created_by=who.identity)
+        except CompAssessError as e:
+            st.error(f"Not created: {plain(str(e))}")
+            return
+        view.put("campaign", made.id)
+        st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs for "
+                   f"{len(made.annotators)} annotator(s)"
+                   + ("; you label them on Annotate." if me.identity in made.annotators else "."))
 
 
 def manage(campaign) -> None:
@@ -83,8 +133,9 @@ def manage(campaign) -> None:
     cols = st.columns(4)
     cols[0].metric("Pairs fully labelled", f"{campaign.completed()} / {campaign.info.n_pairs}")
     cols[1].metric("Percent agreement", fmt(None if agree.n_items == 0 else
-                                            100 * agree.percent_agreement, ".1f") + " %",
-                   help=f"on {agree.n_items} pairs labelled by 2+ annotators")
+                                            agree.percent_agreement, ".1%"),
+                   help=f"On {agree.n_items} pairs labelled by 2 or more annotators"
+                        + (" (none yet)." if agree.n_items == 0 else "."))
     cols[2].metric("Cohen's kappa", fmt(agree.cohen_kappa, ".3f"),
                    help="of the two annotators, when exactly two share pairs")
     cols[3].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".3f"))

@@ -13,7 +13,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
-from test_app_pages import app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+from test_app_pages import APP, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import app_as
 
 ADMIN, ALICE, BOB, EVE = "boss@example.org", "alice@example.org", "bob@example.org", "eve@example.org"
@@ -46,11 +46,13 @@ def people(store) -> None:
 def create_on_page(name: str, annotators: list[str], n_pairs: int = 4) -> AppTest:
     at = app_as(ADMIN, "pages/campaigns.py")
     at.text_input(key="campaign_name").input(name)
-    at.text_input(key="campaign_aspect").input("coherence")
+    # the aspect the dataset has reference scores of is offered first and chosen
+    [aspect] = [s for s in at.selectbox if (s.key or "").startswith("campaign_aspect_")]
+    assert aspect.value == "coherence" and aspect.options[0].startswith("coherence")
     at.multiselect(key="campaign_annotators").set_value(annotators)
     at.selectbox(key="campaign_selection").set_value("sample")
     at.number_input(key="campaign_n_pairs").set_value(n_pairs)
-    at.text_area(key="campaign_guidelines").input("Prefer **faithful** <b>texts</b>.")
+    at.text_area(key="campaign_guidelines").input("Prefer **faithful** <b>texts</b>.").run()
     at.button[[b.label for b in at.button].index("Create campaign")].click().run()
     assert not at.exception, at.exception
     return at
@@ -72,7 +74,7 @@ def test_campaign_end_to_end_two_annotators_overlap_two(app_env):
     store, dataset_id, _ = seed_run(app_env)
     people(store)
     at = create_on_page("round1", [ALICE, BOB])
-    assert "Campaign `round1` created: 4 pairs, 2 annotator(s)" in texts(at.success)
+    assert "Campaign `round1` created: 4 pairs for 2 annotator(s)" in texts(at.success)
     campaign = api.Store(store).campaign("round1")
     assert campaign.overlap == 2 and campaign.annotators == (ALICE, BOB)
 
@@ -209,3 +211,56 @@ def test_admin_annotate_keeps_free_annotation_and_picks_their_campaign(app_env):
     assert picker.options[0].startswith("(free annotation") and "admins-own" in picker.options
     picker.set_value("admins-own").run()
     assert "judgements done in campaign `admins-own`" in everything_shown(at)
+
+
+# ----------------------------------------------------------------- single-user local mode
+
+def test_local_mode_says_what_campaigns_need_and_the_local_user_labels_their_own(app_env):
+    """No sign-in, no People page: the page says campaigns are for signed-in annotators and
+    how to deploy a team; the local user is the one annotator offered and chosen, labels the
+    campaign on Annotate; no campaign without an annotator; a warning for an aspect the
+    dataset has neither labels nor scores of; the dataset picker follows the link."""
+    from compassess_core.access import local_identity
+    store, dataset_id, _ = seed_run(app_env)
+    other = api.open_store(app_env).add_dataset(
+        "context_id,context,candidate_id,text\nc1,ctx,a,one\nc1,ctx,b,two\n".encode(),
+        name="other")
+    me = local_identity()
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["dataset"] = str(dataset_id)   # a link naming the older dataset
+    at.run()
+    at.switch_page("pages/campaigns.py").run()
+    assert not at.exception, at.exception
+    assert "deploy the app with sign-in (docs/deploy.md" in texts(at.info)
+    assert at.multiselect(key="campaign_annotators").value == [me]
+    assert at.number_input(key="campaign_overlap").value == 1
+    # the dataset picker shows the view's dataset (the link's), not the first one
+    assert at.selectbox(key="dataset_pick_w").value == dataset_id
+    at.selectbox(key="dataset_pick_w").set_value(api.open_store(app_env).dataset_id("other")).run()
+    [aspect] = [s for s in at.selectbox if (s.key or "").startswith("campaign_aspect_")]
+    assert "has no human label and no reference score" in texts(at.warning)
+    at.selectbox(key="dataset_pick_w").set_value(dataset_id).run()
+    assert "has no human label and no reference score" not in texts(at.warning)
+    at.text_input(key="campaign_name").input("mine").run()
+    at.multiselect(key="campaign_annotators").set_value([]).run()
+    create = next(b for b in at.button if b.key == "create_campaign")
+    assert create.disabled and "Choose at least one annotator" in texts(at.caption)
+    at.multiselect(key="campaign_annotators").set_value([me]).run()
+    at.selectbox(key="campaign_selection").set_value("sample").run()
+    at.number_input(key="campaign_n_pairs").set_value(3).run()
+    at.button(key="create_campaign").click().run()
+    assert not at.exception, at.exception
+    assert "Campaign `mine` created: 3 pairs for 1 annotator(s); you label them on Annotate." \
+        in texts(at.success)
+    # the metric says n/a, not "n/a %", before two people share a pair
+    at.switch_page("pages/campaigns.py").run()
+    assert next(m.value for m in at.metric if m.label == "Percent agreement") == "n/a"
+    # Annotate offers the campaign to the local user, who labels its pairs
+    at.switch_page("pages/annotate.py").run()
+    assert at.selectbox(key="annotate_campaign").options[-1] == "mine"
+    at.selectbox(key="annotate_campaign").set_value("mine").run()
+    at.button(key="answer_a").click().run()
+    assert not at.exception, at.exception
+    labels = api.open_store(app_env).campaign("mine").labels()
+    assert labels["annotator"].tolist() == [me]
+    assert other is not None
