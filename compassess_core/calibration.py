@@ -465,7 +465,7 @@ def fit_on_labels(table: ComparisonTable, human_df: pd.DataFrame, *,
     frame = labelled_comparisons(table, human_df)
     if len(frame) == 0:
         raise InputError("no comparison of this run is of a pair with a decisive human label: "
-                         "import labels (`compassess import-labels`) or annotate some pairs first")
+                         "import labels or annotate some pairs first")
     return fit_calibration(log_odds(frame["p"].to_numpy(np.float64)),
                            frame["y"].to_numpy(np.float64), prior_strength=prior_strength,
                            n_pairs=int(frame["pair"].max()) + 1)

@@ -170,5 +170,5 @@ def partial_run_note(status: str, done: int | None, total: int | None, unit: str
         return None
     reason = "stopped early" if status == "completed" else status
     return (f"Partial run ({reason}): {done_n:,} of {total_n:,} planned {unit} "
-            f"({done_n / total_n:.0%}); every number here rests on those only. Resume it on the "
-            "Run page (or `compassess worker --run NAME`) to complete it.")
+            f"({done_n / total_n:.0%}); every number here rests on those only. Resume it to "
+            "complete it.")

@@ -157,8 +157,7 @@ def system_comparisons(dataset: Dataset, table: ComparisonTable) -> SystemCompar
         raise NoSystemsError(
             f"dataset '{dataset.name}' has no system column (or no comparison between two "
             f"different systems among {n_all:,} comparisons): a leaderboard ranks systems "
-            "across contexts. See the per-context rankings instead (Rankings page, "
-            "`compassess rank --run NAME`).")
+            "across contexts. See the per-context rankings instead.")
     cat = np.concatenate
     return SystemComparisons(tuple(systems), cat(si), cat(sj), cat(p), cat(ctx_index),
                              tuple(ctx_ids), cat(len_a), cat(len_b), no_system, same)

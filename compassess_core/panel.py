@@ -441,8 +441,8 @@ def fit_panel(tables: Sequence[ComparisonTable], *, scaling: str,
     has_labels = human_df is not None and len(human_df) > 0
     if not has_labels and (scaling == "calibrated" or weights == "learnt"):
         what = "calibrated members" if scaling == "calibrated" else "learnt weights"
-        raise InputError(f"{who} needs human labels of {labels_of} ({what}); import some with "
-                         "`compassess import-labels` or annotate in the app")
+        raise InputError(f"{who} needs human labels of {labels_of} ({what}); import some "
+                         "or annotate pairs first")
     scalings = []
     for table in tables:
         if has_labels and scaling in ("calibrated", "auto"):

@@ -38,7 +38,7 @@ FIRST_BATCH_PROMPTS = 2
 #: "planning" before; a finished run's status says the rest).
 JUDGING_MESSAGE = "judging"
 #: What a cancelled run's status message says.
-CANCELLED_MESSAGE = "stopped on request; run again to resume"
+CANCELLED_MESSAGE = "stopped on request; resuming it continues where it stopped"
 #: A run marked running whose heartbeat is older than this has no live worker: it died, or its
 #: machine slept. The worker beats every HEARTBEAT_S from before it loads the model; 30 s leaves
 #: room for a slow process start.

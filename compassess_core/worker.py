@@ -155,7 +155,7 @@ def execute(job: RunJob, sink, *, reporter: Reporter | None = None,
             plan = kind.plan(job)
     except (RunCancelled, KeyboardInterrupt):
         sink.set_run_status(job.run_id, "cancelled", message="stopped on request before judging; "
-                            "run again to resume")
+                            "resuming it starts again")
         raise
     except BaseException as e:
         _mark_failed(sink, job.run_id, e)
@@ -230,7 +230,7 @@ def execute_run(store, run_id: int, *, judge=None, reporter: Reporter | None = N
             stored = store.stored_results(run_id, kind.name)
     except KeyboardInterrupt:
         store.set_run_status(run_id, "cancelled", message="stopped on request while loading the "
-                             "judge; run again to resume")
+                             "judge; resuming it starts again")
         raise
     except BaseException as e:
         _mark_failed(store, run_id, e)

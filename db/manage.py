@@ -204,7 +204,7 @@ def _refuse_panel_member(conn: Connection, row: Row) -> None:
     if names:
         listed = ", ".join(f"'{n}'" for n in names)
         raise InputError(f"run '{row.name}' is a member of panel(s) {listed}: delete the "
-                         f"panel(s) first (`compassess panel delete --name {names[0]}`)")
+                         "panel(s) first (the run stays; a panel only combines runs)")
 
 
 def _delete_owned(conn: Connection, root: Table, where: ColumnElement[bool],

@@ -115,8 +115,7 @@ class PanelStore(StoreBase):
     def _panel_id(self, conn: Connection, name_or_id: str | int) -> int:
         found = by_name_or_id(conn, select(PanelRow.id), PanelRow, name_or_id)
         if found is None:
-            raise PanelNotFoundError(f"no panel named '{name_or_id}' (see `compassess panel "
-                                     "list`)")
+            raise PanelNotFoundError(f"no panel named '{name_or_id}'")
         return int(found[0])
 
     def _panel_info(self, conn: Connection, panel_id: int) -> PanelInfo:

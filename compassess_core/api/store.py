@@ -182,8 +182,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             try:
                 dataset = self.backend.load_dataset(os.fspath(data))
             except CompAssessError:
-                raise InputError(f"'{os.fspath(data)}' is neither a file nor a stored dataset "
-                                 "(see `compassess datasets`)") from None
+                raise InputError(f"'{os.fspath(data)}' is neither a file nor a stored "
+                                 "dataset") from None
             return dataset, next(d.id for d in self.backend.list_datasets()
                                  if d.name == dataset.name)
         return load_candidates(data), None
@@ -220,12 +220,15 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
     def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
         """How long judging a run of ``settings`` on ``data`` takes on this machine (the judge's
         loading not included): the size of its prompts in tokens at the model's median prompt
-        tokens per second over its earlier runs here (``speed.estimate_time``; rough defaults,
+        tokens per second over its earlier runs here that are not running any more
+        (``speed.estimate_time``; rough defaults,
         which ``TimeEstimate.measured`` and ``sentence()`` say, when none measured it). What the
         Run page's plan and ``compassess run`` state before judging."""
         dataset = data if isinstance(data, Dataset) else self.read_data(data)[0]
-        return estimate_time(kind_of(settings).prompt_work(dataset, settings),
-                             self.backend.list_runs(), settings.model, settings.device)
+        # A run still judging has no rate of its own yet worth a median: finished runs only.
+        finished = [r for r in self.backend.list_runs() if r.status != "running"]
+        return estimate_time(kind_of(settings).prompt_work(dataset, settings), finished,
+                             settings.model, settings.device)
 
     def create_run(self, data: Source | Dataset | int, settings: RunSettings, *,
                    name: str | None = None) -> "Run":
@@ -412,6 +415,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
             check_shown_name("dataset", d.id, d.name, expect_name)
             return d.id
+        if expect_name is not None:   # shown under a name: say it by that name
+            raise InputError(f"dataset '{expect_name}' is no longer in the store (deleted?)")
         if isinstance(dataset, (int, np.integer)):
             raise InputError(f"no stored dataset has the id {int(dataset)} (deleted?)")
         raise InputError(f"no stored dataset named '{dataset}'")

@@ -519,8 +519,8 @@ class Verdicts:
         human = self.human_labels(aspect)
         if len(human) == 0:
             raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
-                             f"'{aspect}'; import some with `compassess import-labels` or "
-                             "annotate in the app")
+                             f"'{aspect}'; import some or annotate "
+                             "pairs first")
         return human
 
     @_pairwise_only("calibration on human A/B labels")
@@ -679,8 +679,8 @@ class Verdicts:
                       else f"{len(human)} labels")
         if len(human) == 0:
             raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
-                             f"'{aspect}'; import some with `compassess import-labels` or "
-                             "annotate in the app")
+                             f"'{aspect}'; import some or annotate "
+                             "pairs first")
         table, dataset = self.results, self.dataset
         view = self._at(debias)[0]
         tau, at = view.tau, view.table
@@ -817,8 +817,8 @@ class Verdicts:
         aspect = self.settings.aspect
         if len(self.human_labels(aspect)) == 0:
             no_labels = (f"none are stored for dataset '{self.dataset.name}' and aspect "
-                         f"'{aspect}' (import some with `compassess import-labels` or annotate "
-                         "in the app)")
+                         f"'{aspect}' (import some or annotate pairs "
+                         "first)")
         else:
             try:
                 agreement = self.agreement(None, debias)
