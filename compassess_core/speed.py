@@ -13,7 +13,7 @@ never read the store itself: callers hand it the runs (``Store.list_runs()``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
@@ -96,6 +96,10 @@ class TimeEstimate:
     @property
     def measured(self) -> bool:
         return self.n_runs > 0
+
+    def share(self, fraction: float) -> "TimeEstimate":
+        """This estimate for ``fraction`` of the work (what is left of a run partly stored)."""
+        return replace(self, seconds=self.seconds * fraction, tokens=self.tokens * fraction)
 
     def sentence(self) -> str:
         """The estimate in words, with what it rests on (the Run page, ``compassess run``)."""

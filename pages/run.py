@@ -283,9 +283,12 @@ if plan is not None and plan.preview is not None:
         st.caption(f"Answer primer the model continues: {plain(repr(shown.primer))} -> next "
                    f"token(s): {then}")
 if plan is not None:
+    left = (f"run {plain(plan.default_name)} stores {plan.stored:,} of them already, so "
+            f"Start resumes it: {plan.estimate_left.sentence()}" if plan.stored
+            else plan.estimate.sentence())
     top.info(f"**Plan: {plan.planned:,} {plan.unit}** on {plan.n_contexts} context(s); "
-             f"{plan.estimate.sentence()}. What is already stored (a resumed run, or the same "
-             "prompts judged before by this model) is not recomputed.", icon=":material/schedule:")
+             f"{left}. What is already stored (a resumed run, or the same prompts judged "
+             "before by this model) is not recomputed.", icon=":material/schedule:")
     against = (f"the reference column {plan.reference}" if plan.reference is not None else
                "none: no reference column is named for this aspect or a synonym of it (the "
                "result pages start at the first one; choose the right one there)")
@@ -403,12 +406,15 @@ def progress_panel(run_id: int, was_active: bool) -> None:
     status_slot, progress_slot, message_slot = st.empty(), st.empty(), st.empty()
     progress = run.progress(refresh=False)
     c1, c2, c3 = st.columns([1, 1, 3])
+    # A slot, so a button the run no longer offers goes at once (not beside the next status).
+    button_slot = c1.empty()
     if progress.can_cancel:
-        if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
+        if button_slot.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
             _act(run.id, "cancel")
             progress = run.progress()
     elif progress.can_resume:
-        if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
+        if button_slot.button("Resume", icon=":material/replay:", type="primary",
+                              key=f"resume_{run.id}"):
             if _act(run.id, "resume"):
                 st.rerun()
     st.session_state.setdefault(SHOWN, {})[run.id] = run.name
@@ -421,9 +427,8 @@ def progress_panel(run_id: int, was_active: bool) -> None:
             text = (f"{share} · {fmt(progress.rate, '.2f', '…')} {rate_unit} · "
                     f"ETA {fmt(progress.eta_s, '.0f', '…')} s" if progress.rate
                     else f"{share} · {PHASE_TEXT.get(progress.phase or '', 'judging')}")
-        elif progress.rate and progress.judge_s:  # a run that ended: its own rate and time
-            text = (f"{share} · {progress.rate:.2f} {rate_unit} over {progress.judged_for}"
-                    " of judging (its last session, loading the judge not included)")
+        elif progress.judged_line:  # a run that ended: its own rate and time
+            text = f"{share} · {progress.judged_line}"
         else:
             text = share
         progress_slot.progress(progress.fraction or 0.0, text=text)
@@ -434,7 +439,9 @@ def progress_panel(run_id: int, was_active: bool) -> None:
         message_slot.caption(f"Message: {plain(progress.message)}")
     if done:
         results = run.run_kind.results_page   # the kind says where its results are shown
-        c2.page_link(f"pages/{results}.py", label=f"See {results}",
+        # Beside the Cancel or Resume button, else in its place (no gap before it).
+        link_col = c2 if (progress.can_cancel or progress.can_resume) else c1
+        link_col.page_link(f"pages/{results}.py", label=f"See {results}",
                      icon=RESULTS_ICONS.get(results, ":material/leaderboard:"))
         if done <= 20_000 and run.kind == "scoring":
             latest = run.comparisons().tail(8).iloc[::-1]
@@ -449,7 +456,15 @@ def progress_panel(run_id: int, was_active: bool) -> None:
             st.caption("Latest stored comparisons (p = P(first wins), label mass = P(w_A) + P(w_B))")
             st.dataframe(plain(frame[["context_id", "a_id", "b_id", "p", "label_mass", "latency_ms"]],
                                into="text"),
-                         hide_index=True, width="stretch", placeholder="")
+                         hide_index=True, width="stretch", placeholder="",
+                         column_config={"p": st.column_config.NumberColumn(format="%.3f"),
+                                        "label_mass": st.column_config.NumberColumn(
+                                            "label mass", format="%.3f"),
+                                        "latency_ms": st.column_config.NumberColumn(
+                                            "ms per comparison", format="%.0f",
+                                            help="Its batch's time divided by the batch's "
+                                                 "prompts: the comparisons of one batch share "
+                                                 "it.")})
     with st.expander("Worker log (last lines)"):
         st.code(run.worker_log() or "(no log yet)", language=None)
     if was_active and not progress.active:

@@ -58,6 +58,22 @@ class RunProgress:
         return None if self.judge_s is None else human_duration(self.judge_s)
 
     @property
+    def judged_line(self) -> str | None:
+        """How a run that ended was judged, in words, for the line under its progress bar:
+        its rate and seconds of judging (loading the judge not included). Only its last
+        session's time is recorded, so a run resumed after a stop says which part that was
+        (None: nothing measured)."""
+        if not self.rate or not self.judge_s:
+            return None
+        last = int(round(self.rate * self.judge_s))
+        if last >= 0.95 * self.done:
+            return (f"{self.rate:.2f} {self.rate_unit} over {self.judged_for} of judging "
+                    "(loading the judge not included)")
+        return (f"its last session judged {last:,} of them at {self.rate:.2f} {self.rate_unit} "
+                f"in {self.judged_for} (the rest was stored before it was resumed; earlier "
+                "sessions' time is not kept)")
+
+    @property
     def can_cancel(self) -> bool:
         return self.state == "working"
 
