@@ -43,6 +43,16 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+#: The app's layout beside Streamlit's defaults (Streamlit 1.67's element names): narrower page
+#: margins, so a 1024 px window shows a table's key columns, and labels of metrics that wrap
+#: onto a second line instead of ending in an ellipsis.
+LAYOUT_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding: 3rem 2rem 4rem 2rem; }
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  height: auto !important; }
+</style>"""
+
 if __name__ == "__main__":
     # A session's run (and AppTest's): who is looking, then the pages of their role, then the one
     # the URL asks for (a page outside their role does not exist for them).
@@ -51,6 +61,9 @@ if __name__ == "__main__":
     # An emoji icon: Streamlit draws it into a data: URL. A ":material/...:" page icon would be
     # fetched from a third-party font host by every browser, telling it who uses the app.
     st.set_page_config(page_title="CompAssess", page_icon="⚖️", layout="wide")
+    # Room for tables and labels at 1024 px (the app's own style, no user text): Streamlit's
+    # wide layout pads the page by 5 rem a side and cuts a metric's label to one line.
+    st.html(LAYOUT_CSS)
     viewer = _auth.gate()
     # The view state (dataset, run, method, tau, ...) from the link, then back into the URL:
     # every page's URL reproduces what it shows (pages/_view.py).

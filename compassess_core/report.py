@@ -222,7 +222,7 @@ class _Charts:
     def html(self, fig, height: int) -> str:
         self.n += 1
         fig.update_layout(height=height, template="plotly_white",
-                          margin=dict(l=10, r=10, t=30, b=10),
+                          margin=dict(l=10, r=10, t=max(30, fig.layout.margin.t or 0), b=10),
                           font=dict(family="system-ui, sans-serif"))
         return ('<div class="chart">'
                 + fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{self.n}",
@@ -264,10 +264,13 @@ def _histogram_figure(p: np.ndarray, tau: float, tau_star: float):
     # one threshold per context (tau NaN) is no single line
     for x, name, color, row in (line for line in lines if np.isfinite(line[0])):
         fig.add_vline(x=x, line_dash="dash", line_color=color)
-        fig.add_annotation(x=x, y=1.0 - 0.08 * row, xref="x", yref="paper", text=name,
-                           showarrow=False, xanchor="left", xshift=4, font=dict(color=color))
+        # Above the plot area, one row each: a label never sits on the bars.
+        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom",
+                           yshift=2 + 16 * row, text=name, showarrow=False, xanchor="left",
+                           xshift=4, font=dict(color=color))
     fig.update_layout(xaxis_title="p = P(first position wins) (eq. 3)",
-                      yaxis_title="comparisons", xaxis_range=[0, 1], bargap=0.05)
+                      yaxis_title="comparisons", xaxis_range=[0, 1], bargap=0.05,
+                      margin=dict(t=60))
     return fig
 
 
@@ -893,6 +896,7 @@ padding:1rem 1.5rem 4rem;color:#212529;line-height:1.45}
 h1{font-size:1.7rem}h2{border-bottom:2px solid #dee2e6;padding-bottom:.2rem;margin-top:2.5rem}
 h3{margin-top:2rem}h4{margin:1rem 0 .4rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
+table:not(.facts){display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:left;vertical-align:top}
 thead th{background:#f1f3f5}caption{caption-side:bottom;text-align:left;color:#495057;
 font-size:.85rem;padding-top:.3rem}
@@ -911,6 +915,16 @@ p.note{color:#343a40}p.label{margin:.3rem 0;font-size:.85rem;color:#495057}
 .chart{margin:.5rem 0 1rem}
 nav ol{columns:2}
 """
+
+
+def _what_is_assessed(audits: Sequence[RunAudit]) -> str:
+    """The report's subject counted right: "1 run", "2 runs", "a panel of 2 members", "1 run
+    and a panel of 3 members"."""
+    runs = sum(1 for a in audits if a.panel is None)
+    panels = [len(a.panel.get("members", ())) for a in audits if a.panel is not None]
+    parts = ([f"{runs} run" + ("s" if runs != 1 else "")] if runs else []) + [
+        f"a panel of {n} member" + ("s" if n != 1 else "") for n in panels]
+    return " and ".join(parts)
 
 
 def render_report(audits: Sequence[RunAudit], compared: Sequence[RunsCompared] = (), *,
@@ -947,7 +961,7 @@ def render_report(audits: Sequence[RunAudit], compared: Sequence[RunsCompared] =
         "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
         f"<script>{get_plotlyjs()}</script></head><body>"
         f"<header><h1>Audit report: {names}</h1>"
-        f"<p>LLM comparative assessment of {len(audits)} run(s), made {inert(generated)} "
+        f"<p>LLM comparative assessment of {_what_is_assessed(audits)}, made {inert(generated)} "
         f"by CompAssess {inert(version)}. This file is self-contained: it fetches nothing, and "
         "every text from the data is shown as stored, never run.</p>"
         f"{summary}<nav><ol>{toc}</ol></nav></header>"

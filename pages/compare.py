@@ -14,9 +14,9 @@ import streamlit as st
 
 from pages import _view as view
 from pages._auth import guard
-from pages._common import (AppRun, compare_runs, comparison_view, debias_in_use, fmt, is_pairwise,
-                           judge_warning, list_runs, partial_warning, pick_object, plain,
-                           result_page_header, show_chart)
+from pages._common import (AppRun, compare_runs, comparison_view, data_range, debias_in_use, fmt,
+                           is_pairwise, judge_warning, list_runs, partial_warning, pick_object,
+                           plain, result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -101,12 +101,15 @@ for agree, colour, label in ((True, "#3b5bdb", "same verdict"), (False, "#e8590c
 scatter.add_vline(x=cmp.tau_a, line_dash="dash", line_color="#868e96")
 scatter.add_hline(y=cmp.tau_b, line_dash="dash", line_color="#868e96")
 scatter.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="p in run A = P(first wins)", range=[0, 1]),
-                      yaxis=dict(title="p in run B = P(first wins)", range=[0, 1]),
+                      xaxis=dict(title="p in run A = P(first wins)",
+                                 range=data_range(pairs["p_a"], cmp.tau_a)),
+                      yaxis=dict(title="p in run B = P(first wins)",
+                                 range=data_range(pairs["p_b"], cmp.tau_b)),
                       legend=dict(orientation="h"))
 show_chart(st, scatter, key="compare_scatter", width="stretch")
 st.caption("One point per shared ordered pair: P(first wins) in run A against run B; dashed lines: "
-           "each run's tau. Points in the top-right and bottom-left quarters get the same verdict.")
+           "each run's tau. Points in the top-right and bottom-left quarters get the same verdict. "
+           "The axes span the p values there are (not 0 to 1), so close values stay apart.")
 
 st.subheader("Pairs the two runs disagree on")
 dis = cmp.disagreements

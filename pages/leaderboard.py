@@ -82,13 +82,16 @@ st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate:
 for note in board.notes:
     st.caption(f"Note: {note}.")
 
-columns = ["rank", "system", "strength", "strength_ci_low", "strength_ci_high", "win_rate",
-           "win_rate_ci_low", "win_rate_ci_high", "p_best", "n_comparisons", "n_contexts",
-           "mean_length", "lc_strength", "lc_win_rate"] + (["mean_reference"] if reference else [])
+# The key numbers first (strength and win rate, then the win rate against a baseline), their
+# intervals and the rest after: a 1024 px window shows the system and what ranks it.
+columns = ["rank", "system", "strength", "win_rate", "p_best", "strength_ci_low",
+           "strength_ci_high", "win_rate_ci_low", "win_rate_ci_high", "n_comparisons",
+           "n_contexts", "mean_length", "lc_strength", "lc_win_rate"] + (
+    ["mean_reference"] if reference else [])
 against = ["win_rate_vs_baseline", "win_rate_vs_baseline_low", "win_rate_vs_baseline_high",
            "n_vs_baseline", "lc_win_rate_vs_baseline"]
 if baseline is not None:
-    columns[2:2] = against  # beside the system: the headline number once a baseline is chosen
+    columns[4:4] = against  # after strength and win rate: the headline of a baseline
     st.caption(f"Against the baseline {plain(baseline)}: win rate = share of the system's "
                f"comparisons with the baseline that it won at {at_tau(tau)} (both orders, "
                f"the contexts where both appear; p = tau is a win for the second text), with its "
@@ -101,44 +104,55 @@ st.dataframe(
     plain(frame[columns], "text"), hide_index=True, width="stretch",
     height=min(35 * (len(frame) + 1) + 3, 640),
     column_config={
-        "rank": st.column_config.NumberColumn("rank", help="1 = highest strength"),
-        "system": st.column_config.TextColumn("system"),
+        "rank": st.column_config.NumberColumn("rank", help="1 = highest strength", pinned=True),
+        "system": st.column_config.TextColumn("system", pinned=True),
         "strength": st.column_config.NumberColumn("strength", format="%.3f", help=unit),
-        "strength_ci_low": st.column_config.NumberColumn(f"strength {level} CI low", format="%.3f"),
-        "strength_ci_high": st.column_config.NumberColumn(f"strength {level} CI high", format="%.3f"),
+        "strength_ci_low": st.column_config.NumberColumn(
+            "strength low", format="%.3f", help=f"Lower end of the strength's {level} interval."),
+        "strength_ci_high": st.column_config.NumberColumn(
+            "strength high", format="%.3f", help=f"Upper end of the strength's {level} interval."),
         "win_rate": st.column_config.NumberColumn("win rate", **pct,
                                                   help="share of its comparisons the system won"),
-        "win_rate_ci_low": st.column_config.NumberColumn(f"win rate {level} CI low", **pct),
-        "win_rate_ci_high": st.column_config.NumberColumn(f"win rate {level} CI high", **pct),
+        "win_rate_ci_low": st.column_config.NumberColumn(
+            "win rate low", **pct, help=f"Lower end of the win rate's {level} interval."),
+        "win_rate_ci_high": st.column_config.NumberColumn(
+            "win rate high", **pct, help=f"Upper end of the win rate's {level} interval."),
         "p_best": st.column_config.NumberColumn("P(best)", **pct,
                                                 help="share of bootstrap replicates in which the "
                                                      "system ranks first"),
         "n_comparisons": st.column_config.NumberColumn("comparisons"),
         "n_contexts": st.column_config.NumberColumn("contexts"),
-        "mean_length": st.column_config.NumberColumn("mean length (characters)", format="%.0f"),
+        "mean_length": st.column_config.NumberColumn("mean length", format="%.0f",
+                                                     help="Mean length of its texts in characters."),
         "lc_strength": st.column_config.NumberColumn(
-            "length-controlled strength", format="%.3f",
-            help="log-odds; the GLM's system term with the length and position terms set to zero"),
+            "LC strength", format="%.3f",
+            help="Length-controlled strength (log-odds): the GLM's system term with the length "
+                 "and position terms set to zero."),
         "lc_win_rate": st.column_config.NumberColumn(
-            "length-controlled win rate", **pct,
-            help="predicted win rate against every other system at equal length and no position "
-                 "preference (AlpacaEval 2.0's length-controlled win rate, against the field)"),
-        "mean_reference": st.column_config.NumberColumn(f"mean {reference}" if reference else "",
-                                                        format="%.3f"),
+            "LC win rate", **pct,
+            help="Length-controlled win rate: predicted against every other system at equal "
+                 "length and no position preference (AlpacaEval 2.0's, against the field)."),
+        "mean_reference": st.column_config.NumberColumn(
+            "mean reference", format="%.3f",
+            help=f"The system's mean {plain(reference or '', 'text')} score."),
         "win_rate_vs_baseline": st.column_config.NumberColumn(
-            "win rate vs baseline", **pct,
-            help="share of the system's comparisons with the baseline it won at tau"),
+            "vs baseline", **pct,
+            help="Win rate against the baseline: share of the system's comparisons with the "
+                 "baseline it won at tau."),
         "win_rate_vs_baseline_low": st.column_config.NumberColumn(
-            f"vs baseline {level} CI low", **pct),
+            "vs baseline low", **pct, help=f"Lower end of its {level} interval."),
         "win_rate_vs_baseline_high": st.column_config.NumberColumn(
-            f"vs baseline {level} CI high", **pct),
+            "vs baseline high", **pct, help=f"Upper end of its {level} interval."),
         "n_vs_baseline": st.column_config.NumberColumn(
-            "comparisons with baseline", help="comparisons between the system and the baseline"),
+            "with baseline", help="Comparisons between the system and the baseline."),
         "lc_win_rate_vs_baseline": st.column_config.NumberColumn(
-            "length-controlled win rate vs baseline", **pct,
-            help="sigmoid(theta_system - theta_baseline) of the length-controlled GLM: the "
-                 "predicted win rate at equal length and no position preference (AlpacaEval 2.0)"),
+            "LC vs baseline", **pct,
+            help="Length-controlled win rate against the baseline: sigmoid(theta_system - "
+                 "theta_baseline) of the length-controlled GLM, at equal length and no position "
+                 "preference (AlpacaEval 2.0)."),
     }, placeholder="")
+st.caption("Hover a column's name for what it holds; LC = length-controlled (AlpacaEval 2.0). "
+           "Rank and system stay in view when the table scrolls sideways.")
 
 st.subheader("Votes per pair of systems")
 st.dataframe(
@@ -166,8 +180,10 @@ with left:
         hoverongaps=False,
         colorbar=dict(title="row wins", tickformat=".0%"),
         hovertemplate="%{y} beats %{x} in %{z:.1%} of their comparisons<extra></extra>"))
+    # The opponents' axis at the bottom: plotly's toolbar (top right, on hover) never covers
+    # its title.
     heat.update_layout(height=min(900, 160 + 40 * len(names)), margin=dict(l=10, r=10, t=10, b=10),
-                       xaxis=dict(title="opponent", type="category", side="top"),
+                       xaxis=dict(title="opponent", type="category", side="bottom"),
                        yaxis=dict(title="system", type="category", autorange="reversed"))
     show_chart(st, heat, key="board_heatmap", width="stretch")
     st.caption(f"Share of the comparisons between the row system and the column system (both "

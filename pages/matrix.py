@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (at_tau, comparison_view, open_comparison, plain, result_page_header,
-                           show_chart)
+from pages._common import (at_tau, centred_range, comparison_view, open_comparison, plain,
+                           result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -41,8 +41,12 @@ order_ids = list(ranking.loc[ranking["context_id"] == context_id, "candidate_id"
 # Best first by the current ranking (the stored order when a candidate was never compared).
 ordered_ids = order_ids if sorted(order_ids) == sorted(ids) else ids
 base = matrix.loc[ordered_ids, ordered_ids].to_numpy()
+# The colours span the values of this context, centred at the threshold in use (p) or at 0
+# (consistency): p between 0.45 and 0.7 uses the whole colour scale, not its pale middle.
+centre = tau if isinstance(tau, float) else 0.5
 if mode == "p":
-    z, zmin, zmax, scale, what = base, 0.0, 1.0, "RdBu", "p_ij"
+    zmin, zmax = centred_range(base, centre)
+    z, scale, what = base, "RdBu", f"p_ij (centre: {centre:.3f})"
 elif mode == "decision":
     # A yes/no value gets two colours and a two-entry legend, not a continuous colour bar.
     z = run.decision_matrix(context_id=context_id, debias=tau).loc[ordered_ids, ordered_ids]
@@ -51,7 +55,8 @@ elif mode == "decision":
              [0.5, DECISION_COLOURS[1]], [1.0, DECISION_COLOURS[1]]]
 else:
     z = run.consistency_matrix(context_id=context_id).loc[ordered_ids, ordered_ids]
-    z, zmin, zmax, scale, what = z.to_numpy(), -1.0, 1.0, "PuOr", "p_ij - (1 - p_ji)"
+    z, scale, what = z.to_numpy(), "PuOr", "p_ij - (1 - p_ji)"
+    zmin, zmax = centred_range(z, 0.0)
 
 size = len(ordered_ids)
 # Numeric axes with candidate-id tick labels: numpy arrays travel to the browser as typed arrays, so a
@@ -64,7 +69,7 @@ fig = go.Figure()
 colorbar = (dict(title=what, tickvals=[0.25, 0.75], ticktext=list(DECISION_LABELS))
             if mode == "decision" else dict(title=what))
 fig.add_trace(go.Heatmap(z=z, zmin=zmin, zmax=zmax, colorscale=scale,
-                         zmid=0.5 if mode != "consistency" else 0.0, hoverongaps=False,
+                         zmid=(zmin + zmax) / 2, hoverongaps=False,
                          hoverinfo="skip", colorbar=colorbar))
 # Heatmap cells cannot be selected in Streamlit; a transparent marker per compared cell takes the click.
 rows, cols = np.nonzero(~np.isnan(base))
@@ -89,7 +94,9 @@ event = show_chart(st, fig, on_select="rerun", selection_mode=("points",), key="
                         width="stretch")
 st.caption(f"{plain(context_id)}: {size} candidates ordered by their current rank ({method}, {at_tau(tau)}), "
            f"best first; {int((~np.isnan(base)).sum())} compared ordered pairs. Click a cell to open "
-           "that comparison.")
+           "that comparison."
+           + ("" if mode == "decision" else f" The colours span this context's values ({zmin:.2f} "
+              f"to {zmax:.2f}), white at {(zmin + zmax) / 2:.3f}."))
 
 points = (event or {}).get("selection", {}).get("points", []) if event else []
 if points:
