@@ -1,0 +1,159 @@
+"""Every page of the app at the two window widths people use (1024 and 1280 px) in a real browser,
+with no label cut: ``streamlit run app.py`` on a store that gives each page something to show (the
+sample, two simulated judges, an absolute-score run, human labels of two people, a panel of the
+two judges and a campaign), driven by Debian's chromium through Playwright (the server and helpers
+of ``tests/test_browser.py``).
+
+On every page at both widths the test waits until the page has drawn, then asks the browser for
+every label that shows less than its text (a metric's label, a widget's label, a tab, a button:
+Streamlit cuts those with an ellipsis, ``scrollWidth > clientWidth``) and for any sideways scroll
+of the page; there must be none. The viewport of each page is saved as
+``test-artifacts/screens/page-<name>-<width>.png``; with ``COMPASSESS_DOCS_SCREENSHOTS=1`` the
+same images are written to ``docs/img/`` (256 colours: small files), which is how the docs'
+screenshots are made.
+
+The audit report is opened the same way at 1280 px: it must not scroll sideways.
+
+Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSER=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compassess_core import api
+from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, playwright_api,  # noqa: F401
+                          server, settle, simulate_finished_run)
+
+pytestmark = pytest.mark.browser
+
+SCREENS = ARTIFACTS / "screens"
+DOCS_IMG = ROOT / "docs" / "img"
+WIDTHS = {1024: 768, 1280: 900}
+#: URL path of each page (app.py names them after their files) and a text it shows once drawn.
+PAGES = {"home": ("", "Datasets in the store"),
+         "upload": ("upload", "Upload candidates"),
+         "run": ("run", "Watch run"),
+         "leaderboard": ("leaderboard", "Head to head"),
+         "rankings": ("rankings", "Agreement with"),
+         "scores": ("scores", "Scores"),
+         "matrix": ("matrix", "Click a cell to open that comparison"),
+         "bias": ("bias", "Most order-dependent comparisons"),
+         "compare": ("compare", "Pairs the two runs disagree on"),
+         "panel": ("panel", "Fleiss"),
+         "judges": ("judge_leaderboard", "Ranked by"),
+         "annotate": ("annotate", "Judge pairs"),
+         "campaigns": ("campaigns", "Progress per annotator"),
+         "agreement": ("agreement", "Agreement with people"),
+         "export": ("export", "Settings recorded with every file")}
+
+#: Labels Streamlit draws in one line and cuts with an ellipsis when they do not fit.
+CUT_LABELS_JS = """() => {
+  const selectors = ['[data-testid="stMetricLabel"]', '[data-testid="stWidgetLabel"] p',
+                     'button[role="tab"] p', '[data-testid="stExpander"] summary p',
+                     '[data-testid="stBaseButton-secondary"] p', '[data-testid="stBaseButton-primary"] p',
+                     '[data-testid="stMetricValue"] div'];
+  const cut = [];
+  for (const sel of selectors) {
+    for (const el of document.querySelectorAll(sel)) {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0) continue;   // hidden (another tab)
+      for (const e of [el, ...el.querySelectorAll('*')]) {
+        if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible'
+            && getComputedStyle(e).overflowX !== 'auto' && getComputedStyle(e).overflowX !== 'scroll') {
+          cut.push(sel + ': ' + el.innerText.slice(0, 80));
+          break;
+        }
+      }
+    }
+  }
+  return cut;
+}"""
+SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+def build_store(db_url: str) -> dict:
+    """A store in which every page has something to show; returns the ids the links name."""
+    from fakes import FakeLengthJudge
+    from test_browser_leaderboard import length_loving_logit
+
+    store = api.open_store(db_url)
+    store.add_dataset(ROOT / "assets" / "sample_summeval.csv", name="sample_summeval")
+    simulate_finished_run(db_url, name="sample-coherence-t1", template="t1", seed=1)
+    simulate_finished_run(db_url, "sample-coherence-t2", "t2", length_loving_logit, 11)
+    dataset = store.dataset("sample_summeval")
+    anchors = pd.DataFrame([dict(context_id=c.context_id, level=level, text="reference " * 4 * level)
+                            for c in dataset.contexts for level in (1, 2, 3)])
+    store.score("sample_summeval", aspect="coherence", anchors=anchors, references=3,
+                judge=FakeLengthJudge(), progress=False, name="sample-coherence-absolute")
+    # Two people label every pair by coherence; the second one disagrees now and then.
+    rng = np.random.default_rng(3)
+    rows = []
+    for ctx in dataset.contexts:
+        cands = ctx.candidates
+        for i, x in enumerate(cands):
+            for y in cands[i + 1:]:
+                better = "A" if x.scores["coherence"] > y.scores["coherence"] else "B"
+                for who, flip in (("alice", 0.1), ("bob", 0.3)):
+                    winner = ({"A": "B", "B": "A"}[better] if rng.random() < flip else better)
+                    rows.append(dict(context_id=ctx.context_id, candidate_left=x.candidate_id,
+                                     candidate_right=y.candidate_id, winner=winner, annotator=who,
+                                     aspect="coherence", seconds=4.0, shown_order="ab",
+                                     source="app"))
+    store.add_judgements("sample_summeval", rows)
+    panel = store.create_panel("jury", ["sample-coherence-t1", "sample-coherence-t2"],
+                               created_by="test")
+    from compassess_core.access import local_identity
+    campaign = store.create_campaign("round1", "sample_summeval", "coherence", [local_identity()],
+                                     overlap=1, pairs="sample", n_pairs=12, created_by="test")
+    runs = {r.name: r.id for r in store.list_runs()}
+    return dict(run=runs["sample-coherence-t2"], run_b=runs["sample-coherence-t1"],
+                abs_run=runs["sample-coherence-absolute"], panel=panel.panel_info.id,
+                campaign=campaign.id, dataset=store.dataset_id("sample_summeval"))
+
+
+def save(page, name: str) -> None:
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    path = SCREENS / f"{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("COMPASSESS_DOCS_SCREENSHOTS") == "1":
+        from PIL import Image
+        with Image.open(path) as image:
+            image.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(
+                DOCS_IMG / f"{name}.png", optimize=True)
+
+
+def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
+    url, db_url = server
+    ids = build_store(db_url)
+    link = "&".join(f"{k}={v}" for k, v in ids.items())
+    problems = []
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for width, height in WIDTHS.items():
+            page = browser.new_page(viewport={"width": width, "height": height})
+            for name, (path, text) in PAGES.items():
+                page.goto(f"{url}/{path}?{link}")
+                settle(page, text, timeout_ms=120_000)
+                cut = page.evaluate(CUT_LABELS_JS)
+                sideways = page.evaluate(SIDEWAYS_JS)
+                problems += [f"{name} at {width}px: {c}" for c in cut]
+                if sideways > 0:
+                    problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
+                save(page, f"page-{name}-{width}")
+            page.close()
+        report = tmp_path / "report.html"
+        report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(report.as_uri())
+        page.locator(".plotly").first.wait_for(timeout=60_000)
+        if page.evaluate(SIDEWAYS_JS) > 0:
+            problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
+        save(page, "report-1280")
+        browser.close()
+    assert not problems, "\n".join(problems)
