@@ -839,10 +839,11 @@ def agreement_summary(human_df: pd.DataFrame, table: ComparisonTable, dataset: D
         caution.append(f"accuracy and kappa rest on {scored.n_without_ties} scored pair(s) "
                        f"(fewer than {SMALL_SAMPLE_PAIRS}): read them with their intervals")
     if rc is not None and rc.n_used < SMALL_SAMPLE_CONTEXTS:
+        low, high = (int(votes.min()), int(votes.max())) if len(votes) else (0, 0)
         caution.append(f"the ranking correlation is a mean over {rc.n_used} context(s) (fewer "
                        f"than {SMALL_SAMPLE_CONTEXTS}), each from "
-                       f"{int(votes.min()) if len(votes) else 0}-"
-                       f"{int(votes.max()) if len(votes) else 0} human vote(s)")
+                       + (f"{low} human vote(s)" if low == high
+                          else f"{low} to {high} human votes"))
     return dict(
         tau=float(tau),
         llm_vs_human=llm,

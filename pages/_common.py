@@ -296,10 +296,17 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
                          where=where, label=label, not_offered=not_offered)
     if chosen is None:
         return None
+    shown = run_label(offered[chosen])
+    if len(shown) > SHOWN_IN_PICKER:   # the box cuts a long name: say it in full below
+        where.caption(plain(shown))
     if field == "run":
         # The run in view names its dataset too: Panel, Judges, Annotate and Run open on it.
         view.put("dataset", offered[chosen].info.dataset_id)
     return AppRun(offered[chosen])
+
+
+#: Characters of a picked object's label that a sidebar picker shows whole at its default width.
+SHOWN_IN_PICKER = 30
 
 
 def run_label(run) -> str:
@@ -565,10 +572,13 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     a_id, b_id = plain(first), plain(second)
     c1.metric(f"p({a_id} first beats {b_id})", fmt(p_fwd, ".3f"))
     c2.metric(f"p({b_id} first beats {a_id})", fmt(p_rev, ".3f"))
-    c3.metric("Label-word mass P(w_A)+P(w_B), this order",
-              fmt(None if fwd is None else float(fwd.get("label_mass", np.nan)), ".3f"))
-    c4.metric("Label-word mass, swapped order",
-              fmt(None if rev is None else float(rev.get("label_mass", np.nan)), ".3f"))
+    c3.metric("Label mass, this order",
+              fmt(None if fwd is None else float(fwd.get("label_mass", np.nan)), ".3f"),
+              help="P(w_A) + P(w_B): how much of the judge's next-token probability falls on "
+                   "the two label words.")
+    c4.metric("Label mass, swapped order",
+              fmt(None if rev is None else float(rev.get("label_mass", np.nan)), ".3f"),
+              help="P(w_A) + P(w_B) with the two texts swapped.")
     if p_fwd is not None and p_rev is not None:
         # Order-consistent verdicts name the same winner: first wins one order iff it loses the other.
         flips = (p_fwd > tau) == (p_rev > tau)
@@ -690,15 +700,21 @@ def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:
         return None
     method = method_control()
     tau = tau_control(run)
-    info = run.info
-    if run.progress(refresh=False).active:
-        st.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
-                f"{info.total or '?'} comparisons stored): numbers here use what is stored so far.",
-                icon=":material/hourglass_top:")
-    else:
-        partial_warning(run)
+    running_or_partial_note(run)
     judge_warning(run, tau)
     return run, tau, method
+
+
+def running_or_partial_note(run, where=st) -> None:
+    """Say that a run is still running (its numbers rest on what it stores so far), or label
+    one that stopped before its plan was complete (:func:`partial_warning`)."""
+    info = run.info
+    if run.progress(refresh=False).active:
+        where.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
+                   f"{info.total or '?'} comparisons stored): numbers here use what is stored "
+                   "so far.", icon=":material/hourglass_top:")
+    else:
+        partial_warning(run, where)
 
 
 # ----------------------------------------------------------------------- human judgements

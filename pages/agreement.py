@@ -122,7 +122,7 @@ st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements o
 # ----------------------------------------------------------------------- LLM vs humans
 st.header("LLM vs humans (majority vote)")
 for line in summary["caution"]:
-    st.warning(f"Small sample: {plain(line)}.", icon=":material/error:")
+    st.info(f"Few labels, so read with care: {plain(line, 'text')}.", icon=":material/info:")
 cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
 SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
@@ -248,7 +248,8 @@ r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
                f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
 votes = rc.get("human_votes_per_context")
 r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
-           + (f" ({votes[0]}-{votes[1]} human votes each)" if votes else "")
+           + ((f" ({votes[0]} human vote(s) in each)" if votes[0] == votes[1] else
+               f" ({votes[0]} to {votes[1]} human votes per context)") if votes else "")
            + f"; 95% CI {interval(rc.get('spearman_x100_ci95'), 'x100')} (contexts resampled)")
 if len(human_rank):
     llm_rank = run.rankings(method="bradley-terry", debias=tau)

@@ -32,12 +32,13 @@ raw_a, raw_b, cur_a, cur_b = position.p_a_raw, position.p_b_raw, position.p_a, p
 def gauge(value: float, title: str) -> go.Figure:
     fig = go.Figure(go.Indicator(
         mode="gauge+number", value=value, number=dict(valueformat=".2f"),
-        title=dict(text=title, font=dict(size=14)),
+        title=dict(text=title, font=dict(size=13)),
         gauge=dict(axis=dict(range=[0, 1], tickvals=[0, 0.5, 1]),  # 0.25/0.75 get cut in narrow columns
                    bar=dict(color="#3b5bdb"),
                    steps=[dict(range=[0.45, 0.55], color="#d3f9d8")],
                    threshold=dict(line=dict(color="black", width=3), thickness=0.9, value=0.5))))
-    fig.update_layout(height=210, margin=dict(l=30, r=30, t=50, b=10))
+    # Room either side for the 0 and 1 ticks, so the gauge is not cut in a narrow column.
+    fig.update_layout(height=210, margin=dict(l=36, r=36, t=50, b=10))
     return fig
 
 
@@ -71,11 +72,14 @@ with left:
         hist.add_vline(x=x, line_dash="dash", line_color=color)
     # One label per distinct position, each on its own row: lines that (nearly) coincide share
     # a label ("0.5 = current tau") instead of printing two labels over each other.
-    for row, (x, label, color) in enumerate(line_labels(lines)):
-        hist.add_annotation(x=x, y=1.0 - 0.1 * row, xref="x", yref="paper", text=label,
-                            showarrow=False, xanchor="left", xshift=4, font=dict(color=color))
-    hist.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="comparisons",
-                       bargap=0.05)
+    # Above the plot area, one row each, so no label sits on the bars.
+    labels = line_labels(lines)
+    for row, (x, label, color) in enumerate(labels):
+        hist.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom",
+                            yshift=2 + 16 * row, text=label, showarrow=False, xanchor="left",
+                            xshift=4, font=dict(color=color))
+    hist.update_layout(height=340, margin=dict(l=10, r=10, t=12 + 16 * len(labels), b=10),
+                       yaxis_title="comparisons", bargap=0.05)
     show_chart(st, hist, key="hist", width="stretch")
     st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
 with right:

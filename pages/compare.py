@@ -15,8 +15,8 @@ import streamlit as st
 from pages import _view as view
 from pages._auth import guard
 from pages._common import (AppRun, compare_runs, comparison_view, data_range, debias_in_use, fmt,
-                           is_pairwise, judge_warning, list_runs, partial_warning, pick_object,
-                           plain, result_page_header, show_chart)
+                           is_pairwise, judge_warning, list_runs, pick_object, plain,
+                           result_page_header, running_or_partial_note, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -54,7 +54,7 @@ run_b = AppRun(by_id[chosen_b])
 # `compassess compare --debias` does.
 debias = debias_in_use()
 tau_b = debias if isinstance(tau_a, str) else run_b.tau(debias)
-partial_warning(run_b)
+running_or_partial_note(run_b)   # run B still running, or stopped early: said as for run A
 judge_warning(run_b, tau_b)
 
 cmp = compare_runs(run_a, run_b, method, debias)

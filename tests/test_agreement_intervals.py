@@ -141,8 +141,9 @@ def test_agreement_page_shows_intervals_and_the_caution(app_env):  # noqa: F811
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("pages/agreement.py").run()
     assert not at.exception, at.exception
-    warnings = "\n".join(w.value for w in at.warning)
-    assert "Small sample:" in warnings
+    # a caution is an info box in plain words, not an error or a warning
+    warnings = "\n".join(w.value for w in at.info)
+    assert "Few labels, so read with care:" in warnings
     assert "accuracy and kappa rest on 8 scored pair(s) (fewer than 30)" in warnings
     assert "the ranking correlation is a mean over 1 context(s) (fewer than 10)" in warnings
     captions = "\n".join(c.value for c in at.caption)

@@ -81,3 +81,21 @@ def test_b_runs_partial_state_and_judge_are_reported(app_env):
     at = open_page("compare")
     at.selectbox(key="run_pick_w").set_value(run_a).run()
     assert "Run `judge-b`: Partial run (cancelled)" in texts(at.warning)
+
+
+def test_scatter_axes_span_the_data_and_a_running_run_b_is_said(app_env):
+    import json
+    _, _, run_a, run_b = seed_two_runs(app_env)
+    Store(app_env).set_run_status(run_b, "running", done=60, total=80)   # a live worker's beat
+    at = open_page("compare")
+    at.selectbox(key="run_pick_w").set_value(run_a).run()
+    assert not at.exception, at.exception
+    assert "Run `judge-b` is still running (60/80 comparisons stored)" in texts(at.info)
+    spec = json.loads(next(c for c in at.get("plotly_chart")
+                           if "compare_scatter" in (c.proto.id or "")).proto.spec)
+    # run A's p are 0.55 and 0.9, run B's also 0.1 and 0.45: each axis ends just beyond its
+    # run's values (and its tau), not at 0 and 1
+    low, high = spec["layout"]["xaxis"]["range"]
+    assert 0.5 <= low < 0.55 and 0.9 < high < 1.0, (low, high)
+    low, high = spec["layout"]["yaxis"]["range"]
+    assert 0.0 < low < 0.1 and 0.9 < high < 1.0, (low, high)

@@ -95,3 +95,27 @@ def test_partial_run_is_labelled(app_env):
     Store(app_env).set_run_status(run_id, "cancelled", done=60, total=100)
     at = open_page("leaderboard")
     assert "Partial run (cancelled): 60 of 100 planned comparisons (60%)" in texts(at.warning)
+
+
+def test_with_a_baseline_strength_and_win_rate_stay_first(app_env):
+    """The key columns first: with a baseline system the table still starts with rank, system,
+    strength and win rate (readable at 1024 px), then the win rate against the baseline; every
+    column has a short label with the detail in its help."""
+    import json as json_
+    seed_run(app_env)
+    at = open_page("leaderboard")
+    baseline = at.selectbox(key="board_baseline_w")
+    baseline.set_value(baseline.options[1]).run()
+    assert not at.exception, at.exception
+    table = board_table(at)
+    assert list(table.columns)[:5] == ["rank", "system", "strength", "win_rate",
+                                       "win_rate_vs_baseline"]
+    element = next(d for d in at.dataframe if "p_best" in d.value.columns)
+    config = json_.loads(element.proto.columns)
+    labels = {name: c.get("label") for name, c in config.items()}
+    assert max(len(str(label)) for label in labels.values() if label) <= 16, labels
+    assert labels["rank"] == "rank" and config["system"].get("pinned") is True
+    # the head-to-head's opponent axis is drawn below the plot, clear of plotly's toolbar
+    heat = json_.loads(next(c for c in at.get("plotly_chart")
+                            if c.proto.id and "board_heatmap" in c.proto.id).proto.spec)
+    assert heat["layout"]["xaxis"]["side"] == "bottom"

@@ -227,7 +227,7 @@ def test_matrix_opens_a_comparison_with_both_orders_and_flip_flag(app_env):
     assert not at.exception, at.exception
     assert metric(at, f"p(`{worst.candidate_id}` first beats `{best.candidate_id}`)") == "0.550"
     assert metric(at, f"p(`{best.candidate_id}` first beats `{worst.candidate_id}`)") == "0.900"
-    assert metric(at, "Label-word mass P(w_A)+P(w_B)") == "0.600"
+    assert metric(at, "Label mass, this order") == "0.600"
     assert any("FLIPS with the order at tau = 0.500" in e.value for e in at.error)
     shown = texts(at.text)
     assert worst.text in shown and best.text in shown

@@ -121,3 +121,49 @@ def test_a_selection_that_leaves_candidates_unjudged_is_warned_of_at_planning(ap
     unjudged = [line for line in advice if "unjudged" in line]
     assert unjudged, advice
     assert unjudged[0] in texts(at.warning)
+
+
+def test_the_plan_of_a_partly_stored_run_states_what_is_left_and_a_running_run_is_no_speed(app_env):
+    """Start with the plan's name resumes a run that stores 20 of its 60 comparisons: the plan
+    says so and times the 40 left; a run still judging is no earlier run to take a speed from."""
+    from compassess_core import api
+    from compassess_core.models import BUNDLED_MODEL
+    from compassess_core.options import ComparativeOptions, ModelOptions
+    store, dataset_id, run_id = seed_run(app_env)
+    handle = api.open_store(app_env)
+    plan = handle.plan_run(dataset_id, ComparativeOptions(aspect="coherence"),
+                           ModelOptions(model=BUNDLED_MODEL))
+    partial = handle.create_run(dataset_id, plan.settings)
+    results = list(store.stored_results(run_id, "comparative").values())[:20]
+    store.add_results(partial.id, "comparative", results)
+    store.set_run_status(partial.id, "cancelled", done=20, total=60)
+    # the hand-made run "is running" with a rate of its own: not a finished run's speed
+    store.set_run_status(run_id, "running", done=30, total=60, rate=2.0, judge_s=10.0,
+                         token_rate=999.0)
+    store.record_plan(run_id, {"work_chars": 4000, "work_tokens": 1000})
+    at = open_page("run")
+    info = texts(at.info)
+    assert f"run `{plan.default_name}` stores 20 of them already, so Start resumes it" in info
+    assert "999 prompt tokens/s" not in info and "no run of this model has measured" in info
+    full = handle.plan_run(dataset_id, ComparativeOptions(aspect="coherence"),
+                           ModelOptions(model=BUNDLED_MODEL))
+    assert full.stored == 20
+    assert full.estimate_left.tokens == pytest.approx(full.estimate.tokens * 40 / 60)
+
+
+def test_a_finished_runs_line_says_which_session_its_time_is_and_no_button_lingers(app_env):
+    store, _, run_id = seed_run(app_env)
+    store.set_run_status(run_id, "completed", done=60, total=60, rate=2.0, judge_s=10.0)
+    at = open_page("run")
+    line = " ".join(p.proto.text for p in at.get("progress"))
+    assert "its last session judged 20 of them at 2.00 comparisons/s in 10 s" in line, line
+    assert not [b for b in at.button if b.label in ("Cancel", "Resume")]
+    links = [str(link.proto.label) for link in at.get("page_link")]
+    assert "See rankings" in links
+    latest = next(d for d in at.dataframe if "latency_ms" in d.value.columns)
+    import json
+    assert json.loads(latest.proto.columns)["latency_ms"]["type_config"]["format"] == "%.0f"
+    store.set_run_status(run_id, "completed", done=60, total=60, rate=2.0, judge_s=30.0)
+    at = open_page("run")
+    line = " ".join(p.proto.text for p in at.get("progress"))
+    assert "2.00 comparisons/s over 30 s of judging (loading the judge not included)" in line

@@ -140,6 +140,39 @@ def test_a_dataset_without_systems_gets_the_per_context_rankings(app_env):
     assert "<td>A0</td><td>5</td><td>S8 (" in text
 
 
+def test_the_report_reads_as_prose_fits_the_page_and_counts_what_it_assesses(app_env):
+    """No message in the report carries a command in backticks (a stopped run's note and the
+    no-systems note were the CLI's words); wide tables scroll inside their box; the histogram's
+    threshold labels sit above the bars; the subject is counted right (a panel of 2 members)."""
+    rows = list(csv.DictReader(io.StringIO(SAMPLE.read_text(encoding="utf-8"))))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=[f for f in rows[0] if f != "system"],
+                            extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    store, _, run_id = seed_run(app_env, source=out.getvalue().encode(), name="no_systems")
+    store.set_run_status(run_id, "cancelled", done=60, total=80)   # partial: a note
+    text = without_library(report_of(app_env, "hand-run"))
+    prose = re.sub(r"<script.*?</script>|<pre.*?</pre>", "", text, flags=re.S)
+    assert "Partial run (cancelled)" in prose and "No leaderboard:" in prose
+    assert "`" not in prose
+    assert "LLM comparative assessment of 1 run, made" in text
+    assert "table:not(.facts){display:block;max-width:100%;overflow-x:auto}" in text
+    notes = [n for n in re.findall(r'"annotations":\[(.*?)\]', chart_scripts(text))
+             if "tau*" in n]
+    assert notes and '"yanchor":"bottom"' in notes[0] and '"y":1.0' in notes[0]
+
+
+def test_a_panels_report_counts_its_members(app_env):
+    seed_run(app_env)
+    seed_run(app_env, run="second-run")
+    store = api.open_store(app_env)
+    jury = store.create_panel("jury", ["hand-run", "second-run"], created_by="test")
+    text = jury.report_html(generated_at=WHEN).decode("utf-8")
+    assert "LLM comparative assessment of a panel of 2 members, made" in text
+    assert "run(s)" not in text.split("<nav>")[0]
+
+
 def test_several_runs_get_a_section_each_and_are_compared_on_the_same_data(app_env):
     seed_run(app_env)
     seed_run(app_env, run="second-run")
