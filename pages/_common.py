@@ -794,6 +794,37 @@ def problems_frame(err) -> pd.DataFrame:
                               columns=["file", "row", "column", "problem", "cause"]), "text")
 
 
+#: How tables name the engine's columns (a person reads "flip rate", not "flip_rate"); a column
+#: not named here keeps its name with "_" read as a space.
+COLUMN_LABELS = {
+    "context_id": "context", "candidate_id": "candidate", "n_comparisons": "comparisons",
+    "n_contexts": "contexts", "n_pairs": "pairs", "n_items": "pairs", "n_votes": "votes",
+    "n_labelled": "labelled", "spearman_x100": "Spearman x100", "kendall_x100": "Kendall x100",
+    "p_a": "P(A)", "p_b": "P(B)", "p_a_raw": "P(A) raw", "p_a_debiased": "P(A) debiased",
+    "flip_rate": "flip rate", "win_rate": "win rate", "strength_ci_low": "strength low",
+    "strength_ci_high": "strength high", "win_rate_ci_low": "win rate low",
+    "win_rate_ci_high": "win rate high", "p_best": "P(best)", "mean_length": "mean length",
+    "lc_strength": "LC strength", "lc_win_rate": "LC win rate", "ci_low": "95% low",
+    "ci_high": "95% high", "kappa": "kappa", "agreement": "agreement",
+    "percent_agreement": "agreement", "annotator_a": "annotator A", "annotator_b": "annotator B",
+    "member_a": "member A", "member_b": "member B", "reference_scores": "reference scores",
+}
+
+
+def column_labels(frame: pd.DataFrame, digits: int = 3) -> dict:
+    """A ``column_config`` that names each column of ``frame`` as a person reads it
+    (:data:`COLUMN_LABELS`) and shows its fractional numbers with ``digits`` decimals."""
+    config = {}
+    for col in frame.columns:
+        name = str(col)
+        label = COLUMN_LABELS.get(name, name.replace("_", " "))
+        if pd.api.types.is_float_dtype(frame[col].dtype):
+            config[col] = st.column_config.NumberColumn(label, format=f"%.{digits}f")
+        else:
+            config[col] = st.column_config.Column(label)
+    return config
+
+
 #: Row height (px) of a table whose long texts wrap: Streamlit wraps a cell's text only in rows
 #: taller than 4rem.
 WRAP_ROW_PX = 68

@@ -19,8 +19,8 @@ from compassess_core.campaigns import CHOICES, SELECTIONS
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, data_aspects,
-                           default_aspect, fmt, pick_dataset, pick_object, plain)
+from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, column_labels,
+                           data_aspects, default_aspect, fmt, pick_dataset, pick_object, plain)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -140,12 +140,15 @@ def manage(campaign) -> None:
                    help="of the two annotators, when exactly two share pairs")
     cols[3].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".3f"))
     st.subheader("Progress per annotator")
-    st.dataframe(plain(progress, into="text"), hide_index=True, width="stretch",
-                 column_config={"done": st.column_config.ProgressColumn(
+    shown = plain(progress, into="text")
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={**column_labels(shown), "done": st.column_config.ProgressColumn(
                      "done", min_value=0.0, max_value=1.0, format="percent")}, placeholder="")
     if len(agree.pairwise):
         st.caption("Agreement of each pair of annotators on the pairs both labelled:")
-        st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, width="stretch", placeholder="")
+        shown = plain(agree.pairwise, into="text")
+        st.dataframe(shown, hide_index=True, width="stretch", placeholder="",
+                     column_config=column_labels(shown))
 
     people = [p.identity for p in api_store().people()]
     with st.expander("Annotators and status", icon=":material/group:"):

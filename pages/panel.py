@@ -21,9 +21,9 @@ from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, aspect_label, data_aspects, fmt, is_pairwise,
-                           judges_stamp, list_runs, method_control, pick_dataset, pick_object,
-                           plain)
+from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects, fmt,
+                           is_pairwise, judges_stamp, list_runs, method_control, pick_dataset,
+                           pick_object, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -128,15 +128,16 @@ st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns
 agree = jury.member_agreement()
 split = jury.split_pairs()
 m = st.columns(4)
-m[0].metric("Combined comparisons", f"{len(jury.probabilities()):,}",
-            help="Ordered pairs at least one member judged.")
-m[1].metric("Fleiss' kappa of the members", fmt(agree.fleiss_kappa, ".2f"),
-            help=f"Over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
+m[0].metric("Comparisons", f"{len(jury.probabilities()):,}",
+            help="Combined comparisons: ordered pairs at least one member judged.")
+m[1].metric("Fleiss' kappa", fmt(agree.fleiss_kappa, ".2f"),
+            help=f"Of the members' verdicts, over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
                  "unordered pair, each member at its own tau*).")
 m[2].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".2f"),
             help=f"Nominal, over the {agree.n_pairs_alpha:,} pairs two or more members judged.")
-m[3].metric("Pairs where the members split", f"{len(split):,}",
-            help=f"Of {agree.n_pairs:,} unordered pairs.")
+m[3].metric("Split pairs", f"{len(split):,}",
+            help=f"Pairs where the members' verdicts differ, of {agree.n_pairs:,} unordered "
+                 "pairs.")
 for note in agree.notes:
     st.warning(plain(note))
 # One box for every member that answers by position; the engine's own words (numbers only, no
@@ -153,8 +154,9 @@ with tabs[0]:
     ranks = jury.rankings(method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
-    st.dataframe(plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
-                       into="text"), hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="")
+    shown = plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"), into="text")
+    st.dataframe(shown, hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="",
+                 column_config=column_labels(shown))
 with tabs[1]:
     ev = jury.member_evaluations()
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
@@ -166,15 +168,17 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
-    st.dataframe(plain(pd.DataFrame(rows), into="text"), hide_index=True, key=f"panel_evaluation_{panel_id}",
-                 placeholder="")
+    shown = plain(pd.DataFrame(rows), into="text")
+    st.dataframe(shown, hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="",
+                 column_config=column_labels(shown))
 with tabs[2]:
     try:
         board = jury.leaderboard(n_boot=100)
         st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
                    "95% intervals of 100 context bootstraps) on the panel's combined p.")
-        st.dataframe(plain(board.frame, into="text"), hide_index=True, key=f"panel_leaderboard_{panel_id}",
-                     placeholder="")
+        shown = plain(board.frame, into="text")
+        st.dataframe(shown, hide_index=True, key=f"panel_leaderboard_{panel_id}", placeholder="",
+                     column_config=column_labels(shown))
     except api.NoSystemsError as e:
         st.info(plain(str(e)))
 with tabs[3]:
@@ -190,10 +194,12 @@ with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
                "Cohen's kappa of every two members on the pairs both judged, and each member "
                "against the panel's own verdict.")
-    st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, key=f"panel_pairwise_{panel_id}",
-                 placeholder="")
-    st.dataframe(plain(agree.with_panel, into="text"), hide_index=True, key=f"panel_with_panel_{panel_id}",
-                 placeholder="")
+    shown = plain(agree.pairwise, into="text")
+    st.dataframe(shown, hide_index=True, key=f"panel_pairwise_{panel_id}", placeholder="",
+                 column_config=column_labels(shown))
+    shown = plain(agree.with_panel, into="text")
+    st.dataframe(shown, hide_index=True, key=f"panel_with_panel_{panel_id}", placeholder="",
+                 column_config=column_labels(shown))
     if stamp[2]:
         try:
             people = jury.agreement()
@@ -209,7 +215,9 @@ with tabs[4]:
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
-    st.dataframe(plain(split, into="text"), hide_index=True, key=f"panel_split_{panel_id}", placeholder="")
+    shown = plain(split, into="text")
+    st.dataframe(shown, hide_index=True, key=f"panel_split_{panel_id}", placeholder="",
+                 column_config=column_labels(shown))
 with tabs[6]:
     # The rankings the Rankings tab shows: its method, at tau = 0.5.
     out = jury.export_bytes(what="rankings", fmt="csv", method=method, debias="none", ci=False)

@@ -135,8 +135,9 @@ m1.metric(f"P(A) at {at_tau(tau)}", fmt(ev.p_a, ".2f"),
           help=f"Share of {n:,} comparisons won by the first position (eq. 8); "
                "0.50 means no positional bias.")
 m2.metric("P(B)", fmt(ev.p_b, ".2f"), help="Share won by the second position.")
-m3.metric("tau* (balancing threshold)", f"{run.tau_star:.3f}",
-          help="Median of all p_ij: the threshold at which P(A) = P(B) = 0.5 (eq. 10).")
+m3.metric("tau* (balanced)", f"{run.tau_star:.3f}",
+          help="The balancing threshold: the median of all p_ij, at which P(A) = P(B) = 0.5 "
+               "(eq. 10).")
 st.caption(f"P(A): share of {n:,} comparisons won by the first position, over "
            f"{n_ctx} context(s), at {at_tau(tau)}.")
 tau_effect_note(run, tau, method)
