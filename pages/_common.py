@@ -483,7 +483,8 @@ def length_bias_metrics(where, lb, what: str = "comparisons", tau: float | str |
                  fmt(lb.longer_wins, ".1%"),
                  help=f"Share of the {lb.n_length_differs:,} {what} whose texts differ in length "
                       "that the longer text won (eq. 10 verdicts); 50% = no length preference.")
-    where.metric("Slope per doubling of length", fmt(lb.slope_per_doubling, "+.3f") + " log-odds",
+    # The unit in the label: a value with its unit is cut in a narrow column at 1024 px.
+    where.metric("Slope per doubling of length (log-odds)", fmt(lb.slope_per_doubling, "+.3f"),
                  help=f"Logistic fit of p on log2(len A / len B) over the {lb.n_comparisons:,} "
                       f"{what}: the change in log-odds of 'A wins' when A is twice as long as B "
                       "(0 = blind to length).")

@@ -68,3 +68,17 @@ def plain(value: Any, into: str = "markdown") -> Any:
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def plain_within(text: str, names) -> str:
+    """Prose for markdown that quotes strings a user controls: ``text`` is the app's own words
+    around ``names`` (column names, an aspect: what the text quotes), and each whole occurrence
+    of a name becomes inert (:func:`plain`) while the words around it stay prose. The longest name is
+    taken first, so a name inside another is not split out of it."""
+    names = sorted({n for n in names if n}, key=len, reverse=True)
+    if not names:
+        return text
+    # Whole occurrences only (not the "a" inside "and"): no word character either side.
+    pattern = r"(?<!\w)(" + "|".join(re.escape(n) for n in names) + r")(?!\w)"
+    return "".join(plain(part) if k % 2 else part
+                   for k, part in enumerate(re.split(pattern, text)))

@@ -211,9 +211,9 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
                      f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
-    others = human["annotator"].nunique() - (1 if done else 0)
+    people = human["annotator"].nunique()
     st.caption(f"{n_pairs:,} candidate pairs in this dataset; {len(human):,} judgements stored for "
-               f"this aspect, by {others} other annotator(s) and you.")
+               f"this aspect, by {people} annotator(s)" + (", you among them." if len(mine) else "."))
 
 
 def judge_pairs() -> None:

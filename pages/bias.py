@@ -127,7 +127,7 @@ lb = run.length_bias(debias=tau)
 points, curve = run.length_points(debias=tau)
 l1, l2 = st.columns([1, 2])
 length_bias_metrics(l1, lb, tau=tau)
-l1.metric("Position at equal length", fmt(lb.position_log_odds, "+.3f") + " log-odds",
+l1.metric("Position at equal length (log-odds)", fmt(lb.position_log_odds, "+.3f"),
           help="The intercept of the same fit: log-odds of 'A wins' for texts of equal length "
                "(0 = no positional bias).")
 l1.caption(f"On {lb.n_comparisons:,} comparisons; lengths in characters; mean |log2 length "

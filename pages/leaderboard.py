@@ -193,7 +193,7 @@ with right:
     st.subheader("Length")
     lb, lc = board.length, board.length_controlled
     length_bias_metrics(st, lb, "comparisons between systems", tau=tau)
-    st.metric("Length term of the length-controlled GLM", fmt(lc.length_coef, "+.3f") + " log-odds",
+    st.metric("Length term of the length-controlled GLM (log-odds)", fmt(lc.length_coef, "+.3f"),
               help="gamma in logit p = theta_A - theta_B + gamma tanh(d / sd(d)) + b, with "
                    "d = log(len A / len B) (Dubois et al. 2024, AlpacaEval 2.0).")
     st.caption("The length-controlled columns answer 'what if both texts had the same length and "

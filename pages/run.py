@@ -38,6 +38,7 @@ from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
 from pages._common import api_store, cached_dataset, fmt, list_runs, pick_dataset, plain
+from pages._plain import plain_within
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -292,8 +293,10 @@ if plan is not None:
     against = (f"the reference column {plan.reference}" if plan.reference is not None else
                "none: no reference column is named for this aspect or a synonym of it (the "
                "result pages start at the first one; choose the right one there)")
-    top.caption(plain(f"The judge will read: {plan.reads}. Human scores it is checked against by "
-                      f"default: {against}."))
+    # Prose, with the names it quotes from the data (columns, the aspect) inert.
+    top.caption(plain_within(f"The judge will read: {plan.reads}. Human scores it is checked "
+                             f"against by default: {against}.",
+                             [*dataset.text_columns, plan.reference, plan.settings.aspect]))
     for line in plan.advice:  # what the CLI prints as warnings
         top.warning(plain(line))
     if plan.judge_problem:    # the allowlist of served judges: nothing may start

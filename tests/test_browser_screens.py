@@ -75,6 +75,10 @@ CUT_LABELS_JS = """() => {
   return cut;
 }"""
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
+#: Pages whose chart lies below the first screen: a second screenshot scrolled to it.
+CHARTS = {"bias": "Histogram of p_ij", "leaderboard": "Head to head",
+          "compare": "One point per shared ordered pair"}
+NO_SPINNER_JS = "() => !document.querySelector('[data-testid=\"stSpinner\"]')"
 
 
 def build_store(db_url: str) -> dict:
@@ -140,12 +144,17 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
             for name, (path, text) in PAGES.items():
                 page.goto(f"{url}/{path}?{link}")
                 settle(page, text, timeout_ms=120_000)
+                page.wait_for_function(NO_SPINNER_JS, timeout=120_000)   # cached reads done
                 cut = page.evaluate(CUT_LABELS_JS)
                 sideways = page.evaluate(SIDEWAYS_JS)
                 problems += [f"{name} at {width}px: {c}" for c in cut]
                 if sideways > 0:
                     problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
                 save(page, f"page-{name}-{width}")
+                if name in CHARTS:
+                    page.get_by_text(CHARTS[name]).first.scroll_into_view_if_needed()
+                    page.locator('[data-testid="stPlotlyChart"] .main-svg').last.wait_for()
+                    save(page, f"page-{name}-chart-{width}")
             page.close()
         report = tmp_path / "report.html"
         report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
@@ -155,5 +164,8 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
         if page.evaluate(SIDEWAYS_JS) > 0:
             problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
         save(page, "report-1280")
+        page.get_by_text("Histogram of the").first.scroll_into_view_if_needed()
+        page.mouse.wheel(0, -200)   # the histogram above its caption
+        save(page, "report-chart-1280")
         browser.close()
     assert not problems, "\n".join(problems)

@@ -26,3 +26,14 @@ def test_a_table_shows_missing_texts_empty_and_keeps_numbers():
 def test_a_table_is_shown_as_text_only():
     with pytest.raises(ValueError):
         plain(pd.DataFrame({"a": [1]}), "markdown")
+
+
+def test_plain_within_keeps_the_words_as_prose_and_the_quoted_names_inert():
+    from pages._plain import plain_within
+    text = "The judge will read: Story A (from the file's columns [x](http://e.org), story_text)."
+    out = plain_within(text, ["[x](http://e.org)", "story_text", None])
+    assert out == ("The judge will read: Story A (from the file's columns `[x](http://e.org)`, "
+                   "`story_text`).")
+    assert plain_within("nothing quoted", []) == "nothing quoted"
+    # the longest name first: a name inside another is not split out of it
+    assert plain_within("cols ab and a", ["a", "ab"]) == "cols `ab` and `a`"
