@@ -22,6 +22,7 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from compassess_core.types import Outcome
 from pages._auth import Viewer, require
+from pages._plain import plain_message
 from pages._common import api_store, aspect_question, cached_dataset, plain
 
 #: Answers in a campaign: (outcome stored, button label, keyboard shortcut, widget key).
@@ -119,7 +120,7 @@ def _save(winner: str, campaign_id: int) -> None:
             winner=winner, annotator=who.identity, seconds=time.time() - cur["shown_at"],
             shown_order=cur["shown_order"], comment=comment))
     except CompAssessError as e:
-        st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
+        st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         st.session_state[CURRENT] = None
         return
     st.session_state[COMMENT_KEY] = ""

@@ -23,6 +23,7 @@ from compassess_core.calibration import DEFAULT_FOLDS, ECE_BINS
 from compassess_core.errors import InputError
 from compassess_core.fusion import DEFAULT_HUMAN_WEIGHT
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (AppRun, api_store, at_tau, db_url, fmt, plain, preview, run_controls,
                            show_chart)
 
@@ -124,7 +125,7 @@ def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
     try:
         calibrated = run.calibrated(human)
     except InputError as e:
-        st.sidebar.warning(f"Cannot calibrate: {plain(str(e))}")
+        st.sidebar.warning(f"Cannot calibrate: {plain_message(e)}")
         return run, tau
     if view.tau_mode() == "balanced":
         tau = calibrated.tau("balanced")
@@ -171,7 +172,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
             report = run.calibrate(labels=human, folds=int(folds))
     except InputError as e:
         st.info(f"Calibration needs at least two labelled pairs that the run judged, with a "
-                f"decisive majority: {plain(str(e))}")
+                f"decisive majority: {plain_message(e)}")
         return
     cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
     c1, c2, c3 = st.columns(3)
@@ -241,7 +242,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
             fused = run.fused_rankings(level=level, debias=tau, weight=weight,
                              aspect=run.settings.aspect)
     except InputError as e:
-        st.warning(f"Cannot fuse these labels with the run: {plain(str(e))}")
+        st.warning(f"Cannot fuse these labels with the run: {plain_message(e)}")
         return
     choice = fused.choice
     shown_weight = "humans only" if math.isinf(choice.weight) else f"{choice.weight:g}"

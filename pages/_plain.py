@@ -82,3 +82,26 @@ def plain_within(text: str, names) -> str:
     pattern = r"(?<!\w)(" + "|".join(re.escape(n) for n in names) + r")(?!\w)"
     return "".join(plain(part) if k % 2 else part
                    for k, part in enumerate(re.split(pattern, text)))
+
+
+#: A name the engine quotes in a message: 'name' after a space, "(" or the start, before a space,
+#: punctuation or the end (an apostrophe inside a word is no quote).
+_QUOTED = re.compile(r"(?:(?<=^)|(?<=[\s(]))'([^']+)'(?=$|[\s,.;:)])")
+#: What the words of a message may hold to be shown as prose: letters, digits, spaces and
+#: punctuation Streamlit's markdown does nothing with (no * _ ` [ ] < > # | ! ~ $ / @ \ { }).
+_PROSE = re.compile(r"[^\W_]|[\s,.;()'\"=+?%-]|:(?=\s|$)")
+
+
+def plain_message(text: Any) -> str:
+    """A message of the engine or the API (an error, a note) for markdown, as prose: the names
+    it quotes ('name') become inert (:func:`plain`), the words around them stay words. When a
+    word holds anything markdown could act on, the whole message is made inert instead, so
+    nothing a user controls is ever read as markdown."""
+    text = visible("" if text is None else str(text))
+    text = re.sub(r"\r\n?|\n", " ", text)
+    parts = _QUOTED.split(text)
+    words = "".join(parts[0::2])
+    if not text or words[:1].isdigit() or words[:1] in "-+" or \
+            len(_PROSE.findall(words)) != len(words):
+        return plain(text)
+    return "".join(plain(part) if k % 2 else part for k, part in enumerate(parts))

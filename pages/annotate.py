@@ -38,6 +38,7 @@ from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, show_problems_table)
 
@@ -133,7 +134,7 @@ def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> Non
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
             shown_order=cur["shown_order"], source="app")], again=again, expect_name=shown_name)
     except CompAssessError as e:
-        st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
+        st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         return
     if not added:
         # Another tab (or a double click) stored this person's answer to the pair first.
@@ -236,7 +237,7 @@ def judge_pairs() -> None:
                                           run=None if run is None else AppRun(run).api,
                                           allow_repeat=allow_repeat, dataset_id=info.id)
         except CompAssessError as e:
-            st.warning(plain(str(e)))
+            st.warning(plain_message(e))
             return
         if shown is None:
             st.success(f"You have judged every pair of this dataset for aspect {plain(aspect)}. Thank "
@@ -371,10 +372,10 @@ def import_labels() -> None:
                                              mapping=mapping, file_label=upload.name,
                                              expect_name=info.name)
         except ObjectChanged as e:
-            st.error(plain(str(e)), icon=":material/sync_problem:")
+            st.error(plain_message(e), icon=":material/sync_problem:")
             return
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
             return
         # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
         st.session_state[IMPORT_FLASH] = (f"{done.already_stored} already stored, {done.stored} "
@@ -403,7 +404,7 @@ def edit_guidelines() -> None:
         try:  # the guidelines of the dataset as shown (refused when renamed since)
             api_store().set_guidelines(info.id, text, expect_name=shown_name)
         except CompAssessError as e:
-            st.error(f"Not saved: {plain(str(e))}")
+            st.error(f"Not saved: {plain_message(e)}")
         else:
             st.success("Guidelines saved; every annotator sees them from their next pair.")
 

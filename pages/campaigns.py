@@ -19,6 +19,7 @@ from compassess_core.campaigns import CHOICES, SELECTIONS
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, column_labels,
                            data_aspects, default_aspect, fmt, pick_dataset, pick_object, plain)
 
@@ -115,7 +116,7 @@ def create_form() -> None:
                 pairs=selection, n_pairs=None if selection == "all" else n_pairs,
                 guidelines=guidelines, created_by=who.identity)
         except CompAssessError as e:
-            st.error(f"Not created: {plain(str(e))}")
+            st.error(f"Not created: {plain_message(e)}")
             return
         view.put("campaign", made.id)
         st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs for "

@@ -14,6 +14,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
+from pages._plain import plain_message
 from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, list_runs, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -41,7 +42,7 @@ if load:
     try:
         dataset = api_store().add_dataset(SAMPLE_PATH, name=SAMPLE_NAME)
     except CompAssessError as e:
-        st.error(f"Could not load the sample: {plain(str(e))}")
+        st.error(f"Could not load the sample: {plain_message(e)}")
     else:
         view.put("dataset", api_store().dataset_id(dataset.name))
         st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store ({len(dataset.contexts)} contexts, "
@@ -132,7 +133,7 @@ def manage_section(runs: list, datasets: list) -> None:
                 else:
                     api_store().rename_dataset(target, new_name, expect_name=shown)
             except CompAssessError as e:
-                st.error(f"Could not rename the {kind}: {plain(str(e))}")
+                st.error(f"Could not rename the {kind}: {plain_message(e)}")
             else:
                 # Links name objects by id, so the view follows the renamed object by itself.
                 st.session_state["manage_clear"] = f"{form}_new_name"
@@ -144,7 +145,7 @@ def manage_section(runs: list, datasets: list) -> None:
         try:
             would = delete(target, dry_run=True, expect_name=shown)
         except CompAssessError as e:
-            st.error(f"This {kind} cannot be deleted now: {plain(str(e))}", icon=":material/block:")
+            st.error(f"This {kind} cannot be deleted now: {plain_message(e)}", icon=":material/block:")
             return
         st.warning(f"Deleting the {kind} {plain(shown)} removes {plain(str(would))}. "
                    "This cannot be undone.", icon=":material/warning:")
@@ -157,7 +158,7 @@ def manage_section(runs: list, datasets: list) -> None:
             try:
                 deleted = delete(target, expect_name=shown)
             except CompAssessError as e:
-                st.error(f"Nothing was deleted: {plain(str(e))}", icon=":material/block:")
+                st.error(f"Nothing was deleted: {plain_message(e)}", icon=":material/block:")
                 return
             # The view no longer names what is gone (a link to it elsewhere says so).
             for field in RUN_FIELDS:

@@ -15,6 +15,7 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from pages._auth import guard
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (api_store, aspect_label, data_aspects, db_url, is_pairwise,
                            judges_stamp, list_runs, pick_dataset, plain)
 
@@ -76,7 +77,7 @@ def _judges(url: str, dataset_id: int, aspect: str, n_boot: int, stamp: tuple):
 try:
     board = _judges(db_url(), dataset.id, aspect, n_boot, judges_stamp(dataset.id))
 except CompAssessError as e:
-    st.info(plain(str(e)))
+    st.info(plain_message(e))
     st.stop()
 
 if board.basis == "kappa":
@@ -165,4 +166,4 @@ st.dataframe(shown, hide_index=True, key="judges_table", column_order=order,
 st.caption("Hover a column's name for what it holds. P(A) and flip rate are at tau = 0.5 (the "
            "judge as it answers).")
 for note in board.notes:
-    st.warning(plain(note))
+    st.warning(plain_message(note))

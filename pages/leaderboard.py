@@ -20,6 +20,7 @@ from compassess_core.api import EXPORT_FORMATS as FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (at_tau, baseline_control, default_reference_index,
                            download_with_settings, fmt, length_bias_metrics, plain,
                            result_page_header, show_chart)
@@ -56,7 +57,7 @@ try:
         board = run.leaderboard(method=method, debias=tau, reference=reference,
                          baseline=baseline, n_boot=int(n_boot))
 except NoSystemsError as e:
-    st.info(plain(str(e)), icon=":material/info:")  # names a dataset: inert
+    st.info(plain_message(e), icon=":material/info:")  # names a dataset: inert
     st.page_link("pages/rankings.py", label="Go to Rankings (per-context rankings)",
                  icon=":material/leaderboard:")
     st.stop()

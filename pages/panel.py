@@ -21,6 +21,7 @@ from compassess_core.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects, fmt,
                            is_pairwise, judges_stamp, list_runs, method_control, pick_dataset,
                            pick_object, plain)
@@ -94,7 +95,7 @@ with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) 
                 view.put("panel", made.panel_info.id)
                 st.success(f"Panel {plain(made.name)} created.")
             except CompAssessError as e:
-                st.error(plain(str(e)))
+                st.error(plain_message(e))
 
 # ------------------------------------------------------------------------------ reading one
 
@@ -115,7 +116,7 @@ try:
     jury = AppRun.panel(panel_id, stamp)
     members = jury.definition()
 except CompAssessError as e:
-    st.error(plain(str(e)))
+    st.error(plain_message(e))
     st.stop()
 st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(members['aspect'])}: {members['combine']}, weights "
@@ -139,7 +140,7 @@ m[3].metric("Split pairs", f"{len(split):,}",
             help=f"Pairs where the members' verdicts differ, of {agree.n_pairs:,} unordered "
                  "pairs.")
 for note in agree.notes:
-    st.warning(plain(note))
+    st.warning(plain_message(note))
 # One box for every member that answers by position; the engine's own words (numbers only, no
 # string a user controls: as the result pages show a run's judge warning), each name inert.
 warnings = jury.member_warnings()
@@ -180,7 +181,7 @@ with tabs[2]:
         st.dataframe(shown, hide_index=True, key=f"panel_leaderboard_{panel_id}", placeholder="",
                      column_config=column_labels(shown))
     except api.NoSystemsError as e:
-        st.info(plain(str(e)))
+        st.info(plain_message(e))
 with tabs[3]:
     pos = jury.positional_bias(debias="none")
     b = st.columns(3)
@@ -211,7 +212,7 @@ with tabs[4]:
             h[1].metric("Panel vs people: Cohen's kappa without ties",
                         fmt(maj.kappa_without_ties, ".3f"))
         except CompAssessError as e:
-            st.info(plain(str(e)))
+            st.info(plain_message(e))
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
@@ -240,7 +241,7 @@ with tabs[6]:
         try:
             api_store().delete_panel(panel_id, expect_name=name)
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
         else:
             view.put("panel", None)
             st.rerun()

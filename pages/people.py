@@ -16,6 +16,7 @@ from compassess_core.api import access
 from compassess_core.api.access import ROLES
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
+from pages._plain import plain_message
 from pages._common import api_store, plain
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -49,7 +50,7 @@ with st.form("add_person", clear_on_submit=True):
                 api_store().set_role(who, role, me.identity)
                 st.success(f"{plain(who)} is now {role}.")
             except CompAssessError as e:
-                st.error(plain(str(e)))
+                st.error(plain_message(e))
 
 st.subheader("Remove a person")
 removable = [p.identity for p in api_store().people() if p.identity not in configured]
@@ -63,7 +64,7 @@ if removable:
             api_store().remove_person(gone)
             st.success(f"{plain(gone)} was removed; their stored judgements stay.")
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
 else:
     st.caption("Nobody to remove (admins from COMPASSESS_ADMINS are removed there).")
 

@@ -22,6 +22,7 @@ from compassess_core.api import max_upload_bytes, max_upload_mb
 from compassess_core.errors import CompAssessError, ValidationError
 from pages import _view as view
 from pages._auth import guard, require
+from pages._plain import plain_message
 from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, plain, preview,
                            show_chart, show_problems_table)
 
@@ -178,7 +179,7 @@ if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", 
         st.success(f"Deleted {n} reference(s) of {plain(ctx_id)}; the run's worker writes new ones "
                    "and rescores.")
     except CompAssessError as e:
-        st.error(f"Deleted {n} reference(s), but the worker did not start: {plain(str(e))}")
+        st.error(f"Deleted {n} reference(s), but the worker did not start: {plain_message(e)}")
 
 with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
     up = st.file_uploader(f"Anchor CSV (at most {max_upload_mb()} MB)", type=["csv"],
@@ -196,4 +197,4 @@ with st.expander("Upload your own anchor texts (CSV: context_id, level, text)"):
             st.error(f"{len(e.problems)} problem(s) in {plain(up.name)}; nothing was stored.")
             show_problems_table(e)
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))

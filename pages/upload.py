@@ -21,6 +21,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages._auth import guard, require
 from pages import _view as view
+from pages._plain import plain_message
 from pages._common import api_store, plain, show_problems_table
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -138,7 +139,7 @@ if st.button("Save to the store", type="primary", icon=":material/save:"):
     try:
         saved = api_store().save_upload(check)
     except CompAssessError as e:
-        st.error(plain(str(e)), icon=":material/error:")
+        st.error(plain_message(e), icon=":material/error:")
         st.stop()
     view.put("dataset", saved.id)
     if not saved.new:

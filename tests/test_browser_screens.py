@@ -76,8 +76,7 @@ CUT_LABELS_JS = """() => {
 }"""
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 #: Pages whose chart lies below the first screen: a second screenshot scrolled to it.
-CHARTS = {"bias": "Histogram of p_ij", "leaderboard": "Head to head",
-          "compare": "One point per shared ordered pair"}
+CHARTS = {"bias": "hist", "leaderboard": "board_heatmap", "compare": "compare_scatter"}
 NO_SPINNER_JS = "() => !document.querySelector('[data-testid=\"stSpinner\"]')"
 
 
@@ -152,8 +151,9 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
                     problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
                 save(page, f"page-{name}-{width}")
                 if name in CHARTS:
-                    page.get_by_text(CHARTS[name]).first.scroll_into_view_if_needed()
-                    page.locator('[data-testid="stPlotlyChart"] .main-svg').last.wait_for()
+                    chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
+                    chart.locator(".main-svg").first.wait_for()
+                    chart.evaluate("e => e.scrollIntoView({block: 'center'})")
                     save(page, f"page-{name}-chart-{width}")
             page.close()
         report = tmp_path / "report.html"
@@ -164,8 +164,8 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
         if page.evaluate(SIDEWAYS_JS) > 0:
             problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
         save(page, "report-1280")
-        page.get_by_text("Histogram of the").first.scroll_into_view_if_needed()
-        page.mouse.wheel(0, -200)   # the histogram above its caption
+        page.get_by_text("Histogram of the").first.evaluate(
+            "e => e.scrollIntoView({block: 'end'})")   # the histogram above its caption
         save(page, "report-chart-1280")
         browser.close()
     assert not problems, "\n".join(problems)

@@ -37,3 +37,15 @@ def test_plain_within_keeps_the_words_as_prose_and_the_quoted_names_inert():
     assert plain_within("nothing quoted", []) == "nothing quoted"
     # the longest name first: a name inside another is not split out of it
     assert plain_within("cols ab and a", ["a", "ab"]) == "cols `ab` and `a`"
+
+
+def test_plain_message_is_prose_with_its_quoted_names_inert():
+    from pages._plain import plain_message
+    assert plain_message("dataset 'my data' has no system column: a leaderboard ranks systems.") \
+        == "dataset `my data` has no system column: a leaderboard ranks systems."
+    assert plain_message("the run's tau is 0.5 (balanced)") == "the run's tau is 0.5 (balanced)"
+    # a name holding markdown stays inert, and words that markdown could act on are all code
+    assert plain_message("run '**x**' stopped") == "run `**x**` stopped"
+    for active in ("see http://e.org now", "a *bold* claim", "an :material/home: icon",
+                   "a_b_c", "- a list", "1. item", "mail me@x.org", "[x](y)"):
+        assert plain_message(active) == plain(active), active
