@@ -15,7 +15,8 @@ from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
 from pages._plain import plain_message
-from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, list_runs, plain
+from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, column_labels,
+                           list_runs, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -52,11 +53,13 @@ if load:
 st.subheader("Datasets in the store")
 datasets = api_store().list_datasets()
 if datasets:
-    st.dataframe(plain(pd.DataFrame([dict(id=d.id, name=d.name, contexts=d.n_contexts,
-                                          candidates=d.n_candidates,
-                                          reference_scores=", ".join(d.score_columns),
-                                          source=d.source, saved=d.created_at) for d in datasets]),
-                       into="text"), hide_index=True, width="stretch", placeholder="")
+    shown = plain(pd.DataFrame([dict(id=d.id, name=d.name, contexts=d.n_contexts,
+                                     candidates=d.n_candidates,
+                                     reference_scores=", ".join(d.score_columns),
+                                     source=d.source, saved=d.created_at) for d in datasets]),
+                  into="text")
+    st.dataframe(shown, hide_index=True, width="stretch", placeholder="",
+                 column_config=column_labels(shown))
 else:
     st.info("No dataset yet: load the sample above or upload your own file on **Upload**.")
 

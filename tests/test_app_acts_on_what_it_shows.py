@@ -80,7 +80,7 @@ def test_an_answer_whose_dataset_was_renamed_since_is_refused(app_env):
     at.button(key="answer_a").click().run()
     assert not at.exception, at.exception
     assert len(api.open_store(app_env).human_labels(first)) == 0
-    assert "is now called 'renamed-elsewhere'" in " ".join(
+    assert "is now called `renamed-elsewhere`" in " ".join(
         str(e.value) for e in (*at.error, *at.info, *at.warning, *at.markdown, *at.caption))
 
 

@@ -177,7 +177,7 @@ def test_a_rename_of_an_object_renamed_elsewhere_is_refused(app_env):
     api.open_store(app_env).rename_run(run_id, "theirs")  # another tab
     button(at, "Rename").click().run()
     assert not at.exception, at.exception
-    assert "is now called 'theirs'" in texts(at.error)
+    assert "is now called `theirs`" in texts(at.error)
     assert [r.name for r in api.open_store(app_env).list_runs()] == ["theirs"]
 
 

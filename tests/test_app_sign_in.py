@@ -223,7 +223,7 @@ def test_imported_labels_keep_the_files_names_and_never_speak_for_a_person_unask
         "bob@example.org").run()  # bob's row is credited to bob explicitly
     at.button(key="import_labels").click().run()
     assert not at.exception, at.exception
-    assert "0 already stored, 4 added for aspect `overall`" in texts(at.success)
+    assert "0 already stored, 4 added for aspect `coherence`" in texts(at.success)
     df = store.human_judgements_frame(dataset_id)
     # the importer's own name and another person's are kept apart: a file speaks for nobody here
     assert sorted(df["annotator"]) == ["admin@example.org (from the file)", "alice",
