@@ -110,6 +110,7 @@ b2.button("Balance each context (one tau* per context)", on_click=use_per_contex
           icon=":material/tune:", key="bias_use_per_context", disabled=view_mode == "per-context")
 st.dataframe(plain(per, into="text"), hide_index=True, width="stretch",
              column_config={
+                 "context_id": st.column_config.TextColumn("context"),
                  "tau": st.column_config.NumberColumn("threshold tau", format="%.4f",
                                                       help="the threshold this context's "
                                                            "comparisons are decided at"),

@@ -100,12 +100,14 @@ for agree, colour, label in ((True, "#3b5bdb", "same verdict"), (False, "#e8590c
 # the thresholds in use (0.5 on the reweighted p under per-context balancing)
 scatter.add_vline(x=cmp.tau_a, line_dash="dash", line_color="#868e96")
 scatter.add_hline(y=cmp.tau_b, line_dash="dash", line_color="#868e96")
-scatter.update_layout(height=420, margin=dict(l=10, r=10, t=10, b=10),
+scatter.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(title="p in run A = P(first wins)",
                                  range=data_range(pairs["p_a"], cmp.tau_a)),
                       yaxis=dict(title="p in run B = P(first wins)",
                                  range=data_range(pairs["p_b"], cmp.tau_b)),
-                      legend=dict(orientation="h"))
+                      # Above the plot at the left: below it the legend covered the x title,
+                      # and the toolbar (on hover) takes the top right.
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
 show_chart(st, scatter, key="compare_scatter", width="stretch")
 st.caption("One point per shared ordered pair: P(first wins) in run A against run B; dashed lines: "
            "each run's tau. Points in the top-right and bottom-left quarters get the same verdict. "

@@ -2,7 +2,7 @@
 database, driven by Debian's chromium through Playwright.
 
 It clicks Home -> Load the sample -> Rankings -> Matrix (opens a comparison) -> Bias -> Export and
-saves a screenshot of each page under ``test-artifacts/`` (gitignored; ``docs/img/`` holds copies).
+saves a screenshot of each page under ``test-artifacts/`` (gitignored; the docs' screenshots come from ``tests/test_browser_screens.py``).
 A judge's output is simulated by writing comparisons straight into the store (the model itself is
 exercised by ``tests/test_app_run.py``), so the pages have a complete 3-context run to show.
 

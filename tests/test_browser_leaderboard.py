@@ -5,7 +5,7 @@ temporary database, driven by Debian's chromium through Playwright (the server a
 Two judges' outputs are simulated by writing comparisons straight into the store (the model itself
 is exercised by the tests marked ``model``): the position-biased judge of ``test_browser`` and a
 second one that loves length, so the two runs disagree on some pairs. Saves
-``test-artifacts/leaderboard.png`` and ``compare.png`` (``docs/img/`` holds copies).
+``test-artifacts/leaderboard.png`` and ``compare.png`` (the docs' screenshots come from ``tests/test_browser_screens.py``).
 """
 
 from __future__ import annotations

@@ -75,12 +75,15 @@ class DataAspect:
 
     @property
     def evidence(self) -> str:
-        """What the data holds of this aspect, in words ("12 human labels, reference column
-        coherence, 2 runs")."""
-        parts = ([f"{self.n_labels:,} human label(s)"] if self.n_labels else []) + (
-            [f"reference column {self.reference}"] if self.reference else []) + (
-            [f"{self.n_runs} run(s)"] if self.n_runs else [])
-        return ", ".join(parts) or "no label, reference column or run"
+        """What the data holds of this aspect, in few words (a picker shows them beside it):
+        "12 labels, reference scores, 2 runs"; the reference column is named when it is not
+        named as the aspect ("reference scores: engagement")."""
+        scores = ("reference scores" if self.reference == self.aspect
+                  else f"reference scores: {self.reference}")
+        parts = ([f"{self.n_labels:,} label" + ("s" if self.n_labels != 1 else "")]
+                 if self.n_labels else []) + ([scores] if self.reference else []) + (
+            [f"{self.n_runs} run" + ("s" if self.n_runs != 1 else "")] if self.n_runs else [])
+        return ", ".join(parts) or "no label, reference score or run"
 
 
 @dataclass(frozen=True)
