@@ -28,7 +28,7 @@ guard(__file__)  # signed in, with a role that may open this page (pages/_auth.p
 
 NONE = "(none)"
 #: How the choices that are not file columns read in the mapping.
-CHOICE_LABELS = {NONE: "(none)", GENERATE_IDS: "(generate: c1, c2, ... per context)"}
+CHOICE_LABELS = {NONE: "(none)", GENERATE_IDS: "(generate ids)"}
 
 st.title("Upload candidates")
 st.caption("One row per candidate. Canonical columns: context_id, context, candidate_id, text; "
@@ -82,7 +82,8 @@ for box, canon in zip(cols, CANONICAL + OPTIONAL):
                            format_func=lambda c: CHOICE_LABELS.get(c) or plain(c, "text"),
                            placeholder="choose",
                            help=("One column may be both candidate_id and system (e.g. a 'model' "
-                                 "column); or generate ids." if canon in ("candidate_id", "system")
+                                 "column); or generate ids: c1, c2, ... per context, in file "
+                                 "order." if canon in ("candidate_id", "system")
                                  else None))
     column_map[canon] = None if chosen in (NONE, None) else chosen
 used = {c for c in column_map.values() if c is not None}

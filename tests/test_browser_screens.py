@@ -77,6 +77,12 @@ CUT_LABELS_JS = """() => {
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 #: Pages whose chart lies below the first screen: a second screenshot scrolled to it.
 CHARTS = {"bias": "hist", "leaderboard": "board_heatmap", "compare": "compare_scatter"}
+#: A file of user-shaped summaries whose score column says "no score" in several ways.
+WITH_MISSING = ("doc_id,article,summary,coherence\n"
+                "d1,The council met on Monday and voted to repair the bridge.,Council votes.,4\n"
+                "d1,The council met on Monday and voted to repair the bridge.,Meeting Monday.,n/a\n"
+                "d2,Rain is expected all week in the north.,A rainy week up north.,NA\n"
+                "d2,Rain is expected all week in the north.,Weather.,-\n")
 NO_SPINNER_JS = "() => !document.querySelector('[data-testid=\"stSpinner\"]')"
 
 
@@ -155,6 +161,24 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
                     chart.locator(".main-svg").first.wait_for()
                     chart.evaluate("e => e.scrollIntoView({block: 'center'})")
                     save(page, f"page-{name}-chart-{width}")
+            # Two states a newcomer meets: the validation report of a file with missing
+            # scores, and a new campaign in local mode.
+            upload = tmp_path / "summaries.csv"
+            upload.write_text(WITH_MISSING, encoding="utf-8")
+            page.goto(f"{url}/upload?{link}")
+            settle(page, "Choose a file")
+            page.locator('input[type="file"]').set_input_files(str(upload))
+            settle(page, "Missing reference scores", timeout_ms=120_000)
+            page.get_by_text("Validation report").first.evaluate(
+                "e => e.scrollIntoView({block: 'start'})")
+            problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+            save(page, f"page-upload-report-{width}")
+            page.goto(f"{url}/campaigns?{link}")
+            settle(page, "Progress per annotator", timeout_ms=120_000)
+            page.get_by_role("tab", name="New campaign").click()
+            settle(page, "Campaigns hand pairs to signed-in annotators")
+            problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+            save(page, f"page-campaigns-new-{width}")
             page.close()
         report = tmp_path / "report.html"
         report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
