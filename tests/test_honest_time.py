@@ -144,11 +144,11 @@ def test_the_bundled_judges_estimate_is_within_a_factor_of_two(bundled_model, tm
 
 def test_a_finished_run_shows_its_rate_and_judging_time_and_no_eta(app_env):
     store, _, run_id = seed_run(app_env)
-    store.set_run_status(run_id, "completed", done=60, total=60, rate=0.47, judge_s=75.4,
-                         token_rate=180.0)
+    store.set_run_status(run_id, "completed", done=60, total=60, rate=0.8, judge_s=75.4,
+                         token_rate=180.0)   # 0.8/s for 75 s: its 60 comparisons in one session
     at = open_page("run")
     bars = [p.proto.text for p in at.get("progress")]
-    assert any("60/60 comparisons (100%) · 0.47 comparisons/s over 75 s of judging" in b
+    assert any("60/60 comparisons (100%) · 0.80 comparisons/s over 75 s of judging" in b
                for b in bars), bars
     assert not any("ETA" in b for b in bars)
 

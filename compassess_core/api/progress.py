@@ -70,8 +70,9 @@ class RunProgress:
             return (f"{self.rate:.2f} {self.rate_unit} over {self.judged_for} of judging "
                     "(loading the judge not included)")
         return (f"its last session judged {last:,} of them at {self.rate:.2f} {self.rate_unit} "
-                f"in {self.judged_for} (the rest was stored before it was resumed; earlier "
-                "sessions' time is not kept)")
+                f"in {self.judged_for} (the others were stored before it was resumed, or "
+                "reused from earlier judgements of the same prompts; an earlier session's time "
+                "is not kept)")
 
     @property
     def can_cancel(self) -> bool:
