@@ -97,9 +97,12 @@ st.caption(f"System-level Spearman x100: {fmt(ev.system_spearman_x100)}; "
 
 values = table[score].dropna()
 fig = go.Figure(go.Histogram(x=values, nbinsx=min(40, max(10, len(values) // 3)), name="candidates"))
-fig.add_vline(x=threshold, line_dash="dash", line_color="firebrick",
-              annotation_text=f"threshold {threshold:.2f}")
-fig.update_layout(height=280, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=SCORE_LABELS[score],
+fig.add_vline(x=threshold, line_dash="dash", line_color="firebrick")
+# The label above the plot area, so it never sits on the bars.
+fig.add_annotation(x=threshold, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=2,
+                   xanchor="left", xshift=4, showarrow=False, text=f"threshold {threshold:.2f}",
+                   font=dict(color="firebrick"))
+fig.update_layout(height=290, margin=dict(l=10, r=10, t=40, b=10), xaxis_title=SCORE_LABELS[score],
                   yaxis_title="candidates", xaxis_range=[lo, hi])
 show_chart(st, fig, key="abs_hist", width="stretch")
 

@@ -83,6 +83,13 @@ WITH_MISSING = ("doc_id,article,summary,coherence\n"
                 "d1,The council met on Monday and voted to repair the bridge.,Meeting Monday.,n/a\n"
                 "d2,Rain is expected all week in the north.,A rainy week up north.,NA\n"
                 "d2,Rain is expected all week in the north.,Weather.,-\n")
+#: Every table in view drawn (Streamlit shows a grey placeholder until a table's grid is on the
+#: page; one in a hidden tab is never drawn).
+TABLES_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+  .filter(t => { const r = t.getBoundingClientRect();
+                 return r.width > 0 && r.top < window.innerHeight && r.bottom > 0; })
+  .every(t => t.querySelector('canvas'))
+  && !document.querySelector('[data-testid="stSkeleton"]')"""
 NO_SPINNER_JS = "() => !document.querySelector('[data-testid=\"stSpinner\"]')"
 
 
@@ -150,6 +157,7 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
                 page.goto(f"{url}/{path}?{link}")
                 settle(page, text, timeout_ms=120_000)
                 page.wait_for_function(NO_SPINNER_JS, timeout=120_000)   # cached reads done
+                page.wait_for_function(TABLES_DRAWN_JS, timeout=60_000)
                 cut = page.evaluate(CUT_LABELS_JS)
                 sideways = page.evaluate(SIDEWAYS_JS)
                 problems += [f"{name} at {width}px: {c}" for c in cut]
