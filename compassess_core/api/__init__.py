@@ -13,7 +13,7 @@ a panel read back as (``rank``, ``evaluate``, ``leaderboard``, ``export``, ``agr
 ``report``); :class:`Run` (``run``) a stored run of one judge and ``worker``
 (:meth:`Run.execute`); :class:`Panel` (``panel``), :class:`Campaign` (``campaign``), the
 leaderboard of judges (``judges_board``), the settings of a run (``settings``) and its progress
-bar (``progress``). The CLI and the app's pages call this package, so the three give the same
+bar (``progress``), a tuning of the judge's instruction (``tuning``: :class:`Tuning`). The CLI and the app's pages call this package, so the three give the same
 numbers by construction. Walkthrough: docs/python.md.
 
 This package is wiring, like ``worker`` and ``cli``: it computes nothing itself (the run kinds,
@@ -31,6 +31,7 @@ from ..annotation import MODES, ShownPair
 from ..calibration import Calibration, CalibrationReport
 from ..compare import RunComparison
 from ..data import load_candidates
+from ..explanations import Explanation, OrderReasons
 from ..errors import (CompAssessError, InputError, ObjectChanged, Problem, RunCancelled,
                       RunInterrupted, ValidationError)
 from ..fusion import FusedRanking
@@ -42,6 +43,7 @@ from ..run_loop import Progress, RunSummary
 from ..scoring import ScoringEvaluation
 from ..selection import STRATEGIES
 from ..settings import GenerationOptions, RunSettings
+from ..tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
@@ -51,6 +53,7 @@ from .progress import ProgressBar
 from .run import Run
 from .settings import run_settings, score_settings
 from .store import Deleted, LabelsImported, Store, open_store
+from .tuning import Tuning, TuningPlan, TuningResult
 from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
@@ -70,5 +73,6 @@ __all__ = [
     "AbsoluteEvaluation", "Agreement", "PositionalBias", "ExportFile", "Leaderboard",
     "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
-    "RunInterrupted", "NoSystemsError",
+    "RunInterrupted", "NoSystemsError", "Tuning", "TuningPlan", "TuningResult", "TuningOptions",
+    "Wording", "Explanation", "OrderReasons",
 ]

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
-from .. import worker
+from .. import background, explanations, worker
 from ..calibration import calibrated_table, fit_on_labels
 from ..comparative import render_prompt
 from ..context_window import truncated_text
 from ..errors import InputError
+from ..prompts import prompt_hash
 from ..report import ShownComparison
 from ..worker import Reporter
 from .progress import _reporter
@@ -147,6 +148,115 @@ class Run(Verdicts):
     def cancel(self) -> None:
         """Ask whoever executes the run to stop after its micro-batch in flight."""
         self.store.backend.request_cancel(self.id)
+
+    # ------------------------------------------------------------------ the judge's reasons
+
+    @_pairwise_only("the judge's reasons")
+    def explanation(self, context_id: str, first: str, second: str, *,
+                    max_tokens: int = explanations.EXPLAIN_TOKENS) -> explanations.Explanation:
+        """The judge's stored reasons for its verdicts on ``first`` against ``second``, in both
+        orders (the texts are None where none is stored yet); nothing is computed.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, the run has no recorded judge yet, or ``first`` was not compared
+            with ``second`` in that order.
+        """
+        return self._explanation(context_id, first, second, max_tokens)
+
+    @_pairwise_only("the judge's reasons")
+    def explain(self, context_id: str, first: str, second: str, *,
+                max_tokens: int = explanations.EXPLAIN_TOKENS,
+                judge=None) -> explanations.Explanation:
+        """Ask the run's judge for the reasons of its verdicts on ``first`` (position A) against
+        ``second``, in both orders the run judged (``compassess explain``): its own prompt, the
+        answer it gave and a request for its reasons, at most ``max_tokens`` tokens, greedy.
+        What is stored already is not asked again; what is written is stored with the judge's
+        key and the prompt's hash, so every run of that judge on that prompt shows it. The
+        comparison's p never changes. ``judge``: the run's judge already loaded.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no recorded judge, the pair not compared in that order, a judge
+            that cannot write text (a classifier; the message says so), a judge that is not the
+            one that ran the run, or a bad ``max_tokens``.
+        """
+        found = self._explanation(context_id, first, second, max_tokens)
+        if found.complete:
+            return found
+        if judge is None:
+            judge = worker.load_run_judge(self.settings)
+        why = explanations.cannot_write(judge)
+        if why is not None:
+            raise InputError(why)
+        if self._kind.judge_key(judge) != found.judge_key:
+            raise InputError(f"run '{self.name}' was judged by {found.judge_key}, but its model "
+                             f"now loads as {self._kind.judge_key(judge)}: its reasons would be "
+                             "another judge's")
+        options = explanations.generation_options(max_tokens)
+        for order in found.orders:
+            if order.text is not None:
+                continue
+            prompt = self.prompt(context_id, order.first, order.second)
+            reply = judge.generate([explanations.explanation_request(prompt, order.p)],
+                                   options)[0]
+            self.store.backend.save_explanation(
+                self.info.dataset_id, context_id, order.first, order.second,
+                prompt_hash=prompt_hash(prompt), judge_key=found.judge_key,
+                max_tokens=max_tokens, verdict=order.verdict, p=order.p,
+                text=explanations.clean_reply(reply))
+        return self._explanation(context_id, first, second, max_tokens)
+
+    def _explanation(self, context_id: str, first: str, second: str,
+                     max_tokens: int) -> explanations.Explanation:
+        _check_at_least("max_tokens", max_tokens, 1)
+        if max_tokens > explanations.MAX_EXPLAIN_TOKENS:
+            raise InputError(f"max_tokens must be at most {explanations.MAX_EXPLAIN_TOKENS}, "
+                             f"not {max_tokens}")
+        judge_key = self.info.judge_key
+        if not judge_key:
+            raise InputError(f"run '{self.name}' has no recorded judge yet (it has not "
+                             "started): nothing to explain")
+        if self.comparison(context_id, first, second) is None:
+            raise InputError(f"run '{self.name}' did not compare '{first}' (first) with "
+                             f"'{second}' in context '{context_id}'")
+
+        def order(a: str, b: str) -> explanations.OrderReasons | None:
+            row = self.comparison(context_id, a, b)
+            if row is None:
+                return None
+            p = float(row["p"])
+            stored = self.store.backend.get_explanation(
+                prompt_hash(self.prompt(context_id, a, b)), judge_key, max_tokens)
+            return explanations.OrderReasons(a, b, p, explanations.verdict(p),
+                                             None if stored is None else stored["text"])
+        return explanations.Explanation(context_id, first, second, judge_key, int(max_tokens),
+                                        order(first, second), order(second, first))
+
+    def start_explain_worker(self, context_id: str, first: str, second: str,
+                             log_path: str | os.PathLike, *,
+                             max_tokens: int = explanations.EXPLAIN_TOKENS,
+                             cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Ask for the judge's reasons (:meth:`explain`) in a process of its own, as the app
+        does (never in the web server): it stores them and writes its output to ``log_path``;
+        :meth:`explanation` shows them once stored.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, or what :meth:`explanation` raises.
+        """
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...)")
+        self._explanation(context_id, first, second, max_tokens)
+        return background.start(
+            "compassess_core.explain_worker",
+            [f"--run-id={int(self.id)}", f"--context={context_id}", f"--first={first}",
+             f"--second={second}", f"--max-tokens={int(max_tokens)}"],
+            self.store.url, Path(log_path), cwd=cwd)
 
     # ---------------------------------------------------------------------- managing it
 

@@ -5,6 +5,7 @@ store only through ``sink.open_store`` (the ``compassess.stores`` entry point)."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
 from ..options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
+from ..prompts import Template, custom_template
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
 from ..run_loop import worker_state
@@ -29,6 +31,7 @@ from ..settings import GenerationOptions, ReferenceOptions, RunSettings
 from ..sink import open_store as _open_backend
 from ..speed import TimeEstimate, estimate_time
 from ..annotation import ShownPair
+from ..tuning import TuningOptions
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign
@@ -37,6 +40,7 @@ from .panel import Panel
 from .progress import _reporter
 from .run import Run
 from .settings import _check_at_least, _model_options, _run_options, _score_options
+from .tuning import Tuning, TuningResult, create_tuning
 from .verdicts import Verdicts
 
 #: What ``open_store`` takes for a throwaway in-memory store.
@@ -426,6 +430,11 @@ class Store:
 
         Returns the finished :class:`Run`; see :meth:`start` for what is raised.
         """
+        if mode == "comparative":  # a named template of the store (a tuning's pick)
+            template = self.resolve_template(template)
+            if isinstance(options, ComparativeOptions) and isinstance(options.template, str):
+                options = dataclasses.replace(options,
+                                              template=self.resolve_template(options.template))
         kind_options = _run_options(options, Store.run, aspect=aspect, mode=mode,
                                     template=template, task=task, strategy=strategy,
                                     budget=budget, seed=seed)
@@ -482,6 +491,128 @@ class Store:
             threads=threads)
         return self._start_with(data, kind_options, model_options, name=name, judge=judge,
                                 anchors=anchors, progress=progress)
+
+    # ------------------------------------------------- tuning the judge's wording, templates
+
+    def create_tuning(self, data: Source | Dataset | int, *, aspect: str,
+                      name: str | None = None, model: str | None = None, task: str = "auto",
+                      contexts: int = TuningOptions.contexts, holdout: int = 0,
+                      pairs: int | None = None, rounds: int = TuningOptions.rounds,
+                      per_round: int = TuningOptions.per_round, budget: int | None = None,
+                      seed: int = 0, batch_size: int = RunSettings.batch_size,
+                      device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+                      truncate_context: bool = False, created_by: str = "") -> Tuning:
+        """Store ``data`` (when not stored yet) and a tuning of the judge's instruction on it,
+        without executing it: :meth:`Tuning.execute` executes it here, :meth:`Tuning.start_worker`
+        in a process of its own, :meth:`Tuning.plan` says what it costs. The options are
+        :meth:`tune`'s. A tuning of the same name and options is returned (to be resumed).
+
+        Raises
+        ------
+        InputError
+            Bad options (``OptionError`` names the field), too few contexts, or a tuning of
+            that name with other options.
+        """
+        options = TuningOptions(model=model or "", task=task, contexts=contexts,
+                                holdout=holdout, pairs=pairs, rounds=rounds,
+                                per_round=per_round, budget=budget, seed=seed,
+                                batch_size=batch_size, device=device, dtype=dtype,
+                                truncate_context=truncate_context)
+        return create_tuning(self, data, aspect=aspect, name=name, options=options,
+                             created_by=created_by)
+
+    def tune(self, data: Source | Dataset | int, *, aspect: str, name: str | None = None,
+             model: str | None = None, task: str = "auto",
+             contexts: int = TuningOptions.contexts, holdout: int = 0,
+             pairs: int | None = None, rounds: int = TuningOptions.rounds,
+             per_round: int = TuningOptions.per_round, budget: int | None = None,
+             seed: int = 0, batch_size: int = RunSettings.batch_size,
+             device: str = RunSettings.device, dtype: str = RunSettings.dtype,
+             truncate_context: bool = False, judge=None, writer=None,
+             progress: bool | Reporter = True, threads: int | None = None,
+             n_boot: int = 1000) -> TuningResult:
+        """Tune the judge's instruction on ``data`` for ``aspect`` without labels
+        (``compassess tune``): the library's T1 and T2 for the task and built-in paraphrases,
+        then ``rounds`` greedy rounds of ``per_round`` paraphrases of the fairest wording so far
+        written by the judge (or ``writer``), each judged on every ordered pair (or ``pairs``
+        per context) of the first ``contexts`` contexts and picked by ZEPO's fairness (how far
+        its raw P(A) is from 1/2; ``tuning``), within ``budget`` comparisons in all. Where the
+        data has human labels or a reference column, each wording's agreement is measured on
+        the next ``holdout`` contexts, which the pick never sees. The fairest is saved as the
+        template named like the tuning (``name``; default dataset-aspect-model), which
+        ``run(template=NAME)`` takes. Every wording is a run ``tune-<name>-<key>``: a tuning of
+        the same name resumes, nothing stored is judged again. The cost is reported first.
+
+        Returns the :class:`TuningResult` (the table of wordings, the pick, the template).
+
+        Raises
+        ------
+        RunInterrupted, RunCancelled
+            Stopped: everything judged is stored; the same call resumes.
+        InputError
+            Bad options, data, or a judge that cannot load.
+        """
+        t = self.create_tuning(data, aspect=aspect, name=name, model=model, task=task,
+                               contexts=contexts, holdout=holdout, pairs=pairs, rounds=rounds,
+                               per_round=per_round, budget=budget, seed=seed,
+                               batch_size=batch_size, device=device, dtype=dtype,
+                               truncate_context=truncate_context)
+        return t.execute(judge=judge, writer=writer, progress=progress, threads=threads,
+                         n_boot=n_boot)
+
+    def tuning(self, name_or_id: str | int) -> Tuning:
+        """A stored tuning by name or id.
+
+        Raises
+        ------
+        InputError
+            No tuning of that name or id.
+        """
+        return Tuning(self, self.backend.get_tuning(name_or_id))
+
+    def tunings(self, dataset: str | int | None = None) -> list[Tuning]:
+        """Every stored tuning (of one dataset when given), oldest first."""
+        dataset_id = None if dataset is None else self._dataset_id(dataset)
+        return [Tuning(self, info) for info in self.backend.list_tunings(dataset_id)]
+
+    def templates(self) -> pd.DataFrame:
+        """One row per named template: name, noun, tuning (that saved it), source, text."""
+        rows = [dict(name=t.name, noun=t.noun, tuning=t.tuning, source=t.source, text=t.text,
+                     updated_at=t.updated_at) for t in self.backend.list_templates()]
+        return pd.DataFrame(rows, columns=["name", "noun", "tuning", "source", "text",
+                                           "updated_at"])
+
+    def save_template(self, name: str, text: str, *, noun: str | None = None,
+                      created_by: str = "") -> None:
+        """Store your own template under ``name`` (``{context} {a} {b} {aspect}``; the answer
+        noun guessed from it unless given), for ``run(template=name)``.
+
+        Raises
+        ------
+        InputError
+            A bad template or name, or the name taken by another text.
+        """
+        template = custom_template(text, name=name, noun=noun)
+        self.backend.save_template(name, template.text, template.noun, source="saved by hand",
+                                   created_by=created_by)
+
+    def delete_template(self, name: str) -> bool:
+        """Delete a named template (runs that used it keep their copy of its text)."""
+        return self.backend.delete_template(name)
+
+    def resolve_template(self, spec: str | Template | None) -> str | Template | None:
+        """What a run's ``template`` names: ``t1``/``t2``/``s1``/``s2`` and an existing template
+        file stay as given; otherwise a named template of the store (a tuning's pick) becomes
+        the :class:`~compassess_core.prompts.Template` it holds; anything else stays (and the
+        run refuses it, naming it)."""
+        if spec is None or isinstance(spec, Template):
+            return spec
+        if spec.lower() in ("t1", "t2", "s1", "s2") or Path(spec).is_file():
+            return spec
+        stored = self.backend.get_template(spec)
+        if stored is None or str(spec).isdigit() and stored.name != spec:
+            return spec
+        return Template(name=stored.name, text=stored.text, noun=stored.noun)
 
     # ---------------------------------------------------------------------- human labels
 
