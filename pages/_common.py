@@ -37,7 +37,7 @@ from compassess_core.run_kinds import get_kind
 from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
 from compassess_core.errors import CompAssessError
-from pages._auth import page_link, require
+from pages._auth import page_link, recheck, require
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._store import api_store, db_url  # noqa: F401 - likewise
 
@@ -638,6 +638,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
         st.warning("This ordered pair was not compared in this run.")
     else:
         st.info("The swapped order was not compared in this run, so a flip cannot be checked.")
+    explanation_view(run, context_id, first, second)
     kept = run.truncated_contexts.get(context_id)
     prompt = run.prompt(context_id, first, second)
     if kept is not None:
@@ -665,6 +666,99 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
             st.code(judge.render(prompt), language=None, wrap_lines=True)
         except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
             st.warning(f"Could not load the judge to render its chat template: {plain(str(e))}")
+
+
+# ------------------------------------------------------------------------ the judge's reasons
+
+#: Where the pages keep the explain workers they started (per session): pair key -> process.
+EXPLAIN_WORKERS = "explain_workers"
+
+
+def explain_log_path(run_id: int, context_id: str, first: str, second: str) -> Path:
+    """The log of the worker that asks a run's judge for its reasons on one pair (named by a
+    hash: ids may hold characters a file name cannot)."""
+    import hashlib
+    digest = hashlib.sha256(f"{context_id}\x00{first}\x00{second}".encode()).hexdigest()[:16]
+    return home_dir() / "logs" / f"explain-{int(run_id)}-{digest}.log"
+
+
+def _show_reasons(found) -> None:
+    cols = st.columns(len(found.orders))
+    for col, order in zip(cols, found.orders):
+        with col:
+            st.markdown(f"**{plain(order.first)} in position A** (p = {order.p:.3f}, the judge "
+                        f"answered {order.verdict})")
+            if order.text is None:
+                st.caption("Not asked yet.")
+            else:
+                st.text(order.text)
+
+
+def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``),
+    when stored; otherwise a button that asks for them in a worker process
+    (``Run.start_explain_worker``: the judge never runs in the web server) and a view that shows
+    them once stored. A judge that cannot write says so (the worker's message)."""
+    st.markdown("**The judge's reasons** (asked afterwards: its p never changes)")
+    explain = getattr(run.api, "explanation", None)
+    if explain is None:
+        st.caption("A panel has no judge of its own: open a member run to ask its judge.")
+        return
+    try:
+        found = explain(context_id, first, second)
+    except CompAssessError as e:
+        st.caption(f"No reasons to ask for: {plain(str(e))}")
+        return
+    if found.complete:
+        _show_reasons(found)
+        st.caption(f"Written by the run's judge (at most {found.max_tokens} tokens per order, "
+                   "greedy) when asked for the reasons of its answer; stored with the judge and "
+                   "the prompt, so `compassess explain` prints the same text.")
+        return
+    key = (db_url(), run.id, context_id, first, second)
+    workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})
+    proc = workers.get(key)
+    log = explain_log_path(run.id, context_id, first, second)
+    if proc is not None and proc.poll() is None:
+        st.fragment(_await_reasons, run_every=2.0)(run, context_id, first, second)
+        return
+    if any(o.text is not None for o in found.orders):
+        _show_reasons(found)
+    if proc is not None and proc.poll() not in (None, 0):
+        st.warning(f"The judge wrote no reasons: {plain(log_tail(log, 3))}",
+                   icon=":material/error:")
+    try:
+        check_app_model(run.settings.model)
+    except CompAssessError:
+        st.caption("This run's judge server is not one of the servers configured for this app: "
+                   "its reasons cannot be asked for here (`compassess explain` can).")
+        return
+    if st.button("Ask the judge for its reasons (both orders)", icon=":material/psychology:",
+                 key=f"explain_{run.id}_{context_id}_{first}_{second}",
+                 help="Loads the run's judge in a worker process (not in this server), shows it "
+                      "its prompt and the answer it gave, and asks why, in a few sentences. A "
+                      "judge that only gives label probabilities cannot write and says so."):
+        require()  # loading a model is an admin's action
+        try:
+            workers[key] = run.api.start_explain_worker(context_id, first, second, log,
+                                                       cwd=REPO_ROOT)
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+            return
+        st.rerun()
+
+
+def _await_reasons(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """A live view while an explain worker writes: the whole page again once it stored them
+    or stopped."""
+    recheck()
+    proc = st.session_state.get(EXPLAIN_WORKERS, {}).get(
+        (db_url(), run.id, context_id, first, second))
+    found = run.api.explanation(context_id, first, second)
+    if found.complete or proc is None or proc.poll() is not None:
+        st.rerun(scope="app")
+    st.info("The judge is writing its reasons in a worker process; they show here once "
+            "stored.", icon=":material/hourglass_top:")
 
 
 # ------------------------------------------------------------------------------- method control

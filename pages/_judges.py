@@ -35,7 +35,7 @@ def _catalog(url: str, folder: str) -> list:
     return catalog([r.info for r in list_runs()])
 
 
-def local_model_picker(where) -> str:
+def local_model_picker(where, key: str = "catalog_model") -> str:
     """A selectbox over the models folder's models (not the bundled one); returns the ``--model``
     value, or "" when the folder holds none (with a note saying where to put them)."""
     entries = [e for e in _catalog(db_url(), str(models_folder())) if e.kind != "bundled"]
@@ -45,7 +45,7 @@ def local_model_picker(where) -> str:
         return ""
     labels = {e.spec: _entry_label(e) for e in entries}
     return where.selectbox("Model in the models folder", list(labels), format_func=labels.get,
-                           key="catalog_model")
+                           key=key)
 
 
 def _entry_label(e) -> str:

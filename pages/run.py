@@ -50,7 +50,7 @@ FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_tem
              "run_model_kind", "served_url", "served_name", "served_endpoint", "model_text",
              "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
              "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
-             "abs_sample", "abs_variant", "abs_refs", "score_template")
+             "abs_sample", "abs_variant", "abs_refs", "score_template", "saved_template")
 #: The run this page watches when chosen here or started by Start (the result pages' run picker
 #: changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
@@ -86,9 +86,18 @@ with st.container(border=True):
     except TemplateError as e:
         st.error(plain(str(e)))
         st.stop()
-    template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True, key="template_choice",
+    saved = list(api_store().templates()["name"])  # named templates: a tuning's pick, ...
+    if st.session_state.get("template_choice") == "saved" and not saved:
+        st.session_state["template_choice"] = "T1"
+    template_choice = c2.radio("Template", ("T1", "T2", "own") + (("saved",) if saved else ()),
+                               horizontal=True, key="template_choice",
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
-                                    "{context} {a} {b} {aspect} placeholders.")
+                                    "{context} {a} {b} {aspect} placeholders; 'saved' a named "
+                                    "template of the store (the pick of a tuning on the Tune "
+                                    "wording page, or `compassess templates`).")
+    saved_name = (c2.selectbox("Saved template", saved, key="saved_template",
+                               format_func=lambda t: plain(t, "text"))
+                  if template_choice == "saved" else None)
     task = c3.selectbox("Wording", ("auto",) + TASKS, key="run_task",
                         format_func=lambda t: t if t == "auto" else
                         f"{t}: {TASK_WORDING[t].noun} A/B, {TASK_WORDING[t].source}",
@@ -103,7 +112,10 @@ with st.container(border=True):
                 if template_choice == "own" else "")
     try:
         template = (custom_template(own_text) if template_choice == "own"
+                    else api_store().resolve_template(saved_name) if template_choice == "saved"
                     else builtin_template(template_choice.lower(), resolved_task))
+        if isinstance(template, str):  # deleted since the page was drawn
+            raise TemplateError(f"no saved template named '{template}' any more")
     except TemplateError as e:
         st.error(f"Template problem: {plain(str(e))}")
         st.stop()

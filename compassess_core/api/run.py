@@ -93,9 +93,15 @@ class Run(Verdicts):
     def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
         """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""
         context_id = row["context_id"]
+        try:  # the judge's reasons, when someone asked for them (never asked here)
+            reasons = self.explanation(context_id, first, second)
+        except InputError:
+            reasons = None
         return ShownComparison(row=row, first=first, second=second,
                                prompt=self.prompt(context_id, first, second),
-                               truncated_chars=self.truncated_contexts.get(context_id))
+                               truncated_chars=self.truncated_contexts.get(context_id),
+                               explanation=reasons if reasons is not None and any(
+                                   o.text is not None for o in reasons.orders) else None)
 
     # ------------------------------------------------------------------------- executing
 

@@ -40,7 +40,7 @@ from .panel import Panel
 from .progress import _reporter
 from .run import Run
 from .settings import _check_at_least, _model_options, _run_options, _score_options
-from .tuning import Tuning, TuningResult, create_tuning
+from .tuning import Tuning, TuningPlan, TuningResult, create_tuning, plan_tuning
 from .verdicts import Verdicts
 
 #: What ``open_store`` takes for a throwaway in-memory store.
@@ -520,6 +520,21 @@ class Store:
                                 truncate_context=truncate_context)
         return create_tuning(self, data, aspect=aspect, name=name, options=options,
                              created_by=created_by)
+
+    def plan_tuning(self, dataset: str | int, *, aspect: str, **options) -> TuningPlan:
+        """What a tuning of ``options`` (:meth:`create_tuning`'s keywords but ``name`` and
+        ``created_by``) on a stored dataset would cost, without storing it
+        (:class:`TuningPlan`: wordings, comparisons, time at this machine's measured speed).
+
+        Raises
+        ------
+        InputError
+            Bad options, too few contexts, or a budget below one wording.
+        """
+        options.setdefault("model", None)
+        options["model"] = options["model"] or ""
+        return plan_tuning(self, self._dataset_id(dataset), aspect=aspect,
+                           options=TuningOptions(**options))
 
     def tune(self, data: Source | Dataset | int, *, aspect: str, name: str | None = None,
              model: str | None = None, task: str = "auto",

@@ -65,16 +65,19 @@ class TuningPlan:
     time: TimeEstimate
     agreement_with: str
 
-    def sentence(self) -> str:
-        """The plan in words (``compassess tune`` prints it before judging; the page shows it)."""
+    def cost_sentence(self) -> str:
+        """The cost in words: wordings, comparisons and time (numbers only, no names)."""
         held = self.per_wording - self.per_wording_tune
         return (f"up to {self.max_wordings} wording(s) ({self.start} to start"
                 + (f", then {self.rounds} round(s) of up to {self.per_round} written by the "
-                   "judge" if self.rounds else "")
+                   "judge" if self.rounds and self.max_wordings > self.start else "")
                 + f") x {self.per_wording:,} comparisons ({self.per_wording_tune:,} on the "
                 f"tuning contexts" + (f", {held:,} held out" if held else "") + ") = at most "
-                f"{self.comparisons:,} comparisons, {self.time.sentence()}; agreement: "
-                f"{self.agreement_with}")
+                f"{self.comparisons:,} comparisons, {self.time.sentence()}")
+
+    def sentence(self) -> str:
+        """The plan in words (``compassess tune`` prints it before judging)."""
+        return f"{self.cost_sentence()}; agreement: {self.agreement_with}"
 
 
 @dataclass(frozen=True)
@@ -461,3 +464,15 @@ def create_tuning(store: "Store", data, *, aspect: str, name: str | None = None,
     tuning_id = store.backend.create_tuning(name, dataset_id, aspect_name, options.to_dict(),
                                             created_by=created_by)
     return Tuning(store, store.backend.get_tuning(tuning_id))
+
+
+def plan_tuning(store: "Store", dataset_id: int, *, aspect: str, options: tuning.TuningOptions,
+                name: str = "(not stored)") -> TuningPlan:
+    """The plan of a tuning not stored yet (what the Tune page shows before Start)."""
+    from types import SimpleNamespace
+    dataset = store.backend.load_dataset(int(dataset_id))
+    info = SimpleNamespace(id=None, name=name, dataset_id=int(dataset_id),
+                           dataset_name=dataset.name, aspect=Aspect.from_name(aspect).name,
+                           options=options.to_dict(), wordings=[], status="new", message=None,
+                           created_by="", heartbeat_at=None)
+    return Tuning(store, info).plan()
