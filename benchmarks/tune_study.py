@@ -66,6 +66,7 @@ SLICES = {
     "se-coh": Slice("summeval.csv", "coherence", tune=2, holdout=4, pairs=48),
     # smaller slices for the slower judge on the shared 2-core machine
     "tc-eng-small": Slice("topicalchat_usr.csv", "engagingness", tune=3, holdout=6),
+    "tc-eng-mini": Slice("topicalchat_usr.csv", "engagingness", tune=3, holdout=4),
     "mtbench-small": Slice("mtbench_human_candidates.csv", "overall", tune=10, holdout=30,
                            task="instruction", labels="mtbench_human_labels.csv"),
 }
@@ -133,8 +134,8 @@ def study_rows(store) -> tuple[list[dict], list[dict]]:
     """One summary row per tuning and one point per wording (fairness, agreement)."""
     rows, points = [], []
     for t in store.tunings():
-        if not t.name.startswith("study-"):
-            continue
+        if not t.name.startswith("study-") or t.status != "completed":
+            continue  # a tuning stopped part-way (or abandoned for a smaller slice)
         slice_name, judge = t.name.removeprefix("study-").rsplit("-", 1)
         result = t.result(n_boot=ts.N_BOOT)
         scores = {s.key: s for s in result.scores}

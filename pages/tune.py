@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from compassess_core import api
 from compassess_core.errors import CompAssessError
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS, default_aspect
-from compassess_core.tuning import BUILT_IN_QUESTIONS, TuningOptions
 from pages._auth import guard, recheck, require, viewer
 from pages._common import (REPO_ROOT, api_store, cached_dataset, fmt, home_dir, log_tail,
                            pick_dataset, plain)
@@ -36,8 +36,8 @@ def log_path(tuning_id: int):
 st.title("Tune the judge's wording")
 st.caption("The same judge answers differently to wordings of the same question, and the wordings "
            "whose raw preferences are least lopsided tend to agree best with people (ZEPO, Zhou et "
-           "al., EMNLP 2024). This page judges the library's T1 and T2, "
-           f"{len(BUILT_IN_QUESTIONS)} built-in paraphrases and paraphrases the judge writes of "
+           "al., EMNLP 2024). This page judges the library's T1 and T2, built-in paraphrases "
+           "of T1's question and paraphrases the judge writes of "
            "the fairest so far, on the first contexts of the dataset, and keeps the fairest: "
            "fairness = -|P(A) - 0.5|, no label needed. Where the data has human labels or a "
            "reference column, each wording's agreement is measured on held-out contexts that "
@@ -67,7 +67,7 @@ with st.container(border=True):
     model = (BUNDLED_MODEL if model_kind == "bundled default"
              else local_model_picker(c1, key="tune_catalog_model"))
     contexts = c2.number_input(f"Contexts to tune on (the first N of {n})", 1, n,
-                               min(TuningOptions.contexts, n), key="tune_contexts")
+                               min(api.TuningOptions.contexts, n), key="tune_contexts")
     holdout = c2.number_input("Held-out contexts (the next M; agreement only)", 0,
                               max(0, n - int(contexts)), 0, key="tune_holdout")
     pairs = c2.number_input("Comparisons per context (0: every ordered pair)", 0, 100_000, 0,
@@ -75,8 +75,8 @@ with st.container(border=True):
                             help="Both orders of each pair (symmetric selection), so the flip "
                                  "rate can be measured.")
     rounds = c3.number_input("Rounds of paraphrases the judge writes", 0, 10,
-                             TuningOptions.rounds, key="tune_rounds")
-    per_round = c3.number_input("Paraphrases per round", 1, 10, TuningOptions.per_round,
+                             api.TuningOptions.rounds, key="tune_rounds")
+    per_round = c3.number_input("Paraphrases per round", 1, 10, api.TuningOptions.per_round,
                                 key="tune_per_round")
     budget = c3.number_input("Budget (most comparisons in all; 0: none)", 0, 10_000_000, 0,
                              key="tune_budget")
