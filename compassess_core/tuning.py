@@ -236,15 +236,22 @@ def rendered_question(wording: Wording, aspect: Aspect) -> str:
 def parse_paraphrase(reply: str, parent: Wording, aspect: Aspect) -> str | None:
     """The template a writer's ``reply`` makes of ``parent``: its first non-empty line, without
     a leading label or quotes, as the new question under the parent's body, with the aspect's
-    word made the ``{aspect}`` placeholder again. None when the reply is no usable question: it
-    drops "<noun> A", "<noun> B" or the aspect's word, or is empty or too long."""
+    word made the ``{aspect}`` placeholder again (a quoted question inside the line is taken
+    when it names both answers). None when the reply is no usable question: it drops "<noun> A",
+    "<noun> B" or the aspect's word, does not end with a question mark, or is empty or too long."""
     lines = [ln.strip() for ln in str(reply).splitlines() if ln.strip()]
     if not lines:
         return None
-    line = re.sub(r"^(new question|question|rewritten question|answer)\s*:\s*", "", lines[0],
+    line = lines[0]
+    # 'The new question is: "Which ...?"': the quoted question, when one names both answers
+    for quoted in re.findall(r"[\"“]([^\"”]+)(?:[\"”]|$)", line):
+        if f"{parent.noun} A" in quoted and f"{parent.noun} B" in quoted:
+            line = quoted
+            break
+    line = re.sub(r"^(new question|question|rewritten question|answer)\s*:\s*", "", line,
                   flags=re.IGNORECASE).strip().strip("\"'`“”").strip()
-    if not 10 <= len(line) <= MAX_QUESTION_CHARS:
-        return None
+    if not 10 <= len(line) <= MAX_QUESTION_CHARS or not line.endswith("?"):
+        return None  # a question asks: a statement about the texts is no wording
     if f"{parent.noun} A" not in line or f"{parent.noun} B" not in line:
         return None
     escaped = line.replace("{", "{{").replace("}", "}}")

@@ -148,8 +148,7 @@ class FakeWritingJudge(FakeLengthJudge):
                 word, noun = words.groups()
                 seed = 0 if seeds is None or seeds[k] is None else int(seeds[k])
                 lead = ("Between", "Of", "Comparing", "Looking at")[seed % 4]
-                out.append(f"Question: {lead} {noun} A and {noun} B, which one is more {word}? "
-                           f"Reply {noun} A or {noun} B.")
+                out.append(f"Question: {lead} {noun} A and {noun} B, which one is more {word}?")
                 continue
             answer = re.search(r"Your answer was: (\w+ [AB])\.", prompt)
             out.append(f"FAKE reasons for {answer.group(1) if answer else 'nothing'}: the text "

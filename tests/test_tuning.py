@@ -74,8 +74,12 @@ def test_a_written_paraphrase_becomes_a_template_with_the_aspect_placeholder():
                     "which is more {aspect} {{really}}?")
     validate_template_text(text)
     # dropping an answer's name or the aspect's word, or saying nothing, is no wording
+    assert tuning.parse_paraphrase(
+        'The new question is: "Which Response is more engaging, Response A or Response B?',
+        parent, aspect).endswith("\n\nWhich Response is more {aspect}, Response A or Response B?")
     for bad in ("Which is more engaging, A or B?", "Response A or Response B: which is nicer?",
-                "", "   \n  ", "Response A Response B engaging " * 30):
+                "Response A is more engaging, but Response B remains uninfluenced.",
+                "", "   \n  ", "Response A Response B engaging? " * 30):
         assert tuning.parse_paraphrase(bad, parent, aspect) is None, bad
 
 
