@@ -40,8 +40,8 @@ import compassess_core as ca  # noqa: E402
 from benchmarks.studies import tuning_study as ts  # noqa: E402
 from compassess_core import tuning  # noqa: E402
 
+#: Where the benchmark files are (``--data``): the shared data folder beside the checkout.
 SHARED = REPO.parent / "shared" / "data"
-MODELS = Path("/work/models")
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,9 @@ SLICES = {
     "mtbench-small": Slice("mtbench_human_candidates.csv", "overall", tune=10, holdout=30,
                            task="instruction", labels="mtbench_human_labels.csv"),
 }
-#: The judges: the bundled one (None) and GGUF files (``tools/get_models.sh`` puts them here).
-JUDGES = {"smollm2": None, "qwen05": str(MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-          "qwen15": str(MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")}
+#: The judges: the bundled one (None) and GGUF files in the models folder (``--models``).
+JUDGES = {"smollm2": None, "qwen05": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+          "qwen15": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"}
 JUDGE_NAMES = {"smollm2": "SmolLM2-135M", "qwen05": "Qwen2.5-Coder-0.5B",
                "qwen15": "Qwen2.5-Coder-1.5B"}
 START, END = "<!-- tune-study:start -->", "<!-- tune-study:end -->"
@@ -84,17 +84,19 @@ def tuning_name(slice_name: str, judge: str) -> str:
 
 def cmd_run(args) -> int:
     spec = SLICES[args.slice]
-    path = SHARED / spec.file
+    data = Path(args.data)
+    path = data / spec.file
     if not path.exists():
-        print(f"{path} is absent: the shared benchmark data lives beside the checkout",
+        print(f"{path} is absent: give the folder of the benchmark files with --data",
               file=sys.stderr)
         return 2
+    model = JUDGES[args.judge] and str(Path(args.models) / JUDGES[args.judge])
     store = ca.open_store(args.db)
     dataset = store.add_dataset(path, name=path.stem)
     if spec.labels:
-        store.import_labels(SHARED / spec.labels, dataset=dataset.name, aspect=spec.aspect)
+        store.import_labels(data / spec.labels, dataset=dataset.name, aspect=spec.aspect)
     result = store.tune(dataset.name, aspect=spec.aspect, name=tuning_name(args.slice, args.judge),
-                        model=JUDGES[args.judge], task=spec.task, contexts=spec.tune,
+                        model=model, task=spec.task, contexts=spec.tune,
                         holdout=spec.holdout, pairs=spec.pairs, rounds=args.rounds,
                         per_round=args.per_round, threads=args.threads,
                         progress=_Log())
@@ -281,12 +283,20 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--rounds", type=int, default=1)
     r.add_argument("--per-round", type=int, default=3)
     r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--data", default=str(SHARED), metavar="DIR",
+                   help="the folder of the benchmark CSV files (default: ../shared/data)")
+    r.add_argument("--models", default=None, metavar="DIR",
+                   help="the folder of the GGUF judges (default: the models folder, "
+                        "COMPASSESS_MODELS_DIR)")
     p = sub.add_parser("report", help="the study's table and plots from the stored tunings")
     p.add_argument("--db", required=True)
     p.add_argument("--plots", default=None, metavar="DIR")
     p.add_argument("--doc", default=None, metavar="FILE")
     p.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args(argv)
+    if args.command == "run" and args.models is None:
+        from compassess_core.model_catalog import models_folder
+        args.models = str(models_folder())
     return {"run": cmd_run, "report": cmd_report}[args.command](args)
 
 
