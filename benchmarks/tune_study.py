@@ -225,7 +225,8 @@ def scatter(points: pd.DataFrame, out_dir: Path) -> list[Path]:
     paths = []
     for judge, group in points.groupby("judge"):
         slices = sorted(group["slice"].unique())
-        fig, axes = plt.subplots(1, len(slices), figsize=(4.2 * len(slices), 3.6), squeeze=False)
+        fig, axes = plt.subplots(1, len(slices), figsize=(max(6.5, 4.4 * len(slices)), 3.9),
+                                 squeeze=False)
         for ax, name in zip(axes[0], slices):
             g = group[group["slice"] == name]
             ax.scatter(g["fairness"], g["agreement_raw"], c="#3b5bdb", label="raw (tau = 0.5)")
@@ -236,12 +237,12 @@ def scatter(points: pd.DataFrame, out_dir: Path) -> list[Path]:
                             fontsize=7, xytext=(3, 2), textcoords="offset points")
             ax.set_title(name, fontsize=10)
             ax.set_xlabel("fairness -|P(A) - 0.5| (tuning contexts)")
-            ax.set_ylabel("kappa" if g["metric"].iloc[0] == "kappa" else "Spearman x100"
+            ax.set_ylabel(("kappa" if g["metric"].iloc[0] == "kappa" else "Spearman x100")
                           + " (held out)")
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=7)
-        fig.suptitle(f"Fairness vs agreement per wording: {JUDGE_NAMES.get(judge, judge)} "
-                     "(* = picked)", fontsize=11)
+        fig.suptitle(f"{JUDGE_NAMES.get(judge, judge)}: fairness vs held-out agreement per "
+                     "wording (* = picked)", fontsize=10)
         fig.tight_layout()
         path = out_dir / f"tune-fairness-{judge}.png"
         fig.savefig(path, dpi=110)
