@@ -207,3 +207,16 @@ def test_cli_explain_prints_the_stored_text_and_the_report_shows_it(db_url, monk
     html = store.report(["fake-run"], n_boot=20).decode()
     assert "The judge&#x27;s reasons" in html or "The judge's reasons" in html
     assert "FAKE reasons for Summary" in html
+
+
+def test_a_tuning_reuses_what_other_runs_of_the_judge_stored(store):
+    store.run(SAMPLE, aspect="coherence", contexts=1, judge=FakeWritingJudge(), progress=False,
+              name="plain-t1")  # T1 on the first article, all 20 ordered pairs
+    judge = FakeWritingJudge()
+    store.tune(SAMPLE, aspect="coherence", name="reuse", contexts=1, rounds=0, judge=judge,
+               progress=False, n_boot=50)
+    t1 = store.get_run("tune-reuse-w1")
+    assert t1.n_comparisons == 20
+    t1_text = t1.prompt("A0", "S3", "S5").text
+    assert all(p.text != t1_text for p in judge.seen)  # T1 came from the cache
+    assert len(judge.seen) == 6 * 20  # the six other wordings were judged
