@@ -19,8 +19,8 @@ from compassess_core.errors import CompAssessError
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS, default_aspect
 from pages._auth import guard, recheck, require, viewer
-from pages._common import (REPO_ROOT, api_store, cached_dataset, fmt, home_dir, log_tail,
-                           pick_dataset, plain)
+from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, home_dir,
+                           log_tail, pick_dataset, plain)
 from pages._judges import local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -122,6 +122,18 @@ chosen = st.selectbox("Tuning", ids, index=ids.index(watched) if watched in ids 
 st.session_state[WATCH] = chosen
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _result(url: str, tuning_id: int, stored: tuple) -> api.TuningResult:
+    """``Tuning.result`` (its bootstrap intervals take a moment), read again only when what it
+    rests on changed: ``stored`` = the tuning's status and message and its runs' counts."""
+    return api_store().tuning(tuning_id).result(n_boot=200)
+
+
+def _stored(t) -> tuple:
+    return (t.status, t.info.message, len(t.wordings),
+            tuple((k, r.n_comparisons, r.status) for k, r in sorted(t.runs().items())))
+
+
 def tuning_view(tuning_id: int, live: bool) -> None:
     """The watched tuning: status, the table of wordings so far, the pick (refreshed while a
     worker works on it)."""
@@ -131,7 +143,7 @@ def tuning_view(tuning_id: int, live: bool) -> None:
     state = t.state
     st.markdown(f"**{plain(t.name)}**: {plain(state)}"
                 + (f" — {plain(t.info.message)}" if t.info.message else ""))
-    result = t.result(n_boot=200)
+    result = _result(db_url(), tuning_id, _stored(t))
     table = result.table
     if table.empty:
         st.caption("No wording judged yet.")
