@@ -220,3 +220,20 @@ def test_a_tuning_reuses_what_other_runs_of_the_judge_stored(store):
     t1_text = t1.prompt("A0", "S3", "S5").text
     assert all(p.text != t1_text for p in judge.seen)  # T1 came from the cache
     assert len(judge.seen) == 6 * 20  # the six other wordings were judged
+
+
+def test_a_served_judge_explains_through_its_chat_api(store):
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    from openai_server import FakeBackend, OpenAIServer
+    with OpenAIServer(FakeBackend(0.0), model_name="fake") as srv:
+        run = store.run(SAMPLE, aspect="coherence", contexts=1, strategy="symmetric", budget=2,
+                        model=f"openai:{srv.base_url}#fake", progress=False, name="served")
+        table = run.comparisons()
+        ctx, first, second = table.iloc[0][["context_id", "a_id", "b_id"]]
+        posts = srv.posts
+        found = run.explain(ctx, first, second, max_tokens=8)
+        assert srv.posts == posts + 2  # one chat request per order
+    assert found.complete and all(o.text for o in found.orders)
+    assert found.judge_key.startswith(f"openai:{srv.base_url}#fake|chat")
+    assert store.get_run("served").explanation(ctx, first, second, max_tokens=8) == found
