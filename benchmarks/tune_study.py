@@ -63,7 +63,7 @@ SLICES = {
     "tc-nat": Slice("topicalchat_usr.csv", "naturalness", tune=4, holdout=8),
     "mtbench": Slice("mtbench_human_candidates.csv", "overall", tune=20, holdout=40,
                      task="instruction", labels="mtbench_human_labels.csv"),
-    "se-coh": Slice("summeval.csv", "coherence", tune=2, holdout=4, pairs=48),
+    "se-coh": Slice("summeval.csv", "coherence", tune=2, holdout=3, pairs=48),
     # smaller slices for the slower judge on the shared 2-core machine
     "tc-eng-small": Slice("topicalchat_usr.csv", "engagingness", tune=3, holdout=6),
     "tc-eng-mini": Slice("topicalchat_usr.csv", "engagingness", tune=3, holdout=4),

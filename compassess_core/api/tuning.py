@@ -378,6 +378,9 @@ class Tuning:
                                           known=[w.text for w in known])
             reporter.message(f"round {round_}: {len(new)} of {o.per_round} paraphrase(s) of "
                              f"{best.key} usable")
+            for reply in replies:  # what the writer wrote that is no wording, for the log
+                if tuning.parse_paraphrase(reply, best, self.aspect) is None:
+                    reporter.message(f"unusable: {' '.join(str(reply).split())[:200]!r}")
             self.store.backend.set_tuning_wordings(
                 self.id, [w.to_dict() for w in known] + [w.to_dict() for w in new])
             return new
