@@ -109,6 +109,7 @@ _DELETED_FIELDS = {
     "reference_scores": "reference_scores", "campaigns": "campaigns",
     "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
     "panels": "panels", "panel_members": "panel_members",
+    "tunings": "tunings", "explanations": "explanations",
 }
 #: How ``str(Deleted)`` names one and several of each field's rows.
 _DELETED_WORDS = {
@@ -124,6 +125,8 @@ _DELETED_WORDS = {
     "campaign_pairs": ("campaign pair", "campaign pairs"),
     "panels": ("panel of judges", "panels of judges"),
     "panel_members": ("panel member", "panel members"),
+    "tunings": ("tuning", "tunings"),
+    "explanations": ("judge's explanation", "judge's explanations"),
 }
 
 
@@ -133,7 +136,9 @@ class Deleted:
     ``dry_run=True``, would remove): rows of each kind. ``scores`` are a scoring run's candidate
     scores, ``absolute_comparisons`` an absolute run's comparisons with reference texts,
     ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs,
-    ``campaigns`` the dataset's annotation campaigns with their assignments and pairs.
+    ``campaigns`` the dataset's annotation campaigns with their assignments and pairs,
+    ``tunings`` its tunings of the judge's wording (their runs are counted as runs),
+    ``explanations`` the judge's stored reasons for verdicts on its texts.
     ``str()`` says it in words (``1 run, 60 comparisons``)."""
 
     datasets: int = 0
@@ -152,6 +157,8 @@ class Deleted:
     campaign_pairs: int = 0
     panels: int = 0
     panel_members: int = 0
+    tunings: int = 0
+    explanations: int = 0
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
