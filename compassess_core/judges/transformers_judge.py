@@ -261,7 +261,10 @@ class CausalJudge(_LocalJudge):
         A prefix gets its own cache only if that saves at least this many prompt tokens.
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
-        batches; larger windows pad less but keep more prefix caches alive.
+        batches; larger windows pad less but keep more prefix caches alive. They wait no longer
+        than the prefix caches built meanwhile take one ``token_budget`` of tokens: a caller
+        that sizes the budget by time (``pacing.BatchPacer``) hears from the judge every
+        budget's worth of work.
     """
 
     kind = "causal"
@@ -272,6 +275,8 @@ class CausalJudge(_LocalJudge):
         self._setup(loaded, label_words, batch_size, token_budget)
         self.min_saving = min_saving
         self.window = window
+        # Prompt tokens computed (prefix caches) since the last micro-batch was handed out.
+        self._unreported = 0
         self._head = _FP32Head(self.model)
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
@@ -392,6 +397,7 @@ class CausalJudge(_LocalJudge):
             ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
+        self._unreported += sum(lens)
         cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
         self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True)
         return [[(layer.keys[r:r + 1, :, :n.prefix_len], layer.values[r:r + 1, :, :n.prefix_len])
@@ -448,6 +454,7 @@ class CausalJudge(_LocalJudge):
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
         hidden = out.last_hidden_state
         h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
+        self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
@@ -492,6 +499,11 @@ class CausalJudge(_LocalJudge):
                 yield from self._run_node(seqs, child, child_kv, pending, label_ids)
             if len(pending) >= self.window * self.batch_size:
                 yield from self._flush(seqs, pending, label_ids, final=False)
+            elif pending and self._unreported >= self.token_budget:
+                # The caches built since the last micro-batch took a whole token budget (long
+                # texts, or many prompts per cache: the aspects of one pair): hand out what is
+                # ready, so a caller hears from the judge (progress, a cancel) every budget.
+                yield from self._flush(seqs, pending, label_ids, final=True)
 
     @torch.inference_mode()
     def _unique_stream(self, seqs: list[list[int]],
