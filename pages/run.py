@@ -27,18 +27,18 @@ from compassess_core.prompts import (ASPECT_ADJECTIVES, TASK_WORDING, TASKS, Asp
                                      reference_column, task_from_columns)
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
-                                     ScoringOptions)
+                                     ScoringOptions, for_aspects)
 from compassess_core.run_kinds import build_settings, kind_of
 from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
 from compassess_core.selection import STRATEGIES, max_budget
 from compassess_core.settings import GenerationOptions, RunSettings
-from compassess_core.speed import human_duration
 from pages import _view as view
 from pages._auth import guard, require
-from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
-                           log_tail, pick_dataset, plain, rate_and_eta, start_worker, state_text,
-                           worker_log_path, worker_state)
+from pages._common import (api_store, cached_dataset, check_app_model, is_active, list_runs,
+                           log_tail, pick_dataset, plain, state_text, worker_state)
 from pages._judges import catalog_expander, local_model_picker
+from pages._run_progress import (group_states, log_of, progress_text, resumable,
+                                 start_together, together_with)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -46,7 +46,7 @@ OWN = "own description ..."
 #: The form's widgets, kept across page switches (``_view.keep_form``): a visit to another page
 #: and back finds the choices as they were.
 FORM = "run"
-FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_template",
+FORM_KEYS = ("run_aspect", "run_more_aspects", "own_aspect", "template_choice", "run_task", "own_template",
              "run_model_kind", "served_url", "served_name", "served_endpoint", "model_text",
              "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
              "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
@@ -86,6 +86,13 @@ with st.container(border=True):
     except TemplateError as e:
         st.error(plain(str(e)))
         st.stop()
+    # More aspects judged in the same pass: one run each, one worker (run_progress).
+    more_aspects = [a for a in c1.multiselect(
+        "Also judge in the same pass", [p for p in presets if p != aspect.name],
+        key="run_more_aspects",
+        help="One run per aspect, judged together by one worker: the prompts of the same pair "
+             "share the context and both candidates, so each more aspect costs a fraction of a "
+             "run. Each run is stored, resumed and shown on its own.") if a != aspect.name]
     template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True, key="template_choice",
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
                                     "{context} {a} {b} {aspect} placeholders.")
@@ -287,10 +294,13 @@ if mode == SCORING_MODE:
         make_options = lambda: ScoringOptions(aspect=aspect, template=score_name, task=task)  # noqa: E731
 view.save_form(FORM, FORM_KEYS)
 settings = planned = None
+together: list = []  # the settings of every aspect judged in this pass (the first: `settings`)
 try:
     if model_options is not None and make_options is not None:
-        settings = build_settings(dataset.name, make_options(), model_options,
-                                  text_columns=dataset.text_columns)
+        together = [build_settings(dataset.name, o, model_options,
+                                   text_columns=dataset.text_columns)
+                    for o in for_aspects(make_options(), [aspect, *more_aspects])]
+        settings = together[0]
         planned = kind_of(settings).planned_total(dataset, settings)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
     top.error(f"These settings cannot run: {plain(str(e))}")
@@ -298,8 +308,10 @@ except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so befor
 if settings is not None:
     kind = kind_of(settings)
     n_judged = settings.contexts or len(dataset.contexts)
-    took = api_store().estimate_time(dataset, settings).sentence()
-    top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
+    took = api_store().estimate_time(dataset, together).sentence()
+    each = (f" for each of {len(together)} aspects ({plain(', '.join(s.aspect for s in together))}"
+            "), one run each, judged in one pass" if len(together) > 1 else "")
+    top.info(f"**Plan: {planned:,} {kind.unit}**{each} on {n_judged} context(s); {took}. What is "
              "already stored (a resumed run, or the same prompts judged before by this model) is "
              "not recomputed.", icon=":material/schedule:")
     wording = TASK_WORDING[resolved_task]
@@ -321,7 +333,8 @@ if settings is not None:
 run_name = top.text_input("Run name",
                           value=settings.default_run_name()[:MAX_NAME_CHARS] if settings else "",
                           max_chars=MAX_NAME_CHARS,
-                          help="Starting a run with an existing name and the same settings resumes it.")
+                          help="Starting a run with an existing name and the same settings resumes "
+                               "it. Several aspects: NAME-ASPECT each.")
 bad_name = name_problem(run_name.strip(), "run name")
 if settings is not None and bad_name:
     top.error(plain(bad_name))
@@ -330,18 +343,24 @@ if top.button("Start", type="primary", icon=":material/play_arrow:",
     require()  # the person holds the role now (pages/_auth.py)
     try:
         check_app_model(settings.model)  # before the run is stored or a request is made
-        run = api_store().create_run(info.id, settings, name=run_name.strip())
-        state = worker_state(run.info)
-        if is_active(state):
-            top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
-        elif state == "completed" and run.info.total and run.info.done >= run.info.total:
-            top.info(f"Run {plain(run.name)} is already complete ({run.info.done}/"
-                     f"{run.info.total}); nothing to do.")
-        else:
-            start_worker(run)
-            st.toast(f"Started run {plain(run.name)}")
-        st.session_state[WATCH] = run.name
-        view.put("run", run.name)
+        runs_now = (api_store().create_runs(info.id, together, name=run_name.strip())
+                    if len(together) > 1 else
+                    [api_store().create_run(info.id, settings, name=run_name.strip())])
+        to_start = []
+        for run in runs_now:
+            state = worker_state(run.info)
+            if is_active(state):
+                top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
+            elif state == "completed" and run.info.total and run.info.done >= run.info.total:
+                top.info(f"Run {plain(run.name)} is already complete ({run.info.done}/"
+                         f"{run.info.total}); nothing to do.")
+            else:
+                to_start.append(run)
+        if to_start:
+            start_together(to_start)
+            st.toast(f"Started run {plain(', '.join(r.name for r in to_start))}")
+        st.session_state[WATCH] = runs_now[0].name
+        view.put("run", runs_now[0].name)
     except CompAssessError as e:
         top.error(plain(str(e)))
 
@@ -382,36 +401,32 @@ STATE_HELP = {
 }
 
 
-#: What the worker is doing, by the message it records in each phase (``worker``, ``run_loop``).
-PHASE_TEXT = {
-    "worker starting": "starting the worker",
-    "loading the judge": "loading the judge",
-    "planning the run": "planning the run (checking every prompt fits the judge)",
-    "judging": "judging the first batch",
-}
-
-
 def progress_panel(name: str, was_active: bool) -> None:
     run = api_store().get_run(name)
     # Status and progress are drawn after the buttons (into these slots above them), so a Cancel
     # click shows "cancelling…" in the same rerun.
     status_slot, progress_slot, message_slot = st.empty(), st.empty(), st.empty()
+    group = together_with(run)  # the runs judged in one pass with it (several aspects)
     state = run.state
+    states = group_states(group)
     c1, c2, c3 = st.columns([1, 1, 3])
-    if state == "working":
-        if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
+    if any(is_active(s) for s in states):
+        if "working" in states and c1.button("Cancel", icon=":material/stop:",
+                                             key=f"cancel_{run.id}"):
             require()  # the person holds the role now (pages/_auth.py)
-            run.cancel()
+            for r, s in zip(group, states):  # one worker judges them all: all stop
+                if is_active(s):
+                    r.cancel()
             state = run.refresh().state
-    elif state in ("stale", "cancelled", "failed", "pending") or (
-            state == "completed" and (run.info.done or 0) < (run.info.total or 0)):
+    elif any(resumable(r, s) for r, s in zip(group, states)):
         if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
             require()  # the person holds the role now (pages/_auth.py)
-            if is_active(run.refresh().state):
+            fresh = [r.refresh() for r in group]
+            if any(is_active(r.state) for r in fresh):
                 st.warning("A worker is already running this run.")
             else:
                 try:
-                    start_worker(run)
+                    start_together([r for r in fresh if resumable(r, r.state)])
                     st.rerun()
                 except CompAssessError as e:
                     st.error(plain(str(e)))
@@ -419,22 +434,17 @@ def progress_panel(name: str, was_active: bool) -> None:
     title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
     total, done = int(info.total or 0), int(info.done or 0)
     status_slot.markdown(f"**Status: {title}** — {explain}")
-    unit, rate_unit = run.run_kind.unit, run.run_kind.rate_unit
-    if total:
-        share = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
-        if is_active(state):
-            rate, eta = rate_and_eta(info)
-            text = (f"{share} · {fmt(rate, '.2f', '…')} {rate_unit} · ETA {fmt(eta, '.0f', '…')} s"
-                    if rate else f"{share} · {PHASE_TEXT.get(info.message or '', 'judging')}")
-        elif info.rate and info.judge_s:  # a run that ended: its own rate and time, no ETA
-            text = (f"{share} · {info.rate:.2f} {rate_unit} over {human_duration(info.judge_s)}"
-                    " of judging (its last session, loading the judge not included)")
-        else:
-            text = share
-        progress_slot.progress(min(done / total, 1.0), text=text)
-    else:
-        progress_slot.progress(0.0, text=f"{done:,} {unit} · "
-                                         f"{PHASE_TEXT.get(info.message or '', 'waiting for the worker')}")
+    named = (plain(f"{run.name} ({run.settings.aspect}): ", "text") if len(group) > 1 else "")
+    progress_slot.progress(min(done / total, 1.0) if total else 0.0,
+                           text=named + progress_text(run, state))
+    if len(group) > 1:
+        st.caption(f"Judged in one pass with {len(group) - 1} other run(s), one per aspect; "
+                   "Cancel and Resume act on all of them.")
+        for other, other_state in ((g, s) for g, s in zip(group, states) if g.id != run.id):
+            o_total = int(other.info.total or 0)
+            st.progress(min(int(other.info.done or 0) / o_total, 1.0) if o_total else 0.0,
+                        text=plain(f"{other.name} ({other.settings.aspect}): ", "text")
+                        + progress_text(other, other_state))
     if info.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(info.message)}")
     if done:
@@ -456,12 +466,13 @@ def progress_panel(name: str, was_active: bool) -> None:
                                into="text"),
                          hide_index=True, width="stretch", placeholder="")
     with st.expander("Worker log (last lines)"):
-        st.code(log_tail(worker_log_path(run.id)) or "(no log yet)", language=None)
-    if was_active and not is_active(state):
+        st.code(log_tail(log_of(group)) or "(no log yet)", language=None)
+    if was_active and not any(is_active(s) for s in group_states([r.refresh() for r in group])):
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-active = is_active(worker_state(runs[names.index(watched)].info))
+active = any(is_active(s) for s in group_states(
+    together_with(api_store().get_run(runs[names.index(watched)].id))))
 with top:
     st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()
