@@ -20,6 +20,7 @@ markdown.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,19 @@ def home_dir() -> Path:
 
 # ------------------------------------------------------------------------ a run, through the API
 
-def _stored_key(info) -> str:
+#: Seconds between fresh reads of a run a worker is judging: every micro-batch changes what it
+#: stores, and reading (and recomputing) everything at each one kept the result pages of a live
+#: run, and those of its dataset's judges, at 5-6 s while it ran.
+LIVE_READ_S = 10.0
+
+
+def _stored_key(info, now: float | None = None) -> str:
     """How much a run stores, as a cache key: a finished batch, a status change (or, for an
-    absolute run, edited references, which replace comparisons in place) reads it afresh."""
+    absolute run, edited references, which replace comparisons in place) reads it afresh. A run
+    with a live worker is read afresh once per ``LIVE_READ_S`` window instead (its status
+    change at the end reads it again at once)."""
+    if is_active(worker_state(info)):
+        return f"live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
     key = f"{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
@@ -132,7 +143,7 @@ def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
     pages): its runs' stored comparisons and status, its panels and its stored human labels."""
     store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+    return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
             tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
 
 
