@@ -788,8 +788,8 @@ class Store:
         if dataset_id is None:
             dataset_id = self.backend.save_dataset(dataset)
         runs = [self._create_run(dataset, dataset_id, s, n) for s, n in zip(settings, names)]
-        reporter.message(f"{kind.label} runs on dataset '{runs[0].info.dataset_name}', judged "
-                         f"together: " + ", ".join(
+        reporter.message(f"{len(runs)} runs of {kind.label} on dataset "
+                         f"'{runs[0].info.dataset_name}', judged together: " + ", ".join(
                              f"'{r.name}' ({kind_of(s).planned_total(dataset, s):,} "
                              f"{kind_of(s).unit})" for r, s in zip(runs, settings))
                          + f"; {self.estimate_time(dataset, settings).sentence()}")

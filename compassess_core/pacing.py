@@ -97,11 +97,12 @@ class BatchPacer:
     memory allows); ``prior_token_rate`` (the plan's estimate) sizes the batches until the first
     one is measured. :meth:`paced` wraps a ``judge_stream``-like iterator: after each micro-batch
     it measures tokens per second over the recent batches (:class:`RateWindow`, a short window)
-    and sets the budget the judge's next cut uses.
+    and sets the budget the judge's next cut uses. A budget someone else lowered meanwhile (the
+    judge itself, after running out of memory) becomes the most it may get from then on.
     """
 
     def __init__(self, judge: Any, prior_token_rate: float | None = None,
-                 target_s: float = TARGET_BATCH_S, window_s: float = 4 * TARGET_BATCH_S) -> None:
+                 target_s: float = TARGET_BATCH_S, window_s: float = 2 * TARGET_BATCH_S) -> None:
         self.judge = judge
         stats = getattr(judge, "stats", None)
         self.active = isinstance(getattr(judge, "token_budget", None), int) and \
@@ -109,11 +110,16 @@ class BatchPacer:
         self.most = int(judge.token_budget) if self.active else None
         self.target_s = target_s
         self.window = RateWindow(prior_token_rate, window_s)
+        self._last_set: int | None = None
         if self.active and prior_token_rate:
             self._set(prior_token_rate)
 
     def _set(self, token_rate: float) -> None:
-        self.judge.token_budget = batch_token_budget(token_rate, self.target_s, most=self.most)
+        now = int(self.judge.token_budget)
+        if self._last_set is not None and now < self._last_set:
+            self.most = now  # lowered by someone else (memory): never raised above it again
+        self._last_set = batch_token_budget(token_rate, self.target_s, most=self.most)
+        self.judge.token_budget = self._last_set
 
     @property
     def token_budget(self) -> int | None:

@@ -78,3 +78,16 @@ def test_a_judge_without_a_token_budget_is_left_alone():
         pass
     pacer = BatchPacer(Served(), prior_token_rate=100.0)
     assert not pacer.active and list(pacer.paced(iter([1, 2]))) == [1, 2]
+
+
+def test_a_budget_lowered_by_the_judge_is_never_raised_above_again(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("compassess_core.pacing.time.perf_counter", lambda: clock[0])
+    judge = FakeTimedJudge(token_budget=8192)
+    pacer = BatchPacer(judge, prior_token_rate=1000.0, target_s=2.0)
+    stream = pacer.paced(judge.stream(6, 1 / 4000, clock))    # fast: the pacer wants 8000
+    next(stream)
+    judge.token_budget = 1000                                  # e.g. halved after running out of memory
+    for _ in stream:
+        pass
+    assert max(judge.budgets[2:]) <= 1000 and pacer.most == 1000
