@@ -175,3 +175,33 @@ def test_p_of_four_aspects_in_one_pass_equals_four_separate_runs(bundled_model, 
     prompts = [together[0].prompt(*k) for k in together[0].comparisons()[
         ["context_id", "a_id", "b_id"]].itertuples(index=False)]
     assert all(p.text.rstrip().endswith("Summary A or Summary B?") for p in prompts)
+
+
+def test_scoring_and_absolute_runs_of_several_aspects_share_each_judge_call():
+    from compassess_core.scoring import scoring_settings, scoring_template
+    from test_run_loop import absolute
+
+    class Calls(FakeLengthJudge):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.calls: list[int] = []
+
+        def label_stream(self, seqs, label_ids):
+            self.calls.append(len(seqs))
+            return super().label_stream(seqs, label_ids)
+
+        def label_logprobs_stream(self, prompts, words):
+            self.calls.append(len(prompts))
+            return super().label_logprobs_stream(prompts, words)
+
+    ds = make_dataset()
+    two = [Aspect.from_name(a) for a in ("coherence", "fluency")]
+    scoring = [scoring_settings("toy", a, scoring_template("s1", a), "fake") for a in two]
+    abs_settings, shelf = absolute(ds)
+    absolutes = [abs_settings.with_changes(aspect=a.name, aspect_adjective=a.adjective)
+                 for a in two]
+    for settings, sink, per_aspect in ((scoring, MemorySink(), 12), (absolutes, shelf, 48)):
+        judge = Calls(batch_size=64)
+        execute_group_with(sink, ds, settings, judge, [1, 2], reporter=Watch())
+        assert all(len(sink.stored_results(r, settings[0].kind)) == per_aspect for r in (1, 2))
+        assert len(judge.calls) == 2, judge.calls   # the small first batch, then the rest: both aspects each
