@@ -34,7 +34,7 @@ from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionE
 from .report_text import fmt as _fmt, table as _table
 from .report import EXAMPLES
 from .run_kinds import build_settings, kind_of
-from .run_loop import is_active, state_text, worker_state
+from .run_loop import PHASE_TEXT, is_active, state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
@@ -583,7 +583,10 @@ def cmd_runs(args) -> int:
                                state=worker_state(r), kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
                                n_comparisons=r.n_comparisons, judge=r.judge_key,
-                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate)
+                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate,
+                               phase=r.phase if is_active(worker_state(r)) else None,
+                               phase_at=(r.phase_at.isoformat() if r.phase_at is not None
+                                         and is_active(worker_state(r)) else None))
                           for r in runs], indent=2))
         return EXIT_OK
     for r in runs:
@@ -592,7 +595,9 @@ def cmd_runs(args) -> int:
         kind = kind_of(r.settings)
         took = (f", {r.rate:.2f} {kind.rate_unit} over {r.judge_s:.0f} s of judging"
                 if r.rate and r.judge_s and not is_active(worker_state(r)) else "")
-        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} "
+        doing = (f" ({PHASE_TEXT.get(r.phase, r.phase)})" if r.phase and is_active(worker_state(r))
+                 else "")
+        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}{doing}\t{r.done}/{r.total or '?'} "
               f"{kind.unit}{took}")
     return EXIT_OK
 

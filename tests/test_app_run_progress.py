@@ -95,3 +95,14 @@ def test_what_resume_starts(state, done, total, expected):
     run = Run()
     run.info = info
     assert _run_progress.resumable(run, state) is expected
+
+
+def test_compassess_runs_says_what_a_live_worker_does(app_env, capsys):
+    from compassess_core.cli import main
+    store, _, run_id = seed_run(app_env)
+    store.set_run_status(run_id, "running", done=20, total=60, message="loading the judge",
+                         phase=run_loop.LOADING_PHASE)
+    assert main(["runs", "--db", app_env]) == 0
+    assert "running (loading the judge)\t20/60 comparisons" in capsys.readouterr().out
+    assert main(["runs", "--json", "--db", app_env]) == 0
+    assert '"phase": "loading"' in capsys.readouterr().out
