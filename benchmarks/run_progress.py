@@ -242,7 +242,8 @@ def send_sigterm(proc: subprocess.Popen, store: Store, info: RunInfo) -> None:
 
 def measure(work: Workload, repeat: int, threads: int | None,
             results: dict[tuple[str, str], list[float]], notes: list[str],
-            stop_when: str = "running") -> None:
+            stop_when: str = "running", stops_only: bool = False,
+            hows: tuple[str, ...] = ("store cancel", "SIGTERM")) -> None:
     def record(values: dict[str, float]) -> None:
         for metric, v in values.items():
             results.setdefault((work.name, metric), []).append(v)
@@ -251,8 +252,13 @@ def measure(work: Workload, repeat: int, threads: int | None,
     for i in range(1, repeat + 1):
         for how, stop in (("progress", None), ("store cancel", request_cancel),
                           ("SIGTERM", send_sigterm)):
+            if (how == "progress" and stops_only) or (how != "progress" and how not in hows):
+                continue
             print(f"[{work.name} {i}/{repeat}] {how} ...", file=sys.stderr, flush=True)
             tr = observe(work, threads, stop, stop_when)
+            if stops_only:  # the start-up of a stopped run is a start-up like any other
+                record({k: v for k, v in progress_metrics(tr).items() if "->" in k
+                        and "first progress" in k})
             if how == "progress":
                 record(progress_metrics(tr))
                 if tr.final_status != "completed" or tr.returncode != 0:
@@ -338,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop-when", choices=["running", "computing"], default="running",
                     help="send the cancel / SIGTERM 3 s after the run shows `running` (default) or "
                          "1 s after its first progress update, while the judge computes a batch")
+    ap.add_argument("--stops-only", action="store_true",
+                    help="no full run: only the stopped ones (their start-up is measured too)")
+    ap.add_argument("--stops", default="store cancel,SIGTERM",
+                    help="comma-separated: which stops to send (default both)")
     ap.add_argument("--json", type=Path, metavar="FILE",
                     help="also write the results (every value) and notes as JSON to FILE")
     args = ap.parse_args(argv)
@@ -346,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     for work in workloads(names, args.data_dir):
-        measure(work, args.repeat, args.threads, results, notes, args.stop_when)
+        measure(work, args.repeat, args.threads, results, notes, args.stop_when, args.stops_only,
+                tuple(h.strip() for h in args.stops.split(",")))
     if not results:
         print("nothing was measured", file=sys.stderr)
         return 1
