@@ -205,3 +205,46 @@ def test_scoring_and_absolute_runs_of_several_aspects_share_each_judge_call():
         execute_group_with(sink, ds, settings, judge, [1, 2], reporter=Watch())
         assert all(len(sink.stored_results(r, settings[0].kind)) == per_aspect for r in (1, 2))
         assert len(judge.calls) == 2, judge.calls   # the small first batch, then the rest: both aspects each
+
+
+@pytest.mark.model
+def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
+    """Prompts that differ only in the question (the aspects of one pair) run as one row with
+    their pair (tree attention: each question sees the context, both candidates and itself)
+    instead of a cache per pair and a batch of questions on copies of it: the same p as that
+    and as each prompt alone."""
+    from compassess_core.data import load_candidates
+    from compassess_core.judges import load_judge
+    from compassess_core.prompts import builtin_template
+    judge = load_judge(None, batch_size=8)
+    ctx = load_candidates(SAMPLE).contexts[0]
+    t1 = builtin_template("t1", "summary")
+    pairs = [(0, 1), (0, 2), (2, 3)]
+    prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
+                         Aspect.from_name(x)) for a, b in pairs for x in ASPECTS]
+
+    def judged(**kw):
+        old = {k: getattr(judge, k) for k in kw}
+        for k, v in kw.items():
+            setattr(judge, k, v)
+        judge.stats.update(model_tokens=0, forward_passes=0)
+        try:
+            return np.array([j.p for j in judge.judge(prompts)]), dict(judge.stats)
+        finally:
+            for k, v in old.items():
+                setattr(judge, k, v)
+    rows: list[int] = []
+    run_fused = judge._run_fused
+
+    def counting(seqs, nodes, *args):
+        out = run_fused(seqs, nodes, *args)
+        rows.extend(out[0])
+        return out
+    judge._run_fused = counting
+    fused, _ = judged()
+    assert sorted(rows) == list(range(len(prompts))), "every prompt ran with its pair"
+    rows.clear()
+    cached, _ = judged(fuse_suffix=0)
+    assert rows == []
+    alone = np.array([judge.judge([p])[0].p for p in prompts])
+    assert np.abs(fused - cached).max() < 1e-5 and np.abs(fused - alone).max() < 1e-5

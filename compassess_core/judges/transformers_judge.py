@@ -259,6 +259,11 @@ class CausalJudge(_LocalJudge):
         Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
     min_saving
         A prefix gets its own cache only if that saves at least this many prompt tokens.
+    fuse_suffix
+        A cached prefix whose prompts all end within this many tokens of it (the aspects of one
+        pair: only the question differs) is computed together with those endings in one
+        forward pass (:meth:`_run_fused`), instead of a cache and then a batch of short suffixes
+        on copies of it.
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
         batches; larger windows pad less but keep more prefix caches alive. They wait no longer
@@ -271,10 +276,11 @@ class CausalJudge(_LocalJudge):
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
                  batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
-                 min_saving: int = 32, window: int = 4):
+                 min_saving: int = 32, window: int = 4, fuse_suffix: int = 48):
         self._setup(loaded, label_words, batch_size, token_budget)
         self.min_saving = min_saving
         self.window = window
+        self.fuse_suffix = fuse_suffix
         # Prompt tokens computed (prefix caches) since the last micro-batch was handed out.
         self._unreported = 0
         self._head = _FP32Head(self.model)
@@ -492,7 +498,14 @@ class CausalJudge(_LocalJudge):
         (a window of ``window * batch_size``) are alive at once, whatever the chunk size.
         """
         pending.extend((i, node.prefix_len, kv) for i in node.leaves)
-        kids = sorted(node.children, key=lambda c: c.prefix_len)
+        fused = sorted((c for c in node.children if self._fusable(seqs, c)),
+                       key=lambda c: self._fused_width(seqs, c, node.prefix_len))
+        widths = np.array([self._fused_width(seqs, c, node.prefix_len) for c in fused],
+                          dtype=np.int64)
+        for wave in self._split(widths):
+            yield self._run_fused(seqs, [fused[p] for p in wave], node.prefix_len, kv, label_ids)
+        kids = sorted((c for c in node.children if not self._fusable(seqs, c)),
+                      key=lambda c: c.prefix_len)
         for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
             group = [kids[p] for p in wave]
             for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
@@ -504,6 +517,72 @@ class CausalJudge(_LocalJudge):
                 # texts, or many prompts per cache: the aspects of one pair): hand out what is
                 # ready, so a caller hears from the judge (progress, a cancel) every budget.
                 yield from self._flush(seqs, pending, label_ids, final=True)
+
+    def _fusable(self, seqs, node: PrefixNode) -> bool:
+        """Whether ``node`` and its prompts' endings run in one pass (:meth:`_run_fused`): no
+        deeper cache, two prompts or more, each ending within ``fuse_suffix`` tokens of it."""
+        return (not node.children and len(node.leaves) >= 2
+                and all(len(seqs[i]) - node.prefix_len <= self.fuse_suffix for i in node.leaves))
+
+    @staticmethod
+    def _fused_width(seqs, node: PrefixNode, base: int) -> int:
+        """Tokens of ``node``'s fused row: its extension of ``base`` and every prompt's ending."""
+        return node.prefix_len - base + sum(len(seqs[i]) - node.prefix_len for i in node.leaves)
+
+    def _run_fused(self, seqs, nodes: list[PrefixNode], base: int, kv,
+                   label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """One forward pass over ``nodes`` (siblings on the cache ``kv`` of ``base`` tokens), each
+        row its node's extension followed by the endings of its prompts (tree attention).
+
+        An attention mask lets an extension token see the cache and the extension before it,
+        and an ending's token see the cache, the whole extension and its own ending before it
+        (never another prompt's ending); position ids continue each ending from the node's
+        length. Each prompt's last token so sees exactly the keys, at exactly the positions, it
+        sees when run alone: the same p, without a cache for the node and a batch of short
+        suffixes on copies of it. Returns the prompts' rows and label log-probabilities.
+        """
+        b = len(nodes)
+        width = max(self._fused_width(seqs, n, base) for n in nodes)
+        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        pos = torch.zeros((b, width), dtype=torch.long)
+        part = torch.full((b, width), -2, dtype=torch.long)   # -1 extension, k prompt k, -2 pad
+        rows, ends = [], []
+        for r, node in enumerate(nodes):
+            tokens = list(seqs[node.rep][base:node.prefix_len])
+            at = list(range(base, node.prefix_len))
+            owner = [-1] * len(tokens)
+            for k, i in enumerate(node.leaves):
+                end = seqs[i][node.prefix_len:]
+                tokens += end
+                at += range(node.prefix_len, node.prefix_len + len(end))
+                owner += [k] * len(end)
+                rows.append(i)
+                ends.append((r, len(tokens) - 1))
+            n = len(tokens)
+            ids[r, :n] = torch.tensor(tokens, dtype=torch.long)
+            pos[r, :n] = torch.tensor(at, dtype=torch.long)
+            part[r, :n] = torch.tensor(owner, dtype=torch.long)
+        q, k = part[:, :, None], part[:, None, :]
+        order = torch.arange(width)
+        seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
+        seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
+        if kv is not None:
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
+        dtype = self.model.dtype
+        mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
+        self.stats["model_tokens"] += int((part > -2).sum())
+        self.stats["forward_passes"] += 1
+        from transformers import DynamicCache
+        cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
+        out = self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True,
+                         attention_mask=mask[:, None].to(self.device),
+                         position_ids=pos.to(self.device))
+        hidden = out.last_hidden_state
+        at_r = torch.tensor([r for r, _ in ends], device=hidden.device)
+        at_c = torch.tensor([c for _, c in ends], device=hidden.device)
+        self._unreported = 0  # handed out now
+        return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
+                                                                           label_ids)
 
     @torch.inference_mode()
     def _unique_stream(self, seqs: list[list[int]],
