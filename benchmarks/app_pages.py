@@ -198,8 +198,7 @@ def live(tmp: str) -> int:
           f"'live-done' ({store.get_run('live-done').n_comparisons:,} comparisons) and run "
           f"'live-run' ({24 * 40:,} comparisons, the bundled judge)")
     results: dict[str, dict[str, tuple[float, float]]] = {}
-    print("
-== no run going: pages of the finished run ==", flush=True)
+    print("\n== no run going: pages of the finished run ==", flush=True)
     results["no run, finished run"] = time_pages("live-done")
     proc = run.start_worker(Path(tmp) / "worker.log", cwd=ROOT)
     try:
@@ -208,15 +207,12 @@ def live(tmp: str) -> int:
         if proc.poll() is not None:
             raise RuntimeError((Path(tmp) / "worker.log").read_text()[-2000:])
         print(f"worker {proc.pid} judging ({run.info.done} done)", flush=True)
-        print("
-== a run computing: pages of the live run ==", flush=True)
+        print("\n== a run computing: pages of the live run ==", flush=True)
         results["during a run, live run"] = time_pages("live-run")
-        print("
-== a run computing: pages of the finished run ==", flush=True)
+        print("\n== a run computing: pages of the finished run ==", flush=True)
         results["during a run, finished run"] = time_pages("live-done")
         still = proc.poll() is None
-        print(f"
-the worker was {'still judging' if still else 'done'} at the end "
+        print(f"\nthe worker was {'still judging' if still else 'done'} at the end "
               f"({run.refresh().info.done}/{run.info.total})")
     finally:
         if proc.poll() is None:
@@ -226,16 +222,14 @@ the worker was {'still judging' if still else 'done'} at the end "
             except Exception:  # noqa: BLE001 - never leave a worker behind
                 proc.kill()
     heads = list(results)
-    print("
-| page | " + " | ".join(f"{h} cold / warm (s)" for h in heads) + " |")
+    print("\n| page | " + " | ".join(f"{h} cold / warm (s)" for h in heads) + " |")
     print("|---|" + "---:|" * len(heads))
     worst = 0.0
     for page in ALL_PAGES:
         cells = [f"{results[h][page][0]:.2f} / {results[h][page][1]:.2f}" for h in heads]
         worst = max([worst] + [max(results[h][page]) for h in heads[1:]])
         print(f"| {page} | " + " | ".join(cells) + " |")
-    print(f"
-slowest page during the run: {worst:.2f} s "
+    print(f"\nslowest page during the run: {worst:.2f} s "
           f"({'under' if worst < 2.0 else 'OVER'} the 2 s target)")
     return 0
 

@@ -69,11 +69,13 @@ def timed_group(dataset, aspects, judge, **kw) -> tuple[float, int, list[dict]]:
     sink = MemorySink()
     settings = [settings_for(dataset, a, **kw) for a in aspects]
     ids = list(range(1, len(aspects) + 1))
-    tokens = judge.stats["model_tokens"]
+    tokens, passes = judge.stats["model_tokens"], judge.stats["forward_passes"]
     start = time.perf_counter()
     execute_group_with(sink, dataset, settings, judge, ids, reporter=Quiet())
-    return (time.perf_counter() - start, judge.stats["model_tokens"] - tokens,
-            [p_by_key(sink, i) for i in ids])
+    seconds = time.perf_counter() - start
+    print(f"    {len(aspects)} aspect(s): {judge.stats['forward_passes'] - passes} forward passes",
+          file=sys.stderr, flush=True)
+    return seconds, judge.stats["model_tokens"] - tokens, [p_by_key(sink, i) for i in ids]
 
 
 def prefix_shares(judge) -> list[tuple[str, int, int]]:

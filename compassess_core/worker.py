@@ -204,11 +204,11 @@ def execute_group(jobs: Sequence[RunJob], sink, *, reporter: Reporter | None = N
     counter = TokenCounter(getattr(jobs[0].judge, "tokenizer", None))
     works = [kind_of(job.settings).prompt_work(job.dataset, job.settings) for job in jobs]
     shared = shared_work(works)
+    # Runs judged together record the group's shared work: their token rate is then the judge's,
+    # as a later plan's estimate takes it.
     notes = work_notes_of(shared, counter)
     for job, plan in zip(jobs, plans):
-        # Runs judged together record the group's shared work: their token rate is then the
-        # judge's, as a later plan's estimate takes it.
-        plan.notes.update(notes if len(jobs) > 1 else work_notes_of(works[0], counter))
+        plan.notes.update(notes)
         if len(jobs) > 1:
             plan.notes["run_group"] = ids
         sink.record_plan(job.run_id, plan.notes)
