@@ -48,9 +48,10 @@ OWN = "own description ..."
 FORM = "run"
 FORM_KEYS = ("run_aspect", "run_more_aspects", "own_aspect", "template_choice", "run_task",
              "own_template", "run_model_kind", "served_url", "served_name", "served_endpoint",
-             "model_text", "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
-             "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
-             "abs_sample", "abs_variant", "abs_refs", "score_template")
+             "model_text", "catalog_model", "run_device", "run_batch_size", "strategy", "budget",
+             "n_contexts", "run_seed", "truncate_context", "run_mode", "abs_levels",
+             "abs_max_new", "abs_orders", "abs_sample", "abs_variant", "abs_refs",
+             "score_template")
 #: The run this page watches when chosen here or started by Start (the result pages' run picker
 #: changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
