@@ -286,6 +286,8 @@ class CausalScorer:
                 step2 = {f: logprobs[n * (k + 1) + ready] for k, f in enumerate(firsts)}
                 probs, mass = score_distribution(self.plan, logprobs[ready], step2)
                 yield ready, judgements_from_distribution(probs, mass, ms * len(rows) / len(ready))
+            elif not len(rows):  # a checkpoint within a long prompt: the caller may stop here
+                yield ready, []
 
     def score(self, prompts: Sequence[ComparisonPrompt]) -> list[ScoreJudgement]:
         """Score every prompt, in input order."""

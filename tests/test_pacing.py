@@ -91,3 +91,37 @@ def test_a_budget_lowered_by_the_judge_is_never_raised_above_again(monkeypatch):
     for _ in stream:
         pass
     assert max(judge.budgets[2:]) <= 1000 and pacer.most == 1000
+
+
+@pytest.mark.model
+def test_a_prompt_longer_than_a_micro_batch_runs_in_pieces_a_caller_can_stop_between(
+        bundled_model):
+    """With a token budget far below one prompt (a long story on a slow machine), the judge
+    computes every prompt in pieces and hands out an empty micro-batch after each: the run loop
+    looks for a cancel there. p is that of one pass up to fp32 rounding; every prompt still comes
+    once."""
+    from compassess_core.data import load_candidates
+    from compassess_core.judges import load_judge
+    from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect, builtin_template
+    judge = load_judge(None, batch_size=8)
+    ctx = load_candidates("assets/sample_summeval.csv").contexts[0]
+    t1 = builtin_template("t1", "summary")
+    prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
+                         Aspect.from_name(x)) for a, b in ((0, 1), (1, 2))
+               for x in ("coherence", "fluency")] + [
+        t1.render(ctx.text, ctx.candidates[2].text, ctx.candidates[3].text,
+                  Aspect("coherence", ASPECT_ADJECTIVES["coherence"]))]
+    whole = np.array([j.p for j in judge.judge(prompts)])
+    judge.token_budget = 64
+    batches = list(judge.judge_stream(prompts))
+    assert sum(1 for rows, _ in batches if len(rows) == 0) >= 10, "checkpoints between pieces"
+    rows = np.concatenate([r for r, _ in batches])
+    assert sorted(rows.tolist()) == list(range(len(prompts)))
+    pieces = np.empty(len(prompts))
+    for r, js in batches:
+        pieces[r] = [j.p for j in js]
+    assert np.abs(pieces - whole).max() < 1e-5
+    stream = judge.judge_stream(prompts)   # a caller that stops at the first checkpoint
+    first = next(stream)
+    assert len(first[0]) == 0
+    stream.close()

@@ -390,14 +390,44 @@ class CausalJudge(_LocalJudge):
             layer.values = v.expand(batch, -1, -1, -1) if batch > 1 else v
         return cache
 
-    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
-        """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), one forward.
+    def _checkpoint(self, label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """An empty micro-batch: a point within a long prompt where a caller may stop."""
+        return np.empty(0, dtype=np.int64), np.empty((0, len(label_ids)))
+
+    def _prefill(self, seq: list[int], start: int, end: int, kv, label_ids) -> Iterator:
+        """The cache of ``seq[:end]`` from the cache ``kv`` of ``seq[:start]`` (None when
+        ``start`` is 0), one ``token_budget`` of tokens per forward pass, with a checkpoint
+        (:meth:`_checkpoint`) after each but the last: a text longer than one micro-batch may
+        hold (a long story) is computed in pieces a caller can stop between, each taking about
+        as long as a micro-batch. Returns (``yield from``'s value) the cache as ``[(keys,
+        values)]`` per layer. The pieces attend to everything before them, at their own
+        positions (the cache's length), so the cache is that of one pass up to fp32 rounding."""
+        from transformers import DynamicCache
+        step = max(int(self.token_budget), 1)
+        cache = self._make_cache(kv, 1) if kv is not None else DynamicCache(config=self.model.config)
+        for lo in range(start, end, step):
+            hi = min(lo + step, end)
+            self.stats["model_tokens"] += hi - lo
+            self.stats["forward_passes"] += 1
+            self._base(input_ids=torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device),
+                       past_key_values=cache, use_cache=True)
+            if hi < end:
+                self._unreported = 0
+                yield self._checkpoint(label_ids)
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv, label_ids) -> Iterator:
+        """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), one forward
+        (``yield from``'s value; one node longer than the token budget: :meth:`_prefill`).
 
         The extensions are right-padded into one batch; each node's cache is the view of its row
         up to its own prefix length, so the pads after it are never part of it.
         """
         from transformers import DynamicCache
         lens = [n.prefix_len - base for n in nodes]
+        if len(nodes) == 1 and lens[0] > self.token_budget:
+            return [(yield from self._prefill(seqs[nodes[0].rep], base, nodes[0].prefix_len, kv,
+                                              label_ids))]
         ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
         for r, n in enumerate(nodes):
             ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
@@ -430,9 +460,20 @@ class CausalJudge(_LocalJudge):
         ready = list(pending)
         pending[:] = keep
         for b in batches:
-            yield self._run_batch(seqs, [ready[p] for p in b], label_ids)
+            yield from self._run_batch(seqs, [ready[p] for p in b], label_ids)
 
-    def _run_batch(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
+    def _run_batch(self, seqs, items: list, label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`_run_batch_now`; one suffix longer than the token budget runs all but its last
+        budget of tokens first in pieces (:meth:`_prefill`, checkpoints between them)."""
+        if len(items) == 1:
+            i, start, kv = items[0]
+            cut = len(seqs[i]) - min(max(int(self.token_budget), 1), len(seqs[i]) - start)
+            if cut > start:
+                kv = yield from self._prefill(seqs[i], start, cut, kv, label_ids)
+                items = [(i, cut, kv)]
+        yield self._run_batch_now(seqs, items, label_ids)
+
+    def _run_batch_now(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
         """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)]:
         the rows computed and their label log-probabilities (rows, k).
 
@@ -503,12 +544,21 @@ class CausalJudge(_LocalJudge):
         widths = np.array([self._fused_width(seqs, c, node.prefix_len) for c in fused],
                           dtype=np.int64)
         for wave in self._split(widths):
-            yield self._run_fused(seqs, [fused[p] for p in wave], node.prefix_len, kv, label_ids)
+            group = [fused[p] for p in wave]
+            if len(group) == 1 and widths[wave[0]] > self.token_budget:
+                # one pair longer than a micro-batch: its second text first, in pieces
+                one = group[0]
+                one_kv = yield from self._prefill(seqs[one.rep], node.prefix_len, one.prefix_len,
+                                                  kv, label_ids)
+                yield self._run_fused(seqs, group, one.prefix_len, one_kv, label_ids)
+            else:
+                yield self._run_fused(seqs, group, node.prefix_len, kv, label_ids)
         kids = sorted((c for c in node.children if not self._fusable(seqs, c)),
                       key=lambda c: c.prefix_len)
         for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
             group = [kids[p] for p in wave]
-            for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
+            caches = yield from self._extend(seqs, group, node.prefix_len, kv, label_ids)
+            for child, child_kv in zip(group, caches):
                 yield from self._run_node(seqs, child, child_kv, pending, label_ids)
             if len(pending) >= self.window * self.batch_size:
                 yield from self._flush(seqs, pending, label_ids, final=False)
@@ -591,7 +641,8 @@ class CausalJudge(_LocalJudge):
         pending: list = []
         if self.prefix_cache:
             root = plan_prefixes(seqs, self.min_saving)
-            kv = self._extend(seqs, [root], 0, None)[0] if root.prefix_len > 0 else None
+            kv = ((yield from self._extend(seqs, [root], 0, None, label_ids))[0]
+                  if root.prefix_len > 0 else None)
             yield from self._run_node(seqs, root, kv, pending, label_ids)
         else:
             pending = [(i, 0, None) for i in range(len(seqs))]
