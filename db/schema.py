@@ -185,6 +185,10 @@ class RunRow(Base):
     # shows, and what the plan of a later run estimates its time from.
     judge_s: Mapped[float | None] = mapped_column(Float)
     token_rate: Mapped[float | None] = mapped_column(Float)
+    # What the worker does now (starting, loading, planning, judging) and since when: what the
+    # Run page shows with its elapsed time.
+    phase: Mapped[str | None] = mapped_column(String(32))
+    phase_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,10 +47,19 @@ PREVIEW_CHARS = 120
 
 # ------------------------------------------------------------------------ a run, through the API
 
-def _stored_key(info) -> str:
+#: Seconds between fresh reads of a run a worker is judging: every micro-batch changes what it
+#: stores, and reading (and recomputing) everything at each one kept the result pages of a live
+#: run, and those of its dataset's judges, at 5-6 s while it ran.
+LIVE_READ_S = 10.0
+
+
+def _stored_key(info, now: float | None = None) -> str:
     """What a run's numbers rest on, as a cache key: its name (a renamed run's exports and
     report name it anew), a finished batch, a status change (or, for an absolute run, edited
-    references, which replace comparisons in place)."""
+    references, which replace comparisons in place). A run with a live worker is read afresh
+    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again)."""
+    if api.has_live_worker(info):
+        return f"{info.name}/live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
     key = f"{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
@@ -167,7 +177,7 @@ def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
     pages): its runs' stored comparisons and status, its panels and its stored human labels."""
     store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+    return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
             tuple(store.panels(dataset_id)["id"]), len(store.human_labels(dataset_id)))
 
 

@@ -49,7 +49,7 @@ from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
 from .planning import (JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
                        judge_servers)
-from .progress import ProgressBar, RunProgress
+from .progress import ProgressBar, RunProgress, has_live_worker
 from .run import Run
 from .settings import run_settings, score_settings
 from .records import Deleted, LabelsImported
@@ -85,7 +85,8 @@ __all__ = [
     "RunInterrupted", "NoSystemsError",
     # checking files, planning runs, watching workers
     "UploadCheck", "DatasetSaved", "LabelsCheck", "RunDefaults", "RunPlan", "PromptPreview",
-    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "template_from_text",
+    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
+    "template_from_text",
     "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
     "EXPORT_FORMATS",
 ]

@@ -18,9 +18,9 @@ from ..context_window import truncated_text
 from ..errors import InputError
 from ..judges.servers import served_model_problem
 from ..report import ShownComparison
-from ..run_loop import WORKER_STATE_TEXT, is_active, remaining_s
+from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
 from ..worker import Reporter
-from .progress import RunProgress, _reporter
+from .progress import RunProgress, _reporter, phase_of, phase_seconds
 from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
@@ -176,7 +176,8 @@ class Run(Verdicts):
         if is_active(self.state):
             raise InputError(f"run '{self.name}' already has a live worker")
         # Marked running first, so a second click or a second browser sees a live worker.
-        self.store.backend.set_run_status(self.id, "running", message="worker starting")
+        self.store.backend.set_run_status(self.id, "running", message="worker starting",
+                                          phase=STARTING_PHASE)
         return worker.start_worker(self.id, self.store.url,
                                    Path(log_path or self.worker_log_path), cwd=cwd)
 
@@ -186,9 +187,15 @@ class Run(Verdicts):
         return worker.worker_log_path(self.id)
 
     def worker_log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
-        """The last ``n_lines`` lines its worker wrote ("" before any)."""
+        """The last ``n_lines`` lines its worker wrote ("" before any): the newest log of the
+        runs judged with it (a worker of several runs writes to the first one's)."""
         _check_at_least("n_lines", n_lines, 1)
-        return worker.log_tail(Path(log_path or self.worker_log_path), n_lines)
+        if log_path is None:
+            paths = [r.worker_log_path for r in self.judged_with()]
+            existing = [p for p in paths if p.exists()]
+            log_path = (max(existing, key=lambda p: p.stat().st_mtime) if existing
+                        else self.worker_log_path)
+        return worker.log_tail(Path(log_path), n_lines)
 
     def progress(self, *, refresh: bool = True) -> RunProgress:
         """Where the run stands: its worker state, done and total, the worker's rate, the time
@@ -202,8 +209,26 @@ class Run(Verdicts):
             state=state, state_text=WORKER_STATE_TEXT.get(state, state), done=done, total=total,
             unit=kind.unit, rate_unit=kind.rate_unit, rate=info.rate or None,
             eta_s=remaining_s(done, total, info.rate) if active else None,
-            judge_s=info.judge_s or None, phase=info.message if active else None,
-            message=info.message)
+            judge_s=info.judge_s or None, phase=phase_of(info) if active else None,
+            message=info.message, phase_s=phase_seconds(info) if active else None)
+
+    def judged_with(self) -> list["Run"]:
+        """The runs judged in one pass with this one (several aspects, one worker: its plan's
+        ``run_group``, in order, those still stored), this run among them; just this run when it
+        was judged alone. Cancel and Resume act on all of them (:meth:`Store.start_worker`)."""
+        ids = [int(i) for i in (self.info.plan or {}).get("run_group") or []]
+        if self.id not in ids:
+            return [self]
+        group = []
+        for run_id in ids:
+            if run_id == self.id:
+                group.append(self)
+                continue
+            try:
+                group.append(self.store.get_run(run_id))
+            except InputError:  # deleted since
+                continue
+        return group
 
     def cancel(self) -> None:
         """Ask whoever executes the run to stop after its micro-batch in flight."""
