@@ -693,6 +693,9 @@ class AbsoluteStream:
 
     def __call__(self, prompts: list[ComparisonPrompt]):
         for rows, logp, ms in self.judge.label_logprobs_stream(prompts, VARIANTS[self.variant]):
+            if not len(rows):   # a checkpoint within a long prompt: the caller may stop here
+                yield rows, []
+                continue
             yield rows, judgements_from_logprobs(logp, self.variant, ms)
 
 

@@ -105,11 +105,12 @@ class RunProgress:
         share = (f"{self.done:,}/{self.total:,} {self.unit} ({100 * self.done / self.total:.0f}%)"
                  if self.total else f"{self.done:,} {self.unit}")
         if self.active:
-            if self.phase == JUDGING_PHASE and self.rate and self.total:
-                eta = "…" if self.eta_s is None else f"{self.eta_s:.0f}"
-                return f"{share} · {self.rate:.2f} {self.rate_unit} · ETA {eta} s"
-            if self.phase == JUDGING_PHASE and not self.done:
-                return f"{share} · judging the first batch"
+            # a worker that stores results is judging, whether or not it records its phase
+            if (self.phase or (JUDGING_PHASE if self.done else None)) == JUDGING_PHASE:
+                if self.rate and self.total:
+                    eta = "…" if self.eta_s is None else f"{self.eta_s:.0f}"
+                    return f"{share} · {self.rate:.2f} {self.rate_unit} · ETA {eta} s"
+                return f"{share} · {'judging' if self.done else 'judging the first batch'}"
             return f"{share} · {self.doing or 'waiting for the worker'}"
         if self.rate and self.judge_s and self.total:
             return (f"{share} · {self.rate:.2f} {self.rate_unit} over {self.judged_for}"

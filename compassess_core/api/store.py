@@ -310,6 +310,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             whose judge is served by a server that is not configured here (nothing starts).
         """
         handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        if len(handles) == 1:
+            return handles[0].start_worker(log_path, cwd=cwd)
         if self.in_memory:
             raise InputError("a worker process cannot reach an in-memory store: open a file or "
                              "a database server with open_store(...) to run in the background")
