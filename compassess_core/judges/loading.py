@@ -1,7 +1,8 @@
 """Find, convert and load a judge model: a .gguf file, a local transformers directory or a hub id.
 
-A GGUF is converted once to a plain transformers directory under ``converted_dir()/<sha256>``
-(loading a GGUF costs ~17 s of tokenizer conversion and dequantisation; the conversion loads in 2-3 s).
+A GGUF is converted once to a plain transformers directory under ``converted_dir()/<sha256>``,
+tensor by tensor (``conversion.py``: memory stays near the running size), since loading a GGUF
+costs ~17 s of tokenizer conversion and dequantisation and the conversion loads in 2-3 s.
 The model identity (part of ``model_key``) is the GGUF's file name and sha256 whichever of the two is
 loaded. Every failure a user can cause becomes a ``ModelLoadError`` with a message, never a stack
 trace. This module must never score prompts.
@@ -109,36 +110,37 @@ def _from_pretrained(cls, src, dtype: torch.dtype):
         return cls.from_pretrained(src, dtype=dtype)
 
 
-def convert_gguf(gguf: Path, sha: str) -> Path:
+def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
     """Convert a GGUF file once to a transformers directory ``converted_dir()/<sha>`` (fp32).
 
-    save_pretrained refuses a GGUF-loaded model, so a fresh model is built from its config without
-    the quantization config and given the dequantised weights.
+    Streaming (``conversion.convert_streaming``): one tensor at a time into safetensors shards, so
+    the conversion needs about a shard (512 MB) plus the largest tensor on top of the tokenizer,
+    never the whole model; architectures it does not handle (and ``streaming=False``) go through
+    ``from_pretrained`` as a whole (``conversion.convert_whole``: ~2x the fp32 model at once).
+    Both write the same values. The folder is built under a temporary name and renamed, so a
+    crash never leaves a half-written conversion behind.
     """
-    from transformers import AutoConfig, AutoTokenizer
+    from .conversion import convert_streaming, convert_whole, gguf_architecture, streams
 
     out = converted_dir() / sha
     if (out / _MARKER).is_file():
         return out
-    kw = dict(gguf_file=gguf.name)
-    try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, **kw)
-        config = AutoConfig.from_pretrained(gguf.parent, **kw)
-        cls = _auto_class(config)
-        loaded = cls.from_pretrained(gguf.parent, dtype=torch.float32, **kw)
-    except Exception as e:  # transformers raises many types for unreadable/unsupported GGUF
-        raise ModelLoadError(f"{gguf}: could not read this GGUF file with transformers: {e}") from None
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    fresh = cls.from_config(config, dtype=torch.float32)
-    fresh.load_state_dict(loaded.state_dict(), strict=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the models it holds
     try:
-        fresh.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+        try:
+            if streaming and streams(gguf_architecture(gguf)):
+                convert_streaming(gguf, tmp, _auto_class)
+            else:
+                convert_whole(gguf, tmp, _auto_class)
+        except OSError as e:
+            raise ModelLoadError(f"{gguf}: could not write its conversion to {out.parent}: {e}") from None
+        except Exception as e:  # transformers raises many types for unreadable/unsupported GGUF
+            raise ModelLoadError(f"{gguf}: could not read this GGUF file with transformers: "
+                                 f"{type(e).__name__}: {e}") from None
+        for f in tmp.iterdir():
+            f.chmod(0o644)
         (tmp / _MARKER).write_text(json.dumps({"file": gguf.name, "sha256": sha}), encoding="utf-8")
         try:
             tmp.rename(out)
