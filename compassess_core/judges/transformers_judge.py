@@ -19,7 +19,7 @@ import gc
 import json
 import os
 import time
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -66,6 +66,23 @@ def distinct_label_ids(words: Sequence[str], one_token) -> tuple[int, ...]:
     if len(set(ids)) != len(ids):
         raise InputError(f"label words {tuple(words)} map to the same token")
     return ids
+
+_OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory")
+_T = TypeVar("_T")
+#: ``memory_guard(rows, tokens)`` is called before every forward pass with the rows of the batch and
+#: the tokens it holds keys and values for (cached prefix + padded suffix, summed over rows); it may
+#: raise an out-of-memory error (tests simulate a memory limit with it).
+MemoryGuard = Callable[[int, int], None]
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """An allocation failure: ``torch.OutOfMemoryError`` (CUDA), ``MemoryError``, or the
+    RuntimeError torch's CPU allocator raises ("DefaultCPUAllocator: not enough memory")."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if isinstance(error, MemoryError) or (oom is not None and isinstance(error, oom)):
+        return True
+    return isinstance(error, RuntimeError) and any(w in str(error).lower() for w in _OOM_WORDS)
+
 
 class _FP32Head:
     """Full-vocabulary log-softmax of the last position, in fp32, from the final hidden state.
@@ -133,25 +150,84 @@ class _LocalJudge:
 
     kind = "local"
 
-    def _setup(self, loaded: LoadedModel, label_words: Sequence[str], batch_size: int,
-               token_budget: int) -> None:
-        if batch_size < 1:
+    def _setup(self, loaded: LoadedModel, label_words: Sequence[str], batch_size: int | None,
+               token_budget: int | None, memory_guard: MemoryGuard | None = None) -> None:
+        if batch_size is not None and batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size}")
         self.loaded = loaded
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = loaded.device
         self.label_words = tuple(label_words)
-        self.batch_size = batch_size
-        self.token_budget = max(token_budget, 1)
+        sizing = self._sizing() if batch_size is None or token_budget is None else None
+        self.batch_size = batch_size if batch_size is not None else sizing.batch_size
+        self.token_budget = max(token_budget if token_budget is not None else sizing.token_budget, 1)
+        self.memory_guard = memory_guard
         self._label_ids = self._resolve_label_ids()
         self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
         self.description = (f"{loaded.name} ({self.kind}, {loaded.device.type}, "
                             f"{dtype_name(loaded.dtype)})")
         self.context_window = _context_window(loaded)
-        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
+        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0,
+                      "out_of_memory_retries": 0}
         if self.device.type == "cpu":
             _configure_cpu_threads()
+
+    def _sizing(self):
+        """The micro-batch size when the caller leaves it open: the CPU defaults (sized for
+        speed), or on a GPU from its free memory once the weights are on it
+        (``memory.batch_sizing``)."""
+        from ..memory import CPU_BATCH_SIZE, CPU_TOKEN_BUDGET, Sizing, batch_sizing, shape_from_config
+        if self.device.type != "cuda":
+            return Sizing(CPU_BATCH_SIZE, CPU_TOKEN_BUDGET)
+        free, _ = torch.cuda.mem_get_info(self.device)
+        params = sum(p.numel() for p in self.model.parameters())
+        shape = shape_from_config(self.model.config, params)
+        return batch_sizing(int(free), shape, dtype_name(self.loaded.dtype))
+
+    def _guarded(self, run: Callable[[list], _T], items: list,
+                 tokens: Callable[[list], int]) -> Iterator[_T]:
+        """``run`` over ``items`` in parts within the current batch size and token budget; a part
+        that runs out of memory halves both and is run again as two halves, so every item is
+        run (and reported) exactly once. ``tokens(part)``: its padded suffix tokens.
+
+        Raises
+        ------
+        MemoryError and the like
+            A single item that does not fit (nothing smaller to try).
+        """
+        queue = [items]
+        while queue:
+            part = queue.pop(0)
+            if len(part) > 1 and (len(part) > self.batch_size or tokens(part) > self.token_budget):
+                cut = self.batch_size if len(part) > self.batch_size else len(part) // 2
+                queue[0:0] = [part[:cut], part[cut:]]  # sizes shrank since the part was cut
+                continue
+            failed = False
+            try:
+                out = run(part)
+            except Exception as e:  # noqa: BLE001 - only an allocation failure is retried
+                if not is_out_of_memory(e) or len(part) == 1:
+                    raise
+                failed = True
+            if failed:  # outside the except block, so the failed pass's tensors are freed
+                self._release()
+                self.stats["out_of_memory_retries"] += 1
+                half = len(part) // 2
+                self.batch_size = max(1, min(self.batch_size, half))
+                self.token_budget = max(1, min(self.token_budget, tokens(part)) // 2)
+                queue[0:0] = [part[:half], part[half:]]
+                continue
+            yield out
+
+    def _release(self) -> None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def _check_memory(self, rows: int, tokens: int) -> None:
+        if self.memory_guard is not None:
+            self.memory_guard(rows, tokens)
 
     def _unique_stream(self, seqs: list[list[int]],
                        label_ids: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -252,9 +328,12 @@ class CausalJudge(_LocalJudge):
     label_words
         Read at the position after the primer; each must be one token there (see ``_label_ids``).
     batch_size
-        Suffixes run together per forward pass (sorted by length so padding stays small).
+        Suffixes run together per forward pass (sorted by length so padding stays small); None:
+        8 on CPU, on a GPU sized from its free memory (``memory.batch_sizing``).
     token_budget
-        Upper bound on batch size x padded suffix length, to bound activation memory for long texts.
+        Upper bound on batch size x padded suffix length, to bound activation memory for long
+        texts; None: 8192 on CPU, sized with the batch on a GPU. A micro-batch that runs out of
+        memory halves both and is run again as two halves (no comparison lost or repeated).
     prefix_cache
         Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
     min_saving
@@ -262,14 +341,18 @@ class CausalJudge(_LocalJudge):
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
         batches; larger windows pad less but keep more prefix caches alive.
+    memory_guard
+        Called with (rows, tokens) before every forward pass (``MemoryGuard``); tests simulate a
+        memory limit with it.
     """
 
     kind = "causal"
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
-                 batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
-                 min_saving: int = 32, window: int = 4):
-        self._setup(loaded, label_words, batch_size, token_budget)
+                 batch_size: int | None = 8, token_budget: int | None = 8192,
+                 prefix_cache: bool = True, min_saving: int = 32, window: int = 4,
+                 memory_guard: MemoryGuard | None = None):
+        self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         self.min_saving = min_saving
         self.window = window
         self._head = _FP32Head(self.model)
@@ -380,6 +463,13 @@ class CausalJudge(_LocalJudge):
         return cache
 
     def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
+        """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), in as few
+        forward passes as memory allows (``_guarded``)."""
+        width = lambda part: len(part) * max(n.prefix_len - base for n in part)  # noqa: E731
+        return [c for caches in self._guarded(lambda part: self._extend_pass(seqs, part, base, kv),
+                                              list(nodes), width) for c in caches]
+
+    def _extend_pass(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
         """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), one forward.
 
         The extensions are right-padded into one batch; each node's cache is the view of its row
@@ -390,6 +480,7 @@ class CausalJudge(_LocalJudge):
         ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
         for r, n in enumerate(nodes):
             ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
+        self._check_memory(len(nodes), len(nodes) * (base + max(lens)))
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
         cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
@@ -417,8 +508,10 @@ class CausalJudge(_LocalJudge):
             keep = []
         ready = list(pending)
         pending[:] = keep
+        width = lambda part: len(part) * max(len(seqs[i]) - st for i, st, _ in part)  # noqa: E731
         for b in batches:
-            yield self._run_batch(seqs, [ready[p] for p in b], label_ids)
+            yield from self._guarded(lambda part: self._run_batch(seqs, part, label_ids),
+                                     [ready[p] for p in b], width)
 
     def _run_batch(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
         """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)]:
@@ -437,6 +530,7 @@ class CausalJudge(_LocalJudge):
         ids = torch.full((b, width), self._pad_id, dtype=torch.long)
         for r, (i, st, _) in enumerate(items):
             ids[r, :lens[r]] = torch.tensor(seqs[i][st:], dtype=torch.long)
+        self._check_memory(b, b * (int(starts.max()) + width))
         ids = ids.to(self.device)
         self.stats["model_tokens"] += int(lens.sum())
         self.stats["forward_passes"] += 1
@@ -549,8 +643,9 @@ class Seq2SeqJudge(_LocalJudge):
     kind = "seq2seq"
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = SEQ2SEQ_LABEL_WORDS,
-                 batch_size: int = 8, token_budget: int = 8192):
-        self._setup(loaded, label_words, batch_size, token_budget)
+                 batch_size: int | None = 8, token_budget: int | None = 8192,
+                 memory_guard: MemoryGuard | None = None):
+        self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         cfg = self.model.config
         scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", False) else 1.0
         self._head = _FP32Head(self.model, scale=scale)
@@ -572,23 +667,30 @@ class Seq2SeqJudge(_LocalJudge):
         decoder step."""
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
         order = np.argsort(lens, kind="stable")
-        enc_mod, dec_mod = self.model.get_encoder(), self.model.get_decoder()
+        width = lambda part: len(part) * int(lens[part].max())  # noqa: E731
         for part in self._split(lens[order]):
-            rows = order[part]
-            width = int(lens[rows].max())
-            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                ids[r, :lens[i]] = torch.tensor(seqs[i], dtype=torch.long)
-                mask[r, :lens[i]] = 1
-            ids, mask = ids.to(self.device), mask.to(self.device)
-            self.stats["model_tokens"] += int(lens[rows].sum())
-            self.stats["forward_passes"] += 1
-            enc = enc_mod(input_ids=ids, attention_mask=mask).last_hidden_state
-            dec_ids = torch.full((len(rows), 1), self._start_id, dtype=torch.long, device=self.device)
-            dec = dec_mod(input_ids=dec_ids, encoder_hidden_states=enc, encoder_attention_mask=mask,
-                          use_cache=False).last_hidden_state
-            yield rows.astype(np.int64), self._head.label_logprobs(dec[:, -1], label_ids)
+            yield from self._guarded(lambda rows: self._run_batch(seqs, rows, lens, label_ids),
+                                     list(order[part]), width)
+
+    def _run_batch(self, seqs, rows: list, lens: np.ndarray,
+                   label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """One encoder pass and one decoder step over the prompts ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        width = int(lens[rows].max())
+        self._check_memory(len(rows), len(rows) * width)
+        ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            ids[r, :lens[i]] = torch.tensor(seqs[i], dtype=torch.long)
+            mask[r, :lens[i]] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        self.stats["model_tokens"] += int(lens[rows].sum())
+        self.stats["forward_passes"] += 1
+        enc = self.model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        dec_ids = torch.full((len(rows), 1), self._start_id, dtype=torch.long, device=self.device)
+        dec = self.model.get_decoder()(input_ids=dec_ids, encoder_hidden_states=enc,
+                                       encoder_attention_mask=mask, use_cache=False).last_hidden_state
+        return rows, self._head.label_logprobs(dec[:, -1], label_ids)
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [list(x) for x in self.tokenizer(list(texts))["input_ids"]]
