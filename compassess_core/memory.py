@@ -33,22 +33,37 @@ CPU_TOKEN_BUDGET = 8192
 SUFFIX_TOKENS = 256
 CONTEXT_TOKENS = 2048
 
-_DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
+#: ``--dtype`` name -> (bytes per stored weight, bytes per computed value).
+_PRECISIONS = {"fp32": (4, 4), "float32": (4, 4), "bf16": (2, 2), "bfloat16": (2, 2),
+               "fp16": (2, 2), "float16": (2, 2), "bf16-weights": (2, 4)}
+#: Vocabulary rows the label head upcasts at once when the weights are narrower than fp32
+#: (``transformers_judge._FP32Head.HEAD_ROWS``).
+HEAD_ROWS = 16384
 _GB = 1e9
 
 
+def _precision(dtype: str) -> tuple[int, int]:
+    try:
+        return _PRECISIONS[dtype.strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype '{dtype}'; choose fp32, bf16, fp16 or bf16-weights") from None
+
+
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per weight of ``fp32``/``bf16``/``fp16`` (as ``--dtype`` names them).
+    """Bytes per stored weight of ``fp32``/``bf16``/``fp16``/``bf16-weights`` (as ``--dtype``
+    names them).
 
     Raises
     ------
     ValueError
         Another name (``auto`` must be resolved first: :func:`resolve_dtype_name`).
     """
-    try:
-        return _DTYPE_BYTES[dtype.strip().lower()]
-    except KeyError:
-        raise ValueError(f"unknown dtype '{dtype}'; choose fp32, bf16 or fp16") from None
+    return _precision(dtype)[0]
+
+
+def compute_bytes(dtype: str) -> int:
+    """Bytes per activation: 4 for fp32 and ``bf16-weights`` (computed in fp32), else 2."""
+    return _precision(dtype)[1]
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,7 @@ def _per_row_bytes(shape: ModelShape, nbytes: int, context_tokens: int, suffix_t
 def working_bytes(shape: ModelShape, dtype: str, batch_size: int = CPU_BATCH_SIZE,
                   context_tokens: int = CONTEXT_TOKENS, suffix_tokens: int = SUFFIX_TOKENS) -> int:
     """Memory of one micro-batch of ``batch_size`` prompts (activations, caches, logits)."""
-    return int(batch_size * _per_row_bytes(shape, dtype_bytes(dtype), context_tokens, suffix_tokens))
+    return int(batch_size * _per_row_bytes(shape, compute_bytes(dtype), context_tokens, suffix_tokens))
 
 
 @dataclass(frozen=True)
@@ -166,7 +181,7 @@ def batch_sizing(free_bytes: int, shape: ModelShape, dtype: str, *,
     """
     if free_bytes < 0:
         raise ValueError(f"free memory cannot be negative ({free_bytes})")
-    row = _per_row_bytes(shape, dtype_bytes(dtype), context_tokens, suffix_tokens)
+    row = _per_row_bytes(shape, compute_bytes(dtype), context_tokens, suffix_tokens)
     n = int(headroom * free_bytes // max(row, 1.0))
     n = max(1, min(max_batch, n))
     return Sizing(batch_size=n, token_budget=n * suffix_tokens)
@@ -188,6 +203,9 @@ class MemoryNeed:
     working: int
     runtime: int
     conversion: int
+    shape: ModelShape | None = None
+    batch_size: int = CPU_BATCH_SIZE
+    context_tokens: int = 1024
 
     @property
     def running(self) -> int:
@@ -200,8 +218,6 @@ class MemoryNeed:
     def summary(self) -> str:
         """``about 7.6 GB (weights 7.1 GB in fp32, batch 0.3 GB, runtime 0.6 GB)``."""
         parts = [f"weights {self.weights / _GB:.1f} GB in {self.dtype}"]
-        if self.head:
-            parts.append(f"fp32 label head {self.head / _GB:.1f} GB")
         parts.append(f"batch {self.working / _GB:.1f} GB")
         if self.device == "cpu":
             parts.append(f"runtime {self.runtime / _GB:.1f} GB")
@@ -239,17 +255,20 @@ def _converted(path: Path) -> bool:
 
 def memory_needed(model: str | os.PathLike | None, dtype: str = "auto", device: str = "cpu", *,
                   batch_size: int | None = None, context_tokens: int | None = None,
-                  shape: ModelShape | None = None) -> MemoryNeed | None:
+                  shape: ModelShape | None = None, converted: bool | None = None
+                  ) -> MemoryNeed | None:
     """The memory a local judge will need (``None`` for a served judge or a hub id, whose size
     this machine cannot read).
 
-    ``weights`` = parameters x bytes per weight; ``head`` = the fp32 copy of the output embedding
-    the label words are read with when the model runs in bf16/fp16 (vocab x hidden x 4);
+    ``weights`` = parameters x bytes per stored weight; ``head`` = the block of the output
+    embedding the label head upcasts at once when the weights are narrower than fp32
+    (min(vocab, 16384) x hidden x 4);
     ``working`` = one micro-batch (:func:`working_bytes`: ``batch_size`` prompts, default the CPU
-    batch of 8, of ``context_tokens`` shared prefix, default 2048); ``runtime`` = the process
+    batch of 8, of ``context_tokens`` shared prefix, default 1024); ``runtime`` = the process
     without weights (:data:`RUNTIME_BYTES`); ``conversion`` (a GGUF not converted yet) = runtime +
     the memory-mapped file + a shard + the largest tensor dequantised twice (fp32 and its
-    transformers layout), the tensor-by-tensor conversion's peak.
+    transformers layout), the tensor-by-tensor conversion's peak (``converted``: whether the
+    GGUF's conversion is in the cache already; None looks it up).
 
     Raises
     ------
@@ -262,22 +281,27 @@ def memory_needed(model: str | os.PathLike | None, dtype: str = "auto", device: 
     dev = resolve_device_name(device)
     dt = resolve_dtype_name(dtype, dev)
     nbytes = dtype_bytes(dt)
-    name = "bundled" if is_bundled(None if model is None else str(model)) else str(model)
+    name = ("the bundled judge" if is_bundled(None if model is None else str(model))
+            else Path(str(model)).name or str(model))
     if shape is None:
         shape = model_catalog.model_shape(model)
         if shape is None:
             return None
     weights = shape.parameters * nbytes
-    head = (shape.vocab or 0) * (shape.hidden or 0) * 4 if nbytes != 4 else 0
-    working = working_bytes(shape, dt, batch_size or CPU_BATCH_SIZE, context_tokens or CONTEXT_TOKENS)
+    head = min(shape.vocab or 0, HEAD_ROWS) * (shape.hidden or 0) * 4 if nbytes != 4 else 0
+    rows, context = batch_size or CPU_BATCH_SIZE, context_tokens or 1024
+    working = working_bytes(shape, dt, rows, context)
     conversion = 0
     if shape.gguf:
-        path = model_catalog.model_path(model)
-        if path is not None and not _converted(path):
+        if converted is None:
+            path = model_catalog.model_path(model)
+            converted = path is None or _converted(path)
+        if not converted:
             conversion = (RUNTIME_BYTES + (shape.file_bytes or 0) + CONVERSION_SHARD_BYTES
                           + 2 * 4 * (shape.largest_tensor or 0))
     return MemoryNeed(model=name, dtype=dt, device=dev, weights=int(weights), head=int(head),
-                      working=int(working), runtime=RUNTIME_BYTES, conversion=int(conversion))
+                      working=int(working), runtime=RUNTIME_BYTES, conversion=int(conversion),
+                      shape=shape, batch_size=rows, context_tokens=context)
 
 
 def _cgroup_room() -> int | None:
@@ -333,13 +357,13 @@ def memory_problem(need: MemoryNeed, available: int | None) -> str | None:
     msg = (f"{need.model} needs {need.summary()}, but this machine has {available / _GB:.1f} GB of "
            f"{where} available")
     if need.dtype == "fp32":
-        half = MemoryNeed(**{**need.__dict__, "dtype": "bf16", "weights": need.weights // 2,
-                             "head": 0, "working": need.working // 2})
-        half = MemoryNeed(**{**half.__dict__, "head": half.head})
+        half = memory_needed(need.model, "bf16-weights", need.device, shape=need.shape,
+                             batch_size=need.batch_size, context_tokens=need.context_tokens,
+                             converted=need.conversion == 0)
         if half.peak <= available:
-            msg += (f"; in bf16 it would need {half.peak / _GB:.1f} GB (--dtype bf16: faster, but "
-                    "p moves by up to ~2e-2, docs/performance.md)")
-            return msg + "."
+            return msg + (f"; with --dtype bf16-weights (matrices stored in bf16, computed in fp32) "
+                          f"it would need {half.peak / _GB:.1f} GB, its p within ~5e-3 of fp32 "
+                          "(docs/performance.md).")
     return msg + ": choose a smaller judge (or a served one), or free memory first."
 
 

@@ -37,7 +37,75 @@ class LoadedModel:
     name: str              # short human-readable model name
     is_seq2seq: bool
     device: torch.device
-    dtype: torch.dtype
+    dtype: torch.dtype     # what the model computes in
+    storage: torch.dtype | None = None  # matrices stored narrower than ``dtype`` (bf16-weights)
+
+
+#: ``--dtype`` names of the weight-only precisions: (compute dtype, storage dtype of the matrices).
+WEIGHT_ONLY = {"bf16-weights": (torch.float32, torch.bfloat16)}
+
+
+def precision_name(loaded: LoadedModel) -> str:
+    """``fp32``, ``bf16``, ``fp16`` or ``bf16-weights`` (part of the model key and description)."""
+    for name, (compute, storage) in WEIGHT_ONLY.items():
+        if loaded.dtype == compute and loaded.storage == storage:
+            return name
+    return dtype_name(loaded.dtype)
+
+
+class StoredLinear(torch.nn.Module):
+    """``nn.Linear`` whose weight is kept in a narrower dtype and computed in its input's dtype:
+    ``F.linear(x, W.to(x.dtype), b)``. Upcasting is exact, so this is the linear layer of the
+    rounded weights evaluated in fp32 (batch-invariant like fp32), at half the memory; the
+    upcast copy lives for one matmul."""
+
+    def __init__(self, linear: torch.nn.Linear, weight: torch.nn.Parameter):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = weight
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, self.weight.to(x.dtype), self.bias)
+
+
+class StoredEmbedding(torch.nn.Module):
+    """``nn.Embedding`` whose table is kept in a narrower dtype; looked-up rows come out in
+    ``compute`` dtype."""
+
+    def __init__(self, embedding: torch.nn.Embedding, weight: torch.nn.Parameter,
+                 compute: torch.dtype):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = embedding.num_embeddings, embedding.embedding_dim
+        self.padding_idx = embedding.padding_idx
+        self.weight = weight
+        self.compute = compute
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.embedding(ids, self.weight, self.padding_idx).to(self.compute)
+
+
+def compute_in(model: torch.nn.Module, compute: torch.dtype) -> torch.nn.Module:
+    """Make ``model`` (loaded in its narrow storage dtype) compute in ``compute``: every linear and
+    embedding module keeps its matrix as loaded and upcasts it on use (``StoredLinear``,
+    ``StoredEmbedding``; tied matrices stay one tensor), every other parameter and floating
+    buffer (norms, biases, rotary tables) is upcast in place. So the model holds the narrow
+    matrices only, loaded as ``from_pretrained`` casts them (never a full-precision copy)."""
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if type(child) is torch.nn.Linear:
+                parent.set_submodule(child_name, StoredLinear(child, child.weight))
+            elif type(child) is torch.nn.Embedding:
+                parent.set_submodule(child_name, StoredEmbedding(child, child.weight, compute))
+    stored = {id(m.weight) for m in model.modules() if isinstance(m, (StoredLinear, StoredEmbedding))}
+    for module in model.modules():
+        for name, p in list(module.named_parameters(recurse=False)):
+            if id(p) not in stored and p.is_floating_point() and p.dtype != compute:
+                p.data = p.data.to(compute)
+        for name, b in list(module.named_buffers(recurse=False)):
+            if b is not None and b.is_floating_point() and b.dtype != compute:
+                setattr(module, name, b.to(compute))
+    return model
 
 
 def resolve_device(device: str) -> torch.device:
@@ -66,13 +134,14 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     """
     d = dtype.strip().lower()
     table = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-             "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+             "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
+             **{name: compute for name, (compute, _) in WEIGHT_ONLY.items()}}
     if d == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
     if d not in table:
-        raise InputError(f"unknown dtype '{dtype}'; choose auto, fp32, bf16 or fp16")
+        raise InputError(f"unknown dtype '{dtype}'; choose auto, fp32, bf16, fp16 or bf16-weights")
     return table[d]
 
 
@@ -100,14 +169,41 @@ def _auto_class(config):
     return AutoModelForSeq2SeqLM if _is_seq2seq(config) else AutoModelForCausalLM
 
 
-def _from_pretrained(cls, src, dtype: torch.dtype):
-    # SDPA where the architecture has it; some (older seq2seq) only have the eager kernels.
+def _from_pretrained(cls, src, dtype: torch.dtype, device: torch.device):
+    # Straight onto a GPU (no whole copy in host memory first); SDPA where the architecture has
+    # it, some (older seq2seq) only have the eager kernels.
+    kw = dict(dtype=dtype, device_map=str(device)) if device.type == "cuda" else dict(dtype=dtype)
     try:
-        return cls.from_pretrained(src, dtype=dtype, attn_implementation="sdpa")
+        return cls.from_pretrained(src, attn_implementation="sdpa", **kw)
     except ValueError as e:
         if "sdpa" not in str(e).lower():
             raise
-        return cls.from_pretrained(src, dtype=dtype)
+        return cls.from_pretrained(src, **kw)
+
+
+def _placed(model: torch.nn.Module, device: torch.device, dtype: torch.dtype,
+            storage: torch.dtype | None):
+    """The model in eval mode on ``device``; loaded in ``storage`` when given, then set to
+    compute in ``dtype`` (weight-only precision).
+
+    Raises
+    ------
+    InputError
+        Weight-only precision for an encoder-decoder model (T5's feed-forward casts its input to
+        its weight's dtype, so it would compute partly in bf16).
+    """
+    if storage is not None:
+        if _is_seq2seq(model.config):
+            raise InputError("--dtype bf16-weights is for decoder-only judges; an encoder-decoder "
+                             "model (T5) would compute partly in bf16: use bf16 or fp32")
+        compute_in(model, dtype)
+    return model.to(device).eval()
+
+
+def resolve_storage(dtype: str) -> torch.dtype | None:
+    """The storage dtype of a weight-only precision name (``bf16-weights`` -> bf16), else None."""
+    pair = WEIGHT_ONLY.get(dtype.strip().lower())
+    return pair[1] if pair else None
 
 
 def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
@@ -153,16 +249,16 @@ def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
 
 
 def _load_dir(path: Path, identity: str, name: str, device: torch.device,
-              dtype: torch.dtype) -> LoadedModel:
+              dtype: torch.dtype, storage: torch.dtype | None = None) -> LoadedModel:
     from transformers import AutoConfig, AutoTokenizer
     try:
         config = AutoConfig.from_pretrained(path)
         tok = AutoTokenizer.from_pretrained(path)
-        model = _from_pretrained(_auto_class(config), path, dtype)
+        model = _from_pretrained(_auto_class(config), path, storage or dtype, device)
     except Exception as e:
         raise ModelLoadError(f"{path}: could not load a transformers model from here: {e}") from None
-    model.to(device).eval()
-    return LoadedModel(model, tok, identity, name, _is_seq2seq(config), device, dtype)
+    model = _placed(model, device, dtype, storage)
+    return LoadedModel(model, tok, identity, name, _is_seq2seq(config), device, dtype, storage)
 
 
 def load_model(spec: str | os.PathLike, device: str = "auto", dtype: str = "auto") -> LoadedModel:
@@ -175,6 +271,7 @@ def load_model(spec: str | os.PathLike, device: str = "auto", dtype: str = "auto
     """
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
+    st = resolve_storage(dtype)
     s = str(spec)
     path = Path(s).expanduser()
     if s.lower().endswith(".gguf"):
@@ -182,12 +279,12 @@ def load_model(spec: str | os.PathLike, device: str = "auto", dtype: str = "auto
             raise ModelLoadError(f"model file {path} does not exist")
         sha = cached_sha256(path)
         conv = convert_gguf(path, sha)
-        return _load_dir(conv, f"{path.name}@sha256:{sha}", path.name, dev, dt)
+        return _load_dir(conv, f"{path.name}@sha256:{sha}", path.name, dev, dt, st)
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelLoadError(f"{path} is a directory but holds no config.json: not a transformers "
                                  "model directory (give a .gguf file, a model directory or a hub id)")
-        return _load_dir(path, _dir_identity(path), path.name, dev, dt)
+        return _load_dir(path, _dir_identity(path), path.name, dev, dt, st)
     if path.exists() or not _HUB_ID.fullmatch(s):
         raise ModelLoadError(f"model '{s}' is not a .gguf file, a model directory or a hub id "
                              "(no such file or directory)")
@@ -196,10 +293,10 @@ def load_model(spec: str | os.PathLike, device: str = "auto", dtype: str = "auto
     try:
         config = AutoConfig.from_pretrained(s)
         tok = AutoTokenizer.from_pretrained(s)
-        model = _from_pretrained(_auto_class(config), s, dt)
+        model = _from_pretrained(_auto_class(config), s, st or dt, dev)
     except Exception as e:
         raise ModelLoadError(f"model '{s}' is neither a local path nor a loadable hub id: "
                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-    model.to(dev).eval()
+    model = _placed(model, dev, dt, st)
     rev = getattr(config, "_commit_hash", None) or "unknown-revision"
-    return LoadedModel(model, tok, f"{s}@{rev}", s, _is_seq2seq(config), dev, dt)
+    return LoadedModel(model, tok, f"{s}@{rev}", s, _is_seq2seq(config), dev, dt, st)

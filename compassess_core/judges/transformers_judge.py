@@ -4,7 +4,9 @@
 model's next-token distribution after the primed answer. Label-word log-probabilities are always
 computed in fp32 from the final hidden state of the last position only (one hidden x vocab matmul
 per prompt for the full-softmax normaliser), even when the model runs in bf16: bf16 logits quantise
-p to a handful of values and break ties and tau.
+p to a handful of values and break ties and tau. ``bf16-weights`` keeps the matrices in bf16 and
+computes everything in fp32 (``loading.StoredLinear``): half the memory, p as batch-invariant as
+fp32.
 
 Causal models reuse shared prompt prefixes exactly: prompts are tokenised in full, the shared
 prefixes are found by comparing token ids (``prefix_tree.plan_prefixes``), each prefix's key/value
@@ -28,7 +30,7 @@ from ..errors import InputError
 from ..types import ComparisonPrompt, Judgement
 from .base import (collect_judgements, collect_rows, deduplicate, expand_duplicates,
                    judgements_from_logprobs, timed)
-from .loading import LoadedModel, dtype_name
+from .loading import LoadedModel, dtype_name, precision_name
 from .prefix_tree import PrefixNode, plan_prefixes
 
 #: Label words read after the primer "Answer: Summary" (causal) / at the first decoder step (seq2seq).
@@ -87,13 +89,17 @@ def is_out_of_memory(error: BaseException) -> bool:
 class _FP32Head:
     """Full-vocabulary log-softmax of the last position, in fp32, from the final hidden state.
 
-    Holds an fp32 copy of the output embedding when the model runs in lower precision (bf16 values
-    upcast exactly, so this is the model's own head evaluated without bf16 rounding of the logits).
+    An fp32 output embedding is used as it is; a narrower one (bf16 model, bf16-weights) is
+    upcast a block of ``HEAD_ROWS`` vocabulary rows at a time (exact: bf16 values upcast
+    exactly), so this is the model's own head evaluated without rounding the logits and without
+    a second, fp32 copy of the vocabulary matrix.
     """
+
+    HEAD_ROWS = 16384
 
     def __init__(self, model: torch.nn.Module, scale: float = 1.0):
         head = model.get_output_embeddings()
-        self.weight = head.weight.detach().float()
+        self.weight = head.weight.detach()
         bias = getattr(head, "bias", None)
         fb = getattr(model, "final_logits_bias", None)  # BART-style seq2seq
         b = bias.detach().float() if bias is not None else None
@@ -105,6 +111,13 @@ class _FP32Head:
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.logit_scale = getattr(cfg, "logit_scale", None)
 
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        w = self.weight
+        if w.dtype == torch.float32:
+            return h @ w.T
+        return torch.cat([h @ w[i:i + self.HEAD_ROWS].float().T
+                          for i in range(0, w.shape[0], self.HEAD_ROWS)], dim=1)
+
     def logprobs(self, hidden: torch.Tensor, ids: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """(logp_a, logp_b) for hidden states (B, H) of the positions that predict the label word."""
         out = self.label_logprobs(hidden, ids)
@@ -115,7 +128,7 @@ class _FP32Head:
         h = hidden.float()
         if self.scale != 1.0:
             h = h * self.scale
-        logits = h @ self.weight.T
+        logits = self._logits(h)
         if self.bias is not None:
             logits = logits + self.bias
         if self.logit_scale is not None:
@@ -126,8 +139,8 @@ class _FP32Head:
         return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
 
 
-def _model_key(identity: str, dtype: torch.dtype, label_words: tuple[str, str]) -> str:
-    return f"{identity}|{dtype_name(dtype)}|labels={json.dumps(list(label_words))}"
+def _model_key(identity: str, precision: str, label_words: tuple[str, str]) -> str:
+    return f"{identity}|{precision}|labels={json.dumps(list(label_words))}"
 
 
 def _context_window(loaded: LoadedModel) -> int | None:
@@ -164,9 +177,9 @@ class _LocalJudge:
         self.token_budget = max(token_budget if token_budget is not None else sizing.token_budget, 1)
         self.memory_guard = memory_guard
         self._label_ids = self._resolve_label_ids()
-        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
+        self.model_key = _model_key(loaded.identity, precision_name(loaded), self.label_words)
         self.description = (f"{loaded.name} ({self.kind}, {loaded.device.type}, "
-                            f"{dtype_name(loaded.dtype)})")
+                            f"{precision_name(loaded)})")
         self.context_window = _context_window(loaded)
         self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0,
                       "out_of_memory_retries": 0}
