@@ -17,7 +17,7 @@ from compassess_core import memory as mem
 from compassess_core import model_catalog as mc
 from compassess_core.errors import ModelLoadError
 from compassess_core.judges import load_judge
-from compassess_core.judges.loading import LoadedModel, load_model
+from compassess_core.judges.loading import LoadedModel, _load_dir, load_model
 from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge, is_out_of_memory
 from compassess_core.models import default_model_path, fetch_default_model
 from compassess_core.prompts import Aspect, builtin_template
@@ -251,7 +251,8 @@ def test_bf16_weights_compute_in_fp32_and_stay_batch_invariant(unlimited):
 @pytest.mark.slow
 def test_streamed_conversion_equals_transformers_gguf_loading(tmp_path, monkeypatch):
     """The tensor-by-tensor conversion writes exactly the weights ``from_pretrained(gguf_file=)``
-    computes (the previous conversion path), so p is identical."""
+    computes (the previous conversion path), so p is identical; its bf16 copy holds what casting
+    at load gives."""
     from transformers import AutoModelForCausalLM
 
     gguf_path = default_model_path()
@@ -278,3 +279,15 @@ def test_streamed_conversion_equals_transformers_gguf_loading(tmp_path, monkeypa
     p_new = np.array([j.p for j in CausalJudge(streamed).judge(prompts)])
     p_ref = np.array([j.p for j in CausalJudge(ref_loaded).judge(prompts)])
     assert np.max(np.abs(p_new - p_ref)) == 0.0
+
+    # bf16 loads a bf16 copy of the conversion written beside it, with the values from_pretrained
+    # would cast the fp32 folder to: the same p as casting at load.
+    narrow = load_model(gguf_path, device="cpu", dtype="bf16")
+    assert (folder.parent / f"{folder.name}-bf16" / "compassess_source.json").is_file()
+    assert narrow.identity == streamed.identity
+    cast = _load_dir(folder, streamed.identity, streamed.name, torch.device("cpu"), torch.bfloat16)
+    assert all(torch.equal(a, b) for a, b in zip(narrow.model.state_dict().values(),
+                                                 cast.model.state_dict().values()))
+    p_narrow = np.array([j.p for j in CausalJudge(narrow).judge(prompts)])
+    p_cast = np.array([j.p for j in CausalJudge(cast).judge(prompts)])
+    assert np.max(np.abs(p_narrow - p_cast)) == 0.0

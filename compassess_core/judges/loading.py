@@ -248,6 +248,35 @@ def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
     return out
 
 
+def narrowed_conversion(folder: Path, dtype: torch.dtype) -> Path:
+    """A GGUF's converted fp32 folder in ``dtype`` (bf16/fp16), written once beside it
+    (``<sha>-bf16``) shard by shard, so loading a narrower model maps a checkpoint already in
+    its dtype instead of holding the fp32 file pages and the cast copy at once."""
+    from .conversion import narrow_folder
+
+    out = folder.with_name(f"{folder.name}-{dtype_name(dtype)}")
+    if (out / _MARKER).is_file():
+        return out
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name[:20]}-", dir=out.parent))
+    tmp.chmod(0o755)
+    try:
+        try:
+            narrow_folder(folder, tmp, dtype)
+        except OSError as e:
+            raise ModelLoadError(f"could not write the {dtype_name(dtype)} copy of {folder}: {e}") from None
+        for f in tmp.iterdir():
+            f.chmod(0o644)
+        (tmp / _MARKER).write_bytes((folder / _MARKER).read_bytes())  # last: marks it complete
+        try:
+            tmp.rename(out)
+        except OSError:  # another process wrote it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
 def _load_dir(path: Path, identity: str, name: str, device: torch.device,
               dtype: torch.dtype, storage: torch.dtype | None = None) -> LoadedModel:
     from transformers import AutoConfig, AutoTokenizer
@@ -279,6 +308,8 @@ def load_model(spec: str | os.PathLike, device: str = "auto", dtype: str = "auto
             raise ModelLoadError(f"model file {path} does not exist")
         sha = cached_sha256(path)
         conv = convert_gguf(path, sha)
+        if (st or dt) != torch.float32:
+            conv = narrowed_conversion(conv, st or dt)
         return _load_dir(conv, f"{path.name}@sha256:{sha}", path.name, dev, dt, st)
     if path.is_dir():
         if not (path / "config.json").is_file():
