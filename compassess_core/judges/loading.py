@@ -2,7 +2,9 @@
 
 A GGUF is converted once to a plain transformers directory under ``converted_dir()/<sha256>``,
 tensor by tensor (``conversion.py``: memory stays near the running size), since loading a GGUF
-costs ~17 s of tokenizer conversion and dequantisation and the conversion loads in 2-3 s.
+costs ~17 s of tokenizer conversion and dequantisation and the conversion loads in 2-3 s; a
+narrower precision loads a copy in that dtype written once beside it (``<sha256>-bf16``).
+Precisions: fp32, bf16, fp16 and ``bf16-weights`` (matrices kept in bf16, computed in fp32).
 The model identity (part of ``model_key``) is the GGUF's file name and sha256 whichever of the two is
 loaded. Every failure a user can cause becomes a ``ModelLoadError`` with a message, never a stack
 trace. This module must never score prompts.
@@ -130,7 +132,8 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     project's 2-core EPYC, docs/performance.md): in bf16 the same prompt's p moves by up to 2e-2
     with the batch it is computed in (rounding order), as large as the spread of a small judge's
     p values, whereas fp32 p agrees with one-at-a-time scoring to ~1e-6. Label-word
-    log-probabilities are computed in fp32 whatever the model dtype.
+    log-probabilities are computed in fp32 whatever the model dtype. ``bf16-weights`` computes
+    in fp32 (its storage: :func:`resolve_storage`).
     """
     d = dtype.strip().lower()
     table = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
