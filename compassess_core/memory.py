@@ -216,7 +216,7 @@ class MemoryNeed:
         return max(self.running, self.conversion)
 
     def summary(self) -> str:
-        """``about 7.6 GB (weights 7.1 GB in fp32, batch 0.3 GB, runtime 0.6 GB)``."""
+        """``about 8.7 GB of memory (weights 7.1 GB in fp32, batch 1.0 GB, runtime 0.6 GB)``."""
         parts = [f"weights {self.weights / _GB:.1f} GB in {self.dtype}"]
         parts.append(f"batch {self.working / _GB:.1f} GB")
         if self.device == "cpu":
@@ -347,16 +347,17 @@ def available_memory(device: str = "cpu") -> int | None:
 
 
 def memory_problem(need: MemoryNeed, available: int | None) -> str | None:
-    """Why the judge will not fit (a sentence for the Run page and the CLI), or None.
+    """Why the judge will not fit (a sentence for the Run page and the CLI), or None (it fits,
+    or the available memory is unknown: never refuse on a guess).
 
-    A judge in fp32 that would fit in bf16 is told so, with what that costs in p.
+    A judge in fp32 that would fit in ``bf16-weights`` is told so, with what that costs in p.
     """
     if available is None or need.peak <= available:
         return None
     where = "GPU memory" if need.device != "cpu" else "memory"
     msg = (f"{need.model} needs {need.summary()}, but this machine has {available / _GB:.1f} GB of "
            f"{where} available")
-    if need.dtype == "fp32":
+    if need.dtype == "fp32" and need.shape is not None:
         half = memory_needed(need.model, "bf16-weights", need.device, shape=need.shape,
                              batch_size=need.batch_size, context_tokens=need.context_tokens,
                              converted=need.conversion == 0)
