@@ -13,8 +13,9 @@ p_naive|. The naive pass is slow, so it runs on an evenly spaced sample of each 
 ``--whole-process`` measures the naive-recipe ratio as a user sees it: two fresh processes of
 this script on the same comparisons (every one of them, no sample), one judging with the engine
 and one with the naive recipe, each timed from its start to its exit (imports, model load,
-tokenising, judging) with its peak resident memory (``ru_maxrss``); ratio = naive seconds /
-engine seconds, with the machine's load average before and after.
+tokenising, judging) with its CPU seconds and peak resident memory (``wait4``'s rusage); ratio =
+naive seconds / engine seconds (and the same in CPU seconds, which other processes on a shared
+machine disturb far less), with the machine's load average before and after.
 
 On a GPU the table adds model FLOPs utilisation: the device's dense peak for the dtype comes
 from ``PEAK_TFLOPS`` by device name (``--peak-tflops`` overrides; an unknown device gets no MFU
@@ -347,8 +348,9 @@ def whole_process(args, datasets: dict) -> int:
     import json
     import subprocess
 
-    print("| model | data | dtype | comparisons | engine process s (peak RSS MB) | naive process s "
-          "(peak RSS MB) | ratio naive / engine | max abs dp | load average before / after |")
+    print("| model | data | dtype | comparisons | engine process s (CPU s, peak RSS MB) | naive process "
+          "s (CPU s, peak RSS MB) | ratio naive / engine (CPU time) | max abs dp | load average "
+          "before / after |")
     print("|---|---|---|---|---|---|---|---|---|")
     for label, spec in _model_specs(args):
         for dtype in args.dtype.split(","):
@@ -369,12 +371,13 @@ def whole_process(args, datasets: dict) -> int:
                     seconds = time.perf_counter() - t0
                     if os.waitstatus_to_exitcode(status) != 0:
                         raise SystemExit(f"{mode} process failed: {text[-2000:]}")
-                    out[mode] = (seconds, usage.ru_maxrss / 1024,
+                    out[mode] = (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
                                  np.array(json.loads(text.strip().splitlines()[-1])["p"]))
-                (te, me, pe), (tn, mn, pn) = out["engine"], out["naive"]
-                print(f"| {label} | {name} | {dtype} | {len(pe)} | {te:.1f} ({me:.0f}) | {tn:.1f} "
-                      f"({mn:.0f}) | **{tn / te:.2f}x** | {np.max(np.abs(pe - pn)):.2e} | "
-                      f"{load_before:.2f} / {os.getloadavg()[0]:.2f} |", flush=True)
+                (te, ce, me, pe), (tn, cn, mn, pn) = out["engine"], out["naive"]
+                print(f"| {label} | {name} | {dtype} | {len(pe)} | {te:.1f} ({ce:.1f}, {me:.0f}) | "
+                      f"{tn:.1f} ({cn:.1f}, {mn:.0f}) | **{tn / te:.2f}x** ({cn / ce:.2f}x) | "
+                      f"{np.max(np.abs(pe - pn)):.2e} | {load_before:.2f} / {os.getloadavg()[0]:.2f} |",
+                      flush=True)
     return 0
 
 
