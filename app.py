@@ -13,7 +13,8 @@ It is read twice, in two roles:
   switches off Streamlit's legacy ``pages/`` folder mode (see below), decides once whether sign-in
   is required and refuses to start with a broken sign-in configuration or without sign-in on a
   non-loopback address (``_auth.check_serving``), applies the upload limit and builds the ASGI app
-  with ``_auth``'s middleware (localhost Host names only in local mode, no metrics endpoint).
+  with ``_http_guard``'s middleware (localhost Host names only in local mode, no metrics
+  endpoint, files and uploads behind sign-in).
 * For every session Streamlit then executes this same file as ``__main__`` (as ``AppTest`` does);
   that run declares the pages with ``st.navigation``.
 
@@ -47,8 +48,9 @@ if __name__ == "__main__":
     # the URL asks for (a page outside their role does not exist for them).
     from pages import _auth
 
-    st.set_page_config(page_title="CompAssess", page_icon=":material/compare_arrows:",
-                       layout="wide")
+    # An emoji icon: Streamlit draws it into a data: URL. A ":material/...:" page icon would be
+    # fetched from a third-party font host by every browser, telling it who uses the app.
+    st.set_page_config(page_title="CompAssess", page_icon="⚖️", layout="wide")
     viewer = _auth.gate()
     # The view state (dataset, run, method, tau, ...) from the link, then back into the URL:
     # every page's URL reproduces what it shows (pages/_view.py).
@@ -85,10 +87,12 @@ else:
     # The server's one import (`streamlit run app.py`, or `uvicorn app:app`), before any session.
     from streamlit.runtime.pages_manager import PagesManager
 
-    from pages import _auth
+    from pages import _auth, _http_guard
 
-    _auth.check_serving()
-    _auth.apply_upload_limit()
+    local = _auth.check_serving()
+    _http_guard.harden_server(local)
+    _http_guard.apply_upload_limit()
     PagesManager.uses_pages_directory = False
-    # Local mode answers localhost Host names only; /_stcore/metrics is closed.
-    app = st.App(__file__, middleware=_auth.serving_middleware())
+    # Local mode answers localhost Host names only; /_stcore/metrics is closed; files and uploads
+    # need what the pages need (pages/_http_guard.py).
+    app = st.App(__file__, middleware=_http_guard.serving_middleware())

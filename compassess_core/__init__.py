@@ -8,7 +8,7 @@
     run.evaluation().debiased.spearman_x100                    # typed report
 
 The public names are listed in ``__all__`` (walkthrough: docs/python.md); they live in
-:mod:`compassess_core.api` and are imported on first use, so ``import compassess_core`` stays
+:mod:`compassess_core.api` (a package, one module per object) and are imported on first use, so ``import compassess_core`` stays
 cheap (no pandas, torch or transformers until a name is used). ``RANKING_METHODS`` and
 ``SELECTION_STRATEGIES`` are the names ``Run.rankings(method=...)`` and ``Store.run(strategy=...)``
 accept. Everything else in the package is internal.
@@ -29,7 +29,7 @@ __all__ = [
     # annotation campaigns
     "Campaign", "CampaignExport",
     # panels of judges and the leaderboard of judges
-    "Panel", "PanelMember", "JudgesLeaderboard",
+    "Panel", "PanelMember", "JudgesLeaderboard", "Verdicts",
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
@@ -40,7 +40,8 @@ __all__ = [
     "EvaluationReport", "Evaluation", "ScoringEvaluation", "AbsoluteEvaluation", "Agreement",
     "Leaderboard", "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     # errors
-    "CompAssessError", "InputError", "ValidationError", "Problem", "RunCancelled", "RunInterrupted",
+    "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
+    "RunInterrupted",
     "NoSystemsError",
 ]
 

@@ -47,21 +47,31 @@ SUBJECT_SEPARATOR = "#"
 MIN_COOKIE_SECRET_BYTES = 32
 
 
+#: Cookie secrets this project has printed (an earlier docs/deploy.md's trial secrets file):
+#: anyone who read them can sign a cookie for any identity, so they are refused like the
+#: placeholder.
+PUBLISHED_COOKIE_SECRETS = frozenset({"a-long-random-test-secret-0123456789"})
+
+
 class AccessError(InputError):
     """The signed-in account cannot be used (no usable identity, or an unverified address)."""
 
 
 def cookie_secret_problem(auth_section: Mapping[str, object]) -> str | None:
     """Why the ``cookie_secret`` of an ``[auth]`` section must not sign cookies (None when fine):
-    missing, shorter than :data:`MIN_COOKIE_SECRET_BYTES` bytes, or still a placeholder (any value
-    containing ``REPLACE``, as deploy/secrets.example.toml's does). Anyone who knows the secret
-    can sign a cookie for any identity."""
+    missing, shorter than :data:`MIN_COOKIE_SECRET_BYTES` bytes, still a placeholder (any value
+    containing ``REPLACE``, as deploy/secrets.example.toml's does) or a secret this project has
+    published (:data:`PUBLISHED_COOKIE_SECRETS`). Anyone who knows the secret can sign a cookie
+    for any identity."""
     secret = auth_section.get("cookie_secret")
     if not isinstance(secret, str) or not secret.strip():
         return "[auth] has no cookie_secret (generate one: openssl rand -hex 32)"
     if "REPLACE" in secret.upper():
         return ("[auth] cookie_secret is still the placeholder of the example file; generate one "
                 "with openssl rand -hex 32")
+    if secret.strip() in PUBLISHED_COOKIE_SECRETS:
+        return ("[auth] cookie_secret is an example printed in CompAssess's documentation, known "
+                "to anyone; generate one with openssl rand -hex 32")
     if len(secret.encode("utf-8")) < MIN_COOKIE_SECRET_BYTES:
         return (f"[auth] cookie_secret is shorter than {MIN_COOKIE_SECRET_BYTES} bytes; generate "
                 "one with openssl rand -hex 32")
@@ -103,9 +113,10 @@ def identity_from_claims(claims: Mapping[str, object],
     (``st.user``: ``iss``, ``sub``, ``email``, ``email_verified``).
 
     The e-mail address (lower case) only when the provider vouches for it: ``email_verified`` is
-    the boolean ``True`` (a missing claim, ``"true"`` or ``"false"`` do not count), or the issuer is
-    one the admin declared in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS`` (providers such as Microsoft
-    Entra ID that verify addresses but omit the claim). Otherwise the issuer+subject identity
+    the boolean ``True`` (a missing claim, ``"true"`` or ``"false"`` do not count), or the claim is
+    missing and the issuer is one the admin declared in ``$COMPASSESS_VERIFIED_EMAIL_ISSUERS``
+    (providers such as Microsoft Entra ID that verify addresses but omit the claim; a provider
+    that says ``email_verified: false`` is believed whatever the declaration). Otherwise the issuer+subject identity
     ``<issuer>#<subject>`` (:func:`subject_identity`), case kept: a subject is never read as an
     e-mail address, so a subject ``ADMIN@EXAMPLE.ORG`` is not ``admin@example.org``.
 
@@ -119,8 +130,10 @@ def identity_from_claims(claims: Mapping[str, object],
     email = str(claims.get("email") or "").strip()
     issuer = str(claims.get("iss") or "").strip()
     subject = str(claims.get("sub") or "").strip()
-    trusted = claims.get("email_verified") is True or (bool(issuer)
-                                                        and issuer.rstrip("/") in issuers)
+    # A declared issuer stands in for a claim its provider omits, never for one it makes: an
+    # explicit ``email_verified`` other than True (False, "false") always wins.
+    trusted = claims.get("email_verified") is True or (
+        "email_verified" not in claims and bool(issuer) and issuer.rstrip("/") in issuers)
     if email and trusted and _usable_email(email):
         identity = email.lower()
     elif issuer and subject:
@@ -137,6 +150,49 @@ def identity_from_claims(claims: Mapping[str, object],
         raise AccessError("the identity provider gave an identity that cannot be stored "
                           f"(over {MAX_ID_CHARS} characters or with control characters)")
     return identity
+
+
+def sign_in_problem(claims: Mapping[str, object], now: float,
+                    signed_out_through: int | None) -> str | None:
+    """Why a sign-in must not be used any more (None while it may): ``claims`` are the ID token's,
+    which Streamlit keeps in its signed cookie for as long as the cookie lives (30 days), so the
+    cookie alone would outlive both the token and a sign-out.
+
+    * the token's expiry ``exp`` (seconds since the epoch) is past, or missing: the identity
+      provider bounds every sign-in, as OpenID Connect requires of an ID token;
+    * the token was issued (``iat``) at or before ``signed_out_through``, the value the store
+      keeps for this person since they last signed out (:func:`signed_out_through`): a cookie
+      copied before a sign-out is refused after it; a missing or non-numeric ``iat`` is refused.
+    """
+    exp, iat = claims.get("exp"), claims.get("iat")
+    if not _is_time(exp):
+        return "the identity provider's token gives no expiry time; sign in again"
+    if now >= float(exp):
+        return "your sign-in has expired; sign in again"
+    if not _is_time(iat):
+        return "the identity provider's token gives no issue time; sign in again"
+    if signed_out_through is not None and float(iat) <= signed_out_through:
+        return "you signed out since this sign-in; sign in again"
+    return None
+
+
+def signed_out_through(token_issued_at: object, now: float) -> int:
+    """What the store keeps when a person signs out at ``now`` with a token issued at
+    ``token_issued_at``: every token of theirs issued at or before it is refused from then on
+    (:func:`sign_in_problem`).
+
+    ``iat`` counts whole seconds, so a token issued in the second of a sign-out cannot be told
+    from one issued just after it. The value is the signed-out token's own ``iat``, or the
+    second before the sign-out when that is later: the signed-out cookie and the person's
+    earlier ones are refused, and a sign-in right after the sign-out (even in the same second)
+    is not; only a token that another browser got earlier in the second of the sign-out stays
+    valid until it expires."""
+    issued = int(token_issued_at) if _is_time(token_issued_at) else 0
+    return max(issued, int(now) - 1)
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def configured_admins(environ: Mapping[str, str] | None = None) -> frozenset[str]:

@@ -15,6 +15,7 @@ the annotator already judged (a skip counts as judged) unless asked to.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -25,7 +26,8 @@ from .errors import InputError
 from .fusion import informative_pairs
 from .types import ComparisonTable, Dataset
 
-__all__ = ["MODES", "all_pairs", "next_pairs", "left_right_order", "shown_pair"]
+__all__ = ["MODES", "ShownPair", "all_pairs", "next_pairs", "left_right_order", "shown_pair",
+           "next_shown_pair"]
 
 MODES: tuple[str, ...] = ("random", "uncertain", "flips", "overlap", "informative")
 
@@ -199,9 +201,42 @@ def left_right_order(seed: Seed = None) -> bool:
     return bool(rng.integers(0, 2) == 1)
 
 
+@dataclass(frozen=True)
+class ShownPair:
+    """A pair as an annotator is shown it: ``left`` and ``right`` candidates of ``context_id``,
+    ``shown_order`` ``"ab"`` when the pair's first candidate (in id order) is on the left, ``"ba"``
+    when the display swapped them (what the store keeps with the answer)."""
+
+    context_id: str
+    left: str
+    right: str
+    shown_order: str
+
+    @property
+    def pair(self) -> tuple[str, str, str]:
+        """The pair as it was chosen, ``(context_id, x, y)``, before the screen order."""
+        x, y = (self.left, self.right) if self.shown_order == "ab" else (self.right, self.left)
+        return self.context_id, x, y
+
+
 def shown_pair(x: str, y: str, seed: Seed = None) -> tuple[str, str, str]:
     """``(left, right, shown_order)`` for the pair ``(x, y)``: ``shown_order`` is ``"ab"`` when x
     is on the left and ``"ba"`` when the display swapped them (the store's ``shown_order``)."""
     if left_right_order(seed):
         return x, y, "ab"
     return y, x, "ba"
+
+
+def next_shown_pair(candidates: Dataset | Mapping[str, Sequence[str]],
+                    llm: pd.DataFrame | ComparisonTable | None, human_df: pd.DataFrame | None,
+                    annotator: str, mode: str = "random", tau: float = 0.5, *,
+                    allow_repeat: bool = False, seed: Seed = None) -> ShownPair | None:
+    """The one pair to show ``annotator`` next (:func:`next_pairs`, ``limit=1``) in the screen
+    order drawn for it (:func:`shown_pair`); None when every pair is judged."""
+    rng = np.random.default_rng(seed)
+    found = next_pairs(candidates, llm, human_df, annotator, mode, tau,
+                       allow_repeat=allow_repeat, seed=rng, limit=1)
+    if not found:
+        return None
+    context_id, x, y = found[0]
+    return ShownPair(context_id, *shown_pair(x, y, rng))

@@ -34,6 +34,12 @@ CHOICES: tuple[str, ...] = (TIE, BOTH_BAD)
 
 _PAIR = ["context_id", "x", "y"]
 Pair = tuple[str, str, str]
+#: The fewest other annotators sharing pairs with a person before their agreement with the
+#: others is shown to them (:func:`agreement_of`). The figure changes after every answer: with one
+#: other annotator, whether it rose or fell after a shared pair says whether that person voted as
+#: you did, so their votes can be read off one by one; with two, how the two split. From three on,
+#: a change mixes several people's votes and points at none of them.
+MIN_OTHERS_FOR_AGREEMENT = 3
 
 
 def choose_pairs(dataset: Dataset, selection: str = "all", n_pairs: int | None = None, *,
@@ -216,21 +222,29 @@ def agreement(labels: pd.DataFrame) -> HumanAgreement:
 
 def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
     """How one annotator's votes agree with the others' in a campaign, without naming them:
-    ``n_items`` (pairs they share with someone), ``agreement`` (share of agreeing (theirs,
-    other's) vote pairs over those pairs, NaN when none) and ``kappa`` (Cohen's kappa of the
-    same vote pairs, ``agreement.cohen_kappa``; both-bad counts as a tie)."""
+    ``n_items`` (pairs they share with someone), ``n_others`` (how many other annotators voted
+    on those pairs), ``agreement`` (share of agreeing (theirs, other's) vote pairs over those
+    pairs) and ``kappa`` (Cohen's kappa of the same vote pairs, ``agreement.cohen_kappa``;
+    both-bad counts as a tie).
+
+    ``agreement`` and ``kappa`` are NaN, and ``withheld`` is True, while fewer than
+    :data:`MIN_OTHERS_FOR_AGREEMENT` others share pairs with the annotator: the figures would
+    give the few others' votes away. NaN also when no pair is shared."""
     from .agreement import TIE_CODE, X_BETTER, Y_BETTER, cohen_kappa
     v = votes(labels)
     v = v.assign(code=np.select([v["choice"] == v["x"], v["choice"] == v["y"]],
                                 [X_BETTER, Y_BETTER], default=TIE_CODE).astype(np.int64))
     mine = v.loc[v["annotator"] == annotator, [*_PAIR, "code"]]
-    others = v.loc[v["annotator"] != annotator, [*_PAIR, "code"]]
+    others = v.loc[v["annotator"] != annotator, [*_PAIR, "annotator", "code"]]
     both = mine.merge(others, on=_PAIR, suffixes=("_me", "_other"))
-    if len(both) == 0:
-        return dict(n_items=0, agreement=float("nan"), kappa=float("nan"))
+    n_items = int(both[_PAIR].drop_duplicates().shape[0])
+    n_others = int(both["annotator"].nunique())
+    if n_others < MIN_OTHERS_FOR_AGREEMENT:
+        return dict(n_items=n_items, n_others=n_others, agreement=float("nan"),
+                    kappa=float("nan"), withheld=n_items > 0)
     a, b = both["code_me"].to_numpy(), both["code_other"].to_numpy()
-    return dict(n_items=int(both[_PAIR].drop_duplicates().shape[0]),
-                agreement=float((a == b).mean()), kappa=cohen_kappa(a, b))
+    return dict(n_items=n_items, n_others=n_others, agreement=float((a == b).mean()),
+                kappa=cohen_kappa(a, b), withheld=False)
 
 
 def stored_winner(pair: Pair, choice: str) -> dict:

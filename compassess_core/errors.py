@@ -63,6 +63,11 @@ class RunNotFoundError(InputError):
     """No run (or dataset) of the given name exists in the store."""
 
 
+class ObjectChanged(InputError):
+    """What a page showed (or a script named) is no longer what the store holds: the object
+    was renamed or deleted since, so a write aimed at it is refused and nothing is written."""
+
+
 class LengthMismatchError(CompAssessError):
     """Arrays that must be aligned have different lengths (a programming error, not a user one)."""
 

@@ -50,8 +50,8 @@ from scipy.special import expit
 
 from . import agreement
 from .bias import balanced_threshold
-from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, held_out_folds,
-                          log_odds)
+from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, fit_on_labels,
+                          held_out_folds, log_odds)
 from .errors import InputError
 from .solvers import fit_soft_logistic
 from .types import ComparisonTable, FloatArray
@@ -74,6 +74,12 @@ __all__ = [
     "labelled_rows",
     "fit_weights",
     "cross_validated_panel",
+    "PanelFit",
+    "fit_panel",
+    "member_probabilities",
+    "own_pair_log_odds",
+    "pooled_rate",
+    "pooled_per_unit",
     "pair_verdicts",
     "fleiss_kappa",
     "MemberAgreement",
@@ -398,6 +404,101 @@ def cross_validated_panel(z_raw: Sequence[FloatArray], p_all: Sequence[FloatArra
         fold_weights.append(w)
     return HeldOut(rows=r, p=out, y=y, pair=rows["pair"].to_numpy(np.int64),
                    fold_weights=fold_weights)
+
+
+# ------------------------------------------------------------------------ a panel fitted
+
+@dataclass(frozen=True)
+class PanelFit:
+    """A panel fitted on its members' comparisons (:func:`fit_panel`): each member's scale, the
+    weights (summing to one), the ordered pairs any member judged (``keys``) with every member's
+    log-odds on the common scale (``z``, NaN: not judged) and the combined ``table``."""
+
+    scalings: tuple[MemberScaling, ...]
+    weights: FloatArray
+    keys: pd.DataFrame
+    z: FloatArray
+    table: ComparisonTable
+
+
+def fit_panel(tables: Sequence[ComparisonTable], *, scaling: str,
+              weights: str | Sequence[float], combine_with: str,
+              human_df: pd.DataFrame | None, who: str, labels_of: str) -> PanelFit:
+    """Put each member on the common scale (step 1), set the weights (step 3) and combine
+    (step 2): the panel's p on every ordered pair any member judged.
+
+    ``scaling`` is one of :data:`MEMBER_SCALINGS` (``auto``: calibrated where a member has
+    labelled pairs, else balanced), ``weights`` one of :data:`WEIGHT_MODES` or one number per
+    member; ``human_df`` the stored human judgements of the dataset and aspect (None or empty:
+    none); ``who`` names the panel and ``labels_of`` its dataset and aspect in the error.
+
+    Raises
+    ------
+    InputError
+        Calibrated members or learnt weights without human labels (or a member with no
+        labelled pair under ``calibrated``).
+    """
+    has_labels = human_df is not None and len(human_df) > 0
+    if not has_labels and (scaling == "calibrated" or weights == "learnt"):
+        what = "calibrated members" if scaling == "calibrated" else "learnt weights"
+        raise InputError(f"{who} needs human labels of {labels_of} ({what}); import some with "
+                         "`compassess import-labels` or annotate in the app")
+    scalings = []
+    for table in tables:
+        if has_labels and scaling in ("calibrated", "auto"):
+            try:
+                scalings.append(calibrated_scaling(fit_on_labels(table, human_df)))
+                continue
+            except InputError:
+                if scaling == "calibrated":
+                    raise
+        scalings.append(balanced_scaling(table.p))
+    keys, z = aligned_log_odds(tables, scalings)
+    n = len(tables)
+    if weights == "learnt":
+        rows = labelled_rows(keys, human_df)
+        w = fit_weights(z[rows["row"].to_numpy()], rows["y"].to_numpy())
+    elif weights == "equal":
+        w = np.full(n, 1.0 / n)
+    else:
+        w = np.asarray(weights, dtype=float) / float(np.sum(weights))
+    return PanelFit(scalings=tuple(scalings), weights=w, keys=keys, z=z,
+                    table=panel_table(keys, combine(z, w, combine_with)))
+
+
+def member_probabilities(fit: PanelFit) -> FloatArray:
+    """Each member's own p back from its scaled log-odds, ``sigmoid(z T + b)`` (NaN: the member
+    did not judge the pair); shape ``(len(keys), M)``."""
+    scale = np.array([[s.temperature for s in fit.scalings], [s.offset for s in fit.scalings]])
+    return expit(fit.z * scale[0] + scale[1])
+
+
+def own_pair_log_odds(table: ComparisonTable, pairs: pd.DataFrame) -> FloatArray:
+    """The panel's own pair-level log-odds on ``pairs`` (its combined p, order-averaged as a
+    member's by :func:`pair_verdicts`); NaN where the panel has no verdict."""
+    keys = pd.DataFrame({"context_id": table.context_ids, "a_id": table.a_ids,
+                         "b_id": table.b_ids})
+    own, lo = pair_verdicts(keys, log_odds(table.p)[:, None])
+    merged = pairs.merge(own.assign(lo=lo[:, 0]), on=_PAIR, how="left")
+    return merged["lo"].to_numpy(dtype=float)
+
+
+def pooled_rate(counts: Sequence[float], rates: Sequence[float | None]) -> float | None:
+    """Units per second of several runs together: every unit over the seconds they took,
+    ``sum n_m / sum (n_m / rate_m)``; None when a run recorded no rate."""
+    if any(not r for r in rates):
+        return None
+    n = np.asarray(counts, dtype=float)
+    return float(n.sum() / (n / np.asarray(rates, dtype=float)).sum())
+
+
+def pooled_per_unit(counts: Sequence[float], per_unit: Sequence[float | None]) -> float | None:
+    """A per-unit quantity (prompt tokens per comparison) of several runs together, weighted by
+    their units; None when one is unknown."""
+    if any(v is None for v in per_unit):
+        return None
+    n = np.asarray(counts, dtype=float)
+    return float((n * np.asarray(per_unit, dtype=float)).sum() / n.sum())
 
 
 # ------------------------------------------------------------------------ agreement among members

@@ -33,7 +33,7 @@ from compassess_core.errors import InputError
 from compassess_core.limits import check_name
 from compassess_core.types import Outcome
 
-from .connection import StoreBase, insert_ignore
+from .connection import StoreBase, by_name_or_id, insert_ignore
 from .labels import JUDGEMENT_KEY, _judgement_row
 from .schema import (CAMPAIGN_SELECTIONS, CAMPAIGN_STATUSES, CampaignAnnotatorRow,
                      CampaignPairRow, CampaignRow, CandidateRow, ContextRow, DatasetRow,
@@ -257,12 +257,7 @@ class CampaignStore(StoreBase):
                 .select_from(H).join(ContextRow, ContextRow.id == H.context_id)
                 .join(L, L.id == H.left_id).join(R, R.id == H.right_id)
                 .where(H.campaign_id == int(campaign_id)).order_by(H.id))
-        with self._read() as conn:
-            rows = conn.execute(stmt).all()
-        df = pd.DataFrame([tuple(r) for r in rows], columns=list(CAMPAIGN_LABEL_COLUMNS))
-        df["seconds"] = df["seconds"].astype(np.float64)
-        df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
-        return df
+        return self._judgements_frame(stmt, CAMPAIGN_LABEL_COLUMNS)
 
     # ---------------------------------------------------------------------------- helpers
 
@@ -285,14 +280,10 @@ class CampaignStore(StoreBase):
 
     @staticmethod
     def _campaign_id(conn, name_or_id: str | int) -> int:
-        C = CampaignRow
-        if isinstance(name_or_id, (int, np.integer)):
-            found = conn.execute(select(C.id).where(C.id == int(name_or_id))).scalar_one_or_none()
-        else:
-            found = conn.execute(select(C.id).where(C.name == str(name_or_id))).scalar_one_or_none()
+        found = by_name_or_id(conn, select(CampaignRow.id), CampaignRow, name_or_id)
         if found is None:
             raise CampaignError(f"no campaign named '{name_or_id}'")
-        return int(found)
+        return int(found[0])
 
     @staticmethod
     def _info(conn, campaign_id: int) -> CampaignInfo:

@@ -221,6 +221,18 @@ def run_rows(conn: Connection, table: Table, run_id: int, columns: Sequence[str]
                         .where(table.c.run_id == run_id).order_by(table.c.id)).all()
 
 
+def by_name_or_id(conn: Connection, stmt, table, name_or_id: str | int) -> Row | None:
+    """The first row of ``stmt`` for the object ``name_or_id`` names: by id when it is an int;
+    else by name, then by id when the name is digits that no object is named (the CLI's
+    ``--run 12``). One rule for datasets, runs, panels and campaigns."""
+    if isinstance(name_or_id, (int, np.integer)):
+        return conn.execute(stmt.where(table.id == int(name_or_id))).first()
+    row = conn.execute(stmt.where(table.name == str(name_or_id))).first()
+    if row is None and str(name_or_id).isdigit():
+        row = conn.execute(stmt.where(table.id == int(name_or_id))).first()
+    return row
+
+
 def chunks(items: Sequence[str], size: int = _IN_CHUNK) -> Iterator[list[str]]:
     """``items`` in lists short enough for one ``IN (...)`` of bound parameters."""
     for i in range(0, len(items), size):
@@ -436,12 +448,7 @@ class StoreBase:
         cols = (DatasetRow.id, DatasetRow.name, DatasetRow.n_contexts, DatasetRow.n_candidates,
                 DatasetRow.score_columns, DatasetRow.source, DatasetRow.content_hash,
                 DatasetRow.created_at, DatasetRow.text_columns)
-        if isinstance(name_or_id, (int, np.integer)):
-            row = conn.execute(select(*cols).where(DatasetRow.id == int(name_or_id))).first()
-        else:
-            row = conn.execute(select(*cols).where(DatasetRow.name == name_or_id)).first()
-            if row is None and str(name_or_id).isdigit():
-                row = conn.execute(select(*cols).where(DatasetRow.id == int(name_or_id))).first()
+        row = by_name_or_id(conn, select(*cols), DatasetRow, name_or_id)
         if row is None:
             raise RunNotFoundError(f"no dataset named or numbered {name_or_id!r} in {self!r}")
         return row

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
 
-import numpy as np
 from sqlalchemy import Connection, select
 
 from compassess_core.errors import InputError
 from compassess_core.limits import check_name
 
-from .connection import StoreBase
+from .connection import StoreBase, by_name_or_id
 from .schema import DatasetRow, PanelMemberRow, PanelRow, RunRow, utcnow
 
 
@@ -114,17 +113,11 @@ class PanelStore(StoreBase):
         return {"panels": 1, "panel_members": int(n)}
 
     def _panel_id(self, conn: Connection, name_or_id: str | int) -> int:
-        stmt = select(PanelRow.id)
-        if isinstance(name_or_id, (int, np.integer)):
-            found = conn.execute(stmt.where(PanelRow.id == int(name_or_id))).scalar()
-        else:
-            found = conn.execute(stmt.where(PanelRow.name == str(name_or_id))).scalar()
-            if found is None and str(name_or_id).isdigit():
-                found = conn.execute(stmt.where(PanelRow.id == int(name_or_id))).scalar()
+        found = by_name_or_id(conn, select(PanelRow.id), PanelRow, name_or_id)
         if found is None:
             raise PanelNotFoundError(f"no panel named '{name_or_id}' (see `compassess panel "
                                      "list`)")
-        return int(found)
+        return int(found[0])
 
     def _panel_info(self, conn: Connection, panel_id: int) -> PanelInfo:
         p = conn.execute(select(PanelRow.__table__, DatasetRow.name.label("dataset"))

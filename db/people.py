@@ -1,4 +1,5 @@
-"""People and their roles in the store: who may use a shared app, as an admin or an annotator.
+"""People and their roles in the store: who may use a shared app, as an admin or an annotator,
+and when each last signed out.
 
 A signed-in person's identity (``compassess_core.access.identity_from_claims``) is looked up here
 on every page; admins add, change and remove people on the People page. There is always at least
@@ -18,8 +19,8 @@ from sqlalchemy import delete, func, select, update
 from compassess_core.access import ADMIN, ROLES
 from compassess_core.errors import InputError
 
-from .connection import StoreBase, insert_ignore
-from .schema import PersonRow, utcnow
+from .connection import StoreBase, insert_ignore, upsert
+from .schema import PersonRow, SignOutRow, utcnow
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,31 @@ class PeopleStore(StoreBase):
                 self._keep_an_admin(conn, identity, "remove")
             gone = conn.execute(delete(P).where(P.identity == identity))
         return gone.rowcount == 1
+
+    def signed_out_through(self, identity: str) -> int | None:
+        """The newest ID-token issue time (seconds since the epoch) that no longer signs
+        ``identity`` in, since their last sign-out (None: never signed out here)."""
+        with self._read() as conn:
+            return conn.execute(select(SignOutRow.signed_out_through).where(
+                SignOutRow.identity == identity)).scalar_one_or_none()
+
+    def record_sign_out(self, identity: str, through: int) -> None:
+        """``identity`` signed out: tokens of theirs issued at or before ``through`` (seconds
+        since the epoch, ``access.signed_out_through``) no longer sign them in. Never moves
+        backwards (a late sign-out of an old cookie keeps the newer value)."""
+        if not identity or len(identity) > 255:
+            raise InputError("an identity is an e-mail address (or the provider's subject) of 1 "
+                             "to 255 characters")
+        S = SignOutRow
+        with self._write() as conn:
+            current = conn.execute(select(S.signed_out_through).where(
+                S.identity == identity)).scalar_one_or_none()
+            if current is not None and current >= through:
+                return
+            conn.execute(upsert(conn, S.__table__, ["identity"],
+                                ["signed_out_through", "updated_at"]),
+                         [dict(identity=identity, signed_out_through=int(through),
+                               updated_at=utcnow())])
 
     @staticmethod
     def _keep_an_admin(conn, identity: str, what: str) -> None:

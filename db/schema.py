@@ -17,8 +17,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, MetaData,
-                        String, Text, UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        MetaData, String, Text, UniqueConstraint)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -185,6 +185,10 @@ class RunRow(Base):
     # shows, and what the plan of a later run estimates its time from.
     judge_s: Mapped[float | None] = mapped_column(Float)
     token_rate: Mapped[float | None] = mapped_column(Float)
+    # What the worker does now (starting, loading, planning, judging) and since when: what the
+    # Run page shows with its elapsed time.
+    phase: Mapped[str | None] = mapped_column(String(32))
+    phase_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
@@ -383,6 +387,20 @@ class PersonRow(Base):
     role: Mapped[str] = mapped_column(String(16))
     added_by: Mapped[str] = mapped_column(String(255), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class SignOutRow(Base):
+    """When a person last signed out of a shared app, as the newest ID-token issue time
+    (``iat``, seconds since the epoch) that no longer signs them in
+    (``compassess_core.access.signed_out_through``): Streamlit's sign-in cookie outlives a
+    sign-out, so the app refuses a cookie whose token was issued at or before it. One row per
+    identity that ever signed out; a person without a role may have one too."""
+
+    __tablename__ = "sign_outs"
+
+    identity: Mapped[str] = mapped_column(String(255), primary_key=True)
+    signed_out_through: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

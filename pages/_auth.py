@@ -13,6 +13,9 @@ annotator's identity is always the viewer's, never a URL parameter or a typed na
 session): it decides once whether sign-in is required (:func:`decide_startup`; a session run
 without that import, as under AppTest, decides at the first session) and stops a server with a
 broken sign-in configuration or one that would serve without sign-in on a non-loopback address.
+What Streamlit serves without running a page (files under ``/media/``, uploads, the WebSocket's
+handshake) is checked by the middleware in ``pages/_http_guard.py``, against the same
+configuration (:func:`sign_in_required`).
 
 Fail closed: every run checks the configuration against that decision
 (:func:`sign_in_required`); secrets that no longer parse or read, an ``[auth]`` that disappeared or
@@ -27,21 +30,22 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
-import json
-import logging
+import hashlib
+import os
+import stat
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
-from compassess_core import access
-from compassess_core.access import ADMIN, ANNOTATOR
+from compassess_core.api import access
+from compassess_core.api.access import ADMIN, ANNOTATOR
 from pages._plain import plain
 from pages._store import api_store
 
-log = logging.getLogger(__name__)
 
 #: Where the viewer of the current run is kept (set by :func:`gate`, read by :func:`viewer`).
 VIEWER_KEY = "compassess_viewer"
@@ -109,6 +113,68 @@ def _secrets_files_exist() -> bool:
     return any(Path(p).exists() for p in (config.get_option("secrets.files") or []))
 
 
+#: The secrets files as last seen by :func:`notice_secrets_changes` (None: not looked at yet, which
+#: counts as a change: what Streamlit parsed before the first look is parsed again).
+_secrets_seen: tuple | None = None
+_secrets_seen_lock = threading.Lock()
+#: Larger secrets files are compared by their size and times only.
+_HASHED_SECRETS_BYTES = 1 << 20
+
+
+def _path_state(path: str, depth: int = 0) -> tuple:
+    """What ``path`` holds now, as a value that changes whenever its content does: kind, size,
+    times and (small files) a hash of the bytes; a folder (Streamlit's one-folder-per-secret
+    layout) with its entries two levels down."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return (path, "missing")
+    except OSError as e:
+        return (path, "unreadable", type(e).__name__)
+    state: tuple = (path, info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns,
+                    info.st_ctime_ns)
+    if stat.S_ISDIR(info.st_mode):
+        if depth >= 2:
+            return state
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as e:
+            return (*state, "unlistable", type(e).__name__)
+        return (*state, tuple(_path_state(os.path.join(path, n), depth + 1) for n in names))
+    if stat.S_ISREG(info.st_mode) and info.st_size <= _HASHED_SECRETS_BYTES:
+        try:
+            with open(path, "rb") as f:
+                return (*state, hashlib.sha256(f.read()).hexdigest())
+        except OSError as e:
+            return (*state, "unreadable", type(e).__name__)
+    return state
+
+
+def notice_secrets_changes() -> None:
+    """Make Streamlit read the secrets files again when they changed since the last look: called
+    on every request (``pages/_http_guard.py``) and every run (:func:`_auth_section`).
+
+    Streamlit watches the secrets files itself, but its watcher stops after one edit that does
+    not parse, or when the file is deleted or replaced by a folder: later edits (the fix, a
+    rotated ``cookie_secret``) went unnoticed until a restart and a cookie signed with the old
+    secret kept working. Looking at the files' state here (a few ``stat`` calls and the hash of a
+    small file) does not depend on that watcher. Only the real secrets object is reset (AppTest
+    replaces ``st.secrets`` with its own)."""
+    from streamlit import config
+    from streamlit.runtime.secrets import secrets_singleton
+
+    global _secrets_seen
+    now = tuple(_path_state(p) for p in (config.get_option("secrets.files") or []))
+    with _secrets_seen_lock:
+        if now == _secrets_seen:
+            return
+        _secrets_seen = now
+    if st.secrets is secrets_singleton:
+        # Streamlit's own reset (private in 1.67, as its watcher's callback uses it): the next
+        # read parses the files again, or fails and locks the app (sign_in_required).
+        secrets_singleton._reset()
+
+
 def _auth_section() -> dict:
     """The ``[auth]`` section of the secrets, read now ({} when there is no secrets file at all).
 
@@ -118,6 +184,7 @@ def _auth_section() -> dict:
         A secrets file exists but cannot be read or parsed (a typo while someone edits it, wrong
         permissions): never taken for "no sign-in".
     """
+    notice_secrets_changes()
     try:
         section = st.secrets.get("auth")
     except FileNotFoundError as e:  # StreamlitSecretNotFoundError: none found, or unparseable
@@ -187,16 +254,12 @@ def server_address() -> str | None:
     return config.get_option("server.address") or None
 
 
-#: Host names a local-mode server answers (DNS rebinding sends another name to 127.0.0.1).
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
-def check_serving() -> None:
+def check_serving() -> bool:
     """The server process's start-up check, once, when it imports app.py: decides whether sign-in
     is required (:func:`decide_startup`), and refuses to start (exit status 2) with a secrets file
     that cannot be parsed, an unfit ``cookie_secret``, or without sign-in on a non-loopback
-    address (unless ``COMPASSESS_ALLOW_ANONYMOUS=1``). Then hardens Streamlit's options
-    (:func:`harden_server`)."""
+    address (unless ``COMPASSESS_ALLOW_ANONYMOUS=1``). Returns whether the server is in local
+    mode (no sign-in, on a loopback address): ``pages._http_guard`` then answers localhost only."""
     from streamlit import config
 
     try:
@@ -211,7 +274,7 @@ def check_serving() -> None:
     problem = access.serving_problem(configured, address)
     if problem is not None:
         _refuse(problem)
-    harden_server(local=not configured and access.is_loopback(address))
+    return not configured and access.is_loopback(address)
 
 
 def _refuse(problem: str) -> None:
@@ -219,148 +282,54 @@ def _refuse(problem: str) -> None:
     raise SystemExit(2)
 
 
-def harden_server(local: bool) -> None:
-    """Streamlit options every CompAssess server gets: uncaught errors show a generic message,
-    never a traceback (admins read the server log); the toolbar has no Deploy menu nor developer
-    options (the app is served, not developed, here: ``.streamlit/config.toml`` says the same,
-    but Streamlit reads that file only from the working directory); and in local mode WebSocket
-    connections only from a localhost Host name (``server.allowedHosts``;
-    :class:`HostAndMetricsGuard` covers the HTTP routes)."""
-    from streamlit import config
-    config.set_option("client.showErrorDetails", "none")
-    config.set_option("client.toolbarMode", "minimal")
-    if local:
-        config.set_option("server.allowedHosts", list(LOCAL_HOSTS))
-
-
-class HostAndMetricsGuard:
-    """ASGI middleware in front of Streamlit (``st.App(middleware=...)``): answers 404 to
-    ``/_stcore/metrics`` (Streamlit 1.67 has no option to close it and it needs no sign-in), in
-    local mode answers 400 to any request (HTTP or WebSocket) whose Host is not a localhost name,
-    which stops DNS rebinding from driving the local admin app, and with sign-in answers 403 to a
-    request for a file under ``/media/`` (downloads, charts' images) from anyone who is not signed
-    in with a role now (:func:`media_viewer_allowed`): Streamlit serves those files to whoever
-    has the URL."""
-
-    def __init__(self, app, local: bool, media_needs_sign_in: bool = False) -> None:
-        self.app, self.local, self.media_needs_sign_in = app, local, media_needs_sign_in
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope.get("type") not in ("http", "websocket"):
-            return await self.app(scope, receive, send)
-        path = scope.get("path") or ""
-        if path.rstrip("/").endswith("/_stcore/metrics"):
-            return await self._refuse(scope, receive, send, 404, b"Not found")
-        if self.local and not is_local_host(_header(scope, b"host")):
-            return await self._refuse(scope, receive, send, 400, b"Host not allowed")
-        if (self.media_needs_sign_in and scope["type"] == "http" and "/media/" in path
-                and not media_viewer_allowed(_header(scope, b"cookie"))):
-            return await self._refuse(scope, receive, send, 403, b"Sign in to download this file")
-        return await self.app(scope, receive, send)
-
-    @staticmethod
-    async def _refuse(scope, receive, send, status: int, body: bytes) -> None:
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
-
-
-def is_local_host(host: str | None) -> bool:
-    """A Host header naming this machine by a localhost name (any port)."""
-    if not host:
-        return False
-    from urllib.parse import urlsplit
-    try:
-        parsed = urlsplit(f"//{host}")
-        _ = parsed.port
-    except ValueError:
-        return False
-    name = (parsed.hostname or "").lower().rstrip(".")
-    return not parsed.username and name in LOCAL_HOSTS and not parsed.path
-
-
-def media_viewer_allowed(cookie_header: str | None) -> bool:
-    """Whether a request carrying ``cookie_header`` comes from a person signed in now who holds a
-    role: Streamlit's signed sign-in cookie (``_streamlit_user``, checked with the cookie secret
-    the way Streamlit checks it) names an identity (:func:`access.identity_from_claims`) whose
-    stored role is not None. Anything that cannot be read (no cookie, a bad signature, a
-    configuration that fails to parse, a store that cannot be reached) refuses."""
-    from http.cookies import CookieError, SimpleCookie
-
-    from streamlit.auth_util import get_cookie_with_chunks
-    from streamlit.web.server.server_util import AUTH_COOKIE_NAME, get_cookie_secret
-    from streamlit.web.server.starlette.starlette_app_utils import decode_signed_value
-
-    if not cookie_header:
-        return False
-    try:
-        sign_in_required()
-        jar = SimpleCookie()
-        jar.load(cookie_header)
-        secret = get_cookie_secret()
-
-        def signed_cookie(name: str) -> bytes | None:
-            morsel = jar.get(name)
-            return None if morsel is None else decode_signed_value(secret, name, morsel.value)
-
-        decoded = get_cookie_with_chunks(signed_cookie, AUTH_COOKIE_NAME)
-        if decoded is None:
-            return False
-        claims = json.loads(decoded)
-        if not isinstance(claims, dict) or claims.get("is_logged_in") is not True:
-            return False
-        identity = access.identity_from_claims(claims)
-        return (identity in access.configured_admins()
-                or api_store().role_of(identity) is not None)
-    except (CookieError, ConfigurationError, access.AccessError, ValueError, TypeError):
-        return False
-    except Exception:  # a store that cannot be reached: the file stays locked, the log says why
-        log.exception("checking who asks for a media file")
-        return False
-
-
-def serving_middleware() -> list:
-    """The middleware app.py gives ``st.App`` (:class:`HostAndMetricsGuard`). A configuration
-    that cannot be read keeps media files behind sign-in (fail closed)."""
-    from starlette.middleware import Middleware
-
-    try:
-        sign_in = sign_in_required()
-        local = not sign_in and access.is_loopback(server_address())
-    except ConfigurationError:
-        sign_in, local = True, False
-    return [Middleware(HostAndMetricsGuard, local=local, media_needs_sign_in=sign_in)]
-
-
-def apply_upload_limit() -> None:
-    """Streamlit's own upload limit follows ``COMPASSESS_MAX_UPLOAD_MB`` (the server refuses a
-    larger request body before it reaches a page)."""
-    from streamlit import config
-
-    from compassess_core.limits import max_upload_mb
-    config.set_option("server.maxUploadSize", max_upload_mb())
-
-
 # ------------------------------------------------------------------------------ the viewer
+
+#: Why this session's sign-in ended (shown on the sign-in page it gets instead).
+ENDED_KEY = "compassess_sign_in_ended"
+#: The ``cookie_secret`` (its hash) this session's sign-in was accepted under.
+SIGNED_UNDER_KEY = "compassess_signed_under"
+
+
+def signed_out_through(identity: str) -> int | None:
+    """The store's record of ``identity``'s last sign-out (``access.signed_out_through``)."""
+    return api_store().signed_out_through(identity)
+
+
+def record_sign_out(identity: str, token_issued_at: object) -> None:
+    """``identity`` signs out now with a token issued at ``token_issued_at``: that token and the
+    person's earlier ones stop signing them in (:func:`sign_in_ended`)."""
+    api_store().record_sign_out(identity, token_issued_at)
+
+
+def sign_in_ended(identity: str, claims) -> str | None:
+    """Why the sign-in that ``claims`` (the provider's ID-token claims, from Streamlit's cookie)
+    stand for no longer counts (None while it does): the token expired, or the person signed out
+    since it was issued (``access.sign_in_problem``)."""
+    return access.sign_in_problem(claims, time.time(), signed_out_through(identity))
+
+
+def _cookie_secret_hash() -> str:
+    secret = str(_auth_section().get("cookie_secret") or "")
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
 
 def _signed_in_viewer() -> Viewer | None:
     """The signed-in person with their role (the first admins' role is written on the way), or
-    None for an anonymous visitor."""
+    None for an anonymous visitor and for a sign-in that no longer counts: the provider's token
+    expired, the person signed out since (from another tab, or a copied cookie), or the
+    ``cookie_secret`` changed since this session was signed in (Streamlit checked its cookie
+    only when the session connected). The sign-in page then says why (:data:`ENDED_KEY`)."""
     if not st.user.is_logged_in:
         return None
     claims = st.user.to_dict()
     identity = access.identity_from_claims(claims)
+    secret_now = _cookie_secret_hash()
+    signed_under = st.session_state.setdefault(SIGNED_UNDER_KEY, secret_now)
+    ended = ("the app's sign-in key was changed; sign in again"
+             if signed_under != secret_now else sign_in_ended(identity, claims))
+    if ended is not None:
+        st.session_state[ENDED_KEY] = ended
+        return None
     if identity in access.configured_admins() and api_store().role_of(identity) != ADMIN:
         api_store().set_role(identity, ADMIN, access.FROM_CONFIGURATION)
     name = str(claims.get("name") or identity)
@@ -422,6 +391,26 @@ def require(role: str = ADMIN) -> Viewer:
         st.error(refusal, icon=":material/lock:")
         st.stop()
     st.session_state[VIEWER_KEY] = who
+    return who
+
+
+def recheck(role: str = ADMIN) -> Viewer:
+    """The first line of every refresh of a live view (a fragment with ``run_every``, such as the
+    Run page's progress): the viewer read afresh, when they still hold ``role`` (or more) and are
+    the person the page was drawn for. Otherwise the whole app reruns, so app.py's gate draws the
+    lock page, the sign-in page or the no-role page instead of the page, and the refreshes stop
+    with it: a removed person, or a configuration that broke, gets no more data.
+
+    A fragment's refresh runs without app.py's gate (like a callback), which is why it must ask.
+    """
+    try:
+        who = current_viewer()
+    except (ConfigurationError, access.AccessError):
+        who = None
+    drawn_for = st.session_state.get(VIEWER_KEY)
+    if (not has_role(who, role) or not isinstance(drawn_for, Viewer)
+            or drawn_for.identity != who.identity):
+        st.rerun(scope="app")
     return who
 
 
@@ -530,6 +519,9 @@ def account_error_page(error: Exception) -> None:
 def sign_in_page() -> None:
     """What an anonymous visitor sees: what the app is and how to sign in, no data."""
     st.title("CompAssess")
+    ended = st.session_state.pop(ENDED_KEY, None)
+    if ended:
+        st.info(f"Your sign-in ended: {ended}.", icon=":material/logout:")
     st.markdown("LLM comparative assessment for a team. **Sign in** with your organisation's "
                 "account to annotate pairs or to run and audit judges.")
     names = providers()
@@ -553,6 +545,9 @@ def _account_box(who: Viewer) -> None:
             role = who.role or "no role"
             st.caption(f"Signed in as {plain(who.identity)} ({role})")
             if st.button("Sign out", icon=":material/logout:", key="sign_out"):
+                # Ended here as well as by the middleware at /auth/logout: the cookie stops
+                # counting even if the browser never follows the sign-out redirect.
+                record_sign_out(who.identity, st.user.to_dict().get("iat"))
                 st.logout()
         elif who.mode == access.LOCAL:
             st.caption(f"Single-user local mode (this machine only, no sign-in): you are "

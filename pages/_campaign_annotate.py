@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import streamlit as st
 
-from compassess_core.annotation import shown_pair
 from compassess_core.errors import CompAssessError
 from compassess_core.types import Outcome
 from pages._auth import Viewer, require
@@ -178,10 +176,10 @@ def annotate(me: Viewer, campaign) -> None:
                        icon=":material/celebration:")
             _undo_button(campaign, st)
             return
-        pair = queue[0]
-        left, right, shown_order = shown_pair(pair[1], pair[2], np.random.default_rng())
-        cur = dict(campaign=campaign.id, who=who, pair=pair, left=left, right=right,
-                   shown_order=shown_order, shown_at=time.time())
+        shown = campaign.next_pair(who, later=later)
+        cur = dict(campaign=campaign.id, who=who, pair=shown.pair, left=shown.left,
+                   right=shown.right,
+                   shown_order=shown.shown_order, shown_at=time.time())
         st.session_state[CURRENT] = cur
     dataset = cached_dataset(campaign.info.dataset_id)
     ctx = dataset.context(cur["pair"][0])

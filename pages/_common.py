@@ -1,6 +1,7 @@
 """Shared UI helpers of the Streamlit pages: a run as the Python API gives it (with Streamlit's
-cache around its reads), the pickers, the method, tau and bootstrap controls, the worker launcher
-and the comparison view.
+cache around its reads), the pickers, the method, tau and bootstrap controls and the comparison
+view. Workers are started and watched through ``api.Run`` (``start_worker``, ``progress``,
+``worker_log``); the judge model is never loaded in the web server.
 
 One way in: every number a page shows comes from a ``compassess_core.api.Run`` method, the call
 ``compassess rank|evaluate|leaderboard|compare|agreement|export`` and a notebook make, so the
@@ -19,9 +20,11 @@ markdown.
 
 from __future__ import annotations
 
-import os
+import functools
+import inspect
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -29,10 +32,6 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
-from compassess_core.models import is_bundled
-from compassess_core.prompts import reference_column
-from compassess_core.run_kinds import get_kind
-from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
 from compassess_core.errors import CompAssessError
 from pages._auth import page_link, require
@@ -46,32 +45,38 @@ SAMPLE_NAME = "sample_summeval"
 PREVIEW_CHARS = 120
 
 
-def home_dir() -> Path:
-    """``COMPASSESS_HOME`` (worker logs live in its ``logs`` folder)."""
-    env = os.environ.get("COMPASSESS_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "compassess"
-
-
 # ------------------------------------------------------------------------ a run, through the API
 
-def _stored_key(info) -> str:
-    """How much a run stores, as a cache key: a finished batch, a status change (or, for an
-    absolute run, edited references, which replace comparisons in place) reads it afresh."""
-    key = f"{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
+#: Seconds between fresh reads of a run a worker is judging: every micro-batch changes what it
+#: stores, and reading (and recomputing) everything at each one kept the result pages of a live
+#: run, and those of its dataset's judges, at 5-6 s while it ran.
+LIVE_READ_S = 10.0
+
+
+def _stored_key(info, now: float | None = None) -> str:
+    """What a run's numbers rest on, as a cache key: its name (a renamed run's exports and
+    report name it anew), a finished batch, a status change (or, for an absolute run, edited
+    references, which replace comparisons in place). A run with a live worker is read afresh
+    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again)."""
+    if api.has_live_worker(info):
+        return f"{info.name}/live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
+    key = f"{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
     return key
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _run_handle(url: str, run_id: int | str, stored: Any, calibrated_on: tuple | None) -> api.Run:
-    """One ``api.Run`` per run and stored state (its dataset and results are read once and kept
-    by the handle); ``calibrated_on``: ``(aspect, labels fingerprint)`` for the view calibrated
-    on the stored human labels (``Run.calibrated``). A panel (``api.Panel``, a ``Run`` on its
-    combined p) is keyed by its name: ``run_id`` is then ``("panel", name)``."""
+def _run_handle(url: str, run_id: int | tuple, stored: Any, calibrated_on: tuple | None
+                ) -> api.Verdicts:
+    """One ``api.Run`` per run id and stored state (its dataset and results are read once and
+    kept by the handle); ``calibrated_on``: ``(aspect, labels fingerprint)`` for the view
+    calibrated on the stored human labels (``Run.calibrated``). A panel (``api.Panel``) is
+    keyed by its id: ``run_id`` is then ``("panel", panel_id)``, so a panel deleted and made
+    again under the same name is a new panel."""
     if isinstance(run_id, tuple):
-        return api_store().panel(run_id[1])
-    run = api_store().get_run(run_id)
+        return api_store().panel(int(run_id[1]))
+    run = api_store().get_run(int(run_id))
     return run.calibrated(calibrated_on[0]) if calibrated_on else run
 
 
@@ -81,21 +86,66 @@ def _read(url: str, run_id: int | tuple, stored: Any, calibrated_on: tuple | Non
     return getattr(_run_handle(url, run_id, stored, calibrated_on), method)(**dict(options))
 
 
-class AppRun:
-    """A stored run (or panel) as the pages use it: the API's ``Run`` (``.api``), whose
-    attributes it passes on (``name``, ``dataset``, ``settings``, ``tau``, ``n_comparisons``,
-    ...), with the expensive reads cached by Streamlit through :meth:`read`."""
+def _cached(method: Callable) -> Callable:
+    """An :class:`AppRun` method that is ``api.Verdicts``' ``method`` (same name, same
+    arguments) cached by Streamlit per object, stored state and arguments (which must be
+    hashable by Streamlit: numbers, strings, DataFrames)."""
+    signature = inspect.signature(method)
 
-    def __init__(self, run: api.Run, calibrated_on: tuple | None = None) -> None:
+    @functools.wraps(method)
+    def read(self: "AppRun", *args: Any, **kwargs: Any) -> Any:
+        options = signature.bind(self.api, *args, **kwargs).arguments
+        options.pop("self")
+        return _read(*self.key, method.__name__, tuple(sorted(options.items())))
+    return read
+
+
+class AppRun:
+    """A stored run (or panel) as the pages use it: the API's ``Run`` or ``Panel`` (``.api``),
+    whose attributes it passes on (``name``, ``dataset``, ``settings``, ``tau``,
+    ``n_comparisons``, ...), with the expensive reads cached by Streamlit: each is the API's
+    method of the same name and arguments (``run.rankings(method=..., debias=...)`` is
+    ``Verdicts.rankings``), so a page reads exactly what the CLI and a notebook read."""
+
+    rankings = _cached(api.Verdicts.rankings)
+    evaluation = _cached(api.Verdicts.evaluation)
+    evaluation_at = _cached(api.Verdicts.evaluation_at)
+    leaderboard = _cached(api.Verdicts.leaderboard)
+    leaderboard_bytes = _cached(api.Verdicts.leaderboard_bytes)
+    bias = _cached(api.Verdicts.bias)
+    order_dependence = _cached(api.Verdicts.order_dependence)
+    positional_bias = _cached(api.Verdicts.positional_bias)
+    position_diagnosis = _cached(api.Verdicts.position_diagnosis)
+    length_bias = _cached(api.Verdicts.length_bias)
+    length_points = _cached(api.Verdicts.length_points)
+    probabilities = _cached(api.Verdicts.probabilities)
+    matrix = _cached(api.Verdicts.matrix)
+    decision_matrix = _cached(api.Verdicts.decision_matrix)
+    consistency_matrix = _cached(api.Verdicts.consistency_matrix)
+    thresholds = _cached(api.Verdicts.thresholds)
+    tau_effect = _cached(api.Verdicts.tau_effect)
+    agreement = _cached(api.Verdicts.agreement)
+    calibrate = _cached(api.Verdicts.calibrate)
+    fused_rankings = _cached(api.Verdicts.fused_rankings)
+    export_bytes = _cached(api.Verdicts.export_bytes)
+    report_html = _cached(api.Verdicts.report_html)
+    definition = _cached(api.Panel.definition)
+    member_agreement = _cached(api.Panel.member_agreement)
+    split_pairs = _cached(api.Panel.split_pairs)
+    member_warnings = _cached(api.Panel.member_warnings)
+    member_evaluations = _cached(api.Panel.member_evaluations)
+    comparisons = _cached(api.Verdicts.comparisons)
+
+    def __init__(self, run: api.Verdicts, calibrated_on: tuple | None = None) -> None:
         self._use((db_url(), run.id, _stored_key(run.info), calibrated_on))
 
     @classmethod
-    def panel(cls, name: str, stored: tuple) -> "AppRun":
-        """The stored panel ``name`` through the same cache as a run; ``stored``: what its
+    def panel(cls, panel_id: int, stored: tuple) -> "AppRun":
+        """The stored panel ``panel_id`` through the same cache as a run; ``stored``: what its
         numbers rest on (its dataset's runs' stored state, panels and labels), so a new batch
         of a member or a new label recombines it."""
         self = cls.__new__(cls)
-        self._use((db_url(), ("panel", name), stored, None))
+        self._use((db_url(), ("panel", int(panel_id)), stored, None))
         return self
 
     def _use(self, key: tuple) -> None:
@@ -106,11 +156,6 @@ class AppRun:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.api, name)
-
-    def read(self, method: str, /, **options) -> Any:
-        """``Run.<method>(**options)``, cached per run, stored state and options (the options
-        must be hashable by Streamlit: numbers, strings, DataFrames)."""
-        return _read(*self.key, method, tuple(sorted(options.items())))
 
     def calibrated(self, labels: pd.DataFrame) -> "AppRun":
         """This run on its p calibrated on ``labels``, the stored human labels of its aspect
@@ -132,8 +177,8 @@ def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
     pages): its runs' stored comparisons and status, its panels and its stored human labels."""
     store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
-            tuple(store.panels(dataset_id)["name"]), len(store.human_labels(dataset_id)))
+    return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
+            tuple(store.panels(dataset_id)["id"]), len(store.human_labels(dataset_id)))
 
 
 def list_runs(dataset_id: int | None = None) -> list[api.Run]:
@@ -143,81 +188,129 @@ def list_runs(dataset_id: int | None = None) -> list[api.Run]:
 
 # ------------------------------------------------------------------------------------- pickers
 
+def as_shown(key: str, now: Any) -> Any:
+    """What the page showed under ``key`` when the person acted: the value of the run they
+    clicked in (the one before this rerun), else ``now``; ``now`` is remembered for the next.
+    A write names the object as shown then, so the API refuses it (``ObjectChanged``) when the
+    object was renamed or deleted since the page was drawn (another tab, another person)."""
+    remembered = f"shown::{key}"
+    shown = st.session_state.get(remembered, now)
+    st.session_state[remembered] = now
+    return shown
+
+
+def pick_object(field: str, ids: list[int], label_of: Callable[[int], str], *, what: str,
+                where=st.sidebar, label: str, default: int | None = None,
+                not_offered: Callable[[int], str | None] | None = None,
+                on_change: Callable[[int], None] | None = None) -> int | None:
+    """A picker over the objects ``ids`` whose choice is the view's ``field`` (the URL's
+    ``?field=<id>``); returns the chosen id, or None when there is nothing to show.
+
+    The object the view names is the one picked; with none named, ``default`` (else the
+    newest). A view naming an object that is not offered says so on the page and picks nothing
+    (the page then shows nothing of another object): ``not_offered(id)`` explains an object
+    that exists but is not offered here (a run without comparisons on a result page), else the
+    object is gone (deleted, or a link from another store). ``what`` names the kind in
+    messages; ``on_change(id)`` runs when the user picks another, before the page reruns.
+    """
+    if not ids:
+        return None
+    want = view.get(field)
+    key = f"{field}_pick_w"
+    missing = want is not None and want not in ids
+    if missing:
+        why = not_offered(want) if not_offered is not None else None
+        st.warning((why or f"The {what} this link names (id {want}) is not in the store: it was "
+                    "deleted, or the link comes from another store.")
+                   + f" Nothing of another {what} is shown: choose one.",
+                   icon=":material/link_off:")
+    # A keyed widget re-seeded from the view on every run: Streamlit drops a keyed widget's
+    # state when a page does not draw it, and the view is the one owner of the selection.
+    st.session_state[key] = None if missing else (want if want is not None
+                                                  else default if default in ids else ids[-1])
+
+    def picked() -> None:
+        view.put(field, st.session_state[key])
+        if on_change is not None and st.session_state[key] is not None:
+            on_change(st.session_state[key])
+
+    chosen = where.selectbox(label, ids, key=key, on_change=picked, format_func=label_of,
+                             placeholder=f"Choose a {what}")
+    if chosen is not None:
+        view.put(field, chosen)
+    return chosen
+
+
 def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):
-    """A dataset picker; returns the chosen dataset's record (``api.Store.list_datasets``) or
-    None when the store has none.
+    """A dataset picker (the view's ``dataset``); returns the chosen dataset's record
+    (``api.Store.list_datasets``) or None when the store has none or the link's dataset is gone.
 
     ``on_change(dataset_id)`` runs when the user picks another dataset, before the page reruns.
     """
     infos = api_store().list_datasets()
-    if not infos:
-        return None
-    ids = [d.id for d in infos]
-    want = view.get("dataset")
-    # A keyed widget whose state follows the view state (as the run picker): an index-only
-    # selectbox gets a new widget id whenever its default index changes, which dropped every
-    # second switch of dataset.
-    st.session_state["dataset_pick_w"] = want if want in ids else ids[-1]
-
-    def picked() -> None:
-        view.put("dataset", st.session_state["dataset_pick_w"])
-        if on_change is not None:
-            on_change(st.session_state["dataset_pick_w"])
-
-    chosen = where.selectbox(label, ids, key="dataset_pick_w", on_change=picked,
-                             format_func=lambda i: _dataset_label(infos, i))
-    view.put("dataset", chosen)
-    return next(d for d in infos if d.id == chosen)
+    by_id = {d.id: d for d in infos}
+    chosen = pick_object("dataset", list(by_id), lambda i: _dataset_label(by_id[i]),
+                         what="dataset", where=where, label=label, on_change=on_change)
+    return None if chosen is None else by_id[chosen]
 
 
-def _dataset_label(infos, dataset_id: int) -> str:
-    d = next(x for x in infos if x.id == dataset_id)
+def _dataset_label(d) -> str:
     return f"{plain(d.name, 'text')} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
 
 
 def is_pairwise(run) -> bool:
     """A run of pairwise comparisons (the result pages' runs)."""
-    return get_kind(run.kind).is_pairwise
+    return run.run_kind.is_pairwise
 
 
 def is_scoring_run(run) -> bool:
     """A prompt-scoring run (one score per candidate, no comparisons, on the Rankings page)."""
-    kind = get_kind(run.kind)
+    kind = run.run_kind
     return not kind.is_pairwise and kind.results_page == "rankings"
 
 
+def offered_runs(runs, need_comparisons: bool = True, with_scoring: bool = False) -> list:
+    """The runs a run picker offers: with stored comparisons (``need_comparisons``), and with
+    ``with_scoring`` the prompt-scoring runs with at least one scored candidate."""
+    return [r for r in runs if not need_comparisons or (r.info.n_comparisons or 0) > 0
+            or (with_scoring and is_scoring_run(r) and (r.info.done or 0) > 0)]
+
+
 def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True,
-             with_scoring: bool = False) -> AppRun | None:
-    """A run picker over every run of the store; returns the chosen run or None.
+             with_scoring: bool = False, field: str = "run") -> AppRun | None:
+    """A run picker (the view's ``field``, by run id) over every run of the store; returns the
+    chosen run, or None when there is none to show (the link's run gone or not shown here: the
+    picker says so).
 
     ``need_comparisons`` keeps the runs with stored comparisons (pairwise runs);
     ``with_scoring`` adds the prompt-scoring runs with at least one scored candidate.
     """
-    runs = list_runs()
-    if need_comparisons:
-        runs = [r for r in runs if (r.info.n_comparisons or 0) > 0
-                or (with_scoring and is_scoring_run(r) and (r.info.done or 0) > 0)]
+    every = {r.id: r for r in list_runs()}
+    runs = offered_runs(every.values(), need_comparisons, with_scoring)
     if not runs:
         return None
-    names = [r.name for r in runs]
-    want = view.get("run")
-    # A keyed widget whose state follows the view state: an index-only selectbox gets a new
-    # widget id whenever its default index changes, which dropped every second switch of run.
-    st.session_state["run_pick_w"] = want if want in names else names[-1]
-    chosen = where.selectbox(label, names, key="run_pick_w",
-                             on_change=lambda: view.put("run", st.session_state["run_pick_w"]),
-                             format_func=lambda n: run_label(runs[names.index(n)]))
-    view.put("run", chosen)
-    return AppRun(runs[names.index(chosen)])
+
+    def not_offered(run_id: int) -> str | None:
+        run = every.get(run_id)
+        if run is None:
+            return None
+        return (f"Run {plain(run.name)} (id {run_id}) is not shown on this page: "
+                f"{'it has no stored comparison yet' if run.run_kind.is_pairwise else f'it is a {run.run_kind.label} run'}.")
+
+    offered = {r.id: r for r in runs}
+    chosen = pick_object(field, list(offered), lambda i: run_label(offered[i]), what="run",
+                         where=where, label=label, not_offered=not_offered)
+    return None if chosen is None else AppRun(offered[chosen])
 
 
 def run_label(run) -> str:
     """A run as pickers list it: name, state (``compassess runs``' words) and what it stores."""
     info = run.info
-    partial = (not is_active(worker_state(info)) and (info.total or 0) > (info.done or 0))
+    progress = run.progress(refresh=False)
+    partial = not progress.active and (info.total or 0) > (info.done or 0)
     of = f" of {info.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
-    return f"{name} [{state_text(info)}, {get_kind(run.kind).summary_line(info)}{of}]"
+    return f"{name} [{progress.state_text}, {run.run_kind.summary_line(info)}{of}]"
 
 
 def no_run_message() -> None:
@@ -345,7 +438,7 @@ def use_per_context_tau() -> None:
 def tau_effect_note(run: AppRun, tau: float | str, method: str, where=st) -> None:
     """Which numbers the threshold moves for ``method`` on this run (``Run.tau_effect``): derived
     from whether the method counts verdicts and whether every pair was judged in both orders."""
-    effect = run.read("tau_effect", method=method, debias=tau)
+    effect = run.tau_effect(method=method, debias=tau)
     icon = ":material/swap_vert:" if effect.ranking_moves or effect.hard else ":material/info:"
     where.info("What tau moves here: P(A), the verdicts, win rates and accuracy always follow it "
                "(eq. 10). Ranking: " + effect.reason, icon=icon)
@@ -354,7 +447,7 @@ def tau_effect_note(run: AppRun, tau: float | str, method: str, where=st) -> Non
 def judge_warning(run: AppRun, tau: float, where=st) -> None:
     """A plain warning when the judge's verdicts follow the position (P(A) or P(B) far from 0.5)
     or flip with the order, with its numbers and the one-click remedy (``Run.position_diagnosis``)."""
-    diagnosis = run.read("position_diagnosis", debias=tau)
+    diagnosis = run.position_diagnosis(debias=tau)
     message = diagnosis.message()
     if message is None:
         return
@@ -396,11 +489,12 @@ def download_with_settings(columns, data: bytes, sidecar: bytes | None, stem: st
     columns (JSON holds the settings itself)."""
     mime = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
     columns[0].download_button(f"Download {stem.rsplit('-', 1)[-1]}.{fmt}", data,
-                               file_name=f"{stem}.{fmt}", mime=mime[fmt],
+                               file_name=api.file_name(stem, suffix=f".{fmt}"), mime=mime[fmt],
                                icon=":material/download:", key=key)
     if sidecar is not None:
         columns[1].download_button("Download its settings (.settings.json)", sidecar,
-                                   file_name=f"{stem}.{fmt}.settings.json",
+                                   file_name=api.sidecar_name(api.file_name(stem,
+                                                                            suffix=f".{fmt}")),
                                    mime="application/json", key=f"{key}_settings")
 
 
@@ -431,67 +525,13 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
     return [(x, " = ".join(names), color) for x, names, color in merged]
 
 
-# ----------------------------------------------------------------------------------- the worker
-
-def worker_log_path(run_id: int) -> Path:
-    """The log file of a run's workers: one per run id (names that differ only in characters a
-    file name cannot hold would share a file)."""
-    return home_dir() / "logs" / f"worker-{int(run_id)}.log"
-
-
-def check_app_model(model: str) -> None:
-    """Refuse a served judge whose server is not configured for the app (the allowlist of
-    ``judges.servers``), before anything is requested from it.
-
-    Raises
-    ------
-    InputError
-        A served model spec that is malformed or names a server that is not configured.
-    """
-    from compassess_core.judges.openai_judge import is_openai_spec, parse_spec
-    from compassess_core.judges.servers import check_configured
-    if is_openai_spec(model):
-        check_configured(parse_spec(model).base_url)
-
-
-def start_worker(run) -> Path:
-    """Start a worker process (``api.Run.start_worker``) for a stored run; returns its log file.
-
-    The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
-    sees a live worker and does not start another one. A run whose served judge is not one of the
-    app's configured servers is refused (``InputError``) and nothing starts.
-    """
-    fresh = api_store().get_run(run.id)
-    check_app_model(str(fresh.settings.model or ""))
-    log = worker_log_path(fresh.id)
-    fresh.start_worker(log, cwd=REPO_ROOT)
-    return log
-
-
-def log_tail(path: Path, n_lines: int = 12) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n_lines:])
-
-
-def rate_and_eta(info) -> tuple[float | None, float | None]:
-    """The worker's own rate (units per second of judging, this session) and the ETA in s."""
-    rate = getattr(info, "rate", None)
-    if not rate:
-        return None, None
-    left = max(int(info.total or 0) - int(info.done or 0), 0)
-    return float(rate), left / float(rate)
-
-
 # ---------------------------------------------------------------------------- comparison view
 
-@st.cache_resource(show_spinner="Loading the judge to show its chat template ...", max_entries=2)
-def _judge_for_render(model: str, device: str, dtype: str):
-    from compassess_core.judges import load_judge
-    return load_judge(None if is_bundled(model) else model, device="cpu", dtype=dtype,
-                      batch_size=1)
+@st.cache_data(show_spinner="Reading the judge's tokenizer to show its chat template ...",
+               max_entries=64)
+def _chat_prompt(key: tuple, context_id: str, first: str, second: str) -> str:
+    """``Run.chat_prompt`` (the model's tokenizer only, never its weights), cached per run."""
+    return _run_handle(*key).chat_prompt(context_id, first, second)
 
 
 def open_comparison(context_id: str, first: str, second: str) -> None:
@@ -504,7 +544,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     (``Run.comparison`` and ``Run.prompt``); ``tau`` as the tau control gives it (per-context
     balancing: this context's own tau*, ``Run.thresholds``)."""
     if isinstance(tau, str):
-        tau = run.read("thresholds", debias=tau).get(context_id, 0.5)
+        tau = run.thresholds(debias=tau).get(context_id, 0.5)
     ctx = run.dataset.context(context_id)
     by_id = {c.candidate_id: c for c in ctx.candidates}
     fwd = run.comparison(context_id, first, second)
@@ -556,23 +596,21 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     st.markdown("**The exact prompt sent** (user message, then the answer primer the model continues):")
     st.code(prompt.text, language=None, wrap_lines=True)
     st.code(prompt.primer, language=None)
-    settings = run.settings
-    try:
-        # A served judge is contacted only when it is one of this app's configured servers: the
-        # URL stored with a run (an imported store, an edited row) is not trusted.
-        check_app_model(settings.model)
-    except CompAssessError:
+    # A run's stored judge is not trusted (an imported store, an edited row): a served judge
+    # whose server is not configured for this app is not offered (``Run.judge_problem``).
+    if run.judge_problem is not None:
         st.caption("The chat-template view is not offered: this run's judge server is not one of "
                    "the servers configured for this app.")
         return
-    if st.checkbox("Show it with the model's chat template (loads the judge, a few seconds)",
-                   key=f"chat_{run.id}_{context_id}_{first}_{second}"):
-        require()  # loading a model in the web server is an admin's action
+    if st.checkbox("Show it with the model's chat template (reads the model's tokenizer; the "
+                   "model itself is not loaded)", key=f"chat_{run.id}_{context_id}_{first}_{second}"):
+        require()  # reading a model's files in the web server is an admin's action
         try:
-            judge = _judge_for_render(settings.model, settings.device, settings.dtype)
-            st.code(judge.render(prompt), language=None, wrap_lines=True)
-        except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
-            st.warning(f"Could not load the judge to render its chat template: {plain(str(e))}")
+            st.code(_chat_prompt(run.key, context_id, first, second), language=None,
+                    wrap_lines=True)
+        except CompAssessError as e:
+            st.warning(f"Could not read the judge's tokenizer to show its chat template: "
+                       f"{plain(str(e))}")
 
 
 # ------------------------------------------------------------------------------- method control
@@ -591,12 +629,12 @@ def ci_control(where, n_comparisons: int) -> bool:
     return bool(on)
 
 
-def default_reference_index(references: list[str], settings) -> int:
+def default_reference_index(references: list[str], run) -> int:
     """The run's aspect's column when the dataset has one, by name or synonym (a coherence run
-    is checked against 'coherence', an engagingness run against 'engagement'), else the first
-    reference column."""
-    column = reference_column(settings.aspect, references)
-    return references.index(column) if column is not None else 0
+    is checked against 'coherence', an engagingness run against 'engagement':
+    ``Verdicts.default_reference``), else the first reference column."""
+    column = run.default_reference
+    return references.index(column) if column in references else 0
 
 
 METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probability",
@@ -628,11 +666,13 @@ def page_run(title: str, *, with_scoring: bool = False) -> AppRun:
     st.title(title)
     view.show_problems()
     run = pick_run(with_scoring=with_scoring)
+    offered = bool(offered_runs(list_runs(), with_scoring=with_scoring))
     if not with_scoring:
-        pairwise_only_note(run is not None)
+        pairwise_only_note(offered)
     if run is None:
-        no_run_message()
-        st.stop()
+        if not offered:
+            no_run_message()
+        st.stop()  # else the picker said why the link's run is not shown
     return run
 
 
@@ -652,7 +692,7 @@ def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:
     method = method_control()
     tau = tau_control(run)
     info = run.info
-    if is_active(worker_state(info)):
+    if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
                 f"{info.total or '?'} comparisons stored): numbers here use what is stored so far.",
                 icon=":material/hourglass_top:")
@@ -678,15 +718,20 @@ def aspect_options(dataset_id: int) -> list[str]:
 
 
 def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged") -> str:
-    """An aspect picker for human judgements, defaulting to the newest run's aspect (kept in the URL)."""
+    """An aspect picker for human judgements (the view's ``aspect``, kept in the URL), defaulting
+    to the newest run's aspect. Its widget belongs to the dataset (keyed by its id) and is
+    re-seeded from the view on every run, so the box always shows the aspect the page uses and
+    writes: the value returned."""
     options = aspect_options(dataset_id)
     runs = list_runs(dataset_id)
     want = view.get("aspect") or (runs[-1].settings.aspect if runs else None) or DEFAULT_ASPECT
-    index = options.index(want) if want in options else options.index(DEFAULT_ASPECT)
-    chosen = where.selectbox(label, options, index=index, key="aspect_w",
-                             format_func=lambda a: plain(a, "text"),
-                             help="Human judgements are stored per dataset and aspect; the Agreement "
-                                  "page compares a run with the labels of the run's aspect.")
+    key = f"aspect_w_{dataset_id}"
+    st.session_state[key] = want if want in options else DEFAULT_ASPECT
+    chosen = where.selectbox(label, options, key=key, format_func=lambda a: plain(a, "text"),
+                             on_change=lambda: view.put("aspect", st.session_state[key]),
+                             help="Human judgements are stored per dataset and aspect; the "
+                                  "Agreement page compares a run with the labels of the run's "
+                                  "aspect.")
     view.put("aspect", chosen)
     return chosen
 

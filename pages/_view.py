@@ -2,13 +2,18 @@
 method, threshold mode and value, bootstrap choice, aspect, bootstrap size, the Leaderboard's
 baseline system and the panel of judges. This module owns it.
 
+Objects are named by their stable ids (``?dataset=3&run=12&panel=2``), so a link survives a
+rename; a link that names an object by name (made before ids) is resolved to its id once, and
+a link to an object that is gone is said so by the page that shows it (``pages._common``'s
+pickers), never silently replaced by another object.
+
 The state lives in the session and in the URL. ``app.py`` calls :func:`sync` at the start of every
 run, before the page: a value the session lacks is read from the URL (a refresh, a shared link, a
-bookmark), checked (:data:`FIELDS`: a tau outside [0, 1] or an unknown method is refused with a
-friendly message and the default is used), and then the whole state is written back into the URL.
-Streamlit clears the query string when the page changes, so writing every field on every run is
-what keeps a link complete: the URL of any page reproduces the numbers on it. Widgets change the
-state through :func:`put`, which writes both places.
+bookmark), checked (:data:`FIELDS`: a tau outside (0, 1) or one that rounds onto a bound, or an
+unknown method, is refused with a friendly message and the default is used), and then the whole
+state is written back into the URL. Streamlit clears the query string when the page changes, so
+writing every field on every run is what keeps a link complete: the URL of any page reproduces the
+numbers on it. Widgets change the state through :func:`put`, which writes both places.
 
 Pages never read ``st.query_params`` for these fields themselves. This module must never compute
 a number or render a user string as markdown except through ``pages._plain.plain``.
@@ -22,9 +27,11 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from compassess_core.api import RANKING_METHODS as METHODS
+from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
-from compassess_core.ranking import METHODS
 from pages._plain import plain
+from pages._store import api_store
 
 #: The threshold modes of the tau control: eq. 3's natural 0.5, the balanced tau* (eq. 10) over
 #: all comparisons, one balanced tau* per context (eq. 10 context by context), a value.
@@ -50,13 +57,28 @@ def _unit_interval(raw: str) -> float:
         raise ValueError(f"'{raw}' is not a number") from None
     if not math.isfinite(value) or not 0.0 < value < 1.0:
         raise ValueError(f"'{raw}' is not a number between 0 and 1")
-    return round(value, 3)
+    # The view keeps 3 decimals (the slider's step); a value that rounds onto a bound is refused
+    # like the bound itself, never passed on as 0 or 1.
+    kept = round(value, 3)
+    if not 0.0 < kept < 1.0:
+        raise ValueError(f"'{raw}' rounds to {kept:.3f} (3 decimals are kept), which is not "
+                         "between 0 and 1")
+    return kept
 
 
-def _positive_int(raw: str) -> int:
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"'{raw}' is not an id")
-    return int(raw)
+def _object_ref(kind: str) -> Callable[[str], int]:
+    """An object's id from a link: digits are its id; anything else is a name (links made
+    before ids named objects), looked up once in the store: a name no ``kind`` has is refused."""
+    def parse(raw: str) -> int:
+        if raw.isdigit() and int(raw) >= 1:
+            return int(raw)
+        if not raw.strip() or len(raw) > MAX_NAME_CHARS:
+            raise ValueError(f"'{raw[:40]}' is not a {kind} id")
+        try:
+            return api_store().object_id(kind, raw)
+        except CompAssessError:
+            raise ValueError(f"no {kind} is named '{raw}'") from None
+    return parse
 
 
 def _name(raw: str) -> str:
@@ -88,10 +110,10 @@ class Field:
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in (
-    Field("dataset", "dataset", _positive_int),
-    Field("run", "run", _name),
-    Field("run_b", "second run (Compare runs)", _name),
-    Field("abs_run", "absolute-score run (Scores)", _name),
+    Field("dataset", "dataset", _object_ref("dataset")),
+    Field("run", "run", _object_ref("run")),
+    Field("run_b", "second run (Compare runs)", _object_ref("run")),
+    Field("abs_run", "absolute-score run (Scores)", _object_ref("run")),
     Field("method", "ranking method", _one_of(tuple(METHODS))),
     Field("tau_mode", "threshold mode", _one_of(TAU_MODES)),
     Field("tau", "manual threshold tau", _unit_interval),
@@ -99,8 +121,13 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("aspect", "aspect", _name),
     Field("boot", "bootstrap resamples (Leaderboard)", _bootstrap),
     Field("baseline", "baseline system (Leaderboard)", _name),
-    Field("panel", "panel of judges (Panel)", _name),
+    Field("panel", "panel of judges (Panel)", _object_ref("panel")),
+    Field("campaign", "annotation campaign (Campaigns)", _object_ref("campaign")),
 )}
+
+
+#: The fields that name a stored object, by its id.
+OBJECT_FIELDS = frozenset({"dataset", "run", "run_b", "abs_run", "panel", "campaign"})
 
 
 def sync() -> None:
@@ -151,6 +178,12 @@ def put(name: str, value: Any) -> None:
     """Set a field in the session and the URL (None clears it)."""
     if name not in FIELDS:
         raise KeyError(f"unknown view field '{name}'")
+    if name in OBJECT_FIELDS and isinstance(value, str):
+        # Objects are named by id; a name given here is looked up once (None: no such object).
+        try:
+            value = FIELDS[name].parse(value)
+        except ValueError:
+            value = None
     st.session_state[name] = value
     if value is None:
         st.query_params.pop(name, None)

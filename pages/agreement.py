@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core.agreement import CLASS_NAMES
-from compassess_core.export import table_bytes
+from compassess_core import api
 from pages._auth import guard
 from pages._common import (api_store, at_tau, comparison_view, fmt, judge_warning, page_run,
                            partial_warning, plain, show_chart, tau_control)
@@ -53,9 +53,17 @@ def annotator_agreement() -> None:
             cols = st.columns(3)
             cols[0].metric("Your answers", f"{len(own):,}")
             cols[1].metric("Pairs shared with others", f"{agree['n_items']:,}")
-            cols[2].metric("Agreement with the others", fmt(
-                None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
-                ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
+            if agree.get("withheld", True) and agree["n_items"]:
+                # Fewer than three others: the figure would give their votes away (the engine
+                # withholds it, campaigns.MIN_OTHERS_FOR_AGREEMENT).
+                cols[2].metric("Agreement with the others", "hidden",
+                               help="Shown once at least three other annotators have labelled "
+                                    "pairs you labelled: with fewer, it would tell how each of "
+                                    "them voted.")
+            else:
+                cols[2].metric("Agreement with the others", fmt(
+                    None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
+                    ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
             if len(own):
                 shown = own[["context_id", "candidate_left", "candidate_right", "winner",
                              "comment", "created_at"]]
@@ -102,7 +110,7 @@ if aspect != run_aspect:
                icon=":material/warning:")
 
 with st.spinner("Computing agreement ..."):
-    bundle = run.read("agreement", labels=human, debias=tau)
+    bundle = run.agreement(labels=human, debias=tau)
 summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
 st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements of "
@@ -243,7 +251,7 @@ r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
            + (f" ({votes[0]}-{votes[1]} human votes each)" if votes else "")
            + f"; 95% CI {interval(rc.get('spearman_x100_ci95'), 'x100')} (contexts resampled)")
 if len(human_rank):
-    llm_rank = run.read("rankings", method="bradley-terry", debias=tau)
+    llm_rank = run.rankings(method="bradley-terry", debias=tau)
     contexts = list(dict.fromkeys(human_rank["context_id"]))
     ctx_id = r2.selectbox("Context", contexts, key="agreement_rank_context",
                           format_func=lambda c: plain(c, "text"))
@@ -304,19 +312,18 @@ calibration_section(run, human, aspect)
 
 # ----------------------------------------------------------------------- exports
 st.header("Exports")
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{run.dataset.name}-{aspect}")
-metadata = dict(dataset=run.dataset.name, aspect=aspect, n_judgements=len(human))
 e1, e2, e3 = st.columns(3)
 for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
-    data, _ = table_bytes(human, fmt_name, what="human_judgements", metadata=metadata)
-    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)", data,
-                        file_name=f"{safe}-human-judgements.{fmt_name}", mime=mime,
-                        icon=":material/download:", key=f"dl_human_{fmt_name}")
+    exported = api_store().human_labels_bytes(run.info.dataset_id, aspect, fmt_name)
+    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)",
+                        exported.data, mime=mime, icon=":material/download:",
+                        file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
+                                                suffix=f".{fmt_name}"),
+                        key=f"dl_human_{fmt_name}")
 report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
                           **summary}, indent=2, default=lambda o: None)
 e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
-                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
-                                     for c in f"{run.name}-agreement.json"),
+                   file_name=api.file_name(run.name, "agreement", suffix=".json"),
                    mime="application/json", icon=":material/download:", key="dl_report")
 st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
            "JSON is what `compassess agreement --run NAME --json` prints.")

@@ -13,7 +13,9 @@ took) goes to the store in its own transaction, so several people can annotate a
 annotator is the viewer (``pages._auth``: the signed-in person, or the account running a
 single-user app), never a URL parameter or a typed name. Label files are validated by
 ``compassess_core.labels`` and attributed to the importing admin unless they map the file's
-annotators explicitly. This page must never render candidate, context or guideline text as
+annotators explicitly; a file's columns are mapped onto the label columns first
+(``api.Store.check_labels`` suggests the mapping; its widgets are keyed by the dataset and the
+file). This page must never render candidate, context or guideline text as
 markdown or HTML (``st.text`` only), any other user string except through ``plain``, never offer
 a pair again to the same person unless asked, and never store a label file that has a single
 problem.
@@ -23,19 +25,19 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from compassess_core.annotation import MODES, next_pairs, shown_pair
-from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.labels import annotator_counts, attribute, load_human_labels
-from compassess_core.limits import max_upload_bytes, max_upload_mb
+from compassess_core import api
+from compassess_core.access import ADMIN
+from compassess_core.api import ANNOTATION_MODES as MODES
+from compassess_core.errors import CompAssessError, ObjectChanged
+from compassess_core.labels import LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, cached_dataset, list_runs,
+from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, problems_frame)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -51,7 +53,6 @@ ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.TIE.value, "Tie", "T", "answer_tie"),
            (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
 UNDO_SHORTCUT = "U"
-NO_RUN = "(none)"
 CURRENT, HISTORY, FLASH = "annotate_current", "annotate_history", "annotate_flash"
 
 st.title("Annotate")
@@ -67,46 +68,34 @@ def _pairwise_runs(dataset_id: int | None = None) -> list:
 
 
 def follow_selected_run() -> None:
-    """Annotate labels the data of the run selected on any page: its dataset first."""
-    run = next((r for r in _pairwise_runs() if r.name == view.get("run")), None)
+    """Annotate labels the data of the run selected on any page (the view's run id): its
+    dataset first."""
+    run = next((r for r in _pairwise_runs() if r.id == view.get("run")), None)
     if run is not None and run.info.dataset_id != view.get("dataset"):
         view.put("dataset", run.info.dataset_id)
 
 
-def newest_run_of(dataset_id: int) -> None:
-    """A dataset picked here brings its newest run (or none) as the selected run."""
+def on_dataset_picked(dataset_id: int) -> None:
+    """A dataset picked here brings its newest run (or none) and that run's aspect: labels of
+    one aspect must not be carried over to another dataset."""
     runs = _pairwise_runs(dataset_id)
-    view.put("run", runs[-1].name if runs else None)
-
-
-def keep_run_on_dataset(dataset_id: int) -> None:
-    """After a change of dataset here, the selected run becomes this dataset's newest (or none),
-    and the aspect and LLM-run pickers start again from it: labels of one aspect must not be
-    carried over to another dataset's run."""
-    runs = _pairwise_runs(dataset_id)
-    if view.get("run") not in [r.name for r in runs]:
-        view.put("run", runs[-1].name if runs else None)
-    scope = (dataset_id, view.get("run"))
-    previous = st.session_state.get("annotate_scope")
-    if previous != scope:
-        st.session_state["annotate_scope"] = scope
-        # On arrival an aspect given in the link (?aspect=...) is kept; any later change of
-        # dataset or run brings that run's aspect.
-        if previous is not None or view.get("aspect") is None:
-            run = next((r for r in runs if r.name == view.get("run")), None)
-            view.put("aspect", run.settings.aspect if run is not None else None)
-        for key in ("aspect_w", "annotate_run"):
-            st.session_state.pop(key, None)
+    view.put("run", runs[-1].id if runs else None)
+    view.put("aspect", runs[-1].settings.aspect if runs else None)
 
 
 follow_selected_run()
-info = pick_dataset(on_change=newest_run_of)
+info = pick_dataset(on_change=on_dataset_picked)
 if info is None:
-    st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, then "
-            "come back to judge pairs or import human labels.")
-    page_link("pages/home.py", label="Go to Home", icon=":material/home:")
+    if not api_store().list_datasets():
+        st.info("No dataset yet: load the sample on **Home** or upload candidates on **Upload**, "
+                "then come back to judge pairs or import human labels.")
+        page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.stop()
-keep_run_on_dataset(info.id)
+dataset_runs = _pairwise_runs(info.id)
+if view.get("run") not in [r.id for r in dataset_runs]:
+    # No run, or one of another dataset (or gone): the LLM run of this page is this dataset's
+    # newest, never another dataset's judge.
+    view.put("run", dataset_runs[-1].id if dataset_runs else None)
 aspect = pick_aspect(info.id)
 dataset = cached_dataset(info.id)
 
@@ -122,17 +111,26 @@ else:
 
 # ---------------------------------------------------------------------------------- answers
 
-def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, again: bool) -> None:
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> None:
+    """Store the answer to the pair on screen. ``scope``: the dataset id, aspect and annotator
+    the page showed with the pair (and the rest of what chose it): the pair in the session must
+    belong to it, and the write names the dataset as shown (the API refuses a renamed one)."""
+    # Free annotation is an admin's (an annotator labels in campaigns only): still an admin now,
+    # as callbacks run before the gate and the page may have been drawn before a demotion.
+    require(ADMIN)
     cur = st.session_state.get(CURRENT)
-    if not cur:
+    if not cur or cur.get("scope") != scope:
+        st.session_state[FLASH] = ("error", "Not saved: the pair on screen no longer belongs to "
+                                            "the dataset and aspect shown; here is a fresh one.")
+        st.session_state[CURRENT] = None
         return
+    dataset_id, aspect, annotator = scope[:3]
     seconds = time.time() - cur["shown_at"]
     try:
         added = api_store().add_judgements(dataset_id, [dict(
             context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
-            shown_order=cur["shown_order"], source="app")], again=again)
+            shown_order=cur["shown_order"], source="app")], again=again, expect_name=shown_name)
     except CompAssessError as e:
         st.session_state[FLASH] = ("error", f"Not saved: {plain(str(e))}")
         return
@@ -155,7 +153,7 @@ def _save_answer(winner: str, dataset_id: int, aspect: str, annotator: str, agai
 
 
 def _undo(annotator: str) -> None:
-    require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
+    require(ADMIN)  # free annotation is an admin's, checked now (see _save_answer)
     history = st.session_state.get(HISTORY) or []
     if not history:
         return
@@ -170,33 +168,45 @@ def _undo(annotator: str) -> None:
         st.session_state[FLASH] = ("error", "That answer was already removed (undone in another tab).")
 
 
-def _remember_llm_run() -> None:
-    chosen = st.session_state["annotate_run"]
-    if chosen != NO_RUN:
-        view.put("run", chosen)  # its aspect then becomes the one judged (keep_run_on_dataset)
+#: The LLM-run picker's "no run" choice (run ids are positive).
+NO_RUN = 0
 
 
-def _llm_run_choice(dataset_id: int):
-    """An optional LLM run of this dataset (needed by the 'uncertain' and 'flips' modes); the
-    selected run by default."""
-    runs = _pairwise_runs(dataset_id)
-    names = [NO_RUN] + [r.name for r in runs]
+def _llm_run_choice(dataset_id: int, runs: list):
+    """An optional LLM run of this dataset (needed by the 'uncertain' and 'flips' modes): the
+    view's run by default. Its widget belongs to the dataset (keyed by its id) and its choices
+    are run ids, so a rename or another dataset's run never stands in for it."""
+    by_id = {r.id: r for r in runs}
+    key = f"annotate_run_{dataset_id}"
     want = view.get("run")
-    index = names.index(want) if want in names else len(names) - 1
-    chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')", names,
-                                  index=index, key="annotate_run", on_change=_remember_llm_run,
-                                  format_func=lambda n: plain(n, "text"))
-    return None if chosen == NO_RUN else next(r for r in runs if r.name == chosen)
+    st.session_state[key] = want if want in by_id else NO_RUN
+
+    def picked() -> None:
+        chosen = st.session_state.get(key, NO_RUN)
+        view.put("run", chosen or None)
+        if chosen:  # its aspect becomes the one judged
+            view.put("aspect", by_id[chosen].settings.aspect)
+
+    chosen = st.sidebar.selectbox("LLM run (for 'least certain', 'flips', 'most reduces')",
+                                  [NO_RUN, *by_id], key=key, on_change=picked,
+                                  format_func=lambda i: "(none)" if i == NO_RUN
+                                  else plain(by_id[i].name, "text"))
+    return by_id.get(chosen)
 
 
 def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     mine = human.loc[human["annotator"] == annotator]
     skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
     done = len(mine) - skipped  # a skip is not a judgement: it does not count towards the target
-    if "annotate_target" not in st.session_state:
-        st.session_state["annotate_target"] = int(min(50, max(n_pairs, 1)))
+    # Each dataset has its own target, kept while another dataset is shown (Streamlit drops the
+    # state of a keyed widget that a run does not draw).
+    targets = st.session_state.setdefault("annotate_targets", {})
+    key = f"annotate_target_{info.id}"
+    if key not in st.session_state:
+        st.session_state[key] = targets.get(info.id, int(min(50, max(n_pairs, 1))))
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
-                                         key="annotate_target"))
+                                         key=key))
+    targets[info.id] = target
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
                      f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
@@ -208,7 +218,7 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
 def judge_pairs() -> None:
     mode = st.sidebar.radio("Which pairs to show", MODES, format_func=MODE_LABELS.get,
                             key="annotate_mode")
-    run = _llm_run_choice(info.id)
+    run = _llm_run_choice(info.id, dataset_runs)
     allow_repeat = st.sidebar.checkbox("Show pairs I already judged again", key="annotate_repeat")
     human = api_store().human_labels(info.id, aspect)
     n_pairs = sum(len(c.candidates) * (len(c.candidates) - 1) // 2 for c in dataset.contexts)
@@ -216,29 +226,24 @@ def judge_pairs() -> None:
 
     campaign_view.show_flash(FLASH)
 
+    # What the pair on screen belongs to; an answer is stored only for this scope.
     scope = (info.id, aspect, name, mode, None if run is None else run.id, allow_repeat)
     cur = st.session_state.get(CURRENT)
     if not cur or cur.get("scope") != scope:
-        llm, tau = None, 0.5
-        if run is not None:
-            judged = AppRun(run)
-            llm, tau = judged.results, judged.tau_star
         try:
-            # The seed moves with every answer, so a skip is followed by a fresh random order.
-            nxt = next_pairs(dataset, llm, human, name, mode, tau, allow_repeat=allow_repeat,
-                             seed=np.random.default_rng(), limit=1)
+            shown = api_store().next_pair(dataset, aspect, name, mode=mode,
+                                          run=None if run is None else AppRun(run).api,
+                                          allow_repeat=allow_repeat, dataset_id=info.id)
         except CompAssessError as e:
             st.warning(plain(str(e)))
             return
-        if not nxt:
+        if shown is None:
             st.success(f"You have judged every pair of this dataset for aspect {plain(aspect)}. Thank "
                        "you! Tick 'Show pairs I already judged again' to revise some.",
                        icon=":material/celebration:")
             return
-        context_id, x, y = nxt[0]
-        left, right, shown_order = shown_pair(x, y, np.random.default_rng())
-        cur = dict(context_id=context_id, left=left, right=right, shown_order=shown_order,
-                   shown_at=time.time(), scope=scope, mode=mode)
+        cur = dict(context_id=shown.context_id, left=shown.left, right=shown.right,
+                   shown_order=shown.shown_order, shown_at=time.time(), scope=scope, mode=mode)
         st.session_state[CURRENT] = cur
 
     ctx = dataset.context(cur["context_id"])
@@ -256,7 +261,7 @@ def judge_pairs() -> None:
         # Streamlit draws the shortcut key inside the button itself.
         col.button(label, key=wkey, shortcut=key_, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
-                   on_click=_save_answer, args=(winner, info.id, aspect, name, allow_repeat))
+                   on_click=_save_answer, args=(winner, scope, info.name, allow_repeat))
     buttons[-1].button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
                        width="stretch", icon=":material/undo:",
                        disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))
@@ -265,57 +270,94 @@ def judge_pairs() -> None:
 
 
 ME = "(you)"
+#: A label column mapped to no file column (the optional annotator).
+NO_COLUMN = "(none)"
 
 
 def import_labels() -> None:
-    st.markdown("A CSV or JSON Lines file with columns **context_id, candidate_a, candidate_b, "
-                "winner** and optionally **annotator**; winner is one of the two candidate ids or "
-                "`tie`. It is checked against this dataset's candidates; a file with any problem is "
-                "not stored at all. A label already stored (same person, pair and aspect) is not "
-                "stored again.")
-    upload = st.file_uploader(f"Label file (CSV or JSONL, at most {max_upload_mb()} MB)",
+    st.markdown("A CSV or JSON Lines file of human A/B labels, one row per judged pair. Its columns "
+                "are mapped below onto **context_id, candidate_a, candidate_b, winner** and "
+                "optionally **annotator** (common names such as MT-Bench's `question_id, model_a, "
+                "model_b, winner, judge` are mapped already); winner is one of the two candidate "
+                "ids, `tie`, or the name of a side's column (`model_a`). It is checked against "
+                "this dataset's candidates; a file with any problem is not stored at all. A label "
+                "already stored (same person, pair and aspect) is not stored again.")
+    upload = st.file_uploader(f"Label file (CSV or JSONL, at most {api.max_upload_mb()} MB)",
                               type=["csv", "tsv", "jsonl", "json"], key="labels_file",
-                              max_upload_size=max_upload_mb())
+                              max_upload_size=api.max_upload_mb())
     if upload is None:
         return
-    try:
-        labels = load_human_labels(upload.getvalue(), dataset, file_label=upload.name,
-                                   max_bytes=max_upload_bytes())
-    except ValidationError as err:
-        st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was "
-                 "stored. Rows are numbered as a spreadsheet shows them.", icon=":material/error:")
-        st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch", placeholder="")
+    raw = upload.getvalue()
+
+    def show_problems(check: api.LabelsCheck) -> None:
+        advice = ("Change the column mapping above (a problem marked 'mapping' goes away with "
+                  "other columns); fix the file for the others." if check.mapping_at_fault else
+                  "Rows are numbered as a spreadsheet shows them.")
+        st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was "
+                 f"stored. {advice}", icon=":material/error:")
+        st.dataframe(plain(problems_frame(check), into="text"), hide_index=True, width="stretch",
+                     placeholder="")
+
+    first = api_store().check_labels(raw, dataset=info.id, aspect=aspect, file_label=upload.name)
+    if first.table is None:
+        show_problems(first)
         return
-    named = list(annotator_counts(labels))
-    st.success(f"No problem found: {len(labels)} labels for dataset {plain(info.name)}.",
+    # The mapping belongs to this file and this dataset: its widgets are keyed by both.
+    owner = f"{info.id}_{first.file_key}"
+    st.markdown("**Column mapping** (the file's column holding each label column)")
+    mapping: dict[str, str | None] = {}
+    for box, canon in zip(st.columns(len(first.COLUMNS)), first.COLUMNS):
+        required = canon in LABEL_COLUMNS
+        options = ([] if required else [NO_COLUMN]) + first.columns
+        default = first.suggested.get(canon)
+        index = options.index(default) if default in options else (None if required else 0)
+        chosen = box.selectbox(canon, options, index=index, key=f"labels_map_{canon}_{owner}",
+                               placeholder="choose", format_func=lambda c: plain(c, "text"))
+        mapping[canon] = None if chosen in (NO_COLUMN, None) else chosen
+    given = {k: v for k, v in mapping.items() if v is not None}
+    check = (first if given == dict(first.mapping) else
+             api_store().check_labels(raw, dataset=info.id, aspect=aspect, mapping=mapping,
+                                      file_label=upload.name))
+    if check.problems:
+        show_problems(check)
+        return
+    named = list(check.annotators)
+    st.success(f"No problem found: {len(check.labels)} labels for dataset {plain(info.name)}.",
                icon=":material/check_circle:")
     # A file is the importer's claim: its labels are theirs unless they credit someone explicitly.
     st.markdown(f"**Attribution.** The labels are stored as yours ({plain(name)}) unless you map "
                 "an annotator named in the file to a person below.")
     people = [p.identity for p in api_store().people()]
-    mapping = {}
+    credit = {}
     with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
         for k, who in enumerate(named[:50]):
             options = [ME, who] + [p for p in people if p not in (who, name)]
             choice = st.selectbox(
-                f"File annotator {plain(who)}", options, key=f"map_{k}",
+                f"File annotator {plain(who)}", options, key=f"labels_who_{k}_{owner}",
                 format_func=lambda o, who=who: (
                     f"you ({plain(name, 'text')})" if o == ME
                     else f"{plain(o, 'text')} (as written in the file)" if o == who
                     else plain(o, "text")))
             if choice != ME:
-                mapping[who] = choice
+                credit[who] = choice
         if len(named) > 50:
             st.caption(f"{len(named) - 50} more names are attributed to you; import them with "
                        "`compassess import-labels` to keep their names.")
-    credited = attribute(labels, name, mapping)
-    summary = ", ".join(f"{plain(who)} ({n})" for who, n in annotator_counts(credited).items())
+    summary = ", ".join(f"{plain(who)} ({n})" for who, n in check.attributed(name, credit).items())
     st.caption(f"Will be stored as: {summary}.")
     if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
                  icon=":material/save:", key="import_labels"):
         require()  # the person holds the role now (pages/_auth.py)
-        done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect,
-                                         annotator=name, annotators=mapping)
+        try:
+            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect, annotator=name,
+                                             annotators=credit, mapping=mapping,
+                                             file_label=upload.name, expect_name=info.name)
+        except ObjectChanged as e:
+            st.error(plain(str(e)), icon=":material/sync_problem:")
+            return
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+            return
         st.success(f"{done.already_stored} already stored, {done.stored} added for aspect "
                    f"{plain(aspect)}; attributed to {summary}.")
 
@@ -330,14 +372,19 @@ def edit_guidelines() -> None:
             st.caption("No guidelines for this dataset yet.")
         return
     st.caption("Shown (collapsed) above every pair on this dataset. Plain text.")
+    shown_name = as_shown(f"guidelines_{info.id}", info.name)
     current = text
     text = st.text_area("Annotation guidelines for this dataset", value=current, height=220,
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
                  disabled=text == current):
         require()  # the person holds the role now (pages/_auth.py)
-        api_store().set_guidelines(info.id, text)
-        st.success("Guidelines saved; every annotator sees them from their next pair.")
+        try:  # the guidelines of the dataset as shown (refused when renamed since)
+            api_store().set_guidelines(info.id, text, expect_name=shown_name)
+        except CompAssessError as e:
+            st.error(f"Not saved: {plain(str(e))}")
+        else:
+            st.success("Guidelines saved; every annotator sees them from their next pair.")
 
 
 with judge_tab:

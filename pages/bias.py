@@ -25,7 +25,7 @@ if header is None:
 run, tau, method = header
 view_mode = view.tau_mode()
 n_p = run.n_comparisons
-position = run.read("positional_bias", debias=tau)
+position = run.positional_bias(debias=tau)
 raw_a, raw_b, cur_a, cur_b = position.p_a_raw, position.p_b_raw, position.p_a, position.p_b
 
 
@@ -63,7 +63,7 @@ tau_effect_note(run, tau, method)
 left, right = st.columns(2)
 with left:
     st.markdown("**Histogram of p_ij** (all comparisons)")
-    hist = px.histogram(x=run.read("probabilities"), nbins=40,
+    hist = px.histogram(x=run.probabilities(), nbins=40,
                         labels=dict(x="p_ij = P(first position wins)"))
     lines = ((0.5, "0.5", "black"), (position.tau_star, "tau*", "green"),
              *(() if tau == PER_CONTEXT else ((tau, "current tau", "#e8590c"),)))
@@ -79,7 +79,7 @@ with left:
     show_chart(st, hist, key="hist", width="stretch")
     st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
 with right:
-    per = run.read("bias", debias=tau)
+    per = run.bias(debias=tau)
     st.markdown(f"**P(A) per context** at {at_tau(tau)}")
     # Plotly reads axis and hover labels as HTML: context ids are escaped for it.
     bar = px.bar(per.assign(context_id=per["context_id"].map(lambda c: plain(c, "plotly"))),
@@ -119,8 +119,8 @@ st.caption(f"{len(per)} contexts at {at_tau(tau)}; P(A) = share of the context's
            "both orders.")
 
 st.subheader("Length bias")
-lb = run.read("length_bias", debias=tau)
-points, curve = run.read("length_points", debias=tau)
+lb = run.length_bias(debias=tau)
+points, curve = run.length_points(debias=tau)
 l1, l2 = st.columns([1, 2])
 length_bias_metrics(l1, lb, tau=tau)
 l1.metric("Position at equal length", fmt(lb.position_log_odds, "+.3f") + " log-odds",
@@ -145,7 +145,7 @@ l2.caption(f"Each point is one comparison; the curve is the logistic fit; dashed
            f"{at_tau(tau)}.")
 
 st.subheader("Most order-dependent comparisons")
-dep = run.read("order_dependence", debias=tau)
+dep = run.order_dependence(debias=tau)
 top = dep.head(50)
 if top.empty:
     st.info("No pair was judged in both orders (strategy 'no-repeat'?), so order dependence cannot "

@@ -17,7 +17,8 @@ import streamlit as st
 from compassess_core.campaigns import CHOICES, SELECTIONS
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
-from pages._common import api_store, cached_dataset, fmt, plain
+from pages import _view as view
+from pages._common import api_store, cached_dataset, fmt, pick_object, plain
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -67,7 +68,7 @@ def create_form() -> None:
             except CompAssessError as e:
                 st.error(f"Not created: {plain(str(e))}")
                 return
-            st.session_state["campaign_open"] = made.name
+            view.put("campaign", made.id)
             st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs, "
                        f"{len(made.annotators)} annotator(s).")
 
@@ -102,21 +103,21 @@ def manage(campaign) -> None:
                                 format_func=lambda p: plain(p, "text"))
         if st.button("Save annotators", key=f"save_assigned_{campaign.id}"):
             who = require()
-            added = api_store().assign(campaign.name, [p for p in chosen
-                                                       if p not in campaign.annotators],
+            added = api_store().assign(campaign.id, [p for p in chosen
+                                                     if p not in campaign.annotators],
                                        by=who.identity)
-            removed = api_store().unassign(campaign.name, [p for p in campaign.annotators
-                                                           if p not in chosen])
+            removed = api_store().unassign(campaign.id, [p for p in campaign.annotators
+                                                         if p not in chosen])
             st.success(f"{added} added, {removed} taken off (their answers stay).")
         if campaign.status == "open":
             if st.button("Close the campaign", key=f"close_{campaign.id}",
                          help="No new answer; adjudication stays possible"):
                 require()
-                api_store().close(campaign.name)
+                api_store().close(campaign.id)
                 st.success("Closed.")
         elif st.button("Open it again", key=f"reopen_{campaign.id}"):
             require()
-            api_store().reopen(campaign.name)
+            api_store().reopen(campaign.id)
             st.success("Open again.")
 
     adjudication(campaign)
@@ -125,7 +126,7 @@ def manage(campaign) -> None:
     c1, c2 = st.columns(2)
     for col, fmt_ in ((c1, "csv"), (c2, "json")):
         col.download_button(f"Download {fmt_.upper()}", campaign.export_bytes(fmt_).data,
-                            file_name=f"campaign-labels.{fmt_}", key=f"export_{fmt_}",
+                            file_name=f"campaign-labels.{fmt_}", key=f"export_{fmt_}_{campaign.id}",
                             icon=":material/download:")
 
 
@@ -172,9 +173,10 @@ with list_tab:
     if not every:
         st.info("No campaign yet: create one in the New campaign tab.")
     else:
-        names = [c.name for c in every]
-        if st.session_state.get("campaign_open") not in names:
-            st.session_state["campaign_open"] = names[-1]
-        name = st.selectbox("Campaign", names, key="campaign_open",
-                            format_func=lambda n: plain(n, "text"))
-        manage(next(c for c in every if c.name == name))
+        by_id = {c.id: c for c in every}
+        # The campaign on screen is the view's (by id, in the URL): a link to a deleted one says
+        # so, and every action below acts on this campaign's id.
+        chosen = pick_object("campaign", list(by_id), lambda i: plain(by_id[i].name, "text"),
+                             what="campaign", where=st, label="Campaign")
+        if chosen is not None:
+            manage(by_id[chosen])

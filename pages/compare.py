@@ -15,8 +15,8 @@ import streamlit as st
 from pages import _view as view
 from pages._auth import guard
 from pages._common import (AppRun, compare_runs, comparison_view, debias_in_use, fmt, is_pairwise,
-                           judge_warning, list_runs, partial_warning, plain, result_page_header,
-                           show_chart)
+                           judge_warning, list_runs, partial_warning, pick_object, plain,
+                           result_page_header, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -34,15 +34,22 @@ if not others:
             "one judge against the other.", icon=":material/compare_arrows:")
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
     st.stop()
-names = [r.name for r in others]
-want = view.get("run_b")
-st.session_state["run_b_w"] = want if want in names else names[-1]
-name_b = st.selectbox("Compare with run (B)", names, key="run_b_w",
-                      format_func=lambda n: plain(n, "text"),
-                      on_change=lambda: view.put("run_b", st.session_state["run_b_w"]),
-                      help="Runs on the same dataset. The sidebar run is A.")
-view.put("run_b", name_b)
-run_b = AppRun(others[names.index(name_b)])
+by_id = {r.id: r for r in others}
+# Run B is the view's second run (by id, in the URL). One that exists but cannot be B for this
+# run A (A itself, another dataset's run: A was changed) gives way to the newest other run, and
+# the page says so; a link naming a run that is gone says so and shows no other run in its place.
+every = {r.id: r for r in list_runs()}
+want_b = view.get("run_b")
+if want_b is not None and want_b not in by_id and want_b in every:
+    st.info(f"Run {plain(every[want_b].name)} cannot be run B beside run A {plain(run_a.name)} "
+            f"({'it is run A' if want_b == run_a.id else 'not a pairwise run with comparisons on its dataset'}): "
+            "run B is the newest other run of the dataset instead.", icon=":material/info:")
+    view.put("run_b", None)
+chosen_b = pick_object("run_b", list(by_id), lambda i: plain(by_id[i].name, "text"),
+                       what="second run", where=st, label="Compare with run (B)")
+if chosen_b is None:
+    st.stop()
+run_b = AppRun(by_id[chosen_b])
 # The sidebar's threshold mode applied to each run (balanced: each run's own tau*), as
 # `compassess compare --debias` does.
 debias = debias_in_use()

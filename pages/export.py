@@ -15,7 +15,8 @@ import shlex
 
 import streamlit as st
 
-from compassess_core.export import FORMATS
+from compassess_core import api
+from compassess_core.api import EXPORT_FORMATS as FORMATS
 from pages._auth import guard
 from pages._common import (at_tau, baseline_control, ci_control, debias_in_use,
                            download_with_settings, is_scoring_run, page_run, partial_warning, plain,
@@ -28,7 +29,7 @@ FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreads
                "JSON holds the settings inside; CSV and Parquet get a .settings.json sidecar.")
 
 run = page_run("Export", with_scoring=True)
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
+safe = api.file_name(run.name)
 
 if is_scoring_run(run):
     st.sidebar.info("Ranking method and tau apply to pairwise runs only; a prompt-scoring run "
@@ -37,7 +38,7 @@ if is_scoring_run(run):
     fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
     done = int(run.info.done or 0)
     st.subheader(f"Scores per candidate ({done:,} candidates scored)")
-    exported = run.read("export_bytes", what="rankings", fmt=fmt_choice, which="expected")
+    exported = run.export_bytes(what="rankings", fmt=fmt_choice, which="expected")
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-scores",
                            fmt_choice, "dl_scores")
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; one row per candidate, ranked within its "
@@ -66,7 +67,7 @@ metadata = None
 for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
                     ("comparisons", f"All comparisons ({run.n_comparisons:,})")):
     st.subheader(label)
-    exported = run.read("export_bytes", what=what, fmt=fmt_choice, method=method, debias=debias,
+    exported = run.export_bytes(what=what, fmt=fmt_choice, method=method, debias=debias,
                         ci=with_ci)
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-{what}",
                            fmt_choice, f"dl_{what}")
@@ -78,7 +79,7 @@ st.subheader("Audit report (one HTML file)")
 baseline = baseline_control(judged, st, "report_baseline_w")
 # Made on click (a deferred download), then cached per run, stored state and options.
 st.download_button("Download the audit report (HTML)",
-                   data=lambda: judged.read("report_html", method=method, debias=debias,
+                   data=lambda: judged.report_html(method=method, debias=debias,
                                             baseline=baseline),
                    file_name=f"{safe}-report.html", mime="text/html", key="dl_report",
                    icon=":material/description:")

@@ -14,7 +14,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
-from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, list_runs, plain, state_text
+from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, list_runs, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -64,7 +64,7 @@ runs = list_runs()
 if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
-                                          status=state_text(r.info), done=r.info.done,
+                                          status=r.progress(refresh=False).state_text, done=r.info.done,
                                           planned=r.info.total, unit=r.run_kind.unit,
                                           model=r.settings.model, aspect=r.settings.aspect,
                                           created=r.info.created_at) for r in runs]), into="text"),
@@ -76,94 +76,97 @@ else:
 
 # ------------------------------------------------------------------------------------- manage
 
-#: Widget keys of the Manage section that are cleared after a rename or a delete (Streamlit
-#: refuses to change a widget's value once it is drawn, so they are cleared on the next run).
-MANAGE_RESET = ("manage_new_name", "manage_delete_open", "manage_confirm_name", "manage_target")
 #: The view fields that name a run (``_view.FIELDS``): none may point at a deleted run.
 RUN_FIELDS = ("run", "run_b", "abs_run")
 
 
 def _done(message: str) -> None:
-    """Say ``message`` on the next run, clear the section's widgets and draw the page afresh, so
-    the tables above list the store as it is now."""
+    """Say ``message`` on the next run and draw the page afresh, so the tables above and the
+    picker list the store as it is now."""
     st.session_state["manage_message"] = message
-    st.session_state["manage_reset"] = True
     st.rerun()
-
-
-def _forget_runs(names: set[str]) -> None:
-    for name in RUN_FIELDS:
-        if view.get(name) in names:
-            view.put(name, None)
 
 
 def manage_section(runs: list, datasets: list) -> None:
     """Rename or delete a run or a dataset (admins; local single-user mode is admin). A delete
-    first shows what it would remove (a dry run) and needs the object's name typed to confirm."""
+    first shows what it would remove (a dry run) and needs the object's name typed to confirm.
+
+    The picker's choices are ids and every widget of the section is keyed by the id of the
+    object it acts on, so after a rename the picker shows the new name and a second rename acts
+    on the same object; after a delete nothing of the deleted object's form is left ticked. Each
+    write names the object as shown (``expect_name``): the API refuses it if the object was
+    renamed or deleted since the page was drawn (another tab, another person).
+    """
     st.subheader("Manage")
-    if st.session_state.pop("manage_reset", False):
-        for key in MANAGE_RESET:
-            st.session_state.pop(key, None)
     message = st.session_state.pop("manage_message", None)
     if message:
         st.success(message)
+    # A widget's value cannot change once drawn: a renamed object's new-name box is emptied here.
+    cleared = st.session_state.pop("manage_clear", None)
+    if cleared:
+        st.session_state.pop(cleared, None)
     kind = st.radio("Manage a", ["run", "dataset"], horizontal=True, key="manage_kind")
-    names = [r.name for r in runs] if kind == "run" else [d.name for d in datasets]
+    names = ({r.id: r.name for r in runs} if kind == "run"
+             else {d.id: d.name for d in datasets})
     if not names:
         st.caption(f"No {kind} in the store.")
         return
-    if st.session_state.get("manage_target") not in names:
-        st.session_state.pop("manage_target", None)
-    target = st.selectbox(f"The {kind}", names, key="manage_target",
-                          format_func=lambda name: plain(name, "text"))
+    key = f"manage_target_{kind}"
+    if st.session_state.get(key) not in names:
+        st.session_state.pop(key, None)
+    target = st.selectbox(f"The {kind}", list(names), key=key,
+                          format_func=lambda i: f"{plain(names[i], 'text')} (id {i})")
+    form = f"manage_{kind}_{target}"  # every widget below belongs to this object
+    shown = as_shown(form, names[target])  # the name the person saw when they pressed
     rename_col, delete_col = st.columns(2)
     with rename_col:
-        with st.form("manage_rename", border=True):
-            new_name = st.text_input(f"New name of the {kind}", key="manage_new_name",
+        with st.form(f"{form}_rename", border=True):
+            new_name = st.text_input(f"New name of the {kind}", key=f"{form}_new_name",
                                      max_chars=MAX_NAME_CHARS)
             renamed = st.form_submit_button("Rename", icon=":material/edit:")
         if renamed:
             require()  # the person holds the role now (pages/_auth.py)
             try:
                 if kind == "run":
-                    api_store().rename_run(target, new_name)
+                    api_store().rename_run(target, new_name, expect_name=shown)
                 else:
-                    api_store().rename_dataset(target, new_name)
+                    api_store().rename_dataset(target, new_name, expect_name=shown)
             except CompAssessError as e:
                 st.error(f"Could not rename the {kind}: {plain(str(e))}")
             else:
-                if kind == "run":
-                    for name in RUN_FIELDS:
-                        if view.get(name) == target:
-                            view.put(name, new_name)
-                _done(f"Renamed the {kind} {plain(target)} to {plain(new_name)}.")
+                # Links name objects by id, so the view follows the renamed object by itself.
+                st.session_state["manage_clear"] = f"{form}_new_name"
+                _done(f"Renamed the {kind} {plain(shown)} to {plain(new_name)}.")
     with delete_col:
-        if not st.checkbox(f"Delete this {kind} ...", key="manage_delete_open"):
+        if not st.checkbox(f"Delete this {kind} ...", key=f"{form}_delete_open"):
             return
         delete = api_store().delete_run if kind == "run" else api_store().delete_dataset
         try:
-            would = delete(target, dry_run=True)
+            would = delete(target, dry_run=True, expect_name=shown)
         except CompAssessError as e:
             st.error(f"This {kind} cannot be deleted now: {plain(str(e))}", icon=":material/block:")
             return
-        st.warning(f"Deleting the {kind} {plain(target)} removes {plain(str(would))}. "
+        st.warning(f"Deleting the {kind} {plain(shown)} removes {plain(str(would))}. "
                    "This cannot be undone.", icon=":material/warning:")
-        typed = st.text_input(f"Type the {kind}'s name to confirm", key="manage_confirm_name")
+        typed = st.text_input(f"Type the {kind}'s name to confirm", key=f"{form}_confirm_name")
         if st.button(f"Delete the {kind} for good", type="primary", icon=":material/delete:",
-                     disabled=typed != target, key="manage_delete"):
+                     disabled=typed != shown, key=f"{form}_delete"):
             require()  # the person holds the role now (pages/_auth.py)
-            dataset_id = next((d.id for d in datasets if d.name == target), None)
-            its_runs = ({r.name for r in runs if r.info.dataset_id == dataset_id}
+            its_runs = ({r.id for r in runs if r.info.dataset_id == target}
                         if kind == "dataset" else {target})
             try:
-                deleted = delete(target)
+                deleted = delete(target, expect_name=shown)
             except CompAssessError as e:
                 st.error(f"Nothing was deleted: {plain(str(e))}", icon=":material/block:")
                 return
-            _forget_runs(its_runs)
-            if kind == "dataset" and view.get("dataset") == dataset_id:
+            # The view no longer names what is gone (a link to it elsewhere says so).
+            for field in RUN_FIELDS:
+                if view.get(field) in its_runs:
+                    view.put(field, None)
+            if kind == "dataset" and view.get("dataset") == target:
                 view.put("dataset", None)
-            _done(f"Deleted the {kind} {plain(target)}: {plain(str(deleted))}.")
+            st.session_state.pop(key, None)
+            _done(f"Deleted the {kind} {plain(shown)}: {plain(str(deleted))}.")
 
 
 if viewer().is_admin:

@@ -33,10 +33,10 @@ context_id = c1.selectbox("Context", run.context_ids, key="matrix_context",
                           format_func=lambda c: plain(c, "text"))
 mode = c2.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="matrix_mode")
 
-matrix = run.read("matrix", context_id=context_id)
+matrix = run.matrix(context_id=context_id)
 ids = list(matrix.index)
 # The Rankings page's call (all contexts, no intervals), so both pages share one cached ranking.
-ranking = run.read("rankings", method=method, debias=tau, ci=False)
+ranking = run.rankings(method=method, debias=tau, ci=False)
 order_ids = list(ranking.loc[ranking["context_id"] == context_id, "candidate_id"])
 # Best first by the current ranking (the stored order when a candidate was never compared).
 ordered_ids = order_ids if sorted(order_ids) == sorted(ids) else ids
@@ -45,12 +45,12 @@ if mode == "p":
     z, zmin, zmax, scale, what = base, 0.0, 1.0, "RdBu", "p_ij"
 elif mode == "decision":
     # A yes/no value gets two colours and a two-entry legend, not a continuous colour bar.
-    z = run.read("decision_matrix", context_id=context_id, debias=tau).loc[ordered_ids, ordered_ids]
+    z = run.decision_matrix(context_id=context_id, debias=tau).loc[ordered_ids, ordered_ids]
     z, zmin, zmax, what = z.to_numpy(), 0.0, 1.0, "verdict (eq. 10)"
     scale = [[0.0, DECISION_COLOURS[0]], [0.5, DECISION_COLOURS[0]],
              [0.5, DECISION_COLOURS[1]], [1.0, DECISION_COLOURS[1]]]
 else:
-    z = run.read("consistency_matrix", context_id=context_id).loc[ordered_ids, ordered_ids]
+    z = run.consistency_matrix(context_id=context_id).loc[ordered_ids, ordered_ids]
     z, zmin, zmax, scale, what = z.to_numpy(), -1.0, 1.0, "PuOr", "p_ij - (1 - p_ji)"
 
 size = len(ordered_ids)

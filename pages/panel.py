@@ -22,7 +22,7 @@ from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
 from pages._common import (AppRun, api_store, fmt, is_pairwise, judges_stamp, list_runs,
-                            method_control, pick_dataset, plain)
+                           method_control, pick_dataset, pick_object, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -39,12 +39,6 @@ if dataset is None:
 runs = [r for r in list_runs(dataset.id) if is_pairwise(r) and (r.info.n_comparisons or 0) > 0]
 
 
-def read(name: str, stamp: tuple, attr: str, /, **options):
-    """``Panel.<attr>(**options)`` of the stored panel ``name``, cached as a run's reads are
-    (``_common.AppRun``)."""
-    return AppRun.panel(name, stamp).read(attr, **options)
-
-
 # ------------------------------------------------------------------------------ a new panel
 
 with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) == 0):
@@ -52,33 +46,35 @@ with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) 
         st.info("A panel needs at least two pairwise runs on this dataset: start another judge "
                 "on **Run** (another model or template, same aspect).")
     else:
-        names = [r.name for r in runs]
-        chosen = st.multiselect("Member runs", names, key="panel_members",
-                                format_func=lambda n: plain(n, "text"),
+        by_id = {r.id: r for r in runs}
+        # The form belongs to the dataset on screen: its widgets are keyed by the dataset's id.
+        form = f"panel_new_{dataset.id}"
+        chosen = st.multiselect("Member runs", list(by_id), key=f"{form}_members",
+                                format_func=lambda i: plain(by_id[i].name, "text"),
                                 help="Two or more runs on this dataset with the same aspect.")
-        new_name = st.text_input("Panel name", key="panel_name", max_chars=200)
+        new_name = st.text_input("Panel name", key=f"{form}_name", max_chars=200)
         c = st.columns(3)
-        combine = c[0].radio("Combine by", ["poe", "vote"], key="panel_combine",
+        combine = c[0].radio("Combine by", ["poe", "vote"], key=f"{form}_combine",
                              format_func={"poe": "product of experts (log-odds)",
                                           "vote": "majority vote"}.get)
         weights = c[1].radio("Member weights", ["equal", "learnt", "by hand"],
-                             key="panel_weights",
+                             key=f"{form}_weights",
                              help="learnt: from the stored human labels of the aspect")
         scaling = c[2].radio("Debias each member", ["balanced", "calibrated", "auto"],
-                             key="panel_scaling",
+                             key=f"{form}_scaling",
                              format_func={"balanced": "at its own tau*",
                                           "calibrated": "calibrated on human labels",
                                           "auto": "calibrated where labels exist"}.get)
         by_hand = st.text_input("Weights, one per member in order (e.g. 1,2,1)",
-                                key="panel_hand", disabled=weights != "by hand")
-        if st.button("Create panel", key="panel_create", type="primary"):
+                                key=f"{form}_hand", disabled=weights != "by hand")
+        if st.button("Create panel", key=f"{form}_create", type="primary"):
             who = require(ADMIN)
             try:
                 made = api_store().create_panel(
                     new_name.strip(), chosen, combine=combine, scaling=scaling,
                     weights=by_hand if weights == "by hand" else weights,
                     created_by=who.identity or "")
-                st.session_state["panel_pick"] = made.name
+                view.put("panel", made.panel_info.id)
                 st.success(f"Panel {plain(made.name)} created.")
             except CompAssessError as e:
                 st.error(plain(str(e)))
@@ -89,17 +85,18 @@ panels = api_store().panels(dataset.id)
 if len(panels) == 0:
     st.info("No panel on this dataset yet.")
     st.stop()
-names = list(panels["name"])
-# The panel (and, in Rankings, the method) follow the view state (the URL): a link reproduces
-# the page.
-want = view.get("panel")
-st.session_state["panel_pick"] = want if want in names else names[-1]
-name = st.selectbox("Panel", names, key="panel_pick", format_func=lambda n: plain(n, "text"),
-                    on_change=lambda: view.put("panel", st.session_state["panel_pick"]))
-view.put("panel", name)
+names = dict(zip(panels["id"], panels["name"]))
+# The panel (and, in Rankings, the method) follow the view state (the URL, by the panel's id):
+# a link reproduces the page, and a link to a deleted panel says so.
+panel_id = pick_object("panel", list(names), lambda i: plain(names[i], "text"),
+                       what="panel of judges", where=st, label="Panel")
+if panel_id is None:
+    st.stop()
+name = names[panel_id]
 stamp = judges_stamp(dataset.id)
 try:
-    members = read(name, stamp, "definition")
+    jury = AppRun.panel(panel_id, stamp)
+    members = jury.definition()
 except CompAssessError as e:
     st.error(plain(str(e)))
     st.stop()
@@ -108,12 +105,13 @@ st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(str(members['weights']))}.")
 st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
     "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
-    "n_comparisons": "comparisons"}), hide_index=True, key="panel_members_table", placeholder="")
+    "n_comparisons": "comparisons"}), hide_index=True, key=f"panel_members_table_{panel_id}",
+    placeholder="")
 
-agree = read(name, stamp, "member_agreement")
-split = read(name, stamp, "split_pairs")
+agree = jury.member_agreement()
+split = jury.split_pairs()
 m = st.columns(4)
-m[0].metric("Combined comparisons", f"{len(read(name, stamp, 'probabilities')):,}",
+m[0].metric("Combined comparisons", f"{len(jury.probabilities()):,}",
             help="Ordered pairs at least one member judged.")
 m[1].metric("Fleiss' kappa of the members", fmt(agree.fleiss_kappa, ".2f"),
             help=f"Over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
@@ -126,7 +124,7 @@ for note in agree.notes:
     st.warning(plain(note))
 # One box for every member that answers by position; the engine's own words (numbers only, no
 # string a user controls: as the result pages show a run's judge warning), each name inert.
-warnings = read(name, stamp, "member_warnings")
+warnings = jury.member_warnings()
 if warnings:
     st.warning("\n".join(f"- Member {plain(member)}: {warning}"
                           for member, warning in warnings.items()), icon=":material/warning:")
@@ -135,13 +133,13 @@ tabs = st.tabs(["Rankings", "Evaluation", "Leaderboard", "Bias", "Agreement", "S
                 "Export"])
 with tabs[0]:
     method = method_control(st, "panel_method")
-    ranks = read(name, stamp, "rankings", method=method, debias="none")
+    ranks = jury.rankings(method=method, debias="none")
     st.caption(f"{method} on the panel's combined p at tau = 0.5 (its members are debiased "
                "already); rank 1 = best in its context.")
-    st.dataframe(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
-                 hide_index=True, key="panel_rankings", placeholder="")
+    st.dataframe(plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"),
+                       into="text"), hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="")
 with tabs[1]:
-    ev = read(name, stamp, "member_evaluations")
+    ev = jury.member_evaluations()
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
                  kendall_x100=e["debiased"]["kendall_x100"], p_a_raw=e["raw"]["p_a"],
                  p_a_debiased=e["debiased"]["p_a"], flip_rate=e["flip_rate"],
@@ -151,17 +149,19 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="panel_evaluation", placeholder="")
+    st.dataframe(plain(pd.DataFrame(rows), into="text"), hide_index=True, key=f"panel_evaluation_{panel_id}",
+                 placeholder="")
 with tabs[2]:
     try:
-        board = read(name, stamp, "leaderboard", n_boot=100)
+        board = jury.leaderboard(n_boot=100)
         st.caption("One row per system across every context (Bradley-Terry strength, win rate, "
                    "95% intervals of 100 context bootstraps) on the panel's combined p.")
-        st.dataframe(board.frame, hide_index=True, key="panel_leaderboard", placeholder="")
+        st.dataframe(plain(board.frame, into="text"), hide_index=True, key=f"panel_leaderboard_{panel_id}",
+                     placeholder="")
     except api.NoSystemsError as e:
         st.info(plain(str(e)))
 with tabs[3]:
-    pos = read(name, stamp, "positional_bias", debias="none")
+    pos = jury.positional_bias(debias="none")
     b = st.columns(3)
     b[0].metric("P(A) of the panel at tau = 0.5", fmt(pos.p_a_raw, ".2f"),
                 help=f"Share of the {pos.n_comparisons:,} combined comparisons won by the first "
@@ -173,11 +173,13 @@ with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "
                "Cohen's kappa of every two members on the pairs both judged, and each member "
                "against the panel's own verdict.")
-    st.dataframe(agree.pairwise, hide_index=True, key="panel_pairwise", placeholder="")
-    st.dataframe(agree.with_panel, hide_index=True, key="panel_with_panel", placeholder="")
+    st.dataframe(plain(agree.pairwise, into="text"), hide_index=True, key=f"panel_pairwise_{panel_id}",
+                 placeholder="")
+    st.dataframe(plain(agree.with_panel, into="text"), hide_index=True, key=f"panel_with_panel_{panel_id}",
+                 placeholder="")
     if stamp[2]:
         try:
-            people = read(name, stamp, "agreement")
+            people = jury.agreement()
             maj = people.report.debiased.majority
             h = st.columns(2)
             h[0].metric("Panel vs people: accuracy without ties",
@@ -190,25 +192,30 @@ with tabs[4]:
 with tabs[5]:
     st.caption("Pairs where the members' verdicts differ, most evenly split first; each "
                "member's column is the candidate it prefers (empty: not judged).")
-    st.dataframe(split, hide_index=True, key="panel_split", placeholder="")
+    st.dataframe(plain(split, into="text"), hide_index=True, key=f"panel_split_{panel_id}", placeholder="")
 with tabs[6]:
-    out = read(name, stamp, "export_bytes", what="rankings", fmt="csv", method="win-ratio",
-               debias="none", ci=False)
-    st.download_button("Download the panel's rankings (CSV)", out.data,
-                       file_name="panel_rankings.csv", mime="text/csv", key="panel_download")
+    # The rankings the Rankings tab shows: its method, at tau = 0.5.
+    out = jury.export_bytes(what="rankings", fmt="csv", method=method, debias="none", ci=False)
+    st.download_button(f"Download the panel's rankings (CSV, {method} at tau = 0.5)", out.data,
+                       file_name="panel_rankings.csv", mime="text/csv",
+                       key=f"panel_download_{panel_id}")
     # Made when the button is pressed (a lazy download, as on Export): the report bootstraps
     # the leaderboard, which a page that answers in a second must not wait for.
     st.download_button("Download the panel's audit report (HTML)",
-                       data=lambda: read(name, stamp, "report_html", method=method,
-                                         debias="none"),
+                       data=lambda: jury.report_html(method=method, debias="none"),
                        file_name="panel_report.html", mime="text/html",
-                       key="panel_report_download",
+                       key=f"panel_report_download_{panel_id}",
                        help="One self-contained file: the members, leaderboard, bias, agreement "
                             "with people and the most order-dependent and disputed comparisons "
                             "with each member's p.")
     st.code(f"compassess panel report --name {shlex.quote(name)} --method {method} "
             "-o panel_report.html", language="bash")
-    if st.button("Delete this panel (its runs stay)", key="panel_delete"):
+    if st.button("Delete this panel (its runs stay)", key=f"panel_delete_{panel_id}"):
         require(ADMIN)
-        api_store().delete_panel(name)
-        st.rerun()
+        try:
+            api_store().delete_panel(panel_id, expect_name=name)
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+        else:
+            view.put("panel", None)
+            st.rerun()

@@ -16,9 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_active,
-                           is_scoring_run, page_run, partial_warning, plain, preview,
-                           tau_effect_note, worker_state)
+from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_scoring_run,
+                           page_run, partial_warning, plain, preview, tau_effect_note)
 from pages._judges import fused_section, run_with_probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -40,7 +39,7 @@ def scoring_rankings(run) -> None:
                f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
                f"{done:,} candidates scored ({plain(status)}). The model scores each candidate "
                "alone, 1–10.")
-    if is_active(worker_state(run.info)):
+    if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.info.total or '?'} candidates scored): "
                 "numbers here use what is stored so far.", icon=":material/hourglass_top:")
     else:
@@ -48,7 +47,7 @@ def scoring_rankings(run) -> None:
     c1, c2, c3 = st.columns([2, 2, 1])
     which = c3.radio("Rank by", list(RANK_BY), format_func=RANK_BY.get, key="score_rank_by",
                      help=f"expected: {EXPECTED_HELP}. argmax: {ARGMAX_HELP}.")
-    ranking = run.read("rankings", which=which)
+    ranking = run.rankings(which=which)
     scored = set(ranking["context_id"])
     contexts = [c.context_id for c in dataset.contexts if c.context_id in scored]
     context = c1.selectbox("Context", [ALL] + contexts, key="score_rank_context",
@@ -61,7 +60,7 @@ def scoring_rankings(run) -> None:
     reference = reference if refs else None
 
     if reference is not None:
-        ev = run.read("evaluation", reference=reference).numbers
+        ev = run.evaluation(reference=reference).numbers
         g, a = ev["g_eval"], ev["prompt_scoring"]
         st.subheader(f"Agreement with {plain(reference)}")
         m1, m2, m3 = st.columns(3)
@@ -123,13 +122,13 @@ context = c1.selectbox("Context", [ALL] + run.context_ids, key="rank_context",
                        format_func=lambda c: plain(c, "text"))
 refs = list(run.dataset.score_columns)
 reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
-                         index=default_reference_index(refs, run.settings), disabled=not refs,
+                         index=default_reference_index(refs, run), disabled=not refs,
                          key=f"rank_reference_{run.id}", format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
 with_ci = ci_control(c3, n)
 
-ev = run.read("evaluation_at", debias=tau, method=method, reference=reference)
-raw = run.read("evaluation_at", debias=0.5, method=method, reference=reference)
+ev = run.evaluation_at(debias=tau, method=method, reference=reference)
+raw = run.evaluation_at(debias=0.5, method=method, reference=reference)
 n_ctx = len(run.context_ids)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"P(A) at {at_tau(tau)}", fmt(ev.p_a, ".2f"),
@@ -161,7 +160,7 @@ if reference is not None:
                f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
-ranking = run.read("rankings", method=method, debias=tau, ci=with_ci)
+ranking = run.rankings(method=method, debias=tau, ci=with_ci)
 if context != ALL:
     ranking = ranking[ranking["context_id"] == context]
 shown = ranking.assign(text=ranking["text"].map(preview))

@@ -180,10 +180,10 @@ def test_least_certain_mode_needs_a_run(app_env):
 
 
 def test_least_certain_mode_with_a_run(app_env):
-    store, dataset_id, _ = seed_run(app_env)
+    store, dataset_id, run_id = seed_run(app_env)
     at = annotate_page(annotator="erin")
     at.sidebar.radio(key="annotate_mode").set_value("uncertain").run()
-    assert at.sidebar.selectbox(key="annotate_run").value == "hand-run"
+    assert at.sidebar.selectbox(key=f"annotate_run_{dataset_id}").value == run_id
     answer(at, "answer_a")
     assert len(store.human_judgements_frame(dataset_id, "coherence")) == 1  # the run's aspect
 
@@ -209,6 +209,11 @@ GOOD_LABELS = ("context_id,candidate_a,candidate_b,winner,annotator\n"
                "{c1},{d},{e},{e},ann1\n")
 
 
+def who(at: AppTest, name: str):
+    """The attribution picker of the file's annotator ``name`` (keyed by the dataset and file)."""
+    return next(s for s in at.selectbox if s.label == f"File annotator `{name}`")
+
+
 def sample_ids(store: Store, dataset_id: int) -> dict:
     d = store.load_dataset(dataset_id)
     c0, c1 = d.contexts[0], d.contexts[1]
@@ -220,14 +225,14 @@ def test_import_good_labels_once(app_env):
     store, dataset_id = store_sample(app_env)
     ids = sample_ids(store, dataset_id)
     at = annotate_page()
-    at.sidebar.selectbox(key="aspect_w").set_value("fluency").run()
+    at.sidebar.selectbox(key=f"aspect_w_{dataset_id}").set_value("fluency").run()
     body = GOOD_LABELS.format(**ids).encode()
     at.file_uploader(key="labels_file").upload("labels.csv", body, "text/csv").run()
     assert not at.exception, at.exception
     assert "No problem found: 3 labels" in texts(at.success)
     # The file names ann1 and ann2; they are mapped explicitly (by default the labels are yours).
-    at.selectbox(key="map_0").set_value("ann1").run()
-    at.selectbox(key="map_1").set_value("ann2").run()
+    who(at, "ann1").set_value("ann1").run()
+    who(at, "ann2").set_value("ann2").run()
     at.button(key="import_labels").click().run()
     assert ("0 already stored, 3 added for aspect `fluency`; attributed to `ann1` (2), `ann2` (1)"
             in texts(at.success))
@@ -285,7 +290,7 @@ def test_annotate_follows_the_selected_runs_dataset_and_aspect(app_env):
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from test_app_pages import settings_for
 
-    store, first_id, _ = seed_run(app_env, run="coherence-run")
+    store, first_id, first_run = seed_run(app_env, run="coherence-run")
     other_csv = SAMPLE.read_text(encoding="utf-8").replace("A0,", "B0,").replace("A1,", "B1,") \
         .replace("A2,", "B2,")
     other = load_candidates(other_csv.encode(), name="other_articles")
@@ -303,17 +308,17 @@ def test_annotate_follows_the_selected_runs_dataset_and_aspect(app_env):
     at.run()
     at.switch_page("pages/annotate.py").run()
     assert not at.exception, at.exception
-    assert at.sidebar.selectbox(key="aspect_w").value == "coherence"
-    assert at.sidebar.selectbox(key="annotate_run").value == "coherence-run"
+    assert at.sidebar.selectbox(key=f"aspect_w_{first_id}").value == "coherence"
+    assert at.sidebar.selectbox(key=f"annotate_run_{first_id}").value == first_run
     dataset_box = next(s for s in at.sidebar.selectbox if s.label == "Dataset")
     dataset_box.set_value(other_id).run()
     assert not at.exception, at.exception
-    assert at.sidebar.selectbox(key="aspect_w").value == "relevance"
-    assert at.sidebar.selectbox(key="annotate_run").value == "relevance-run"
+    assert at.sidebar.selectbox(key=f"aspect_w_{other_id}").value == "relevance"
+    assert at.sidebar.selectbox(key=f"annotate_run_{other_id}").value == run_id
     # and back: the first dataset's run and aspect again
     next(s for s in at.sidebar.selectbox if s.label == "Dataset").set_value(first_id).run()
-    assert at.sidebar.selectbox(key="aspect_w").value == "coherence"
-    assert at.sidebar.selectbox(key="annotate_run").value == "coherence-run"
+    assert at.sidebar.selectbox(key=f"aspect_w_{first_id}").value == "coherence"
+    assert at.sidebar.selectbox(key=f"annotate_run_{first_id}").value == first_run
     answer(at, "answer_a")
     assert store.human_judgements_frame(first_id, "coherence")["annotator"].tolist() == \
         [local_identity()]

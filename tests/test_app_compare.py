@@ -34,9 +34,9 @@ def seed_two_runs(url: str):
 def test_numbers_equal_the_engine_and_disagreements_open_both_runs(app_env):
     store, dataset, run_a, run_b = seed_two_runs(app_env)
     at = open_page("compare")
-    at.selectbox(key="run_pick_w").set_value("judge-a").run()
+    at.selectbox(key="run_pick_w").set_value(run_a).run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="run_b_w").value == "judge-b"
+    assert at.selectbox(key="run_b_pick_w").value == run_b
     ta, tb = store.comparison_table(run_a), store.comparison_table(run_b)
     tau_a, tau_b = float(np.median(ta.p)), float(np.median(tb.p))
     engine = compare_runs(dataset, ta, dataset, tb, tau_a=tau_a, tau_b=tau_b)
@@ -76,8 +76,8 @@ def test_the_threshold_mode_applies_to_each_run(app_env, mode):
 
 
 def test_b_runs_partial_state_and_judge_are_reported(app_env):
-    _, _, _, run_b = seed_two_runs(app_env)
+    _, _, run_a, run_b = seed_two_runs(app_env)
     Store(app_env).set_run_status(run_b, "cancelled", done=60, total=80)
     at = open_page("compare")
-    at.selectbox(key="run_pick_w").set_value("judge-a").run()
+    at.selectbox(key="run_pick_w").set_value(run_a).run()
     assert "Run `judge-b`: Partial run (cancelled)" in texts(at.warning)

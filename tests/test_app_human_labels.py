@@ -111,7 +111,7 @@ def test_annotate_informative_mode_shows_a_most_informative_pair(app_env):
 def test_export_page_writes_calibrated_files_with_the_calibration(app_env, monkeypatch):
     import json
 
-    import compassess_core.api as export  # the pages' files come from the API
+    import compassess_core.export as export  # the files the API writes (every page's download)
     store, dataset_id, run_id = seed_run(app_env)
     label_sample(store, dataset_id)
     captured = {}

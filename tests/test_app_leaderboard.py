@@ -43,7 +43,7 @@ def test_one_row_per_system_with_intervals_equal_to_the_engine(app_env):
 
 
 def test_export_carries_the_table_and_the_runs_settings(app_env, monkeypatch):
-    import compassess_core.api as export  # the pages' files come from the API
+    import compassess_core.export as export  # the files the API writes (every page's download)
     seed_run(app_env)
     captured = {}
     real = export.table_bytes

@@ -1,7 +1,12 @@
 """The Home page's Manage section (AppTest on app.py and a real SQLite store): an admin renames a
 run and a dataset, deletes a run after a dry run shows what goes and its name is typed (nothing of it
 left in the store, and the view no longer points at it), a delete is refused while a worker executes
-the run, and an annotator never gets the section."""
+the run, and an annotator never gets the section.
+
+The section acts on the object it shows: its picker's choices are ids and every widget is keyed
+by the id of the object it acts on, so a second rename acts on the renamed object (not on another
+run that now sorts where it stood), and after a delete nothing of the deleted object's form is
+left ticked."""
 
 from __future__ import annotations
 
@@ -31,27 +36,35 @@ def param(at: AppTest, name: str):
     return value[0] if isinstance(value, list) else value
 
 
+def widget(at: AppTest, kind: str, object_id: int, what: str) -> str:
+    """The key of a Manage widget that belongs to the ``kind`` with id ``object_id``."""
+    return f"manage_{kind}_{object_id}_{what}"
+
+
 def test_rename_a_run_and_a_dataset(app_env):
-    seed_run(app_env)
-    at = home({"run": "hand-run"})
+    _, dataset_id, run_id = seed_run(app_env)
+    at = home({"run": str(run_id)})
     assert "Manage" in [h.value for h in at.subheader]
-    at.selectbox(key="manage_target").set_value("hand-run")
-    at.text_input(key="manage_new_name").input("-bad name")
+    at.selectbox(key="manage_target_run").set_value(run_id)
+    at.text_input(key=widget(at, "run", run_id, "new_name")).input("-bad name")
     button(at, "Rename").click().run()
     assert "Could not rename the run" in texts(at.error)
     assert [r.name for r in api.open_store(app_env).list_runs()] == ["hand-run"]
 
-    at.text_input(key="manage_new_name").input("coherence run")
+    at.text_input(key=widget(at, "run", run_id, "new_name")).input("coherence run")
     button(at, "Rename").click().run()
     assert not at.exception, at.exception
     assert "Renamed the run `hand-run` to `coherence run`." in texts(at.success)
     assert [r.name for r in api.open_store(app_env).list_runs()] == ["coherence run"]
-    assert param(at, "run") == "coherence run"  # the view follows the new name
+    assert param(at, "run") == str(run_id)  # the view names the run by id: it follows it
     assert "coherence run" in set(at.dataframe[1].value["name"])
+    # the picker shows the new name, and still the same run
+    assert at.selectbox(key="manage_target_run").value == run_id
+    assert "coherence run" in at.selectbox(key="manage_target_run").format_func(run_id)
 
     at.radio(key="manage_kind").set_value("dataset").run()
-    at.selectbox(key="manage_target").set_value("sample_summeval")
-    at.text_input(key="manage_new_name").input("summeval three")
+    at.selectbox(key="manage_target_dataset").set_value(dataset_id)
+    at.text_input(key=widget(at, "dataset", dataset_id, "new_name")).input("summeval three")
     button(at, "Rename").click().run()
     assert not at.exception, at.exception
     assert [d.name for d in api.open_store(app_env).list_datasets()] == ["summeval three"]
@@ -60,12 +73,12 @@ def test_rename_a_run_and_a_dataset(app_env):
 
 def test_delete_a_run_after_seeing_what_goes(app_env):
     store, dataset_id, run_id = seed_run(app_env)
-    at = home({"run": "hand-run", "dataset": str(dataset_id)})
-    at.checkbox(key="manage_delete_open").check().run()
+    at = home({"run": str(run_id), "dataset": str(dataset_id)})
+    at.checkbox(key=widget(at, "run", run_id, "delete_open")).check().run()
     assert "removes `1 run, 60 comparisons`" in texts(at.warning)
     delete = button(at, "Delete the run for good")
     assert delete.disabled  # until the name is typed
-    at.text_input(key="manage_confirm_name").input("hand-run").run()
+    at.text_input(key=widget(at, "run", run_id, "confirm_name")).input("hand-run").run()
     button(at, "Delete the run for good").click().run()
     assert not at.exception, at.exception
     assert "Deleted the run `hand-run`: `1 run, 60 comparisons`." in texts(at.success)
@@ -78,10 +91,12 @@ def test_delete_a_run_after_seeing_what_goes(app_env):
 
     # the dataset too: the view forgets it
     at.radio(key="manage_kind").set_value("dataset").run()
-    assert not at.checkbox(key="manage_delete_open").value  # the form starts afresh
-    at.checkbox(key="manage_delete_open").check().run()
+    # the form starts afresh
+    assert not at.checkbox(key=widget(at, "dataset", dataset_id, "delete_open")).value
+    at.checkbox(key=widget(at, "dataset", dataset_id, "delete_open")).check().run()
     assert "removes `1 dataset" in texts(at.warning)
-    at.text_input(key="manage_confirm_name").input("sample_summeval").run()
+    at.text_input(key=widget(at, "dataset", dataset_id, "confirm_name")).input(
+        "sample_summeval").run()
     button(at, "Delete the dataset for good").click().run()
     assert not at.exception, at.exception
     assert api.open_store(app_env).list_datasets() == []
@@ -91,8 +106,8 @@ def test_delete_a_run_after_seeing_what_goes(app_env):
 def test_delete_is_refused_while_a_worker_runs(app_env):
     store, _, run_id = seed_run(app_env)
     at = home()
-    at.checkbox(key="manage_delete_open").check().run()
-    at.text_input(key="manage_confirm_name").input("hand-run").run()
+    at.checkbox(key=widget(at, "run", run_id, "delete_open")).check().run()
+    at.text_input(key=widget(at, "run", run_id, "confirm_name")).input("hand-run").run()
     # a worker starts executing the run before the button is pressed: a fresh heartbeat
     Store(app_env).set_run_status(run_id, "running", done=10, total=60)
     button(at, "Delete the run for good").click().run()
@@ -103,7 +118,7 @@ def test_delete_is_refused_while_a_worker_runs(app_env):
     assert [r.name for r in api.open_store(app_env).list_runs()] == ["hand-run"]
     # drawn afresh, the section says so before offering the delete
     at = home()
-    at.checkbox(key="manage_delete_open").check().run()
+    at.checkbox(key=widget(at, "run", run_id, "delete_open")).check().run()
     assert "This run cannot be deleted now" in texts(at.error)
     assert "Delete the run for good" not in [b.label for b in at.button]
 
@@ -114,7 +129,7 @@ def test_an_annotator_does_not_get_the_section(app_env):
     store.set_role("admin@example.org", "admin", "test")
     at = app_as("ann@example.org")
     assert "Manage" not in [h.value for h in at.subheader]
-    assert not [c for c in at.checkbox if c.key == "manage_delete_open"]
+    assert not [c for c in at.checkbox if "delete_open" in str(c.key)]
     assert unreachable(at, "pages/home.py")  # Home is not declared for them
     at = app_as("ann@example.org", "pages/annotate.py")
     at.switch_page("pages/home.py").run()  # and outside app.py's navigation it refuses them
@@ -123,3 +138,59 @@ def test_an_annotator_does_not_get_the_section(app_env):
     # a signed-in admin gets it
     at = app_as("admin@example.org")
     assert "Manage" in [h.value for h in at.subheader]
+
+
+def _second_run(app_env, name: str, dataset_id: int) -> int:
+    """Another completed run on the same dataset (an empty one: no judge needed)."""
+    store = Store(app_env)
+    first = store.list_runs()[0]
+    run_id = store.create_run(name, dataset_id, {**first.settings, "seed": 7})
+    store.set_run_status(run_id, "completed", done=0, total=0)
+    return run_id
+
+
+def test_a_second_rename_acts_on_the_renamed_run_not_on_another(app_env):
+    """The defect: after Rename the picker kept the old name, and a second Rename (fixing a
+    typo) renamed a different run that now stood where the first one had."""
+    store, dataset_id, run_id = seed_run(app_env)
+    other = _second_run(app_env, "another-run", dataset_id)
+    at = home()
+    at.selectbox(key="manage_target_run").set_value(run_id).run()
+    at.text_input(key=widget(at, "run", run_id, "new_name")).input("zz typo run")
+    button(at, "Rename").click().run()
+    assert not at.exception, at.exception
+    # the same run is still the one in the picker, under its new name
+    assert at.selectbox(key="manage_target_run").value == run_id
+    at.text_input(key=widget(at, "run", run_id, "new_name")).input("fixed run")
+    button(at, "Rename").click().run()
+    assert not at.exception, at.exception
+    names = {r.id: r.name for r in api.open_store(app_env).list_runs()}
+    assert names == {run_id: "fixed run", other: "another-run"}
+
+
+def test_a_rename_of_an_object_renamed_elsewhere_is_refused(app_env):
+    """Every write names the object as shown: a rename in another tab since the page was drawn
+    makes this page's rename refuse, and nothing changes."""
+    _, _, run_id = seed_run(app_env)
+    at = home()
+    at.text_input(key=widget(at, "run", run_id, "new_name")).input("mine")
+    api.open_store(app_env).rename_run(run_id, "theirs")  # another tab
+    button(at, "Rename").click().run()
+    assert not at.exception, at.exception
+    assert "is now called 'theirs'" in texts(at.error)
+    assert [r.name for r in api.open_store(app_env).list_runs()] == ["theirs"]
+
+
+def test_after_a_delete_the_picker_shows_no_deleted_run_and_nothing_is_ticked(app_env):
+    store, dataset_id, run_id = seed_run(app_env)
+    other = _second_run(app_env, "another-run", dataset_id)
+    at = home()
+    at.selectbox(key="manage_target_run").set_value(run_id).run()
+    at.checkbox(key=widget(at, "run", run_id, "delete_open")).check().run()
+    at.text_input(key=widget(at, "run", run_id, "confirm_name")).input("hand-run").run()
+    button(at, "Delete the run for good").click().run()
+    assert not at.exception, at.exception
+    picker = at.selectbox(key="manage_target_run")
+    assert run_id not in picker.options and picker.value == other
+    # the other run's delete box is its own, unticked
+    assert not at.checkbox(key=widget(at, "run", other, "delete_open")).value

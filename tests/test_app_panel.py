@@ -19,13 +19,22 @@ def table(at, column: str):
     return found[0]
 
 
+def form(api, what: str) -> str:
+    """The key of a widget of the Panel page's creation form (it belongs to the dataset)."""
+    return f"panel_new_{api.dataset_id('sample')}_{what}"
+
+
+def run_ids(api, names) -> list[int]:
+    return [api.get_run(n).id for n in names]
+
+
 def test_panel_page_creates_a_panel_and_shows_what_the_api_reads(app_env):
     api = seed_simulated_judges(app_env)
     at = open_page("panel")
-    at.multiselect(key="panel_members").set_value(MEMBERS).run()
-    at.text_input(key="panel_name").set_value("jury").run()
-    at.radio(key="panel_weights").set_value("learnt").run()
-    at.button(key="panel_create").click().run()
+    at.multiselect(key=form(api, "members")).set_value(run_ids(api, MEMBERS)).run()
+    at.text_input(key=form(api, "name")).set_value("jury").run()
+    at.radio(key=form(api, "weights")).set_value("learnt").run()
+    at.button(key=form(api, "create")).click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     panel = api.panel("jury")
@@ -44,17 +53,19 @@ def test_panel_page_creates_a_panel_and_shows_what_the_api_reads(app_env):
     assert ev.loc[0, "spearman_x100"] == panel.evaluation().debiased.spearman_x100
     assert metric(at, "Panel vs people: Cohen's kappa without ties") == \
         f"{panel.agreement().report.debiased.majority.kappa_without_ties:.3f}"
-    assert {b.proto.label for b in at.get("download_button")} >= {
-        "Download the panel's rankings (CSV)", "Download the panel's audit report (HTML)"}
+    labels = {b.proto.label for b in at.get("download_button")}
+    # the CSV is the rankings the page shows: the page's method
+    assert {f"Download the panel's rankings (CSV, {DEFAULT_METHOD} at tau = 0.5)",
+            "Download the panel's audit report (HTML)"} <= labels
     assert any("compassess panel report --name jury" in c.value for c in at.code)
 
 
 def test_panel_page_refuses_a_bad_panel_and_says_why(app_env):
-    seed_simulated_judges(app_env, judges=SIMULATED[:2])
+    api = seed_simulated_judges(app_env, judges=SIMULATED[:2])
     at = open_page("panel")
-    at.multiselect(key="panel_members").set_value(MEMBERS[:1]).run()
-    at.text_input(key="panel_name").set_value("solo").run()
-    at.button(key="panel_create").click().run()
+    at.multiselect(key=form(api, "members")).set_value(run_ids(api, MEMBERS[:1])).run()
+    at.text_input(key=form(api, "name")).set_value("solo").run()
+    at.button(key=form(api, "create")).click().run()
     assert not at.exception, at.exception
     assert any("at least 2" in e.value for e in at.error)
     assert len(ca.open_store(app_env).panels()) == 0
@@ -90,19 +101,20 @@ def test_a_link_reproduces_the_panel_and_judges_pages(app_env):
     api = seed_simulated_judges(app_env)
     api.create_panel("jury", MEMBERS)
     api.create_panel("pair", MEMBERS[:2], combine="vote")
+    jury = api.panel("jury").panel_info.id
     at = open_page("panel")
-    at.selectbox(key="panel_pick").set_value("jury").run()
+    at.selectbox(key="panel_pick_w").set_value(jury).run()
     at.selectbox(key="panel_method").set_value("poe").run()
     assert not at.exception, at.exception
-    assert (at.query_params["panel"], at.query_params["method"]) == ("jury", "poe")
+    assert (at.query_params["panel"], at.query_params["method"]) == (str(jury), "poe")
     shown = table(at, "rank")
 
     fresh = AppTest.from_file(APP, default_timeout=60)
-    fresh.query_params.update(panel="jury", method="poe")
+    fresh.query_params.update(panel=str(jury), method="poe")
     fresh.run()
     fresh.switch_page("pages/panel.py").run()
     assert not fresh.exception, fresh.exception
-    assert fresh.selectbox(key="panel_pick").value == "jury"
+    assert fresh.selectbox(key="panel_pick_w").value == jury
     assert table(fresh, "rank").equals(shown)
     assert list(shown["candidate_id"]) == list(api.panel("jury").rankings("poe", "none")["candidate_id"])
 
@@ -115,3 +127,29 @@ def test_a_link_reproduces_the_panel_and_judges_pages(app_env):
     board = api.judges("sample", "coherence", n_boot=200)
     assert list(table(judges, "kappa_low")["kappa_low"].round(6)) == \
         list(board.frame["kappa_low"].round(6))
+
+
+def test_every_panel_table_shows_a_bidi_control_as_its_code_point(app_env, tmp_path, monkeypatch):
+    """Ids are the user's: a right-to-left override in context, candidate and system ids shows
+    as ``⟨U+202E⟩`` in every table of the Panel page (``pages/_plain.plain``), never raw."""
+    import pandas as pd
+
+    import tests.test_panel as panel_tests
+    sample = pd.read_csv(panel_tests.SAMPLE)
+    for column in ("context_id", "candidate_id", "system"):
+        sample[column] = sample[column].astype(str) + "\u202e" + "x"
+    bidi = tmp_path / "bidi.csv"
+    sample.to_csv(bidi, index=False)
+    monkeypatch.setattr(panel_tests, "SAMPLE", bidi)
+    api = seed_simulated_judges(app_env)
+    at = open_page("panel")
+    at.multiselect(key=form(api, "members")).set_value(run_ids(api, MEMBERS)).run()
+    at.text_input(key=form(api, "name")).set_value("jury").run()
+    at.button(key=form(api, "create")).click().run()
+    assert not at.exception, at.exception
+    frames = [d.value for d in at.dataframe]
+    assert len(frames) >= 7  # members, rankings, evaluation, leaderboard, 2 agreement, split
+    for frame in frames:
+        cells = [str(c) for c in frame.columns] + [str(v) for v in frame.to_numpy().ravel()]
+        assert not [c for c in cells if "\u202e" in c], list(frame.columns)
+    assert all("⟨U+202E⟩" in c for c in table(at, "rank")["candidate_id"])

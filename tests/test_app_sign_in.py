@@ -9,6 +9,8 @@ Streamlit's own sign-in (``st.login`` against a real OpenID Connect provider in 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -34,7 +36,7 @@ def app_as(identity: str | None, page: str | None = None, query: dict | None = N
     at = AppTest.from_file(APP, default_timeout=60)
     at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
     at.user = ({"is_logged_in": True, "email": identity, "email_verified": True, "iss": ISSUER,
-                "sub": f"sub-{identity}", "name": identity} if identity
+                "sub": f"sub-{identity}", "name": identity, **token_times()} if identity
                else {"is_logged_in": False})
     for k, v in (query or {}).items():
         at.query_params[k] = v
@@ -44,6 +46,13 @@ def app_as(identity: str | None, page: str | None = None, query: dict | None = N
         at.switch_page(page).run()
         assert not at.exception, at.exception
     return at
+
+
+def token_times(age_s: float = 60.0, lifetime_s: float = 3600.0) -> dict:
+    """An ID token's ``iat`` and ``exp`` (seconds since the epoch): issued ``age_s`` ago, valid
+    for ``lifetime_s`` (an hour, as most providers give)."""
+    issued = int(time.time() - age_s)
+    return {"iat": issued, "exp": int(issued + lifetime_s)}
 
 
 def page_titles(at: AppTest) -> set[str]:
@@ -206,7 +215,8 @@ def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
     at = app_as("admin@example.org", "pages/annotate.py")
     at.file_uploader(key="labels_file").upload("l.csv", body, "text/csv").run()
     assert "stored as yours (`admin@example.org`)" in texts(at.markdown)
-    at.selectbox(key="map_1").set_value("bob@example.org").run()  # bob's row is bob's
+    next(s for s in at.selectbox if s.label == "File annotator `bob`").set_value(
+        "bob@example.org").run()  # bob's row is bob's
     at.button(key="import_labels").click().run()
     assert not at.exception, at.exception
     assert ("0 already stored, 2 added for aspect `overall`; attributed to `admin@example.org` (1), "
@@ -239,3 +249,28 @@ def test_identity_comes_from_the_providers_claims():
 def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refused):
     env = {access.ALLOW_ANONYMOUS_ENV: allow}
     assert (access.serving_problem(sign_in, address, env) is not None) == refused
+
+
+def test_agreement_with_the_others_is_hidden_below_three_co_annotators(app_env):
+    """With one other annotator the figure would tell an annotator how that person voted."""
+    from compassess_core import api
+    store, _ = sample_with_a_run(app_env)
+    people = ["ann@example.org", "b@example.org", "c@example.org", "d@example.org"]
+    for who in people:
+        store.set_role(who, "annotator", "test")
+    campaign_for(store, *people)
+    campaign = api.Store(store).campaign("round1")
+    pair = tuple(campaign.pairs().iloc[0])
+
+    def others_label(*who: str) -> None:
+        for person in who:
+            campaign.label(person, pair, pair[1])
+
+    campaign.label("ann@example.org", pair, pair[1])
+    others_label("b@example.org")
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert metric_value(at, "Pairs shared with others") == "1"
+    assert metric_value(at, "Agreement with the others") == "hidden"
+    others_label("c@example.org", "d@example.org")
+    at = app_as("ann@example.org", "pages/agreement.py")
+    assert metric_value(at, "Agreement with the others") == "100.0 %"

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compassess_core import api
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -165,7 +167,8 @@ def test_click_through_the_app_in_chromium(server):
 
         nav(page, "Rankings")
         settle(page, "Agreement with coherence")
-        assert f"run={run_name}" in page.url  # the selection is in the URL, so a refresh keeps it
+        # the selection is in the URL (by the run's id, which a rename keeps), so a refresh keeps it
+        assert f"run={api.open_store(db_url).get_run(run_name).id}" in page.url
         # the balanced tau* is the default (docs/results.md); 'off' shows the raw verdicts
         page.get_by_text("off (tau = 0.5)").first.click()
         settle(page, "P(A) at tau = 0.500")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from compassess_core import api
+
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
                           settle, shot, simulate_finished_run, visible)
 
@@ -60,7 +62,7 @@ def test_leaderboard_and_compare_in_chromium(server):
         visible(page.locator('[data-testid="stDataFrame"]').first)
         visible(page.get_by_text("bootstrap replicates that resample the 3 contexts").first)
         assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
-        assert f"run={second}" in page.url
+        assert f"run={api.open_store(db_url).get_run(second).id}" in page.url
         page.get_by_role("button", name="Download leaderboard.csv").wait_for()
         shot(page, "leaderboard")
 

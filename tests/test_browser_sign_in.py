@@ -17,6 +17,7 @@ Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSE
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -38,6 +39,9 @@ PAGES = {"": "CompAssess", "upload": "Upload candidates", "run": "Run the judge"
          "bias": "Positional bias audit", "annotate": "Annotate",
          "agreement": "Agreement with people", "export": "Export", "people": "People"}
 
+
+#: The test server's cookie secret: new for every test session, never one printed anywhere.
+COOKIE_SECRET = secrets.token_hex(32)
 
 ADMIN_NAV = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
              "Compare runs", "Panel", "Judges", "Annotate", "Campaigns", "Agreement", "Export",
@@ -91,7 +95,7 @@ def team_server(tmp_path: Path, db_url: str, oidc_provider: str):
     secrets.write_text(
         "[auth]\n"
         f'redirect_uri = "{url}/oauth2callback"\n'
-        'cookie_secret = "a-long-random-test-secret-0123456789"\n'
+        f'cookie_secret = "{COOKIE_SECRET}"\n'
         'client_id = "compassess"\n'
         'client_secret = "test-client-secret"\n'
         f'server_metadata_url = "{oidc_provider}/.well-known/openid-configuration"\n')

@@ -33,7 +33,7 @@ from streamlit.testing.v1.util import patch_config_options
 from compassess_core import access
 from db.store import Store
 from test_app_pages import APP, ROOT, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
-from test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles
+from test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles, token_times
 
 GOOD_SECRET = "0123456789abcdef0123456789abcdef0123456789abcdef"
 SECRETS_TOML = f"""[auth]
@@ -47,7 +47,7 @@ server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"
 
 def user(email: str, **claims) -> dict:
     return {"is_logged_in": True, "email": email, "email_verified": True, "iss": ISSUER,
-            "sub": f"sub-{email}", "name": email, **claims}
+            "sub": f"sub-{email}", "name": email, **token_times(), **claims}
 
 
 def assert_locked(at: AppTest) -> None:
@@ -99,6 +99,52 @@ def test_secrets_made_unparseable_while_the_app_runs_lock_it(app_env, secrets_fi
     assert_locked(anon)
 
 
+def test_every_change_to_the_secrets_file_counts_at_the_next_run_and_request(app_env,
+                                                                          secrets_file):
+    """No restart and no reliance on Streamlit's file watcher (it stops after a bad edit): an
+    unparseable edit locks, the fix unlocks, a deleted file or a folder in its place locks, and a
+    rotated cookie_secret ends the sessions and cookies signed with the old one."""
+    from pages._http_guard import HttpGuard
+    from pages._store import api_store
+
+    store, _, _ = seed_run(app_env)
+    store.set_role("admin@example.org", "admin", "test")
+    guard = HttpGuard(_inner_app, local=False, sign_in=True)
+    old_cookie = signed_cookie(user("admin@example.org"))
+
+    def session() -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.user = user("admin@example.org")
+        return at
+
+    open_page = session().run()
+    assert "Home" in page_titles(open_page)
+    assert _asgi_status(guard, "/media/0123abcd.csv", old_cookie) == 200
+    secrets_file.write_text(SECRETS_TOML.replace('client_id = "compassess"', 'client_id = "comp'))
+    assert_locked(open_page.run())
+    assert _asgi_status(guard, "/media/0123abcd.csv", old_cookie) == 403
+    rotated = "f" * 64
+    secrets_file.write_text(SECRETS_TOML.replace(GOOD_SECRET, rotated))  # fixed, and rotated
+    # The open session was signed in under the old secret: it must sign in again.
+    open_page.run()
+    assert [b.label for b in open_page.button] == ["Sign in"]
+    assert "sign-in key was changed" in texts(open_page.info)
+    assert "Home" in page_titles(session().run())  # a session signed in under the new one
+    assert _asgi_status(guard, "/media/0123abcd.csv", old_cookie) == 403
+    new_cookie = signed_cookie(user("admin@example.org"), secret=rotated)
+    assert _asgi_status(guard, "/media/0123abcd.csv", new_cookie) == 200
+    secrets_file.unlink()
+    assert_locked(session().run())
+    assert _asgi_status(guard, "/media/0123abcd.csv", new_cookie) == 403
+    secrets_file.mkdir()
+    assert_locked(session().run())
+    secrets_file.rmdir()
+    secrets_file.write_text(SECRETS_TOML.replace(GOOD_SECRET, rotated))
+    assert "Home" in page_titles(session().run())
+    assert _asgi_status(guard, "/media/0123abcd.csv", new_cookie) == 200
+    assert api_store().role_of("admin@example.org") == "admin"
+
+
 def test_auth_section_removed_after_start_keeps_sign_in_required(app_env):
     seed_run(app_env)
     at = app_as(None)
@@ -140,6 +186,10 @@ def test_verified_e_mail_and_declared_issuers():
         "admin@example.org"
     # A provider that omits email_verified (Entra ID) counts once the admin declares its issuer.
     assert access.identity_from_claims(claims, frozenset({ISSUER})) == "admin@example.org"
+    # ... but never over the provider's own word that the address is not verified.
+    for said in (False, "false", "true", 0):
+        assert access.identity_from_claims(dict(claims, email_verified=said),
+                                           frozenset({ISSUER})) == f"{ISSUER}#x", said
     assert access.verified_email_issuers(
         {access.VERIFIED_EMAIL_ISSUERS_ENV: f"{ISSUER}/, https://b.example"}) == \
         {ISSUER, "https://b.example"}
@@ -164,7 +214,7 @@ def test_a_subject_spelled_like_the_admins_address_is_not_the_admin(app_env, mon
                     "email_verified": "false"}):
         at = AppTest.from_file(APP, default_timeout=60)
         at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
-        at.user = claims
+        at.user = dict(claims, **token_times())
         at.run()
         assert not at.exception, at.exception
         assert "nobody has given this account a role yet" in texts(at.warning), claims
@@ -191,6 +241,25 @@ def test_a_removed_annotator_cannot_store_a_label(app_env):
     assert "no longer have the rights" in texts(at.error)
     at.run()  # the next run: the page is closed to them
     assert not [b for b in at.button if b.key in ("answer_a", "answer_b")]
+
+
+def test_a_demoted_admin_cannot_label_freely_from_a_page_left_open(app_env):
+    """Free annotation (any dataset, no campaign) is an admin's: an admin demoted to annotator
+    while the page is open stores nothing more there, and cannot undo there either."""
+    store, dataset_id, _ = seed_run(app_env)
+    store.set_role("boss@example.org", "admin", "test")
+    store.set_role("admin@example.org", "admin", "test")
+    at = app_as("admin@example.org", "pages/annotate.py")
+    at.button(key="answer_a").click().run()
+    assert not at.exception, at.exception
+    assert len(store.human_judgements_frame(dataset_id)) == 1
+    store.set_role("admin@example.org", "annotator", "boss@example.org")
+    at.button(key="answer_b").click().run()
+    assert not at.exception, at.exception
+    assert len(store.human_judgements_frame(dataset_id)) == 1  # nothing stored
+    assert "no longer have the rights" in texts(at.error)
+    at = app_as("admin@example.org", "pages/annotate.py")  # the annotator's own page now
+    assert not [b for b in at.button if b.key in ("answer_a", "answer_b", "undo")]
 
 
 def test_a_demoted_admin_cannot_start_a_run(app_env, monkeypatch):
@@ -240,7 +309,9 @@ def test_require_checks_the_role_stored_now(app_env):
 # ------------------------------------------------------------------------ the cookie secret
 
 @pytest.mark.parametrize("secret", ["REPLACE-WITH-A-LONG-RANDOM-STRING", "short-but-real",
-                                    "replace-me-0123456789abcdef0123456789abcdef", ""])
+                                    "replace-me-0123456789abcdef0123456789abcdef", "",
+                                    # the trial secret an earlier docs/deploy.md printed
+                                    "a-long-random-test-secret-0123456789"])
 def test_unfit_cookie_secret_refused_at_start_and_locks_a_session(app_env, secrets_file, secret):
     from pages import _auth
     secrets_file.write_text(SECRETS_TOML.replace(GOOD_SECRET, secret))
@@ -266,11 +337,11 @@ def test_good_cookie_secret_starts(secrets_file):
 def test_uncaught_errors_show_no_details():
     conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert conf["client"]["showErrorDetails"] == "none"
-    from pages import _auth
+    from pages import _http_guard
     saved = {k: config.get_option(k) for k in ("client.showErrorDetails", "server.allowedHosts")}
     try:
         config.set_option("client.showErrorDetails", "full")
-        _auth.harden_server(local=True)
+        _http_guard.harden_server(local=True)
         assert config.get_option("client.showErrorDetails") == "none"
         assert set(config.get_option("server.allowedHosts")) == {"localhost", "127.0.0.1", "::1"}
     finally:
@@ -281,13 +352,13 @@ def test_uncaught_errors_show_no_details():
 def test_the_toolbar_has_no_deploy_menu_in_any_mode():
     conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert conf["client"]["toolbarMode"] == "minimal"
-    from pages import _auth
+    from pages import _http_guard
     saved = {k: config.get_option(k) for k in ("client.toolbarMode", "client.showErrorDetails",
                                                "server.allowedHosts")}
     try:
         for local in (True, False):
             config.set_option("client.toolbarMode", "developer")
-            _auth.harden_server(local=local)
+            _http_guard.harden_server(local=local)
             assert config.get_option("client.toolbarMode") == "minimal"
     finally:
         for k, v in saved.items():
@@ -381,7 +452,7 @@ def test_store_file_and_folder_are_the_owners_only(tmp_path, monkeypatch):
 
 def test_one_private_worker_log_per_run_id(tmp_path, monkeypatch):
     from compassess_core import worker
-    from pages._common import worker_log_path
+    from compassess_core.worker import worker_log_path
     monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
     # Names that a file name would spell alike ("a/b", "a_b") get their own logs.
     assert worker_log_path(7).name == "worker-7.log"
@@ -441,34 +512,150 @@ def _asgi_status(guard, path: str, cookie: str | None = None) -> int:
     return sent[0]["status"]
 
 
-def test_media_files_need_a_signed_in_person_with_a_role(app_env, secrets_file):
+def signed_cookie(claims: dict, secret: str = GOOD_SECRET) -> str:
+    """A ``Cookie`` header with Streamlit's sign-in cookie for ``claims``, signed as Streamlit
+    signs it (the test knows the secret, as an admin of the deployment would)."""
+    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
+    value = create_signed_value(secret, "_streamlit_user", json.dumps(claims))
+    return f"_streamlit_user={value.decode()}"
+
+
+async def _inner_app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"file"})
+
+
+def test_media_files_need_a_signed_in_person_with_the_files_role(app_env, secrets_file):
     """Streamlit serves downloads and images under ``/media/`` to whoever has the URL; with sign-in
     the guard answers 403 unless the request carries Streamlit's signed sign-in cookie of a person
-    who holds a role now (no cookie, a forged one, an unverified claim, a removed person)."""
-    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
-
-    from pages._auth import HostAndMetricsGuard
+    who holds, now, the role of the viewer the file was made for (no cookie, a forged one, an
+    unverified claim, a removed person, an annotator asking for an admin's file, an expired or
+    signed-out token)."""
+    from pages import _http_guard
+    from pages._http_guard import HttpGuard
     from pages._store import api_store
 
-    async def inner(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"file"})
-
-    def cookie(claims: dict, secret: str = GOOD_SECRET) -> str:
-        value = create_signed_value(secret, "_streamlit_user", json.dumps(claims))
-        return f"_streamlit_user={value.decode()}"
-
-    guard = HostAndMetricsGuard(inner, local=False, media_needs_sign_in=True)
+    guard = HttpGuard(_inner_app, local=False, sign_in=True)
     media = "/media/0123abcd.csv"
     api_store().set_role("ann@example.org", access.ANNOTATOR, "test")
+    api_store().set_role("boss@example.org", access.ADMIN, "test")
+    admin, ann = signed_cookie(user("boss@example.org")), signed_cookie(user("ann@example.org"))
     assert _asgi_status(guard, media) == 403
-    assert _asgi_status(guard, media, cookie(user("ann@example.org"), secret="x" * 48)) == 403
-    assert _asgi_status(guard, media, cookie(user("ann@example.org", email_verified="true"))) == 403
-    assert _asgi_status(guard, media, cookie(user("nobody@example.org"))) == 403
+    assert _asgi_status(guard, media, signed_cookie(user("boss@example.org"), "x" * 48)) == 403
+    assert _asgi_status(guard, media, signed_cookie(user("boss@example.org",
+                                                         email_verified="true"))) == 403
+    assert _asgi_status(guard, media, signed_cookie(user("nobody@example.org"))) == 403
     assert _asgi_status(guard, media, "_streamlit_user=not-a-signed-value") == 403
-    assert _asgi_status(guard, media, cookie(user("ann@example.org"))) == 200
+    assert _asgi_status(guard, media, admin) == 200
+    # A file nobody recorded (an admin page's export) is an admin's: an annotator gets 403.
+    assert _asgi_status(guard, media, ann) == 403
+    # A file made on an annotator's page is theirs (and an admin's) to fetch.
+    with _http_guard._media_lock:
+        _http_guard._media_roles["feedbeef"] = access.ANNOTATOR
+    assert _asgi_status(guard, "/media/feedbeef.png", ann) == 200
+    assert _asgi_status(guard, "/media/feedbeef.png", admin) == 200
     assert _asgi_status(guard, "/_stcore/health") == 200  # only media files are behind sign-in
+    # The provider's token bounds the cookie: expired, or without times, it no longer counts.
+    assert _asgi_status(guard, media, signed_cookie(user(
+        "boss@example.org", **token_times(age_s=7200)))) == 403
+    assert _asgi_status(guard, media, signed_cookie(
+        {k: v for k, v in user("boss@example.org").items() if k not in ("iat", "exp")})) == 403
     api_store().remove_person("ann@example.org")
-    assert _asgi_status(guard, media, cookie(user("ann@example.org"))) == 403
+    assert _asgi_status(guard, "/media/feedbeef.png", ann) == 403
     # Local and anonymous modes serve files as they serve pages.
-    assert _asgi_status(HostAndMetricsGuard(inner, local=True), media) == 200
+    assert _asgi_status(HttpGuard(_inner_app, local=True), media) == 200
+
+
+def test_media_files_remember_the_role_of_the_viewer_they_were_made_for():
+    """The role recorded for a file is that of the viewer of the run that made it; outside a run
+    (or forgotten) a file is an admin's."""
+    from pages import _http_guard
+
+    def script():
+        import streamlit as st
+
+        from compassess_core.access import ANNOTATOR, SIGN_IN
+        from pages import _http_guard
+        from pages._auth import VIEWER_KEY, Viewer
+        st.session_state[VIEWER_KEY] = Viewer("ann@example.org", ANNOTATOR, SIGN_IN)
+        _http_guard._remember_media("/media/a1b2.csv")
+        st.session_state[VIEWER_KEY] = Viewer("boss@example.org", "admin", SIGN_IN)
+        _http_guard._remember_media("/media/c3d4.csv")
+
+    at = AppTest.from_function(script, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert _http_guard.media_role("a1b2.csv") == access.ANNOTATOR
+    assert _http_guard.media_role("c3d4.csv") == access.ADMIN
+    assert _http_guard.media_role("never-made.csv") == access.ADMIN
+    _http_guard._remember_media("/media/e5f6.csv")  # no run: nobody to make it for
+    assert _http_guard.media_role("e5f6.csv") == access.ADMIN
+
+
+# ------------------------------------------------------------------------ sign-out, token expiry
+
+def test_sign_out_ends_every_earlier_sign_in_of_that_person(app_env):
+    """Streamlit's cookie holds the provider's claims for 30 days; the app counts a sign-in only
+    while the provider's token is valid (``exp``) and issued (``iat``) after the person's last
+    sign-out, kept in the store."""
+    store, _, _ = seed_run(app_env)
+    store.set_role("admin@example.org", "admin", "test")
+    claims = user("admin@example.org")
+
+    def browser() -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
+        at.user = claims
+        return at
+
+    assert "Home" in page_titles(browser().run())
+
+    def gate_only():
+        from pages import _auth
+        _auth.gate()
+
+    # The gate's sidebar alone (AppTest reruns app.py's own page in Streamlit's legacy folder
+    # mode, without the gate): its Sign out button.
+    at = AppTest.from_function(gate_only, default_timeout=60)
+    at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
+    at.user = claims
+    at.run()
+    at.button(key="sign_out").click().run()
+    assert store.signed_out_through("admin@example.org") >= claims["iat"]
+    # The same cookie, copied before the sign-out, in another browser: the sign-in page.
+    copied = browser().run()
+    assert not copied.exception, copied.exception
+    assert [b.label for b in copied.button] == ["Sign in"]
+    assert "you signed out since this sign-in" in texts(copied.info)
+    assert page_titles(copied) == {"CompAssess"}
+    # Signing in again (a new token, issued after the sign-out) works.
+    claims = user("admin@example.org", **token_times(age_s=-1))
+    again = browser().run()
+    assert "Home" in page_titles(again)
+
+
+def test_an_expired_provider_token_ends_the_sign_in(app_env):
+    store, _, _ = seed_run(app_env)
+    store.set_role("admin@example.org", "admin", "test")
+    for claims in (user("admin@example.org", **token_times(age_s=3601)),
+                   {k: v for k, v in user("admin@example.org").items() if k != "exp"},
+                   user("admin@example.org", iat="yesterday")):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.secrets = {k: dict(v) for k, v in AUTH_SECRETS.items()}
+        at.user = claims
+        at.run()
+        assert not at.exception, at.exception
+        assert [b.label for b in at.button] == ["Sign in"], claims
+        assert "Your sign-in ended" in texts(at.info)
+
+
+def test_signed_out_through_keeps_the_newest_and_spares_a_new_sign_in():
+    # Signed out at 1000.5 with a token issued at 900: every token issued up to second 999 ends.
+    assert access.signed_out_through(900, 1000.5) == 999
+    # A token issued in the second of the sign-out (or later) is a new sign-in.
+    assert access.sign_in_problem({"iat": 1000, "exp": 5000}, 1000.7, 999) is None
+    assert "signed out" in access.sign_in_problem({"iat": 999, "exp": 5000}, 1000.7, 999)
+    # A sign-out with a token from the future (clock skew) still ends that token.
+    assert access.signed_out_through(2000, 1000.5) == 2000
+    assert "expired" in access.sign_in_problem({"iat": 1, "exp": 10}, 10.0, None)
+    assert access.sign_in_problem({"iat": True, "exp": 5000}, 1.0, None) is not None

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
 from compassess_core.cli import main
-from tests.test_app_pages import APP, app_env, metric, open_page, seed_run  # noqa: F401 - fixture
+from tests.test_app_pages import APP, app_env, metric, open_page, seed_run, texts  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
@@ -37,16 +37,58 @@ def test_pages_reach_the_data_only_through_the_python_api():
     assert not offending, "\n".join(offending)
 
 
+#: The modules of ``compassess_core`` a page may call: the Python API, its errors and its
+#: vocabulary of types. Constants of other modules (names in capitals, classes) are vocabulary.
+PAGE_MODULES = {"api", "errors", "types"}
+
+
+def _engine_calls(path: Path) -> list[str]:
+    """Calls in ``path`` of functions of engine modules other than :data:`PAGE_MODULES`, found
+    in its syntax tree: ``module.function()`` of an imported module, or ``function()`` imported
+    from one (capitalised names are classes and constants: vocabulary)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules, functions = {}, {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("compassess_core"):
+            parts = node.module.split(".")
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if len(parts) == 1 and alias.name not in PAGE_MODULES:
+                    modules[name] = alias.name
+                elif len(parts) > 1 and parts[1] not in PAGE_MODULES:
+                    functions[name] = f"{parts[1]}.{alias.name}"
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in functions and fn.id[:1].islower():
+            found.append(f"{path.name}:{node.lineno} {functions[fn.id]}()")
+        elif (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)
+              and fn.value.id in modules and fn.attr[:1].islower()):
+            found.append(f"{path.name}:{node.lineno} {modules[fn.value.id]}.{fn.attr}()")
+    return found
+
+
+def test_pages_call_the_engine_only_through_the_api():
+    """Pages are views over API verbs: no call from a page or app.py into an engine module other
+    than ``api``, ``errors`` and ``types``."""
+    found = [call for path in PAGES for call in _engine_calls(path)]
+    assert not found, "\n".join(found)
+
+
 def _captured_page_export(monkeypatch, fmt: str) -> dict[str, tuple[bytes, bytes | None]]:
     """The files the Export page offers at its defaults (Bradley-Terry, balanced tau*, 95%
-    intervals), as ``api.table_bytes`` produced them."""
+    intervals), as ``export.table_bytes`` (the API's one file writer) produced them."""
+    from compassess_core import export
     captured: dict[str, tuple[bytes, bytes | None]] = {}
-    real = api.table_bytes
+    real = export.table_bytes
 
     def spy(df, fmt_, *, what, metadata):
         captured[what] = real(df, fmt_, what=what, metadata=metadata)
         return captured[what]
-    monkeypatch.setattr(api, "table_bytes", spy)
+    monkeypatch.setattr(export, "table_bytes", spy)
     at = open_page("export")
     at.radio(key="export_format").set_value(fmt).run()
     assert not at.exception, at.exception
@@ -70,7 +112,7 @@ def test_export_page_cli_and_api_write_the_same_bytes(app_env, monkeypatch, tmp_
 
 
 def test_a_manual_tau_survives_a_page_switch_and_a_reload(app_env):
-    seed_run(app_env)
+    _, _, run_id = seed_run(app_env)
     at = open_page("rankings")
     at.radio(key="tau_mode_w").set_value("manual").run()
     at.slider(key="tau_manual_w").set_value(0.6).run()
@@ -81,7 +123,7 @@ def test_a_manual_tau_survives_a_page_switch_and_a_reload(app_env):
     # the whole view state is in the Bias page's URL, not only what the Bias page drew
     params = {k: str(at.query_params[k][0] if isinstance(at.query_params[k], list)
                      else at.query_params[k]) for k in ("run", "method", "tau_mode", "tau")}
-    assert params == {"run": "hand-run", "method": "bradley-terry", "tau_mode": "manual",
+    assert params == {"run": str(run_id), "method": "bradley-terry", "tau_mode": "manual",
                       "tau": "0.6"}
     shown = metric(at, "P(A) at tau = 0.600")
 
@@ -107,6 +149,9 @@ def test_the_greyed_slider_shows_the_tau_in_use(app_env):
 @pytest.mark.parametrize("query, problem", [
     ({"tau_mode": "manual", "tau": "nan"}, "not a number between 0 and 1"),
     ({"tau_mode": "manual", "tau": "7"}, "not a number between 0 and 1"),
+    # Values inside (0, 1) that the 3 decimals kept round onto a bound.
+    ({"tau_mode": "manual", "tau": "0.0000001"}, "rounds to 0.000"),
+    ({"tau_mode": "manual", "tau": "0.9999"}, "rounds to 1.000"),
     ({"method": "<img src=x>"}, "is not one of"),
     ({"tau_mode": "sideways"}, "is not one of"),
 ])
@@ -127,22 +172,24 @@ def test_a_bad_link_gets_a_friendly_message_and_the_defaults(app_env, query, pro
 
 
 def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
-    store, dataset_id, _ = seed_run(app_env)
+    store, dataset_id, run_id = seed_run(app_env)
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("random").run()
-    at.number_input(key="budget").set_value(7).run()
-    at.selectbox(key="run_aspect").set_value("fluency").run()
-    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings,
-    # whose picker selects the completed run.
+    at.selectbox(key="strategy_1").set_value("random").run()
+    at.number_input(key="budget_1").set_value(7).run()
+    at.selectbox(key="run_aspect_1").set_value("fluency").run()
+    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings.
     from tests.test_app_pages import settings_for
     live = store.create_run("live-run", dataset_id, settings_for("sample_summeval").to_dict())
     store.set_run_status(live, "running", done=0, total=60, message="loading the judge")
     at.switch_page("pages/rankings.py").run()
-    assert at.selectbox(key="run_pick_w").value == "hand-run"
+    if at.selectbox(key="run_pick_w").value is None:
+        assert "has no stored comparison yet" in texts(at.warning)
+    else:
+        assert at.selectbox(key="run_pick_w").value == run_id
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="watch_w").value == "live-run"
+    assert at.selectbox(key="watch_w").value == live   # the watched run is known by its id
     assert "Status: running" in "\n".join(m.value for m in at.markdown)
-    assert at.selectbox(key="strategy").value == "random"
-    assert at.number_input(key="budget").value == 7
-    assert at.selectbox(key="run_aspect").value == "fluency"
+    assert at.selectbox(key="strategy_1").value == "random"
+    assert at.number_input(key="budget_1").value == 7
+    assert at.selectbox(key="run_aspect_1").value == "fluency"

@@ -351,9 +351,17 @@ class CausalJudge(_LocalJudge):
         Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
     min_saving
         A prefix gets its own cache only if that saves at least this many prompt tokens.
+    fuse_suffix
+        A cached prefix whose prompts all end within this many tokens of it (the aspects of one
+        pair: only the question differs) is computed together with those endings in one
+        forward pass (:meth:`_run_fused`), instead of a cache and then a batch of short suffixes
+        on copies of it.
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
-        batches; larger windows pad less but keep more prefix caches alive.
+        batches; larger windows pad less but keep more prefix caches alive. They wait no longer
+        than the prefix caches built meanwhile take one ``token_budget`` of tokens: a caller
+        that sizes the budget by time (``pacing.BatchPacer``) hears from the judge every
+        budget's worth of work.
     memory_guard
         Called with (rows, tokens) before every forward pass (``MemoryGuard``); tests simulate a
         memory limit with it.
@@ -364,10 +372,13 @@ class CausalJudge(_LocalJudge):
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
                  batch_size: int | None = 8, token_budget: int | None = 8192,
                  prefix_cache: bool = True, min_saving: int = 32, window: int = 4,
-                 memory_guard: MemoryGuard | None = None):
+                 fuse_suffix: int = 48, memory_guard: MemoryGuard | None = None):
         self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         self.min_saving = min_saving
         self.window = window
+        self.fuse_suffix = fuse_suffix
+        # Prompt tokens computed (prefix caches) since the last micro-batch was handed out.
+        self._unreported = 0
         self._head = _FP32Head(self.model)
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
@@ -475,9 +486,40 @@ class CausalJudge(_LocalJudge):
             layer.values = v.expand(batch, -1, -1, -1) if batch > 1 else v
         return cache
 
-    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
+    def _checkpoint(self, label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """An empty micro-batch: a point within a long prompt where a caller may stop."""
+        return np.empty(0, dtype=np.int64), np.empty((0, len(label_ids)))
+
+    def _prefill(self, seq: list[int], start: int, end: int, kv, label_ids) -> Iterator:
+        """The cache of ``seq[:end]`` from the cache ``kv`` of ``seq[:start]`` (None when
+        ``start`` is 0), one ``token_budget`` of tokens per forward pass, with a checkpoint
+        (:meth:`_checkpoint`) after each but the last: a text longer than one micro-batch may
+        hold (a long story) is computed in pieces a caller can stop between, each taking about
+        as long as a micro-batch. Returns (``yield from``'s value) the cache as ``[(keys,
+        values)]`` per layer. The pieces attend to everything before them, at their own
+        positions (the cache's length), so the cache is that of one pass up to fp32 rounding."""
+        from transformers import DynamicCache
+        step = max(int(self.token_budget), 1)
+        cache = self._make_cache(kv, 1) if kv is not None else DynamicCache(config=self.model.config)
+        for lo in range(start, end, step):
+            hi = min(lo + step, end)
+            self._check_memory(1, hi)
+            self.stats["model_tokens"] += hi - lo
+            self.stats["forward_passes"] += 1
+            self._base(input_ids=torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device),
+                       past_key_values=cache, use_cache=True)
+            if hi < end:
+                self._unreported = 0
+                yield self._checkpoint(label_ids)
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv, label_ids) -> Iterator:
         """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), in as few
-        forward passes as memory allows (``_guarded``)."""
+        forward passes as memory allows (``_guarded``), as ``yield from``'s value; one node
+        longer than the token budget: :meth:`_prefill`, with checkpoints between its pieces."""
+        if len(nodes) == 1 and nodes[0].prefix_len - base > self.token_budget:
+            return [(yield from self._prefill(seqs[nodes[0].rep], base, nodes[0].prefix_len, kv,
+                                              label_ids))]
         width = lambda part: len(part) * max(n.prefix_len - base for n in part)  # noqa: E731
         return [c for caches in self._guarded(lambda part: self._extend_pass(seqs, part, base, kv),
                                               list(nodes), width) for c in caches]
@@ -496,6 +538,7 @@ class CausalJudge(_LocalJudge):
         self._check_memory(len(nodes), len(nodes) * (base + max(lens)))
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
+        self._unreported += sum(lens)
         cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
         self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True)
         return [[(layer.keys[r:r + 1, :, :n.prefix_len], layer.values[r:r + 1, :, :n.prefix_len])
@@ -521,12 +564,25 @@ class CausalJudge(_LocalJudge):
             keep = []
         ready = list(pending)
         pending[:] = keep
-        width = lambda part: len(part) * max(len(seqs[i]) - st for i, st, _ in part)  # noqa: E731
         for b in batches:
-            yield from self._guarded(lambda part: self._run_batch(seqs, part, label_ids),
-                                     [ready[p] for p in b], width)
+            yield from self._run_batch(seqs, [ready[p] for p in b], label_ids)
 
-    def _run_batch(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
+    def _run_batch(self, seqs, items: list, label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`_run_batch_now` in as few forward passes as memory allows (``_guarded``: a
+        micro-batch that runs out of memory is halved and run again); one suffix longer than
+        the token budget runs all but its last budget of tokens first in pieces
+        (:meth:`_prefill`, checkpoints between them)."""
+        if len(items) == 1:
+            i, start, kv = items[0]
+            cut = len(seqs[i]) - min(max(int(self.token_budget), 1), len(seqs[i]) - start)
+            if cut > start:
+                kv = yield from self._prefill(seqs[i], start, cut, kv, label_ids)
+                items = [(i, cut, kv)]
+        width = lambda part: len(part) * max(len(seqs[i]) - st for i, st, _ in part)  # noqa: E731
+        yield from self._guarded(lambda part: self._run_batch_now(seqs, part, label_ids), items,
+                                 width)
+
+    def _run_batch_now(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
         """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)]:
         the rows computed and their label log-probabilities (rows, k).
 
@@ -555,6 +611,7 @@ class CausalJudge(_LocalJudge):
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
         hidden = out.last_hidden_state
         h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
+        self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
@@ -592,13 +649,105 @@ class CausalJudge(_LocalJudge):
         (a window of ``window * batch_size``) are alive at once, whatever the chunk size.
         """
         pending.extend((i, node.prefix_len, kv) for i in node.leaves)
-        kids = sorted(node.children, key=lambda c: c.prefix_len)
+        fused = sorted((c for c in node.children if self._fusable(seqs, c)),
+                       key=lambda c: self._fused_width(seqs, c, node.prefix_len))
+        widths = np.array([self._fused_width(seqs, c, node.prefix_len) for c in fused],
+                          dtype=np.int64)
+        for wave in self._split(widths):
+            group = [fused[p] for p in wave]
+            if len(group) == 1 and widths[wave[0]] > self.token_budget:
+                # one pair longer than a micro-batch: its second text first, in pieces
+                one = group[0]
+                one_kv = yield from self._prefill(seqs[one.rep], node.prefix_len, one.prefix_len,
+                                                  kv, label_ids)
+                yield self._run_fused(seqs, group, one.prefix_len, one_kv, label_ids)
+            else:  # a wave that runs out of memory is halved and run again (``_guarded``)
+                fused_width = lambda part: len(part) * max(  # noqa: E731
+                    self._fused_width(seqs, c, node.prefix_len) for c in part)
+                yield from self._guarded(
+                    lambda part: self._run_fused(seqs, part, node.prefix_len, kv, label_ids),
+                    group, fused_width)
+        kids = sorted((c for c in node.children if not self._fusable(seqs, c)),
+                      key=lambda c: c.prefix_len)
         for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
             group = [kids[p] for p in wave]
-            for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
+            caches = yield from self._extend(seqs, group, node.prefix_len, kv, label_ids)
+            for child, child_kv in zip(group, caches):
                 yield from self._run_node(seqs, child, child_kv, pending, label_ids)
             if len(pending) >= self.window * self.batch_size:
                 yield from self._flush(seqs, pending, label_ids, final=False)
+            elif pending and self._unreported >= self.token_budget:
+                # The caches built since the last micro-batch took a whole token budget (long
+                # texts, or many prompts per cache: the aspects of one pair): hand out what is
+                # ready, so a caller hears from the judge (progress, a cancel) every budget.
+                yield from self._flush(seqs, pending, label_ids, final=True)
+
+    def _fusable(self, seqs, node: PrefixNode) -> bool:
+        """Whether ``node`` and its prompts' endings run in one pass (:meth:`_run_fused`): no
+        deeper cache, two prompts or more, each ending within ``fuse_suffix`` tokens of it."""
+        return (not node.children and len(node.leaves) >= 2
+                and all(len(seqs[i]) - node.prefix_len <= self.fuse_suffix for i in node.leaves))
+
+    @staticmethod
+    def _fused_width(seqs, node: PrefixNode, base: int) -> int:
+        """Tokens of ``node``'s fused row: its extension of ``base`` and every prompt's ending."""
+        return node.prefix_len - base + sum(len(seqs[i]) - node.prefix_len for i in node.leaves)
+
+    def _run_fused(self, seqs, nodes: list[PrefixNode], base: int, kv,
+                   label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """One forward pass over ``nodes`` (siblings on the cache ``kv`` of ``base`` tokens), each
+        row its node's extension followed by the endings of its prompts (tree attention).
+
+        An attention mask lets an extension token see the cache and the extension before it,
+        and an ending's token see the cache, the whole extension and its own ending before it
+        (never another prompt's ending); position ids continue each ending from the node's
+        length. Each prompt's last token so sees exactly the keys, at exactly the positions, it
+        sees when run alone: the same p, without a cache for the node and a batch of short
+        suffixes on copies of it. Returns the prompts' rows and label log-probabilities.
+        """
+        b = len(nodes)
+        width = max(self._fused_width(seqs, n, base) for n in nodes)
+        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        pos = torch.zeros((b, width), dtype=torch.long)
+        part = torch.full((b, width), -2, dtype=torch.long)   # -1 extension, k prompt k, -2 pad
+        rows, ends = [], []
+        for r, node in enumerate(nodes):
+            tokens = list(seqs[node.rep][base:node.prefix_len])
+            at = list(range(base, node.prefix_len))
+            owner = [-1] * len(tokens)
+            for k, i in enumerate(node.leaves):
+                end = seqs[i][node.prefix_len:]
+                tokens += end
+                at += range(node.prefix_len, node.prefix_len + len(end))
+                owner += [k] * len(end)
+                rows.append(i)
+                ends.append((r, len(tokens) - 1))
+            n = len(tokens)
+            ids[r, :n] = torch.tensor(tokens, dtype=torch.long)
+            pos[r, :n] = torch.tensor(at, dtype=torch.long)
+            part[r, :n] = torch.tensor(owner, dtype=torch.long)
+        q, k = part[:, :, None], part[:, None, :]
+        order = torch.arange(width)
+        seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
+        seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
+        if kv is not None:
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
+        dtype = self.model.dtype
+        self._check_memory(b, b * (base + width))
+        mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
+        self.stats["model_tokens"] += int((part > -2).sum())
+        self.stats["forward_passes"] += 1
+        from transformers import DynamicCache
+        cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
+        out = self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True,
+                         attention_mask=mask[:, None].to(self.device),
+                         position_ids=pos.to(self.device))
+        hidden = out.last_hidden_state
+        at_r = torch.tensor([r for r, _ in ends], device=hidden.device)
+        at_c = torch.tensor([c for _, c in ends], device=hidden.device)
+        self._unreported = 0  # handed out now
+        return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
+                                                                           label_ids)
 
     @torch.inference_mode()
     def _unique_stream(self, seqs: list[list[int]],
@@ -607,7 +756,8 @@ class CausalJudge(_LocalJudge):
         pending: list = []
         if self.prefix_cache:
             root = plan_prefixes(seqs, self.min_saving)
-            kv = self._extend(seqs, [root], 0, None)[0] if root.prefix_len > 0 else None
+            kv = ((yield from self._extend(seqs, [root], 0, None, label_ids))[0]
+                  if root.prefix_len > 0 else None)
             yield from self._run_node(seqs, root, kv, pending, label_ids)
         else:
             pending = [(i, 0, None) for i in range(len(seqs))]

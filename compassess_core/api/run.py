@@ -1,0 +1,271 @@
+"""A stored run of one judge (:class:`Run`): what :class:`Verdicts` reads back, plus its exact
+prompts and stored comparisons, executing it here or in a worker process, cancelling, renaming
+and deleting it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+import pandas as pd
+
+from .. import absolute, worker
+from ..calibration import calibrated_table, fit_on_labels
+from ..comparative import render_prompt
+from ..context_window import truncated_text
+from ..errors import InputError
+from ..judges.servers import served_model_problem
+from ..report import ShownComparison
+from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
+from ..worker import Reporter
+from .progress import RunProgress, _reporter, phase_of, phase_seconds
+from .settings import _check_at_least
+from .verdicts import Verdicts, _pairwise_only
+
+if TYPE_CHECKING:
+    from .records import Deleted
+
+
+class Run(Verdicts):
+    """A stored run of one judge: its settings, status and results (what :class:`Verdicts`
+    reads back), the exact prompts and stored comparisons, and executing, cancelling, renaming
+    and deleting it.
+
+    Get one from :meth:`Store.run`, :meth:`Store.score` or :meth:`Store.get_run`. The
+    dataset and the stored results are read once and kept; :meth:`refresh` reads them again
+    (e.g. while a worker is still adding results).
+    """
+
+    def refresh(self) -> "Run":
+        """Read the run's status and results again (they change while it executes); a
+        calibrated view goes back to the judge's own p."""
+        self.info = self.store.backend.get_run(self.id)
+        self._results = self._parts = self.calibration = self._length_cache = None
+        self._views = {}
+        return self
+
+    def comparisons(self) -> pd.DataFrame:
+        """Every stored result as a table (the 'comparisons' export): comparisons with p,
+        log-probabilities, label mass, latency, prompt hash and time; scored candidates for a
+        scoring run; comparisons with references for an absolute run."""
+        return self._kind.results_frame(self.store.backend, self.id, self.dataset, self.settings)
+
+
+    @_pairwise_only("a stored comparison")
+    def comparison(self, context_id: str, first: str, second: str) -> dict | None:
+        """The stored comparison of ``first`` (position A) against ``second`` in one context: p,
+        label-word mass, log-probabilities, latency, prompt hash (None: not compared)."""
+        return self.store.backend.get_comparison(self.id, context_id, first, second)
+
+    @_pairwise_only("a comparison prompt")
+    def prompt(self, context_id: str, first: str, second: str):
+        """The exact prompt the judge was given for ``first`` (A) against ``second`` (B): the
+        run's template over the stored texts, with the context cut as the run cut it."""
+        ctx = self.dataset.context(context_id)
+        ids = ctx.candidate_ids
+        kept = self.truncated_contexts.get(context_id)
+        return render_prompt(ctx, ids.index(first), ids.index(second), self.settings,
+                             truncated_text(ctx.text, kept))
+
+    @_pairwise_only("a comparison prompt")
+    def chat_prompt(self, context_id: str, first: str, second: str) -> str:
+        """The exact text the run's judge was given for ``first`` (A) against ``second``:
+        :meth:`prompt` in the model's chat template with the answer primer (a served judge:
+        what was sent). Only the model's tokenizer is read (and kept for the next call), never
+        its weights, and no judge server is contacted.
+
+        Raises
+        ------
+        InputError
+            The judge is served by a server not configured here (:attr:`judge_problem`), or
+            its tokenizer cannot be read (``ModelLoadError``).
+        """
+        if self.judge_problem is not None:
+            raise InputError(self.judge_problem)
+        from ..judges.chat_template import rendered_prompt
+        return rendered_prompt(self.settings.model, self.prompt(context_id, first, second),
+                               self.settings.label_words)
+
+    @_pairwise_only("calibration on human A/B labels")
+    def calibrated(self, aspect: str | None = None) -> "Run":
+        """This run with its p calibrated on the stored human A/B labels of ``aspect`` (default
+        the run's): ``p_cal = sigmoid((logit p - b) / T)``, the bias ``b`` and temperature ``T``
+        fitted on every labelled comparison. The returned view ranks, evaluates and exports the
+        calibrated p (``--calibrate``), and :attr:`calibration` records the fit, which exports
+        carry in their settings.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no stored labels, or no labelled pair judged by the run.
+        """
+        aspect = aspect or self.settings.aspect
+        fit = fit_on_labels(self.results, self._stored_labels(aspect))
+        view = Run(self.store, self.info, dataset=self.dataset,
+                   results=calibrated_table(self.results, fit))
+        view.calibration = {**fit.to_dict(), "labels": f"stored human labels of dataset "
+                            f"'{self.dataset.name}', aspect '{aspect}'"}
+        return view
+
+    def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
+        """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""
+        context_id = row["context_id"]
+        return ShownComparison(row=row, first=first, second=second,
+                               prompt=self.prompt(context_id, first, second),
+                               truncated_chars=self.truncated_contexts.get(context_id))
+
+    # ------------------------------------------------------------------------- executing
+
+    def execute(self, *, judge=None, progress: bool | Reporter = True,
+                chunk_size: int | None = None) -> "Run":
+        """Execute (or resume) the run in this process: ``compassess worker``. Only what is
+        not stored yet is computed; returns the run, refreshed.
+
+        Raises
+        ------
+        RunInterrupted
+            Ctrl-C or a notebook's stop button (a ``KeyboardInterrupt``; after the micro-batch
+            in flight, a second press at once): everything computed is stored, the run is
+            marked cancelled, and calling ``execute`` again resumes it.
+        RunCancelled
+            The run was cancelled in the store (e.g. from the app).
+        InputError
+            A model that cannot load or that is not the judge that started the run, or prompts
+            too long (the run is marked failed with the message).
+        """
+        _check_at_least("chunk_size", chunk_size, 1)
+        reporter = _reporter(progress, self._kind)
+        try:
+            worker.execute_until_stopped(self.store.backend, self.id, judge=judge,
+                                         reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return self.refresh()
+
+    @property
+    def judge_problem(self) -> str | None:
+        """Why this process may not use the run's judge (None: it may): a served judge whose
+        server is not one of the configured servers (``judges.servers``, the allowlist). A
+        run's stored model spec is not trusted: it may come from an imported store."""
+        return served_model_problem(self.settings.model)
+
+    def start_worker(self, log_path: str | os.PathLike | None = None, *,
+                     cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Execute the run in a worker process of its own (lower priority, outliving this one),
+        as the app does; it writes progress to the store and its output to ``log_path``
+        (default :meth:`worker_log_path`). :meth:`progress` shows how far it got,
+        :meth:`worker_log` what it wrote; :meth:`cancel` stops it.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, which no other process can reach; a worker is already alive
+            for the run; or its judge is served by a server that is not configured here
+            (:attr:`judge_problem`: nothing starts and nothing is requested from it).
+        """
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        self.refresh()
+        if self.judge_problem is not None:
+            raise InputError(self.judge_problem)
+        if is_active(self.state):
+            raise InputError(f"run '{self.name}' already has a live worker")
+        # Marked running first, so a second click or a second browser sees a live worker.
+        self.store.backend.set_run_status(self.id, "running", message="worker starting",
+                                          phase=STARTING_PHASE)
+        return worker.start_worker(self.id, self.store.url,
+                                   Path(log_path or self.worker_log_path), cwd=cwd)
+
+    @property
+    def worker_log_path(self) -> Path:
+        """Where this run's worker processes write (``$COMPASSESS_HOME/logs/worker-<id>.log``)."""
+        return worker.worker_log_path(self.id)
+
+    def worker_log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
+        """The last ``n_lines`` lines its worker wrote ("" before any): the newest log of the
+        runs judged with it (a worker of several runs writes to the first one's)."""
+        _check_at_least("n_lines", n_lines, 1)
+        if log_path is None:
+            paths = [r.worker_log_path for r in self.judged_with()]
+            existing = [p for p in paths if p.exists()]
+            log_path = (max(existing, key=lambda p: p.stat().st_mtime) if existing
+                        else self.worker_log_path)
+        return worker.log_tail(Path(log_path), n_lines)
+
+    def progress(self, *, refresh: bool = True) -> RunProgress:
+        """Where the run stands: its worker state, done and total, the worker's rate, the time
+        left while it works, its phase (:class:`RunProgress`); read from the store afresh unless
+        ``refresh=False`` (then as this handle last read it: cheap, for a list of runs)."""
+        info = (self.refresh() if refresh else self).info
+        kind, state = self._kind, self.state
+        done, total = int(info.done or 0), int(info.total or 0)
+        active = is_active(state)
+        return RunProgress(
+            state=state, state_text=WORKER_STATE_TEXT.get(state, state), done=done, total=total,
+            unit=kind.unit, rate_unit=kind.rate_unit, rate=info.rate or None,
+            eta_s=remaining_s(done, total, info.rate) if active else None,
+            judge_s=info.judge_s or None, phase=phase_of(info) if active else None,
+            message=info.message, phase_s=phase_seconds(info) if active else None)
+
+    def judged_with(self) -> list["Run"]:
+        """The runs judged in one pass with this one (several aspects, one worker: its plan's
+        ``run_group``, in order, those still stored), this run among them; just this run when it
+        was judged alone. Cancel and Resume act on all of them (:meth:`Store.start_worker`)."""
+        ids = [int(i) for i in (self.info.plan or {}).get("run_group") or []]
+        if self.id not in ids:
+            return [self]
+        group = []
+        for run_id in ids:
+            if run_id == self.id:
+                group.append(self)
+                continue
+            try:
+                group.append(self.store.get_run(run_id))
+            except InputError:  # deleted since
+                continue
+        return group
+
+    def cancel(self) -> None:
+        """Ask whoever executes the run to stop after its micro-batch in flight."""
+        self.store.backend.request_cancel(self.id)
+
+    # ---------------------------------------------------------------- absolute scores
+
+    @property
+    def reference_set(self) -> str:
+        """The stored reference texts an absolute run uses (``upload``, or the identity of the
+        model that writes them): ``Store.references(dataset, aspect, run.reference_set)``."""
+        return absolute.reference_set_key(self.settings, self.info.judge_key)
+
+    def score_range(self, score: str = "level") -> tuple[float, float]:
+        """The range an absolute run's ``score`` can take: ``level`` in [1, N], ``score`` in
+        +-N(N+1)/2 (N reference levels)."""
+        return absolute.score_range(score, self.settings.reference_options.n_levels)
+
+    def comparisons_behind(self, context_id: str, candidate_id: str) -> pd.DataFrame:
+        """The comparisons with references behind one candidate's absolute score, seen from the
+        candidate (``pb_target``, ``pw_target``, ``ps_target``) with each one's contribution
+        to the paper's score."""
+        frame = self.results[0]
+        mine = frame[(frame["context_id"] == context_id) & (frame["candidate_id"] == candidate_id)]
+        return absolute.comparisons_in_target_view(mine)
+
+    # ---------------------------------------------------------------------- managing it
+
+    def delete(self, *, dry_run: bool = False) -> Deleted:
+        """Delete this run with its results (:meth:`Store.delete_run`); this object keeps what
+        it had read, but nothing can be read again."""
+        return self.store.delete_run(self.id, dry_run=dry_run)
+
+    def rename(self, new_name: str) -> "Run":
+        """Give this run another name (:meth:`Store.rename_run`); returns this run, read again."""
+        self.store.backend.rename_run(self.id, new_name)
+        self.info = self.store.backend.get_run(self.id)
+        return self
+
+

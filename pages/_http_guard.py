@@ -1,0 +1,372 @@
+"""The app's HTTP front door: the ASGI middleware in front of Streamlit and the checks of
+Streamlit's signed sign-in cookie that it makes before a request reaches Streamlit.
+
+``app.py`` (in the server process, before the first session) sets Streamlit's options
+(:func:`harden_server`, :func:`apply_upload_limit`) and gives ``st.App`` the middleware
+(:func:`serving_middleware`, :class:`HttpGuard`). Streamlit serves some routes without running a
+page: files under ``/media/`` (downloads, images) and uploads; those are checked here against the
+sign-in cookie (:func:`cookie_person`), the way pages are checked by ``pages/_auth.py``'s gate.
+
+Whether sign-in is required and whether the configuration can be trusted now is
+``pages/_auth.py``'s (``sign_in_required``); the policy itself is ``compassess_core.access``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections import OrderedDict
+from urllib.parse import urlsplit
+
+from starlette.concurrency import run_in_threadpool
+
+from compassess_core.api import access
+from compassess_core.api.access import ADMIN, ANNOTATOR, max_upload_bytes
+from pages._auth import (VIEWER_KEY, ConfigurationError, notice_secrets_changes, record_sign_out,
+                         server_address, sign_in_ended, sign_in_required)
+from pages._store import api_store
+
+log = logging.getLogger(__name__)
+
+#: Host names a local-mode server answers (DNS rebinding sends another name to 127.0.0.1).
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def harden_server(local: bool) -> None:
+    """Streamlit options every CompAssess server gets: uncaught errors show a generic message,
+    never a traceback (admins read the server log); the toolbar has no Deploy menu nor developer
+    options (the app is served, not developed, here: ``.streamlit/config.toml`` says the same,
+    but Streamlit reads that file only from the working directory); and in local mode WebSocket
+    connections only from a localhost Host name (``server.allowedHosts``; :class:`HttpGuard`
+    covers the HTTP routes)."""
+    from streamlit import config
+    config.set_option("client.showErrorDetails", "none")
+    config.set_option("client.toolbarMode", "minimal")
+    if local:
+        config.set_option("server.allowedHosts", list(LOCAL_HOSTS))
+
+
+def apply_upload_limit() -> None:
+    """Streamlit's own upload limit follows ``COMPASSESS_MAX_UPLOAD_MB`` (the server refuses a
+    larger request body before it reaches a page)."""
+    from streamlit import config
+
+    from compassess_core.api.access import max_upload_mb
+    config.set_option("server.maxUploadSize", max_upload_mb())
+
+
+def serving_middleware() -> list:
+    """The middleware app.py gives ``st.App`` (:class:`HttpGuard`). A configuration that cannot
+    be read keeps files and uploads behind sign-in (fail closed)."""
+    from starlette.middleware import Middleware
+
+    try:
+        sign_in = sign_in_required()
+        local = not sign_in and access.is_loopback(server_address())
+    except ConfigurationError:
+        sign_in, local = True, False
+    return [Middleware(HttpGuard, local=local, sign_in=sign_in)]
+
+
+#: On every HTTP response: no other site may frame the app (clickjacking). ``frame-ancestors``
+#: for current browsers, ``X-Frame-Options`` for old ones; the app's own frames stay allowed.
+ANTI_FRAMING_HEADERS = ((b"content-security-policy", b"frame-ancestors 'self'"),
+                        (b"x-frame-options", b"SAMEORIGIN"))
+_UPLOAD_PATH = re.compile(r"/_stcore/upload_file/([^/]+)/([^/]+)/?$")
+_MEDIA_PATH = re.compile(r"/media/([^/]+)$")
+
+
+class HttpGuard:
+    """ASGI middleware in front of Streamlit (``st.App(middleware=...)``). On every request,
+    before Streamlit sees it:
+
+    * the secrets files are looked at again (``_auth.notice_secrets_changes``), so a fixed or
+      rotated ``cookie_secret`` counts from the next request on, for Streamlit's own cookie
+      check on the WebSocket too;
+    * ``/_stcore/metrics`` answers 404 (Streamlit 1.67 has no option to close it and it needs no
+      sign-in);
+    * in local mode, a request (HTTP or WebSocket) whose Host is not a localhost name answers
+      400, which stops DNS rebinding from driving the local admin app, and a WebSocket whose
+      Origin is a page of another port or host (:func:`is_local_origin`) is closed: a browser
+      page elsewhere on this machine cannot drive the app either;
+    * an upload (``PUT``/``POST /_stcore/upload_file/...``) answers 403 with sign-in unless the
+      request carries the signed sign-in cookie of a person who may open a page that uploads
+      (admins: Upload, Import labels, Scores' anchors), and 413 in every mode once the session
+      holds :data:`MAX_UPLOADS_PER_SESSION` files or :func:`session_upload_bytes` bytes. A
+      refused upload is answered before its body is read, so it never reaches memory;
+    * with sign-in, a file under ``/media/`` (downloads, images) answers 403 unless the cookie's
+      person holds the role of the viewer the file was made for (:func:`media_role`): Streamlit
+      serves those files to whoever has the URL;
+    * a sign-out (``/auth/logout``) is recorded for the cookie's person before Streamlit clears
+      the cookie (``_auth.record_sign_out``): a copy of that cookie no longer signs in;
+    * every HTTP response gets :data:`ANTI_FRAMING_HEADERS`.
+    """
+
+    def __init__(self, app, local: bool, sign_in: bool = False) -> None:
+        self.app, self.local, self.sign_in = app, local, sign_in
+
+    async def __call__(self, scope, receive, send) -> None:
+        kind = scope.get("type")
+        if kind not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        if kind == "http":
+            send = _with_anti_framing(send)
+        notice_secrets_changes()
+        _watch_media_files()
+        path = scope.get("path") or ""
+        method = scope.get("method", "GET")
+        if path.rstrip("/").endswith("/_stcore/metrics"):
+            return await _refuse(scope, send, 404, b"Not found")
+        if self.local:
+            host = _header(scope, b"host")
+            if not is_local_host(host):
+                return await _refuse(scope, send, 400, b"Host not allowed")
+            origin = _header(scope, b"origin")
+            if kind == "websocket" and origin is not None and not is_local_origin(origin, host):
+                return await _refuse(scope, send, 403, b"Origin not allowed")
+        if kind == "http":
+            upload = _UPLOAD_PATH.search(path)
+            if upload and method in ("PUT", "POST"):
+                refusal = await run_in_threadpool(self._upload_refusal, scope, upload.group(1))
+                if refusal is not None:
+                    return await _refuse(scope, send, *refusal)
+            media = _MEDIA_PATH.search(path)
+            if self.sign_in and media and not await run_in_threadpool(
+                    media_viewer_allowed, _header(scope, b"cookie"), media.group(1)):
+                return await _refuse(scope, send, 403, b"Sign in with a role that may see this "
+                                                       b"file")
+            if self.sign_in and path.rstrip("/").endswith("/auth/logout"):
+                await run_in_threadpool(_record_sign_out, _header(scope, b"cookie"))
+        return await self.app(scope, receive, send)
+
+    def _upload_refusal(self, scope, session_id: str) -> tuple[int, bytes] | None:
+        if self.sign_in:
+            person = cookie_person(_header(scope, b"cookie"))
+            if person is None or person[1] not in UPLOAD_ROLES:
+                return 403, b"Sign in as an admin to upload files"
+        length = _header(scope, b"content-length")
+        incoming = int(length) if length and length.isdigit() else max_upload_bytes()
+        count, held = session_uploads(session_id)
+        if count >= MAX_UPLOADS_PER_SESSION or held + incoming > session_upload_bytes():
+            return 413, (b"This session holds too many uploaded files: remove one, or reload "
+                         b"the page")
+        return None
+
+
+async def _refuse(scope, send, status: int, body: bytes) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _with_anti_framing(send):
+    async def send_framed(message) -> None:
+        if message.get("type") == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers") or []
+                       if k.lower() not in dict(ANTI_FRAMING_HEADERS)]
+            message = dict(message, headers=[*headers, *ANTI_FRAMING_HEADERS])
+        await send(message)
+    return send_framed
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def is_local_host(host: str | None) -> bool:
+    """A Host header naming this machine by a localhost name (any port)."""
+    if not host:
+        return False
+    try:
+        parsed = urlsplit(f"//{host}")
+        _ = parsed.port
+    except ValueError:
+        return False
+    name = (parsed.hostname or "").lower().rstrip(".")
+    return not parsed.username and name in LOCAL_HOSTS and not parsed.path
+
+
+def is_local_origin(origin: str, host: str | None) -> bool:
+    """A WebSocket's Origin that is a page of this local app: http(s), a localhost name, and the
+    port the request came to (``host``'s; any other port is another program's page). A missing
+    Origin is not a browser's (browsers always send one) and is not judged here: whatever runs
+    on this machine as a program can read the store's file directly anyway."""
+    try:
+        page, target = urlsplit(origin), urlsplit(f"//{host or ''}")
+        page_port = page.port or {"http": 80, "https": 443}.get(page.scheme)
+        target_port = target.port or page_port
+    except ValueError:
+        return False
+    name = (page.hostname or "").lower().rstrip(".")
+    return (page.scheme in ("http", "https") and name in LOCAL_HOSTS and not page.username
+            and page.path in ("", "/") and page_port == target_port)
+
+
+# ------------------------------------------------------------------------------ uploads
+
+#: Roles that may open a page with a file uploader (Upload, Annotate's Import labels, Scores).
+UPLOAD_ROLES = frozenset({ADMIN})
+#: The most files one session may hold uploaded at once (each page has one uploader; a file
+#: replaced or removed in its uploader is deleted by the browser).
+MAX_UPLOADS_PER_SESSION = 8
+
+
+def session_upload_bytes() -> int:
+    """The most bytes one session may hold uploaded at once: two of the largest uploads."""
+    return 2 * max_upload_bytes()
+
+
+def session_uploads(session_id: str) -> tuple[int, int]:
+    """How many files, and bytes, Streamlit holds uploaded for ``session_id`` now."""
+    from streamlit import runtime
+    if not runtime.exists():
+        return 0, 0
+    manager = runtime.get_instance().uploaded_file_mgr
+    held = dict(getattr(manager, "file_storage", {}).get(session_id) or {})
+    return len(held), sum(len(f.data) for f in held.values())
+
+
+# ------------------------------------------------------------------------------ media files
+
+#: The role of the viewer each file under /media/ was made for, by file id (newest last).
+_media_roles: OrderedDict[str, str] = OrderedDict()
+_media_lock = threading.Lock()
+#: Files remembered; an older one is forgotten, and then served to admins only.
+MAX_MEDIA_ROLES = 10_000
+
+
+def media_role(file_id: str) -> str:
+    """The role a person needs to fetch ``/media/<file_id>``: that of the viewer whose page made
+    it (an annotator's page: annotators and admins; an admin's: admins). A file not recorded
+    (made outside a page run, forgotten, or unknown) needs an admin."""
+    with _media_lock:
+        return _media_roles.get(file_id.split(".", 1)[0], ADMIN)
+
+
+def _remember_media(url: str) -> None:
+    """Record who the file at ``url`` (``/media/<id>.<ext>``) was made for: the viewer of the run
+    that made it (``_auth.VIEWER_KEY``, set by the gate before the page)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    viewer = None
+    if get_script_run_ctx() is not None:
+        import streamlit as st
+        viewer = st.session_state.get(VIEWER_KEY)
+    role = ANNOTATOR if getattr(viewer, "role", None) == ANNOTATOR else ADMIN
+    file_id = url.rsplit("/", 1)[-1].split(".", 1)[0]
+    with _media_lock:
+        if _media_roles.get(file_id) == ANNOTATOR:
+            role = ANNOTATOR  # the same bytes were made for an annotator too
+        _media_roles[file_id] = role
+        _media_roles.move_to_end(file_id)
+        while len(_media_roles) > MAX_MEDIA_ROLES:
+            _media_roles.popitem(last=False)
+
+
+def _watch_media_files() -> None:
+    """Have Streamlit's media file manager tell :func:`_remember_media` about every file it adds
+    (once per process; its ``add`` is the one way a page's file gets a URL, a lazy download's
+    bytes made on a click included only as unknown, hence admin-only)."""
+    from streamlit import runtime
+    if not runtime.exists():
+        return
+    manager = runtime.get_instance().media_file_mgr
+    if getattr(manager, "_compassess_watched", False):
+        return
+    add = manager.add
+
+    def add_and_remember(*args, **kwargs):
+        url = add(*args, **kwargs)
+        _remember_media(url)
+        return url
+
+    manager.add = add_and_remember
+    manager._compassess_watched = True
+
+
+# ------------------------------------------------------------------------------ the cookie
+
+def cookie_claims(cookie_header: str | None) -> dict | None:
+    """The provider's claims in Streamlit's signed sign-in cookie (``_streamlit_user``), checked
+    with the cookie secret as it is now, the way Streamlit checks it; None without a cookie, with
+    a bad signature or one not signed in."""
+    from http.cookies import CookieError, SimpleCookie
+
+    from streamlit.auth_util import get_cookie_with_chunks
+    from streamlit.web.server.server_util import AUTH_COOKIE_NAME, get_cookie_secret
+    from streamlit.web.server.starlette.starlette_app_utils import decode_signed_value
+
+    if not cookie_header:
+        return None
+    try:
+        jar = SimpleCookie()
+        jar.load(cookie_header)
+        secret = get_cookie_secret()
+
+        def signed_cookie(name: str) -> bytes | None:
+            morsel = jar.get(name)
+            return None if morsel is None else decode_signed_value(secret, name, morsel.value)
+
+        decoded = get_cookie_with_chunks(signed_cookie, AUTH_COOKIE_NAME)
+        claims = None if decoded is None else json.loads(decoded)
+    except (CookieError, ValueError, TypeError):
+        return None
+    if not isinstance(claims, dict) or claims.get("is_logged_in") is not True:
+        return None
+    return claims
+
+
+def cookie_person(cookie_header: str | None) -> tuple[str, str] | None:
+    """The identity and role of the person whose sign-in cookie ``cookie_header`` carries, when
+    that sign-in counts now: a configuration that can be trusted, a valid signature, a usable
+    identity, a token neither expired nor signed out since (``_auth.sign_in_ended``) and a role
+    stored now (or the person is a first admin). None otherwise, a store that cannot be reached
+    included (the server log says why)."""
+    try:
+        sign_in_required()
+        claims = cookie_claims(cookie_header)
+        if claims is None:
+            return None
+        identity = access.identity_from_claims(claims)
+        if sign_in_ended(identity, claims) is not None:
+            return None
+        role = ADMIN if identity in access.configured_admins() else api_store().role_of(identity)
+        return None if role is None else (identity, role)
+    except (ConfigurationError, access.AccessError):
+        return None
+    except Exception:  # noqa: BLE001 - a store that cannot be reached: refused, and logged
+        log.exception("checking who sent a request")
+        return None
+
+
+def media_viewer_allowed(cookie_header: str | None, file_name: str = "") -> bool:
+    """Whether the person whose cookie ``cookie_header`` carries may fetch ``/media/<file_name>``
+    now (:func:`cookie_person`, :func:`media_role`)."""
+    person = cookie_person(cookie_header)
+    if person is None:
+        return False
+    needed = media_role(file_name)
+    return person[1] == ADMIN or person[1] == needed
+
+
+def _record_sign_out(cookie_header: str | None) -> None:
+    """A sign-out request: the cookie's person signs out (tokens issued until now stop counting),
+    when the cookie is validly signed; anything else is left to Streamlit."""
+    try:
+        claims = cookie_claims(cookie_header)
+        if claims is not None:
+            record_sign_out(access.identity_from_claims(claims), claims.get("iat"))
+    except access.AccessError:
+        return
+    except Exception:  # noqa: BLE001 - the cookie is still cleared; the log says what failed
+        log.exception("recording a sign-out")
