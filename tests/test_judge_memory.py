@@ -246,6 +246,20 @@ def test_bf16_weights_compute_in_fp32_and_stay_batch_invariant(unlimited):
     assert 0 < np.max(np.abs(got - unlimited)) < 1e-2  # the rounded weights do (measured 4.2e-3)
 
 
+@pytest.mark.model
+def test_bf16_weights_judge_the_aspects_of_one_pair_in_one_pass(loaded):
+    """The aspects of one pair run fused (one attention mask over the pair and its questions);
+    with matrices stored in bf16 the mask is in the dtype the model computes in (fp32)."""
+    ctx = "The city council met on Tuesday to discuss the new park and a playground."
+    tpl = builtin_template("t1", "summary")
+    prompts = [tpl.render(ctx, "A park was discussed.", "Residents want trees.",
+                          Aspect.from_name(a)) for a in ("coherence", "fluency", "relevance")]
+    full = np.array([j.p for j in CausalJudge(loaded, batch_size=8).judge(prompts)])
+    half = load_model(default_model_path(), device="cpu", dtype="bf16-weights")
+    got = np.array([j.p for j in CausalJudge(half, batch_size=8).judge(prompts)])
+    assert np.max(np.abs(got - full)) < 1e-2
+
+
 # ---------------------------------------------------------------- first-use conversion
 @pytest.mark.model
 @pytest.mark.slow

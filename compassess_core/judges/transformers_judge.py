@@ -732,7 +732,7 @@ class CausalJudge(_LocalJudge):
         seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
         if kv is not None:
             seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
-        dtype = self.model.dtype
+        dtype = self.loaded.dtype  # what it computes in (bf16-weights: fp32, not its storage)
         self._check_memory(b, b * (base + width))
         mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
         self.stats["model_tokens"] += int((part > -2).sum())
