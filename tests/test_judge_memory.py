@@ -170,7 +170,7 @@ def unlimited(loaded) -> np.ndarray:
                                    lambda m: RuntimeError(f"DefaultCPUAllocator: not enough memory: {m}")])
 def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded, unlimited, error):
     prompts = _prompts()
-    limit = MemoryLimit(tokens=600, error=error)
+    limit = MemoryLimit(tokens=300, error=error)   # the passes hold 66, 351 and 591 tokens
     judge = CausalJudge(loaded, batch_size=8, memory_guard=limit)
     seen: list[int] = []
     got = np.full(len(prompts), np.nan)
