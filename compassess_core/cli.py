@@ -57,7 +57,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
                    help="prompts per forward pass (requests in flight for a served judge)")
     p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default=RunSettings.dtype, choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
+                   help="bf16-weights: matrices kept in bf16, computed in fp32 (half the memory)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
