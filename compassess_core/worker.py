@@ -125,9 +125,16 @@ def load_run_judge(settings: RunSettings):
     Raises
     ------
     ModelLoadError, InputError
-        The model cannot be found or loaded, or the label words do not fit its tokenizer.
+        The model cannot be found or loaded, or the label words do not fit its tokenizer; or
+        it needs more memory than this machine has available (``memory.memory_plan``: checked
+        before loading, so a judge that cannot fit is refused with the reason, not killed).
     """
     from .judges import load_judge
+    from .memory import memory_plan
+    memory = memory_plan(settings.model, settings.dtype, settings.device,
+                         batch_size=settings.batch_size)
+    if memory.problem is not None:
+        raise InputError(memory.problem)
     return load_judge(settings.model, device=settings.device, dtype=settings.dtype,
                       batch_size=settings.batch_size,
                       label_words=kind_of(settings).judge_label_words(settings))

@@ -301,8 +301,12 @@ if plan is not None:
                "result pages start at the first one; choose the right one there)")
     top.caption(plain(f"The judge will read: {plan.reads}. Human scores it is checked against by "
                       f"default: {against}."))
+    if plan.memory is not None and plan.memory.need is not None:
+        top.caption(plain(plan.memory.line()))
     for line in plan.advice:  # what the CLI prints as warnings
         top.warning(plain(line))
+    if plan.memory is not None and plan.memory.problem:   # loading it would be refused
+        top.error(plain(plan.memory.problem), icon=":material/memory:")
     if plan.judge_problem:    # the allowlist of served judges: nothing may start
         top.error(plain(plan.judge_problem))
 run_name = top.text_input("Run name", value=plan.default_name if plan else "",
@@ -313,7 +317,8 @@ bad_name = plan.name_problem(run_name) if plan is not None else None
 if plan is not None and bad_name:
     top.error(plain(bad_name))
 if top.button("Start", type="primary", icon=":material/play_arrow:",
-              disabled=plan is None or bad_name is not None or plan.judge_problem is not None):
+              disabled=plan is None or bad_name is not None or plan.judge_problem is not None
+              or (plan.memory is not None and plan.memory.problem is not None)):
     require()  # the person holds the role now (pages/_auth.py)
     try:
         runs_now = (api_store().create_runs(info.id, plan.together, name=run_name.strip())

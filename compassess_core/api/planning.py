@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..judges.servers import (ServedEndpoint, configured_servers, model_name_problem,
                               normalise_base_url, served_model_problem)
 from ..limits import MAX_NAME_CHARS, name_problem
+from ..memory import MemoryPlan, memory_plan
 from ..model_catalog import RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame, \
     models_folder
 from ..options import ComparativeOptions, KindOptions, ModelOptions, for_aspects, run_options
@@ -87,7 +88,9 @@ class RunPlan:
     runs); ``judge_problem`` why the app may not use the judge (a served judge whose server is
     not configured: nothing may start), None when it may. ``together``: the settings of every
     run of the pass (one per aspect judged together, ``settings`` first; just ``settings`` for
-    one aspect); ``planned`` and ``estimate`` are those of the whole pass.
+    one aspect); ``planned`` and ``estimate`` are those of the whole pass. ``memory``: what the
+    judge needs against what this machine has (``memory.memory_plan``; its ``problem`` is why
+    the judge would not fit, and loading it is refused then).
     """
 
     dataset: str
@@ -105,6 +108,7 @@ class RunPlan:
     preview: PromptPreview | None
     judge_problem: str | None
     together: tuple[RunSettings, ...] = ()
+    memory: MemoryPlan | None = None
 
     @property
     def aspects(self) -> tuple[str, ...]:
@@ -312,7 +316,9 @@ class Planning:
             reads="your own template" if own else f"{shown} (task {task}, from {task_from})",
             reference=reference_column(aspect.name, dataset.score_columns),
             advice=tuple(kind.advice(dataset, settings)), preview=preview,
-            judge_problem=served_model_problem(settings.model), together=tuple(together))
+            judge_problem=served_model_problem(settings.model), together=tuple(together),
+            memory=memory_plan(settings.model, settings.dtype, settings.device,
+                               batch_size=settings.batch_size))
 
     def judges_on_this_machine(self) -> JudgeCatalog:
         """The bundled judge and the models folder's, each with its speed measured by this
