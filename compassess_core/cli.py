@@ -31,11 +31,11 @@ from .models import default_model_path, fetch_default_model
 from .prompts import TASKS
 from .ranking import METHODS
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionError,
-                      ScoringOptions, run_options)
+                      ScoringOptions, for_aspects, run_options)
 from .report_text import fmt as _fmt, table as _table
 from .report import EXAMPLES
 from .run_kinds import build_settings, kind_of
-from .run_loop import is_active, state_text, worker_state
+from .run_loop import PHASE_TEXT, is_active, state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
 from .tuning import TuningOptions
@@ -59,7 +59,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
                    help="prompts per forward pass (requests in flight for a served judge)")
     p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default=RunSettings.dtype, choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
+                   help="bf16-weights: matrices kept in bf16, computed in fp32 (half the memory)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
@@ -103,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
     r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
     r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
-                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own adjective")
+                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own "
+                   "adjective; several separated by commas (coherence,fluency,...): one run each, "
+                   "judged together in one pass (named RUN-ASPECT with --run)")
     r.add_argument("--mode", default="comparative", choices=["comparative", "scoring"],
                    help="comparative: pairwise judgements (default); scoring: the paper's prompt-scoring "
                    "baseline, a 1-10 score per candidate from the score-token distribution (argmax and "
@@ -123,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("score", help="absolute score per candidate: compare it with synthetic "
                        "references of quality 1..N (thresholdable)")
     s.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
-    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
+    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective; "
+                   "several separated by commas: one run each, judged together in one pass")
     s.add_argument("--references", type=int, default=ReferenceOptions.n_levels, metavar="N",
                    help=f"reference quality levels 1..N (default {ReferenceOptions.n_levels})")
     s.add_argument("--anchors", default=None, metavar="CSV",
@@ -234,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("--annotator", metavar="NAME",
                     help="attribute every label to NAME (default: the file's annotator column; "
                          "rows without one: 'imported')")
+    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_label_map,
+                    help="the file's columns for the label columns, e.g. question_id=context_id,"
+                         "model_a=candidate_a,model_b=candidate_b,judge=annotator (a winner of "
+                         "model_a/model_b then names that side)")
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
@@ -263,8 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--json", action="store_true")
     _db_arg(mo)
 
-    w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
-    w.add_argument("--run", required=True, metavar="NAME")
+    w = sub.add_parser("worker", help="execute (or resume) runs stored in the database from their settings")
+    w.add_argument("--run", required=True, metavar="NAME", action="append",
+                   help="a run's name; give several (--run A --run B) to judge them together in one "
+                        "pass with one judge")
     w.add_argument("--chunk-size", type=int, default=None, metavar="N")
     _db_arg(w)
     _manage_parsers(sub)
@@ -409,18 +420,25 @@ def _model_options(args) -> ModelOptions:
                         threads=args.threads)
 
 
-def _run_options(args) -> ComparativeOptions | ScoringOptions:
-    return run_options(args.mode, aspect=args.aspect, template=args.template, task=args.task,
-                       strategy=args.strategy, budget=args.budget, seed=args.seed)
+def _aspects(args) -> list[str]:
+    """``--aspect``'s aspects: one, or several separated by commas."""
+    return [a.strip() for a in args.aspect.split(",")] if "," in args.aspect else [args.aspect]
 
 
-def _absolute_options(args) -> AbsoluteOptions:
-    return AbsoluteOptions(
-        aspect=args.aspect, n_levels=args.references,
+def _run_options(args) -> list[ComparativeOptions | ScoringOptions]:
+    first = run_options(args.mode, aspect=_aspects(args)[0], template=args.template,
+                        task=args.task, strategy=args.strategy, budget=args.budget,
+                        seed=args.seed)
+    return for_aspects(first, _aspects(args))
+
+
+def _absolute_options(args) -> list[AbsoluteOptions]:
+    return for_aspects(AbsoluteOptions(
+        aspect=_aspects(args)[0], n_levels=args.references,
         reference_set=absolute.UPLOADED if args.anchors else "generated", task=args.task,
         variant=args.variant, orders=args.orders, seed=args.seed,
         generation=GenerationOptions(max_new_tokens=args.max_new_tokens, sample=args.sample,
-                                     temperature=args.temperature))
+                                     temperature=args.temperature)), _aspects(args))
 
 
 #: Options whose flag is not ``--`` and the field's name with dashes.
@@ -431,23 +449,26 @@ def _flag(field: str) -> str:
     return _FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
-def _start(args, kind_options, anchors: str | None = None) -> int:
+def _start(args, kind_options: list, anchors: str | None = None) -> int:
     """Execute a run of the options in this process (``api.Store.start``: the kind's advice
     is printed as warnings first; nothing is stored when the judge cannot load or a prompt does
-    not fit it) and print its name."""
+    not fit it) and print its name; several options (one per aspect): one run each, judged
+    together, their names printed one a line."""
     model_options = _model_options(args)
     store = api.open_store(args.db)
     dataset, _ = store.read_data(args.data)
-    settings = build_settings(dataset.name, kind_options, model_options,
-                              text_columns=dataset.text_columns)
-    kind = kind_of(settings)
+    settings = [build_settings(dataset.name, o, model_options, text_columns=dataset.text_columns)
+                for o in kind_options]
+    kind = kind_of(settings[0])
     try:
-        run = store.start(dataset, settings, name=args.run, anchors=anchors,
-                          progress=ConsoleReporter(kind.unit, kind.rate_unit),
-                          chunk_size=model_options.chunk_size, threads=model_options.threads)
+        runs = store.start(dataset, settings if len(settings) > 1 else settings[0],
+                           name=args.run, anchors=anchors,
+                           progress=ConsoleReporter(kind.unit, kind.rate_unit),
+                           chunk_size=model_options.chunk_size, threads=model_options.threads)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
-    print(run.name)
+    for run in runs if isinstance(runs, list) else [runs]:
+        print(run.name)
     return EXIT_OK
 
 
@@ -462,10 +483,12 @@ def cmd_score(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    run = api.open_store(args.db).get_run(args.run)
-    kind = kind_of(run.info.settings)
+    store = api.open_store(args.db)
+    runs = [store.get_run(name) for name in args.run]
+    kind = kind_of(runs[0].info.settings)
     try:
-        run.execute(progress=ConsoleReporter(kind.unit, kind.rate_unit), chunk_size=args.chunk_size)
+        store.execute(runs, progress=ConsoleReporter(kind.unit, kind.rate_unit),
+                      chunk_size=args.chunk_size)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     return EXIT_OK
@@ -572,7 +595,10 @@ def cmd_runs(args) -> int:
                                state=worker_state(r), kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
                                n_comparisons=r.n_comparisons, judge=r.judge_key,
-                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate)
+                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate,
+                               phase=r.phase if is_active(worker_state(r)) else None,
+                               phase_at=(r.phase_at.isoformat() if r.phase_at is not None
+                                         and is_active(worker_state(r)) else None))
                           for r in runs], indent=2))
         return EXIT_OK
     for r in runs:
@@ -581,14 +607,30 @@ def cmd_runs(args) -> int:
         kind = kind_of(r.settings)
         took = (f", {r.rate:.2f} {kind.rate_unit} over {r.judge_s:.0f} s of judging"
                 if r.rate and r.judge_s and not is_active(worker_state(r)) else "")
-        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} "
+        doing = (f" ({PHASE_TEXT.get(r.phase, r.phase)})" if r.phase and is_active(worker_state(r))
+                 else "")
+        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}{doing}\t{r.done}/{r.total or '?'} "
               f"{kind.unit}{took}")
     return EXIT_OK
 
 
+def _label_map(text: str) -> dict[str, str]:
+    """``--map question_id=context_id,model_a=candidate_a``: label column -> the file's column."""
+    mapping: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        column, sep, label = part.rpartition("=")
+        if not sep or not column.strip() or not label.strip():
+            raise argparse.ArgumentTypeError(f"'{part}' is not FILE_COLUMN=LABEL_COLUMN")
+        if label.strip() in mapping:
+            raise argparse.ArgumentTypeError(f"'{label.strip()}' is mapped twice")
+        mapping[label.strip()] = column.strip()
+    return mapping
+
+
 def cmd_import_labels(args) -> int:
     done = api.open_store(args.db).import_labels(Path(args.file), dataset=args.dataset,
-                                                 aspect=args.aspect, annotator=args.annotator)
+                                                 aspect=args.aspect, annotator=args.annotator,
+                                                 mapping=args.map)
     who = ", ".join(f"{name} ({n})" for name, n in done.attributed.items())
     print(f"{done.stored + done.already_stored} human labels for dataset '{done.dataset}', aspect "
           f"'{done.aspect}': {done.already_stored} already stored, {done.stored} added; attributed "

@@ -186,6 +186,13 @@ class ComparativeKind:
                      render_prompt(ctx, int(a), int(b), settings, text)) for a, b in pairs[top]]
         return offer
 
+    def example_prompt(self, dataset: Dataset, settings: RunSettings):
+        """``RunKind.example_prompt``: the first context's first two candidates, in that order."""
+        ctx = dataset.contexts[0]
+        if len(ctx.candidates) < 2:
+            return None
+        return ctx.context_id, tuple(ctx.candidate_ids[:2]), render_prompt(ctx, 0, 1, settings)
+
     def planned_total(self, dataset: Dataset, settings: RunSettings) -> int:
         """Comparisons the run plans (paper §3.4 per context; the budget of an adaptive run),
         known before a judge is loaded."""

@@ -16,6 +16,21 @@ from .errors import InputError
 
 FORMATS = ("csv", "json", "parquet")
 _DANGEROUS_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+#: The file beside a CSV or Parquet export that holds its settings (JSON holds them inside).
+SIDECAR_SUFFIX = ".settings.json"
+
+
+def sidecar_name(file_name: str) -> str:
+    """The settings sidecar's name of the export ``file_name`` (``rankings.csv.settings.json``)."""
+    return file_name + SIDECAR_SUFFIX
+
+
+def file_name(*parts: str, suffix: str = "") -> str:
+    """A download's file name from ``parts`` that people named (runs, datasets, aspects), joined
+    by ``-``: every character but letters, digits, ``-``, ``_`` and ``.`` becomes ``_``, so no
+    name can reach another folder or carry a control character; ``suffix`` (``.csv``) as is."""
+    stem = "-".join(str(p) for p in parts)
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) + suffix
 
 
 def neutralise_cell(value):
@@ -60,7 +75,7 @@ def write_table(df: pd.DataFrame, path: str | Path, fmt: str, *, what: str, meta
         neutralise_frame(df).to_csv(path, index=False)
     else:
         df.to_parquet(path, index=False)
-    sidecar = path.with_name(path.name + ".settings.json")
+    sidecar = path.with_name(sidecar_name(path.name))
     sidecar.write_text(json.dumps({"what": what, **metadata}, indent=2, default=str), encoding="utf-8")
     written.append(sidecar)
     return written

@@ -27,7 +27,7 @@ from .options import KindOptions, ModelOptions, with_data_task
 from .run_loop import WorkPlan
 from .scoring import ScoringKind
 from .settings import RunSettings
-from .types import Dataset
+from .types import ComparisonPrompt, Dataset
 
 
 @dataclass
@@ -104,6 +104,12 @@ class RunKind(Protocol):
     def planned_total(self, dataset: Dataset, settings: RunSettings) -> int:
         """How many units (``unit``) the run plans, known before a judge is loaded: what the Run
         page states, with an estimate of the time, before Start."""
+
+    def example_prompt(self, dataset: Dataset, settings: RunSettings
+                       ) -> tuple[str, tuple[str, ...], ComparisonPrompt] | None:
+        """One prompt the run would give the judge, for a preview before Start: the first
+        context's id, the candidate ids in it and the prompt (None: the kind has none to show
+        before it runs)."""
 
     def prompt_work(self, dataset: Dataset, settings: RunSettings) -> list[tuple[str, float]]:
         """The texts the judge runs through the model for the whole plan, each with how many

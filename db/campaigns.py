@@ -257,12 +257,7 @@ class CampaignStore(StoreBase):
                 .select_from(H).join(ContextRow, ContextRow.id == H.context_id)
                 .join(L, L.id == H.left_id).join(R, R.id == H.right_id)
                 .where(H.campaign_id == int(campaign_id)).order_by(H.id))
-        with self._read() as conn:
-            rows = conn.execute(stmt).all()
-        df = pd.DataFrame([tuple(r) for r in rows], columns=list(CAMPAIGN_LABEL_COLUMNS))
-        df["seconds"] = df["seconds"].astype(np.float64)
-        df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
-        return df
+        return self._judgements_frame(stmt, CAMPAIGN_LABEL_COLUMNS)
 
     # ---------------------------------------------------------------------------- helpers
 

@@ -114,9 +114,14 @@ class LabelStore(StoreBase):
                 .where(H.dataset_id == dataset_id).order_by(H.id))
         if aspect is not None:
             stmt = stmt.where(H.aspect == aspect)
+        return self._judgements_frame(stmt, HUMAN_COLUMNS)
+
+    def _judgements_frame(self, stmt, columns) -> pd.DataFrame:
+        """The rows of a select of human judgements as a table with ``columns``: seconds as
+        floats (NaN: not timed), creation times in UTC."""
         with self._read() as conn:
             rows = conn.execute(stmt).all()
-        df = pd.DataFrame([tuple(r) for r in rows], columns=list(HUMAN_COLUMNS))
+        df = pd.DataFrame([tuple(r) for r in rows], columns=list(columns))
         df["seconds"] = df["seconds"].astype(np.float64)
         df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
         return df

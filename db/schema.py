@@ -185,6 +185,10 @@ class RunRow(Base):
     # shows, and what the plan of a later run estimates its time from.
     judge_s: Mapped[float | None] = mapped_column(Float)
     token_rate: Mapped[float | None] = mapped_column(Float)
+    # What the worker does now (starting, loading, planning, judging) and since when: what the
+    # Run page shows with its elapsed time.
+    phase: Mapped[str | None] = mapped_column(String(32))
+    phase_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
@@ -499,7 +503,7 @@ class PanelMemberRow(Base):
     position: Mapped[int] = mapped_column(Integer)
 
 
-# ----------------------------------------- tuned wordings and the judge's reasons (migration 0014)
+# ----------------------------------------- tuned wordings and the judge's reasons (migration 0015)
 
 class TemplateRow(Base):
     """A named comparison template (``{context} {a} {b} {aspect}``) kept in the store: what

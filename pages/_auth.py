@@ -41,8 +41,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from compassess_core import access
-from compassess_core.access import ADMIN, ANNOTATOR
+from compassess_core.api import access
+from compassess_core.api.access import ADMIN, ANNOTATOR
 from pages._plain import plain
 from pages._store import api_store
 
@@ -292,15 +292,13 @@ SIGNED_UNDER_KEY = "compassess_signed_under"
 
 def signed_out_through(identity: str) -> int | None:
     """The store's record of ``identity``'s last sign-out (``access.signed_out_through``)."""
-    # The Python API has no call for sign-outs yet: the store's own, in this one place.
-    return api_store().backend.signed_out_through(identity)
+    return api_store().signed_out_through(identity)
 
 
 def record_sign_out(identity: str, token_issued_at: object) -> None:
     """``identity`` signs out now with a token issued at ``token_issued_at``: that token and the
     person's earlier ones stop signing them in (:func:`sign_in_ended`)."""
-    api_store().backend.record_sign_out(
-        identity, access.signed_out_through(token_issued_at, time.time()))
+    api_store().record_sign_out(identity, token_issued_at)
 
 
 def sign_in_ended(identity: str, claims) -> str | None:

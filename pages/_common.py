@@ -1,6 +1,7 @@
 """Shared UI helpers of the Streamlit pages: a run as the Python API gives it (with Streamlit's
-cache around its reads), the pickers, the method, tau and bootstrap controls, the worker launcher
-and the comparison view.
+cache around its reads), the pickers, the method, tau and bootstrap controls and the comparison
+view. Workers are started and watched through ``api.Run`` (``start_worker``, ``progress``,
+``worker_log``); the judge model is never loaded in the web server.
 
 One way in: every number a page shows comes from a ``compassess_core.api.Run`` method, the call
 ``compassess rank|evaluate|leaderboard|compare|agreement|export`` and a notebook make, so the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,10 +32,6 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
-from compassess_core.models import is_bundled
-from compassess_core.prompts import reference_column
-from compassess_core.run_kinds import get_kind
-from compassess_core.run_loop import is_active, state_text, worker_state  # noqa: F401 - the pages import them from here
 from pages import _view as view
 from compassess_core.errors import CompAssessError
 from pages._auth import page_link, recheck, require
@@ -48,18 +45,21 @@ SAMPLE_NAME = "sample_summeval"
 PREVIEW_CHARS = 120
 
 
-def home_dir() -> Path:
-    """``COMPASSESS_HOME`` (worker logs live in its ``logs`` folder)."""
-    env = os.environ.get("COMPASSESS_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "compassess"
-
-
 # ------------------------------------------------------------------------ a run, through the API
 
-def _stored_key(info) -> str:
+#: Seconds between fresh reads of a run a worker is judging: every micro-batch changes what it
+#: stores, and reading (and recomputing) everything at each one kept the result pages of a live
+#: run, and those of its dataset's judges, at 5-6 s while it ran.
+LIVE_READ_S = 10.0
+
+
+def _stored_key(info, now: float | None = None) -> str:
     """What a run's numbers rest on, as a cache key: its name (a renamed run's exports and
     report name it anew), a finished batch, a status change (or, for an absolute run, edited
-    references, which replace comparisons in place)."""
+    references, which replace comparisons in place). A run with a live worker is read afresh
+    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again)."""
+    if api.has_live_worker(info):
+        return f"{info.name}/live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
     key = f"{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
@@ -177,7 +177,7 @@ def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
     pages): its runs' stored comparisons and status, its panels and its stored human labels."""
     store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+    return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
             tuple(store.panels(dataset_id)["id"]), len(store.human_labels(dataset_id)))
 
 
@@ -260,12 +260,12 @@ def _dataset_label(d) -> str:
 
 def is_pairwise(run) -> bool:
     """A run of pairwise comparisons (the result pages' runs)."""
-    return get_kind(run.kind).is_pairwise
+    return run.run_kind.is_pairwise
 
 
 def is_scoring_run(run) -> bool:
     """A prompt-scoring run (one score per candidate, no comparisons, on the Rankings page)."""
-    kind = get_kind(run.kind)
+    kind = run.run_kind
     return not kind.is_pairwise and kind.results_page == "rankings"
 
 
@@ -306,10 +306,11 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
 def run_label(run) -> str:
     """A run as pickers list it: name, state (``compassess runs``' words) and what it stores."""
     info = run.info
-    partial = (not is_active(worker_state(info)) and (info.total or 0) > (info.done or 0))
+    progress = run.progress(refresh=False)
+    partial = not progress.active and (info.total or 0) > (info.done or 0)
     of = f" of {info.total:,} planned, partial" if partial else ""
     name = plain(run.name, "text")
-    return f"{name} [{state_text(info)}, {get_kind(run.kind).summary_line(info)}{of}]"
+    return f"{name} [{progress.state_text}, {run.run_kind.summary_line(info)}{of}]"
 
 
 def no_run_message() -> None:
@@ -488,11 +489,12 @@ def download_with_settings(columns, data: bytes, sidecar: bytes | None, stem: st
     columns (JSON holds the settings itself)."""
     mime = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
     columns[0].download_button(f"Download {stem.rsplit('-', 1)[-1]}.{fmt}", data,
-                               file_name=f"{stem}.{fmt}", mime=mime[fmt],
+                               file_name=api.file_name(stem, suffix=f".{fmt}"), mime=mime[fmt],
                                icon=":material/download:", key=key)
     if sidecar is not None:
         columns[1].download_button("Download its settings (.settings.json)", sidecar,
-                                   file_name=f"{stem}.{fmt}.settings.json",
+                                   file_name=api.sidecar_name(api.file_name(stem,
+                                                                            suffix=f".{fmt}")),
                                    mime="application/json", key=f"{key}_settings")
 
 
@@ -523,67 +525,13 @@ def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
     return [(x, " = ".join(names), color) for x, names, color in merged]
 
 
-# ----------------------------------------------------------------------------------- the worker
-
-def worker_log_path(run_id: int) -> Path:
-    """The log file of a run's workers: one per run id (names that differ only in characters a
-    file name cannot hold would share a file)."""
-    return home_dir() / "logs" / f"worker-{int(run_id)}.log"
-
-
-def check_app_model(model: str) -> None:
-    """Refuse a served judge whose server is not configured for the app (the allowlist of
-    ``judges.servers``), before anything is requested from it.
-
-    Raises
-    ------
-    InputError
-        A served model spec that is malformed or names a server that is not configured.
-    """
-    from compassess_core.judges.openai_judge import is_openai_spec, parse_spec
-    from compassess_core.judges.servers import check_configured
-    if is_openai_spec(model):
-        check_configured(parse_spec(model).base_url)
-
-
-def start_worker(run) -> Path:
-    """Start a worker process (``api.Run.start_worker``) for a stored run; returns its log file.
-
-    The run is marked running (with a fresh heartbeat) first, so a second click or a second browser
-    sees a live worker and does not start another one. A run whose served judge is not one of the
-    app's configured servers is refused (``InputError``) and nothing starts.
-    """
-    fresh = api_store().get_run(run.id)
-    check_app_model(str(fresh.settings.model or ""))
-    log = worker_log_path(fresh.id)
-    fresh.start_worker(log, cwd=REPO_ROOT)
-    return log
-
-
-def log_tail(path: Path, n_lines: int = 12) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n_lines:])
-
-
-def rate_and_eta(info) -> tuple[float | None, float | None]:
-    """The worker's own rate (units per second of judging, this session) and the ETA in s."""
-    rate = getattr(info, "rate", None)
-    if not rate:
-        return None, None
-    left = max(int(info.total or 0) - int(info.done or 0), 0)
-    return float(rate), left / float(rate)
-
-
 # ---------------------------------------------------------------------------- comparison view
 
-@st.cache_resource(show_spinner="Loading the judge to show its chat template ...", max_entries=2)
-def _judge_for_render(model: str, device: str, dtype: str):
-    from compassess_core.judges import load_judge
-    return load_judge(None if is_bundled(model) else model, device="cpu", dtype=dtype,
-                      batch_size=1)
+@st.cache_data(show_spinner="Reading the judge's tokenizer to show its chat template ...",
+               max_entries=64)
+def _chat_prompt(key: tuple, context_id: str, first: str, second: str) -> str:
+    """``Run.chat_prompt`` (the model's tokenizer only, never its weights), cached per run."""
+    return _run_handle(*key).chat_prompt(context_id, first, second)
 
 
 def open_comparison(context_id: str, first: str, second: str) -> None:
@@ -649,23 +597,21 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     st.markdown("**The exact prompt sent** (user message, then the answer primer the model continues):")
     st.code(prompt.text, language=None, wrap_lines=True)
     st.code(prompt.primer, language=None)
-    settings = run.settings
-    try:
-        # A served judge is contacted only when it is one of this app's configured servers: the
-        # URL stored with a run (an imported store, an edited row) is not trusted.
-        check_app_model(settings.model)
-    except CompAssessError:
+    # A run's stored judge is not trusted (an imported store, an edited row): a served judge
+    # whose server is not configured for this app is not offered (``Run.judge_problem``).
+    if run.judge_problem is not None:
         st.caption("The chat-template view is not offered: this run's judge server is not one of "
                    "the servers configured for this app.")
         return
-    if st.checkbox("Show it with the model's chat template (loads the judge, a few seconds)",
-                   key=f"chat_{run.id}_{context_id}_{first}_{second}"):
-        require()  # loading a model in the web server is an admin's action
+    if st.checkbox("Show it with the model's chat template (reads the model's tokenizer; the "
+                   "model itself is not loaded)", key=f"chat_{run.id}_{context_id}_{first}_{second}"):
+        require()  # reading a model's files in the web server is an admin's action
         try:
-            judge = _judge_for_render(settings.model, settings.device, settings.dtype)
-            st.code(judge.render(prompt), language=None, wrap_lines=True)
-        except Exception as e:  # noqa: BLE001 - the view must survive a model that cannot load
-            st.warning(f"Could not load the judge to render its chat template: {plain(str(e))}")
+            st.code(_chat_prompt(run.key, context_id, first, second), language=None,
+                    wrap_lines=True)
+        except CompAssessError as e:
+            st.warning(f"Could not read the judge's tokenizer to show its chat template: "
+                       f"{plain(str(e))}")
 
 
 # ------------------------------------------------------------------------ the judge's reasons
@@ -777,12 +723,12 @@ def ci_control(where, n_comparisons: int) -> bool:
     return bool(on)
 
 
-def default_reference_index(references: list[str], settings) -> int:
+def default_reference_index(references: list[str], run) -> int:
     """The run's aspect's column when the dataset has one, by name or synonym (a coherence run
-    is checked against 'coherence', an engagingness run against 'engagement'), else the first
-    reference column."""
-    column = reference_column(settings.aspect, references)
-    return references.index(column) if column is not None else 0
+    is checked against 'coherence', an engagingness run against 'engagement':
+    ``Verdicts.default_reference``), else the first reference column."""
+    column = run.default_reference
+    return references.index(column) if column in references else 0
 
 
 METHOD_LABELS = {"win-ratio": "win ratio (eq. 6)", "avg-prob": "average probability",
@@ -840,7 +786,7 @@ def run_controls(run: AppRun) -> tuple[AppRun, float, str] | None:
     method = method_control()
     tau = tau_control(run)
     info = run.info
-    if is_active(worker_state(info)):
+    if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
                 f"{info.total or '?'} comparisons stored): numbers here use what is stored so far.",
                 icon=":material/hourglass_top:")

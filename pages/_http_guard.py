@@ -22,9 +22,8 @@ from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
 
-from compassess_core import access
-from compassess_core.access import ADMIN, ANNOTATOR
-from compassess_core.limits import max_upload_bytes
+from compassess_core.api import access
+from compassess_core.api.access import ADMIN, ANNOTATOR, max_upload_bytes
 from pages._auth import (VIEWER_KEY, ConfigurationError, notice_secrets_changes, record_sign_out,
                          server_address, sign_in_ended, sign_in_required)
 from pages._store import api_store
@@ -54,7 +53,7 @@ def apply_upload_limit() -> None:
     larger request body before it reaches a page)."""
     from streamlit import config
 
-    from compassess_core.limits import max_upload_mb
+    from compassess_core.api.access import max_upload_mb
     config.set_option("server.maxUploadSize", max_upload_mb())
 
 

@@ -2,26 +2,28 @@
 catalog (Run), calibration on human labels (Agreement, and the probability source of Rankings),
 rankings fused from the judge and the humans (Rankings).
 
-Every number comes from ``compassess_core.model_catalog``, ``calibration`` and ``fusion`` (cached
-here per run, labels and settings); this module only lays them out, labelled with what they were
-computed on. It must never compute a statistic itself, issue SQL, or render user text as markdown
+Every number comes from the Python API (``Store.judges_on_this_machine``, ``Run.calibrate``,
+``Run.fused_rankings``; cached here per run, labels and settings); this module only lays them
+out, labelled with what they were computed on. It must never compute a statistic itself, issue SQL, or render user text as markdown
 (names go through ``plain``; texts through ``st.dataframe``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core import calibration, fusion
+from compassess_core import api
+from compassess_core.calibration import DEFAULT_FOLDS, ECE_BINS
 from compassess_core.errors import InputError
-from compassess_core.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
+from compassess_core.fusion import DEFAULT_HUMAN_WEIGHT
 from pages import _view as view
-from pages._common import (AppRun, at_tau, db_url, fmt, list_runs, plain, preview, run_controls,
+from pages._common import (AppRun, api_store, at_tau, db_url, fmt, plain, preview, run_controls,
                            show_chart)
 
 #: The Rankings sidebar choice of probabilities.
@@ -31,16 +33,24 @@ RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
 # ----------------------------------------------------------------------------------- the catalog
 
 @st.cache_data(show_spinner=False, ttl=30)
-def _catalog(url: str, folder: str) -> list:
-    return catalog([r.info for r in list_runs()])
+def _cached_catalog(url: str, where: tuple) -> api.JudgeCatalog:
+    return api_store().judges_on_this_machine()
+
+
+def _catalog(url: str) -> api.JudgeCatalog:
+    """The judges on this machine, read again after 30 s or when the models folder moves."""
+    return _cached_catalog(url, (os.environ.get("COMPASSESS_MODELS_DIR", ""),
+                                 os.environ.get("COMPASSESS_HOME", "")))
 
 
 def local_model_picker(where, key: str = "catalog_model") -> str:
-    """A selectbox over the models folder's models (not the bundled one); returns the ``--model``
-    value, or "" when the folder holds none (with a note saying where to put them)."""
-    entries = [e for e in _catalog(db_url(), str(models_folder())) if e.kind != "bundled"]
+    """A selectbox (widget ``key``) over the models folder's models (not the bundled one);
+    returns the ``--model`` value, or "" when the folder holds none (with a note saying where
+    to put them)."""
+    judges = _catalog(db_url())
+    entries = judges.in_folder
     if not entries:
-        where.caption(f"No model in the models folder {plain(models_folder())} yet: put a .gguf "
+        where.caption(f"No model in the models folder {plain(judges.folder)} yet: put a .gguf "
                       "file or a transformers folder there (or set COMPASSESS_MODELS_DIR).")
         return ""
     labels = {e.spec: _entry_label(e) for e in entries}
@@ -58,17 +68,17 @@ def _entry_label(e) -> str:
 def catalog_expander() -> None:
     """The judges on this machine and the recommended ones, in an expander."""
     with st.expander("Judges on this machine, and which to get", icon=":material/memory:"):
-        frame = catalog_frame(_catalog(db_url(), str(models_folder())))
-        st.dataframe(plain(frame, "text"), hide_index=True, width="stretch", placeholder="")
+        judges = _catalog(db_url())
+        st.dataframe(plain(judges.frame(), "text"), hide_index=True, width="stretch", placeholder="")
         st.caption(f"The bundled judge and every .gguf file or transformers folder in the models "
-                   f"folder {plain(models_folder())} (COMPASSESS_MODELS_DIR). Size on disk; "
+                   f"folder {plain(judges.folder)} (COMPASSESS_MODELS_DIR). Size on disk; "
                    "parameters and context window (the longest prompt in tokens) read from the "
                    "file's header; "
                    "speed: median comparisons/s (pairwise runs) and candidates/s (prompt scoring) "
                    "of this model's earlier runs in this store, empty when never run here. "
                    "`compassess models` prints the same.")
         st.dataframe(pd.DataFrame([dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
-                                   for r in RECOMMENDED]), hide_index=True, width="stretch", placeholder="")
+                                   for r in judges.recommended]), hide_index=True, width="stretch", placeholder="")
         st.caption("Recommended hub ids by hardware (they need the model hub, or a copy in the "
                    "models folder). The bundled 135M judge is at chance on every benchmark in "
                    "docs/results.md: use it to try the app, not for results.")
@@ -126,7 +136,7 @@ def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
     return calibrated, tau
 
 
-def _reliability_figure(report: calibration.CalibrationReport) -> go.Figure:
+def _reliability_figure(report: api.CalibrationReport) -> go.Figure:
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="calibrated judge",
                              line=dict(dash="dash", color="grey")))
@@ -155,7 +165,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
     raw / balanced tau / calibrated (held-out folds), and the reliability diagram."""
     st.header("Calibration on these labels")
     folds = st.number_input("Cross-validation folds (labelled pairs)", 2, 20,
-                            calibration.DEFAULT_FOLDS, key="calibration_folds")
+                            DEFAULT_FOLDS, key="calibration_folds")
     try:
         with st.spinner("Calibrating the judge on the human labels ..."):
             report = run.calibrate(labels=human, folds=int(folds))
@@ -177,7 +187,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                    f"by a fit on the other {report.folds - 1} folds.")
     rows = [("accuracy per comparison (p > 0.5)", "accuracy", ".3f"),
             ("log-loss per comparison (nats; 0.693 = a coin)", "log_loss", ".3f"),
-            (f"expected calibration error ({calibration.ECE_BINS} bins of p)", "ece", ".3f"),
+            (f"expected calibration error ({ECE_BINS} bins of p)", "ece", ".3f"),
             (f"pair accuracy, ties left out ({held.n_pairs} pairs)", "pair_accuracy", ".3f"),
             ("pair Cohen's kappa, ties left out", "pair_kappa", ".3f")]
     table = pd.DataFrame([{"measure": label, "raw (tau = 0.5)": fmt(getattr(raw, key), spec),
@@ -191,7 +201,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                "level: the order-averaged verdict against the majority, as above. "
                + " ".join(f"Note: {n}." for n in report.notes))
     show_chart(st, _reliability_figure(report), key="reliability", width="stretch")
-    st.caption(f"Reliability diagram: {calibration.ECE_BINS} equal-width bins of p; a calibrated "
+    st.caption(f"Reliability diagram: {ECE_BINS} equal-width bins of p; a calibrated "
                "judge lies on the diagonal (marker size: comparisons in the bin). Rankings, "
                "Export and `compassess rank|evaluate|export --calibrate` use the fit on all labels.")
 
@@ -219,7 +229,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
     weight = None
     if how == "set":
         weight = float(c1.number_input("judge comparisons per vote", 0.0, 10_000.0,
-                                       fusion.DEFAULT_HUMAN_WEIGHT, key="fusion_weight"))
+                                       DEFAULT_HUMAN_WEIGHT, key="fusion_weight"))
     elif how == "humans only":
         weight = math.inf
     systems_known = all(c.system is not None for ctx in run.dataset.contexts for c in ctx.candidates)

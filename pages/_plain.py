@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from compassess_core.limits import visible
+from compassess_core.api import visible
 
 PLAIN_INTO = ("markdown", "text", "plotly")
 

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core.agreement import CLASS_NAMES
-from compassess_core.export import table_bytes
+from compassess_core import api
 from pages._auth import guard
 from pages._common import (api_store, at_tau, comparison_view, fmt, judge_warning, page_run,
                            partial_warning, plain, show_chart, tau_control)
@@ -312,19 +312,18 @@ calibration_section(run, human, aspect)
 
 # ----------------------------------------------------------------------- exports
 st.header("Exports")
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{run.dataset.name}-{aspect}")
-metadata = dict(dataset=run.dataset.name, aspect=aspect, n_judgements=len(human))
 e1, e2, e3 = st.columns(3)
 for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
-    data, _ = table_bytes(human, fmt_name, what="human_judgements", metadata=metadata)
-    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)", data,
-                        file_name=f"{safe}-human-judgements.{fmt_name}", mime=mime,
-                        icon=":material/download:", key=f"dl_human_{fmt_name}")
+    exported = api_store().human_labels_bytes(run.info.dataset_id, aspect, fmt_name)
+    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)",
+                        exported.data, mime=mime, icon=":material/download:",
+                        file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
+                                                suffix=f".{fmt_name}"),
+                        key=f"dl_human_{fmt_name}")
 report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
                           **summary}, indent=2, default=lambda o: None)
 e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
-                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
-                                     for c in f"{run.name}-agreement.json"),
+                   file_name=api.file_name(run.name, "agreement", suffix=".json"),
                    mime="application/json", icon=":material/download:", key="dl_report")
 st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
            "JSON is what `compassess agreement --run NAME --json` prints.")

@@ -13,7 +13,9 @@ took) goes to the store in its own transaction, so several people can annotate a
 annotator is the viewer (``pages._auth``: the signed-in person, or the account running a
 single-user app), never a URL parameter or a typed name. Label files are validated by
 ``compassess_core.labels`` and attributed to the importing admin unless they map the file's
-annotators explicitly. This page must never render candidate, context or guideline text as
+annotators explicitly; a file's columns are mapped onto the label columns first
+(``api.Store.check_labels`` suggests the mapping; its widgets are keyed by the dataset and the
+file). This page must never render candidate, context or guideline text as
 markdown or HTML (``st.text`` only), any other user string except through ``plain``, never offer
 a pair again to the same person unless asked, and never store a label file that has a single
 problem.
@@ -26,16 +28,16 @@ import time
 import pandas as pd
 import streamlit as st
 
+from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
-from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.labels import annotator_counts, attribute, load_human_labels
-from compassess_core.limits import max_upload_bytes, max_upload_mb
+from compassess_core.errors import CompAssessError, ObjectChanged
+from compassess_core.labels import LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._auth import guard, page_link, require
 from pages import _view as view
-from pages._common import (AppRun, api_store, cached_dataset, list_runs,
+from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            pick_aspect, pick_dataset, plain, problems_frame)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -196,11 +198,15 @@ def _progress(human: pd.DataFrame, annotator: str, n_pairs: int) -> None:
     mine = human.loc[human["annotator"] == annotator]
     skipped = int((mine["winner"] == Outcome.SKIP.value).sum())
     done = len(mine) - skipped  # a skip is not a judgement: it does not count towards the target
-    key = f"annotate_target_{info.id}"  # each dataset has its own target
+    # Each dataset has its own target, kept while another dataset is shown (Streamlit drops the
+    # state of a keyed widget that a run does not draw).
+    targets = st.session_state.setdefault("annotate_targets", {})
+    key = f"annotate_target_{info.id}"
     if key not in st.session_state:
-        st.session_state[key] = int(min(50, max(n_pairs, 1)))
+        st.session_state[key] = targets.get(info.id, int(min(50, max(n_pairs, 1))))
     target = int(st.sidebar.number_input("My target (judgements)", min_value=1, step=10,
                                          key=key))
+    targets[info.id] = target
     st.progress(min(done / target, 1.0),
                 text=f"{plain(annotator)}: {done} / {target} judgements done on dataset "
                      f"{plain(info.name)}, aspect {plain(aspect)} ({skipped} skipped, not counted)")
@@ -264,57 +270,94 @@ def judge_pairs() -> None:
 
 
 ME = "(you)"
+#: A label column mapped to no file column (the optional annotator).
+NO_COLUMN = "(none)"
 
 
 def import_labels() -> None:
-    st.markdown("A CSV or JSON Lines file with columns **context_id, candidate_a, candidate_b, "
-                "winner** and optionally **annotator**; winner is one of the two candidate ids or "
-                "`tie`. It is checked against this dataset's candidates; a file with any problem is "
-                "not stored at all. A label already stored (same person, pair and aspect) is not "
-                "stored again.")
-    upload = st.file_uploader(f"Label file (CSV or JSONL, at most {max_upload_mb()} MB)",
+    st.markdown("A CSV or JSON Lines file of human A/B labels, one row per judged pair. Its columns "
+                "are mapped below onto **context_id, candidate_a, candidate_b, winner** and "
+                "optionally **annotator** (common names such as MT-Bench's `question_id, model_a, "
+                "model_b, winner, judge` are mapped already); winner is one of the two candidate "
+                "ids, `tie`, or the name of a side's column (`model_a`). It is checked against "
+                "this dataset's candidates; a file with any problem is not stored at all. A label "
+                "already stored (same person, pair and aspect) is not stored again.")
+    upload = st.file_uploader(f"Label file (CSV or JSONL, at most {api.max_upload_mb()} MB)",
                               type=["csv", "tsv", "jsonl", "json"], key="labels_file",
-                              max_upload_size=max_upload_mb())
+                              max_upload_size=api.max_upload_mb())
     if upload is None:
         return
-    try:
-        labels = load_human_labels(upload.getvalue(), dataset, file_label=upload.name,
-                                   max_bytes=max_upload_bytes())
-    except ValidationError as err:
-        st.error(f"{len(err.problems)} problem(s) found in {plain(upload.name)}; nothing was "
-                 "stored. Rows are numbered as a spreadsheet shows them.", icon=":material/error:")
-        st.dataframe(plain(problems_frame(err), into="text"), hide_index=True, width="stretch", placeholder="")
+    raw = upload.getvalue()
+
+    def show_problems(check: api.LabelsCheck) -> None:
+        advice = ("Change the column mapping above (a problem marked 'mapping' goes away with "
+                  "other columns); fix the file for the others." if check.mapping_at_fault else
+                  "Rows are numbered as a spreadsheet shows them.")
+        st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was "
+                 f"stored. {advice}", icon=":material/error:")
+        st.dataframe(plain(problems_frame(check), into="text"), hide_index=True, width="stretch",
+                     placeholder="")
+
+    first = api_store().check_labels(raw, dataset=info.id, aspect=aspect, file_label=upload.name)
+    if first.table is None:
+        show_problems(first)
         return
-    named = list(annotator_counts(labels))
-    st.success(f"No problem found: {len(labels)} labels for dataset {plain(info.name)}.",
+    # The mapping belongs to this file and this dataset: its widgets are keyed by both.
+    owner = f"{info.id}_{first.file_key}"
+    st.markdown("**Column mapping** (the file's column holding each label column)")
+    mapping: dict[str, str | None] = {}
+    for box, canon in zip(st.columns(len(first.COLUMNS)), first.COLUMNS):
+        required = canon in LABEL_COLUMNS
+        options = ([] if required else [NO_COLUMN]) + first.columns
+        default = first.suggested.get(canon)
+        index = options.index(default) if default in options else (None if required else 0)
+        chosen = box.selectbox(canon, options, index=index, key=f"labels_map_{canon}_{owner}",
+                               placeholder="choose", format_func=lambda c: plain(c, "text"))
+        mapping[canon] = None if chosen in (NO_COLUMN, None) else chosen
+    given = {k: v for k, v in mapping.items() if v is not None}
+    check = (first if given == dict(first.mapping) else
+             api_store().check_labels(raw, dataset=info.id, aspect=aspect, mapping=mapping,
+                                      file_label=upload.name))
+    if check.problems:
+        show_problems(check)
+        return
+    named = list(check.annotators)
+    st.success(f"No problem found: {len(check.labels)} labels for dataset {plain(info.name)}.",
                icon=":material/check_circle:")
     # A file is the importer's claim: its labels are theirs unless they credit someone explicitly.
     st.markdown(f"**Attribution.** The labels are stored as yours ({plain(name)}) unless you map "
                 "an annotator named in the file to a person below.")
     people = [p.identity for p in api_store().people()]
-    mapping = {}
+    credit = {}
     with st.expander(f"Map the file's {len(named)} annotator name(s) to people", expanded=False):
         for k, who in enumerate(named[:50]):
             options = [ME, who] + [p for p in people if p not in (who, name)]
             choice = st.selectbox(
-                f"File annotator {plain(who)}", options, key=f"map_{k}",
+                f"File annotator {plain(who)}", options, key=f"labels_who_{k}_{owner}",
                 format_func=lambda o, who=who: (
                     f"you ({plain(name, 'text')})" if o == ME
                     else f"{plain(o, 'text')} (as written in the file)" if o == who
                     else plain(o, "text")))
             if choice != ME:
-                mapping[who] = choice
+                credit[who] = choice
         if len(named) > 50:
             st.caption(f"{len(named) - 50} more names are attributed to you; import them with "
                        "`compassess import-labels` to keep their names.")
-    credited = attribute(labels, name, mapping)
-    summary = ", ".join(f"{plain(who)} ({n})" for who, n in annotator_counts(credited).items())
+    summary = ", ".join(f"{plain(who)} ({n})" for who, n in check.attributed(name, credit).items())
     st.caption(f"Will be stored as: {summary}.")
     if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
                  icon=":material/save:", key="import_labels"):
         require()  # the person holds the role now (pages/_auth.py)
-        done = api_store().import_labels(upload.getvalue(), dataset=info.id, aspect=aspect,
-                                         annotator=name, annotators=mapping)
+        try:
+            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect, annotator=name,
+                                             annotators=credit, mapping=mapping,
+                                             file_label=upload.name, expect_name=info.name)
+        except ObjectChanged as e:
+            st.error(plain(str(e)), icon=":material/sync_problem:")
+            return
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+            return
         st.success(f"{done.already_stored} already stored, {done.stored} added for aspect "
                    f"{plain(aspect)}; attributed to {summary}.")
 
@@ -329,14 +372,19 @@ def edit_guidelines() -> None:
             st.caption("No guidelines for this dataset yet.")
         return
     st.caption("Shown (collapsed) above every pair on this dataset. Plain text.")
+    shown_name = as_shown(f"guidelines_{info.id}", info.name)
     current = text
     text = st.text_area("Annotation guidelines for this dataset", value=current, height=220,
                         key=f"guidelines_{info.id}")
     if st.button("Save guidelines", key="save_guidelines", icon=":material/save:",
                  disabled=text == current):
         require()  # the person holds the role now (pages/_auth.py)
-        api_store().set_guidelines(info.id, text)
-        st.success("Guidelines saved; every annotator sees them from their next pair.")
+        try:  # the guidelines of the dataset as shown (refused when renamed since)
+            api_store().set_guidelines(info.id, text, expect_name=shown_name)
+        except CompAssessError as e:
+            st.error(f"Not saved: {plain(str(e))}")
+        else:
+            st.success("Guidelines saved; every annotator sees them from their next pair.")
 
 
 with judge_tab:

@@ -15,7 +15,8 @@ import shlex
 
 import streamlit as st
 
-from compassess_core.export import FORMATS
+from compassess_core import api
+from compassess_core.api import EXPORT_FORMATS as FORMATS
 from pages._auth import guard
 from pages._common import (at_tau, baseline_control, ci_control, debias_in_use,
                            download_with_settings, is_scoring_run, page_run, partial_warning, plain,
@@ -28,7 +29,7 @@ FORMAT_HELP = ("CSV cells starting with = + - @ are prefixed with ' so a spreads
                "JSON holds the settings inside; CSV and Parquet get a .settings.json sidecar.")
 
 run = page_run("Export", with_scoring=True)
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
+safe = api.file_name(run.name)
 
 if is_scoring_run(run):
     st.sidebar.info("Ranking method and tau apply to pairwise runs only; a prompt-scoring run "

@@ -14,8 +14,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
-from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, list_runs, plain,
-                           state_text)
+from pages._common import SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, list_runs, plain
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -65,7 +64,7 @@ runs = list_runs()
 if runs:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
-                                          status=state_text(r.info), done=r.info.done,
+                                          status=r.progress(refresh=False).state_text, done=r.info.done,
                                           planned=r.info.total, unit=r.run_kind.unit,
                                           model=r.settings.model, aspect=r.settings.aspect,
                                           created=r.info.created_at) for r in runs]), into="text"),

@@ -15,7 +15,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core.export import FORMATS
+from compassess_core import api
+from compassess_core.api import EXPORT_FORMATS as FORMATS
 from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
@@ -35,7 +36,7 @@ run, tau, method = header
 c1, c2, c3 = st.columns([2, 2, 1])
 refs = list(run.dataset.score_columns)
 reference = c1.selectbox("Reference score column", refs or ["(none in this dataset)"],
-                         index=default_reference_index(refs, run.settings), disabled=not refs,
+                         index=default_reference_index(refs, run), disabled=not refs,
                          key=f"board_reference_{run.id}", format_func=lambda c: plain(c, "text"),
                          help="Each system's mean reference score, and the system-level "
                               "correlation of the strengths with it.")
@@ -188,7 +189,7 @@ st.subheader("Export")
 fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="board_format")
 exported = run.leaderboard_bytes(fmt=fmt_choice, method=method, debias=tau,
                     reference=reference, baseline=baseline, n_boot=int(n_boot))
-safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run.name)
+safe = api.file_name(run.name)
 download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-leaderboard",
                        fmt_choice, "dl_board")
 st.caption("The same table as `compassess leaderboard --run NAME [--baseline SYSTEM] --format "

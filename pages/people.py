@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from compassess_core import access
-from compassess_core.access import ROLES
+from compassess_core.api import access
+from compassess_core.api.access import ROLES
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages._common import api_store, plain

@@ -16,9 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_active,
-                           is_scoring_run, page_run, partial_warning, plain, preview,
-                           tau_effect_note, worker_state)
+from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_scoring_run,
+                           page_run, partial_warning, plain, preview, tau_effect_note)
 from pages._judges import fused_section, run_with_probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -40,7 +39,7 @@ def scoring_rankings(run) -> None:
                f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
                f"{done:,} candidates scored ({plain(status)}). The model scores each candidate "
                "alone, 1–10.")
-    if is_active(worker_state(run.info)):
+    if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.info.total or '?'} candidates scored): "
                 "numbers here use what is stored so far.", icon=":material/hourglass_top:")
     else:
@@ -123,7 +122,7 @@ context = c1.selectbox("Context", [ALL] + run.context_ids, key="rank_context",
                        format_func=lambda c: plain(c, "text"))
 refs = list(run.dataset.score_columns)
 reference = c2.selectbox("Reference score column", refs or ["(none in this dataset)"],
-                         index=default_reference_index(refs, run.settings), disabled=not refs,
+                         index=default_reference_index(refs, run), disabled=not refs,
                          key=f"rank_reference_{run.id}", format_func=lambda c: plain(c, "text"))
 reference = reference if refs else None
 with_ci = ci_control(c3, n)

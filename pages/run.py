@@ -5,60 +5,67 @@ paper's §4.3.2 baseline: each candidate scored 1..10 alone with template s1 or 
 expected scores are stored). All are started, watched, cancelled and resumed the same way.
 
 The run executes outside this script (``compassess worker``), writing comparisons, status and a
-heartbeat to the store; this page only creates the run, starts the worker and polls the store, so a
-refresh, another page or a second browser sees the same run. A served judge is chosen among the
-servers configured for the app (``judges.servers``: each with the API key bound to it); no other
-URL can be entered. It must never run the judge itself, never start a second worker for a run
-whose worker is alive, and shows names, server and error messages only through ``plain``.
+heartbeat to the store; this page only plans the run (``api.Store.plan_run``: settings, size,
+time, wording, advice, the judge allowlist), creates it, starts its worker (``api.Run.
+start_worker``) and polls the store (``api.Run.progress``), so a refresh, another page or a second
+browser sees the same run. The form belongs to the dataset on screen: every widget is keyed by the
+dataset's id, so another dataset shows its own values and defaults (``api.Store.run_defaults``),
+and a dataset's values come back with it. The watched run is known by its id, and Cancel and
+Resume act on the run shown (``expect_name``: a run renamed or deleted meanwhile is refused with
+a message). A served judge is chosen among the servers configured for the app
+(``api.judge_servers``: each with the API key bound to it); no other URL can be entered. It must
+never run the judge itself, never start a second worker for a run whose worker is alive, and
+shows names, server and error messages only through ``plain``.
 """
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
-from compassess_core.errors import CompAssessError, InputError, TemplateError
-from compassess_core.judges.servers import (configured_servers, model_name_problem,
-                                            normalise_base_url)
-from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS, name_problem
-from compassess_core.prompts import (ASPECT_ADJECTIVES, TASK_WORDING, TASKS, Aspect,
-                                     builtin_template, custom_template, default_aspect, infer_task,
-                                     reference_column, task_from_columns)
+from compassess_core import api
+from compassess_core.absolute import DEFAULT_LEVELS, ORDERS, TASKS as ABSOLUTE_TASKS, UPLOADED, \
+    VARIANTS
+from compassess_core.errors import CompAssessError, InputError, ObjectChanged
+from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
                                      ScoringOptions)
-from compassess_core.run_kinds import build_settings, kind_of
-from compassess_core.run_loop import STALE_AFTER_S, WORKER_STATE_TEXT
-from compassess_core.selection import STRATEGIES, max_budget
+from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
+from compassess_core.run_loop import STALE_AFTER_S
+from compassess_core.scoring import SCORING_TEMPLATES
+from compassess_core.selection import STRATEGIES
 from compassess_core.settings import GenerationOptions, RunSettings
-from compassess_core.speed import human_duration
 from pages import _view as view
 from pages._auth import guard, recheck, require
-from pages._common import (api_store, cached_dataset, check_app_model, fmt, is_active, list_runs,
-                           log_tail, pick_dataset, plain, rate_and_eta, start_worker, state_text,
-                           worker_log_path, worker_state)
+from pages._common import api_store, cached_dataset, list_runs, pick_dataset, plain
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
 OWN = "own description ..."
-#: The form's widgets, kept across page switches (``_view.keep_form``): a visit to another page
-#: and back finds the choices as they were.
-FORM = "run"
-FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_template",
+#: The form's widgets; each is keyed by the dataset on screen (``form_key``) and kept across
+#: page switches per dataset (``_view.keep_form``): a visit to another page or dataset and back
+#: finds the choices as they were.
+FORM_KEYS = ("run_aspect", "run_more_aspects", "own_aspect", "template_choice", "run_task", "own_template",
              "run_model_kind", "served_url", "served_name", "served_endpoint", "model_text",
              "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
              "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
              "abs_sample", "abs_variant", "abs_refs", "score_template", "saved_template")
-#: The run this page watches when chosen here or started by Start (the result pages' run picker
-#: changes the view's run, not this one); unset, the page watches the live run.
+#: The id of the run this page watches when chosen here or started by Start (the result pages'
+#: run picker changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
 #: The icon of each results page a run kind names (``RunKind.results_page``).
 RESULTS_ICONS = {"rankings": ":material/leaderboard:", "scores": ":material/speed:"}
+MODEL_KINDS = ("bundled default", "local path or .gguf", "hub id",
+               "served (OpenAI-compatible API)", "models folder")
+
+
+def form_key(name: str, dataset_id: int) -> str:
+    """The session key of form widget ``name`` for dataset ``dataset_id``."""
+    return f"{name}_{dataset_id}"
+
 
 st.title("Run the judge")
-view.keep_form(FORM, FORM_KEYS)
 
 info = pick_dataset(st, "Dataset")
 if info is None:
@@ -66,6 +73,22 @@ if info is None:
     st.page_link("pages/home.py", label="Go to Home", icon=":material/home:")
     st.stop()
 dataset = cached_dataset(info.id)
+FORM = f"run-{info.id}"
+KEYS = tuple(form_key(k, info.id) for k in FORM_KEYS)
+key = dict(zip(FORM_KEYS, KEYS))
+view.keep_form(FORM, KEYS)
+servers = api.judge_servers()
+if key["run_aspect"] not in st.session_state:   # this dataset's own defaults, on its first visit
+    defaults = api_store().run_defaults(info.id)
+    own = defaults.aspect not in ASPECT_ADJECTIVES
+    st.session_state[key["run_aspect"]] = OWN if own else defaults.aspect
+    st.session_state.setdefault(key["own_aspect"], defaults.aspect if own else "")
+    st.session_state.setdefault(key["template_choice"], defaults.template.upper())
+    st.session_state.setdefault(key["run_task"], defaults.task)
+    st.session_state.setdefault(key["own_template"], defaults.template_text)
+    st.session_state.setdefault(key["n_contexts"], defaults.contexts)
+    st.session_state.setdefault(key["budget"], defaults.budget)
+default_kind = (3 if servers.default_is_served else 1 if servers.default_model else 0)
 # Start, the plan and the watched run's status come first, drawn once the settings below are
 # known: a long context in the preview must not push them out of sight.
 top = st.container()
@@ -74,142 +97,121 @@ with st.container(border=True):
     st.markdown("**What to judge**")
     c1, c2, c3 = st.columns(3)
     presets = list(ASPECT_ADJECTIVES)
-    # The aspect the data's scores are about, by name or synonym (an 'engagement' column).
-    st.session_state.setdefault("run_aspect", default_aspect(dataset.score_columns))
-    choice = c1.selectbox("Aspect", presets + [OWN], key="run_aspect",
-                          help="A preset becomes its adjective in the prompt (coherence -> coherent).")
+    choice = c1.selectbox("Aspect", presets + [OWN], key=key["run_aspect"],
+                          help="A preset becomes its adjective in the prompt (coherence -> coherent). "
+                               "A dataset starts at the aspect it has human labels of, else the one "
+                               "a reference column is about.")
     own_aspect = (c1.text_input("Your aspect description", placeholder="e.g. factually accurate",
-                                key="own_aspect", max_chars=MAX_ASPECT_CHARS)
+                                key=key["own_aspect"], max_chars=MAX_ASPECT_CHARS)
                   if choice == OWN else "")
-    try:
-        aspect = Aspect.from_name(own_aspect if choice == OWN else choice)
-    except TemplateError as e:
-        st.error(plain(str(e)))
-        st.stop()
+    aspect = own_aspect if choice == OWN else choice
+    # More aspects judged in the same pass: one run each, one worker, the prompts of one pair
+    # sharing the context and both candidates in the judge's prefix cache.
+    more_aspects = [a for a in c1.multiselect(
+        "Also judge in the same pass", [p for p in presets if p != aspect],
+        key=key["run_more_aspects"],
+        help="One run per aspect, judged together by one worker: the prompts of the same pair "
+             "share the context and both candidates, so each more aspect costs a fraction of a "
+             "run. Each run is stored, resumed and shown on its own.") if a != aspect]
     saved = list(api_store().templates()["name"])  # named templates: a tuning's pick, ...
-    if st.session_state.get("template_choice") == "saved" and not saved:
-        st.session_state["template_choice"] = "T1"
+    if st.session_state.get(key["template_choice"]) == "saved" and not saved:
+        st.session_state[key["template_choice"]] = "T1"
     template_choice = c2.radio("Template", ("T1", "T2", "own") + (("saved",) if saved else ()),
-                               horizontal=True, key="template_choice",
+                               horizontal=True, key=key["template_choice"],
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
                                     "{context} {a} {b} {aspect} placeholders; 'saved' a named "
                                     "template of the store (the pick of a tuning on the Tune "
                                     "wording page, or `compassess templates`).")
-    saved_name = (c2.selectbox("Saved template", saved, key="saved_template",
+    saved_name = (c2.selectbox("Saved template", saved, key=key["saved_template"],
                                format_func=lambda t: plain(t, "text"))
                   if template_choice == "saved" else None)
-    task = c3.selectbox("Wording", ("auto",) + TASKS, key="run_task",
+    task = c3.selectbox("Wording", ("auto",) + TASKS, key=key["run_task"],
                         format_func=lambda t: t if t == "auto" else
                         f"{t}: {TASK_WORDING[t].noun} A/B, {TASK_WORDING[t].source}",
                         help="How the judge is told what it reads (T1/T2, S1/S2 and the absolute "
                              "kind's prompts alike). auto: the task the file's column names say "
                              "(story, instruction, question, code), else dialogue for dialogue "
                              "aspects and summary otherwise.")
-    resolved_task = infer_task(aspect, dataset.text_columns) if task == "auto" else task
-    st.session_state.setdefault("own_template", builtin_template("t1", resolved_task).text)
-    own_text = (st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
-                             height=150, key="own_template")
-                if template_choice == "own" else "")
-    try:
-        template = (custom_template(own_text) if template_choice == "own"
-                    else api_store().resolve_template(saved_name) if template_choice == "saved"
-                    else builtin_template(template_choice.lower(), resolved_task))
-        if isinstance(template, str):  # deleted since the page was drawn
-            raise TemplateError(f"no saved template named '{template}' any more")
-    except TemplateError as e:
-        st.error(f"Template problem: {plain(str(e))}")
-        st.stop()
-    first = dataset.contexts[0]
-    prompt = template.render(first.text, first.candidates[0].text, first.candidates[1].text, aspect)
-    with st.expander(f"Live preview: the prompt of {plain(first.context_id)}, "
-                     f"{plain(first.candidates[0].candidate_id)} vs "
-                     f"{plain(first.candidates[1].candidate_id)}",
-                     expanded=False):
-        st.code(prompt.text, language=None, wrap_lines=True)
-        st.caption(f"Answer primer the model continues: {plain(repr(prompt.primer))} -> next token "
-                   "' A' or ' B'")
+    template = template_choice.lower()   # t1, t2, or your own (an api.template_from_text)
+    if template_choice == "own":
+        own_text = st.text_area("Your template ({context} {a} {b} {aspect}; literal braces doubled)",
+                                height=150, key=key["own_template"])
+        try:
+            template = api.template_from_text(own_text)
+        except CompAssessError as e:
+            st.error(f"Template problem: {plain(str(e))}")
+            st.stop()
+    elif template_choice == "saved":
+        template = api_store().resolve_template(saved_name)
+        if isinstance(template, str):   # deleted since the page was drawn
+            st.error(f"Template problem: no saved template named {plain(template)} any more")
+            st.stop()
+    preview_box = st.container()   # the plan's prompt, once the plan is made
 
 with st.container(border=True):
     st.markdown("**Judge and comparisons**")
     c1, c2, c3 = st.columns(3)
     # COMPASSESS_JUDGE_MODEL (e.g. set by docker-compose to a vLLM server) pre-selects a judge.
-    default_model = os.environ.get("COMPASSESS_JUDGE_MODEL", "")
-    kinds = ("bundled default", "local path or .gguf", "hub id", "served (OpenAI-compatible API)",
-             "models folder")
-    default_kind = 3 if default_model.startswith(("openai:", "openai-completions:")) else (1 if default_model else 0)
-    st.session_state.setdefault("run_model_kind", kinds[default_kind])
-    model_kind = c1.radio("Model", kinds, key="run_model_kind",
+    st.session_state.setdefault(key["run_model_kind"], MODEL_KINDS[default_kind])
+    model_kind = c1.radio("Model", MODEL_KINDS, key=key["run_model_kind"],
                           help="Bundled: SmolLM2-135M-Instruct (GGUF), works offline after `make setup`. "
                                "Served: one of the vLLM / TGI / Ollama / OpenAI servers configured "
                                "where the app runs (COMPASSESS_OPENAI_BASE_URL with its "
                                "COMPASSESS_OPENAI_API_KEY); no other server can be entered here.")
+    served = model_kind.startswith("served")
     if model_kind == "bundled default":
         model_text = ""
     elif model_kind == "models folder":
-        model_text = local_model_picker(c1)
-    elif model_kind.startswith("served"):
+        model_text = local_model_picker(c1, key["catalog_model"])
+    elif served:
         model_text = ""
-        try:
-            servers = configured_servers()
-        except InputError as e:
-            servers = []
-            c1.error(plain(str(e)))
-        if not servers:
+        if servers.problem:
+            c1.error(plain(servers.problem))
+        if not servers.servers:
             c1.warning("No judge server is configured for this app. Whoever runs it sets "
                        "COMPASSESS_OPENAI_BASE_URL (and COMPASSESS_OPENAI_API_KEY when the server "
                        "needs a key) in its environment; see docs/deploy.md.",
                        icon=":material/dns:")
         else:
-            bases = [sv.base_url for sv in servers]
-            default_base = ""
-            if default_kind == 3:  # COMPASSESS_JUDGE_MODEL names a served model
-                try:
-                    default_base = normalise_base_url(default_model.split(":", 1)[1].split("#")[0])
-                except InputError:
-                    pass
-            if st.session_state.get("served_url") not in bases:
-                st.session_state["served_url"] = default_base if default_base in bases else bases[0]
+            bases = [sv.base_url for sv in servers.servers]
+            keyed = {sv.base_url: sv.has_key for sv in servers.servers}
+            if st.session_state.get(key["served_url"]) not in bases:
+                st.session_state[key["served_url"]] = servers.default_server or bases[0]
             served_url = c1.selectbox(
-                "Server (configured for this app)", bases, key="served_url",
-                format_func=lambda b: plain(b, "text") + (" (API key bound to it)" if next(
-                    sv for sv in servers if sv.base_url == b).has_key else ""))
-            st.session_state.setdefault("served_name", default_model.split("#", 1)[1].split("?")[0]
-                                        if default_kind == 3 and "#" in default_model else "")
-            served_name = c1.text_input("Model name on the server", key="served_name",
+                "Server (configured for this app)", bases, key=key["served_url"],
+                format_func=lambda b: plain(b, "text") + (" (API key bound to it)"
+                                                          if keyed[b] else ""))
+            st.session_state.setdefault(key["served_name"], servers.default_served_name)
+            served_name = c1.text_input("Model name on the server", key=key["served_name"],
                                         max_chars=200).strip()
             endpoint = c1.radio("Endpoint", ("chat", "completions (exact primer, needs logprobs)"),
-                                key="served_endpoint", horizontal=True)
-            prefix = "openai:" if endpoint == "chat" else "openai-completions:"
-            problem = model_name_problem(served_name) if served_name else None
-            if problem:
-                c1.error(plain(problem))
-            elif served_name:
-                model_text = f"{prefix}{served_url}#{served_name}"
+                                key=key["served_endpoint"], horizontal=True)
+            if served_name:
+                try:
+                    model_text = servers.spec(served_url, served_name, endpoint.split()[0])
+                except InputError as e:
+                    c1.error(plain(str(e)))
     else:
-        st.session_state.setdefault("model_text", default_model if default_kind == 1 else "")
-        model_text = c1.text_input("Model path or hub id", key="model_text",
+        st.session_state.setdefault(key["model_text"],
+                                    servers.default_model if default_kind == 1 else "")
+        model_text = c1.text_input("Model path or hub id", key=key["model_text"],
                                    placeholder="/models/qwen.gguf or Qwen/Qwen2.5-0.5B-Instruct")
-    device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"), key="run_device")
-    st.session_state.setdefault("run_batch_size", RunSettings.batch_size)
+    device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"), key=key["run_device"])
+    st.session_state.setdefault(key["run_batch_size"], RunSettings.batch_size)
     batch_size = c2.number_input("Batch size (prompts per forward pass; requests in flight for a served judge)",
-                                 1, 256, key="run_batch_size")
-    strategy = c3.selectbox("Selection strategy", STRATEGIES, key="strategy",
+                                 1, 256, key=key["run_batch_size"])
+    strategy = c3.selectbox("Selection strategy", STRATEGIES, key=key["strategy"],
                             help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric "
                                  "(paper §3.4): a budget of R comparisons per context; poe: the pairs "
                                  "that most reduce the product-of-experts score variance; adaptive: "
                                  "chosen from the outcomes so far (both beyond the paper).")
-    smallest = min(len(c.candidates) for c in dataset.contexts)
-    st.session_state.setdefault("budget", max(1, min(10, max_budget(smallest, "no-repeat"))))
     budget = c3.number_input("Budget R (comparisons per context)", 1, 100_000,
-                             disabled=strategy == "full", key="budget")
-    # A kept count above this dataset's contexts (another dataset picked since) becomes all of them.
-    if st.session_state.get("n_contexts", 0) > len(dataset.contexts) or "n_contexts" not in st.session_state:
-        st.session_state["n_contexts"] = len(dataset.contexts)
+                             disabled=strategy == "full", key=key["budget"])
     n_ctx = c3.number_input(f"Contexts to judge (first N of {len(dataset.contexts)})", 1,
-                            len(dataset.contexts), key="n_contexts")
-    st.session_state.setdefault("run_seed", RunSettings.seed)
-    seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, key="run_seed")
-    truncate = c2.checkbox("Truncate long contexts", key="truncate_context",
+                            len(dataset.contexts), key=key["n_contexts"])
+    st.session_state.setdefault(key["run_seed"], RunSettings.seed)
+    seed = c2.number_input("Seed (pair sampling)", 0, 2**31 - 1, key=key["run_seed"])
+    truncate = c2.checkbox("Truncate long contexts", key=key["truncate_context"],
                            help="A prompt longer than the model's context window is refused when "
                                 "the run is planned (the message names the context, the candidates "
                                 "and the token count). Tick this to cut the context passage instead, "
@@ -218,7 +220,7 @@ with st.container(border=True):
 
 catalog_expander()
 model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
-# The widgets fill the options objects the CLI's flags fill; the run's kind builds the settings.
+# The widgets fill the options objects the CLI's flags fill; the plan builds the settings.
 model_options = ModelOptions(
     model=model, device=device, batch_size=int(batch_size), truncate_context=bool(truncate),
     contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx)) if model else None
@@ -228,7 +230,7 @@ make_options = lambda: ComparativeOptions(  # noqa: E731 - made where its errors
 # ---- absolute scores (candidates compared with synthetic references of quality 1..N)
 SCORING_MODE = "prompt scoring (baseline)"
 mode = st.radio("Mode", ("pairwise comparisons", "absolute scores", SCORING_MODE), horizontal=True,
-                key="run_mode",
+                key=key["run_mode"],
                 help="absolute scores: every candidate is compared with N references of known quality "
                      "(written by the model, or your anchors) and gets a score you can threshold; "
                      "see the Scores page. Template and selection strategy do not apply.\n\n"
@@ -237,123 +239,120 @@ mode = st.radio("Mode", ("pairwise comparisons", "absolute scores", SCORING_MODE
                      "expected score are stored and ranked on the Rankings page. Template T1/T2, "
                      "selection strategy, budget and seed do not apply.")
 if mode == "absolute scores":
-    from compassess_core import absolute as ab
     with st.container(border=True):
         st.markdown("**Absolute scores (synthetic references)**")
         a1, a2, a3 = st.columns(3)
-        st.session_state.setdefault("abs_levels", ab.DEFAULT_LEVELS)
-        st.session_state.setdefault("abs_max_new", GenerationOptions.max_new_tokens)
-        n_levels = a1.number_input("Reference levels N", 2, 20, key="abs_levels")
-        max_new = a1.number_input("Max new tokens per reference", 8, 1024, key="abs_max_new")
-        orders = a2.selectbox("Orders", list(ab.ORDERS), key="abs_orders",
+        st.session_state.setdefault(key["abs_levels"], DEFAULT_LEVELS)
+        st.session_state.setdefault(key["abs_max_new"], GenerationOptions.max_new_tokens)
+        n_levels = a1.number_input("Reference levels N", 2, 20, key=key["abs_levels"])
+        max_new = a1.number_input("Max new tokens per reference", 8, 1024, key=key["abs_max_new"])
+        orders = a2.selectbox("Orders", list(ORDERS), key=key["abs_orders"],
                               help="both: each comparison in both orders, averaged (removes positional bias)")
-        sample = a2.checkbox("Sample references (greedy otherwise; seeded)", key="abs_sample")
-        variant = a3.selectbox("Label words", list(ab.VARIANTS), key="abs_variant",
+        sample = a2.checkbox("Sample references (greedy otherwise; seeded)", key=key["abs_sample"])
+        variant = a3.selectbox("Label words", list(VARIANTS), key=key["abs_variant"],
                                format_func=lambda v: {"bws": "Better / Worse / Similar",
                                                       "yes-no": "Yes / No (ablation)"}[v])
-        ref_source = a3.radio("References", ("generated", ab.UPLOADED), key="abs_refs",
+        ref_source = a3.radio("References", ("generated", UPLOADED), key=key["abs_refs"],
                               format_func=lambda r: {"generated": "written by the model",
-                                                     ab.UPLOADED: "my anchors (upload on Scores)"}[r])
+                                                     UPLOADED: "my anchors (upload on Scores)"}[r])
     make_options = lambda: AbsoluteOptions(  # noqa: E731
         aspect=aspect, n_levels=int(n_levels), reference_set=ref_source,
-        task=task if task in ab.TASKS else "auto", variant=variant, orders=orders,
+        task=task if task in ABSOLUTE_TASKS else "auto", variant=variant, orders=orders,
         generation=GenerationOptions(max_new_tokens=int(max_new), sample=bool(sample)),
         seed=int(seed))
 if mode == SCORING_MODE:
-    from compassess_core import scoring as sc
-    from compassess_core.judges.openai_judge import is_openai_spec
-    make_options = None
     with st.container(border=True):
         st.markdown("**Prompt scoring (paper §4.3.2 baseline)**")
         s1, s2 = st.columns([1, 3])
-        score_name = s1.radio("Scoring template", sc.SCORING_TEMPLATES, horizontal=True,
-                              key="score_template",
+        score_name = s1.radio("Scoring template", SCORING_TEMPLATES, horizontal=True,
+                              key=key["score_template"],
                               help="The paper's Figure 3 templates: s1 'Score the response between 1 "
                                    "and 10 based on how {adjective} ...', s2 'Provide a score between "
                                    "1 and 10 that measures ...'. The Wording choice above applies.")
-        try:
-            score_template = sc.scoring_template(score_name, aspect, resolved_task)
-        except TemplateError as e:
-            st.error(f"Template problem: {plain(str(e))}")
-            score_template = None
-        if score_template is not None:
-            s2.caption(f"Template {score_template.name} ({{context}} {{a}} {{aspect}} {{aspect_noun}} "
-                       "placeholders):")
-            s2.code(score_template.text, language=None, wrap_lines=True)
-            cand = first.candidates[0]
-            scored_prompt = score_template.render(first.text, cand.text, aspect)
-            with st.expander(f"Live preview: the prompt of {plain(first.context_id)}, candidate "
-                             f"{plain(cand.candidate_id)}", expanded=False):
-                st.code(scored_prompt.text, language=None, wrap_lines=True)
-                st.caption("Answer primer the model continues: "
-                           f"{plain(repr(scored_prompt.primer))} -> next token(s): the score 1..10")
+        scoring_box = s2.container()
         st.caption("Each candidate is scored once: the argmax score (prompt scoring) and the "
                    "expected score sum_s s P(s) over 1..10 (G-Eval) are both stored. Model, device, "
                    "batch size and 'Contexts to judge' above apply; template T1/T2, selection "
                    "strategy, budget and seed do not.")
-    if model and is_openai_spec(model):
+    make_options = lambda: ScoringOptions(aspect=aspect, template=score_name, task=task)  # noqa: E731
+    if served:
         st.error("Prompt scoring reads the probabilities of the score tokens from a local model: "
                  "choose the bundled model, a local path or .gguf file, or a hub id (a served model "
                  "cannot be used here).")
-    elif score_template is not None:
-        make_options = lambda: ScoringOptions(aspect=aspect, template=score_name, task=task)  # noqa: E731
-view.save_form(FORM, FORM_KEYS)
-settings = planned = None
+        make_options = None
+view.save_form(FORM, KEYS)
+plan = None
 try:
     if model_options is not None and make_options is not None:
-        settings = build_settings(dataset.name, make_options(), model_options,
-                                  text_columns=dataset.text_columns)
-        planned = kind_of(settings).planned_total(dataset, settings)
+        plan = api_store().plan_run(dataset, make_options(), model_options, also=more_aspects)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
     top.error(f"These settings cannot run: {plain(str(e))}")
-    settings = planned = None
-if settings is not None:
-    kind = kind_of(settings)
-    n_judged = settings.contexts or len(dataset.contexts)
-    took = api_store().estimate_time(dataset, settings).sentence()
-    top.info(f"**Plan: {planned:,} {kind.unit}** on {n_judged} context(s); {took}. What is "
-             "already stored (a resumed run, or the same prompts judged before by this model) is "
-             "not recomputed.", icon=":material/schedule:")
-    wording = TASK_WORDING[resolved_task]
-    why = ("you chose it" if task != "auto" else
-           f"the file's columns {', '.join(dataset.text_columns)}"
-           if task_from_columns(dataset.text_columns) else f"the aspect {aspect.name}")
-    shown = (f"{wording.source_label}, then one {wording.lower} at a time" if mode == SCORING_MODE
-             else wording.reads())
-    reads = ("your own template" if mode == "pairwise comparisons" and template_choice == "own"
-             else f"{shown} (task {resolved_task}, from {why})")
-    reference = reference_column(aspect.name, dataset.score_columns)
-    against = (f"the reference column {reference}" if reference is not None else
+if plan is not None and plan.preview is not None:
+    shown = plan.preview
+    if mode == SCORING_MODE:
+        scoring_box.caption(f"Template {plan.settings.template_name} ({{context}} {{a}} {{aspect}} "
+                            "{aspect_noun} placeholders):")
+        scoring_box.code(shown.template, language=None, wrap_lines=True)
+        what = f"candidate {plain(shown.candidate_ids[0])}"
+        then = "the score 1..10"
+    else:
+        what = " vs ".join(plain(c) for c in shown.candidate_ids)
+        then = "' A' or ' B'"
+    with (scoring_box if mode == SCORING_MODE else preview_box).expander(
+            f"Live preview: the prompt of {plain(shown.context_id)}, {what}", expanded=False):
+        st.code(shown.text, language=None, wrap_lines=True)
+        st.caption(f"Answer primer the model continues: {plain(repr(shown.primer))} -> next "
+                   f"token(s): {then}")
+if plan is not None:
+    each = (f" for {len(plan.aspects)} aspects ({plain(', '.join(plan.aspects))}), one run "
+            "each, judged in one pass" if len(plan.aspects) > 1 else "")
+    top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} context(s); "
+             f"{plan.estimate.sentence()}. What is already stored (a resumed run, or the same "
+             "prompts judged before by this model) is not recomputed.", icon=":material/schedule:")
+    against = (f"the reference column {plan.reference}" if plan.reference is not None else
                "none: no reference column is named for this aspect or a synonym of it (the "
                "result pages start at the first one; choose the right one there)")
-    top.caption(plain(f"The judge will read: {reads}. Human scores it is checked against by "
+    top.caption(plain(f"The judge will read: {plan.reads}. Human scores it is checked against by "
                       f"default: {against}."))
-    for line in kind.advice(dataset, settings):  # what the CLI prints as warnings
+    if plan.memory is not None and plan.memory.need is not None:
+        top.caption(plain(plan.memory.line()))
+    for line in plan.advice:  # what the CLI prints as warnings
         top.warning(plain(line))
-run_name = top.text_input("Run name",
-                          value=settings.default_run_name()[:MAX_NAME_CHARS] if settings else "",
+    if plan.memory is not None and plan.memory.problem:   # loading it would be refused
+        top.error(plain(plan.memory.problem), icon=":material/memory:")
+    if plan.judge_problem:    # the allowlist of served judges: nothing may start
+        top.error(plain(plan.judge_problem))
+run_name = top.text_input("Run name", value=plan.default_name if plan else "",
                           max_chars=MAX_NAME_CHARS,
-                          help="Starting a run with an existing name and the same settings resumes it.")
-bad_name = name_problem(run_name.strip(), "run name")
-if settings is not None and bad_name:
+                          help="Starting a run with an existing name and the same settings resumes "
+                               "it. Several aspects: NAME-ASPECT each.")
+bad_name = plan.name_problem(run_name) if plan is not None else None
+if plan is not None and bad_name:
     top.error(plain(bad_name))
 if top.button("Start", type="primary", icon=":material/play_arrow:",
-              disabled=settings is None or bad_name is not None):
+              disabled=plan is None or bad_name is not None or plan.judge_problem is not None
+              or (plan.memory is not None and plan.memory.problem is not None)):
     require()  # the person holds the role now (pages/_auth.py)
     try:
-        check_app_model(settings.model)  # before the run is stored or a request is made
-        run = api_store().create_run(info.id, settings, name=run_name.strip())
-        state = worker_state(run.info)
-        if is_active(state):
-            top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
-        elif state == "completed" and run.info.total and run.info.done >= run.info.total:
-            top.info(f"Run {plain(run.name)} is already complete ({run.info.done}/"
-                     f"{run.info.total}); nothing to do.")
-        else:
-            start_worker(run)
-            st.toast(f"Started run {plain(run.name)}")
-        st.session_state[WATCH] = run.name
-        view.put("run", run.name)
+        runs_now = (api_store().create_runs(info.id, plan.together, name=run_name.strip())
+                    if len(plan.together) > 1 else
+                    [api_store().create_run(info.id, plan.settings, name=run_name.strip())])
+        to_start = []
+        for run in runs_now:
+            progress = run.progress()
+            if progress.active:
+                top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
+            elif (progress.state == "completed" and progress.total
+                  and progress.done >= progress.total):
+                top.info(f"Run {plain(run.name)} is already complete ({progress.done}/"
+                         f"{progress.total}); nothing to do.")
+            else:
+                to_start.append(run)
+        if to_start:   # one worker for them all; a served judge not configured: fail closed
+            api_store().start_worker(to_start)
+            st.toast(f"Started run {plain(', '.join(r.name for r in to_start))}")
+        st.session_state[WATCH] = runs_now[0].id
+        view.put("run", runs_now[0].id)
     except CompAssessError as e:
         top.error(plain(str(e)))
 
@@ -363,24 +362,25 @@ runs = list_runs()
 if not runs:
     top.info("No run yet: configure one below and press Start.")
     st.stop()
-names = [r.name for r in runs]
-live = [r.name for r in runs if is_active(worker_state(r.info))]
-# The run chosen here or just started in this session; else the live one; else the one the
-# link names; else the newest.
+by_id = {r.id: r for r in runs}
+live = [r.id for r in runs if r.progress(refresh=False).active]
+# The run chosen here or just started in this session (by id: a rename keeps it); else the live
+# one; else the one the link names; else the newest.
 watch = st.session_state.get(WATCH)
-if watch not in names:
-    watch = live[-1] if live else (view.get("run") if view.get("run") in names else names[-1])
+if watch not in by_id:
+    named = [r.id for r in runs if r.id == view.get("run")]
+    watch = live[-1] if live else (named[0] if named else runs[-1].id)
 st.session_state["watch_w"] = watch
 # Each run's label with its state as this render found it: a label computed again later (a
 # heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
-labels = {r.name: f"{plain(r.name, 'text')} [{state_text(r.info)}]" for r in runs}
-watched = top.selectbox("Watch run", names, key="watch_w",
+labels = {r.id: f"{plain(r.name, 'text')} [{r.progress(refresh=False).state_text}]" for r in runs}
+watched = top.selectbox("Watch run", list(by_id), key="watch_w",
                         on_change=lambda: st.session_state.__setitem__(WATCH,
                                                                        st.session_state["watch_w"]),
-                        format_func=lambda n: labels.get(n, plain(n, "text")))
+                        format_func=lambda i: labels.get(i, str(i)))
 view.put("run", watched)
 
-#: Why a run is in each worker state (the state's own words are ``WORKER_STATE_TEXT``'s).
+#: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 STATE_HELP = {
     "working": "The worker is computing; results are stored after every batch.",
     "cancelling": "Cancel requested: the worker stops after the batch it is computing and keeps "
@@ -393,65 +393,73 @@ STATE_HELP = {
     "pending": "The run exists but no worker is running it.",
 }
 
-
-#: What the worker is doing, by the message it records in each phase (``worker``, ``run_loop``).
-PHASE_TEXT = {
-    "worker starting": "starting the worker",
-    "loading the judge": "loading the judge",
-    "planning the run": "planning the run (checking every prompt fits the judge)",
-    "judging": "judging the first batch",
-}
+#: The name each watched run was last shown under (by id): Cancel and Resume act on that run
+#: only while it is still called so (``expect_name``).
+SHOWN = "run_watch_shown"
 
 
-def progress_panel(name: str, was_active: bool) -> None:
+def _act(run_id: int, action: str) -> bool:
+    """Cancel or resume (``action``) the run shown with id ``run_id``, as it was shown, with
+    the runs judged in one pass with it (one worker judges them all): a run renamed or deleted
+    since is refused with the API's message. True when it was done."""
+    require()  # the person holds the role now (pages/_auth.py)
+    shown = st.session_state.get(SHOWN, {}).get(run_id)
+    try:
+        run = api_store().get_run(run_id, expect_name=shown)
+        group = run.judged_with()
+        if action == "cancel":
+            for r in group:
+                if r.progress().active:
+                    r.cancel()
+        else:   # refuses a live worker and a served judge not configured
+            api_store().start_worker([r for r in group if r.progress().can_resume])
+        return True
+    except ObjectChanged as e:
+        st.error(plain(str(e)), icon=":material/sync_problem:")
+    except CompAssessError as e:
+        st.error(plain(str(e)))
+    return False
+
+
+def progress_panel(run_id: int, was_active: bool) -> None:
     # Every tick re-checks who is watching: a person removed (or a configuration that broke)
     # since the page was drawn gets the gate's page instead of more progress.
     recheck()
-    run = api_store().get_run(name)
+    try:
+        run = api_store().get_run(run_id)
+    except InputError:
+        st.info("This run is no longer in the store (deleted?).")
+        return
     # Status and progress are drawn after the buttons (into these slots above them), so a Cancel
     # click shows "cancelling…" in the same rerun.
     status_slot, progress_slot, message_slot = st.empty(), st.empty(), st.empty()
-    state = run.state
+    progress = run.progress(refresh=False)
+    group = run.judged_with()   # the runs judged in one pass with it (several aspects)
+    others = [(r, r.progress(refresh=False)) for r in group if r.id != run.id]
     c1, c2, c3 = st.columns([1, 1, 3])
-    if state == "working":
+    if progress.can_cancel or any(p.can_cancel for _, p in others):
         if c1.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
-            require()  # the person holds the role now (pages/_auth.py)
-            run.cancel()
-            state = run.refresh().state
-    elif state in ("stale", "cancelled", "failed", "pending") or (
-            state == "completed" and (run.info.done or 0) < (run.info.total or 0)):
+            _act(run.id, "cancel")
+            progress = run.progress()
+    elif (progress.can_resume or any(p.can_resume for _, p in others)) and not any(
+            p.active for _, p in others):
         if c1.button("Resume", icon=":material/replay:", type="primary", key=f"resume_{run.id}"):
-            require()  # the person holds the role now (pages/_auth.py)
-            if is_active(run.refresh().state):
-                st.warning("A worker is already running this run.")
-            else:
-                try:
-                    start_worker(run)
-                    st.rerun()
-                except CompAssessError as e:
-                    st.error(plain(str(e)))
-    info = run.info
-    title, explain = WORKER_STATE_TEXT.get(state, state), STATE_HELP.get(state, "")
-    total, done = int(info.total or 0), int(info.done or 0)
-    status_slot.markdown(f"**Status: {title}** — {explain}")
-    unit, rate_unit = run.run_kind.unit, run.run_kind.rate_unit
-    if total:
-        share = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
-        if is_active(state):
-            rate, eta = rate_and_eta(info)
-            text = (f"{share} · {fmt(rate, '.2f', '…')} {rate_unit} · ETA {fmt(eta, '.0f', '…')} s"
-                    if rate else f"{share} · {PHASE_TEXT.get(info.message or '', 'judging')}")
-        elif info.rate and info.judge_s:  # a run that ended: its own rate and time, no ETA
-            text = (f"{share} · {info.rate:.2f} {rate_unit} over {human_duration(info.judge_s)}"
-                    " of judging (its last session, loading the judge not included)")
-        else:
-            text = share
-        progress_slot.progress(min(done / total, 1.0), text=text)
-    else:
-        progress_slot.progress(0.0, text=f"{done:,} {unit} · "
-                                         f"{PHASE_TEXT.get(info.message or '', 'waiting for the worker')}")
-    if info.message:  # the worker's, a server's or an error's words: plain text
-        message_slot.caption(f"Message: {plain(info.message)}")
+            if _act(run.id, "resume"):
+                st.rerun()
+    st.session_state.setdefault(SHOWN, {})[run.id] = run.name
+    state, done = progress.state, progress.done
+    status_slot.markdown(f"**Status: {progress.state_text}** — {STATE_HELP.get(state, '')}")
+    named = plain(f"{run.name} ({run.settings.aspect}): ", "text") if others else ""
+    progress_slot.progress(progress.fraction or 0.0, text=named + progress.line)
+    if others:
+        st.caption(f"Judged in one pass with {len(others)} other run(s), one per aspect; "
+                   "Cancel and Resume act on all of them.")
+        for other, other_progress in others:
+            st.progress(other_progress.fraction or 0.0,
+                        text=plain(f"{other.name} ({other.settings.aspect}): ", "text")
+                        + other_progress.line)
+    if progress.message:  # the worker's, a server's or an error's words: plain text
+        message_slot.caption(f"Message: {plain(progress.message)}")
     if done:
         results = run.run_kind.results_page   # the kind says where its results are shown
         c2.page_link(f"pages/{results}.py", label=f"See {results}",
@@ -471,12 +479,12 @@ def progress_panel(name: str, was_active: bool) -> None:
                                into="text"),
                          hide_index=True, width="stretch", placeholder="")
     with st.expander("Worker log (last lines)"):
-        st.code(log_tail(worker_log_path(run.id)) or "(no log yet)", language=None)
-    if was_active and not is_active(state):
+        st.code(run.worker_log() or "(no log yet)", language=None)
+    if was_active and not any(r.progress().active for r in group):
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-active = is_active(worker_state(runs[names.index(watched)].info))
+active = any(r.progress(refresh=False).active for r in by_id[watched].judged_with())
 with top:
     st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()

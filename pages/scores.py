@@ -2,8 +2,10 @@
 quality 1..N), a threshold with pass/fail, the comparisons behind each score, and the references
 themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
 
-Every number comes from ``compassess_core.absolute`` (read through the Python API's ``Run``, as
-``compassess rank|evaluate`` read it) and every read/write goes through the Python API's ``Store``;
+Every number comes from ``compassess_core.absolute`` read through the Python API's ``Run`` (as
+``compassess rank|evaluate`` read it: ``evaluation``, ``rankings``, ``score_range``,
+``comparisons_behind``, ``reference_set``) and every read/write goes through the Python API's
+``Store``;
 this page must never compute a score itself, never run the judge (a worker does), and shows user
 texts only as plain text (``st.text``, ``st.text_area``, ``st.dataframe``) and names only through
 ``plain``.
@@ -15,13 +17,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core import absolute as ab
+from compassess_core import api
+from compassess_core.api import max_upload_bytes, max_upload_mb
 from compassess_core.errors import CompAssessError, ValidationError
-from compassess_core.limits import max_upload_bytes, max_upload_mb
 from pages import _view as view
 from pages._auth import guard, require
-from pages._common import (AppRun, api_store, fmt, is_active, list_runs, partial_warning, plain,
-                           preview, problems_frame, show_chart, start_worker, state_text,
-                           worker_state)
+from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, plain, preview,
+                           problems_frame, show_chart)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -43,7 +45,8 @@ if not runs:
 names = [r.name for r in runs]
 want = view.get("abs_run")
 name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
-                            format_func=lambda n: f"{plain(n, 'text')} [{state_text(runs[names.index(n)].info)}]")
+                            format_func=lambda n: f"{plain(n, 'text')} "
+                                                  f"[{runs[names.index(n)].progress(refresh=False).state_text}]")
 view.put("abs_run", name)
 # Keyed by the heartbeat too (AppRun): edited references replace comparisons without changing
 # the count.
@@ -53,13 +56,13 @@ n_levels = settings.reference_options.n_levels
 orders = ab.ORDERS[settings.reference_options.orders]
 dataset = run.dataset
 frame, table = run.results
-ref_set = ab.reference_set_key(settings, run.info.judge_key)
+ref_set = run.reference_set
 dataset_id = run.info.dataset_id
 
 st.caption(f"Aspect {plain(settings.aspect)}, {n_levels} reference levels, orders: {', '.join(orders)}, "
            f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
            f"{len(frame):,} comparisons stored ({run.info.status}).")
-if is_active(worker_state(run.info)):
+if run.progress(refresh=False).active:
     st.info("The run is still working: scores appear as candidates complete.", icon=":material/hourglass_top:")
 else:
     partial_warning(run)
@@ -68,7 +71,7 @@ score = st.sidebar.radio("Score", list(ab.SCORES), format_func=SCORE_LABELS.get,
                          help="level: where the candidate sits among the references, 1..N "
                               "(0.5 + sum_i [P(Better|i) + P(Similar|i)/2], clipped). score: the "
                               "paper's s, in -N(N+1)/2 .. N(N+1)/2.")
-lo, hi = ab.score_range(score, n_levels)
+lo, hi = run.score_range(score)
 threshold = st.sidebar.slider("Threshold (pass when score >= threshold)", min_value=lo, max_value=hi,
                               value=(lo + hi) / 2, step=(hi - lo) / 100, key=f"abs_threshold_{score}")
 refs = list(dataset.score_columns)
@@ -112,8 +115,7 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
                             "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
 exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
-                   file_name="".join(c if c.isalnum() or c in "-_." else "_"
-                                     for c in f"{run.name}-scores.csv"),
+                   file_name=api.file_name(run.name, "scores", suffix=".csv"),
                    mime="text/csv", icon=":material/download:")
 
 st.subheader("Why this score: the comparisons behind it")
@@ -126,11 +128,11 @@ if len(scored):
     row = scored.iloc[pick]
     st.text(dataset.context(cid).candidates[dataset.context(cid).candidate_ids.index(cand)].text)
     st.caption(f"level {fmt(row['level'], '.3f')}, score s {fmt(row['score'], '.3f')}")
-    view = ab.comparisons_in_target_view(frame[(frame["context_id"] == cid) & (frame["candidate_id"] == cand)])
+    behind = run.comparisons_behind(cid, cand)
     book = {r.level: r.text for r in api_store().references(dataset_id, settings.aspect, ref_set)
             if r.context_id == cid}
-    view = view.assign(reference=view["level"].map(lambda lv: preview(book.get(int(lv), ""), 80)))
-    st.dataframe(plain(view[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
+    behind = behind.assign(reference=behind["level"].map(lambda lv: preview(book.get(int(lv), ""), 80)))
+    st.dataframe(plain(behind[["level", "order", "pb_target", "pw_target", "ps_target", "contribution",
                              "label_mass", "reference"]], "text"), hide_index=True, width="stretch",
                  column_config={"pb_target": st.column_config.NumberColumn("P(target better)", format="%.3f"),
                                 "pw_target": st.column_config.NumberColumn("P(target worse)", format="%.3f"),
@@ -170,8 +172,9 @@ if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", 
     require()  # the person holds the role now (pages/_auth.py)
     n = api_store().delete_references(dataset_id, settings.aspect, ref_set, ctx_id)
     try:
-        if not is_active(api_store().get_run(run.id).state):
-            start_worker(run)
+        fresh = api_store().get_run(run.id, expect_name=run.name)
+        if not fresh.progress(refresh=False).active:
+            fresh.start_worker()   # refuses a served judge that is not configured: fail closed
         st.success(f"Deleted {n} reference(s) of {plain(ctx_id)}; the run's worker writes new ones "
                    "and rescores.")
     except CompAssessError as e:

@@ -432,12 +432,12 @@ def test_run_page_absolute_mode_creates_an_absolute_run(app_env, monkeypatch):
     sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
     store.save_dataset(load_candidates(sample, name="sample_summeval", file_label="s.csv"))
     started = []
-    monkeypatch.setattr(common, "start_worker", lambda run: started.append(run.name))
+    monkeypatch.setattr(common.api.Run, "start_worker", lambda run, *a, **k: started.append(run.name))
     app = str(Path(__file__).resolve().parents[1] / "app.py")
     at = AppTest.from_file(app, default_timeout=60).run()
     at.switch_page("pages/run.py").run()
-    at.radio(key="run_mode").set_value("absolute scores").run()
-    at.number_input(key="abs_levels").set_value(3).run()
+    at.radio(key="run_mode_1").set_value("absolute scores").run()
+    at.number_input(key="abs_levels_1").set_value(3).run()
     assert not at.exception, at.exception
     name = [t for t in at.text_input if t.label == "Run name"][0].value
     assert "absolute-bws-summary" in name

@@ -154,12 +154,12 @@ def test_app_offers_only_configured_servers_and_refuses_any_other(app_env, bound
     at.switch_page("pages/run.py").run()
     at.radio[[r.label for r in at.radio].index("Model")].set_value(
         "served (OpenAI-compatible API)").run()
-    served = at.selectbox(key="served_url")
+    served = at.selectbox(key="served_url_1")
     assert served.value == bound_server.base_url
     assert served.options == [f"{bound_server.base_url} (API key bound to it)"]
     assert not [t for t in at.text_input if "URL" in t.label]  # nothing to type a URL into
-    at.text_input(key="served_name").set_value("fake").run()
-    at.number_input(key="n_contexts").set_value(1).run()
+    at.text_input(key="served_name_1").set_value("fake").run()
+    at.number_input(key="n_contexts_1").set_value(1).run()
     [name_box] = [t for t in at.text_input if t.label == "Run name"]
     name_box.set_value("served-from-the-app").run()
     at.button[[b.label for b in at.button].index("Start")].click().run()
@@ -174,7 +174,8 @@ def test_app_offers_only_configured_servers_and_refuses_any_other(app_env, bound
     crafted = settings.to_dict() | {"model": f"openai:{listener.base_url}#m"}
     store.create_run("crafted", dataset_id, crafted)
     at.run()
-    at.selectbox[[s.label for s in at.selectbox].index("Watch run")].set_value("crafted").run()
+    at.selectbox[[s.label for s in at.selectbox].index("Watch run")].set_value(
+        store.get_run("crafted").id).run()
     at.button(key=f"resume_{store.get_run('crafted').id}").click().run()
     assert not at.exception, at.exception
     assert "not configured for this app" in texts(at.error)

@@ -209,6 +209,11 @@ GOOD_LABELS = ("context_id,candidate_a,candidate_b,winner,annotator\n"
                "{c1},{d},{e},{e},ann1\n")
 
 
+def who(at: AppTest, name: str):
+    """The attribution picker of the file's annotator ``name`` (keyed by the dataset and file)."""
+    return next(s for s in at.selectbox if s.label == f"File annotator `{name}`")
+
+
 def sample_ids(store: Store, dataset_id: int) -> dict:
     d = store.load_dataset(dataset_id)
     c0, c1 = d.contexts[0], d.contexts[1]
@@ -226,8 +231,8 @@ def test_import_good_labels_once(app_env):
     assert not at.exception, at.exception
     assert "No problem found: 3 labels" in texts(at.success)
     # The file names ann1 and ann2; they are mapped explicitly (by default the labels are yours).
-    at.selectbox(key="map_0").set_value("ann1").run()
-    at.selectbox(key="map_1").set_value("ann2").run()
+    who(at, "ann1").set_value("ann1").run()
+    who(at, "ann2").set_value("ann2").run()
     at.button(key="import_labels").click().run()
     assert ("0 already stored, 3 added for aspect `fluency`; attributed to `ann1` (2), `ann2` (1)"
             in texts(at.success))

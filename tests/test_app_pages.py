@@ -339,10 +339,10 @@ def test_run_page_preview_and_template_validation(app_env):
     at = open_page("run")
     preview = texts(at.code)
     assert "Passage:\n" in preview and "Which Summary is more coherent relative to the passage" in preview
-    at.radio(key="template_choice").set_value("own").run()
-    at.text_area(key="own_template").set_value("Compare {a} with {b} on {quality}").run()
+    at.radio(key="template_choice_1").set_value("own").run()
+    at.text_area(key="own_template_1").set_value("Compare {a} with {b} on {quality}").run()
     assert any("unknown placeholder {quality}" in e.value for e in at.error)
-    at.text_area(key="own_template").set_value("{context}\nX: {a}\nY: {b}\nWhich is more {aspect}?").run()
+    at.text_area(key="own_template_1").set_value("{context}\nX: {a}\nY: {b}\nWhich is more {aspect}?").run()
     assert "Which is more coherent?" in texts(at.code)
 
 
@@ -375,21 +375,21 @@ def test_run_page_builds_a_served_judge_spec(app_env, monkeypatch):
     seed_run(app_env)
     at = open_page("run")
     at.radio[[r.label for r in at.radio].index("Model")].set_value("served (OpenAI-compatible API)").run()
-    assert at.selectbox(key="served_url").options == ["http://127.0.0.1:8000/v1"]  # no key: none bound
+    assert at.selectbox(key="served_url_1").options == ["http://127.0.0.1:8000/v1"]  # no key: none bound
     assert not [t for t in at.text_input if "URL" in t.label]
-    at.text_input(key="served_name").set_value("qwen2.5-7b-instruct").run()
+    at.text_input(key="served_name_1").set_value("qwen2.5-7b-instruct").run()
     name = [t for t in at.text_input if t.label == "Run name"][0].value
     assert "qwen2.5-7b-instruct" in name
-    at.radio(key="served_endpoint").set_value("completions (exact primer, needs logprobs)").run()
+    at.radio(key="served_endpoint_1").set_value("completions (exact primer, needs logprobs)").run()
     assert not at.exception
 
 
 def test_run_page_warns_about_a_budget_below_one_comparison_per_candidate(app_env):
     seed_run(app_env)                    # the sample: 5 candidates per context
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("poe").run()
-    at.number_input(key="budget").set_value(4).run()
+    at.selectbox(key="strategy_1").set_value("poe").run()
+    at.number_input(key="budget_1").set_value(4).run()
     assert not at.exception
     assert "A budget of 4 is below one comparison per candidate (5 in the largest context)" in texts(at.warning)
-    at.number_input(key="budget").set_value(10).run()
+    at.number_input(key="budget_1").set_value(10).run()
     assert "below one comparison per candidate" not in texts(at.warning)

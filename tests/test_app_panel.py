@@ -141,11 +141,11 @@ def test_every_panel_table_shows_a_bidi_control_as_its_code_point(app_env, tmp_p
     bidi = tmp_path / "bidi.csv"
     sample.to_csv(bidi, index=False)
     monkeypatch.setattr(panel_tests, "SAMPLE", bidi)
-    seed_simulated_judges(app_env)
+    api = seed_simulated_judges(app_env)
     at = open_page("panel")
-    at.multiselect(key="panel_members").set_value(MEMBERS).run()
-    at.text_input(key="panel_name").set_value("jury").run()
-    at.button(key="panel_create").click().run()
+    at.multiselect(key=form(api, "members")).set_value(run_ids(api, MEMBERS)).run()
+    at.text_input(key=form(api, "name")).set_value("jury").run()
+    at.button(key=form(api, "create")).click().run()
     assert not at.exception, at.exception
     frames = [d.value for d in at.dataframe]
     assert len(frames) >= 7  # members, rankings, evaluation, leaderboard, 2 agreement, split

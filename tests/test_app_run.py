@@ -42,9 +42,9 @@ def test_start_a_run_from_the_page_with_the_bundled_model(db_url, tmp_path, monk
     at.button[0].click().run()  # Home: load the sample
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
-    at.number_input(key="n_contexts").set_value(1).run()
-    at.selectbox(key="strategy").set_value("symmetric").run()
-    at.number_input(key="budget").set_value(2).run()
+    at.number_input(key="n_contexts_1").set_value(1).run()
+    at.selectbox(key="strategy_1").set_value("symmetric").run()
+    at.number_input(key="budget_1").set_value(2).run()
     start = [b for b in at.button if b.label == "Start"][0]
     start.click().run()
     assert not at.exception, at.exception
@@ -81,9 +81,9 @@ def test_cancel_then_resume_from_the_page_repeats_nothing(db_url, tmp_path, monk
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.button[0].click().run()
     at.switch_page("pages/run.py").run()
-    at.number_input(key="n_contexts").set_value(1).run()
-    at.selectbox(key="strategy").set_value("no-repeat").run()
-    at.number_input(key="budget").set_value(3).run()
+    at.number_input(key="n_contexts_1").set_value(1).run()
+    at.selectbox(key="strategy_1").set_value("no-repeat").run()
+    at.number_input(key="budget_1").set_value(3).run()
     [b for b in at.button if b.label == "Start"][0].click().run()
     # Cancel at once: the worker is still loading the model, so it stops before its first batch;
     # the page says "cancelling…" at once.

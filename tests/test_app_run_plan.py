@@ -46,9 +46,9 @@ def test_the_plan_counts_the_engines_pairs(app_env):
     # full matrix on 3 contexts of 5 summaries: 3 x 20 ordered pairs
     assert "Plan: 60 comparisons** on 3 context(s)" in texts(at.info)
     assert "no run of this model has measured its speed on this machine yet" in texts(at.info)
-    at.selectbox(key="strategy").set_value("symmetric").run()
-    at.number_input(key="budget").set_value(6).run()
-    at.number_input(key="n_contexts").set_value(2).run()
+    at.selectbox(key="strategy_1").set_value("symmetric").run()
+    at.number_input(key="budget_1").set_value(6).run()
+    at.number_input(key="n_contexts_1").set_value(2).run()
     store = Store(app_env)
     dataset = load_candidates(SAMPLE, name="sample_summeval")
     planned = ComparativeKind().planned_total(
@@ -57,7 +57,7 @@ def test_the_plan_counts_the_engines_pairs(app_env):
     assert "Plan: 12 comparisons** on 2 context(s)" in texts(at.info)
     assert store.list_runs()  # nothing was started by looking
     # settings the engine cannot plan are refused before Start, with the engine's reason
-    at.number_input(key="budget").set_value(5).run()
+    at.number_input(key="budget_1").set_value(5).run()
     assert "symmetric' needs an even budget" in texts(at.error)
     assert [b for b in at.button if b.label == "Start"][0].disabled
 
@@ -71,7 +71,7 @@ def test_the_estimate_uses_the_measured_token_rate_of_the_model(app_env):
     info = texts(at.info)
     # the prompts' tokens (their characters at the measured 4.0 per token) at 250 tokens/s
     assert "at 250 prompt tokens/s and 4.0 characters per token, the median of 1 earlier run(s)" in info
-    at.radio(key="run_mode").set_value("prompt scoring (baseline)").run()
+    at.radio(key="run_mode_1").set_value("prompt scoring (baseline)").run()
     assert "Plan: 15 candidates scored" in texts(at.info)
     assert "250 prompt tokens/s" in texts(at.info)      # a prompt token costs the same in any kind
 
@@ -113,8 +113,8 @@ def test_a_selection_that_leaves_candidates_unjudged_is_warned_of_at_planning(ap
     # plan says how many before Start, with the engine's words (the CLI prints the same)
     seed_run(app_env)
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("random").run()
-    at.number_input(key="budget").set_value(4).run()
+    at.selectbox(key="strategy_1").set_value("random").run()
+    at.number_input(key="budget_1").set_value(4).run()
     dataset = load_candidates(SAMPLE, name="sample_summeval")
     advice = ComparativeKind().advice(dataset, settings_for("sample_summeval", strategy="random",
                                                              budget=4))

@@ -131,15 +131,16 @@ def test_run_page_scoring_mode_creates_a_scoring_run_and_launches_the_worker(app
     at = open_page("run")  # app.py puts the project root on sys.path: pages._common imports
     import pages._common as common
     started: list[tuple[str, int]] = []
-    monkeypatch.setattr(common, "start_worker", lambda run: started.append((run.name, run.id)))
-    at.radio(key="run_mode").set_value(SCORING_MODE).run()
+    monkeypatch.setattr(common.api.Run, "start_worker",
+                        lambda run, *a, **k: started.append((run.name, run.id)))
+    at.radio(key="run_mode_1").set_value(SCORING_MODE).run()
     assert not at.exception, at.exception
     code = texts(at.code)
     assert ("Score the response between 1 and 10 based on how {aspect} the summary is" in code)
-    at.radio(key="score_template").set_value("s2").run()
+    at.radio(key="score_template_1").set_value("s2").run()
     assert "Provide a score between 1 and 10 that measures the summary's {aspect_noun}" in texts(at.code)
     assert "measures the summary's coherence" in texts(at.code)  # the live preview
-    at.number_input(key="n_contexts").set_value(1).run()
+    at.number_input(key="n_contexts_1").set_value(1).run()
     name = [t for t in at.text_input if t.label == "Run name"][0].value
     assert "s2-summary" in name
     [b for b in at.button if b.label == "Start"][0].click().run()
@@ -181,9 +182,9 @@ def test_run_page_scoring_mode_refuses_a_served_model(app_env, monkeypatch):
     monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
     save_sample(app_env)
     at = open_page("run")
-    at.radio(key="run_mode").set_value(SCORING_MODE).run()
+    at.radio(key="run_mode_1").set_value(SCORING_MODE).run()
     at.radio[[r.label for r in at.radio].index("Model")].set_value("served (OpenAI-compatible API)").run()
-    at.text_input(key="served_name").set_value("qwen2.5-7b-instruct").run()
+    at.text_input(key="served_name_1").set_value("qwen2.5-7b-instruct").run()
     assert not at.exception, at.exception
     assert any("Prompt scoring reads the probabilities of the score tokens" in e.value for e in at.error)
     assert [b for b in at.button if b.label == "Start"][0].disabled
@@ -317,8 +318,8 @@ def test_export_offers_the_scores_of_a_scoring_run(app_env, monkeypatch):
 def test_scoring_run_from_the_page_with_the_bundled_model(app_env):
     store, _ = save_sample(app_env)
     at = open_page("run")
-    at.radio(key="run_mode").set_value(SCORING_MODE).run()
-    at.number_input(key="n_contexts").set_value(1).run()
+    at.radio(key="run_mode_1").set_value(SCORING_MODE).run()
+    at.number_input(key="n_contexts_1").set_value(1).run()
     [b for b in at.button if b.label == "Start"][0].click().run()
     assert not at.exception, at.exception
     [run] = store.list_runs()

@@ -216,7 +216,8 @@ def test_imported_labels_are_the_importing_admins_unless_mapped(app_env):
     at = app_as("admin@example.org", "pages/annotate.py")
     at.file_uploader(key="labels_file").upload("l.csv", body, "text/csv").run()
     assert "stored as yours (`admin@example.org`)" in texts(at.markdown)
-    at.selectbox(key="map_1").set_value("bob@example.org").run()  # bob's row is bob's
+    next(s for s in at.selectbox if s.label == "File annotator `bob`").set_value(
+        "bob@example.org").run()  # bob's row is bob's
     at.button(key="import_labels").click().run()
     assert not at.exception, at.exception
     assert ("0 already stored, 2 added for aspect `overall`; attributed to `admin@example.org` (1), "

@@ -452,7 +452,7 @@ def test_store_file_and_folder_are_the_owners_only(tmp_path, monkeypatch):
 
 def test_one_private_worker_log_per_run_id(tmp_path, monkeypatch):
     from compassess_core import worker
-    from pages._common import worker_log_path
+    from compassess_core.worker import worker_log_path
     monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
     # Names that a file name would spell alike ("a/b", "a_b") get their own logs.
     assert worker_log_path(7).name == "worker-7.log"

@@ -31,7 +31,7 @@ from sqlalchemy import Table, UniqueConstraint, text, update
 import compassess_core as ca
 from compassess_core.absolute import (TARGET_FIRST, AbsoluteJudgement, AbsoluteKey,
                                       AbsoluteResult, Reference)
-from compassess_core.api.store import _DELETED_FIELDS
+from compassess_core.api.records import _DELETED_FIELDS
 from compassess_core.cli import main
 from compassess_core.data import content_hash
 from compassess_core.errors import InputError, RunNotFoundError

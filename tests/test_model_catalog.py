@@ -128,7 +128,7 @@ def test_run_page_offers_the_models_folder(app_env, tmp_path, monkeypatch):
     model = next(r for r in at.radio if r.label == "Model")
     model.set_value("models folder").run()
     assert not at.exception, at.exception
-    picker = at.selectbox(key="catalog_model")
+    picker = at.selectbox(key="catalog_model_1")   # keyed by the dataset on screen
     assert picker.value == str((folder / "tiny.gguf").resolve())
     assert any("4,096 tokens" in o for o in picker.options)
     catalogs = [df.value for df in at.dataframe if "context window (tokens)" in df.value.columns]

@@ -37,6 +37,47 @@ def test_pages_reach_the_data_only_through_the_python_api():
     assert not offending, "\n".join(offending)
 
 
+#: The modules of ``compassess_core`` a page may call: the Python API, its errors and its
+#: vocabulary of types. Constants of other modules (names in capitals, classes) are vocabulary.
+PAGE_MODULES = {"api", "errors", "types"}
+
+
+def _engine_calls(path: Path) -> list[str]:
+    """Calls in ``path`` of functions of engine modules other than :data:`PAGE_MODULES`, found
+    in its syntax tree: ``module.function()`` of an imported module, or ``function()`` imported
+    from one (capitalised names are classes and constants: vocabulary)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules, functions = {}, {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("compassess_core"):
+            parts = node.module.split(".")
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if len(parts) == 1 and alias.name not in PAGE_MODULES:
+                    modules[name] = alias.name
+                elif len(parts) > 1 and parts[1] not in PAGE_MODULES:
+                    functions[name] = f"{parts[1]}.{alias.name}"
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in functions and fn.id[:1].islower():
+            found.append(f"{path.name}:{node.lineno} {functions[fn.id]}()")
+        elif (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)
+              and fn.value.id in modules and fn.attr[:1].islower()):
+            found.append(f"{path.name}:{node.lineno} {modules[fn.value.id]}.{fn.attr}()")
+    return found
+
+
+def test_pages_call_the_engine_only_through_the_api():
+    """Pages are views over API verbs: no call from a page or app.py into an engine module other
+    than ``api``, ``errors`` and ``types``."""
+    found = [call for path in PAGES for call in _engine_calls(path)]
+    assert not found, "\n".join(found)
+
+
 def _captured_page_export(monkeypatch, fmt: str) -> dict[str, tuple[bytes, bytes | None]]:
     """The files the Export page offers at its defaults (Bradley-Terry, balanced tau*, 95%
     intervals), as ``export.table_bytes`` (the API's one file writer) produced them."""
@@ -133,11 +174,10 @@ def test_a_bad_link_gets_a_friendly_message_and_the_defaults(app_env, query, pro
 def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
     store, dataset_id, run_id = seed_run(app_env)
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("random").run()
-    at.number_input(key="budget").set_value(7).run()
-    at.selectbox(key="run_aspect").set_value("fluency").run()
-    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings:
-    # the live run has no comparison yet, which the page says instead of showing another run.
+    at.selectbox(key="strategy_1").set_value("random").run()
+    at.number_input(key="budget_1").set_value(7).run()
+    at.selectbox(key="run_aspect_1").set_value("fluency").run()
+    # A run whose worker is alive (fresh heartbeat), as Start leaves it, and a visit to Rankings.
     from tests.test_app_pages import settings_for
     live = store.create_run("live-run", dataset_id, settings_for("sample_summeval").to_dict())
     store.set_run_status(live, "running", done=0, total=60, message="loading the judge")
@@ -148,8 +188,8 @@ def test_the_run_page_keeps_its_form_and_watches_the_live_run(app_env):
         assert at.selectbox(key="run_pick_w").value == run_id
     at.switch_page("pages/run.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="watch_w").value == "live-run"
+    assert at.selectbox(key="watch_w").value == live   # the watched run is known by its id
     assert "Status: running" in "\n".join(m.value for m in at.markdown)
-    assert at.selectbox(key="strategy").value == "random"
-    assert at.number_input(key="budget").value == 7
-    assert at.selectbox(key="run_aspect").value == "fluency"
+    assert at.selectbox(key="strategy_1").value == "random"
+    assert at.number_input(key="budget_1").value == 7
+    assert at.selectbox(key="run_aspect_1").value == "fluency"

@@ -168,11 +168,11 @@ def test_the_run_page_builds_the_settings_the_api_builds(app_env, monkeypatch):
     from db.store import Store
     from test_app_pages import open_page, seed_run
     seed_run(app_env)
-    monkeypatch.setattr(common, "start_worker", lambda run: None)
+    monkeypatch.setattr(common.api.Run, "start_worker", lambda run, *a, **k: None)
     at = open_page("run")
-    at.selectbox(key="strategy").set_value("symmetric").run()
-    at.number_input(key="budget").set_value(6).run()
-    at.number_input(key="n_contexts").set_value(2).run()
+    at.selectbox(key="strategy_1").set_value("symmetric").run()
+    at.number_input(key="budget_1").set_value(6).run()
+    at.number_input(key="n_contexts_1").set_value(2).run()
     [t for t in at.text_input if t.label == "Run name"][0].set_value("from-page").run()
     [b for b in at.button if b.label == "Start"][0].click().run()
     assert not at.exception, at.exception

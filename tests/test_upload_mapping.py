@@ -5,6 +5,8 @@ mapping causes named as such, and HTML markup found, reported and stripped on re
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -116,6 +118,22 @@ def upload(at: AppTest, name: str, content: str) -> AppTest:
     return at
 
 
+def map_key(at: AppTest, canon: str) -> str:
+    """The key of the mapping widget of ``canon``: keyed by the file shown (``map_<canon>_<file>``)."""
+    [key] = [s.key for s in at.selectbox if re.fullmatch(f"map_{canon}_[0-9a-f]{{16}}", s.key or "")]
+    return key
+
+
+def strip_key(at: AppTest) -> str:
+    [key] = [c.key for c in at.checkbox if (c.key or "").startswith("strip_markup_")]
+    return key
+
+
+def shown_mapping(at: AppTest) -> dict:
+    return {s.label: s.value for s in at.selectbox if s.label in
+            ("context_id", "context", "candidate_id", "text", "system")}
+
+
 def test_page_saves_a_file_whose_candidates_are_named_by_their_system(app_env):
     at = upload(AppTest.from_file(APP, default_timeout=60).run(), "stories.csv", STORIES)
     mapping = {s.label: s.value for s in at.selectbox if s.label in
@@ -123,7 +141,7 @@ def test_page_saves_a_file_whose_candidates_are_named_by_their_system(app_env):
     assert mapping == {"context_id": "prompt_id", "context": "prompt", "candidate_id": "model",
                        "text": "story", "system": "model"}
     assert "HTML markup found in 2 of 4 candidate texts" in texts(at.warning)
-    assert at.checkbox(key="strip_markup").value is True
+    assert at.checkbox(key=strip_key(at)).value is True
     [b for b in at.button if b.label == "Save to the store"][0].click().run()
     [info] = Store(app_env).list_datasets()
     dataset = Store(app_env).load_dataset(info.id)
@@ -133,7 +151,7 @@ def test_page_saves_a_file_whose_candidates_are_named_by_their_system(app_env):
 
 def test_page_keeps_markup_when_asked(app_env):
     at = upload(AppTest.from_file(APP, default_timeout=60).run(), "stories.csv", STORIES)
-    at.checkbox(key="strip_markup").uncheck().run()
+    at.checkbox(key=strip_key(at)).uncheck().run()
     [b for b in at.button if b.label == "Save to the store"][0].click().run()
     [info] = Store(app_env).list_datasets()
     assert "<b>flames</b>" in Store(app_env).load_dataset(info.id).contexts[0].candidates[0].text
@@ -141,9 +159,9 @@ def test_page_keeps_markup_when_asked(app_env):
 
 def test_page_says_change_the_mapping_when_the_mapping_is_at_fault(app_env):
     at = upload(AppTest.from_file(APP, default_timeout=60).run(), "summaries.csv", SUMMARIES)
-    assert at.selectbox(key="map_candidate_id").value == GENERATE_IDS
+    assert at.selectbox(key=map_key(at, "candidate_id")).value == GENERATE_IDS
     assert not at.error                                      # generated ids: saveable at once
-    at.selectbox(key="map_text").set_value("article").run()  # the article as text and context
+    at.selectbox(key=map_key(at, "text")).set_value("article").run()  # the article as text and context
     message = texts(at.error)
     assert "Change the column mapping above" in message and "Fix the file" not in message
     report = at.dataframe[-1].value
@@ -161,4 +179,55 @@ def test_page_says_why_each_column_is_not_used_and_shows_the_entity_example(app_
     shown = texts(at.caption)
     assert "`engagement` (numbers, not chosen as a reference score)" in shown, shown
     assert "`note` (mostly text, so not a reference score)" in shown, shown
-    assert "(`&amp;` -> `&`)" in at.checkbox(key="strip_markup").label
+    assert "(`&amp;` -> `&`)" in at.checkbox(key=strip_key(at)).label
+
+
+def test_a_new_file_starts_from_its_own_suggested_mapping(app_env):
+    """The mapping belongs to the file: a mapping changed for one file does not carry over to the
+    next one (the widgets are keyed by the file's content), and coming back to the first file
+    finds its own choices."""
+    def box(label: str):   # found by label: what a person sees
+        return next(s for s in at.selectbox if s.label == label)
+    at = upload(AppTest.from_file(APP, default_timeout=60).run(), "summaries.csv", SUMMARIES)
+    box("text").set_value("article").run()
+    box("context").set_value("summary").run()
+    assert shown_mapping(at)["text"] == "article"
+    at.file_uploader[0].upload("stories.csv", STORIES.encode(), "text/csv").run()
+    assert not at.exception, at.exception
+    assert shown_mapping(at) == {"context_id": "prompt_id", "context": "prompt",
+                                 "candidate_id": "model", "text": "story", "system": "model"}
+    assert "No problem found: 2 contexts, 4 candidates" in texts(at.success)
+
+
+# ------------------------------------------------------------------------------------ the API
+
+def test_check_upload_says_what_the_page_shows_and_stores_nothing(app_env):
+    from compassess_core import api
+    store = api.open_store(app_env)
+    check = store.check_upload(STORIES.encode(), file_label="stories.csv", strip_markup=True)
+    assert check.ok and len(check.file_key) == 16 and len(check.table) == 4
+    assert check.suggested == {"context_id": "prompt_id", "context": "prompt", "text": "story",
+                               "system": "model", "candidate_id": "model"}
+    assert check.markup.found and check.stripped and STRIPPED_NOTE in check.dataset.source
+    assert check.task == "story" and check.reads.startswith("Story prompt")
+    assert check.dataset.name == "stories" and check.stored_as is None
+    assert store.datasets().empty                                     # a check stores nothing
+    # a mapping at fault: problems with file, row, column and cause, nothing to store
+    bad = store.check_upload(SUMMARIES.encode(), file_label="summaries.csv",
+                             mapping={"context_id": "doc_id", "context": "article",
+                                      "candidate_id": GENERATE_IDS, "text": "article"})
+    assert not bad.ok and bad.mapping_at_fault and bad.dataset is None
+    assert {p.cause for p in bad.problems} == {"mapping"}
+    with pytest.raises(api.InputError, match="cannot be stored"):
+        store.save_upload(bad)
+    saved = store.save_upload(check)
+    assert saved.new and saved.name == "stories"
+    again = store.check_upload(STORIES.encode(), file_label="copy.csv", strip_markup=True)
+    assert again.stored_as == (saved.id, "stories") and again.file_key == check.file_key
+    assert store.save_upload(again) == api.DatasetSaved(saved.id, "stories", new=False)
+    # an unreadable file: its problem, no table, no key of a file read
+    empty = store.check_upload(b"", file_label="empty.csv")
+    assert not empty.ok and empty.table is None and "empty" in str(empty.problems[0])
+    # bounded: a file over the limit is refused from its size
+    assert "limit" in str(store.check_upload(STORIES.encode(), file_label="s.csv",
+                                             max_bytes=10).problems[0])

@@ -49,12 +49,24 @@ from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
-from .progress import ProgressBar
+from .planning import (JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
+                       judge_servers)
+from .progress import ProgressBar, RunProgress, has_live_worker
 from .run import Run
 from .settings import run_settings, score_settings
-from .store import Deleted, LabelsImported, Store, open_store
+from .records import Deleted, LabelsImported
+from .store import Store, open_store
+from .uploads import DatasetSaved, LabelsCheck, UploadCheck
 from .tuning import Tuning, TuningPlan, TuningResult
 from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
+# What a page or a notebook needs beside the objects: an own template from its text (checked:
+# ``TemplateError`` names what is wrong) and the upload limit (``COMPASSESS_MAX_UPLOAD_MB``).
+from ..limits import max_upload_bytes, max_upload_mb
+from ..prompts import custom_template as template_from_text
+# How a text a person controls is shown inert (bidirectional and control characters as code
+# points), and how a download is named from such names (``export.file_name``).
+from ..limits import visible
+from ..export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
@@ -75,4 +87,10 @@ __all__ = [
     "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
     "RunInterrupted", "NoSystemsError", "Tuning", "TuningPlan", "TuningResult", "TuningOptions",
     "Wording", "Explanation", "OrderReasons",
+    # checking files, planning runs, watching workers
+    "UploadCheck", "DatasetSaved", "LabelsCheck", "RunDefaults", "RunPlan", "PromptPreview",
+    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
+    "template_from_text",
+    "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
+    "EXPORT_FORMATS",
 ]

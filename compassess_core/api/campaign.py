@@ -17,8 +17,10 @@ from ..annotation import ShownPair
 from ..errors import InputError
 from ..limits import check_name
 from ..types import Dataset
+from .verdicts import Verdicts
 
 if TYPE_CHECKING:
+    from .run import Run
     from .store import Store
 
 # ------------------------------------------------------------------------- a campaign
@@ -202,7 +204,80 @@ class Campaign:
         out = self.export_bytes(fmt)
         path.write_bytes(out.data)
         if out.sidecar is not None:
-            path.with_name(path.name + ".settings.json").write_bytes(out.sidecar)
+            path.with_name(export.sidecar_name(path.name)).write_bytes(out.sidecar)
         return path
 
 
+class Campaigns:
+    """The annotation campaigns of a :class:`Store` (its mixin): create, list, get, assign,
+    take off, close and reopen (``compassess campaign``)."""
+
+    def create_campaign(self, name: str, dataset: str | int, aspect: str,
+                        annotators: Sequence[str], *, overlap: int = 2, pairs: str = "all",
+                        n_pairs: int | None = None, guidelines: str = "", created_by: str = "",
+                        seed: int = 0, run: "str | int | Run | None" = None) -> "Campaign":
+        """Create an open annotation campaign (``compassess campaign create``): ``annotators``
+        label pairs of ``dataset`` for ``aspect``, ``overlap`` people per pair, under
+        ``guidelines``. Its pairs are fixed now (``campaigns.choose_pairs``): ``"all"``, a
+        seeded ``"sample"`` of ``n_pairs``, or the ``n_pairs`` most ``"informative"`` for the
+        ranking fused from the labels stored so far and, when given, ``run``'s comparisons.
+
+        Raises
+        ------
+        InputError
+            No such dataset, the name is taken or invalid, a bad overlap, selection or number
+            of pairs.
+        """
+        dataset_id, ds = self._stored_dataset(dataset)
+        human = llm = None
+        if pairs == "informative":
+            human = self.backend.human_judgements_frame(dataset_id, aspect)
+            if run is not None:
+                chosen = run if isinstance(run, Verdicts) else self.get_run(run)
+                llm = chosen.results
+        chosen_pairs = campaigns.choose_pairs(ds, pairs, n_pairs, seed=seed, human_df=human,
+                                              llm=llm)
+        if int(overlap) > len(annotators) and annotators:
+            raise InputError(f"overlap {overlap} needs at least {overlap} annotators; "
+                             f"{len(annotators)} given")
+        self.backend.create_campaign(name, dataset_id, aspect, pairs=chosen_pairs,
+                                     annotators=list(annotators), overlap=overlap,
+                                     selection=pairs, seed=seed, guidelines=guidelines,
+                                     created_by=created_by)
+        return self.campaign(name)
+
+    def campaigns(self, for_identity: str | None = None) -> list["Campaign"]:
+        """Every campaign, oldest first; with ``for_identity`` only those that person is
+        assigned to now (what an annotator may see)."""
+        return [Campaign(self, info) for info in self.backend.list_campaigns(for_identity)]
+
+    def campaign(self, name: str | int) -> "Campaign":
+        """A campaign by name (or id).
+
+        Raises
+        ------
+        InputError
+            No campaign of that name.
+        """
+        return Campaign(self, self.backend.get_campaign(name))
+
+    def assign(self, name: str | int, identities: Sequence[str], *, by: str = "") -> int:
+        """Assign people to a campaign (``compassess campaign assign``); returns how many were
+        new to it."""
+        return self.backend.add_campaign_annotators(self.campaign(name).id, list(identities), by)
+
+    def unassign(self, name: str | int, identities: Sequence[str]) -> int:
+        """Take people off a campaign: their answers stay, they can give no new one."""
+        return self.backend.remove_campaign_annotators(self.campaign(name).id, list(identities))
+
+    def close(self, name: str | int | None = None) -> None:
+        """``close(name)``: close a campaign (no new answer; adjudication still possible).
+        ``close()``: close the store's connections."""
+        if name is None:
+            self.backend.close()
+            return
+        self.backend.set_campaign_status(self.campaign(name).id, "closed")
+
+    def reopen(self, name: str | int) -> None:
+        """Open a closed campaign again."""
+        self.backend.set_campaign_status(self.campaign(name).id, "open")

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import panel
+from ..errors import InputError
 from ..judges_board import JUDGE_COLUMNS, JudgeEntry, JudgesLeaderboard, rank_judges
 from .panel import Panel
+from .settings import _check_at_least
 from .verdicts import Verdicts
 
 __all__ = ["JUDGE_COLUMNS", "JudgesLeaderboard", "judge_entry", "judges_board"]
@@ -44,3 +47,50 @@ def judges_board(judges: list[Verdicts], human: pd.DataFrame, *, dataset: str,
     return rank_judges([judge_entry(j, reference) for j in judges], human, dataset=dataset,
                        aspect=aspect, reference=reference, n_boot=n_boot, level=level, seed=seed,
                        notes=notes)
+
+
+class JudgesBoard:
+    """The leaderboard of judges of a :class:`Store` (its mixin): ``compassess judges``."""
+
+    def judges(self, dataset: str | int, aspect: str, *, reference: str | None = None,
+               n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> JudgesLeaderboard:
+        """The leaderboard of judges (``compassess judges``): every pairwise run and panel on
+        ``dataset`` and ``aspect``, best first: by Cohen's kappa with the people's labels when
+        the aspect has human labels, else by Spearman x100 with the ``reference`` column
+        (default: the column named like the aspect). See :class:`JudgesLeaderboard`.
+
+        Raises
+        ------
+        InputError
+            No such dataset, no judge on it and the aspect, neither human labels nor a reference
+            column, ``n_boot < 1``.
+        """
+        _check_at_least("n_boot", n_boot, 1)
+        if n_boot > panel.MAX_BOOT:
+            raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
+        dataset_id, ds = self._stored_dataset(dataset)
+        if reference is None and aspect in ds.score_columns:
+            reference = aspect
+        if reference is not None and reference not in ds.score_columns:
+            raise InputError(f"dataset '{ds.name}' has no reference column '{reference}' "
+                             f"(it has: {', '.join(ds.score_columns) or 'none'})")
+        human = self.backend.human_judgements_frame(dataset_id, aspect)
+        if len(human) == 0 and reference is None:
+            raise InputError(f"dataset '{ds.name}' has neither human labels for aspect "
+                             f"'{aspect}' nor a reference-score column to rank judges by")
+        judges: list[Verdicts] = [r for r in self.list_runs(dataset_id)
+                                  if r.run_kind.is_pairwise and r.settings.aspect == aspect]
+        judges = [r for r in judges if r.n_comparisons > 0]
+        notes = []
+        for info in self.backend.list_panels(dataset_id):
+            if info.aspect != aspect:
+                continue
+            try:
+                judges.append(Panel(self, info))
+            except InputError as e:
+                notes.append(f"panel '{info.name}' left out: {e}")
+        if not judges:
+            raise InputError(f"no pairwise run or panel on dataset '{ds.name}' and aspect "
+                             f"'{aspect}'")
+        return judges_board(judges, human, dataset=ds.name, aspect=aspect, reference=reference,
+                            n_boot=n_boot, level=level, seed=seed, notes=notes)

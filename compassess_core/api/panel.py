@@ -18,11 +18,12 @@ from ..errors import InputError
 from ..leaderboard import DEFAULT_METHOD
 from ..report import EXAMPLES, RunAudit, ShownComparison
 from ..types import ComparisonTable
+from .records import Deleted, check_shown_name
 from .run import Run
 from .verdicts import ExportFile, Verdicts
 
 if TYPE_CHECKING:
-    from .store import Deleted, Store
+    from .store import Store
 
 # ------------------------------------------------------------------------- panels of judges
 
@@ -247,3 +248,87 @@ class Panel(Verdicts):
     def delete(self, *, dry_run: bool = False) -> Deleted:
         """Delete the panel's definition (:meth:`Store.delete_panel`); its runs stay."""
         return self.store.delete_panel(self.panel_info.id)
+
+
+class Panels:
+    """The panels of judges of a :class:`Store` (its mixin): create, get, list and delete
+    (``compassess panel``)."""
+
+
+    def create_panel(self, name: str, runs: Sequence[str | int | "Run"], *,
+                     weights: str | Sequence[float] = "equal", combine: str = "poe",
+                     scaling: str = "balanced", created_by: str = "") -> "Panel":
+        """Store a panel of judges (``compassess panel create``): two or more pairwise runs on
+        the same dataset and aspect, combined per pair by ``combine`` (``poe``: Gaussian product
+        of experts on the debiased log-odds; ``vote``: majority of debiased verdicts), with
+        ``weights`` ``equal``, ``learnt`` (from the stored human labels) or one number per run;
+        ``scaling``: each member debiased at its own tau* (``balanced``), calibrated on the
+        human labels (``calibrated``), or calibrated where labels exist (``auto``).
+
+        Raises
+        ------
+        InputError
+            Fewer than two runs, a run given twice, runs on different datasets or aspects, a run
+            that is not pairwise, an unknown combination, scaling or weights, a taken name, or
+            learnt weights / calibrated members without human labels (nothing is stored).
+        """
+        handles = [r if isinstance(r, Verdicts) else self.get_run(r) for r in runs]
+        panel.member_names([r.name for r in handles])
+        for r in handles:
+            r._pairwise("a panel")
+            if isinstance(r, Panel):
+                raise InputError(f"'{r.name}' is a panel: a panel's members are runs")
+        first = handles[0]
+        for r in handles[1:]:
+            if r.info.dataset_id != first.info.dataset_id:
+                raise InputError(f"run '{r.name}' judged dataset '{r.info.dataset_name}', run "
+                                 f"'{first.name}' dataset '{first.info.dataset_name}': a panel's "
+                                 "runs judge the same dataset")
+            if r.settings.aspect != first.settings.aspect:
+                raise InputError(f"run '{r.name}' judged aspect '{r.settings.aspect}', run "
+                                 f"'{first.name}' aspect '{first.settings.aspect}': a panel's "
+                                 "runs judge the same aspect")
+        if combine not in panel.COMBINERS:
+            raise InputError(f"unknown combination '{combine}'; choose one of "
+                             f"{', '.join(panel.COMBINERS)}")
+        if scaling not in panel.MEMBER_SCALINGS:
+            raise InputError(f"unknown scaling '{scaling}'; choose one of "
+                             f"{', '.join(panel.MEMBER_SCALINGS)}")
+        parsed = panel.parse_weights(weights, len(handles))
+        panel_id = self.backend.create_panel(
+            name, first.info.dataset_id, first.settings.aspect, [r.id for r in handles],
+            combine=combine, weights=parsed, scaling=scaling, created_by=created_by)
+        try:
+            return Panel(self, self.backend.get_panel(panel_id))
+        except InputError:
+            self.backend.delete_panel(panel_id)
+            raise
+
+    def panel(self, name: str | int) -> "Panel":
+        """A stored panel by name (or id), read back like a :class:`Run`.
+
+        Raises
+        ------
+        InputError
+            No such panel, or it cannot be combined (e.g. learnt weights and the labels gone).
+        """
+        return Panel(self, self.backend.get_panel(name))
+
+    def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
+        """One row per stored panel (of one dataset when given): id, name, dataset, aspect,
+        combine, weights, scaling, members, created_at (``compassess panel list``)."""
+        dataset_id = None if dataset is None else self._dataset_id(dataset)
+        rows = [dict(id=p.id, name=p.name, dataset=p.dataset, aspect=p.aspect,
+                     combine=p.combine, weights=panel.weights_label(p.weights),
+                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at)
+                for p in self.backend.list_panels(dataset_id)]
+        return pd.DataFrame(rows, columns=["id", "name", "dataset", "aspect", "combine",
+                                           "weights", "scaling", "members", "created_at"])
+
+    def delete_panel(self, name: str | int, *, expect_name: str | None = None) -> Deleted:
+        """Delete a panel's definition (``compassess panel delete``); its runs stay.
+        ``expect_name``: the name it was shown under, refused (``ObjectChanged``) when the panel
+        is now called otherwise."""
+        info = self.backend.get_panel(name)
+        check_shown_name("panel", info.id, info.name, expect_name)
+        return Deleted.from_rows(self.backend.delete_panel(info.id))

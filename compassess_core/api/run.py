@@ -11,21 +11,22 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
-from .. import background, explanations, worker
+from .. import absolute, background, explanations, worker
 from ..calibration import calibrated_table, fit_on_labels
 from ..comparative import render_prompt
 from ..context_window import truncated_text
 from ..errors import InputError
+from ..judges.servers import served_model_problem
 from ..prompts import prompt_hash
 from ..report import ShownComparison
+from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
 from ..worker import Reporter
-from .progress import _reporter
+from .progress import RunProgress, _reporter, phase_of, phase_seconds
 from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
 if TYPE_CHECKING:
-    from .store import Deleted
-
+    from .records import Deleted
 
 
 class Run(Verdicts):
@@ -68,6 +69,25 @@ class Run(Verdicts):
         kept = self.truncated_contexts.get(context_id)
         return render_prompt(ctx, ids.index(first), ids.index(second), self.settings,
                              truncated_text(ctx.text, kept))
+
+    @_pairwise_only("a comparison prompt")
+    def chat_prompt(self, context_id: str, first: str, second: str) -> str:
+        """The exact text the run's judge was given for ``first`` (A) against ``second``:
+        :meth:`prompt` in the model's chat template with the answer primer (a served judge:
+        what was sent). Only the model's tokenizer is read (and kept for the next call), never
+        its weights, and no judge server is contacted.
+
+        Raises
+        ------
+        InputError
+            The judge is served by a server not configured here (:attr:`judge_problem`), or
+            its tokenizer cannot be read (``ModelLoadError``).
+        """
+        if self.judge_problem is not None:
+            raise InputError(self.judge_problem)
+        from ..judges.chat_template import rendered_prompt
+        return rendered_prompt(self.settings.model, self.prompt(context_id, first, second),
+                               self.settings.label_words)
 
     @_pairwise_only("calibration on human A/B labels")
     def calibrated(self, aspect: str | None = None) -> "Run":
@@ -133,23 +153,89 @@ class Run(Verdicts):
                 close()
         return self.refresh()
 
-    def start_worker(self, log_path: str | os.PathLike, *,
+    @property
+    def judge_problem(self) -> str | None:
+        """Why this process may not use the run's judge (None: it may): a served judge whose
+        server is not one of the configured servers (``judges.servers``, the allowlist). A
+        run's stored model spec is not trusted: it may come from an imported store."""
+        return served_model_problem(self.settings.model)
+
+    def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Execute the run in a worker process of its own (lower priority, outliving this one),
-        as the app does; it writes progress to the store and its output to ``log_path``.
-        :meth:`refresh` shows how far it got; :meth:`cancel` stops it.
+        as the app does; it writes progress to the store and its output to ``log_path``
+        (default :meth:`worker_log_path`). :meth:`progress` shows how far it got,
+        :meth:`worker_log` what it wrote; :meth:`cancel` stops it.
 
         Raises
         ------
         InputError
-            An in-memory store, which no other process can reach.
+            An in-memory store, which no other process can reach; a worker is already alive
+            for the run; or its judge is served by a server that is not configured here
+            (:attr:`judge_problem`: nothing starts and nothing is requested from it).
         """
         if self.store.in_memory:
             raise InputError("a worker process cannot reach an in-memory store: open a file or "
                              "a database server with open_store(...) to run in the background")
+        self.refresh()
+        if self.judge_problem is not None:
+            raise InputError(self.judge_problem)
+        if is_active(self.state):
+            raise InputError(f"run '{self.name}' already has a live worker")
         # Marked running first, so a second click or a second browser sees a live worker.
-        self.store.backend.set_run_status(self.id, "running", message="worker starting")
-        return worker.start_worker(self.id, self.store.url, Path(log_path), cwd=cwd)
+        self.store.backend.set_run_status(self.id, "running", message="worker starting",
+                                          phase=STARTING_PHASE)
+        return worker.start_worker(self.id, self.store.url,
+                                   Path(log_path or self.worker_log_path), cwd=cwd)
+
+    @property
+    def worker_log_path(self) -> Path:
+        """Where this run's worker processes write (``$COMPASSESS_HOME/logs/worker-<id>.log``)."""
+        return worker.worker_log_path(self.id)
+
+    def worker_log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
+        """The last ``n_lines`` lines its worker wrote ("" before any): the newest log of the
+        runs judged with it (a worker of several runs writes to the first one's)."""
+        _check_at_least("n_lines", n_lines, 1)
+        if log_path is None:
+            paths = [r.worker_log_path for r in self.judged_with()]
+            existing = [p for p in paths if p.exists()]
+            log_path = (max(existing, key=lambda p: p.stat().st_mtime) if existing
+                        else self.worker_log_path)
+        return worker.log_tail(Path(log_path), n_lines)
+
+    def progress(self, *, refresh: bool = True) -> RunProgress:
+        """Where the run stands: its worker state, done and total, the worker's rate, the time
+        left while it works, its phase (:class:`RunProgress`); read from the store afresh unless
+        ``refresh=False`` (then as this handle last read it: cheap, for a list of runs)."""
+        info = (self.refresh() if refresh else self).info
+        kind, state = self._kind, self.state
+        done, total = int(info.done or 0), int(info.total or 0)
+        active = is_active(state)
+        return RunProgress(
+            state=state, state_text=WORKER_STATE_TEXT.get(state, state), done=done, total=total,
+            unit=kind.unit, rate_unit=kind.rate_unit, rate=info.rate or None,
+            eta_s=remaining_s(done, total, info.rate) if active else None,
+            judge_s=info.judge_s or None, phase=phase_of(info) if active else None,
+            message=info.message, phase_s=phase_seconds(info) if active else None)
+
+    def judged_with(self) -> list["Run"]:
+        """The runs judged in one pass with this one (several aspects, one worker: its plan's
+        ``run_group``, in order, those still stored), this run among them; just this run when it
+        was judged alone. Cancel and Resume act on all of them (:meth:`Store.start_worker`)."""
+        ids = [int(i) for i in (self.info.plan or {}).get("run_group") or []]
+        if self.id not in ids:
+            return [self]
+        group = []
+        for run_id in ids:
+            if run_id == self.id:
+                group.append(self)
+                continue
+            try:
+                group.append(self.store.get_run(run_id))
+            except InputError:  # deleted since
+                continue
+        return group
 
     def cancel(self) -> None:
         """Ask whoever executes the run to stop after its micro-batch in flight."""
@@ -263,6 +349,27 @@ class Run(Verdicts):
             [f"--run-id={int(self.id)}", f"--context={context_id}", f"--first={first}",
              f"--second={second}", f"--max-tokens={int(max_tokens)}"],
             self.store.url, Path(log_path), cwd=cwd)
+
+    # ---------------------------------------------------------------- absolute scores
+
+    @property
+    def reference_set(self) -> str:
+        """The stored reference texts an absolute run uses (``upload``, or the identity of the
+        model that writes them): ``Store.references(dataset, aspect, run.reference_set)``."""
+        return absolute.reference_set_key(self.settings, self.info.judge_key)
+
+    def score_range(self, score: str = "level") -> tuple[float, float]:
+        """The range an absolute run's ``score`` can take: ``level`` in [1, N], ``score`` in
+        +-N(N+1)/2 (N reference levels)."""
+        return absolute.score_range(score, self.settings.reference_options.n_levels)
+
+    def comparisons_behind(self, context_id: str, candidate_id: str) -> pd.DataFrame:
+        """The comparisons with references behind one candidate's absolute score, seen from the
+        candidate (``pb_target``, ``pw_target``, ``ps_target``) with each one's contribution
+        to the paper's score."""
+        frame = self.results[0]
+        mine = frame[(frame["context_id"] == context_id) & (frame["candidate_id"] == candidate_id)]
+        return absolute.comparisons_in_target_view(mine)
 
     # ---------------------------------------------------------------------- managing it
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from dataclasses import dataclass
+import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -16,32 +17,34 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, absolute, analysis, annotation, campaigns, panel, worker
+from .. import (__version__, absolute, access, analysis, annotation, export, worker)
 from ..data import Source, load_candidates
-from ..errors import CompAssessError, InputError, ObjectChanged
+from ..errors import CompAssessError, InputError
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
-from ..options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
-from ..prompts import Template, custom_template
+from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+                       for_aspects)
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
-from ..run_loop import worker_state
-from ..settings import GenerationOptions, ReferenceOptions, RunSettings
+from ..run_loop import STARTING_PHASE, is_active, worker_state
+from ..settings import GenerationOptions, ReferenceOptions, RunSettings, run_names
 from ..sink import open_store as _open_backend
-from ..speed import TimeEstimate, estimate_time
+from ..speed import TimeEstimate, estimate_time, shared_work
 from ..annotation import ShownPair
-from ..tuning import TuningOptions
 from ..types import Dataset
 from ..worker import Reporter
-from .campaign import Campaign
-from .judges_board import JudgesLeaderboard, judges_board
-from .panel import Panel
 from .progress import _reporter
 from .run import Run
+from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
-from .tuning import Tuning, TuningPlan, TuningResult, create_tuning, plan_tuning
-from .verdicts import Verdicts
+from .tunings import Tunings
+from .uploads import Uploads
+from .verdicts import ExportFile, Verdicts
+from .campaign import Campaigns
+from .judges_board import JudgesBoard
+from .panel import Panels
+from .records import _DELETED_FIELDS, Deleted, LabelsImported, check_shown_name  # noqa: F401
 
 #: What ``open_store`` takes for a throwaway in-memory store.
 _MEMORY = (":memory:", "sqlite://")
@@ -85,105 +88,13 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
     return Store(_open_backend(url))
 
 
-@dataclass(frozen=True)
-class LabelsImported:
-    """What :meth:`Store.import_labels` stored: ``stored`` new labels; ``already_stored`` were
-    in the store already (one judgement per person, pair and aspect) and were not added;
-    ``attributed``: labels per annotator as stored, and ``attributed_by`` whether the names come
-    from the file's annotator column or from the importer."""
-
-    stored: int
-    already_stored: int
-    dataset: str
-    aspect: str
-    attributed: dict[str, int]
-    attributed_by: str
-
-
-#: ``Deleted``'s field for each store table a delete reports (the table's rows, in words).
-_DELETED_FIELDS = {
-    "datasets": "datasets", "runs": "runs", "comparisons": "comparisons",
-    "candidate_scores": "scores", "absolute_comparisons": "absolute_comparisons",
-    "human_judgements": "labels", "guidelines": "guidelines",
-    "synthetic_references": "references", "contexts": "contexts", "candidates": "candidates",
-    "reference_scores": "reference_scores", "campaigns": "campaigns",
-    "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
-    "panels": "panels", "panel_members": "panel_members",
-    "tunings": "tunings", "explanations": "explanations",
-}
-#: How ``str(Deleted)`` names one and several of each field's rows.
-_DELETED_WORDS = {
-    "datasets": ("dataset", "datasets"), "runs": ("run", "runs"),
-    "comparisons": ("comparison", "comparisons"), "scores": ("candidate score", "candidate scores"),
-    "absolute_comparisons": ("reference comparison", "reference comparisons"),
-    "labels": ("human label", "human labels"), "guidelines": ("guidelines text", "guidelines texts"),
-    "references": ("reference text", "reference texts"), "contexts": ("context", "contexts"),
-    "candidates": ("candidate", "candidates"),
-    "reference_scores": ("reference score", "reference scores"),
-    "campaigns": ("annotation campaign", "annotation campaigns"),
-    "campaign_annotators": ("campaign assignment", "campaign assignments"),
-    "campaign_pairs": ("campaign pair", "campaign pairs"),
-    "panels": ("panel of judges", "panels of judges"),
-    "panel_members": ("panel member", "panel members"),
-    "tunings": ("tuning", "tunings"),
-    "explanations": ("judge's explanation", "judge's explanations"),
-}
-
-
-@dataclass(frozen=True)
-class Deleted:
-    """What :meth:`Store.delete_run` or :meth:`Store.delete_dataset` removed (or, with
-    ``dry_run=True``, would remove): rows of each kind. ``scores`` are a scoring run's candidate
-    scores, ``absolute_comparisons`` an absolute run's comparisons with reference texts,
-    ``labels`` human A/B judgements, ``references`` the reference texts of absolute runs,
-    ``campaigns`` the dataset's annotation campaigns with their assignments and pairs,
-    ``tunings`` its tunings of the judge's wording (their runs are counted as runs),
-    ``explanations`` the judge's stored reasons for verdicts on its texts.
-    ``str()`` says it in words (``1 run, 60 comparisons``)."""
-
-    datasets: int = 0
-    runs: int = 0
-    comparisons: int = 0
-    scores: int = 0
-    absolute_comparisons: int = 0
-    labels: int = 0
-    guidelines: int = 0
-    references: int = 0
-    contexts: int = 0
-    candidates: int = 0
-    reference_scores: int = 0
-    campaigns: int = 0
-    campaign_annotators: int = 0
-    campaign_pairs: int = 0
-    panels: int = 0
-    panel_members: int = 0
-    tunings: int = 0
-    explanations: int = 0
-
-    @classmethod
-    def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":
-        """From the store's rows per table (``db.store.Store.delete_run``'s answer)."""
-        return cls(**{_DELETED_FIELDS[t]: int(n) for t, n in rows.items() if t in _DELETED_FIELDS})
-
-    def __str__(self) -> str:
-        parts = [f"{n:,} {_DELETED_WORDS[f][0 if n == 1 else 1]}"
-                 for f, n in vars(self).items() if n]
-        return ", ".join(parts) or "nothing"
-
-
-def _expect_name(kind: str, object_id: int, name: str, expect_name: str | None) -> None:
-    """Refuse a write aimed at the ``kind`` a page showed as ``expect_name`` when the store's
-    object ``object_id`` is called otherwise now (renamed since the page was drawn)."""
-    if expect_name is not None and name != expect_name:
-        raise ObjectChanged(f"the {kind} shown as '{expect_name}' is now called '{name}' "
-                            f"({kind} id {object_id}): nothing was changed; look again")
-
-
-class Store:
+class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
     """A CompAssess store: datasets, runs and their results, human labels.
 
     Open one with :func:`open_store`. ``backend`` is the persistent store behind it (the
     ``compassess.stores`` entry point, ``db.store.Store``), for what this API does not cover.
+    Checking files before storing them is :class:`~compassess_core.api.uploads.Uploads`'s,
+    planning a run and the judges on this machine :class:`~compassess_core.api.planning.Planning`'s.
     """
 
     def __init__(self, backend) -> None:
@@ -307,18 +218,22 @@ class Store:
             The run is not named ``expect_name`` (renamed since).
         """
         info = self.backend.get_run(name_or_id)
-        _expect_name("run", info.id, info.name, expect_name)
+        check_shown_name("run", info.id, info.name, expect_name)
         return Run(self, info)
 
-    def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
+    def estimate_time(self, data: Source | Dataset | int,
+                      settings: RunSettings | Sequence[RunSettings]) -> TimeEstimate:
         """How long judging a run of ``settings`` on ``data`` takes on this machine (the judge's
         loading not included): the size of its prompts in tokens at the model's median prompt
         tokens per second over its earlier runs here (``speed.estimate_time``; rough defaults,
         which ``TimeEstimate.measured`` and ``sentence()`` say, when none measured it). What the
-        Run page's plan and ``compassess run`` state before judging."""
+        Run page's plan and ``compassess run`` state before judging. Several settings (the
+        aspects of one pass): the runs judged together, what they share counted once
+        (``speed.shared_work``)."""
         dataset = data if isinstance(data, Dataset) else self.read_data(data)[0]
-        return estimate_time(kind_of(settings).prompt_work(dataset, settings),
-                             self.backend.list_runs(), settings.model, settings.device)
+        many = [settings] if isinstance(settings, RunSettings) else list(settings)
+        work = shared_work([kind_of(s).prompt_work(dataset, s) for s in many])
+        return estimate_time(work, self.backend.list_runs(), many[0].model, many[0].device)
 
     def create_run(self, data: Source | Dataset | int, settings: RunSettings, *,
                    name: str | None = None) -> "Run":
@@ -337,6 +252,83 @@ class Store:
             return self._create_run(None, int(data), settings, name)
         return self._create_run(*self.read_data(data), settings, name)
 
+    def create_runs(self, data: Source | Dataset | int, settings: Sequence[RunSettings], *,
+                    name: str | None = None) -> list["Run"]:
+        """:meth:`create_run` for runs to be judged together in one pass (the same data and
+        judge, e.g. one settings per aspect): named ``name-ASPECT`` each (default: each one's
+        own default name). :meth:`execute` or :meth:`start_worker` then judges them together.
+
+        Raises
+        ------
+        InputError
+            As :meth:`create_run`.
+        """
+        if isinstance(data, (int, np.integer)):
+            dataset, dataset_id = None, int(data)
+        else:
+            dataset, dataset_id = self.read_data(data)
+            if dataset_id is None:
+                dataset_id = self.backend.save_dataset(dataset)
+        return [self._create_run(dataset, dataset_id, s, n)
+                for s, n in zip(settings, run_names(name, settings))]
+
+    def execute(self, runs: Sequence["Run | str | int"], *, judge=None,
+                progress: bool | Reporter = True, chunk_size: int | None = None) -> list["Run"]:
+        """Execute (or resume) stored runs together in this process: one judge, loaded once
+        (unless given), judges them in one pass, the prompts of the same pair sharing their
+        context and candidates in its prefix cache (``worker.execute_runs``); each run is
+        stored, resumable and read back on its own. Returns the runs, refreshed.
+
+        Raises
+        ------
+        RunInterrupted, RunCancelled, InputError
+            As :meth:`Run.execute` (a cancel of any of the runs stops them all; each resumes);
+            runs that need different judges are an ``InputError``.
+        """
+        _check_at_least("chunk_size", chunk_size, 1)
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        reporter = _reporter(progress, handles[0]._kind)
+        try:
+            worker.execute_runs_until_stopped(self.backend, [r.id for r in handles], judge=judge,
+                                              reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return [r.refresh() for r in handles]
+
+    def start_worker(self, runs: Sequence["Run | str | int"],
+                     log_path: str | os.PathLike | None = None, *,
+                     cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Execute stored runs together in one worker process of its own (as the app does for
+        several aspects): :meth:`execute` there, writing to ``log_path`` (default: the first
+        run's :attr:`Run.worker_log_path`). A cancel of any of the runs stops the worker; each
+        run resumes on its own or together again. One run: :meth:`Run.start_worker`.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, which no other process can reach; a run with a live worker, or
+            whose judge is served by a server that is not configured here (nothing starts).
+        """
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        if len(handles) == 1:
+            return handles[0].start_worker(log_path, cwd=cwd)
+        if self.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        for r in handles:  # the checks of Run.start_worker, for every run before any starts
+            r.refresh()
+            if r.judge_problem is not None:
+                raise InputError(r.judge_problem)
+            if is_active(r.state):
+                raise InputError(f"run '{r.name}' already has a live worker")
+        for r in handles:  # marked running first, so a second click sees a live worker
+            self.backend.set_run_status(r.id, "running", message="worker starting",
+                                        phase=STARTING_PHASE)
+        return worker.start_worker([r.id for r in handles], self.url,
+                                   Path(log_path or handles[0].worker_log_path), cwd=cwd)
+
     def _create_run(self, dataset: Dataset | None, dataset_id: int | None, settings: RunSettings,
                     name: str | None) -> "Run":
         if dataset_id is None:
@@ -349,12 +341,15 @@ class Store:
             self.backend.create_run(name, dataset_id, settings.to_dict())),
             dataset=dataset if dataset is not None and dataset.name == stored else None)
 
-    def start(self, data: Source | Dataset | int, settings: RunSettings, *,
+    def start(self, data: Source | Dataset | int,
+              settings: RunSettings | Sequence[RunSettings], *,
               name: str | None = None, judge=None, anchors: Source | None = None,
               progress: bool | Reporter = True, chunk_size: int | None = None,
-              threads: int | None = None) -> "Run":
+              threads: int | None = None) -> "Run | list[Run]":
         """Execute a run of ``settings`` on ``data`` in this process and return it, finished:
-        what :meth:`run` and :meth:`score` do once their settings are built.
+        what :meth:`run` and :meth:`score` do once their settings are built. A sequence of
+        settings (one per aspect) makes one run each, judged together in one pass by one judge
+        (:meth:`execute`), named ``name-ASPECT``; the list of runs is returned.
 
         The judge is loaded (unless given) and every prompt checked against its context window
         before anything is stored (the kind's advice, such as a budget too small to rank every
@@ -380,11 +375,16 @@ class Store:
         return self._start(*self.read_data(data), settings, name=name, judge=judge,
                            anchors=anchors, progress=progress, model_options=model_options)
 
-    def _start(self, dataset: Dataset, dataset_id: int | None, settings: RunSettings, *,
+    def _start(self, dataset: Dataset, dataset_id: int | None,
+               settings: RunSettings | Sequence[RunSettings], *,
                name: str | None, judge, anchors: Source | None, progress: bool | Reporter,
-               model_options: ModelOptions) -> "Run":
-        """Execute a run of checked ``settings``; of ``model_options`` only what is not in the
-        settings applies here (``chunk_size``, ``threads``)."""
+               model_options: ModelOptions) -> "Run | list[Run]":
+        """Execute a run of checked ``settings`` (several: together); of ``model_options`` only
+        what is not in the settings applies here (``chunk_size``, ``threads``)."""
+        if not isinstance(settings, RunSettings):
+            return self._start_together(dataset, dataset_id, list(settings), name=name,
+                                        judge=judge, anchors=anchors, progress=progress,
+                                        model_options=model_options)
         kind = kind_of(settings)
         kind.check(settings)
         references = None
@@ -412,7 +412,44 @@ class Store:
                          f"{self.estimate_time(dataset, settings).sentence()}")
         return run.execute(judge=judge, progress=reporter, chunk_size=model_options.chunk_size)
 
-    def run(self, data: Source | Dataset | int, *, aspect: str | None = None,
+    def _start_together(self, dataset: Dataset, dataset_id: int | None,
+                        settings: list[RunSettings], *, name: str | None, judge,
+                        anchors: Source | None, progress: bool | Reporter,
+                        model_options: ModelOptions) -> list["Run"]:
+        """:meth:`_start` of several settings: one judge loaded and every prompt of every run
+        checked against it before anything is stored, then the runs judged together."""
+        if len(settings) == 1:
+            return [self._start(dataset, dataset_id, settings[0], name=name, judge=judge,
+                                anchors=anchors, progress=progress, model_options=model_options)]
+        if anchors is not None:
+            raise InputError("anchor texts belong to one aspect: score several aspects with "
+                             "anchors one run at a time")
+        names = run_names(name, settings)
+        worker.check_one_judge(settings, names)
+        kind = kind_of(settings[0])
+        reporter = _reporter(progress, kind)
+        for s in settings:
+            kind_of(s).check(s)
+            for line in dict.fromkeys(kind_of(s).advice(dataset, s)):
+                reporter.message(f"warning: {s.aspect}: {line}")
+        if model_options.threads:  # process-wide: the judge reads it when it loads
+            os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
+        judge = judge if judge is not None else worker.load_run_judge(settings[0].with_changes(
+            batch_size=max(s.batch_size for s in settings)))
+        for s in settings:
+            kind_of(s).preflight(dataset, s, judge)
+        if dataset_id is None:
+            dataset_id = self.backend.save_dataset(dataset)
+        runs = [self._create_run(dataset, dataset_id, s, n) for s, n in zip(settings, names)]
+        reporter.message(f"{len(runs)} runs of {kind.label} on dataset "
+                         f"'{runs[0].info.dataset_name}', judged together: " + ", ".join(
+                             f"'{r.name}' ({kind_of(s).planned_total(dataset, s):,} "
+                             f"{kind_of(s).unit})" for r, s in zip(runs, settings))
+                         + f"; {self.estimate_time(dataset, settings).sentence()}")
+        return self.execute(runs, judge=judge, progress=reporter,
+                            chunk_size=model_options.chunk_size)
+
+    def run(self, data: Source | Dataset | int, *, aspect: str | Sequence[str] | None = None,
             mode: str = "comparative", template: str | None = None, task: str = "auto",
             strategy: str = RunSettings.strategy, budget: int | None = None,
             model: str | None = None, contexts: int | None = None,
@@ -435,34 +472,49 @@ class Store:
         ``chunk_size``: prompts per judge call (the scope of its prefix cache). ``threads``: CPU
         threads of a local model (process-wide; 0 = all cores).
 
-        Returns the finished :class:`Run`; see :meth:`start` for what is raised.
+        ``aspect`` a list of aspects (``["coherence", "fluency", ...]``): one run per aspect,
+        named ``name-ASPECT`` (default: each its own default name), judged together in one pass
+        by one judge: the prompts of the same pair share the context and both candidates in the
+        judge's prefix cache, only the question differs. Each run is stored, resumable and read
+        back as if run alone (p equal to a separate run's up to fp32 rounding), and the list of
+        runs is returned.
+
+        Returns the finished :class:`Run` (a list for a list of aspects); see :meth:`start`
+        for what is raised.
         """
         if mode == "comparative":  # a named template of the store (a tuning's pick)
             template = self.resolve_template(template)
             if isinstance(options, ComparativeOptions) and isinstance(options.template, str):
                 options = dataclasses.replace(options,
                                               template=self.resolve_template(options.template))
-        kind_options = _run_options(options, Store.run, aspect=aspect, mode=mode,
+        aspects = None if aspect is None or isinstance(aspect, str) else list(aspect)
+        kind_options = _run_options(options, Store.run,
+                                    aspect=aspects[0] if aspects else aspect, mode=mode,
                                     template=template, task=task, strategy=strategy,
                                     budget=budget, seed=seed)
         model_options = _model_options(
             model_options, Store.run, model=model, contexts=contexts, batch_size=batch_size,
             device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
             threads=threads)
-        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
+        return self._start_with(data, for_aspects(kind_options, aspects) if aspects is not None
+                                else kind_options, model_options, name=name, judge=judge,
                                 anchors=None, progress=progress)
 
     def _start_with(self, data, kind_options, model_options: ModelOptions, *, name, judge,
-                    anchors, progress) -> "Run":
-        """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``)."""
+                    anchors, progress) -> "Run | list[Run]":
+        """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``;
+        a list of options: one run each, judged together)."""
         dataset, dataset_id = self.read_data(data)
-        return self._start(dataset, dataset_id,
-                           build_settings(dataset.name, kind_options, model_options,
-                                          text_columns=dataset.text_columns), name=name,
-                           judge=judge, anchors=anchors, progress=progress,
-                           model_options=model_options)
 
-    def score(self, data: Source | Dataset | int, *, aspect: str | None = None,
+        def settings(options):
+            return build_settings(dataset.name, options, model_options,
+                                  text_columns=dataset.text_columns)
+        built = ([settings(o) for o in kind_options] if isinstance(kind_options, list)
+                 else settings(kind_options))
+        return self._start(dataset, dataset_id, built, name=name, judge=judge, anchors=anchors,
+                           progress=progress, model_options=model_options)
+
+    def score(self, data: Source | Dataset | int, *, aspect: str | Sequence[str] | None = None,
               references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
               task: str = "auto", variant: str = ReferenceOptions.variant,
               orders: str = ReferenceOptions.orders,
@@ -482,11 +534,13 @@ class Store:
         ``anchors``: your own reference texts (a CSV file or its bytes, or a DataFrame, with
         columns ``context_id, level, text``) instead of references the model writes. The other
         options are :func:`score_settings`'s and :meth:`run`'s (keywords, or ``options`` and
-        ``model_options`` objects). Returns the finished :class:`Run`; see :meth:`start` for
-        what is raised.
+        ``model_options`` objects); a list of aspects makes one run each, judged together (as
+        :meth:`run`). Returns the finished :class:`Run` (a list for a list of aspects); see
+        :meth:`start` for what is raised.
         """
+        aspects = None if aspect is None or isinstance(aspect, str) else list(aspect)
         kind_options = _score_options(
-            options, Store.score, aspect=aspect, references=references,
+            options, Store.score, aspect=aspects[0] if aspects else aspect, references=references,
             anchors=anchors is not None, task=task, variant=variant, orders=orders,
             max_new_tokens=max_new_tokens, sample=sample, temperature=temperature, seed=seed)
         if anchors is not None and kind_options.reference_set != absolute.UPLOADED:
@@ -496,145 +550,9 @@ class Store:
             model_options, Store.score, model=model, contexts=contexts, batch_size=batch_size,
             device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
             threads=threads)
-        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
+        return self._start_with(data, for_aspects(kind_options, aspects) if aspects is not None
+                                else kind_options, model_options, name=name, judge=judge,
                                 anchors=anchors, progress=progress)
-
-    # ------------------------------------------------- tuning the judge's wording, templates
-
-    def create_tuning(self, data: Source | Dataset | int, *, aspect: str,
-                      name: str | None = None, model: str | None = None, task: str = "auto",
-                      contexts: int = TuningOptions.contexts, holdout: int = 0,
-                      pairs: int | None = None, rounds: int = TuningOptions.rounds,
-                      per_round: int = TuningOptions.per_round, budget: int | None = None,
-                      seed: int = 0, batch_size: int = RunSettings.batch_size,
-                      device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-                      truncate_context: bool = False, created_by: str = "") -> Tuning:
-        """Store ``data`` (when not stored yet) and a tuning of the judge's instruction on it,
-        without executing it: :meth:`Tuning.execute` executes it here, :meth:`Tuning.start_worker`
-        in a process of its own, :meth:`Tuning.plan` says what it costs. The options are
-        :meth:`tune`'s. A tuning of the same name and options is returned (to be resumed).
-
-        Raises
-        ------
-        InputError
-            Bad options (``OptionError`` names the field), too few contexts, or a tuning of
-            that name with other options.
-        """
-        options = TuningOptions(model=model or "", task=task, contexts=contexts,
-                                holdout=holdout, pairs=pairs, rounds=rounds,
-                                per_round=per_round, budget=budget, seed=seed,
-                                batch_size=batch_size, device=device, dtype=dtype,
-                                truncate_context=truncate_context)
-        return create_tuning(self, data, aspect=aspect, name=name, options=options,
-                             created_by=created_by)
-
-    def plan_tuning(self, dataset: str | int, *, aspect: str, **options) -> TuningPlan:
-        """What a tuning of ``options`` (:meth:`create_tuning`'s keywords but ``name`` and
-        ``created_by``) on a stored dataset would cost, without storing it
-        (:class:`TuningPlan`: wordings, comparisons, time at this machine's measured speed).
-
-        Raises
-        ------
-        InputError
-            Bad options, too few contexts, or a budget below one wording.
-        """
-        options.setdefault("model", None)
-        options["model"] = options["model"] or ""
-        return plan_tuning(self, self._dataset_id(dataset), aspect=aspect,
-                           options=TuningOptions(**options))
-
-    def tune(self, data: Source | Dataset | int, *, aspect: str, name: str | None = None,
-             model: str | None = None, task: str = "auto",
-             contexts: int = TuningOptions.contexts, holdout: int = 0,
-             pairs: int | None = None, rounds: int = TuningOptions.rounds,
-             per_round: int = TuningOptions.per_round, budget: int | None = None,
-             seed: int = 0, batch_size: int = RunSettings.batch_size,
-             device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-             truncate_context: bool = False, judge=None, writer=None,
-             progress: bool | Reporter = True, threads: int | None = None,
-             n_boot: int = 1000) -> TuningResult:
-        """Tune the judge's instruction on ``data`` for ``aspect`` without labels
-        (``compassess tune``): the library's T1 and T2 for the task and built-in paraphrases,
-        then ``rounds`` greedy rounds of ``per_round`` paraphrases of the fairest wording so far
-        written by the judge (or ``writer``), each judged on every ordered pair (or ``pairs``
-        per context) of the first ``contexts`` contexts and picked by ZEPO's fairness (how far
-        its raw P(A) is from 1/2; ``tuning``), within ``budget`` comparisons in all. Where the
-        data has human labels or a reference column, each wording's agreement is measured on
-        the next ``holdout`` contexts, which the pick never sees. The fairest is saved as the
-        template named like the tuning (``name``; default dataset-aspect-model), which
-        ``run(template=NAME)`` takes. Every wording is a run ``tune-<name>-<key>``: a tuning of
-        the same name resumes, nothing stored is judged again. The cost is reported first.
-
-        Returns the :class:`TuningResult` (the table of wordings, the pick, the template).
-
-        Raises
-        ------
-        RunInterrupted, RunCancelled
-            Stopped: everything judged is stored; the same call resumes.
-        InputError
-            Bad options, data, or a judge that cannot load.
-        """
-        t = self.create_tuning(data, aspect=aspect, name=name, model=model, task=task,
-                               contexts=contexts, holdout=holdout, pairs=pairs, rounds=rounds,
-                               per_round=per_round, budget=budget, seed=seed,
-                               batch_size=batch_size, device=device, dtype=dtype,
-                               truncate_context=truncate_context)
-        return t.execute(judge=judge, writer=writer, progress=progress, threads=threads,
-                         n_boot=n_boot)
-
-    def tuning(self, name_or_id: str | int) -> Tuning:
-        """A stored tuning by name or id.
-
-        Raises
-        ------
-        InputError
-            No tuning of that name or id.
-        """
-        return Tuning(self, self.backend.get_tuning(name_or_id))
-
-    def tunings(self, dataset: str | int | None = None) -> list[Tuning]:
-        """Every stored tuning (of one dataset when given), oldest first."""
-        dataset_id = None if dataset is None else self._dataset_id(dataset)
-        return [Tuning(self, info) for info in self.backend.list_tunings(dataset_id)]
-
-    def templates(self) -> pd.DataFrame:
-        """One row per named template: name, noun, tuning (that saved it), source, text."""
-        rows = [dict(name=t.name, noun=t.noun, tuning=t.tuning, source=t.source, text=t.text,
-                     updated_at=t.updated_at) for t in self.backend.list_templates()]
-        return pd.DataFrame(rows, columns=["name", "noun", "tuning", "source", "text",
-                                           "updated_at"])
-
-    def save_template(self, name: str, text: str, *, noun: str | None = None,
-                      created_by: str = "") -> None:
-        """Store your own template under ``name`` (``{context} {a} {b} {aspect}``; the answer
-        noun guessed from it unless given), for ``run(template=name)``.
-
-        Raises
-        ------
-        InputError
-            A bad template or name, or the name taken by another text.
-        """
-        template = custom_template(text, name=name, noun=noun)
-        self.backend.save_template(name, template.text, template.noun, source="saved by hand",
-                                   created_by=created_by)
-
-    def delete_template(self, name: str) -> bool:
-        """Delete a named template (runs that used it keep their copy of its text)."""
-        return self.backend.delete_template(name)
-
-    def resolve_template(self, spec: str | Template | None) -> str | Template | None:
-        """What a run's ``template`` names: ``t1``/``t2``/``s1``/``s2`` and an existing template
-        file stay as given; otherwise a named template of the store (a tuning's pick) becomes
-        the :class:`~compassess_core.prompts.Template` it holds; anything else stays (and the
-        run refuses it, naming it)."""
-        if spec is None or isinstance(spec, Template):
-            return spec
-        if spec.lower() in ("t1", "t2", "s1", "s2") or Path(spec).is_file():
-            return spec
-        stored = self.backend.get_template(spec)
-        if stored is None or str(spec).isdigit() and stored.name != spec:
-            return spec
-        return Template(name=stored.name, text=stored.text, noun=stored.noun)
 
     # ---------------------------------------------------------------------- human labels
 
@@ -645,20 +563,30 @@ class Store:
         by_name = [] if isinstance(dataset, (int, np.integer)) else [d for d in infos
                                                                       if d.name == dataset]
         for d in by_name or [d for d in infos if str(d.id) == str(dataset)]:
-            _expect_name("dataset", d.id, d.name, expect_name)
+            check_shown_name("dataset", d.id, d.name, expect_name)
             return d.id
         if isinstance(dataset, (int, np.integer)):
             raise InputError(f"no stored dataset has the id {int(dataset)} (deleted?)")
         raise InputError(f"no stored dataset named '{dataset}'")
 
+    def _stored_dataset(self, dataset: str | int) -> tuple[int, Dataset]:
+        """A stored dataset's id and content, from its name or id."""
+        dataset_id = self._dataset_id(dataset)
+        return dataset_id, self.backend.load_dataset(dataset_id)
+
     def import_labels(self, source: Source, *, dataset: str | int, aspect: str = "overall",
                       annotator: str | None = None,
-                      annotators: Mapping[str, str] | None = None) -> LabelsImported:
+                      annotators: Mapping[str, str] | None = None,
+                      mapping: Mapping[str, str | None] | None = None,
+                      file_label: str | None = None,
+                      expect_name: str | None = None) -> LabelsImported:
         """Validate human A/B labels (a file, its bytes or a DataFrame with columns
         ``context_id, candidate_a, candidate_b, winner[, annotator]``; ``winner`` one of the two
-        ids or ``tie``) against a stored dataset and store them for ``aspect``:
-        ``compassess import-labels``. Importing the same labels again adds nothing (the store
-        keeps one judgement per person, pair and aspect).
+        ids, ``tie``, or the side's column name) against a stored dataset and store them for
+        ``aspect``: ``compassess import-labels``. ``mapping``: label column -> the file's column
+        for a file named otherwise (``{"context_id": "question_id", "candidate_a": "model_a",
+        ...}``; :meth:`check_labels` suggests one). Importing the same labels again adds nothing
+        (the store keeps one judgement per person, pair and aspect).
 
         Who the labels are from: by default the file's ``annotator`` column. With ``annotator``
         (the person importing, as the app does), every label is attributed to that name except
@@ -670,10 +598,12 @@ class Store:
             Every problem of the labels, each with its row and column; nothing is stored.
         InputError
             No stored dataset of that name or id, or a bad annotator name.
+        ObjectChanged
+            The dataset is not named ``expect_name`` (the name it was shown under).
         """
-        dataset_id = self._dataset_id(dataset)
+        dataset_id = self._dataset_id(dataset, expect_name=expect_name)
         ds = self.backend.load_dataset(dataset_id)
-        labels = load_human_labels(source, ds)
+        labels = load_human_labels(source, ds, file_label=file_label, column_map=mapping)
         attributed_by = "the file's annotator column"
         if annotator is not None:
             labels = attribute(labels, check_name(annotator, "annotator", dash_first=True),
@@ -690,6 +620,24 @@ class Store:
         stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
         ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
+
+    def human_labels_bytes(self, dataset: str | int, aspect: str, fmt: str = "csv") -> ExportFile:
+        """:meth:`human_labels` of ``aspect`` as the bytes of a ``fmt`` file (``csv``, ``json``,
+        ``parquet``) with the dataset, aspect and count recorded (inside JSON, in the sidecar of
+        CSV and Parquet): the Agreement page's download. CSV cells a spreadsheet would execute
+        are neutralised.
+
+        Raises
+        ------
+        InputError
+            An unknown dataset or format.
+        """
+        dataset_id = self._dataset_id(dataset)
+        frame = self.backend.human_judgements_frame(dataset_id, aspect)
+        name = next(d.name for d in self.backend.list_datasets() if d.id == dataset_id)
+        meta = dict(dataset=name, aspect=aspect, n_judgements=len(frame))
+        data, sidecar = export.table_bytes(frame, fmt, what="human_judgements", metadata=meta)
+        return ExportFile(data=data, sidecar=sidecar, frame=frame, metadata=meta)
 
     # ------------------------------------------------------------------- the audit report
 
@@ -899,8 +847,7 @@ class Store:
                 raise InputError("a Dataset given to next_pair needs its dataset_id")
             ds = dataset
         else:
-            dataset_id = self._dataset_id(dataset)
-            ds = self.backend.load_dataset(dataset_id)
+            dataset_id, ds = self._stored_dataset(dataset)
         human = self.backend.human_judgements_frame(dataset_id, aspect)
         llm, tau = None, 0.5
         if run is not None:
@@ -918,9 +865,10 @@ class Store:
         """The annotation guidelines of a dataset ("" when none were written)."""
         return self.backend.get_guidelines(self._dataset_id(dataset))
 
-    def set_guidelines(self, dataset: str | int, text: str) -> None:
+    def set_guidelines(self, dataset: str | int, text: str, *,
+                       expect_name: str | None = None) -> None:
         """Replace the annotation guidelines of a dataset."""
-        self.backend.set_guidelines(self._dataset_id(dataset), text)
+        self.backend.set_guidelines(self._dataset_id(dataset, expect_name=expect_name), text)
 
     def people(self) -> list:
         """Everyone with a role (``identity``, ``role``, ``added_by``, ``created_at``)."""
@@ -950,6 +898,17 @@ class Store:
             The last admin.
         """
         return self.backend.remove_person(identity)
+
+    def signed_out_through(self, identity: str) -> int | None:
+        """The issue time (seconds since 1970) up to which ``identity``'s sign-ins have ended: the
+        last sign-out recorded (``access.signed_out_through``); None when they never signed out."""
+        return self.backend.signed_out_through(identity)
+
+    def record_sign_out(self, identity: str, token_issued_at: object) -> None:
+        """``identity`` signs out now with a token issued at ``token_issued_at``: that token and
+        their earlier ones stop signing them in (``access.sign_in_problem``)."""
+        self.backend.record_sign_out(identity,
+                                     access.signed_out_through(token_issued_at, time.time()))
 
     def references(self, dataset: str | int, aspect: str, reference_set: str) -> list:
         """The reference texts of an absolute run's set (``absolute.Reference``), by context and
@@ -987,202 +946,3 @@ class Store:
         """Delete a set's references (of one context when given), so the run writes them anew."""
         return self.backend.delete_references(self._dataset_id(dataset), aspect, reference_set,
                                               context_id)
-
-    # ---------------------------------------------------------------- annotation campaigns
-
-    def create_campaign(self, name: str, dataset: str | int, aspect: str,
-                        annotators: Sequence[str], *, overlap: int = 2, pairs: str = "all",
-                        n_pairs: int | None = None, guidelines: str = "", created_by: str = "",
-                        seed: int = 0, run: "str | int | Run | None" = None) -> "Campaign":
-        """Create an open annotation campaign (``compassess campaign create``): ``annotators``
-        label pairs of ``dataset`` for ``aspect``, ``overlap`` people per pair, under
-        ``guidelines``. Its pairs are fixed now (``campaigns.choose_pairs``): ``"all"``, a
-        seeded ``"sample"`` of ``n_pairs``, or the ``n_pairs`` most ``"informative"`` for the
-        ranking fused from the labels stored so far and, when given, ``run``'s comparisons.
-
-        Raises
-        ------
-        InputError
-            No such dataset, the name is taken or invalid, a bad overlap, selection or number
-            of pairs.
-        """
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
-        human = llm = None
-        if pairs == "informative":
-            human = self.backend.human_judgements_frame(dataset_id, aspect)
-            if run is not None:
-                chosen = run if isinstance(run, Verdicts) else self.get_run(run)
-                llm = chosen.results
-        chosen_pairs = campaigns.choose_pairs(ds, pairs, n_pairs, seed=seed, human_df=human,
-                                              llm=llm)
-        if int(overlap) > len(annotators) and annotators:
-            raise InputError(f"overlap {overlap} needs at least {overlap} annotators; "
-                             f"{len(annotators)} given")
-        self.backend.create_campaign(name, dataset_id, aspect, pairs=chosen_pairs,
-                                     annotators=list(annotators), overlap=overlap,
-                                     selection=pairs, seed=seed, guidelines=guidelines,
-                                     created_by=created_by)
-        return self.campaign(name)
-
-    def campaigns(self, for_identity: str | None = None) -> list["Campaign"]:
-        """Every campaign, oldest first; with ``for_identity`` only those that person is
-        assigned to now (what an annotator may see)."""
-        return [Campaign(self, info) for info in self.backend.list_campaigns(for_identity)]
-
-    def campaign(self, name: str | int) -> "Campaign":
-        """A campaign by name (or id).
-
-        Raises
-        ------
-        InputError
-            No campaign of that name.
-        """
-        return Campaign(self, self.backend.get_campaign(name))
-
-    def assign(self, name: str | int, identities: Sequence[str], *, by: str = "") -> int:
-        """Assign people to a campaign (``compassess campaign assign``); returns how many were
-        new to it."""
-        return self.backend.add_campaign_annotators(self.campaign(name).id, list(identities), by)
-
-    def unassign(self, name: str | int, identities: Sequence[str]) -> int:
-        """Take people off a campaign: their answers stay, they can give no new one."""
-        return self.backend.remove_campaign_annotators(self.campaign(name).id, list(identities))
-
-    def close(self, name: str | int | None = None) -> None:
-        """``close(name)``: close a campaign (no new answer; adjudication still possible).
-        ``close()``: close the store's connections."""
-        if name is None:
-            self.backend.close()
-            return
-        self.backend.set_campaign_status(self.campaign(name).id, "closed")
-
-    def reopen(self, name: str | int) -> None:
-        """Open a closed campaign again."""
-        self.backend.set_campaign_status(self.campaign(name).id, "open")
-
-    # ------------------------------------------------------------------- panels of judges
-
-    def create_panel(self, name: str, runs: Sequence[str | int | "Run"], *,
-                     weights: str | Sequence[float] = "equal", combine: str = "poe",
-                     scaling: str = "balanced", created_by: str = "") -> "Panel":
-        """Store a panel of judges (``compassess panel create``): two or more pairwise runs on
-        the same dataset and aspect, combined per pair by ``combine`` (``poe``: Gaussian product
-        of experts on the debiased log-odds; ``vote``: majority of debiased verdicts), with
-        ``weights`` ``equal``, ``learnt`` (from the stored human labels) or one number per run;
-        ``scaling``: each member debiased at its own tau* (``balanced``), calibrated on the
-        human labels (``calibrated``), or calibrated where labels exist (``auto``).
-
-        Raises
-        ------
-        InputError
-            Fewer than two runs, a run given twice, runs on different datasets or aspects, a run
-            that is not pairwise, an unknown combination, scaling or weights, a taken name, or
-            learnt weights / calibrated members without human labels (nothing is stored).
-        """
-        handles = [r if isinstance(r, Verdicts) else self.get_run(r) for r in runs]
-        panel.member_names([r.name for r in handles])
-        for r in handles:
-            r._pairwise("a panel")
-            if isinstance(r, Panel):
-                raise InputError(f"'{r.name}' is a panel: a panel's members are runs")
-        first = handles[0]
-        for r in handles[1:]:
-            if r.info.dataset_id != first.info.dataset_id:
-                raise InputError(f"run '{r.name}' judged dataset '{r.info.dataset_name}', run "
-                                 f"'{first.name}' dataset '{first.info.dataset_name}': a panel's "
-                                 "runs judge the same dataset")
-            if r.settings.aspect != first.settings.aspect:
-                raise InputError(f"run '{r.name}' judged aspect '{r.settings.aspect}', run "
-                                 f"'{first.name}' aspect '{first.settings.aspect}': a panel's "
-                                 "runs judge the same aspect")
-        if combine not in panel.COMBINERS:
-            raise InputError(f"unknown combination '{combine}'; choose one of "
-                             f"{', '.join(panel.COMBINERS)}")
-        if scaling not in panel.MEMBER_SCALINGS:
-            raise InputError(f"unknown scaling '{scaling}'; choose one of "
-                             f"{', '.join(panel.MEMBER_SCALINGS)}")
-        parsed = panel.parse_weights(weights, len(handles))
-        panel_id = self.backend.create_panel(
-            name, first.info.dataset_id, first.settings.aspect, [r.id for r in handles],
-            combine=combine, weights=parsed, scaling=scaling, created_by=created_by)
-        try:
-            return Panel(self, self.backend.get_panel(panel_id))
-        except InputError:
-            self.backend.delete_panel(panel_id)
-            raise
-
-    def panel(self, name: str | int) -> "Panel":
-        """A stored panel by name (or id), read back like a :class:`Run`.
-
-        Raises
-        ------
-        InputError
-            No such panel, or it cannot be combined (e.g. learnt weights and the labels gone).
-        """
-        return Panel(self, self.backend.get_panel(name))
-
-    def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
-        """One row per stored panel (of one dataset when given): id, name, dataset, aspect,
-        combine, weights, scaling, members, created_at (``compassess panel list``)."""
-        dataset_id = None if dataset is None else self._dataset_id(dataset)
-        rows = [dict(id=p.id, name=p.name, dataset=p.dataset, aspect=p.aspect,
-                     combine=p.combine, weights=panel.weights_label(p.weights),
-                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at)
-                for p in self.backend.list_panels(dataset_id)]
-        return pd.DataFrame(rows, columns=["id", "name", "dataset", "aspect", "combine",
-                                           "weights", "scaling", "members", "created_at"])
-
-    def delete_panel(self, name: str | int, *, expect_name: str | None = None) -> Deleted:
-        """Delete a panel's definition (``compassess panel delete``); its runs stay.
-        ``expect_name``: the name it was shown under, refused (``ObjectChanged``) when the panel
-        is now called otherwise."""
-        info = self.backend.get_panel(name)
-        _expect_name("panel", info.id, info.name, expect_name)
-        return Deleted.from_rows(self.backend.delete_panel(info.id))
-
-    def judges(self, dataset: str | int, aspect: str, *, reference: str | None = None,
-               n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> JudgesLeaderboard:
-        """The leaderboard of judges (``compassess judges``): every pairwise run and panel on
-        ``dataset`` and ``aspect``, best first: by Cohen's kappa with the people's labels when
-        the aspect has human labels, else by Spearman x100 with the ``reference`` column
-        (default: the column named like the aspect). See :class:`JudgesLeaderboard`.
-
-        Raises
-        ------
-        InputError
-            No such dataset, no judge on it and the aspect, neither human labels nor a reference
-            column, ``n_boot < 1``.
-        """
-        _check_at_least("n_boot", n_boot, 1)
-        if n_boot > panel.MAX_BOOT:
-            raise InputError(f"n_boot must be at most {panel.MAX_BOOT:,}, not {n_boot:,}")
-        dataset_id = self._dataset_id(dataset)
-        ds = self.backend.load_dataset(dataset_id)
-        if reference is None and aspect in ds.score_columns:
-            reference = aspect
-        if reference is not None and reference not in ds.score_columns:
-            raise InputError(f"dataset '{ds.name}' has no reference column '{reference}' "
-                             f"(it has: {', '.join(ds.score_columns) or 'none'})")
-        human = self.backend.human_judgements_frame(dataset_id, aspect)
-        if len(human) == 0 and reference is None:
-            raise InputError(f"dataset '{ds.name}' has neither human labels for aspect "
-                             f"'{aspect}' nor a reference-score column to rank judges by")
-        judges: list[Verdicts] = [r for r in self.list_runs(dataset_id)
-                                  if r.run_kind.is_pairwise and r.settings.aspect == aspect]
-        judges = [r for r in judges if r.n_comparisons > 0]
-        notes = []
-        for info in self.backend.list_panels(dataset_id):
-            if info.aspect != aspect:
-                continue
-            try:
-                judges.append(Panel(self, info))
-            except InputError as e:
-                notes.append(f"panel '{info.name}' left out: {e}")
-        if not judges:
-            raise InputError(f"no pairwise run or panel on dataset '{ds.name}' and aspect "
-                             f"'{aspect}'")
-        return judges_board(judges, human, dataset=ds.name, aspect=aspect, reference=reference,
-                            n_boot=n_boot, level=level, seed=seed, notes=notes)
-
-

@@ -239,11 +239,18 @@ class Verdicts:
             self._views[key] = (view, *split)
         return self._views[key]
 
+    @property
+    def default_reference(self) -> str | None:
+        """The reference-score column a run is checked against by default: the one named like
+        its aspect or a synonym of it (``prompts.reference_column``: ``engagement`` for
+        ``engagingness``); None when the dataset has none."""
+        return prompts.reference_column(self.settings.aspect, self.dataset.score_columns)
+
     def _options(self, *, method: str = "win-ratio", debias: str | float = "none",
                  ci: bool = False, which: str = "expected", score: str = "level",
                  threshold: float | None = None, reference: str | None = None) -> ReadOptions:
         if reference is None:  # the aspect's column, or its synonym's (engagement)
-            reference = prompts.reference_column(self.settings.aspect, self.dataset.score_columns)
+            reference = self.default_reference
         return ReadOptions(method=method, debias=str(debias), ci=ci, which=which, score=score,
                            threshold=threshold, reference=reference)
 
@@ -759,7 +766,7 @@ class Verdicts:
         path.write_bytes(exported.data)
         if exported.sidecar is None:
             return [path]
-        sidecar = path.with_name(path.name + ".settings.json")
+        sidecar = path.with_name(export.sidecar_name(path.name))
         sidecar.write_bytes(exported.sidecar)
         return [path, sidecar]
 

@@ -152,6 +152,21 @@ def check_configured(base_url: str, environ: Mapping[str, str] | None = None) ->
                      "COMPASSESS_OPENAI_API_KEY) where the app runs")
 
 
+def served_model_problem(model: str | None) -> str | None:
+    """Why the app may not use the judge ``model`` (None: it may): a served model spec
+    (``openai:``/``openai-completions:``) that is malformed or names a server that is not one of
+    :func:`configured_servers`. Local models have no server, so no problem. What the app checks
+    before it stores a run, starts a worker or renders a run's prompt through its server."""
+    from .openai_judge import is_openai_spec, parse_spec
+    if not is_openai_spec(model):
+        return None
+    try:
+        check_configured(parse_spec(str(model)).base_url)
+    except InputError as e:
+        return str(e)
+    return None
+
+
 # A served model's name: what vLLM, TGI, Ollama and OpenAI use (org/name, name:tag, dots, dashes).
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
 

@@ -4,8 +4,8 @@ wordings it tried, each judged by a run of its own) and ``explanations`` (what a
 when asked why it gave a stored verdict, keyed by the judge and the prompt like the comparison
 cache). Downgrading drops the three tables (the tunings' runs stay).
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0014'
-down_revision: str | None = '0013'
+revision: str = '0015'
+down_revision: str | None = '0014'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
