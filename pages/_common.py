@@ -620,14 +620,6 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
 EXPLAIN_WORKERS = "explain_workers"
 
 
-def explain_log_path(run_id: int, context_id: str, first: str, second: str) -> Path:
-    """The log of the worker that asks a run's judge for its reasons on one pair (named by a
-    hash: ids may hold characters a file name cannot)."""
-    import hashlib
-    digest = hashlib.sha256(f"{context_id}\x00{first}\x00{second}".encode()).hexdigest()[:16]
-    return home_dir() / "logs" / f"explain-{int(run_id)}-{digest}.log"
-
-
 def _show_reasons(found) -> None:
     cols = st.columns(len(found.orders))
     for col, order in zip(cols, found.orders):
@@ -664,18 +656,16 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
     key = (db_url(), run.id, context_id, first, second)
     workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})
     proc = workers.get(key)
-    log = explain_log_path(run.id, context_id, first, second)
+    log = run.api.explain_log_path(context_id, first, second)
     if proc is not None and proc.poll() is None:
         st.fragment(_await_reasons, run_every=2.0)(run, context_id, first, second)
         return
     if any(o.text is not None for o in found.orders):
         _show_reasons(found)
     if proc is not None and proc.poll() not in (None, 0):
-        st.warning(f"The judge wrote no reasons: {plain(log_tail(log, 3))}",
+        st.warning(f"The judge wrote no reasons: {plain(run.api.worker_log(3, log))}",
                    icon=":material/error:")
-    try:
-        check_app_model(run.settings.model)
-    except CompAssessError:
+    if run.api.judge_problem is not None:
         st.caption("This run's judge server is not one of the servers configured for this app: "
                    "its reasons cannot be asked for here (`compassess explain` can).")
         return

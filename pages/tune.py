@@ -17,20 +17,15 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.errors import CompAssessError
 from compassess_core.models import BUNDLED_MODEL
-from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS, default_aspect
+from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
 from pages._auth import guard, recheck, require, viewer
-from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, home_dir,
-                           log_tail, pick_dataset, plain)
+from pages._common import REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset, plain
 from pages._judges import local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
-#: The tuning this page watches (its id), set by Start or the picker.
+#: The tuning this page watches (its id) per dataset, set by Start or the picker.
 WATCH = "tune_watch"
-
-
-def log_path(tuning_id: int):
-    return home_dir() / "logs" / f"tuning-{int(tuning_id)}.log"
 
 
 st.title("Tune the judge's wording")
@@ -56,31 +51,34 @@ with st.container(border=True):
     st.markdown("**What to tune**")
     c1, c2, c3 = st.columns(3)
     presets = list(ASPECT_ADJECTIVES)
+    start_aspect = store.run_defaults(info.id).aspect   # the labels' aspect, else the scores'
     aspect = c1.selectbox("Aspect", presets,
-                          index=presets.index(default_aspect(dataset.score_columns)),
-                          key="tune_aspect")
-    task = c1.selectbox("Wording", ("auto",) + TASKS, key="tune_task",
+                          index=presets.index(start_aspect) if start_aspect in presets else 0,
+                          key=f"tune_aspect_{info.id}")
+    task = c1.selectbox("Wording", ("auto",) + TASKS, key=f"tune_task_{info.id}",
                         format_func=lambda t: t if t == "auto" else
                         f"{t}: {TASK_WORDING[t].noun} A/B, {TASK_WORDING[t].source}")
-    model_kind = c1.radio("Judge", ("bundled default", "models folder"), key="tune_model_kind",
+    model_kind = c1.radio("Judge", ("bundled default", "models folder"),
+                          key=f"tune_model_kind_{info.id}",
                           horizontal=True)
     model = (BUNDLED_MODEL if model_kind == "bundled default"
-             else local_model_picker(c1, key="tune_catalog_model"))
+             else local_model_picker(c1, key=f"tune_catalog_model_{info.id}"))
     contexts = c2.number_input(f"Contexts to tune on (the first N of {n})", 1, n,
-                               min(api.TuningOptions.contexts, n), key="tune_contexts")
+                               min(api.TuningOptions.contexts, n), key=f"tune_contexts_{info.id}")
     holdout = c2.number_input("Held-out contexts (the next M; agreement only)", 0,
-                              max(0, n - int(contexts)), 0, key="tune_holdout")
+                              max(0, n - int(contexts)), 0, key=f"tune_holdout_{info.id}")
     pairs = c2.number_input("Comparisons per context (0: every ordered pair)", 0, 100_000, 0,
-                            key="tune_pairs",
+                            key=f"tune_pairs_{info.id}",
                             help="Both orders of each pair (symmetric selection), so the flip "
                                  "rate can be measured.")
     rounds = c3.number_input("Rounds of paraphrases the judge writes", 0, 10,
-                             api.TuningOptions.rounds, key="tune_rounds")
+                             api.TuningOptions.rounds, key=f"tune_rounds_{info.id}")
     per_round = c3.number_input("Paraphrases per round", 1, 10, api.TuningOptions.per_round,
-                                key="tune_per_round")
+                                key=f"tune_per_round_{info.id}")
     budget = c3.number_input("Budget (most comparisons in all; 0: none)", 0, 10_000_000, 0,
-                             key="tune_budget")
-    name = c3.text_input("Name (of the tuning and the template it saves)", key="tune_name",
+                             key=f"tune_budget_{info.id}")
+    name = c3.text_input("Name (of the tuning and the template it saves)",
+                         key=f"tune_name_{info.id}",
                          max_chars=180, placeholder="default: dataset-aspect-model").strip()
 
 options = dict(model=model, task=task, contexts=int(contexts), holdout=int(holdout),
@@ -94,7 +92,8 @@ if model:
         st.caption(f"Agreement: {plain(plan.agreement_with)}")
     except CompAssessError as e:
         st.error(plain(str(e)))
-if st.button("Start tuning", type="primary", icon=":material/play_arrow:", key="tune_start",
+if st.button("Start tuning", type="primary", icon=":material/play_arrow:",
+             key=f"tune_start_{info.id}",
              disabled=plan is None):
     require()
     try:
@@ -103,8 +102,8 @@ if st.button("Start tuning", type="primary", icon=":material/play_arrow:", key="
         if tuning.state == "working":
             st.warning(f"Tuning '{plain(tuning.name)}' is already being worked on.")
         else:
-            tuning.start_worker(log_path(tuning.id), cwd=REPO_ROOT)
-        st.session_state[WATCH] = tuning.id
+            tuning.start_worker(cwd=REPO_ROOT)
+        st.session_state.setdefault(WATCH, {})[info.id] = tuning.id
     except CompAssessError as e:
         st.error(plain(str(e)))
 
@@ -115,11 +114,11 @@ if not tunings:
     st.stop()
 ids = [t.id for t in tunings]
 by_id = {t.id: t for t in tunings}
-watched = st.session_state.get(WATCH)
+watched = st.session_state.get(WATCH, {}).get(info.id)
 chosen = st.selectbox("Tuning", ids, index=ids.index(watched) if watched in ids else len(ids) - 1,
                       format_func=lambda i: plain(f"{by_id[i].name} ({by_id[i].status})", "text"),
                       key=f"tune_pick_{info.id}")
-st.session_state[WATCH] = chosen
+st.session_state.setdefault(WATCH, {})[info.id] = chosen
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -193,19 +192,19 @@ working = t.state == "working"
 st.fragment(tuning_view, run_every=3.0 if working else None)(chosen, working)
 c1, c2 = st.columns(2)
 if working:
-    if c1.button("Cancel", icon=":material/stop:", key="tune_cancel"):
+    if c1.button("Cancel", icon=":material/stop:", key=f"tune_cancel_{chosen}"):
         require()
         store.tuning(chosen).cancel()
         st.rerun()
 elif t.status != "completed" or t.state == "stale":
-    if c1.button("Resume", icon=":material/replay:", key="tune_resume"):
+    if c1.button("Resume", icon=":material/replay:", key=f"tune_resume_{chosen}"):
         require()
         try:
-            store.tuning(chosen).start_worker(log_path(chosen), cwd=REPO_ROOT)
+            store.tuning(chosen).start_worker(cwd=REPO_ROOT)
         except CompAssessError as e:
             st.error(plain(str(e)))
         st.rerun()
-tail = log_tail(log_path(chosen), 6)
+tail = t.worker_log(6)
 if tail:
     with st.expander("Worker log"):
         st.code(tail, language=None)

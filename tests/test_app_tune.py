@@ -45,14 +45,16 @@ def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
 def test_start_creates_the_tuning_and_hands_it_to_a_worker(app_env, monkeypatch):
     started = []
     monkeypatch.setattr(api.Tuning, "start_worker",
-                        lambda self, log, cwd=None: started.append((self.name, Path(log).name)))
-    api.open_store(app_env).add_dataset(SAMPLE)
+                        lambda self, log=None, cwd=None: started.append(
+                            (self.name, Path(log or self.worker_log_path).name)))
+    store = api.open_store(app_env)
+    dataset_id = store.dataset_id(store.add_dataset(SAMPLE).name)
     at = open_page("tune")
-    at.number_input(key="tune_contexts").set_value(1).run()
-    at.number_input(key="tune_rounds").set_value(0).run()
-    at.text_input(key="tune_name").set_value("from-page").run()
+    at.number_input(key=f"tune_contexts_{dataset_id}").set_value(1).run()
+    at.number_input(key=f"tune_rounds_{dataset_id}").set_value(0).run()
+    at.text_input(key=f"tune_name_{dataset_id}").set_value("from-page").run()
     assert "up to 7 wording(s) (7 to start) x 20 comparisons" in texts(at.info)
-    at.button(key="tune_start").click().run()
+    at.button(key=f"tune_start_{dataset_id}").click().run()
     assert not at.exception, at.exception
     t = api.open_store(app_env).tuning("from-page")
     assert started == [("from-page", f"tuning-{t.id}.log")]
@@ -95,10 +97,12 @@ def test_the_comparison_view_shows_the_judges_reasons_and_offers_to_ask(app_env,
 
 def test_the_run_page_offers_saved_templates(app_env):
     result = _tuned(app_env)
+    [dataset] = api.open_store(app_env).list_datasets()   # the form is keyed by its id
+    dataset_id = dataset.id
     at = open_page("run")
-    at.radio(key="template_choice").set_value("saved").run()
+    at.radio(key=f"template_choice_{dataset_id}").set_value("saved").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="saved_template").value == "page-tuning"
+    assert at.selectbox(key=f"saved_template_{dataset_id}").value == "page-tuning"
     question = result.picked.text.rsplit("\n\n", 1)[1].replace("{aspect}", "coherent")
     assert question in texts(at.code)
 

@@ -4,6 +4,7 @@ and deleting it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -327,8 +328,14 @@ class Run(Verdicts):
         return explanations.Explanation(context_id, first, second, judge_key, int(max_tokens),
                                         order(first, second), order(second, first))
 
+    def explain_log_path(self, context_id: str, first: str, second: str) -> Path:
+        """Where the worker that asks the judge for its reasons on one pair writes (beside the
+        run's worker log; named by a hash: ids may hold characters a file name cannot)."""
+        digest = hashlib.sha256(f"{context_id}\x00{first}\x00{second}".encode()).hexdigest()[:16]
+        return self.worker_log_path.parent / f"explain-{int(self.id)}-{digest}.log"
+
     def start_explain_worker(self, context_id: str, first: str, second: str,
-                             log_path: str | os.PathLike, *,
+                             log_path: str | os.PathLike | None = None, *,
                              max_tokens: int = explanations.EXPLAIN_TOKENS,
                              cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Ask for the judge's reasons (:meth:`explain`) in a process of its own, as the app
@@ -348,7 +355,8 @@ class Run(Verdicts):
             "compassess_core.explain_worker",
             [f"--run-id={int(self.id)}", f"--context={context_id}", f"--first={first}",
              f"--second={second}", f"--max-tokens={int(max_tokens)}"],
-            self.store.url, Path(log_path), cwd=cwd)
+            self.store.url,
+            Path(log_path or self.explain_log_path(context_id, first, second)), cwd=cwd)
 
     # ---------------------------------------------------------------- absolute scores
 

@@ -386,23 +386,37 @@ class Tuning:
             return new
         return write
 
-    def start_worker(self, log_path: str | os.PathLike, *,
+    @property
+    def worker_log_path(self) -> Path:
+        """Where this tuning's worker processes write (``$COMPASSESS_HOME/logs/tuning-<id>.log``,
+        beside the runs' worker logs)."""
+        return worker.worker_log_path(self.id).parent / f"tuning-{int(self.id)}.log"
+
+    def worker_log(self, n_lines: int = 6) -> str:
+        """The last ``n_lines`` lines its worker wrote ("" before any)."""
+        return worker.log_tail(self.worker_log_path, max(int(n_lines), 1))
+
+    def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Execute (resume) the tuning in a worker process of its own, as the app does; it writes
-        its output to ``log_path``; :meth:`result` shows how far it got.
+        its output to ``log_path`` (default :attr:`worker_log_path`); :meth:`result` shows how
+        far it got.
 
         Raises
         ------
         InputError
-            An in-memory store, which no other process can reach.
+            An in-memory store, which no other process can reach; or a worker is already
+            working on it.
         """
         if self.store.in_memory:
             raise InputError("a worker process cannot reach an in-memory store: open a file or "
                              "a database server with open_store(...)")
+        if self.state == "working":
+            raise InputError(f"tuning '{self.name}' is already being worked on")
         self.store.backend.set_tuning_status(self.id, "running", message="worker starting")
         return background.start("compassess_core.tuning_worker",
-                                [f"--tuning-id={int(self.id)}"], self.store.url, Path(log_path),
-                                cwd=cwd)
+                                [f"--tuning-id={int(self.id)}"], self.store.url,
+                                Path(log_path or self.worker_log_path), cwd=cwd)
 
     def cancel(self) -> None:
         """Ask whoever executes the tuning to stop (the wording run in flight stops after its
