@@ -81,6 +81,7 @@ if __name__ == "__main__":
         ("pages/compare.py", "Compare runs", ":material/compare_arrows:"),
         ("pages/panel.py", "Panel", ":material/groups:"),
         ("pages/judge_leaderboard.py", "Judges", ":material/military_tech:"),
+        ("pages/tune.py", "Tune wording", ":material/tune:"),
         ("pages/annotate.py", "Annotate", ":material/rate_review:"),
         ("pages/campaigns.py", "Campaigns", ":material/assignment:"),
         ("pages/agreement.py", "Agreement", ":material/handshake:"),

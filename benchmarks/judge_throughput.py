@@ -8,10 +8,19 @@ p_naive|. The naive pass is slow, so it runs on an evenly spaced sample of each 
 (``--naive-per-context``); its rate is a per-comparison rate and does not depend on the sample.
 
     .venv/bin/python benchmarks/judge_throughput.py --contexts 1 --candidates 16
-    .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda \\
-        --peak-tflops 989 --contexts 2
+    .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda --contexts 2
 
-Models that are absent are skipped with a message. This script must never write to the store.
+``--whole-process`` measures the naive-recipe ratio as a user sees it: two fresh processes of
+this script on the same comparisons (every one of them, no sample), one judging with the engine
+and one with the naive recipe, each timed from its start to its exit (imports, model load,
+tokenising, judging) with its CPU seconds and peak resident memory (``wait4``'s rusage); ratio =
+naive seconds / engine seconds (and the same in CPU seconds, which other processes on a shared
+machine disturb far less), with the machine's load average before and after.
+
+On a GPU the table adds model FLOPs utilisation: the device's dense peak for the dtype comes
+from ``PEAK_TFLOPS`` by device name (``--peak-tflops`` overrides; an unknown device gets no MFU
+column). Models that are absent are skipped with a message. This script must never write to the
+store.
 """
 
 from __future__ import annotations
@@ -61,6 +70,33 @@ RANDOM_CONFIGS = {
 }
 
 
+#: Dense (no sparsity) peak TFLOP/s by device-name fragment and dtype, from the vendors' data
+#: sheets; fp32 on Ampere and later is the TF32 tensor-core rate only when matmuls allow TF32
+#: (torch does not by default), so fp32 uses the plain FP32 rate.
+PEAK_TFLOPS = {
+    "H200": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
+    "H100 PCIe": {"bf16": 756.0, "fp16": 756.0, "fp32": 51.0},
+    "H100": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
+    "A100": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5},
+    "L40S": {"bf16": 362.0, "fp16": 362.0, "fp32": 91.6},
+    "L4": {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3},
+    "A10": {"bf16": 125.0, "fp16": 125.0, "fp32": 31.2},
+    "4090": {"bf16": 165.0, "fp16": 165.0, "fp32": 82.6},
+    "T4": {"fp16": 65.0, "fp32": 8.1},
+}
+
+
+def device_peak_tflops(device: torch.device, dtype: str) -> float | None:
+    """The device's dense peak for ``dtype`` from :data:`PEAK_TFLOPS` (None: CPU or unknown GPU)."""
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for fragment, peaks in PEAK_TFLOPS.items():  # more specific names first ("H100 PCIe")
+        if fragment in name:
+            return peaks.get(dtype)
+    return None
+
+
 @dataclass
 class Row:
     model: str
@@ -102,7 +138,12 @@ def load_contexts(name: str, n_contexts: int, n_candidates: int) -> list[list[Co
     return out
 
 
+_PROCESS_PEAK_MB = 0.0  # the whole process's peak, kept across the per-phase resets
+
+
 def reset_peak() -> None:
+    global _PROCESS_PEAK_MB
+    _PROCESS_PEAK_MB = max(_PROCESS_PEAK_MB, peak_mb(torch.device("cpu")))
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     try:  # Linux: "5" resets VmHWM, so each phase reports its own peak resident memory.
@@ -272,6 +313,74 @@ def print_table(rows: list[Row]) -> None:
         print(line, flush=True)
 
 
+def _model_specs(args) -> list[tuple[str, str]]:
+    specs = []
+    for item in args.model or [f"smollm2={default_model_path()}",
+                               f"qwen0.5b={models_dir() / 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'}"]:
+        label, _, path = item.partition("=")
+        path = path or label
+        if not Path(path).expanduser().exists() and (path.endswith(".gguf") or "/" in path[:1]):
+            print(f"skip {label}: {path} is absent (fetch it with ../shared/tools/get_models.sh)")
+            continue
+        specs.append((label, path))
+    return specs
+
+
+def process_child(args, datasets: dict) -> int:
+    """One whole process of ``--whole-process``: load, tokenise and judge every comparison with
+    the engine or the naive recipe; print the p values (JSON) for the parent to compare."""
+    import json
+    ((label, spec),) = _model_specs(args)
+    ((name, contexts),) = datasets.items()
+    loaded = load_model(spec, args.device, args.dtype)
+    cls = Seq2SeqJudge if loaded.is_seq2seq else CausalJudge
+    judge = cls(loaded, batch_size=args.batch_size)
+    if args.process_child == "engine":  # one chunk per context, as the run loop hands them over
+        ps = [j.p for c in contexts for j in judge.judge(c)]
+    else:
+        ps = [float(p) for c in contexts for p in naive_logprobs(judge, c)]
+    print(json.dumps({"p": ps}), flush=True)
+    return 0
+
+
+def whole_process(args, datasets: dict) -> int:
+    """The naive-recipe ratio of two whole processes per model, dtype and dataset."""
+    import json
+    import subprocess
+
+    print("| model | data | dtype | comparisons | engine process s (CPU s, peak RSS MB) | naive process "
+          "s (CPU s, peak RSS MB) | ratio naive / engine (CPU time) | max abs dp | load average "
+          "before / after |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, spec in _model_specs(args):
+        for dtype in args.dtype.split(","):
+            for name, contexts in datasets.items():
+                load_before = os.getloadavg()[0]
+                out = {}
+                for mode in ("engine", "naive"):
+                    cmd = [sys.executable, str(Path(__file__).resolve()), "--process-child", mode,
+                           "--model", f"{label}={spec}", "--datasets", name, "--contexts",
+                           str(args.contexts), "--candidates", str(args.candidates), "--dtype", dtype,
+                           "--device", args.device, "--batch-size", str(args.batch_size),
+                           "--threads", str(args.threads)]
+                    t0 = time.perf_counter()
+                    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
+                                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                    text = proc.stdout.read()
+                    _, status, usage = os.wait4(proc.pid, 0)
+                    seconds = time.perf_counter() - t0
+                    if os.waitstatus_to_exitcode(status) != 0:
+                        raise SystemExit(f"{mode} process failed: {text[-2000:]}")
+                    out[mode] = (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                                 np.array(json.loads(text.strip().splitlines()[-1])["p"]))
+                (te, ce, me, pe), (tn, cn, mn, pn) = out["engine"], out["naive"]
+                print(f"| {label} | {name} | {dtype} | {len(pe)} | {te:.1f} ({ce:.1f}, {me:.0f}) | "
+                      f"{tn:.1f} ({cn:.1f}, {mn:.0f}) | **{tn / te:.2f}x** ({cn / ce:.2f}x) | "
+                      f"{np.max(np.abs(pe - pn)):.2e} | {load_before:.2f} / {os.getloadavg()[0]:.2f} |",
+                      flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", action="append", metavar="NAME=PATH",
@@ -286,17 +395,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--random-init", metavar="CONFIG", help=f"one of {', '.join(RANDOM_CONFIGS)}")
-    ap.add_argument("--peak-tflops", type=float, help="device peak, for MFU")
+    ap.add_argument("--peak-tflops", type=float,
+                    help="device dense peak for MFU (default: PEAK_TFLOPS by GPU name)")
     ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument("--whole-process", action="store_true",
+                    help="naive-recipe ratio of two whole processes on every comparison")
+    ap.add_argument("--process-child", choices=("engine", "naive"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"torch {torch.__version__} threads {torch.get_num_threads()}, device {args.device}"
-          + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""))
-    print("command: " + " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])))
-
     datasets = {}
     for name in args.datasets.split(","):
         try:
@@ -305,6 +413,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip dataset {name}: {e} not found (../shared/data absent)")
     if not datasets:
         return 1
+    if args.process_child:
+        return process_child(args, datasets)
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"torch {torch.__version__} threads {torch.get_num_threads()}, device {args.device}"
+          + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""))
+    print("command: " + " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])))
+    print(f"load average: {os.getloadavg()}")
+    if args.whole_process:
+        return whole_process(args, datasets)
 
     rows: list[Row] = []
     for dtype in args.dtype.split(","):
@@ -316,15 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                                        {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype], tok)
             specs = [(args.random_init, loaded)]
         else:
-            specs = []
-            for item in args.model or [f"smollm2={default_model_path()}",
-                                       f"qwen0.5b={models_dir() / 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'}"]:
-                label, _, path = item.partition("=")
-                path = path or label
-                if not Path(path).expanduser().exists() and (path.endswith(".gguf") or "/" in path[:1]):
-                    print(f"skip {label}: {path} is absent (fetch it with ../shared/tools/get_models.sh)")
-                    continue
-                specs.append((label, path))
+            specs = _model_specs(args)
         for label, spec in specs:
             try:
                 loaded = spec if isinstance(spec, LoadedModel) else load_model(spec, args.device, dtype)
@@ -333,15 +443,25 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             cls = Seq2SeqJudge if loaded.is_seq2seq else CausalJudge
             judge = cls(loaded, batch_size=args.batch_size)
+            peak = args.peak_tflops or device_peak_tflops(loaded.device, dtype)
             for name, contexts in datasets.items():
                 rows.append(bench(label, judge, contexts, name, args.naive_per_context,
-                                  args.peak_tflops, args.skip_naive))
+                                  peak, args.skip_naive))
                 print_table(rows[-1:])
             judge.close()
             del loaded
     print()
     print_table(rows)
+    print(f"process peak resident memory: {process_peak_mb():.0f} MB"
+          + (f"; GPU peak allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MB"
+             if torch.cuda.is_available() else "") + f"; load average: {os.getloadavg()}")
     return 0
+
+
+def process_peak_mb() -> float:
+    """Peak resident memory of this whole process (model load included): the largest of the
+    per-phase peaks and the current one (the phases reset the kernel's high-water mark)."""
+    return max(_PROCESS_PEAK_MB, peak_mb(torch.device("cpu")))
 
 
 if __name__ == "__main__":

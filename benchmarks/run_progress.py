@@ -17,12 +17,19 @@ Per workload it reports, as median / min / max over ``--repeat`` runs:
   ``cancelled`` and to process exit. A run that completes instead is reported as "not honoured",
   with the seconds from the request to completion.
 
-Workloads: ``sample`` (assets/sample_summeval.csv, 3 contexts x 5 summaries, 60 comparisons) and
+It also reports the seconds from the judge being loaded (the worker's ``planning`` phase begins,
+as the run's status records it) to the first progress update.
+
+Workloads: ``sample`` (assets/sample_summeval.csv, 3 contexts x 5 summaries, 60 comparisons),
 ``summeval`` (summeval.csv in ``--data-dir``, first context, 16 summaries, 240 comparisons;
-skipped with a message when the file is absent). The judge is the bundled default model.
+skipped with a message when the file is absent) and ``stories`` (HANNA-length stories: 4 story
+prompts x 6 stories of about 1,000 words, made from the SummEval articles, else from the
+sample's, joined to that length; 120 comparisons of about 2,800 prompt tokens each). The judge
+is the bundled default model.
 
     PYTHONPATH=. .venv/bin/python benchmarks/run_progress.py --repeat 3
     PYTHONPATH=. .venv/bin/python benchmarks/run_progress.py --workloads sample --repeat 1 --json out.json
+    PYTHONPATH=. .venv/bin/python benchmarks/run_progress.py --workloads sample,stories --stop-when computing
 
 ``compassess`` is taken from the interpreter's folder (else PATH) and loads this checkout's code
 (the repository root is put on PYTHONPATH). Times depend on the machine's load; the script never
@@ -73,6 +80,9 @@ class Poll:
     status: str | None    # None while the run does not exist yet (model still loading)
     done: int
     n: int
+    wall: float = 0.0     # time.time() of the poll
+    phase: str | None = None
+    phase_at: float | None = None   # when the phase began (the worker's clock), time.time()
 
 
 @dataclass
@@ -116,11 +126,15 @@ def start_cli(work: Workload, url: str, threads: int | None, log: Path) -> subpr
 
 
 def read_run(store: Store, t: float) -> tuple[Poll, RunInfo | None]:
+    wall = time.time()
     try:
         info = store.get_run(RUN_NAME)
     except RunNotFoundError:
-        return Poll(t, None, 0, 0), None
-    return Poll(t, info.status, int(info.done or 0), int(info.n_comparisons or 0)), info
+        return Poll(t, None, 0, 0, wall), None
+    phase_at = getattr(info, "phase_at", None)
+    return Poll(t, info.status, int(info.done or 0), int(info.n_comparisons or 0), wall,
+                getattr(info, "phase", None),
+                phase_at.timestamp() if phase_at is not None else None), info
 
 
 def observe(work: Workload, threads: int | None, stop: Callable[[subprocess.Popen, Store, RunInfo],
@@ -189,6 +203,9 @@ def progress_metrics(tr: Trace) -> dict[str, float]:
         out["start -> first progress (s)"] = progressed.t
         if running:
             out["running -> first progress (s)"] = progressed.t - running.t
+    planning = tr.first(lambda p: p.phase == "planning" and p.phase_at is not None)
+    if planning and progressed:
+        out["judge loaded -> first progress (s)"] = progressed.wall - planning.phase_at
     if running and end_t is not None and end_t > running.t:
         updates = [b.t for a, b in zip(tr.polls, tr.polls[1:]) if b.done > a.done or b.n > a.n]
         out["progress updates per minute"] = len(updates) / ((end_t - running.t) / 60)
@@ -225,7 +242,8 @@ def send_sigterm(proc: subprocess.Popen, store: Store, info: RunInfo) -> None:
 
 def measure(work: Workload, repeat: int, threads: int | None,
             results: dict[tuple[str, str], list[float]], notes: list[str],
-            stop_when: str = "running") -> None:
+            stop_when: str = "running", stops_only: bool = False,
+            hows: tuple[str, ...] = ("store cancel", "SIGTERM")) -> None:
     def record(values: dict[str, float]) -> None:
         for metric, v in values.items():
             results.setdefault((work.name, metric), []).append(v)
@@ -234,8 +252,13 @@ def measure(work: Workload, repeat: int, threads: int | None,
     for i in range(1, repeat + 1):
         for how, stop in (("progress", None), ("store cancel", request_cancel),
                           ("SIGTERM", send_sigterm)):
+            if (how == "progress" and stops_only) or (how != "progress" and how not in hows):
+                continue
             print(f"[{work.name} {i}/{repeat}] {how} ...", file=sys.stderr, flush=True)
             tr = observe(work, threads, stop, stop_when)
+            if stops_only:  # the start-up of a stopped run is a start-up like any other
+                record({k: v for k, v in progress_metrics(tr).items() if "->" in k
+                        and "first progress" in k})
             if how == "progress":
                 record(progress_metrics(tr))
                 if tr.final_status != "completed" or tr.returncode != 0:
@@ -261,8 +284,37 @@ def workloads(names: list[str], data_dir: Path) -> list[Workload]:
                 out.append(Workload("summeval", path, 1))
             else:
                 print(f"skipping summeval: {path} does not exist (see --data-dir)", file=sys.stderr)
+        elif name == "stories":
+            out.append(Workload("stories", story_file(data_dir), None))
         else:
-            sys.exit(f"unknown workload {name!r}: use sample and/or summeval")
+            sys.exit(f"unknown workload {name!r}: use sample, summeval and/or stories")
+    return out
+
+
+STORY_WORDS = 1000
+
+
+def story_file(data_dir: Path, n_prompts: int = 4, n_stories: int = 6) -> Path:
+    """A candidate file of HANNA's size: ``n_prompts`` story prompts x ``n_stories`` stories of
+    about ``STORY_WORDS`` words (real English: the SummEval articles, else the sample's, joined
+    to that length), written to a temporary folder."""
+    import csv
+    source = data_dir / "summeval.csv"
+    if not source.exists():
+        source = ROOT / "assets" / "sample_summeval.csv"
+    with open(source, newline="", encoding="utf-8") as f:
+        articles = list(dict.fromkeys(row["context"] for row in csv.DictReader(f)))
+    words = " ".join(articles).split()
+    out = Path(tempfile.mkdtemp(prefix="compassess-stories-")) / "stories.csv"
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["context_id", "context", "candidate_id", "text", "system"])
+        for c in range(n_prompts):
+            prompt = f"Write a story about {' '.join(words[37 * c: 37 * c + 12])}."
+            for k in range(n_stories):
+                start = (STORY_WORDS * (c * n_stories + k) + 101 * k) % max(len(words) - STORY_WORDS, 1)
+                w.writerow([f"p{c}", prompt, f"p{c}-s{k}", " ".join(words[start:start + STORY_WORDS]),
+                            f"writer{k}"])
     return out
 
 
@@ -285,13 +337,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
     ap.add_argument("--workloads", default="sample,summeval",
-                    help="comma-separated: sample, summeval (default both)")
+                    help="comma-separated: sample, summeval, stories (default sample,summeval)")
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data",
                     help="folder holding summeval.csv (default ../shared/data from the repository)")
     ap.add_argument("--threads", type=int, help="passed on to compassess run --threads")
     ap.add_argument("--stop-when", choices=["running", "computing"], default="running",
                     help="send the cancel / SIGTERM 3 s after the run shows `running` (default) or "
                          "1 s after its first progress update, while the judge computes a batch")
+    ap.add_argument("--stops-only", action="store_true",
+                    help="no full run: only the stopped ones (their start-up is measured too)")
+    ap.add_argument("--stops", default="store cancel,SIGTERM",
+                    help="comma-separated: which stops to send (default both)")
     ap.add_argument("--json", type=Path, metavar="FILE",
                     help="also write the results (every value) and notes as JSON to FILE")
     args = ap.parse_args(argv)
@@ -300,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     for work in workloads(names, args.data_dir):
-        measure(work, args.repeat, args.threads, results, notes, args.stop_when)
+        measure(work, args.repeat, args.threads, results, notes, args.stop_when, args.stops_only,
+                tuple(h.strip() for h in args.stops.split(",")))
     if not results:
         print("nothing was measured", file=sys.stderr)
         return 1

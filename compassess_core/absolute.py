@@ -682,6 +682,23 @@ def generate_references(dataset: Dataset, settings: RunSettings, judge,
 
 # ----------------------------------------------------------------------------------- run kind
 
+@dataclass(frozen=True)
+class AbsoluteStream:
+    """An absolute plan's ``compute``: the label words' log-probabilities of ``variant`` as
+    judgements; equal for the same judge and variant, so the runs of one pass over several
+    aspects are judged in one call (``run_loop.run_group``)."""
+
+    judge: object
+    variant: str
+
+    def __call__(self, prompts: list[ComparisonPrompt]):
+        for rows, logp, ms in self.judge.label_logprobs_stream(prompts, VARIANTS[self.variant]):
+            if not len(rows):   # a checkpoint within a long prompt: the caller may stop here
+                yield rows, []
+                continue
+            yield rows, judgements_from_logprobs(logp, self.variant, ms)
+
+
 def planned_keys(dataset: Dataset, settings: RunSettings) -> list[AbsoluteKey]:
     """Every (context, candidate, level, order) the run compares, grouped so that prompts sharing
     their first text are adjacent (the judge's prefix cache then reuses them)."""
@@ -880,10 +897,6 @@ class AbsoluteKind:
         def prompt_hash(p: ComparisonPrompt) -> str:
             return absolute_prompt_hash(p, variant)
 
-        def compute(prompts: list[ComparisonPrompt]):
-            for rows, logp, ms in judge.label_logprobs_stream(prompts, words):
-                yield rows, judgements_from_logprobs(logp, variant, ms)
-
         keys = planned_keys(job.dataset, settings)
         todo = [k for k in keys
                 if getattr(job.stored.get(k), "prompt_hash", None) != prompt_hash(prompt(k))]
@@ -891,7 +904,7 @@ class AbsoluteKind:
         return WorkPlan(
             kind=self.name, unit=self.unit, total=len(keys), already=len(keys) - len(todo),
             batches=(todo[i:i + step] for i in range(0, len(todo), step)), prompt=prompt,
-            prompt_hash=prompt_hash, compute=compute,
+            prompt_hash=prompt_hash, compute=AbsoluteStream(judge, variant),
             result=lambda k, j, h: AbsoluteResult(k, j, h, reference_hash(
                 references[k.context_id][k.level])),
             judge_key=self.judge_key(judge), label_words_key=label_words_key(words),

@@ -2,7 +2,7 @@
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
 agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
-rename-dataset, campaign, panel, judges, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+rename-dataset, campaign, panel, judges, tune, templates, explain, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -22,6 +22,7 @@ from . import __version__, absolute, api, campaigns, panel
 from .access import local_identity
 from .agreement import AGREEMENT_BOOT
 from .calibration import DEFAULT_FOLDS, ECE_BINS
+from .explanations import EXPLAIN_TOKENS
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .export import neutralise_frame
 from .leaderboard import DEFAULT_METHOD, STRENGTH_UNITS
@@ -30,13 +31,14 @@ from .models import default_model_path, fetch_default_model
 from .prompts import TASKS
 from .ranking import METHODS
 from .options import (AbsoluteOptions, ComparativeOptions, ModelOptions, OptionError,
-                      ScoringOptions, run_options)
+                      ScoringOptions, for_aspects, run_options)
 from .report_text import fmt as _fmt, table as _table
 from .report import EXAMPLES
 from .run_kinds import build_settings, kind_of
-from .run_loop import is_active, state_text, worker_state
+from .run_loop import PHASE_TEXT, is_active, state_text, worker_state
 from .selection import STRATEGIES
 from .settings import GenerationOptions, ReferenceOptions, RunSettings
+from .tuning import TuningOptions
 from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
@@ -57,7 +59,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
                    help="prompts per forward pass (requests in flight for a served judge)")
     p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default=RunSettings.dtype, choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
+                   help="bf16-weights: matrices kept in bf16, computed in fp32 (half the memory)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
@@ -101,13 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
     r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
     r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
-                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own adjective")
+                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own "
+                   "adjective; several separated by commas (coherence,fluency,...): one run each, "
+                   "judged together in one pass (named RUN-ASPECT with --run)")
     r.add_argument("--mode", default="comparative", choices=["comparative", "scoring"],
                    help="comparative: pairwise judgements (default); scoring: the paper's prompt-scoring "
                    "baseline, a 1-10 score per candidate from the score-token distribution (argmax and "
                    "G-Eval expected score)")
-    r.add_argument("--template", default=None, help="t1, t2 or a file holding a template with {context} {a} {b} "
-                   "{aspect} (default t1); with --mode scoring: s1 or s2 (default s1)")
+    r.add_argument("--template", default=None, help="t1, t2, a file holding a template with {context} {a} {b} "
+                   "{aspect}, or the name of a stored template (`compassess templates`, e.g. a "
+                   "tuning's pick) (default t1); with --mode scoring: s1 or s2 (default s1)")
     r.add_argument("--task", default="auto", choices=["auto", *TASKS],
                    help="wording of t1/t2 and s1/s2 (prompts.TASK_WORDING): summary, dialogue, "
                         "story, instruction, qa, code or text (auto: from the data's column "
@@ -120,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("score", help="absolute score per candidate: compare it with synthetic "
                        "references of quality 1..N (thresholdable)")
     s.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
-    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
+    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective; "
+                   "several separated by commas: one run each, judged together in one pass")
     s.add_argument("--references", type=int, default=ReferenceOptions.n_levels, metavar="N",
                    help=f"reference quality levels 1..N (default {ReferenceOptions.n_levels})")
     s.add_argument("--anchors", default=None, metavar="CSV",
@@ -264,11 +272,14 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--json", action="store_true")
     _db_arg(mo)
 
-    w = sub.add_parser("worker", help="execute (or resume) a run stored in the database from its settings")
-    w.add_argument("--run", required=True, metavar="NAME")
+    w = sub.add_parser("worker", help="execute (or resume) runs stored in the database from their settings")
+    w.add_argument("--run", required=True, metavar="NAME", action="append",
+                   help="a run's name; give several (--run A --run B) to judge them together in one "
+                        "pass with one judge")
     w.add_argument("--chunk-size", type=int, default=None, metavar="N")
     _db_arg(w)
     _manage_parsers(sub)
+    _tuning_parsers(sub)
     return parser
 
 
@@ -409,18 +420,25 @@ def _model_options(args) -> ModelOptions:
                         threads=args.threads)
 
 
-def _run_options(args) -> ComparativeOptions | ScoringOptions:
-    return run_options(args.mode, aspect=args.aspect, template=args.template, task=args.task,
-                       strategy=args.strategy, budget=args.budget, seed=args.seed)
+def _aspects(args) -> list[str]:
+    """``--aspect``'s aspects: one, or several separated by commas."""
+    return [a.strip() for a in args.aspect.split(",")] if "," in args.aspect else [args.aspect]
 
 
-def _absolute_options(args) -> AbsoluteOptions:
-    return AbsoluteOptions(
-        aspect=args.aspect, n_levels=args.references,
+def _run_options(args) -> list[ComparativeOptions | ScoringOptions]:
+    first = run_options(args.mode, aspect=_aspects(args)[0], template=args.template,
+                        task=args.task, strategy=args.strategy, budget=args.budget,
+                        seed=args.seed)
+    return for_aspects(first, _aspects(args))
+
+
+def _absolute_options(args) -> list[AbsoluteOptions]:
+    return for_aspects(AbsoluteOptions(
+        aspect=_aspects(args)[0], n_levels=args.references,
         reference_set=absolute.UPLOADED if args.anchors else "generated", task=args.task,
         variant=args.variant, orders=args.orders, seed=args.seed,
         generation=GenerationOptions(max_new_tokens=args.max_new_tokens, sample=args.sample,
-                                     temperature=args.temperature))
+                                     temperature=args.temperature)), _aspects(args))
 
 
 #: Options whose flag is not ``--`` and the field's name with dashes.
@@ -431,27 +449,32 @@ def _flag(field: str) -> str:
     return _FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
-def _start(args, kind_options, anchors: str | None = None) -> int:
+def _start(args, kind_options: list, anchors: str | None = None) -> int:
     """Execute a run of the options in this process (``api.Store.start``: the kind's advice
     is printed as warnings first; nothing is stored when the judge cannot load or a prompt does
-    not fit it) and print its name."""
+    not fit it) and print its name; several options (one per aspect): one run each, judged
+    together, their names printed one a line."""
     model_options = _model_options(args)
     store = api.open_store(args.db)
     dataset, _ = store.read_data(args.data)
-    settings = build_settings(dataset.name, kind_options, model_options,
-                              text_columns=dataset.text_columns)
-    kind = kind_of(settings)
+    settings = [build_settings(dataset.name, o, model_options, text_columns=dataset.text_columns)
+                for o in kind_options]
+    kind = kind_of(settings[0])
     try:
-        run = store.start(dataset, settings, name=args.run, anchors=anchors,
-                          progress=ConsoleReporter(kind.unit, kind.rate_unit),
-                          chunk_size=model_options.chunk_size, threads=model_options.threads)
+        runs = store.start(dataset, settings if len(settings) > 1 else settings[0],
+                           name=args.run, anchors=anchors,
+                           progress=ConsoleReporter(kind.unit, kind.rate_unit),
+                           chunk_size=model_options.chunk_size, threads=model_options.threads)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
-    print(run.name)
+    for run in runs if isinstance(runs, list) else [runs]:
+        print(run.name)
     return EXIT_OK
 
 
 def cmd_run(args) -> int:
+    if args.mode == "comparative" and args.template:  # a named template of the store
+        args.template = api.open_store(args.db).resolve_template(args.template)
     return _start(args, _run_options(args))
 
 
@@ -460,10 +483,12 @@ def cmd_score(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    run = api.open_store(args.db).get_run(args.run)
-    kind = kind_of(run.info.settings)
+    store = api.open_store(args.db)
+    runs = [store.get_run(name) for name in args.run]
+    kind = kind_of(runs[0].info.settings)
     try:
-        run.execute(progress=ConsoleReporter(kind.unit, kind.rate_unit), chunk_size=args.chunk_size)
+        store.execute(runs, progress=ConsoleReporter(kind.unit, kind.rate_unit),
+                      chunk_size=args.chunk_size)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     return EXIT_OK
@@ -570,7 +595,10 @@ def cmd_runs(args) -> int:
                                state=worker_state(r), kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
                                n_comparisons=r.n_comparisons, judge=r.judge_key,
-                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate)
+                               rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate,
+                               phase=r.phase if is_active(worker_state(r)) else None,
+                               phase_at=(r.phase_at.isoformat() if r.phase_at is not None
+                                         and is_active(worker_state(r)) else None))
                           for r in runs], indent=2))
         return EXIT_OK
     for r in runs:
@@ -579,7 +607,9 @@ def cmd_runs(args) -> int:
         kind = kind_of(r.settings)
         took = (f", {r.rate:.2f} {kind.rate_unit} over {r.judge_s:.0f} s of judging"
                 if r.rate and r.judge_s and not is_active(worker_state(r)) else "")
-        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}\t{r.done}/{r.total or '?'} "
+        doing = (f" ({PHASE_TEXT.get(r.phase, r.phase)})" if r.phase and is_active(worker_state(r))
+                 else "")
+        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}{doing}\t{r.done}/{r.total or '?'} "
               f"{kind.unit}{took}")
     return EXIT_OK
 
@@ -1065,11 +1095,165 @@ def cmd_judges(args) -> int:
     return EXIT_OK
 
 
+def _tuning_parsers(sub) -> None:
+    """``tune``, ``templates`` and ``explain``: the judge's wording tuned without labels, the
+    named templates, the judge's reasons for a stored verdict."""
+    t = sub.add_parser("tune", help="tune the judge's instruction without labels: judge the "
+                       "library's wordings, built-in paraphrases and paraphrases the judge writes, "
+                       "pick the fairest (raw P(A) closest to 0.5, ZEPO) and save it as a named "
+                       "template")
+    t.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
+    t.add_argument("--task", default="auto", choices=["auto", *TASKS],
+                   help="wording of the library's templates (auto: from the data and the aspect)")
+    t.add_argument("--contexts", type=int, default=TuningOptions.contexts, metavar="N",
+                   help=f"tune on the first N contexts (default {TuningOptions.contexts})")
+    t.add_argument("--holdout", type=int, default=0, metavar="M",
+                   help="also judge the next M contexts and measure each wording's agreement with "
+                        "the human labels or reference scores there (never used to pick)")
+    t.add_argument("--pairs", type=int, default=None, metavar="K",
+                   help="comparisons per context, both orders of each pair (default: every "
+                        "ordered pair)")
+    t.add_argument("--rounds", type=int, default=TuningOptions.rounds, metavar="R",
+                   help="greedy rounds of paraphrases the judge writes of the fairest wording "
+                        f"(default {TuningOptions.rounds}; 0: the starting wordings only)")
+    t.add_argument("--per-round", type=int, default=TuningOptions.per_round, metavar="K",
+                   help=f"paraphrases asked for per round (default {TuningOptions.per_round})")
+    t.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="most comparisons over all wordings (default: no cap)")
+    t.add_argument("--name", default=None, metavar="NAME",
+                   help="the tuning's name and the template it saves (default: "
+                        "dataset-aspect-model); the same name resumes")
+    t.add_argument("--model", default=None, help="the judge, as `compassess run --model`")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--batch-size", type=int, default=RunSettings.batch_size)
+    t.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
+    t.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16"])
+    t.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads for the model (default: all cores)")
+    t.add_argument("--truncate-context", action="store_true")
+    t.add_argument("--plan", action="store_true", help="print the cost and stop")
+    t.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    _db_arg(t)
+
+    tp = sub.add_parser("templates", help="list the named templates (a tuning's pick, or your own)")
+    tp.add_argument("--show", default=None, metavar="NAME", help="print one template's text")
+    tp.add_argument("--delete", default=None, metavar="NAME", help="delete a named template")
+    _db_arg(tp)
+
+    ex = sub.add_parser("explain", help="the judge's reasons for its verdict on a stored "
+                        "comparison, in both orders (asked once, then stored)")
+    ex.add_argument("--run", required=True, metavar="NAME")
+    ex.add_argument("--context", required=True, metavar="ID")
+    ex.add_argument("--a", required=True, metavar="ID", help="the candidate in position A")
+    ex.add_argument("--b", required=True, metavar="ID", help="the candidate in position B")
+    ex.add_argument("--max-tokens", type=int, default=EXPLAIN_TOKENS, metavar="N",
+                    help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
+    ex.add_argument("--stored", action="store_true",
+                    help="only print what is stored; never load the judge")
+    ex.add_argument("--json", action="store_true")
+    _db_arg(ex)
+
+
+def cmd_tune(args) -> int:
+    store = api.open_store(args.db)
+    tuning = store.create_tuning(
+        args.data, aspect=args.aspect, name=args.name, model=args.model, task=args.task,
+        contexts=args.contexts, holdout=args.holdout, pairs=args.pairs, rounds=args.rounds,
+        per_round=args.per_round, budget=args.budget, seed=args.seed,
+        batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+        truncate_context=args.truncate_context, created_by=local_identity())
+    if args.plan:
+        print(f"tuning '{tuning.name}': {tuning.plan().sentence()}")
+        return EXIT_OK
+    try:
+        result = tuning.execute(progress=ConsoleReporter("comparisons"),
+                                threads=args.threads or None)
+    except (RunCancelled, RunInterrupted):
+        return EXIT_INTERRUPTED
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return EXIT_OK
+    _print_tuning(result)
+    return EXIT_OK
+
+
+def _print_tuning(result) -> None:
+    """The table of a tuning as ``compassess tune`` prints it."""
+    t = result.table
+    metric = next((m for m in t["agreement_metric"] if m), "")
+    name = {"spearman_x100": "Spearman", "kappa": "kappa"}.get(metric, "agreement")
+    rows = []
+    for r in t.itertuples():
+        def ci(value, low, high, spec):
+            return (_fmt(value, spec) + (f" [{_fmt(low, spec)}, {_fmt(high, spec)}]"
+                                         if low == low and high == high else ""))
+        rows.append((f"{'*' if r.picked else ' '} {r.wording} {r.label}",
+                     _fmt(r.fairness, ".3f"), _fmt(r.p_a_raw, ".3f"), _fmt(r.flip_rate, ".2f"),
+                     ci(r.agreement_raw, r.agreement_raw_low, r.agreement_raw_high,
+                        ".1f" if metric == "spearman_x100" else ".3f"),
+                     ci(r.agreement_balanced, r.agreement_balanced_low,
+                        r.agreement_balanced_high, ".1f" if metric == "spearman_x100" else ".3f"),
+                     f"{r.comparisons_tune:,}"))
+    if rows:
+        _table(rows, head=("fairness", "P(A) raw", "flip rate", f"{name} raw [95%]",
+                           f"{name} tau* [95%]", "compared"))
+    print(f"agreement: {result.agreement_with}")
+    print(f"comparisons: {result.comparisons_tune:,} on the tuning contexts, "
+          f"{result.comparisons_holdout:,} held out")
+    if result.picked is not None:
+        print(f"picked: {result.picked.key} ({result.picked.label}); template: "
+              f"{result.template or 'not saved yet'}")
+        print(result.picked.text)
+    if result.message:
+        print(f"stopped: {result.message}")
+
+
+def cmd_templates(args) -> int:
+    store = api.open_store(args.db)
+    if args.delete:
+        if not store.delete_template(args.delete):
+            raise InputError(f"no template named '{args.delete}'")
+        print(f"deleted template '{args.delete}'")
+        return EXIT_OK
+    frame = store.templates()
+    if args.show:
+        rows = frame[frame["name"] == args.show]
+        if rows.empty:
+            raise InputError(f"no template named '{args.show}' (see `compassess templates`)")
+        print(rows.iloc[0]["text"])
+        return EXIT_OK
+    for r in frame.itertuples():
+        print(f"{r.name}\t{r.noun}\t{r.source}")
+    return EXIT_OK
+
+
+def cmd_explain(args) -> int:
+    run = api.open_store(args.db).get_run(args.run)
+    if args.stored:
+        found = run.explanation(args.context, args.a, args.b, max_tokens=args.max_tokens)
+    else:
+        found = run.explain(args.context, args.a, args.b, max_tokens=args.max_tokens)
+    if args.json:
+        print(json.dumps(found.to_dict(), indent=2))
+        return EXIT_OK
+    for order in found.orders:
+        print(f"{order.first} in position A, {order.second} in B: p = {order.p:.3f}, the judge "
+              f"answered {order.verdict}")
+        print(order.text if order.text is not None else "(no reasons stored yet)")
+        print()
+    if found.reverse is None:
+        print("the swapped order was not compared in this run")
+    return EXIT_OK
+
+
 def _nan_none(x):
     return None if x is None or (isinstance(x, float) and x != x) else float(x)
 
 
-COMMANDS = {"campaign": cmd_campaign, "panel": cmd_panel, "judges": cmd_judges, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
+COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain,
+            "campaign": cmd_campaign, "panel": cmd_panel, "judges": cmd_judges, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
             "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
             "calibrate": cmd_calibrate, "models": cmd_models,
             "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,

@@ -17,17 +17,19 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Iterable
 
 import pandas as pd
 
+from .memory import ModelShape, shape_from_config
 from .models import BUNDLED_MODEL, default_model_path, is_bundled
 from .speed import RecordedRun, Speed, measured_speed
 
-__all__ = ["models_folder", "ModelEntry", "gguf_header", "folder_header", "local_models",
-           "catalog", "catalog_frame", "Recommendation", "RECOMMENDED"]
+__all__ = ["models_folder", "ModelEntry", "gguf_header", "folder_header", "gguf_shape",
+           "folder_shape", "model_path", "model_shape", "local_models", "catalog", "catalog_frame",
+           "Recommendation", "RECOMMENDED"]
 
 
 def models_folder() -> Path:
@@ -103,6 +105,49 @@ def _value(f: BinaryIO, vtype: int, keep: bool):
     raise ValueError(f"unknown GGUF value type {vtype}")
 
 
+#: The shape keys a GGUF states per architecture (``<arch>.<key>``), as :class:`ModelShape` names them.
+_GGUF_SHAPE_KEYS = {"block_count": "layers", "embedding_length": "hidden",
+                    "feed_forward_length": "intermediate", "attention.head_count": "heads",
+                    "attention.head_count_kv": "kv_heads", "attention.key_length": "head_dim"}
+
+
+def _gguf_table(path: Path) -> tuple[dict, list[tuple[str, list[int]]]]:
+    """A GGUF file's kept metadata (``general.*``, ``<arch>.context_length`` and the shape keys)
+    and its tensor table ``[(name, dims in ggml order)]``; arrays are skipped, no tensor data read.
+    """
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ValueError(f"{path.name} does not start with the GGUF magic bytes")
+        version = _read(f, "<I")
+        if version < 2:
+            raise ValueError(f"GGUF version {version} is not supported (2 or 3)")
+        n_tensors, n_kv = _read(f, "<Q"), _read(f, "<Q")
+        meta = {}
+        for _ in range(n_kv):
+            key = _string(f)
+            vtype = _read(f, "<I")
+            keep = (key.startswith("general.") or key.endswith(".context_length")
+                    or key.split(".", 1)[-1] in _GGUF_SHAPE_KEYS)
+            value = _value(f, vtype, keep)
+            if keep:
+                meta[key] = value
+        tensors = []
+        for _ in range(n_tensors):
+            name = _string(f)
+            dims = [_read(f, "<Q") for _ in range(_read(f, "<I"))]
+            _read(f, "<I")
+            _read(f, "<Q")
+            tensors.append((name, dims))
+    return meta, tensors
+
+
+def _count(dims) -> int:
+    count = 1
+    for d in dims:
+        count *= d
+    return count
+
+
 def gguf_header(path: Path) -> dict:
     """Architecture, context window, name and parameter count from a GGUF file's header (GGUF
     spec v2/v3: magic, version, tensor count, key-value metadata, tensor table); arrays such as the
@@ -119,35 +164,55 @@ def gguf_header(path: Path) -> dict:
     ValueError
         Not a GGUF file, or a header that ends early.
     """
-    with open(path, "rb") as f:
-        if f.read(4) != b"GGUF":
-            raise ValueError(f"{path.name} does not start with the GGUF magic bytes")
-        version = _read(f, "<I")
-        if version < 2:
-            raise ValueError(f"GGUF version {version} is not supported (2 or 3)")
-        n_tensors, n_kv = _read(f, "<Q"), _read(f, "<Q")
-        meta = {}
-        for _ in range(n_kv):
-            key = _string(f)
-            vtype = _read(f, "<I")
-            keep = key.startswith("general.") or key.endswith(".context_length")
-            value = _value(f, vtype, keep)
-            if keep:
-                meta[key] = value
-        params = 0
-        for _ in range(n_tensors):
-            _string(f)
-            dims = [_read(f, "<Q") for _ in range(_read(f, "<I"))]
-            _read(f, "<I")
-            _read(f, "<Q")
-            count = 1
-            for d in dims:
-                count *= d
-            params += count
+    meta, tensors = _gguf_table(path)
+    params = sum(_count(dims) for _, dims in tensors)
     arch = meta.get("general.architecture")
     window = meta.get(f"{arch}.context_length") if arch else None
     return dict(architecture=arch, context_window=int(window) if window else None,
                 name=meta.get("general.name"), parameters=params or None)
+
+
+def gguf_shape(path: Path) -> ModelShape:
+    """The :class:`~compassess_core.memory.ModelShape` of a GGUF file from its header: the
+    ``<arch>.block_count`` / ``embedding_length`` / ``feed_forward_length`` /
+    ``attention.head_count[_kv]`` / ``attention.key_length`` keys, the vocabulary from
+    ``token_embd``'s shape, every tensor's elements (an untied ``output`` head included: the
+    model loads it) and the largest tensor.
+
+    Raises
+    ------
+    ValueError
+        Not a GGUF file, or a header that ends early.
+    """
+    meta, tensors = _gguf_table(path)
+    arch = meta.get("general.architecture") or ""
+    shape = {field: int(meta[f"{arch}.{key}"]) for key, field in _GGUF_SHAPE_KEYS.items()
+             if isinstance(meta.get(f"{arch}.{key}"), int)}
+    dims = dict(tensors)
+    embd = dims.get("token_embd.weight")
+    return ModelShape(parameters=sum(_count(d) for d in dims.values()),
+                      vocab=int(embd[-1]) if embd and len(embd) == 2 else None,
+                      largest_tensor=max((_count(d) for d in dims.values()), default=0),
+                      file_bytes=path.stat().st_size, gguf=True, **shape)
+
+
+def _folder_config(path: Path) -> dict:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"config.json is not JSON: {e}") from None
+
+
+def _safetensors_counts(path: Path) -> list[int]:
+    """Element counts of every tensor in a folder's ``.safetensors`` files (headers only)."""
+    counts = []
+    for shard in sorted(path.glob("*.safetensors")):
+        with open(shard, "rb") as f:
+            size = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(size))
+        counts += [_count(info.get("shape", [])) for name, info in header.items()
+                   if name != "__metadata__"]
+    return counts
 
 
 def folder_header(path: Path) -> dict:
@@ -160,27 +225,59 @@ def folder_header(path: Path) -> dict:
     ValueError
         ``config.json`` is not JSON.
     """
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"config.json is not JSON: {e}") from None
+    config = _folder_config(path)
     text = config.get("text_config") or {}
     window = config.get("max_position_embeddings") or text.get("max_position_embeddings")
     archs = config.get("architectures") or [config.get("model_type")]
-    params = 0
-    for shard in sorted(path.glob("*.safetensors")):
-        with open(shard, "rb") as f:
-            size = struct.unpack("<Q", f.read(8))[0]
-            header = json.loads(f.read(size))
-        for name, info in header.items():
-            if name != "__metadata__":
-                count = 1
-                for d in info.get("shape", []):
-                    count *= d
-                params += count
+    params = sum(_safetensors_counts(path))
     return dict(architecture=archs[0] if archs else None,
                 context_window=int(window) if window else None, name=path.name,
                 parameters=params or None)
+
+
+def folder_shape(path: Path) -> ModelShape | None:
+    """The :class:`~compassess_core.memory.ModelShape` of a transformers folder (``config.json``
+    and the safetensors headers); None when it holds no safetensors (``.bin`` weights are not
+    read without loading them).
+
+    Raises
+    ------
+    ValueError
+        ``config.json`` is not JSON.
+    """
+    counts = _safetensors_counts(path)
+    if not counts:
+        return None
+    shape = shape_from_config(_folder_config(path), sum(counts))
+    return replace(shape, largest_tensor=max(counts), file_bytes=_size(path))
+
+
+def model_path(model: str | os.PathLike | None) -> Path | None:
+    """The local file or folder a ``--model`` names (the bundled judge's GGUF for ``None`` or
+    ``bundled:...``), None for a hub id or a served judge."""
+    if is_bundled(None if model is None else str(model)):
+        return default_model_path()
+    path = Path(str(model)).expanduser()
+    return path if path.exists() else None
+
+
+def model_shape(model: str | os.PathLike | None) -> ModelShape | None:
+    """The shape of the judge ``--model`` names, read from its header (no weights loaded); None
+    for a hub id, a served judge, a missing file or a folder without safetensors.
+
+    Raises
+    ------
+    ValueError
+        A header that cannot be read.
+    """
+    path = model_path(model)
+    if path is None:
+        return None
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return gguf_shape(path)
+    if path.is_dir() and (path / "config.json").is_file():
+        return folder_shape(path)
+    return None
 
 
 def _size(path: Path) -> int:
@@ -239,8 +336,6 @@ def catalog(runs: Iterable[RecordedRun] = (), folder: Path | None = None) -> lis
     """:func:`local_models` with each one's speed measured by ``runs`` (comparisons/s of
     pairwise runs and candidates/s of prompt-scoring runs, any device), matching a run whose
     model path names the same file however it was written."""
-    from dataclasses import replace
-
     recorded = [_Recorded({**r.settings, "model": _canonical(r.settings.get("model"))}, r.rate)
                 for r in runs]
     out = []

@@ -218,3 +218,23 @@ def with_data_task(options: KindOptions, text_columns: Sequence[str]) -> KindOpt
     (``prompts.task_from_columns``); unchanged when they say none or a task was chosen."""
     task = task_from_columns(text_columns) if options.task == "auto" else None
     return options if task is None else replace(options, task=task)
+
+
+def for_aspects(options: KindOptions, aspects: Sequence[Aspect | str]) -> list[KindOptions]:
+    """``options`` once per aspect of ``aspects`` (the runs of one pass over several aspects:
+    everything else the same), each aspect checked.
+
+    Raises
+    ------
+    OptionError
+        No aspect, an aspect that is not a preset nor a usable description, or one given twice.
+    """
+    made = [replace(options, aspect=a) for a in aspects]
+    if not made:
+        raise OptionError("aspect", "an {field} is needed: a preset (coherence, fluency, ...) "
+                                    "or your own adjective")
+    names = [o.aspect.name for o in made]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise OptionError("aspect", f"the {{field}} '{twice}' is given twice")
+    return made

@@ -82,6 +82,9 @@ class ShownComparison:
     #: A panel's comparison has no prompt of its own (each member had one): instead, each
     #: member's p of ``first`` beating ``second``, debiased at its own tau* (None: not judged).
     members: Mapping[str, float | None] | None = None
+    #: The judge's stored reasons for its verdicts on the pair (``explanations.Explanation``,
+    #: ``Run.explanation``), None when none were asked for.
+    explanation: Any | None = None
 
 
 @dataclass(frozen=True)
@@ -750,7 +753,21 @@ def _prompt_block(shown: ShownComparison) -> str:
             f"{inert(shown.second)} in position B</summary>{cut}"
             f'<pre class="prompt">{inert(shown.prompt.text)}</pre>'
             f'<p class="label">Answer primer the judge continues:</p>'
-            f'<pre class="prompt">{inert(shown.prompt.primer)}</pre></details>')
+            f'<pre class="prompt">{inert(shown.prompt.primer)}</pre></details>'
+            + _reasons_block(shown.explanation))
+
+
+def _reasons_block(explanation: Any | None) -> str:
+    """The judge's stored reasons for its verdicts on a pair, each order (none: "")."""
+    orders = [o for o in (explanation.orders if explanation is not None else ())
+              if o.text is not None]
+    if not orders:
+        return ""
+    parts = "".join(f'<p class="label">With {inert(o.first)} in position A (p = {_num(o.p)}, '
+                    f"the judge answered {inert(o.verdict)}):</p>"
+                    f'<pre class="prompt">{inert(o.text)}</pre>' for o in orders)
+    return ("<details><summary>The judge's reasons, asked afterwards (they never change "
+            f"p)</summary>{parts}</details>")
 
 
 def _order_dependent(audit: RunAudit) -> str:

@@ -23,7 +23,7 @@ or a UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -231,6 +231,18 @@ def judgements_from_distribution(probs: FloatArray, mass: FloatArray,
 
 # ------------------------------------------------------------------------------ the scorer
 
+@dataclass(frozen=True)
+class ScoreStream:
+    """A scoring plan's ``compute`` (``CausalScorer.stream``): equal for the same judge, so the
+    runs of one pass over several aspects are scored in one call (``run_loop.run_group``)."""
+
+    judge: object
+    scorer: "CausalScorer" = field(compare=False)
+
+    def __call__(self, prompts: Sequence[ComparisonPrompt]):
+        return self.scorer.stream(prompts)
+
+
 class CausalScorer:
     """Prompt scoring with a causal chat model, on the comparative judge's prefix-cached pass.
 
@@ -274,6 +286,8 @@ class CausalScorer:
                 step2 = {f: logprobs[n * (k + 1) + ready] for k, f in enumerate(firsts)}
                 probs, mass = score_distribution(self.plan, logprobs[ready], step2)
                 yield ready, judgements_from_distribution(probs, mass, ms * len(rows) / len(ready))
+            elif not len(rows):  # a checkpoint within a long prompt: the caller may stop here
+                yield ready, []
 
     def score(self, prompts: Sequence[ComparisonPrompt]) -> list[ScoreJudgement]:
         """Score every prompt, in input order."""
@@ -421,7 +435,7 @@ class ScoringKind:
             batches=(todo[i:i + step] for i in range(0, len(todo), step)),
             prompt=lambda k: template.render(context_text[k.context_id],
                                              texts[(k.context_id, k.candidate_id)], aspect),
-            prompt_hash=prompt_hash, compute=scorer.stream,
+            prompt_hash=prompt_hash, compute=ScoreStream(job.judge, scorer),
             result=lambda key, judgement, h: ScoreResult(key, judgement, h),
             judge_key=scorer.model_key, label_words_key=label_words_key(SCORE_LABEL_WORDS),
             notes=fit.to_dict())

@@ -147,6 +147,16 @@ class RunSettings:
                 f"{model_short_name(self.model)}-{self.result_hash()[:6]}")
 
 
+def run_names(name: str | None, settings: Sequence[RunSettings]) -> list[str]:
+    """The names of runs started together (one per aspect): each one's default name without
+    ``name``; ``name`` itself for one run; ``name-ASPECT`` for each of several."""
+    if name is None:
+        return [s.default_run_name() for s in settings]
+    if len(settings) == 1:
+        return [name]
+    return [f"{name}-{s.aspect.replace(' ', '_')[:24]}" for s in settings]
+
+
 def model_short_name(model: str) -> str:
     """A model's name as a run name shows it: the file or folder name, the served model's name."""
     spec = model.removeprefix(BUNDLED_MODEL.split(":")[0] + ":")

@@ -52,10 +52,11 @@ class ResultSink(Protocol):
     def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
                        total: int | None = None, message: str | None = None,
                        rate: float | None = None, judge_s: float | None = None,
-                       token_rate: float | None = None) -> None:
+                       token_rate: float | None = None, phase: str | None = None) -> None:
         """Record status (``running``, ``completed``, ``cancelled``, ``failed``), progress, the
         rate (units per second), the seconds of judging since the first judged batch, the prompt
-        tokens processed per second of it, and a heartbeat."""
+        tokens processed per second of it, and a heartbeat; ``phase`` (``run_loop.PHASE_TEXT``:
+        starting, loading, planning, judging) with the time it began, when it changes."""
 
     def cancel_requested(self, run_id: int) -> bool:
         """True when someone (another process, the UI) asked this run to stop."""
@@ -105,10 +106,15 @@ class MemorySink:
         self.plans[run_id] = dict(plan)
 
     def set_run_status(self, run_id, status, *, done=None, total=None, message=None,
-                       rate=None, judge_s=None, token_rate=None) -> None:
+                       rate=None, judge_s=None, token_rate=None, phase=None) -> None:
+        before = self.status.get(run_id, {})
+        if phase is None or phase == before.get("phase"):
+            phase, phase_at = before.get("phase"), before.get("phase_at")
+        else:
+            phase_at = time.time()
         self.status[run_id] = dict(status=status, done=done, total=total, message=message,
                                    rate=rate, judge_s=judge_s, token_rate=token_rate,
-                                   heartbeat=time.time())
+                                   heartbeat=time.time(), phase=phase, phase_at=phase_at)
         if status in TERMINAL_STATUSES:
             self.cancel.discard(run_id)
 

@@ -76,6 +76,21 @@ def work_size(work: Sequence[tuple[str, float]], count: Callable[[list[str]], np
     return float(np.dot(np.asarray(count(texts), dtype=np.float64), times))
 
 
+def shared_work(works: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """The work of runs judged together (each ``RunKind.prompt_work``, e.g. the aspects of one
+    dataset): a text the runs share is run through the model as often as the run that needs it
+    most does (their prompts share it in the judge's prefix cache), a text of one run only as
+    often as that run needs it. Per text: ``max_r sum_{(t, n) in work_r, t = text} n``."""
+    merged: dict[str, float] = {}
+    for work in works:
+        mine: dict[str, float] = {}
+        for text, times in work:
+            mine[text] = mine.get(text, 0.0) + float(times)
+        for text, times in mine.items():
+            merged[text] = max(merged.get(text, 0.0), times)
+    return list(merged.items())
+
+
 def characters(texts: list[str]) -> np.ndarray:
     """Each text's length in characters (what :func:`work_size` counts before a tokenizer is at hand)."""
     return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))

@@ -27,13 +27,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Protocol, TextIO
+from typing import Any, Iterator, Protocol, Sequence, TextIO
 
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
+from .pacing import BatchPacer
 from .run_kinds import RunJob, get_kind, kind_of
-from .run_loop import Heartbeat, Progress, RunSummary, run_plan
+from .run_loop import (LOADING_PHASE, PLANNING_PHASE, Heartbeat, Member, Progress, RunSummary,
+                       run_group)
 from .settings import RunSettings
-from .speed import characters, work_size
+from .speed import characters, estimate_time, shared_work, work_size
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Niceness of a worker process started by the app (COMPASSESS_WORKER_NICE overrides): the model
@@ -123,49 +125,140 @@ def load_run_judge(settings: RunSettings):
     Raises
     ------
     ModelLoadError, InputError
-        The model cannot be found or loaded, or the label words do not fit its tokenizer.
+        The model cannot be found or loaded, or the label words do not fit its tokenizer; or
+        it needs more memory than this machine has available (``memory.memory_plan``: checked
+        before loading, so a judge that cannot fit is refused with the reason, not killed).
     """
     from .judges import load_judge
+    from .memory import memory_plan
+    memory = memory_plan(settings.model, settings.dtype, settings.device,
+                         batch_size=settings.batch_size)
+    if memory.problem is not None:
+        raise InputError(memory.problem)
     return load_judge(settings.model, device=settings.device, dtype=settings.dtype,
                       batch_size=settings.batch_size,
                       label_words=kind_of(settings).judge_label_words(settings))
 
 
+def judge_fields(settings: RunSettings) -> tuple:
+    """What a run's judge is loaded from (model, device, dtype, label words): runs judged
+    together by one worker must agree on it."""
+    return (settings.model, settings.device, settings.dtype,
+            tuple(kind_of(settings).judge_label_words(settings) or ()))
+
+
+def check_one_judge(settings: Sequence[RunSettings], names: Sequence[str]) -> None:
+    """Refuse runs that one loaded judge cannot execute together.
+
+    Raises
+    ------
+    InputError
+        Two runs whose model, device, dtype or label words differ (the message names them).
+    """
+    first = judge_fields(settings[0])
+    for s, name in zip(settings[1:], names[1:]):
+        if judge_fields(s) != first:
+            raise InputError(f"runs '{names[0]}' and '{name}' need different judges (model, "
+                             "device, dtype or label words): one worker judges runs of one judge "
+                             "only; start them separately")
+
+
 def execute(job: RunJob, sink, *, reporter: Reporter | None = None,
             cancel: threading.Event | None = None,
             working: threading.Event | None = None) -> RunSummary:
-    """Plan ``job`` with its kind and run the loop on ``sink``; the run's status says how it
-    ended (the loop marks it while judging; planning, which may write references, is marked here).
+    """Plan ``job`` with its kind and run the loop on ``sink`` (:func:`execute_group` of one)."""
+    return execute_group([job], sink, reporter=reporter, cancel=cancel, working=working)[0]
+
+
+def execute_group(jobs: Sequence[RunJob], sink, *, reporter: Reporter | None = None,
+                  cancel: threading.Event | None = None,
+                  working: threading.Event | None = None) -> list[RunSummary]:
+    """Plan each job with its kind and run the loop on all of them together (``run_loop.
+    run_group``: one judge, shared prompt prefixes); each run's status says how it ended (the
+    loop marks them while judging; planning, which may write references, is marked here). The
+    jobs share one loaded judge. A run that cannot be planned fails the group: nothing is
+    judged and every run is marked failed with the reason.
 
     Raises
     ------
     RunCancelled
-        Stopped on request (what was computed is stored; the run is marked cancelled).
+        Stopped on request (what was computed is stored; the runs are marked cancelled).
     InputError
-        Settings, judge or prompts the run cannot use (the run is marked failed with the message).
+        Settings, judge or prompts a run cannot use (the runs are marked failed with the message).
     """
     reporter = reporter or ConsoleReporter()
     cancel = cancel or threading.Event()
-    kind = kind_of(job.settings)
+    ids = [job.run_id for job in jobs]
     if working is not None:
         working.set()  # from here a stop keeps what was computed (references, micro-batches)
+    plans = []
     try:
-        sink.set_run_status(job.run_id, "running", message="planning the run")
-        with Heartbeat(sink, job.run_id):
-            plan = kind.plan(job)
+        for job in jobs:
+            sink.set_run_status(job.run_id, "running", message="planning the run",
+                                phase=PLANNING_PHASE)
+        with Heartbeat(sink, ids):
+            for job in jobs:
+                plans.append(kind_of(job.settings).plan(job))
     except (RunCancelled, KeyboardInterrupt):
-        sink.set_run_status(job.run_id, "cancelled", message="stopped on request before judging; "
-                            "resuming it starts again")
+        for run_id in ids:
+            sink.set_run_status(run_id, "cancelled", message="stopped on request before "
+                                "judging; resuming it starts again")
         raise
     except BaseException as e:
-        _mark_failed(sink, job.run_id, e)
+        for run_id in ids:
+            _mark_failed(sink, run_id, e)
         raise
-    plan.notes.update(work_notes(kind, job))
-    sink.record_plan(job.run_id, plan.notes)
-    for cid, kept in plan.notes.get("truncated_contexts", {}).items():
-        reporter.message(f"context '{cid}' truncated to its first {kept:,} characters to fit the "
-                         "model's context window")
-    return run_plan(plan, sink, job.run_id, progress=reporter.progress, cancel=cancel)
+    counter = TokenCounter(getattr(jobs[0].judge, "tokenizer", None))
+    works = [kind_of(job.settings).prompt_work(job.dataset, job.settings) for job in jobs]
+    shared = shared_work(works)
+    # Runs judged together record the group's shared work: their token rate is then the judge's,
+    # as a later plan's estimate takes it.
+    notes = work_notes_of(shared, counter)
+    for job, plan in zip(jobs, plans):
+        plan.notes.update(notes)
+        if len(jobs) > 1:
+            plan.notes["run_group"] = ids
+        sink.record_plan(job.run_id, plan.notes)
+        for cid, kept in plan.notes.get("truncated_contexts", {}).items():
+            reporter.message(f"context '{cid}' truncated to its first {kept:,} characters to fit "
+                             "the model's context window")
+    estimate = estimate_time(shared, _recorded_runs(sink), jobs[0].settings.model,
+                             jobs[0].settings.device)
+    members = [Member(job.run_id, plan, plan.total / estimate.seconds
+                      if estimate.seconds > 0 and plan.total else None)
+               for job, plan in zip(jobs, plans)]
+    pacer = BatchPacer(jobs[0].judge, estimate.token_rate)
+    try:
+        return run_group(members, sink, progress=reporter.progress, cancel=cancel,
+                         pace=pacer.paced)
+    finally:
+        pacer.restore()
+
+
+def _recorded_runs(sink) -> list:
+    """The runs a store recorded (their rates: what an estimate rests on); none in memory."""
+    list_runs = getattr(sink, "list_runs", None)
+    if list_runs is None:
+        return []
+    with contextlib.suppress(Exception):  # an estimate is never worth failing a run for
+        return list(list_runs())
+    return []
+
+
+class TokenCounter:
+    """Each text's prompt tokens with the judge's tokenizer, each distinct text counted once
+    (the runs of a group share their contexts and candidates); None without a tokenizer."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._known: dict[str, int] = {}
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        new = list(dict.fromkeys(t for t in texts if t not in self._known))
+        if new:
+            ids = self.tokenizer(new, add_special_tokens=False)["input_ids"]
+            self._known.update(zip(new, (len(x) for x in ids)))
+        return [self._known[t] for t in texts]
 
 
 def work_notes(kind, job: RunJob) -> dict:
@@ -173,14 +266,16 @@ def work_notes(kind, job: RunJob) -> dict:
     judge's tokenizer, in prompt tokens: what the token rate is measured on (``run_loop``) and
     what a later plan's estimate converts characters to tokens with (``speed.estimate_time``).
     A judge without a tokenizer (a served model) gives characters only."""
-    work = kind.prompt_work(job.dataset, job.settings)
+    return work_notes_of(kind.prompt_work(job.dataset, job.settings),
+                         TokenCounter(getattr(job.judge, "tokenizer", None)))
+
+
+def work_notes_of(work, counter: TokenCounter) -> dict:
+    """:func:`work_notes` of a plan's ``work`` (``RunKind.prompt_work``), tokens by ``counter``."""
     notes = {"work_chars": int(work_size(work, characters))}
-    tokenizer = getattr(job.judge, "tokenizer", None)
-    if tokenizer is not None and work:
-        def tokens(texts: list[str]):
-            return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    if counter.tokenizer is not None and work:
         with contextlib.suppress(Exception):  # a tokenizer that cannot count leaves no rate
-            notes["work_tokens"] = int(work_size(work, tokens))
+            notes["work_tokens"] = int(work_size(work, counter))
     return notes
 
 
@@ -189,13 +284,27 @@ def execute_with(sink, dataset, settings: RunSettings, judge, run_id: int, *, da
                  chunk_prompts: int | None = None) -> RunSummary:
     """:func:`execute` run ``run_id`` of ``settings`` on ``dataset`` with a judge already loaded,
     resuming from what ``sink`` holds (a notebook's ``MemorySink``, or a store)."""
-    kind = kind_of(settings)
-    job = RunJob(dataset=dataset, dataset_id=dataset_id, settings=settings, judge=judge,
-                 run_id=run_id, stored=sink.stored_results(run_id, kind.name), store=sink,
-                 cancelled=lambda: bool(cancel is not None and cancel.is_set()))
-    if chunk_prompts:
-        job.chunk_prompts = chunk_prompts
-    return execute(job, sink, reporter=reporter, cancel=cancel)
+    return execute_group_with(sink, dataset, [settings], judge, [run_id], dataset_id=dataset_id,
+                              reporter=reporter, cancel=cancel, chunk_prompts=chunk_prompts)[0]
+
+
+def execute_group_with(sink, dataset, settings: Sequence[RunSettings], judge,
+                       run_ids: Sequence[int], *, dataset_id: int = 0,
+                       reporter: Reporter | None = None, cancel: threading.Event | None = None,
+                       chunk_prompts: int | None = None) -> list[RunSummary]:
+    """:func:`execute_group`: runs ``run_ids`` of ``settings`` (one each: e.g. the aspects of one
+    dataset) on ``dataset`` judged together by a judge already loaded, resuming from what
+    ``sink`` holds."""
+    jobs = []
+    for s, run_id in zip(settings, run_ids, strict=True):
+        kind = kind_of(s)
+        job = RunJob(dataset=dataset, dataset_id=dataset_id, settings=s, judge=judge,
+                     run_id=run_id, stored=sink.stored_results(run_id, kind.name), store=sink,
+                     cancelled=lambda: bool(cancel is not None and cancel.is_set()))
+        if chunk_prompts:
+            job.chunk_prompts = chunk_prompts
+        jobs.append(job)
+    return execute_group(jobs, sink, reporter=reporter, cancel=cancel)
 
 
 def _mark_failed(sink, run_id: int, e: BaseException) -> None:
@@ -206,42 +315,68 @@ def _mark_failed(sink, run_id: int, e: BaseException) -> None:
 def execute_run(store, run_id: int, *, judge=None, reporter: Reporter | None = None,
                 cancel: threading.Event | None = None, chunk_prompts: int | None = None,
                 working: threading.Event | None = None) -> RunSummary:
-    """Execute (or resume) stored run ``run_id``: load its judge unless given, record it, plan
-    and run (:func:`execute`).
+    """Execute (or resume) stored run ``run_id`` (:func:`execute_runs` of one)."""
+    return execute_runs(store, [run_id], judge=judge, reporter=reporter, cancel=cancel,
+                        chunk_prompts=chunk_prompts, working=working)[0]
+
+
+def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporter | None = None,
+                 cancel: threading.Event | None = None, chunk_prompts: int | None = None,
+                 working: threading.Event | None = None) -> list[RunSummary]:
+    """Execute (or resume) stored runs ``run_ids`` together: load their one judge unless given,
+    record it for each, plan and run them in one pass (:func:`execute_group`).
 
     Raises
     ------
     RunCancelled, InputError
-        As :func:`execute`; a model that cannot load, or that is not the judge that started the
-        run, is an ``InputError`` too (the run is marked failed with the message).
+        As :func:`execute_group`; runs that need different judges, a model that cannot load, or
+        that is not the judge that started a run, are an ``InputError`` too (the runs are
+        marked failed with the message).
     """
     reporter = reporter or ConsoleReporter()
     cancel = cancel or threading.Event()
-    run = store.get_run(run_id)
-    settings = RunSettings.from_dict(run.settings)
-    kind = kind_of(settings)
-    store.set_run_status(run_id, "running", message="loading the judge")
+    run_ids = list(dict.fromkeys(int(r) for r in run_ids))
+    runs = [store.get_run(run_id) for run_id in run_ids]
+    settings = [RunSettings.from_dict(run.settings) for run in runs]
+    for run_id in run_ids:
+        store.set_run_status(run_id, "running", message="loading the judge", phase=LOADING_PHASE)
     try:
-        with Heartbeat(store, run_id):
+        with Heartbeat(store, run_ids):
+            check_one_judge(settings, [run.name for run in runs])
             if judge is None:
-                judge = load_run_judge(settings)
-            store.record_judge(run_id, kind.judge_key(judge))
-            dataset = store.load_dataset(run.dataset_id)
-            stored = store.stored_results(run_id, kind.name)
+                # The largest batch size any of them asks for (it changes speed, never results).
+                judge = load_run_judge(settings[0].with_changes(
+                    batch_size=max(s.batch_size for s in settings)))
+            datasets: dict[int, Any] = {}
+            jobs = []
+            for run, s in zip(runs, settings):
+                kind = kind_of(s)
+                store.record_judge(run.id, kind.judge_key(judge))
+                if run.dataset_id not in datasets:
+                    datasets[run.dataset_id] = store.load_dataset(run.dataset_id)
+                job = RunJob(dataset=datasets[run.dataset_id], dataset_id=run.dataset_id,
+                             settings=s, judge=judge, run_id=run.id,
+                             stored=store.stored_results(run.id, kind.name), store=store,
+                             report=reporter.message,
+                             cancelled=lambda: cancel.is_set() or any(
+                                 store.cancel_requested(r) for r in run_ids))
+                if chunk_prompts:
+                    job.chunk_prompts = chunk_prompts
+                jobs.append(job)
     except KeyboardInterrupt:
-        store.set_run_status(run_id, "cancelled", message="stopped on request while loading the "
-                             "judge; resuming it starts again")
+        for run_id in run_ids:
+            store.set_run_status(run_id, "cancelled", message="stopped on request while loading "
+                                 "the judge; resuming it starts again")
         raise
     except BaseException as e:
-        _mark_failed(store, run_id, e)
+        for run_id in run_ids:
+            _mark_failed(store, run_id, e)
         raise
     reporter.loaded(judge.description)
-    job = RunJob(dataset=dataset, dataset_id=run.dataset_id, settings=settings, judge=judge,
-                 run_id=run_id, stored=stored, store=store, report=reporter.message,
-                 cancelled=lambda: cancel.is_set() or store.cancel_requested(run_id))
-    if chunk_prompts:
-        job.chunk_prompts = chunk_prompts
-    return execute(job, store, reporter=reporter, cancel=cancel, working=working)
+    if len(runs) > 1:
+        reporter.message(f"judging {len(runs)} runs together: "
+                         + ", ".join(f"'{run.name}'" for run in runs))
+    return execute_group(jobs, store, reporter=reporter, cancel=cancel, working=working)
 
 
 def summary_line(summary: RunSummary, unit: str) -> str:
@@ -260,42 +395,53 @@ def stopped_line(unit: str) -> str:
 
 def execute_until_stopped(store, run_id: int, *, reporter: Reporter, judge=None,
                           chunk_prompts: int | None = None) -> RunSummary:
-    """:func:`execute_run` under :func:`stop_on_signals`, telling its reporter how it ended.
+    """:func:`execute_runs_until_stopped` of one run."""
+    return execute_runs_until_stopped(store, [run_id], reporter=reporter, judge=judge,
+                                      chunk_prompts=chunk_prompts)[0]
+
+
+def execute_runs_until_stopped(store, run_ids: Sequence[int], *, reporter: Reporter, judge=None,
+                               chunk_prompts: int | None = None) -> list[RunSummary]:
+    """:func:`execute_runs` under :func:`stop_on_signals`, telling its reporter how it ended.
 
     What a command, a script or a notebook cell runs: Ctrl-C, SIGTERM or a notebook's stop
-    button stop the run after the micro-batch in flight (a second one at once).
+    button stop the runs after the micro-batch in flight (a second one at once).
 
     Raises
     ------
     RunInterrupted
         Stopped by a signal, or a ``KeyboardInterrupt`` raised while it ran (everything
-        computed is stored; the run is marked cancelled).
+        computed is stored; the runs are marked cancelled).
     RunCancelled
-        Stopped by a cancel request in the store (the app's Cancel).
+        Stopped by a cancel request in the store (the app's Cancel) for any of the runs.
     InputError
-        As :func:`execute_run`.
+        As :func:`execute_runs`.
     """
-    unit = kind_of(store.get_run(run_id).settings).unit
+    runs = [store.get_run(run_id) for run_id in run_ids]
+    unit = kind_of(runs[0].settings).unit
     working = threading.Event()
     with stop_on_signals(threading.Event(), working) as cancel:
         try:
-            summary = execute_run(store, run_id, judge=judge, reporter=reporter, cancel=cancel,
-                                  chunk_prompts=chunk_prompts, working=working)
+            summaries = execute_runs(store, run_ids, judge=judge, reporter=reporter,
+                                     cancel=cancel, chunk_prompts=chunk_prompts, working=working)
         except (RunCancelled, KeyboardInterrupt) as e:
             reporter.message(stopped_line(unit))
             if isinstance(e, KeyboardInterrupt) or cancel.is_set():
                 raise RunInterrupted(stopped_line(unit)) from None
             raise
-    reporter.message(summary_line(summary, unit))
-    return summary
+    for run, summary in zip(runs, summaries):
+        line = summary_line(summary, kind_of(run.settings).unit)
+        reporter.message(line if len(runs) == 1 else f"run '{run.name}': {line}")
+    return summaries
 
 
-def run_to_exit_code(store, run_id: int, *, reporter: Reporter, judge=None,
+def run_to_exit_code(store, run_id: int | Sequence[int], *, reporter: Reporter, judge=None,
                      chunk_prompts: int | None = None) -> int:
-    """:func:`execute_until_stopped` as an exit code (what a worker process returns)."""
+    """:func:`execute_runs_until_stopped` as an exit code (what a worker process returns)."""
+    run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
     try:
-        execute_until_stopped(store, run_id, reporter=reporter, judge=judge,
-                              chunk_prompts=chunk_prompts)
+        execute_runs_until_stopped(store, run_ids, reporter=reporter, judge=judge,
+                                   chunk_prompts=chunk_prompts)
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     return EXIT_OK
@@ -355,10 +501,12 @@ def log_tail(path: Path, n_lines: int = 12) -> str:
     return "\n".join(lines[-n_lines:])
 
 
-def start_worker(run_id: int, database_url: str, log_path: Path, *,
+def start_worker(run_id: int | Sequence[int], database_url: str, log_path: Path, *,
                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-    """Start a worker process for stored run ``run_id`` in its own session (it outlives the page
-    that started it), writing to ``log_path``. The database URL goes through the environment."""
+    """Start a worker process for stored run ``run_id`` (or several, judged together) in its own
+    session (it outlives the page that started it), writing to ``log_path``. The database URL
+    goes through the environment."""
+    run_ids = [int(run_id)] if isinstance(run_id, int) else [int(r) for r in run_id]
     # Logs can name datasets, models and servers: the folder and the file are the owner's only.
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(log_path.parent, 0o700)
@@ -370,20 +518,22 @@ def start_worker(run_id: int, database_url: str, log_path: Path, *,
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "compassess_core.worker",
-                                 "--run-id", str(int(run_id))],
+                                 *(a for r in run_ids for a in ("--run-id", str(r)))],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(cwd or root), env=env)
     # Reaped as soon as it ends: a long-lived starter (the web server) would otherwise keep a
     # zombie per finished run until it next started one.
-    threading.Thread(target=proc.wait, name=f"reap-worker-{int(run_id)}", daemon=True).start()
+    threading.Thread(target=proc.wait, name=f"reap-worker-{run_ids[0]}", daemon=True).start()
     return proc
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m compassess_core.worker --run-id N``: execute a stored run, lowered priority."""
+    """``python -m compassess_core.worker --run-id N [--run-id M ...]``: execute stored runs
+    (several: judged together), lowered priority."""
     parser = argparse.ArgumentParser(prog="python -m compassess_core.worker",
-                                     description="execute (or resume) a stored run")
-    parser.add_argument("--run-id", type=int, required=True)
+                                     description="execute (or resume) stored runs, together")
+    parser.add_argument("--run-id", type=int, required=True, action="append",
+                        help="a run to execute; several are judged together by one judge")
     args = parser.parse_args(argv)
     nice = worker_nice()
     lower_priority(nice)
@@ -391,12 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     from .sink import open_store
     try:
         store = open_store(os.environ.get(DATABASE_URL_ENV) or None)
-        run = store.get_run(args.run_id)
-        kind = get_kind(run.settings.get("kind"))
+        runs = [store.get_run(run_id) for run_id in args.run_id]
+        kind = get_kind(runs[0].settings.get("kind"))
         reporter = ConsoleReporter(kind.unit, kind.rate_unit, stream=sys.stdout)
         reporter.message(f"worker {os.getpid()} (nice {nice}, "
-                         f"{os.environ['COMPASSESS_THREADS']} CPU thread(s)) on run '{run.name}'")
-        return run_to_exit_code(store, run.id, reporter=reporter)
+                         f"{os.environ['COMPASSESS_THREADS']} CPU thread(s)) on run(s) "
+                         + ", ".join(f"'{run.name}'" for run in runs))
+        return run_to_exit_code(store, [run.id for run in runs], reporter=reporter)
     except InputError as e:
         print(f"error: {e}", flush=True)
         return EXIT_INPUT

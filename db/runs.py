@@ -49,7 +49,8 @@ class RunInfo:
     (context window, longest prompt, ``truncated_contexts``: context id -> characters kept, the
     prompt tokens and characters the judge processes); ``judge_s`` the seconds of judging from
     the worker's first judged batch (judge loading excluded); ``token_rate`` the prompt tokens
-    the judge processed per second of it.
+    the judge processed per second of it; ``phase`` what the worker does now (starting,
+    loading, planning, judging) and ``phase_at`` when it began.
     """
 
     id: int
@@ -71,6 +72,8 @@ class RunInfo:
     plan: dict | None = None
     judge_s: float | None = None
     token_rate: float | None = None
+    phase: str | None = None
+    phase_at: datetime | None = None
 
 
 def settings_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -231,9 +234,10 @@ class RunStore(StoreBase):
     def set_run_status(self, run_id: int, status: str, *, done: int | None = None,
                        total: int | None = None, message: str | None = None,
                        rate: float | None = None, judge_s: float | None = None,
-                       token_rate: float | None = None) -> None:
+                       token_rate: float | None = None, phase: str | None = None) -> None:
         """Record status, progress, the worker's rate (units per second), its seconds of judging
-        and prompt tokens per second, and a heartbeat (now, with this process's pid).
+        and prompt tokens per second, and a heartbeat (now, with this process's pid); ``phase``
+        with the time it began when it is not the stored one (None keeps it).
 
         ``message=None`` keeps the current message while the status stays the same and clears it
         when the status changes. A terminal status (completed, cancelled, failed) clears the
@@ -262,6 +266,10 @@ class RunStore(StoreBase):
             values["judge_s"] = float(judge_s)
         if token_rate is not None:
             values["token_rate"] = float(token_rate)
+        if phase is not None:
+            values["phase"] = phase
+            values["phase_at"] = case((RunRow.phase == phase, RunRow.phase_at),
+                                      else_=values["heartbeat_at"])
         if status in TERMINAL_STATUSES:
             values["cancel_requested"] = False
         self._change_run(run_id, update(RunRow).values(**values))
@@ -327,7 +335,8 @@ def _run_select() -> Select:
                    RunRow.settings, RunRow.status, RunRow.done, RunRow.total, RunRow.message,
                    RunRow.heartbeat_at, RunRow.created_at, n.label("n"),
                    RunRow.cancel_requested, RunRow.worker_pid, RunRow.model_key, RunRow.rate,
-                   RunRow.plan, RunRow.judge_s, RunRow.token_rate)
+                   RunRow.plan, RunRow.judge_s, RunRow.token_rate, RunRow.phase,
+                   RunRow.phase_at)
             .join(DatasetRow, DatasetRow.id == RunRow.dataset_id))
 
 
@@ -335,4 +344,5 @@ def _run_info(r: Row) -> RunInfo:
     return RunInfo(r.id, r.name, r.dataset_id, r.ds_name, dict(r.settings), r.status, r.done,
                    r.total, r.message, r.heartbeat_at, r.created_at, int(r.n),
                    bool(r.cancel_requested), r.worker_pid, r.model_key, r.rate,
-                   dict(r.plan) if r.plan else None, r.judge_s, r.token_rate)
+                   dict(r.plan) if r.plan else None, r.judge_s, r.token_rate, r.phase,
+                   r.phase_at)

@@ -185,6 +185,10 @@ class RunRow(Base):
     # shows, and what the plan of a later run estimates its time from.
     judge_s: Mapped[float | None] = mapped_column(Float)
     token_rate: Mapped[float | None] = mapped_column(Float)
+    # What the worker does now (starting, loading, planning, judging) and since when: what the
+    # Run page shows with its elapsed time.
+    phase: Mapped[str | None] = mapped_column(String(32))
+    phase_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
@@ -497,3 +501,78 @@ class PanelMemberRow(Base):
     panel_id: Mapped[int] = mapped_column(ForeignKey("panels.id", ondelete="CASCADE"))
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
+
+
+# ----------------------------------------- tuned wordings and the judge's reasons (migration 0015)
+
+class TemplateRow(Base):
+    """A named comparison template (``{context} {a} {b} {aspect}``) kept in the store: what
+    ``compassess run --template NAME``, the Run page and the API accept by name. ``noun`` is the
+    answer's noun (the primer "Answer: <noun>"); ``tuning`` the name of the tuning that saved it
+    (None: saved by hand), which may replace it when resumed; ``source`` says in words where it
+    came from. It outlives the dataset it was tuned on."""
+
+    __tablename__ = "templates"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
+    text: Mapped[str] = mapped_column(Text)
+    noun: Mapped[str] = mapped_column(String(64))
+    tuning: Mapped[str | None] = mapped_column(String(MAX_NAME_LENGTH), nullable=True)
+    source: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class TuningRow(Base):
+    """A tuning of the judge's instruction (``compassess_core.tuning``): its options and the
+    wordings it tried or will try (a JSON list, in order; paraphrases a writer wrote are added
+    as they are written, so a resumed tuning judges the same texts). Each wording is judged by a
+    run of its own (``tune-<name>-<key>``); the table of scores is computed from those runs when
+    read. ``status``, ``message``, ``heartbeat_at`` and ``cancel_requested`` as a run's."""
+
+    __tablename__ = "tunings"
+    __table_args__ = (Index("ix_tunings_dataset_id", "dataset_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    aspect: Mapped[str] = mapped_column(Text)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    wordings: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(32), default="pending")
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    created_by: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ExplanationRow(Base):
+    """The judge's reasons for one stored verdict: what the judge (``judge_key``, the identity a
+    run records) wrote when asked why it answered as it did to the prompt ``prompt_hash`` (one
+    order of a pair), at most ``max_tokens`` tokens. Keyed like the comparison cache (judge and
+    prompt), so every run of that judge on that prompt shows the same text; ``verdict`` (``A`` or
+    ``B``) and ``p`` are the verdict it was asked to explain. It never changes a comparison."""
+
+    __tablename__ = "explanations"
+    __table_args__ = (
+        UniqueConstraint("prompt_hash", "judge_key", "max_tokens",
+                         name="uq_explanations_prompt_hash"),
+        Index("ix_explanations_context_id", "context_id"),
+        Index("ix_explanations_a_id", "a_id"),
+        Index("ix_explanations_b_id", "b_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    a_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    b_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    prompt_hash: Mapped[str] = mapped_column(String(128))
+    judge_key: Mapped[str] = mapped_column(String(1024))
+    max_tokens: Mapped[int] = mapped_column(Integer)
+    verdict: Mapped[str] = mapped_column(String(8))
+    p: Mapped[float | None] = mapped_column(Float)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -12,7 +12,8 @@
 - ``db.people``: people and their roles in a shared app;
 - ``db.campaigns``: annotation campaigns (annotators, fixed pair lists, the answers given in them);
 - ``db.panels``: panels of judges (their definition and member runs);
-- ``db.scores``: the synthetic references of absolute runs.
+- ``db.scores``: the synthetic references of absolute runs;
+- ``db.tuning``: tunings of the judge's instruction, named templates and the judge's explanations.
 
 It hands the engine back its own types (``Dataset``, ``ComparisonTable``, result records), mapping
 the file's string ids to integer keys on the way in and back on the way out. Callers import from
@@ -37,6 +38,7 @@ from .runs import (COMPARISON_COLUMNS, SETTING_COLUMNS, TERMINAL_STATUSES, RunIn
                    settings_differences)
 from .schema import MAX_NAME_LENGTH
 from .scores import ScoreStore
+from .tuning import TemplateInfo, TuningInfo, TuningNotFoundError, TuningStore
 
 __all__ = [
     "Store", "default_database_url", "database_url", "alembic_config", "RunInfo", "DatasetInfo",
@@ -44,12 +46,13 @@ __all__ = [
     "MAX_NAME_LENGTH", "TERMINAL_STATUSES", "SETTING_COLUMNS", "SQLITE_BUSY_TIMEOUT_S",
     "SQLITE_FILE_SUFFIXES", "MIGRATIONS_DIR", "RESULT_TABLES", "ResultTable",
     "settings_differences", "Person", "CampaignInfo", "CampaignError", "ADJUDICATION",
-    "CAMPAIGN_LABEL_COLUMNS", "PanelInfo", "PanelNotFoundError",
+    "CAMPAIGN_LABEL_COLUMNS", "PanelInfo", "PanelNotFoundError", "TemplateInfo", "TuningInfo",
+    "TuningNotFoundError",
 ]
 
 
 class Store(DatasetStore, RunStore, ResultStore, LabelStore, ScoreStore, PeopleStore,
-            ManageStore, CampaignStore, PanelStore):
+            ManageStore, CampaignStore, PanelStore, TuningStore):
     """Persistence of CompAssess in the database at ``url`` (default: ``default_database_url()``).
 
     Opening a store brings its schema to the newest migration. The store is safe to share between

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ from compassess_core import api
 from compassess_core.leaderboard import DEFAULT_METHOD
 from pages import _view as view
 from compassess_core.errors import CompAssessError
-from pages._auth import page_link, require
+from pages._auth import page_link, recheck, require
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._store import api_store, db_url  # noqa: F401 - likewise
 
@@ -46,10 +47,19 @@ PREVIEW_CHARS = 120
 
 # ------------------------------------------------------------------------ a run, through the API
 
-def _stored_key(info) -> str:
+#: Seconds between fresh reads of a run a worker is judging: every micro-batch changes what it
+#: stores, and reading (and recomputing) everything at each one kept the result pages of a live
+#: run, and those of its dataset's judges, at 5-6 s while it ran.
+LIVE_READ_S = 10.0
+
+
+def _stored_key(info, now: float | None = None) -> str:
     """What a run's numbers rest on, as a cache key: its name (a renamed run's exports and
     report name it anew), a finished batch, a status change (or, for an absolute run, edited
-    references, which replace comparisons in place)."""
+    references, which replace comparisons in place). A run with a live worker is read afresh
+    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again)."""
+    if api.has_live_worker(info):
+        return f"{info.name}/live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
     key = f"{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
@@ -167,7 +177,7 @@ def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
     pages): its runs' stored comparisons and status, its panels and its stored human labels."""
     store = api_store()
-    return (tuple((r.id, r.info.n_comparisons, r.status) for r in list_runs(dataset_id)),
+    return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
             tuple(store.panels(dataset_id)["id"]), len(store.human_labels(dataset_id)))
 
 
@@ -596,6 +606,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
         st.warning("This ordered pair was not compared in this run.")
     else:
         st.info("The swapped order was not compared in this run, so a flip cannot be checked.")
+    explanation_view(run, context_id, first, second)
     kept = run.truncated_contexts.get(context_id)
     prompt = run.prompt(context_id, first, second)
     if kept is not None:
@@ -621,6 +632,89 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
         except CompAssessError as e:
             st.warning(f"Could not read the judge's tokenizer to show its chat template: "
                        f"{plain(str(e))}")
+
+
+# ------------------------------------------------------------------------ the judge's reasons
+
+#: Where the pages keep the explain workers they started (per session): pair key -> process.
+EXPLAIN_WORKERS = "explain_workers"
+
+
+def _show_reasons(found) -> None:
+    cols = st.columns(len(found.orders))
+    for col, order in zip(cols, found.orders):
+        with col:
+            st.markdown(f"**{plain(order.first)} in position A** (p = {order.p:.3f}, the judge "
+                        f"answered {order.verdict})")
+            if order.text is None:
+                st.caption("Not asked yet.")
+            else:
+                st.text(order.text)
+
+
+def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``),
+    when stored; otherwise a button that asks for them in a worker process
+    (``Run.start_explain_worker``: the judge never runs in the web server) and a view that shows
+    them once stored. A judge that cannot write says so (the worker's message)."""
+    st.markdown("**The judge's reasons** (asked afterwards: its p never changes)")
+    explain = getattr(run.api, "explanation", None)
+    if explain is None:
+        st.caption("A panel has no judge of its own: open a member run to ask its judge.")
+        return
+    try:
+        found = explain(context_id, first, second)
+    except CompAssessError as e:
+        st.caption(f"No reasons to ask for: {plain(str(e))}")
+        return
+    if found.complete:
+        _show_reasons(found)
+        st.caption(f"Written by the run's judge (at most {found.max_tokens} tokens per order, "
+                   "greedy) when asked for the reasons of its answer; stored with the judge and "
+                   "the prompt, so `compassess explain` prints the same text.")
+        return
+    key = (db_url(), run.id, context_id, first, second)
+    workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})
+    proc = workers.get(key)
+    log = run.api.explain_log_path(context_id, first, second)
+    if proc is not None and proc.poll() is None:
+        st.fragment(_await_reasons, run_every=2.0)(run, context_id, first, second)
+        return
+    if any(o.text is not None for o in found.orders):
+        _show_reasons(found)
+    if proc is not None and proc.poll() not in (None, 0):
+        st.warning(f"The judge wrote no reasons: {plain(run.api.worker_log(3, log))}",
+                   icon=":material/error:")
+    if run.api.judge_problem is not None:
+        st.caption("This run's judge server is not one of the servers configured for this app: "
+                   "its reasons cannot be asked for here (`compassess explain` can).")
+        return
+    if st.button("Ask the judge for its reasons (both orders)", icon=":material/psychology:",
+                 key=f"explain_{run.id}_{context_id}_{first}_{second}",
+                 help="Loads the run's judge in a worker process (not in this server), shows it "
+                      "its prompt and the answer it gave, and asks why, in a few sentences. A "
+                      "judge that only gives label probabilities cannot write and says so."):
+        require()  # loading a model is an admin's action
+        try:
+            workers[key] = run.api.start_explain_worker(context_id, first, second, log,
+                                                       cwd=REPO_ROOT)
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+            return
+        st.rerun()
+
+
+def _await_reasons(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """A live view while an explain worker writes: the whole page again once it stored them
+    or stopped."""
+    recheck()
+    proc = st.session_state.get(EXPLAIN_WORKERS, {}).get(
+        (db_url(), run.id, context_id, first, second))
+    found = run.api.explanation(context_id, first, second)
+    if found.complete or proc is None or proc.poll() is not None:
+        st.rerun(scope="app")
+    st.info("The judge is writing its reasons in a worker process; they show here once "
+            "stored.", icon=":material/hourglass_top:")
 
 
 # ------------------------------------------------------------------------------- method control

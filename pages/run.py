@@ -37,7 +37,7 @@ from compassess_core.selection import STRATEGIES
 from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
-from pages._common import api_store, cached_dataset, fmt, list_runs, pick_dataset, plain
+from pages._common import api_store, cached_dataset, list_runs, pick_dataset, plain
 from pages._plain import plain_within
 from pages._judges import catalog_expander, local_model_picker
 
@@ -47,11 +47,11 @@ OWN = "own description ..."
 #: The form's widgets; each is keyed by the dataset on screen (``form_key``) and kept across
 #: page switches per dataset (``_view.keep_form``): a visit to another page or dataset and back
 #: finds the choices as they were.
-FORM_KEYS = ("run_aspect", "own_aspect", "template_choice", "run_task", "own_template",
+FORM_KEYS = ("run_aspect", "run_more_aspects", "own_aspect", "template_choice", "run_task", "own_template",
              "run_model_kind", "served_url", "served_name", "served_endpoint", "model_text",
              "catalog_model", "run_device", "run_batch_size", "strategy", "budget", "n_contexts",
              "run_seed", "truncate_context", "run_mode", "abs_levels", "abs_max_new", "abs_orders",
-             "abs_sample", "abs_variant", "abs_refs", "score_template")
+             "abs_sample", "abs_variant", "abs_refs", "score_template", "saved_template")
 #: The id of the run this page watches when chosen here or started by Start (the result pages'
 #: run picker changes the view's run, not this one); unset, the page watches the live run.
 WATCH = "run_watch"
@@ -106,10 +106,26 @@ with st.container(border=True):
                                 key=key["own_aspect"], max_chars=MAX_ASPECT_CHARS)
                   if choice == OWN else "")
     aspect = own_aspect if choice == OWN else choice
-    template_choice = c2.radio("Template", ("T1", "T2", "own"), horizontal=True,
-                               key=key["template_choice"],
+    # More aspects judged in the same pass: one run each, one worker, the prompts of one pair
+    # sharing the context and both candidates in the judge's prefix cache.
+    more_aspects = [a for a in c1.multiselect(
+        "Also judge in the same pass", [p for p in presets if p != aspect],
+        key=key["run_more_aspects"],
+        help="One run per aspect, judged together by one worker: the prompts of the same pair "
+             "share the context and both candidates, so each more aspect costs a fraction of a "
+             "run. Each run is stored, resumed and shown on its own.") if a != aspect]
+    saved = list(api_store().templates()["name"])  # named templates: a tuning's pick, ...
+    if st.session_state.get(key["template_choice"]) == "saved" and not saved:
+        st.session_state[key["template_choice"]] = "T1"
+    template_choice = c2.radio("Template", ("T1", "T2", "own") + (("saved",) if saved else ()),
+                               horizontal=True, key=key["template_choice"],
                                help="T1 and T2 are the paper's (Figure 2); 'own' takes your text with "
-                                    "{context} {a} {b} {aspect} placeholders.")
+                                    "{context} {a} {b} {aspect} placeholders; 'saved' a named "
+                                    "template of the store (the pick of a tuning on the Tune "
+                                    "wording page, or `compassess templates`).")
+    saved_name = (c2.selectbox("Saved template", saved, key=key["saved_template"],
+                               format_func=lambda t: plain(t, "text"))
+                  if template_choice == "saved" else None)
     task = c3.selectbox("Wording", ("auto",) + TASKS, key=key["run_task"],
                         format_func=lambda t: t if t == "auto" else
                         f"{t}: {TASK_WORDING[t].noun} A/B, {TASK_WORDING[t].source}",
@@ -125,6 +141,11 @@ with st.container(border=True):
             template = api.template_from_text(own_text)
         except CompAssessError as e:
             st.error(f"Template problem: {plain(str(e))}")
+            st.stop()
+    elif template_choice == "saved":
+        template = api_store().resolve_template(saved_name)
+        if isinstance(template, str):   # deleted since the page was drawn
+            st.error(f"Template problem: no saved template named {plain(template)} any more")
             st.stop()
     preview_box = st.container()   # the plan's prompt, once the plan is made
 
@@ -264,7 +285,7 @@ view.save_form(FORM, KEYS)
 plan = None
 try:
     if model_options is not None and make_options is not None:
-        plan = api_store().plan_run(dataset, make_options(), model_options)
+        plan = api_store().plan_run(dataset, make_options(), model_options, also=more_aspects)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
     top.error(f"These settings cannot run: {plain(str(e))}")
 if plan is not None and plan.preview is not None:
@@ -284,10 +305,14 @@ if plan is not None and plan.preview is not None:
         st.caption(f"Answer primer the model continues: {plain(repr(shown.primer))} -> next "
                    f"token(s): {then}")
 if plan is not None:
-    left = (f"run {plain(plan.default_name)} stores {plan.stored:,} of them already, so "
+    each = (f" for {len(plan.aspects)} aspects ({plain(', '.join(plan.aspects))}), one run "
+            "each, judged in one pass" if len(plan.aspects) > 1 else "")
+    left = (f"runs of these settings store {plan.stored:,} of them already, so Start resumes "
+            f"them: {plan.estimate_left.sentence()}" if plan.stored and len(plan.aspects) > 1
+            else f"run {plain(plan.default_name)} stores {plan.stored:,} of them already, so "
             f"Start resumes it: {plan.estimate_left.sentence()}" if plan.stored
             else plan.estimate.sentence())
-    top.info(f"**Plan: {plan.planned:,} {plan.unit}** on {plan.n_contexts} context(s); "
+    top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} context(s); "
              f"{left}. What is already stored (a resumed run, or the same prompts judged "
              "before by this model) is not recomputed.", icon=":material/schedule:")
     against = (f"the reference column {plan.reference}" if plan.reference is not None else
@@ -297,32 +322,45 @@ if plan is not None:
     top.caption(plain_within(f"The judge will read: {plan.reads}. Human scores it is checked "
                              f"against by default: {against}.",
                              [*dataset.text_columns, plan.reference, plan.settings.aspect]))
+    if plan.memory is not None and plan.memory.need is not None:
+        top.caption(plain(plan.memory.line()))
     for line in plan.advice:  # what the CLI prints as warnings
         top.warning(plain(line))
+    if plan.memory is not None and plan.memory.problem:   # loading it would be refused
+        top.error(plain(plan.memory.problem), icon=":material/memory:")
     if plan.judge_problem:    # the allowlist of served judges: nothing may start
         top.error(plain(plan.judge_problem))
 run_name = top.text_input("Run name", value=plan.default_name if plan else "",
                           max_chars=MAX_NAME_CHARS,
-                          help="Starting a run with an existing name and the same settings resumes it.")
+                          help="Starting a run with an existing name and the same settings resumes "
+                               "it. Several aspects: NAME-ASPECT each.")
 bad_name = plan.name_problem(run_name) if plan is not None else None
 if plan is not None and bad_name:
     top.error(plain(bad_name))
 if top.button("Start", type="primary", icon=":material/play_arrow:",
-              disabled=plan is None or bad_name is not None or plan.judge_problem is not None):
+              disabled=plan is None or bad_name is not None or plan.judge_problem is not None
+              or (plan.memory is not None and plan.memory.problem is not None)):
     require()  # the person holds the role now (pages/_auth.py)
     try:
-        run = api_store().create_run(info.id, plan.settings, name=run_name.strip())
-        progress = run.progress()
-        if progress.active:
-            top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
-        elif progress.state == "completed" and progress.total and progress.done >= progress.total:
-            top.info(f"Run {plain(run.name)} is already complete ({progress.done}/"
-                     f"{progress.total}); nothing to do.")
-        else:
-            run.start_worker()   # refuses a served judge that is not configured: fail closed
-            st.toast(f"Started run {plain(run.name)}")
-        st.session_state[WATCH] = run.id
-        view.put("run", run.id)
+        runs_now = (api_store().create_runs(info.id, plan.together, name=run_name.strip())
+                    if len(plan.together) > 1 else
+                    [api_store().create_run(info.id, plan.settings, name=run_name.strip())])
+        to_start = []
+        for run in runs_now:
+            progress = run.progress()
+            if progress.active:
+                top.warning(f"Run {plain(run.name)} already has a live worker; watching it below.")
+            elif (progress.state == "completed" and progress.total
+                  and progress.done >= progress.total):
+                top.info(f"Run {plain(run.name)} is already complete ({progress.done}/"
+                         f"{progress.total}); nothing to do.")
+            else:
+                to_start.append(run)
+        if to_start:   # one worker for them all; a served judge not configured: fail closed
+            api_store().start_worker(to_start)
+            st.toast(f"Started run {plain(', '.join(r.name for r in to_start))}")
+        st.session_state[WATCH] = runs_now[0].id
+        view.put("run", runs_now[0].id)
     except CompAssessError as e:
         top.error(plain(str(e)))
 
@@ -363,30 +401,26 @@ STATE_HELP = {
     "pending": "The run exists but no worker is running it.",
 }
 
-
-#: What the worker is doing, by the message it records in each phase (``worker``, ``run_loop``).
-PHASE_TEXT = {
-    "worker starting": "starting the worker",
-    "loading the judge": "loading the judge",
-    "planning the run": "planning the run (checking every prompt fits the judge)",
-    "judging": "judging the first batch",
-}
 #: The name each watched run was last shown under (by id): Cancel and Resume act on that run
 #: only while it is still called so (``expect_name``).
 SHOWN = "run_watch_shown"
 
 
 def _act(run_id: int, action: str) -> bool:
-    """Cancel or resume (``action``) the run shown with id ``run_id``, as it was shown: a run
-    renamed or deleted since is refused with the API's message. True when it was done."""
+    """Cancel or resume (``action``) the run shown with id ``run_id``, as it was shown, with
+    the runs judged in one pass with it (one worker judges them all): a run renamed or deleted
+    since is refused with the API's message. True when it was done."""
     require()  # the person holds the role now (pages/_auth.py)
     shown = st.session_state.get(SHOWN, {}).get(run_id)
     try:
         run = api_store().get_run(run_id, expect_name=shown)
+        group = run.judged_with()
         if action == "cancel":
-            run.cancel()
-        else:
-            run.start_worker()   # refuses a live worker and a served judge not configured
+            for r in group:
+                if r.progress().active:
+                    r.cancel()
+        else:   # refuses a live worker and a served judge not configured
+            api_store().start_worker([r for r in group if r.progress().can_resume])
         return True
     except ObjectChanged as e:
         st.error(plain(str(e)), icon=":material/sync_problem:")
@@ -408,36 +442,33 @@ def progress_panel(run_id: int, was_active: bool) -> None:
     # click shows "cancelling…" in the same rerun.
     status_slot, progress_slot, message_slot = st.empty(), st.empty(), st.empty()
     progress = run.progress(refresh=False)
+    group = run.judged_with()   # the runs judged in one pass with it (several aspects)
+    others = [(r, r.progress(refresh=False)) for r in group if r.id != run.id]
     c1, c2, c3 = st.columns([1, 1, 3])
     # A slot, so a button the run no longer offers goes at once (not beside the next status).
     button_slot = c1.empty()
-    if progress.can_cancel:
+    if progress.can_cancel or any(p.can_cancel for _, p in others):
         if button_slot.button("Cancel", icon=":material/stop:", key=f"cancel_{run.id}"):
             _act(run.id, "cancel")
             progress = run.progress()
-    elif progress.can_resume:
+    elif (progress.can_resume or any(p.can_resume for _, p in others)) and not any(
+            p.active for _, p in others):
         if button_slot.button("Resume", icon=":material/replay:", type="primary",
                               key=f"resume_{run.id}"):
             if _act(run.id, "resume"):
                 st.rerun()
     st.session_state.setdefault(SHOWN, {})[run.id] = run.name
-    state, done, total = progress.state, progress.done, progress.total
+    state, done = progress.state, progress.done
     status_slot.markdown(f"**Status: {progress.state_text}** — {STATE_HELP.get(state, '')}")
-    unit, rate_unit = progress.unit, progress.rate_unit
-    if total:
-        share = f"{done:,}/{total:,} {unit} ({100 * done / total:.0f}%)"
-        if progress.active:
-            text = (f"{share} · {fmt(progress.rate, '.2f', '…')} {rate_unit} · "
-                    f"ETA {fmt(progress.eta_s, '.0f', '…')} s" if progress.rate
-                    else f"{share} · {PHASE_TEXT.get(progress.phase or '', 'judging')}")
-        elif progress.judged_line:  # a run that ended: its own rate and time
-            text = f"{share} · {progress.judged_line}"
-        else:
-            text = share
-        progress_slot.progress(progress.fraction or 0.0, text=text)
-    else:
-        progress_slot.progress(0.0, text=f"{done:,} {unit} · "
-                                         f"{PHASE_TEXT.get(progress.phase or '', 'waiting for the worker')}")
+    named = plain(f"{run.name} ({run.settings.aspect}): ", "text") if others else ""
+    progress_slot.progress(progress.fraction or 0.0, text=named + progress.line)
+    if others:
+        st.caption(f"Judged in one pass with {len(others)} other run(s), one per aspect; "
+                   "Cancel and Resume act on all of them.")
+        for other, other_progress in others:
+            st.progress(other_progress.fraction or 0.0,
+                        text=plain(f"{other.name} ({other.settings.aspect}): ", "text")
+                        + other_progress.line)
     if progress.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(progress.message)}")
     if done:
@@ -470,11 +501,11 @@ def progress_panel(run_id: int, was_active: bool) -> None:
                                                  "it.")})
     with st.expander("Worker log (last lines)"):
         st.code(run.worker_log() or "(no log yet)", language=None)
-    if was_active and not progress.active:
+    if was_active and not any(r.progress().active for r in group):
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-active = by_id[watched].progress(refresh=False).active
+active = any(r.progress(refresh=False).active for r in by_id[watched].judged_with())
 with top:
     st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()

@@ -122,3 +122,38 @@ class FakeLengthJudge:
 
     def close(self) -> None:
         pass
+
+
+class FakeWritingJudge(FakeLengthJudge):
+    """FAKE causal judge that also writes (``base.TextGenerator``): p as
+    :class:`FakeLengthJudge`; asked to rewrite a question (a tuning's paraphrase request) it
+    writes a question with the two answer names and the aspect's word, worded by the seed;
+    asked for reasons it writes a FAKE sentence that quotes the answer it was told it gave.
+    Every request is recorded in ``asked``."""
+
+    description = "fake writing judge (tests only)"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.model_key = "fake-writing-judge|fp32|labels=[\" A\", \" B\"]"
+        self.asked: list[str] = []
+
+    def generate(self, prompts, options, *, seeds=None):
+        import re
+        out = []
+        for k, prompt in enumerate(prompts):
+            self.asked.append(prompt)
+            words = re.search(r'Keep the word "([^"]+)" and the names "(\w+) A"', prompt)
+            if words:
+                word, noun = words.groups()
+                seed = 0 if seeds is None or seeds[k] is None else int(seeds[k])
+                lead = ("Between", "Of", "Comparing", "Looking at")[seed % 4]
+                out.append(f"Question: {lead} {noun} A and {noun} B, which one is more {word}?")
+                continue
+            answer = re.search(r"Your answer was: (\w+ [AB])\.", prompt)
+            out.append(f"FAKE reasons for {answer.group(1) if answer else 'nothing'}: the text "
+                       f"of length {len(prompt)} reads better.")
+        return out
+
+    def generation_record(self, options) -> dict:
+        return dict(model="fake-writing-judge", max_new_tokens=options.max_new_tokens)

@@ -27,8 +27,8 @@ AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
 #: The issuer of the signed-in person's claims in these tests.
 ISSUER = "https://id.example.org"
 ADMIN_PAGES = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
-               "Compare runs", "Panel", "Judges", "Annotate", "Campaigns", "Agreement", "Export",
-               "People"}
+               "Compare runs", "Panel", "Judges", "Tune wording", "Annotate", "Campaigns",
+               "Agreement", "Export", "People"}
 
 
 def app_as(identity: str | None, page: str | None = None, query: dict | None = None) -> AppTest:
@@ -115,7 +115,8 @@ def test_annotator_gets_annotate_and_own_agreement_only(app_env):
     # Pages outside the role do not exist for them: no URL reaches them.
     for page in ("pages/home.py", "pages/upload.py", "pages/run.py", "pages/rankings.py",
                  "pages/scores.py", "pages/matrix.py", "pages/bias.py", "pages/export.py",
-                 "pages/people.py", "pages/panel.py", "pages/judge_leaderboard.py"):
+                 "pages/people.py", "pages/panel.py", "pages/judge_leaderboard.py",
+                 "pages/tune.py"):
         assert unreachable(at, page), page
     at = app_as("ann@example.org", "pages/annotate.py")
     assert "Import labels" not in [t.label for t in at.tabs]
@@ -123,7 +124,7 @@ def test_annotator_gets_annotate_and_own_agreement_only(app_env):
     # Run without app.py's navigation (AppTest's page switch uses Streamlit's legacy pages/
     # folder mode), a page still refuses a role that may not open it.
     for page in ("pages/run.py", "pages/upload.py", "pages/export.py", "pages/people.py",
-                 "pages/panel.py", "pages/judge_leaderboard.py"):
+                 "pages/panel.py", "pages/judge_leaderboard.py", "pages/tune.py"):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         assert "not available to your account" in texts(at.error), page

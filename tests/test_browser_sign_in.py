@@ -44,8 +44,8 @@ PAGES = {"": "CompAssess", "upload": "Upload candidates", "run": "Run the judge"
 COOKIE_SECRET = secrets.token_hex(32)
 
 ADMIN_NAV = {"Home", "Upload", "Run", "Leaderboard", "Rankings", "Scores", "Matrix", "Bias",
-             "Compare runs", "Panel", "Judges", "Annotate", "Campaigns", "Agreement", "Export",
-             "People"}
+             "Compare runs", "Panel", "Judges", "Tune wording", "Annotate", "Campaigns",
+             "Agreement", "Export", "People"}
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:

@@ -120,8 +120,12 @@ def _start_a_run_and_come_back(page) -> None:
     name = started.inner_text().split(" [")[0]   # the label goes on with the run's state
     assert earlier not in name
 
+    # Rankings shows the run just started (the view's run), not the earlier one: its results
+    # once a comparison is stored, until then a line that says why nothing is shown.
     nav(page, "Rankings")
-    settle(page, "Agreement with coherence")
+    visible(page.get_by_text(re.compile(r"Agreement with coherence|has no stored comparison yet"))
+            .first, 60_000)
+    assert "run=2" in page.url or f"run={name}" in page.url, page.url
 
     nav(page, "Run")
     settle(page, "Watch run")

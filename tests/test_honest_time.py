@@ -104,9 +104,24 @@ def test_the_rate_starts_at_the_first_judged_batch():
     assert tracker.rate == 0.0 and tracker.snapshot().eta_s is None
     tracker.judging()
     tracker.judge_start -= 2.0             # two seconds into judging, 4 computed
+    tracker._last -= 2.0
     tracker.add(4, computed=True)
+    assert tracker.session_rate == pytest.approx(2.0, rel=0.05)
     assert tracker.rate == pytest.approx(2.0, rel=0.05)
     assert tracker.snapshot().eta_s == pytest.approx(3.0, rel=0.05)
+
+
+def test_the_eta_starts_at_the_plans_estimate():
+    tracker = run_loop._Tracker(100, 0, prior_rate=0.5)
+    assert tracker.snapshot().eta_s == pytest.approx(200.0)     # before any batch: the plan's
+    tracker.judging()
+    tracker.judge_start -= 1.0             # a first batch ten times faster than the estimate
+    tracker._last -= 1.0
+    tracker.add(5, computed=True)
+    # one second of a sixty-second window: the ETA moves a little towards it, not by ten times
+    assert 100.0 < tracker.snapshot().eta_s < 200.0
+    # what the finished run records is its own session rate, not the blend
+    assert tracker.final_status()["rate"] == pytest.approx(5.0, rel=0.05)
 
 
 # ------------------------------------------------------------------------ the bundled judge

@@ -13,7 +13,7 @@ a panel read back as (``rank``, ``evaluate``, ``leaderboard``, ``export``, ``agr
 ``report``); :class:`Run` (``run``) a stored run of one judge and ``worker``
 (:meth:`Run.execute`); :class:`Panel` (``panel``), :class:`Campaign` (``campaign``), the
 leaderboard of judges (``judges_board``), the settings of a run (``settings``) and its progress
-bar (``progress``). The CLI and the app's pages call this package, so the three give the same
+bar (``progress``), a tuning of the judge's instruction (``tuning``: :class:`Tuning`). The CLI and the app's pages call this package, so the three give the same
 numbers by construction. Walkthrough: docs/python.md.
 
 This package is wiring, like ``worker`` and ``cli``: it computes nothing itself (the run kinds,
@@ -31,6 +31,7 @@ from ..annotation import MODES, ShownPair
 from ..calibration import Calibration, CalibrationReport
 from ..compare import RunComparison
 from ..data import load_candidates
+from ..explanations import Explanation, OrderReasons
 from ..errors import (CompAssessError, InputError, ObjectChanged, Problem, RunCancelled,
                       RunInterrupted, ValidationError)
 from ..fusion import FusedRanking
@@ -42,6 +43,7 @@ from ..run_loop import Progress, RunSummary
 from ..scoring import ScoringEvaluation
 from ..selection import STRATEGIES
 from ..settings import GenerationOptions, RunSettings
+from ..tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
@@ -49,12 +51,13 @@ from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
 from .planning import (DataAspect, JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
                        judge_servers)
-from .progress import ProgressBar, RunProgress
+from .progress import ProgressBar, RunProgress, has_live_worker
 from .run import Run
 from .settings import run_settings, score_settings
 from .records import Deleted, LabelsImported
 from .store import Store, open_store
 from .uploads import DatasetSaved, LabelsCheck, UploadCheck
+from .tuning import Tuning, TuningPlan, TuningResult
 from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 # What a page or a notebook needs beside the objects: an own template from its text (checked:
 # ``TemplateError`` names what is wrong) and the upload limit (``COMPASSESS_MAX_UPLOAD_MB``).
@@ -82,10 +85,12 @@ __all__ = [
     "AbsoluteEvaluation", "Agreement", "PositionalBias", "ExportFile", "Leaderboard",
     "RunComparison", "Calibration", "CalibrationReport", "FusedRanking", "RunAudit",
     "CompAssessError", "InputError", "ObjectChanged", "ValidationError", "Problem", "RunCancelled",
-    "RunInterrupted", "NoSystemsError",
+    "RunInterrupted", "NoSystemsError", "Tuning", "TuningPlan", "TuningResult", "TuningOptions",
+    "Wording", "Explanation", "OrderReasons",
     # checking files, planning runs, watching workers
     "UploadCheck", "DatasetSaved", "LabelsCheck", "DataAspect", "RunDefaults", "RunPlan", "PromptPreview",
-    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "template_from_text",
+    "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
+    "template_from_text",
     "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
     "EXPORT_FORMATS",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -24,14 +25,15 @@ from ..errors import InputError
 from ..judges.servers import (ServedEndpoint, configured_servers, model_name_problem,
                               normalise_base_url, served_model_problem)
 from ..limits import MAX_NAME_CHARS, name_problem
+from ..memory import MemoryPlan, memory_plan
 from ..model_catalog import RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame, \
     models_folder
-from ..options import ComparativeOptions, KindOptions, ModelOptions, run_options
+from ..options import ComparativeOptions, KindOptions, ModelOptions, for_aspects, run_options
 from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
                        infer_task, rank_aspects, reference_column, task_from_columns)
 from ..run_kinds import build_settings, kind_of
 from ..selection import max_budget
-from ..settings import RunSettings
+from ..settings import RunSettings, run_names
 from ..speed import TimeEstimate
 from ..types import Dataset
 
@@ -111,8 +113,12 @@ class RunPlan:
     prints it as warnings); ``preview`` one prompt (None for a kind that has none before it
     runs); ``judge_problem`` why the app may not use the judge (a served judge whose server is
     not configured: nothing may start), None when it may; ``stored`` how many of the planned
-    units the run of :attr:`default_name` (same settings) stores already (0: no such run), and
-    :attr:`estimate_left` the time the rest takes.
+    units the runs of their default names (same settings) store already (0: no such run), and
+    :attr:`estimate_left` the time the rest takes. ``together``: the settings of every
+    run of the pass (one per aspect judged together, ``settings`` first; just ``settings`` for
+    one aspect); ``planned`` and ``estimate`` are those of the whole pass. ``memory``: what the
+    judge needs against what this machine has (``memory.memory_plan``; its ``problem`` is why
+    the judge would not fit, and loading it is refused then).
     """
 
     dataset: str
@@ -130,22 +136,38 @@ class RunPlan:
     preview: PromptPreview | None
     judge_problem: str | None
     stored: int = 0
+    together: tuple[RunSettings, ...] = ()
+    memory: MemoryPlan | None = None
 
     @property
     def estimate_left(self) -> TimeEstimate:
-        """:attr:`estimate` for what is not stored yet: a run of :attr:`default_name` stores
-        :attr:`stored` of the :attr:`planned` units already, and resuming it judges the rest."""
+        """:attr:`estimate` for what is not stored yet: the runs of their default names store
+        :attr:`stored` of the :attr:`planned` units already, and resuming them judges the rest."""
         left = max(self.planned - self.stored, 0) / self.planned if self.planned else 1.0
         return self.estimate.share(left)
+
+    @property
+    def aspects(self) -> tuple[str, ...]:
+        """The aspect of each run of the pass."""
+        return tuple(s.aspect for s in self.together or (self.settings,))
 
     @property
     def default_name(self) -> str:
         """The run's name unless another is given (``RunSettings.default_run_name``)."""
         return self.settings.default_run_name()[:MAX_NAME_CHARS]
 
+    def run_names(self, name: str) -> list[str]:
+        """The names the runs of the pass get from ``name`` (``name-ASPECT`` for several)."""
+        return run_names(name.strip(), self.together or (self.settings,))
+
     def name_problem(self, name: str) -> str | None:
-        """What is wrong with ``name`` as this run's name (None: nothing)."""
-        return name_problem(name.strip(), "run name")
+        """What is wrong with ``name`` as this run's name, or with a name it gives a run of
+        the pass (None: nothing)."""
+        for one in [name.strip(), *(self.run_names(name) if len(self.together) > 1 else ())]:
+            problem = name_problem(one, "run name")
+            if problem is not None:
+                return problem
+        return None
 
 
 @dataclass(frozen=True)
@@ -294,7 +316,7 @@ class Planning:
 
     def plan_run(self, data: Source | Dataset | int, options: KindOptions | None = None,
                  model_options: ModelOptions | None = None, *, mode: str = "comparative",
-                 **keywords) -> RunPlan:
+                 also: Sequence[str] = (), **keywords) -> RunPlan:
         """What a run on ``data`` (a stored dataset's name or id, a :class:`Dataset`, or
         candidates to validate) would do, before anything is stored or loaded: its settings
         built once (``run_kinds.build_settings``), how many units it plans, how long judging
@@ -306,7 +328,9 @@ class Planning:
         :class:`ScoringOptions` or :class:`AbsoluteOptions`; ``model_options``), as the Run
         page fills them, or as :meth:`Store.run`'s keywords (``aspect``, ``template``, ``task``,
         ``strategy``, ``budget``, ``seed`` with ``mode`` ``comparative``/``scoring``; ``model``,
-        ``contexts``, ``batch_size``, ``device``, ``dtype``, ``truncate_context``).
+        ``contexts``, ``batch_size``, ``device``, ``dtype``, ``truncate_context``). ``also``:
+        more aspects judged in the same pass, one run each (:meth:`Store.create_runs`); the
+        plan's size and time are then the whole pass's (what they share counted once).
 
         Raises
         ------
@@ -323,8 +347,11 @@ class Planning:
         options = options if options is not None else run_options(mode, **keywords)
         model_options = model_options if model_options is not None else ModelOptions(**model_keys)
         dataset = data if isinstance(data, Dataset) else self.read_data(data)[0]
-        settings = build_settings(dataset.name, options, model_options,
-                                  text_columns=dataset.text_columns)
+        together = [build_settings(dataset.name, o, model_options,
+                                   text_columns=dataset.text_columns)
+                    for o in ([options] if not also else
+                              for_aspects(options, [options.aspect, *also]))]
+        settings = together[0]
         kind = kind_of(settings)
         aspect = settings.aspect_obj
         task = options.task if options.task != "auto" else infer_task(aspect,
@@ -338,22 +365,28 @@ class Planning:
         example = kind.example_prompt(dataset, settings)
         preview = None if example is None else PromptPreview(
             example[0], example[1], example[2].text, example[2].primer, settings.template_text)
-        planned = kind.planned_total(dataset, settings)
-        # A run of this name has these settings (the name holds their hash): what it stores
-        # is not judged again.
-        name = settings.default_run_name()[:MAX_NAME_CHARS]
-        same = next((r for r in self.backend.list_runs() if r.name == name
-                     and r.settings.get("dataset") == settings.dataset), None)
+        planned = sum(kind.planned_total(dataset, s) for s in together)
+        # A run of its default name has these settings (the name holds their hash): what it
+        # stores is not judged again.
+        by_name = {r.name: r for r in self.backend.list_runs()
+                   if r.settings.get("dataset") == settings.dataset}
+        stored = 0
+        for one in together:
+            same = by_name.get(one.default_run_name()[:MAX_NAME_CHARS])
+            if same is not None:
+                stored += min(int(same.done or 0), kind.planned_total(dataset, one))
         return RunPlan(
-            stored=min(int(same.done or 0), planned) if same is not None else 0,
+            stored=stored,
             dataset=dataset.name, settings=settings, kind=kind.name, unit=kind.unit,
             planned=planned,
             n_contexts=settings.contexts or len(dataset.contexts),
-            estimate=self.estimate_time(dataset, settings), task=task, task_from=task_from,
+            estimate=self.estimate_time(dataset, together), task=task, task_from=task_from,
             reads="your own template" if own else f"{shown} (task {task}, from {task_from})",
             reference=reference_column(aspect.name, dataset.score_columns),
             advice=tuple(kind.advice(dataset, settings)), preview=preview,
-            judge_problem=served_model_problem(settings.model))
+            judge_problem=served_model_problem(settings.model), together=tuple(together),
+            memory=memory_plan(settings.model, settings.dtype, settings.device,
+                               batch_size=settings.batch_size))
 
     def judges_on_this_machine(self) -> JudgeCatalog:
         """The bundled judge and the models folder's, each with its speed measured by this

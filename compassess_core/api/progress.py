@@ -7,13 +7,41 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from ..run_kinds import RunKind
-from ..run_loop import Progress
+from ..run_loop import JUDGING_PHASE, PHASE_TEXT, Progress, is_active, worker_state
 from ..speed import human_duration
 from ..worker import Reporter
 
 # ------------------------------------------------------------------------------ progress
+
+#: What a worker's message says in each phase, for runs stored before phases were recorded.
+MESSAGE_PHASES = {"worker starting": "starting", "loading the judge": "loading",
+                  "planning the run": "planning", "judging": JUDGING_PHASE}
+
+
+def phase_of(info) -> str | None:
+    """The phase a stored run's worker records (``run_loop.PHASE_TEXT``'s keys), else the one
+    its message names; None when neither says."""
+    return getattr(info, "phase", None) or MESSAGE_PHASES.get(info.message or "")
+
+
+def phase_seconds(info, now: datetime | None = None) -> float | None:
+    """Seconds since the run's worker began its phase (None when it records no start)."""
+    since = getattr(info, "phase_at", None)
+    if since is None:
+        return None
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=timezone.utc)
+    return max(((now or datetime.now(timezone.utc)) - since).total_seconds(), 0.0)
+
+
+def has_live_worker(info) -> bool:
+    """Whether a worker is judging the stored run ``info`` (a ``RunInfo``) now: its status is
+    running and its heartbeat is recent (``run_loop.worker_state``)."""
+    return is_active(worker_state(info))
+
 
 @dataclass(frozen=True)
 class RunProgress:
@@ -25,9 +53,10 @@ class RunProgress:
     in ``unit``; ``rate`` the worker's own speed (``rate_unit``: units per second of judging in
     its last session, the judge's loading left out) and ``eta_s`` the seconds left at that
     rate while a worker is alive (None until measured); ``judge_s`` the seconds of judging of
-    its last session; ``phase`` what a live worker is doing before its first rate (its
-    message: ``worker starting``, ``loading the judge``, ``planning the run``, ``judging``);
-    ``message`` the run's last message (a worker's, a server's or an error's words).
+    its last session; ``phase`` what a live worker is doing (``run_loop.PHASE_TEXT``'s keys:
+    ``starting``, ``loading``, ``planning``, ``judging``; None when it is not alive or records
+    no phase) and ``phase_s`` the seconds since that phase began; ``message`` the run's last
+    message (a worker's, a server's or an error's words).
     """
 
     state: str
@@ -41,6 +70,7 @@ class RunProgress:
     judge_s: float | None
     phase: str | None
     message: str | None
+    phase_s: float | None = None
 
     @property
     def active(self) -> bool:
@@ -73,6 +103,35 @@ class RunProgress:
                 f"in {self.judged_for} (the others were stored before it was resumed, or "
                 "reused from earlier judgements of the same prompts; an earlier session's time "
                 "is not kept)")
+
+    @property
+    def doing(self) -> str | None:
+        """What a live worker does and for how long (``loading the judge · 12 s``); None when
+        no worker is alive or it records no phase."""
+        if self.phase is None:
+            return None
+        text = PHASE_TEXT.get(self.phase, self.phase)
+        return text if self.phase_s is None else f"{text} · {self.phase_s:.0f} s"
+
+    @property
+    def line(self) -> str:
+        """The progress in one line, as the Run page's bar and ``compassess runs`` say it:
+        done/total, then (live) the phase with its time and, while judging, the rate and the
+        ETA (a resumed run's stored rate is not its rate while its judge loads); (ended) its
+        own rate and judging time."""
+        share = (f"{self.done:,}/{self.total:,} {self.unit} ({100 * self.done / self.total:.0f}%)"
+                 if self.total else f"{self.done:,} {self.unit}")
+        if self.active:
+            # a worker that stores results is judging, whether or not it records its phase
+            if (self.phase or (JUDGING_PHASE if self.done else None)) == JUDGING_PHASE:
+                if self.rate and self.total:
+                    eta = "…" if self.eta_s is None else f"{self.eta_s:.0f}"
+                    return f"{share} · {self.rate:.2f} {self.rate_unit} · ETA {eta} s"
+                return f"{share} · {'judging' if self.done else 'judging the first batch'}"
+            return f"{share} · {self.doing or 'waiting for the worker'}"
+        if self.judged_line and self.total:   # a run that ended: its own rate and time
+            return f"{share} · {self.judged_line}"
+        return share
 
     @property
     def can_cancel(self) -> bool:

@@ -33,6 +33,7 @@ _DELETED_FIELDS = {
     "reference_scores": "reference_scores", "campaigns": "campaigns",
     "campaign_annotators": "campaign_annotators", "campaign_pairs": "campaign_pairs",
     "panels": "panels", "panel_members": "panel_members",
+    "tunings": "tunings", "explanations": "explanations",
 }
 #: How ``str(Deleted)`` names one and several of each field's rows.
 _DELETED_WORDS = {
@@ -48,6 +49,8 @@ _DELETED_WORDS = {
     "campaign_pairs": ("campaign pair", "campaign pairs"),
     "panels": ("panel of judges", "panels of judges"),
     "panel_members": ("panel member", "panel members"),
+    "tunings": ("tuning", "tunings"),
+    "explanations": ("judge's explanation", "judge's explanations"),
 }
 
 
@@ -76,6 +79,8 @@ class Deleted:
     campaign_pairs: int = 0
     panels: int = 0
     panel_members: int = 0
+    tunings: int = 0
+    explanations: int = 0
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, int]) -> "Deleted":

@@ -4,6 +4,7 @@ and deleting it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -11,16 +12,17 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
-from .. import absolute, worker
+from .. import absolute, background, explanations, worker
 from ..calibration import calibrated_table, fit_on_labels
 from ..comparative import render_prompt
 from ..context_window import truncated_text
 from ..errors import InputError
 from ..judges.servers import served_model_problem
+from ..prompts import prompt_hash
 from ..report import ShownComparison
-from ..run_loop import WORKER_STATE_TEXT, is_active, remaining_s
+from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
 from ..worker import Reporter
-from .progress import RunProgress, _reporter
+from .progress import RunProgress, _reporter, phase_of, phase_seconds
 from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
@@ -112,9 +114,15 @@ class Run(Verdicts):
     def _shown(self, row: Mapping, first: str, second: str) -> ShownComparison:
         """A comparison of the report with the exact prompt of ``first`` (A) against ``second``."""
         context_id = row["context_id"]
+        try:  # the judge's reasons, when someone asked for them (never asked here)
+            reasons = self.explanation(context_id, first, second)
+        except InputError:
+            reasons = None
         return ShownComparison(row=row, first=first, second=second,
                                prompt=self.prompt(context_id, first, second),
-                               truncated_chars=self.truncated_contexts.get(context_id))
+                               truncated_chars=self.truncated_contexts.get(context_id),
+                               explanation=reasons if reasons is not None and any(
+                                   o.text is not None for o in reasons.orders) else None)
 
     # ------------------------------------------------------------------------- executing
 
@@ -176,7 +184,8 @@ class Run(Verdicts):
         if is_active(self.state):
             raise InputError(f"run '{self.name}' already has a live worker")
         # Marked running first, so a second click or a second browser sees a live worker.
-        self.store.backend.set_run_status(self.id, "running", message="worker starting")
+        self.store.backend.set_run_status(self.id, "running", message="worker starting",
+                                          phase=STARTING_PHASE)
         return worker.start_worker(self.id, self.store.url,
                                    Path(log_path or self.worker_log_path), cwd=cwd)
 
@@ -186,9 +195,15 @@ class Run(Verdicts):
         return worker.worker_log_path(self.id)
 
     def worker_log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
-        """The last ``n_lines`` lines its worker wrote ("" before any)."""
+        """The last ``n_lines`` lines its worker wrote ("" before any): the newest log of the
+        runs judged with it (a worker of several runs writes to the first one's)."""
         _check_at_least("n_lines", n_lines, 1)
-        return worker.log_tail(Path(log_path or self.worker_log_path), n_lines)
+        if log_path is None:
+            paths = [r.worker_log_path for r in self.judged_with()]
+            existing = [p for p in paths if p.exists()]
+            log_path = (max(existing, key=lambda p: p.stat().st_mtime) if existing
+                        else self.worker_log_path)
+        return worker.log_tail(Path(log_path), n_lines)
 
     def progress(self, *, refresh: bool = True) -> RunProgress:
         """Where the run stands: its worker state, done and total, the worker's rate, the time
@@ -202,12 +217,146 @@ class Run(Verdicts):
             state=state, state_text=WORKER_STATE_TEXT.get(state, state), done=done, total=total,
             unit=kind.unit, rate_unit=kind.rate_unit, rate=info.rate or None,
             eta_s=remaining_s(done, total, info.rate) if active else None,
-            judge_s=info.judge_s or None, phase=info.message if active else None,
-            message=info.message)
+            judge_s=info.judge_s or None, phase=phase_of(info) if active else None,
+            message=info.message, phase_s=phase_seconds(info) if active else None)
+
+    def judged_with(self) -> list["Run"]:
+        """The runs judged in one pass with this one (several aspects, one worker: its plan's
+        ``run_group``, in order, those still stored), this run among them; just this run when it
+        was judged alone. Cancel and Resume act on all of them (:meth:`Store.start_worker`)."""
+        ids = [int(i) for i in (self.info.plan or {}).get("run_group") or []]
+        if self.id not in ids:
+            return [self]
+        group = []
+        for run_id in ids:
+            if run_id == self.id:
+                group.append(self)
+                continue
+            try:
+                group.append(self.store.get_run(run_id))
+            except InputError:  # deleted since
+                continue
+        return group
 
     def cancel(self) -> None:
         """Ask whoever executes the run to stop after its micro-batch in flight."""
         self.store.backend.request_cancel(self.id)
+
+    # ------------------------------------------------------------------ the judge's reasons
+
+    @_pairwise_only("the judge's reasons")
+    def explanation(self, context_id: str, first: str, second: str, *,
+                    max_tokens: int = explanations.EXPLAIN_TOKENS) -> explanations.Explanation:
+        """The judge's stored reasons for its verdicts on ``first`` against ``second``, in both
+        orders (the texts are None where none is stored yet); nothing is computed.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, the run has no recorded judge yet, or ``first`` was not compared
+            with ``second`` in that order.
+        """
+        return self._explanation(context_id, first, second, max_tokens)
+
+    @_pairwise_only("the judge's reasons")
+    def explain(self, context_id: str, first: str, second: str, *,
+                max_tokens: int = explanations.EXPLAIN_TOKENS,
+                judge=None) -> explanations.Explanation:
+        """Ask the run's judge for the reasons of its verdicts on ``first`` (position A) against
+        ``second``, in both orders the run judged (``compassess explain``): its own prompt, the
+        answer it gave and a request for its reasons, at most ``max_tokens`` tokens, greedy.
+        What is stored already is not asked again; what is written is stored with the judge's
+        key and the prompt's hash, so every run of that judge on that prompt shows it. The
+        comparison's p never changes. ``judge``: the run's judge already loaded.
+
+        Raises
+        ------
+        InputError
+            Not a pairwise run, no recorded judge, the pair not compared in that order, a judge
+            that cannot write text (a classifier; the message says so), a judge that is not the
+            one that ran the run, or a bad ``max_tokens``.
+        """
+        found = self._explanation(context_id, first, second, max_tokens)
+        if found.complete:
+            return found
+        if judge is None:
+            judge = worker.load_run_judge(self.settings)
+        why = explanations.cannot_write(judge)
+        if why is not None:
+            raise InputError(why)
+        if self._kind.judge_key(judge) != found.judge_key:
+            raise InputError(f"run '{self.name}' was judged by {found.judge_key}, but its model "
+                             f"now loads as {self._kind.judge_key(judge)}: its reasons would be "
+                             "another judge's")
+        options = explanations.generation_options(max_tokens)
+        for order in found.orders:
+            if order.text is not None:
+                continue
+            prompt = self.prompt(context_id, order.first, order.second)
+            reply = judge.generate([explanations.explanation_request(prompt, order.p)],
+                                   options)[0]
+            self.store.backend.save_explanation(
+                self.info.dataset_id, context_id, order.first, order.second,
+                prompt_hash=prompt_hash(prompt), judge_key=found.judge_key,
+                max_tokens=max_tokens, verdict=order.verdict, p=order.p,
+                text=explanations.clean_reply(reply))
+        return self._explanation(context_id, first, second, max_tokens)
+
+    def _explanation(self, context_id: str, first: str, second: str,
+                     max_tokens: int) -> explanations.Explanation:
+        _check_at_least("max_tokens", max_tokens, 1)
+        if max_tokens > explanations.MAX_EXPLAIN_TOKENS:
+            raise InputError(f"max_tokens must be at most {explanations.MAX_EXPLAIN_TOKENS}, "
+                             f"not {max_tokens}")
+        judge_key = self.info.judge_key
+        if not judge_key:
+            raise InputError(f"run '{self.name}' has no recorded judge yet (it has not "
+                             "started): nothing to explain")
+        if self.comparison(context_id, first, second) is None:
+            raise InputError(f"run '{self.name}' did not compare '{first}' (first) with "
+                             f"'{second}' in context '{context_id}'")
+
+        def order(a: str, b: str) -> explanations.OrderReasons | None:
+            row = self.comparison(context_id, a, b)
+            if row is None:
+                return None
+            p = float(row["p"])
+            stored = self.store.backend.get_explanation(
+                prompt_hash(self.prompt(context_id, a, b)), judge_key, max_tokens)
+            return explanations.OrderReasons(a, b, p, explanations.verdict(p),
+                                             None if stored is None else stored["text"])
+        return explanations.Explanation(context_id, first, second, judge_key, int(max_tokens),
+                                        order(first, second), order(second, first))
+
+    def explain_log_path(self, context_id: str, first: str, second: str) -> Path:
+        """Where the worker that asks the judge for its reasons on one pair writes (beside the
+        run's worker log; named by a hash: ids may hold characters a file name cannot)."""
+        digest = hashlib.sha256(f"{context_id}\x00{first}\x00{second}".encode()).hexdigest()[:16]
+        return self.worker_log_path.parent / f"explain-{int(self.id)}-{digest}.log"
+
+    def start_explain_worker(self, context_id: str, first: str, second: str,
+                             log_path: str | os.PathLike | None = None, *,
+                             max_tokens: int = explanations.EXPLAIN_TOKENS,
+                             cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Ask for the judge's reasons (:meth:`explain`) in a process of its own, as the app
+        does (never in the web server): it stores them and writes its output to ``log_path``;
+        :meth:`explanation` shows them once stored.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, or what :meth:`explanation` raises.
+        """
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...)")
+        self._explanation(context_id, first, second, max_tokens)
+        return background.start(
+            "compassess_core.explain_worker",
+            [f"--run-id={int(self.id)}", f"--context={context_id}", f"--first={first}",
+             f"--second={second}", f"--max-tokens={int(max_tokens)}"],
+            self.store.url,
+            Path(log_path or self.explain_log_path(context_id, first, second)), cwd=cwd)
 
     # ---------------------------------------------------------------- absolute scores
 

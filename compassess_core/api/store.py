@@ -5,8 +5,10 @@ store only through ``sink.open_store`` (the ``compassess.stores`` entry point)."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
+import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,13 +23,14 @@ from ..errors import CompAssessError, InputError
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
-from ..options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
+from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+                       for_aspects)
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
-from ..run_loop import worker_state
-from ..settings import GenerationOptions, ReferenceOptions, RunSettings
+from ..run_loop import STARTING_PHASE, is_active, worker_state
+from ..settings import GenerationOptions, ReferenceOptions, RunSettings, run_names
 from ..sink import open_store as _open_backend
-from ..speed import TimeEstimate, estimate_time
+from ..speed import TimeEstimate, estimate_time, shared_work
 from ..annotation import ShownPair
 from ..types import Dataset
 from ..worker import Reporter
@@ -35,6 +38,7 @@ from .progress import _reporter
 from .run import Run
 from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
+from .tunings import Tunings
 from .uploads import Uploads
 from .verdicts import ExportFile, Verdicts
 from .campaign import Campaigns
@@ -84,7 +88,7 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
     return Store(_open_backend(url))
 
 
-class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
+class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
     """A CompAssess store: datasets, runs and their results, human labels.
 
     Open one with :func:`open_store`. ``backend`` is the persistent store behind it (the
@@ -217,18 +221,22 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         check_shown_name("run", info.id, info.name, expect_name)
         return Run(self, info)
 
-    def estimate_time(self, data: Source | Dataset | int, settings: RunSettings) -> TimeEstimate:
+    def estimate_time(self, data: Source | Dataset | int,
+                      settings: RunSettings | Sequence[RunSettings]) -> TimeEstimate:
         """How long judging a run of ``settings`` on ``data`` takes on this machine (the judge's
         loading not included): the size of its prompts in tokens at the model's median prompt
         tokens per second over its earlier runs here that are not running any more
         (``speed.estimate_time``; rough defaults,
         which ``TimeEstimate.measured`` and ``sentence()`` say, when none measured it). What the
-        Run page's plan and ``compassess run`` state before judging."""
+        Run page's plan and ``compassess run`` state before judging. Several settings (the
+        aspects of one pass): the runs judged together, what they share counted once
+        (``speed.shared_work``)."""
         dataset = data if isinstance(data, Dataset) else self.read_data(data)[0]
         # A run still judging has no rate of its own yet worth a median: finished runs only.
         finished = [r for r in self.backend.list_runs() if r.status != "running"]
-        return estimate_time(kind_of(settings).prompt_work(dataset, settings), finished,
-                             settings.model, settings.device)
+        many = [settings] if isinstance(settings, RunSettings) else list(settings)
+        work = shared_work([kind_of(s).prompt_work(dataset, s) for s in many])
+        return estimate_time(work, finished, many[0].model, many[0].device)
 
     def create_run(self, data: Source | Dataset | int, settings: RunSettings, *,
                    name: str | None = None) -> "Run":
@@ -247,6 +255,83 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             return self._create_run(None, int(data), settings, name)
         return self._create_run(*self.read_data(data), settings, name)
 
+    def create_runs(self, data: Source | Dataset | int, settings: Sequence[RunSettings], *,
+                    name: str | None = None) -> list["Run"]:
+        """:meth:`create_run` for runs to be judged together in one pass (the same data and
+        judge, e.g. one settings per aspect): named ``name-ASPECT`` each (default: each one's
+        own default name). :meth:`execute` or :meth:`start_worker` then judges them together.
+
+        Raises
+        ------
+        InputError
+            As :meth:`create_run`.
+        """
+        if isinstance(data, (int, np.integer)):
+            dataset, dataset_id = None, int(data)
+        else:
+            dataset, dataset_id = self.read_data(data)
+            if dataset_id is None:
+                dataset_id = self.backend.save_dataset(dataset)
+        return [self._create_run(dataset, dataset_id, s, n)
+                for s, n in zip(settings, run_names(name, settings))]
+
+    def execute(self, runs: Sequence["Run | str | int"], *, judge=None,
+                progress: bool | Reporter = True, chunk_size: int | None = None) -> list["Run"]:
+        """Execute (or resume) stored runs together in this process: one judge, loaded once
+        (unless given), judges them in one pass, the prompts of the same pair sharing their
+        context and candidates in its prefix cache (``worker.execute_runs``); each run is
+        stored, resumable and read back on its own. Returns the runs, refreshed.
+
+        Raises
+        ------
+        RunInterrupted, RunCancelled, InputError
+            As :meth:`Run.execute` (a cancel of any of the runs stops them all; each resumes);
+            runs that need different judges are an ``InputError``.
+        """
+        _check_at_least("chunk_size", chunk_size, 1)
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        reporter = _reporter(progress, handles[0]._kind)
+        try:
+            worker.execute_runs_until_stopped(self.backend, [r.id for r in handles], judge=judge,
+                                              reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return [r.refresh() for r in handles]
+
+    def start_worker(self, runs: Sequence["Run | str | int"],
+                     log_path: str | os.PathLike | None = None, *,
+                     cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+        """Execute stored runs together in one worker process of its own (as the app does for
+        several aspects): :meth:`execute` there, writing to ``log_path`` (default: the first
+        run's :attr:`Run.worker_log_path`). A cancel of any of the runs stops the worker; each
+        run resumes on its own or together again. One run: :meth:`Run.start_worker`.
+
+        Raises
+        ------
+        InputError
+            An in-memory store, which no other process can reach; a run with a live worker, or
+            whose judge is served by a server that is not configured here (nothing starts).
+        """
+        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
+        if len(handles) == 1:
+            return handles[0].start_worker(log_path, cwd=cwd)
+        if self.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        for r in handles:  # the checks of Run.start_worker, for every run before any starts
+            r.refresh()
+            if r.judge_problem is not None:
+                raise InputError(r.judge_problem)
+            if is_active(r.state):
+                raise InputError(f"run '{r.name}' already has a live worker")
+        for r in handles:  # marked running first, so a second click sees a live worker
+            self.backend.set_run_status(r.id, "running", message="worker starting",
+                                        phase=STARTING_PHASE)
+        return worker.start_worker([r.id for r in handles], self.url,
+                                   Path(log_path or handles[0].worker_log_path), cwd=cwd)
+
     def _create_run(self, dataset: Dataset | None, dataset_id: int | None, settings: RunSettings,
                     name: str | None) -> "Run":
         if dataset_id is None:
@@ -259,12 +344,15 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             self.backend.create_run(name, dataset_id, settings.to_dict())),
             dataset=dataset if dataset is not None and dataset.name == stored else None)
 
-    def start(self, data: Source | Dataset | int, settings: RunSettings, *,
+    def start(self, data: Source | Dataset | int,
+              settings: RunSettings | Sequence[RunSettings], *,
               name: str | None = None, judge=None, anchors: Source | None = None,
               progress: bool | Reporter = True, chunk_size: int | None = None,
-              threads: int | None = None) -> "Run":
+              threads: int | None = None) -> "Run | list[Run]":
         """Execute a run of ``settings`` on ``data`` in this process and return it, finished:
-        what :meth:`run` and :meth:`score` do once their settings are built.
+        what :meth:`run` and :meth:`score` do once their settings are built. A sequence of
+        settings (one per aspect) makes one run each, judged together in one pass by one judge
+        (:meth:`execute`), named ``name-ASPECT``; the list of runs is returned.
 
         The judge is loaded (unless given) and every prompt checked against its context window
         before anything is stored (the kind's advice, such as a budget too small to rank every
@@ -290,11 +378,16 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         return self._start(*self.read_data(data), settings, name=name, judge=judge,
                            anchors=anchors, progress=progress, model_options=model_options)
 
-    def _start(self, dataset: Dataset, dataset_id: int | None, settings: RunSettings, *,
+    def _start(self, dataset: Dataset, dataset_id: int | None,
+               settings: RunSettings | Sequence[RunSettings], *,
                name: str | None, judge, anchors: Source | None, progress: bool | Reporter,
-               model_options: ModelOptions) -> "Run":
-        """Execute a run of checked ``settings``; of ``model_options`` only what is not in the
-        settings applies here (``chunk_size``, ``threads``)."""
+               model_options: ModelOptions) -> "Run | list[Run]":
+        """Execute a run of checked ``settings`` (several: together); of ``model_options`` only
+        what is not in the settings applies here (``chunk_size``, ``threads``)."""
+        if not isinstance(settings, RunSettings):
+            return self._start_together(dataset, dataset_id, list(settings), name=name,
+                                        judge=judge, anchors=anchors, progress=progress,
+                                        model_options=model_options)
         kind = kind_of(settings)
         kind.check(settings)
         references = None
@@ -322,7 +415,44 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
                          f"{self.estimate_time(dataset, settings).sentence()}")
         return run.execute(judge=judge, progress=reporter, chunk_size=model_options.chunk_size)
 
-    def run(self, data: Source | Dataset | int, *, aspect: str | None = None,
+    def _start_together(self, dataset: Dataset, dataset_id: int | None,
+                        settings: list[RunSettings], *, name: str | None, judge,
+                        anchors: Source | None, progress: bool | Reporter,
+                        model_options: ModelOptions) -> list["Run"]:
+        """:meth:`_start` of several settings: one judge loaded and every prompt of every run
+        checked against it before anything is stored, then the runs judged together."""
+        if len(settings) == 1:
+            return [self._start(dataset, dataset_id, settings[0], name=name, judge=judge,
+                                anchors=anchors, progress=progress, model_options=model_options)]
+        if anchors is not None:
+            raise InputError("anchor texts belong to one aspect: score several aspects with "
+                             "anchors one run at a time")
+        names = run_names(name, settings)
+        worker.check_one_judge(settings, names)
+        kind = kind_of(settings[0])
+        reporter = _reporter(progress, kind)
+        for s in settings:
+            kind_of(s).check(s)
+            for line in dict.fromkeys(kind_of(s).advice(dataset, s)):
+                reporter.message(f"warning: {s.aspect}: {line}")
+        if model_options.threads:  # process-wide: the judge reads it when it loads
+            os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
+        judge = judge if judge is not None else worker.load_run_judge(settings[0].with_changes(
+            batch_size=max(s.batch_size for s in settings)))
+        for s in settings:
+            kind_of(s).preflight(dataset, s, judge)
+        if dataset_id is None:
+            dataset_id = self.backend.save_dataset(dataset)
+        runs = [self._create_run(dataset, dataset_id, s, n) for s, n in zip(settings, names)]
+        reporter.message(f"{len(runs)} runs of {kind.label} on dataset "
+                         f"'{runs[0].info.dataset_name}', judged together: " + ", ".join(
+                             f"'{r.name}' ({kind_of(s).planned_total(dataset, s):,} "
+                             f"{kind_of(s).unit})" for r, s in zip(runs, settings))
+                         + f"; {self.estimate_time(dataset, settings).sentence()}")
+        return self.execute(runs, judge=judge, progress=reporter,
+                            chunk_size=model_options.chunk_size)
+
+    def run(self, data: Source | Dataset | int, *, aspect: str | Sequence[str] | None = None,
             mode: str = "comparative", template: str | None = None, task: str = "auto",
             strategy: str = RunSettings.strategy, budget: int | None = None,
             model: str | None = None, contexts: int | None = None,
@@ -345,29 +475,49 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         ``chunk_size``: prompts per judge call (the scope of its prefix cache). ``threads``: CPU
         threads of a local model (process-wide; 0 = all cores).
 
-        Returns the finished :class:`Run`; see :meth:`start` for what is raised.
+        ``aspect`` a list of aspects (``["coherence", "fluency", ...]``): one run per aspect,
+        named ``name-ASPECT`` (default: each its own default name), judged together in one pass
+        by one judge: the prompts of the same pair share the context and both candidates in the
+        judge's prefix cache, only the question differs. Each run is stored, resumable and read
+        back as if run alone (p equal to a separate run's up to fp32 rounding), and the list of
+        runs is returned.
+
+        Returns the finished :class:`Run` (a list for a list of aspects); see :meth:`start`
+        for what is raised.
         """
-        kind_options = _run_options(options, Store.run, aspect=aspect, mode=mode,
+        if mode == "comparative":  # a named template of the store (a tuning's pick)
+            template = self.resolve_template(template)
+            if isinstance(options, ComparativeOptions) and isinstance(options.template, str):
+                options = dataclasses.replace(options,
+                                              template=self.resolve_template(options.template))
+        aspects = None if aspect is None or isinstance(aspect, str) else list(aspect)
+        kind_options = _run_options(options, Store.run,
+                                    aspect=aspects[0] if aspects else aspect, mode=mode,
                                     template=template, task=task, strategy=strategy,
                                     budget=budget, seed=seed)
         model_options = _model_options(
             model_options, Store.run, model=model, contexts=contexts, batch_size=batch_size,
             device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
             threads=threads)
-        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
+        return self._start_with(data, for_aspects(kind_options, aspects) if aspects is not None
+                                else kind_options, model_options, name=name, judge=judge,
                                 anchors=None, progress=progress)
 
     def _start_with(self, data, kind_options, model_options: ModelOptions, *, name, judge,
-                    anchors, progress) -> "Run":
-        """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``)."""
+                    anchors, progress) -> "Run | list[Run]":
+        """:meth:`start` on ``data`` with the settings its options build (``run``, ``score``;
+        a list of options: one run each, judged together)."""
         dataset, dataset_id = self.read_data(data)
-        return self._start(dataset, dataset_id,
-                           build_settings(dataset.name, kind_options, model_options,
-                                          text_columns=dataset.text_columns), name=name,
-                           judge=judge, anchors=anchors, progress=progress,
-                           model_options=model_options)
 
-    def score(self, data: Source | Dataset | int, *, aspect: str | None = None,
+        def settings(options):
+            return build_settings(dataset.name, options, model_options,
+                                  text_columns=dataset.text_columns)
+        built = ([settings(o) for o in kind_options] if isinstance(kind_options, list)
+                 else settings(kind_options))
+        return self._start(dataset, dataset_id, built, name=name, judge=judge, anchors=anchors,
+                           progress=progress, model_options=model_options)
+
+    def score(self, data: Source | Dataset | int, *, aspect: str | Sequence[str] | None = None,
               references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
               task: str = "auto", variant: str = ReferenceOptions.variant,
               orders: str = ReferenceOptions.orders,
@@ -387,11 +537,13 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
         ``anchors``: your own reference texts (a CSV file or its bytes, or a DataFrame, with
         columns ``context_id, level, text``) instead of references the model writes. The other
         options are :func:`score_settings`'s and :meth:`run`'s (keywords, or ``options`` and
-        ``model_options`` objects). Returns the finished :class:`Run`; see :meth:`start` for
-        what is raised.
+        ``model_options`` objects); a list of aspects makes one run each, judged together (as
+        :meth:`run`). Returns the finished :class:`Run` (a list for a list of aspects); see
+        :meth:`start` for what is raised.
         """
+        aspects = None if aspect is None or isinstance(aspect, str) else list(aspect)
         kind_options = _score_options(
-            options, Store.score, aspect=aspect, references=references,
+            options, Store.score, aspect=aspects[0] if aspects else aspect, references=references,
             anchors=anchors is not None, task=task, variant=variant, orders=orders,
             max_new_tokens=max_new_tokens, sample=sample, temperature=temperature, seed=seed)
         if anchors is not None and kind_options.reference_set != absolute.UPLOADED:
@@ -401,7 +553,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard):
             model_options, Store.score, model=model, contexts=contexts, batch_size=batch_size,
             device=device, dtype=dtype, truncate_context=truncate_context, chunk_size=chunk_size,
             threads=threads)
-        return self._start_with(data, kind_options, model_options, name=name, judge=judge,
+        return self._start_with(data, for_aspects(kind_options, aspects) if aspects is not None
+                                else kind_options, model_options, name=name, judge=judge,
                                 anchors=anchors, progress=progress)
 
     # ---------------------------------------------------------------------- human labels

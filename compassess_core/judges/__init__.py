@@ -30,13 +30,16 @@ def _default_model() -> Path:
 
 
 def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "auto",
-               batch_size: int = 8, label_words: Sequence[str] | None = None) -> Judge:
+               batch_size: int | None = None, label_words: Sequence[str] | None = None) -> Judge:
     """Load a judge: the bundled default (``None`` or ``models.BUNDLED_MODEL``), a ``.gguf`` file,
     a model directory, a hub id, or a served model ``openai:BASE_URL#MODEL`` /
     ``openai-completions:BASE_URL#MODEL``.
 
     Causal models get the chat template with the answer primed and label words ``(" A", " B")``;
     encoder-decoder models (FlanT5) read the first decoder step at ``("A", "B")``.
+    ``batch_size`` None sizes the micro-batches: 8 prompts on CPU (8 requests in flight for a
+    served judge), and on a GPU from its free memory once the weights are loaded
+    (``memory.batch_sizing``); a micro-batch that runs out of memory is halved and retried.
 
     Raises
     ------
@@ -51,7 +54,7 @@ def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "
     if model is not None and is_openai_spec(model):
         # A served model (vLLM, TGI, Ollama): device and dtype are the server's business;
         # --batch-size sets how many requests are in flight.
-        return load_openai_judge(model, concurrency=batch_size, label_words=words)
+        return load_openai_judge(model, concurrency=batch_size or 8, label_words=words)
 
     from .loading import load_model
     from .transformers_judge import (CAUSAL_LABEL_WORDS, SEQ2SEQ_LABEL_WORDS, CausalJudge,
@@ -59,6 +62,8 @@ def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "
 
     spec = str(_default_model()) if is_bundled(model) else model
     loaded = load_model(spec, device=device, dtype=dtype)
+    # The token budget is always sized (8192 on CPU, from free memory on a GPU).
     if loaded.is_seq2seq:
-        return Seq2SeqJudge(loaded, words or SEQ2SEQ_LABEL_WORDS, batch_size=batch_size)
-    return CausalJudge(loaded, words or CAUSAL_LABEL_WORDS, batch_size=batch_size)
+        return Seq2SeqJudge(loaded, words or SEQ2SEQ_LABEL_WORDS, batch_size=batch_size,
+                            token_budget=None)
+    return CausalJudge(loaded, words or CAUSAL_LABEL_WORDS, batch_size=batch_size, token_budget=None)

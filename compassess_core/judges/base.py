@@ -43,7 +43,9 @@ class Judge(Protocol):
                      ) -> Iterator[tuple[IntArray, list[Judgement]]]:
         """Judge the prompts one micro-batch (or group of finished requests) at a time:
         ``(indices into prompts, their judgements)``. Closing the iterator stops the work after
-        the batch in flight; every index comes exactly once when it runs to the end."""
+        the batch in flight; every index comes exactly once when it runs to the end. A batch
+        may be empty: a checkpoint within a prompt longer than a micro-batch, where a caller
+        may stop (nothing of that prompt is kept)."""
 
     def judge(self, prompts: Sequence[ComparisonPrompt]) -> list[Judgement]:
         """Judge every prompt; same order as the input (``judge_stream`` collected)."""
@@ -123,12 +125,14 @@ def expand_duplicates(stream: Iterable[tuple[IntArray, FloatArray]], inverse: In
 
 
 def timed(stream: Iterable[tuple[IntArray, FloatArray]]) -> Iterator[tuple[IntArray, FloatArray, float]]:
-    """Add each batch's milliseconds per row (time since the previous batch) to a stream."""
+    """Add each batch's milliseconds per row (time since the previous batch with rows: an empty
+    one, a checkpoint within a long prompt, counts towards the batch it is part of) to a stream."""
     t0 = time.perf_counter()
     for rows, values in stream:
         now = time.perf_counter()
         yield rows, values, (now - t0) * 1000.0 / max(len(rows), 1)
-        t0 = time.perf_counter()
+        if len(rows):
+            t0 = time.perf_counter()
 
 
 def collect_rows(stream: Iterable[tuple[IntArray, FloatArray]], n: int, k: int) -> FloatArray:

@@ -4,7 +4,9 @@
 model's next-token distribution after the primed answer. Label-word log-probabilities are always
 computed in fp32 from the final hidden state of the last position only (one hidden x vocab matmul
 per prompt for the full-softmax normaliser), even when the model runs in bf16: bf16 logits quantise
-p to a handful of values and break ties and tau.
+p to a handful of values and break ties and tau. ``bf16-weights`` keeps the matrices in bf16 and
+computes everything in fp32 (``loading.StoredLinear``): half the memory, p as batch-invariant as
+fp32.
 
 Causal models reuse shared prompt prefixes exactly: prompts are tokenised in full, the shared
 prefixes are found by comparing token ids (``prefix_tree.plan_prefixes``), each prefix's key/value
@@ -19,7 +21,7 @@ import gc
 import json
 import os
 import time
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -28,7 +30,7 @@ from ..errors import InputError
 from ..types import ComparisonPrompt, Judgement
 from .base import (collect_judgements, collect_rows, deduplicate, expand_duplicates,
                    judgements_from_logprobs, timed)
-from .loading import LoadedModel, dtype_name
+from .loading import LoadedModel, dtype_name, precision_name
 from .prefix_tree import PrefixNode, plan_prefixes
 
 #: Label words read after the primer "Answer: Summary" (causal) / at the first decoder step (seq2seq).
@@ -67,16 +69,37 @@ def distinct_label_ids(words: Sequence[str], one_token) -> tuple[int, ...]:
         raise InputError(f"label words {tuple(words)} map to the same token")
     return ids
 
+_OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory")
+_T = TypeVar("_T")
+#: ``memory_guard(rows, tokens)`` is called before every forward pass with the rows of the batch and
+#: the tokens it holds keys and values for (cached prefix + padded suffix, summed over rows); it may
+#: raise an out-of-memory error (tests simulate a memory limit with it).
+MemoryGuard = Callable[[int, int], None]
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """An allocation failure: ``torch.OutOfMemoryError`` (CUDA), ``MemoryError``, or the
+    RuntimeError torch's CPU allocator raises ("DefaultCPUAllocator: not enough memory")."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if isinstance(error, MemoryError) or (oom is not None and isinstance(error, oom)):
+        return True
+    return isinstance(error, RuntimeError) and any(w in str(error).lower() for w in _OOM_WORDS)
+
+
 class _FP32Head:
     """Full-vocabulary log-softmax of the last position, in fp32, from the final hidden state.
 
-    Holds an fp32 copy of the output embedding when the model runs in lower precision (bf16 values
-    upcast exactly, so this is the model's own head evaluated without bf16 rounding of the logits).
+    An fp32 output embedding is used as it is; a narrower one (bf16 model, bf16-weights) is
+    upcast a block of ``HEAD_ROWS`` vocabulary rows at a time (exact: bf16 values upcast
+    exactly), so this is the model's own head evaluated without rounding the logits and without
+    a second, fp32 copy of the vocabulary matrix.
     """
+
+    HEAD_ROWS = 16384
 
     def __init__(self, model: torch.nn.Module, scale: float = 1.0):
         head = model.get_output_embeddings()
-        self.weight = head.weight.detach().float()
+        self.weight = head.weight.detach()
         bias = getattr(head, "bias", None)
         fb = getattr(model, "final_logits_bias", None)  # BART-style seq2seq
         b = bias.detach().float() if bias is not None else None
@@ -88,6 +111,13 @@ class _FP32Head:
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.logit_scale = getattr(cfg, "logit_scale", None)
 
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        w = self.weight
+        if w.dtype == torch.float32:
+            return h @ w.T
+        return torch.cat([h @ w[i:i + self.HEAD_ROWS].float().T
+                          for i in range(0, w.shape[0], self.HEAD_ROWS)], dim=1)
+
     def logprobs(self, hidden: torch.Tensor, ids: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """(logp_a, logp_b) for hidden states (B, H) of the positions that predict the label word."""
         out = self.label_logprobs(hidden, ids)
@@ -98,7 +128,7 @@ class _FP32Head:
         h = hidden.float()
         if self.scale != 1.0:
             h = h * self.scale
-        logits = h @ self.weight.T
+        logits = self._logits(h)
         if self.bias is not None:
             logits = logits + self.bias
         if self.logit_scale is not None:
@@ -109,8 +139,8 @@ class _FP32Head:
         return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
 
 
-def _model_key(identity: str, dtype: torch.dtype, label_words: tuple[str, str]) -> str:
-    return f"{identity}|{dtype_name(dtype)}|labels={json.dumps(list(label_words))}"
+def _model_key(identity: str, precision: str, label_words: tuple[str, str]) -> str:
+    return f"{identity}|{precision}|labels={json.dumps(list(label_words))}"
 
 
 def _context_window(loaded: LoadedModel) -> int | None:
@@ -133,25 +163,84 @@ class _LocalJudge:
 
     kind = "local"
 
-    def _setup(self, loaded: LoadedModel, label_words: Sequence[str], batch_size: int,
-               token_budget: int) -> None:
-        if batch_size < 1:
+    def _setup(self, loaded: LoadedModel, label_words: Sequence[str], batch_size: int | None,
+               token_budget: int | None, memory_guard: MemoryGuard | None = None) -> None:
+        if batch_size is not None and batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size}")
         self.loaded = loaded
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = loaded.device
         self.label_words = tuple(label_words)
-        self.batch_size = batch_size
-        self.token_budget = max(token_budget, 1)
+        sizing = self._sizing() if batch_size is None or token_budget is None else None
+        self.batch_size = batch_size if batch_size is not None else sizing.batch_size
+        self.token_budget = max(token_budget if token_budget is not None else sizing.token_budget, 1)
+        self.memory_guard = memory_guard
         self._label_ids = self._resolve_label_ids()
-        self.model_key = _model_key(loaded.identity, loaded.dtype, self.label_words)
+        self.model_key = _model_key(loaded.identity, precision_name(loaded), self.label_words)
         self.description = (f"{loaded.name} ({self.kind}, {loaded.device.type}, "
-                            f"{dtype_name(loaded.dtype)})")
+                            f"{precision_name(loaded)})")
         self.context_window = _context_window(loaded)
-        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0}
+        self.stats = {"prompt_tokens": 0, "model_tokens": 0, "forward_passes": 0,
+                      "out_of_memory_retries": 0}
         if self.device.type == "cpu":
             _configure_cpu_threads()
+
+    def _sizing(self):
+        """The micro-batch size when the caller leaves it open: the CPU defaults (sized for
+        speed), or on a GPU from its free memory once the weights are on it
+        (``memory.batch_sizing``)."""
+        from ..memory import CPU_BATCH_SIZE, CPU_TOKEN_BUDGET, Sizing, batch_sizing, shape_from_config
+        if self.device.type != "cuda":
+            return Sizing(CPU_BATCH_SIZE, CPU_TOKEN_BUDGET)
+        free, _ = torch.cuda.mem_get_info(self.device)
+        params = sum(p.numel() for p in self.model.parameters())
+        shape = shape_from_config(self.model.config, params)
+        return batch_sizing(int(free), shape, dtype_name(self.loaded.dtype))
+
+    def _guarded(self, run: Callable[[list], _T], items: list,
+                 tokens: Callable[[list], int]) -> Iterator[_T]:
+        """``run`` over ``items`` in parts within the current batch size and token budget; a part
+        that runs out of memory halves both and is run again as two halves, so every item is
+        run (and reported) exactly once. ``tokens(part)``: its padded suffix tokens.
+
+        Raises
+        ------
+        MemoryError and the like
+            A single item that does not fit (nothing smaller to try).
+        """
+        queue = [items]
+        while queue:
+            part = queue.pop(0)
+            if len(part) > 1 and (len(part) > self.batch_size or tokens(part) > self.token_budget):
+                cut = self.batch_size if len(part) > self.batch_size else len(part) // 2
+                queue[0:0] = [part[:cut], part[cut:]]  # sizes shrank since the part was cut
+                continue
+            failed = False
+            try:
+                out = run(part)
+            except Exception as e:  # noqa: BLE001 - only an allocation failure is retried
+                if not is_out_of_memory(e) or len(part) == 1:
+                    raise
+                failed = True
+            if failed:  # outside the except block, so the failed pass's tensors are freed
+                self._release()
+                self.stats["out_of_memory_retries"] += 1
+                half = len(part) // 2
+                self.batch_size = max(1, min(self.batch_size, half))
+                self.token_budget = max(1, min(self.token_budget, tokens(part)) // 2)
+                queue[0:0] = [part[:half], part[half:]]
+                continue
+            yield out
+
+    def _release(self) -> None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def _check_memory(self, rows: int, tokens: int) -> None:
+        if self.memory_guard is not None:
+            self.memory_guard(rows, tokens)
 
     def _unique_stream(self, seqs: list[list[int]],
                        label_ids: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -252,26 +341,44 @@ class CausalJudge(_LocalJudge):
     label_words
         Read at the position after the primer; each must be one token there (see ``_label_ids``).
     batch_size
-        Suffixes run together per forward pass (sorted by length so padding stays small).
+        Suffixes run together per forward pass (sorted by length so padding stays small); None:
+        8 on CPU, on a GPU sized from its free memory (``memory.batch_sizing``).
     token_budget
-        Upper bound on batch size x padded suffix length, to bound activation memory for long texts.
+        Upper bound on batch size x padded suffix length, to bound activation memory for long
+        texts; None: 8192 on CPU, sized with the batch on a GPU. A micro-batch that runs out of
+        memory halves both and is run again as two halves (no comparison lost or repeated).
     prefix_cache
         Reuse shared prefixes' key/value caches (exact); False runs every prompt in full (batched).
     min_saving
         A prefix gets its own cache only if that saves at least this many prompt tokens.
+    fuse_suffix
+        A cached prefix whose prompts all end within this many tokens of it (the aspects of one
+        pair: only the question differs) is computed together with those endings in one
+        forward pass (:meth:`_run_fused`), instead of a cache and then a batch of short suffixes
+        on copies of it.
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
-        batches; larger windows pad less but keep more prefix caches alive.
+        batches; larger windows pad less but keep more prefix caches alive. They wait no longer
+        than the prefix caches built meanwhile take one ``token_budget`` of tokens: a caller
+        that sizes the budget by time (``pacing.BatchPacer``) hears from the judge every
+        budget's worth of work.
+    memory_guard
+        Called with (rows, tokens) before every forward pass (``MemoryGuard``); tests simulate a
+        memory limit with it.
     """
 
     kind = "causal"
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
-                 batch_size: int = 8, token_budget: int = 8192, prefix_cache: bool = True,
-                 min_saving: int = 32, window: int = 4):
-        self._setup(loaded, label_words, batch_size, token_budget)
+                 batch_size: int | None = 8, token_budget: int | None = 8192,
+                 prefix_cache: bool = True, min_saving: int = 32, window: int = 4,
+                 fuse_suffix: int = 48, memory_guard: MemoryGuard | None = None):
+        self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         self.min_saving = min_saving
         self.window = window
+        self.fuse_suffix = fuse_suffix
+        # Prompt tokens computed (prefix caches) since the last micro-batch was handed out.
+        self._unreported = 0
         self._head = _FP32Head(self.model)
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
@@ -379,7 +486,45 @@ class CausalJudge(_LocalJudge):
             layer.values = v.expand(batch, -1, -1, -1) if batch > 1 else v
         return cache
 
-    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
+    def _checkpoint(self, label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """An empty micro-batch: a point within a long prompt where a caller may stop."""
+        return np.empty(0, dtype=np.int64), np.empty((0, len(label_ids)))
+
+    def _prefill(self, seq: list[int], start: int, end: int, kv, label_ids) -> Iterator:
+        """The cache of ``seq[:end]`` from the cache ``kv`` of ``seq[:start]`` (None when
+        ``start`` is 0), one ``token_budget`` of tokens per forward pass, with a checkpoint
+        (:meth:`_checkpoint`) after each but the last: a text longer than one micro-batch may
+        hold (a long story) is computed in pieces a caller can stop between, each taking about
+        as long as a micro-batch. Returns (``yield from``'s value) the cache as ``[(keys,
+        values)]`` per layer. The pieces attend to everything before them, at their own
+        positions (the cache's length), so the cache is that of one pass up to fp32 rounding."""
+        from transformers import DynamicCache
+        step = max(int(self.token_budget), 1)
+        cache = self._make_cache(kv, 1) if kv is not None else DynamicCache(config=self.model.config)
+        for lo in range(start, end, step):
+            hi = min(lo + step, end)
+            self._check_memory(1, hi)
+            self.stats["model_tokens"] += hi - lo
+            self.stats["forward_passes"] += 1
+            self._base(input_ids=torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device),
+                       past_key_values=cache, use_cache=True)
+            if hi < end:
+                self._unreported = 0
+                yield self._checkpoint(label_ids)
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv, label_ids) -> Iterator:
+        """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), in as few
+        forward passes as memory allows (``_guarded``), as ``yield from``'s value; one node
+        longer than the token budget: :meth:`_prefill`, with checkpoints between its pieces."""
+        if len(nodes) == 1 and nodes[0].prefix_len - base > self.token_budget:
+            return [(yield from self._prefill(seqs[nodes[0].rep], base, nodes[0].prefix_len, kv,
+                                              label_ids))]
+        width = lambda part: len(part) * max(n.prefix_len - base for n in part)  # noqa: E731
+        return [c for caches in self._guarded(lambda part: self._extend_pass(seqs, part, base, kv),
+                                              list(nodes), width) for c in caches]
+
+    def _extend_pass(self, seqs, nodes: list[PrefixNode], base: int, kv) -> list:
         """Caches of ``nodes`` (siblings sharing the cache ``kv`` of ``base`` tokens), one forward.
 
         The extensions are right-padded into one batch; each node's cache is the view of its row
@@ -390,8 +535,10 @@ class CausalJudge(_LocalJudge):
         ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
         for r, n in enumerate(nodes):
             ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
+        self._check_memory(len(nodes), len(nodes) * (base + max(lens)))
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
+        self._unreported += sum(lens)
         cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
         self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True)
         return [[(layer.keys[r:r + 1, :, :n.prefix_len], layer.values[r:r + 1, :, :n.prefix_len])
@@ -418,9 +565,24 @@ class CausalJudge(_LocalJudge):
         ready = list(pending)
         pending[:] = keep
         for b in batches:
-            yield self._run_batch(seqs, [ready[p] for p in b], label_ids)
+            yield from self._run_batch(seqs, [ready[p] for p in b], label_ids)
 
-    def _run_batch(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
+    def _run_batch(self, seqs, items: list, label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`_run_batch_now` in as few forward passes as memory allows (``_guarded``: a
+        micro-batch that runs out of memory is halved and run again); one suffix longer than
+        the token budget runs all but its last budget of tokens first in pieces
+        (:meth:`_prefill`, checkpoints between them)."""
+        if len(items) == 1:
+            i, start, kv = items[0]
+            cut = len(seqs[i]) - min(max(int(self.token_budget), 1), len(seqs[i]) - start)
+            if cut > start:
+                kv = yield from self._prefill(seqs[i], start, cut, kv, label_ids)
+                items = [(i, cut, kv)]
+        width = lambda part: len(part) * max(len(seqs[i]) - st for i, st, _ in part)  # noqa: E731
+        yield from self._guarded(lambda part: self._run_batch_now(seqs, part, label_ids), items,
+                                 width)
+
+    def _run_batch_now(self, seqs, items: list, label_ids) -> tuple[np.ndarray, np.ndarray]:
         """One forward pass over the suffixes of ``items`` = [(seq index, cached length, kv)]:
         the rows computed and their label log-probabilities (rows, k).
 
@@ -437,6 +599,7 @@ class CausalJudge(_LocalJudge):
         ids = torch.full((b, width), self._pad_id, dtype=torch.long)
         for r, (i, st, _) in enumerate(items):
             ids[r, :lens[r]] = torch.tensor(seqs[i][st:], dtype=torch.long)
+        self._check_memory(b, b * (int(starts.max()) + width))
         ids = ids.to(self.device)
         self.stats["model_tokens"] += int(lens.sum())
         self.stats["forward_passes"] += 1
@@ -448,6 +611,7 @@ class CausalJudge(_LocalJudge):
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
         hidden = out.last_hidden_state
         h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
+        self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
@@ -485,13 +649,105 @@ class CausalJudge(_LocalJudge):
         (a window of ``window * batch_size``) are alive at once, whatever the chunk size.
         """
         pending.extend((i, node.prefix_len, kv) for i in node.leaves)
-        kids = sorted(node.children, key=lambda c: c.prefix_len)
+        fused = sorted((c for c in node.children if self._fusable(seqs, c)),
+                       key=lambda c: self._fused_width(seqs, c, node.prefix_len))
+        widths = np.array([self._fused_width(seqs, c, node.prefix_len) for c in fused],
+                          dtype=np.int64)
+        for wave in self._split(widths):
+            group = [fused[p] for p in wave]
+            if len(group) == 1 and widths[wave[0]] > self.token_budget:
+                # one pair longer than a micro-batch: its second text first, in pieces
+                one = group[0]
+                one_kv = yield from self._prefill(seqs[one.rep], node.prefix_len, one.prefix_len,
+                                                  kv, label_ids)
+                yield self._run_fused(seqs, group, one.prefix_len, one_kv, label_ids)
+            else:  # a wave that runs out of memory is halved and run again (``_guarded``)
+                fused_width = lambda part: len(part) * max(  # noqa: E731
+                    self._fused_width(seqs, c, node.prefix_len) for c in part)
+                yield from self._guarded(
+                    lambda part: self._run_fused(seqs, part, node.prefix_len, kv, label_ids),
+                    group, fused_width)
+        kids = sorted((c for c in node.children if not self._fusable(seqs, c)),
+                      key=lambda c: c.prefix_len)
         for wave in self._split(np.array([c.prefix_len - node.prefix_len for c in kids], dtype=np.int64)):
             group = [kids[p] for p in wave]
-            for child, child_kv in zip(group, self._extend(seqs, group, node.prefix_len, kv)):
+            caches = yield from self._extend(seqs, group, node.prefix_len, kv, label_ids)
+            for child, child_kv in zip(group, caches):
                 yield from self._run_node(seqs, child, child_kv, pending, label_ids)
             if len(pending) >= self.window * self.batch_size:
                 yield from self._flush(seqs, pending, label_ids, final=False)
+            elif pending and self._unreported >= self.token_budget:
+                # The caches built since the last micro-batch took a whole token budget (long
+                # texts, or many prompts per cache: the aspects of one pair): hand out what is
+                # ready, so a caller hears from the judge (progress, a cancel) every budget.
+                yield from self._flush(seqs, pending, label_ids, final=True)
+
+    def _fusable(self, seqs, node: PrefixNode) -> bool:
+        """Whether ``node`` and its prompts' endings run in one pass (:meth:`_run_fused`): no
+        deeper cache, two prompts or more, each ending within ``fuse_suffix`` tokens of it."""
+        return (not node.children and len(node.leaves) >= 2
+                and all(len(seqs[i]) - node.prefix_len <= self.fuse_suffix for i in node.leaves))
+
+    @staticmethod
+    def _fused_width(seqs, node: PrefixNode, base: int) -> int:
+        """Tokens of ``node``'s fused row: its extension of ``base`` and every prompt's ending."""
+        return node.prefix_len - base + sum(len(seqs[i]) - node.prefix_len for i in node.leaves)
+
+    def _run_fused(self, seqs, nodes: list[PrefixNode], base: int, kv,
+                   label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """One forward pass over ``nodes`` (siblings on the cache ``kv`` of ``base`` tokens), each
+        row its node's extension followed by the endings of its prompts (tree attention).
+
+        An attention mask lets an extension token see the cache and the extension before it,
+        and an ending's token see the cache, the whole extension and its own ending before it
+        (never another prompt's ending); position ids continue each ending from the node's
+        length. Each prompt's last token so sees exactly the keys, at exactly the positions, it
+        sees when run alone: the same p, without a cache for the node and a batch of short
+        suffixes on copies of it. Returns the prompts' rows and label log-probabilities.
+        """
+        b = len(nodes)
+        width = max(self._fused_width(seqs, n, base) for n in nodes)
+        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        pos = torch.zeros((b, width), dtype=torch.long)
+        part = torch.full((b, width), -2, dtype=torch.long)   # -1 extension, k prompt k, -2 pad
+        rows, ends = [], []
+        for r, node in enumerate(nodes):
+            tokens = list(seqs[node.rep][base:node.prefix_len])
+            at = list(range(base, node.prefix_len))
+            owner = [-1] * len(tokens)
+            for k, i in enumerate(node.leaves):
+                end = seqs[i][node.prefix_len:]
+                tokens += end
+                at += range(node.prefix_len, node.prefix_len + len(end))
+                owner += [k] * len(end)
+                rows.append(i)
+                ends.append((r, len(tokens) - 1))
+            n = len(tokens)
+            ids[r, :n] = torch.tensor(tokens, dtype=torch.long)
+            pos[r, :n] = torch.tensor(at, dtype=torch.long)
+            part[r, :n] = torch.tensor(owner, dtype=torch.long)
+        q, k = part[:, :, None], part[:, None, :]
+        order = torch.arange(width)
+        seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
+        seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
+        if kv is not None:
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
+        dtype = self.loaded.dtype  # what it computes in (bf16-weights: fp32, not its storage)
+        self._check_memory(b, b * (base + width))
+        mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
+        self.stats["model_tokens"] += int((part > -2).sum())
+        self.stats["forward_passes"] += 1
+        from transformers import DynamicCache
+        cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
+        out = self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True,
+                         attention_mask=mask[:, None].to(self.device),
+                         position_ids=pos.to(self.device))
+        hidden = out.last_hidden_state
+        at_r = torch.tensor([r for r, _ in ends], device=hidden.device)
+        at_c = torch.tensor([c for _, c in ends], device=hidden.device)
+        self._unreported = 0  # handed out now
+        return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
+                                                                           label_ids)
 
     @torch.inference_mode()
     def _unique_stream(self, seqs: list[list[int]],
@@ -500,7 +756,8 @@ class CausalJudge(_LocalJudge):
         pending: list = []
         if self.prefix_cache:
             root = plan_prefixes(seqs, self.min_saving)
-            kv = self._extend(seqs, [root], 0, None)[0] if root.prefix_len > 0 else None
+            kv = ((yield from self._extend(seqs, [root], 0, None, label_ids))[0]
+                  if root.prefix_len > 0 else None)
             yield from self._run_node(seqs, root, kv, pending, label_ids)
         else:
             pending = [(i, 0, None) for i in range(len(seqs))]
@@ -549,8 +806,9 @@ class Seq2SeqJudge(_LocalJudge):
     kind = "seq2seq"
 
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = SEQ2SEQ_LABEL_WORDS,
-                 batch_size: int = 8, token_budget: int = 8192):
-        self._setup(loaded, label_words, batch_size, token_budget)
+                 batch_size: int | None = 8, token_budget: int | None = 8192,
+                 memory_guard: MemoryGuard | None = None):
+        self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         cfg = self.model.config
         scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", False) else 1.0
         self._head = _FP32Head(self.model, scale=scale)
@@ -572,23 +830,30 @@ class Seq2SeqJudge(_LocalJudge):
         decoder step."""
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
         order = np.argsort(lens, kind="stable")
-        enc_mod, dec_mod = self.model.get_encoder(), self.model.get_decoder()
+        width = lambda part: len(part) * int(lens[part].max())  # noqa: E731
         for part in self._split(lens[order]):
-            rows = order[part]
-            width = int(lens[rows].max())
-            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                ids[r, :lens[i]] = torch.tensor(seqs[i], dtype=torch.long)
-                mask[r, :lens[i]] = 1
-            ids, mask = ids.to(self.device), mask.to(self.device)
-            self.stats["model_tokens"] += int(lens[rows].sum())
-            self.stats["forward_passes"] += 1
-            enc = enc_mod(input_ids=ids, attention_mask=mask).last_hidden_state
-            dec_ids = torch.full((len(rows), 1), self._start_id, dtype=torch.long, device=self.device)
-            dec = dec_mod(input_ids=dec_ids, encoder_hidden_states=enc, encoder_attention_mask=mask,
-                          use_cache=False).last_hidden_state
-            yield rows.astype(np.int64), self._head.label_logprobs(dec[:, -1], label_ids)
+            yield from self._guarded(lambda rows: self._run_batch(seqs, rows, lens, label_ids),
+                                     list(order[part]), width)
+
+    def _run_batch(self, seqs, rows: list, lens: np.ndarray,
+                   label_ids) -> tuple[np.ndarray, np.ndarray]:
+        """One encoder pass and one decoder step over the prompts ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        width = int(lens[rows].max())
+        self._check_memory(len(rows), len(rows) * width)
+        ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            ids[r, :lens[i]] = torch.tensor(seqs[i], dtype=torch.long)
+            mask[r, :lens[i]] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        self.stats["model_tokens"] += int(lens[rows].sum())
+        self.stats["forward_passes"] += 1
+        enc = self.model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        dec_ids = torch.full((len(rows), 1), self._start_id, dtype=torch.long, device=self.device)
+        dec = self.model.get_decoder()(input_ids=dec_ids, encoder_hidden_states=enc,
+                                       encoder_attention_mask=mask, use_cache=False).last_hidden_state
+        return rows, self._head.label_logprobs(dec[:, -1], label_ids)
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [list(x) for x in self.tokenizer(list(texts))["input_ids"]]

@@ -1,0 +1,243 @@
+"""Convert a GGUF file to a plain transformers folder one tensor at a time (bounded memory).
+
+Loading a GGUF through ``from_pretrained(gguf_file=...)`` dequantises every tensor into one
+state dict, builds the model beside it, and (to save it) a second model: about 2x the fp32 model
+at once (14 GB for a 1.1 GB Qwen2.5-1.5B Q4_K_M file whose fp32 model is 7 GB). Here the file is
+memory-mapped (``gguf.GGUFReader``), each tensor is dequantised a block of rows at a time, given
+transformers' own name and layout (``transformers.modeling_gguf_pytorch_utils``: the GGUF -> HF
+name map built from a weightless model, and the per-architecture tensor processors, e.g. the
+llama-family q/k row permutation), and written to a safetensors shard that is flushed once it
+holds ``shard_bytes``. Peak memory is one shard plus the largest tensor; the values are the ones
+``from_pretrained`` computes (the same dequantisation and processors, cast to fp32).
+
+Architectures whose tensors transformers' newer GGUF loader converts (``GGUF_ARCHS``) or whose
+processor combines several GGUF tensors into one (mixture-of-experts) are converted through
+``from_pretrained`` as before (:func:`convert_whole`). This module must never score prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+#: A shard is written once it holds this many bytes (a single larger tensor gets a shard of its own).
+SHARD_BYTES = 512 * 2**20
+#: Quantised tensors are dequantised this many values at a time (numpy's block dequantisers make
+#: several temporaries of the block's size).
+DEQUANT_VALUES = 16 * 2**20
+
+_SAFETENSORS_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+
+
+def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """A safetensors file written straight from the tensors' memory (no serialised copy).
+
+    Format: 8-byte little-endian header length, the JSON header (dtype, shape, byte offsets per
+    tensor), then the tensors' bytes in header order; the safetensors reader checks every offset.
+    """
+    header: dict = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    order = sorted(tensors)
+    for name in order:
+        t = tensors[name]
+        n = t.numel() * t.element_size()
+        header[name] = {"dtype": _SAFETENSORS_DTYPE[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + n]}
+        offset += n
+    blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    blob += b" " * (-len(blob) % 8)  # the data section starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        for name in order:
+            t = tensors[name].contiguous()
+            f.write(memoryview(t.view(torch.uint8).reshape(-1).numpy()))
+
+
+def dequantize_rows(data: np.ndarray, qtype) -> np.ndarray:
+    """``gguf.dequantize`` of a tensor's data, a block of rows at a time (fp32 out)."""
+    from gguf import GGMLQuantizationType, dequantize
+
+    if qtype in (GGMLQuantizationType.F32, GGMLQuantizationType.F16) or data.ndim < 2:
+        out = dequantize(data, qtype)
+        return np.array(out, dtype=np.float32) if not out.flags.writeable else out.astype(np.float32, copy=False)
+    rows = data.shape[0]
+    first = dequantize(data[:1], qtype)
+    out = np.empty((rows, *first.shape[1:]), dtype=np.float32)
+    step = max(1, DEQUANT_VALUES // max(int(np.prod(first.shape[1:])), 1))
+    for lo in range(0, rows, step):
+        out[lo:lo + step] = dequantize(data[lo:lo + step], qtype)
+    return out
+
+
+class _ShardWriter:
+    """Collects tensors and writes ``model-XXXXX.safetensors`` shards of about ``limit`` bytes."""
+
+    def __init__(self, folder: Path, limit: int):
+        self.folder, self.limit = folder, limit
+        self.pending: dict[str, torch.Tensor] = {}
+        self.size = 0
+        self.files: list[tuple[str, list[str]]] = []
+        self.total = 0
+
+    def add(self, name: str, tensor: torch.Tensor) -> None:
+        n = tensor.numel() * tensor.element_size()
+        if self.pending and self.size + n > self.limit:
+            self.flush()
+        self.pending[name] = tensor
+        self.size += n
+        self.total += n
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        name = f"model-{len(self.files) + 1:05d}.safetensors"
+        write_safetensors(self.folder / name, self.pending)
+        self.files.append((name, list(self.pending)))
+        self.pending, self.size = {}, 0
+
+    def finish(self) -> None:
+        """The last shard, then the index transformers reads a sharded checkpoint through."""
+        self.flush()
+        if len(self.files) == 1:
+            (self.folder / self.files[0][0]).rename(self.folder / "model.safetensors")
+            return
+        weight_map = {t: f for f, names in self.files for t in names}
+        (self.folder / "model.safetensors.index.json").write_text(json.dumps(
+            {"metadata": {"total_size": self.total}, "weight_map": dict(sorted(weight_map.items()))},
+            indent=2), encoding="utf-8")
+
+
+def streams(architecture: str) -> bool:
+    """Whether :func:`convert_streaming` handles this GGUF architecture (one GGUF tensor -> one
+    model tensor, on transformers' per-tensor path)."""
+    from transformers.integrations.gguf.utils import is_gguf_arch_supported
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+    # These processors assemble one model tensor from several GGUF tensors (expert stacks).
+    combines = {"qwen2moe", "qwen3moe", "gpt_oss", "gpt-oss", "minimax-m2"}
+    return (architecture in GGUF_SUPPORTED_ARCHITECTURES and not is_gguf_arch_supported(architecture)
+            and architecture not in combines)
+
+
+def gguf_architecture(gguf: Path) -> str:
+    from gguf import GGUFReader
+    from transformers.modeling_gguf_pytorch_utils import read_field
+    return str(read_field(GGUFReader(gguf), "general.architecture")[0])
+
+
+def convert_streaming(gguf: Path, out: Path, auto_class: Callable,
+                      shard_bytes: int = SHARD_BYTES) -> None:
+    """Write ``gguf``'s config, generation config, tokenizer and fp32 weights into ``out``.
+
+    Raises
+    ------
+    ValueError
+        A tensor transformers' name map has no place for, or a model tensor the file lacks.
+    """
+    from gguf import GGUFReader
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+    from transformers.modeling_gguf_pytorch_utils import (TENSOR_PROCESSORS, TensorProcessor,
+                                                          get_gguf_hf_weights_map,
+                                                          load_gguf_checkpoint, read_field)
+
+    kw = dict(gguf_file=gguf.name)
+    AutoTokenizer.from_pretrained(gguf.parent, **kw).save_pretrained(out)
+    config = AutoConfig.from_pretrained(gguf.parent, **kw)
+    cls = auto_class(config)
+    with torch.device("meta"):  # the parameter names and shapes, no memory
+        skeleton = cls.from_config(config, dtype=torch.float32)
+    config = skeleton.config
+    config.architectures = [type(skeleton).__name__]
+    config.dtype = torch.float32
+    config.save_pretrained(out)
+    if skeleton.can_generate():
+        GenerationConfig.from_model_config(config).save_pretrained(out)
+
+    reader = GGUFReader(gguf)
+    architecture = read_field(reader, "general.architecture")[0]
+    # The processor reads the config as transformers' GGUF loader hands it over (a dict).
+    processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(
+        config=load_gguf_checkpoint(str(gguf), return_tensors=False)["config"])
+    name_map = get_gguf_hf_weights_map(skeleton, processor)
+    expected = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    tied = {k for k in expected if k in (getattr(skeleton, "_tied_weights_keys", None) or {})} \
+        if getattr(config, "tie_word_embeddings", False) else set()
+    del skeleton
+
+    writer = _ShardWriter(out, shard_bytes)
+    written: set[str] = set()
+    for tensor in reader.tensors:
+        weights = dequantize_rows(tensor.data, tensor.tensor_type)
+        # A processor may place a tensor itself under its model name (GPT-2's output head).
+        placed: dict = {"tensors": {}}
+        result = processor.process(weights=weights, name=tensor.name, tensor_key_mapping=name_map,
+                                   parsed_parameters=placed)
+        found = dict(placed["tensors"])
+        if result.name in name_map:  # transformers' loader skips the others too (rope tables)
+            found[name_map[result.name]] = torch.from_numpy(
+                np.ascontiguousarray(result.weights, dtype=np.float32))
+        for hf_name, t in found.items():
+            t = t.to(torch.float32)
+            if hf_name not in expected or tuple(t.shape) != expected[hf_name]:
+                raise ValueError(f"tensor {tensor.name} -> {hf_name} {tuple(t.shape)} does not fit "
+                                 f"the model ({expected.get(hf_name)})")
+            writer.add(hf_name, t)
+            written.add(hf_name)
+        del weights, result, found, placed
+    missing = sorted(set(expected) - written - tied)
+    if missing:
+        raise ValueError(f"the file has no tensor for {len(missing)} model weights, e.g. {missing[0]}")
+    writer.finish()
+
+
+def narrow_folder(src: Path, out: Path, dtype: torch.dtype, shard_bytes: int = SHARD_BYTES) -> None:
+    """Write ``src`` (a converted fp32 folder) into ``out`` with its floating tensors cast to
+    ``dtype``, one source shard open at a time.
+
+    ``from_pretrained(dtype=bf16)`` of an fp32 checkpoint maps every shard while it casts, so the
+    fp32 file pages and the bf16 copy are resident together (10.6 GB for a 7.1 GB model); a
+    checkpoint already in the load dtype is mapped as it is (the weights are its file pages). The
+    values are the same rounding ``from_pretrained`` does (round to nearest even).
+    """
+    from safetensors import safe_open
+
+    for f in src.iterdir():
+        if f.is_file() and not f.name.endswith(".safetensors") and f.name != "model.safetensors.index.json":
+            (out / f.name).write_bytes(f.read_bytes())
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    config["dtype"] = str(dtype).replace("torch.", "")
+    (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    writer = _ShardWriter(out, shard_bytes)
+    for shard in sorted(src.glob("*.safetensors")):
+        with safe_open(str(shard), framework="pt") as f:
+            for name in f.keys():
+                t = f.get_tensor(name)
+                writer.add(name, t.to(dtype) if t.is_floating_point() else t.clone())
+                del t
+    writer.finish()
+
+
+def convert_whole(gguf: Path, out: Path, auto_class: Callable) -> None:
+    """The reference conversion through ``from_pretrained(gguf_file=...)``: the whole model twice in
+    memory (save_pretrained refuses a GGUF-loaded model, so a fresh model built from its config
+    without the quantisation config gets the dequantised weights)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    kw = dict(gguf_file=gguf.name)
+    tok = AutoTokenizer.from_pretrained(gguf.parent, **kw)
+    config = AutoConfig.from_pretrained(gguf.parent, **kw)
+    cls = auto_class(config)
+    loaded = cls.from_pretrained(gguf.parent, dtype=torch.float32, **kw)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = cls.from_config(config, dtype=torch.float32)
+    fresh.load_state_dict(loaded.state_dict(), strict=True)
+    del loaded
+    fresh.save_pretrained(out)
+    tok.save_pretrained(out)

@@ -1,0 +1,43 @@
+"""``python -m compassess_core.tuning_worker --tuning-id N``: execute (resume) a stored tuning of
+the judge's instruction (``api.Tuning.execute``) in a process of its own, as the app does (a
+judge is never run in the web server). Its output goes to the log file its starter gave it; the
+exit code is the CLI's (0 ok, 2 bad input, 1 other failure, 130 stopped)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import background
+from .errors import InputError, RunCancelled, RunInterrupted
+from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compassess_core.tuning_worker",
+                                     description="execute (or resume) a stored tuning")
+    parser.add_argument("--tuning-id", type=int, required=True)
+    args = parser.parse_args(argv)
+    url = background.prepare_process()
+    from .api import open_store
+    try:
+        tuning = open_store(url or None).tuning(args.tuning_id)
+        reporter = ConsoleReporter("comparisons", stream=sys.stdout)
+        reporter.message(f"tuning worker {os.getpid()} "
+                         f"({os.environ['COMPASSESS_THREADS']} CPU thread(s)) on '{tuning.name}'")
+        tuning.execute(progress=reporter)
+        return EXIT_OK
+    except (RunCancelled, RunInterrupted):
+        print("stopped: everything judged is stored; start it again to resume", flush=True)
+        return EXIT_INTERRUPTED
+    except InputError as e:
+        print(f"error: {e}", flush=True)
+        return EXIT_INPUT
+    except Exception as e:  # noqa: BLE001 - the log shows the reason, not a traceback
+        print(f"error: {type(e).__name__}: {e}", flush=True)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
