@@ -1,0 +1,68 @@
+"""``compassess`` command line: it parses options and prints; the Python API does the work.
+
+One module per group of commands (``parser``, ``runs``, ``stored``, ``results``, ``manage``,
+``tuning``); ``main`` dispatches to them.
+
+Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
+agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
+rename-dataset, campaign, panel, judges, tune, templates, explain, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
+the same command resumes).
+Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
+store through ``sink.open_store`` (an entry point): the CLI never imports ``db``.
+"""
+
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import InputError
+from ..options import OptionError
+from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_judges, cmd_panel,
+                     cmd_rename_dataset, cmd_rename_run)
+from .parser import build_parser
+from .results import cmd_calibrate, cmd_compare, cmd_leaderboard, cmd_models, cmd_report
+from .runs import _flag, cmd_evaluate, cmd_export, cmd_rank, cmd_run, cmd_score, cmd_worker
+from .stored import (cmd_agreement, cmd_datasets, cmd_fetch_model, cmd_import_labels,
+                     cmd_runs)
+from .tuning import cmd_explain, cmd_templates, cmd_tune
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+
+COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain,
+            "campaign": cmd_campaign, "panel": cmd_panel, "judges": cmd_judges, "run": cmd_run, "score": cmd_score, "rank": cmd_rank, "evaluate": cmd_evaluate,
+            "export": cmd_export, "import-labels": cmd_import_labels, "agreement": cmd_agreement,
+            "calibrate": cmd_calibrate, "models": cmd_models,
+            "fetch-model": cmd_fetch_model, "datasets": cmd_datasets, "runs": cmd_runs,
+            "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare,
+            "report": cmd_report,
+            "delete-run": cmd_delete_run, "rename-run": cmd_rename_run,
+            "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except OptionError as e:  # named by its flag
+        print(f"error: {e.naming(_flag(e.field))}", file=sys.stderr)
+        return EXIT_INPUT
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `compassess rank ... | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - the last line of defence prints, not a traceback
+        if os.environ.get("COMPASSESS_DEBUG"):
+            raise
+        print(f"error: {type(e).__name__}: {e} (set COMPASSESS_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+

@@ -1,0 +1,451 @@
+"""The argument parser of ``compassess``: every command's flags and help."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__, absolute, campaigns, panel
+from ..agreement import AGREEMENT_BOOT
+from ..calibration import DEFAULT_FOLDS
+from ..explanations import EXPLAIN_TOKENS
+from ..leaderboard import DEFAULT_METHOD
+from ..prompts import TASKS
+from ..ranking import METHODS
+from ..report import EXAMPLES
+from ..selection import STRATEGIES
+from ..settings import GenerationOptions, ReferenceOptions, RunSettings
+from ..tuning import TuningOptions
+from .common import _label_map
+
+
+# ------------------------------------------------------------------------------------ the parser
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="SQLAlchemy URL or a .db file (default: $COMPASSESS_DATABASE_URL or the SQLite "
+                        "file in $COMPASSESS_HOME)")
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """Options of every command that runs a model (run, score)."""
+    p.add_argument("--model", default=None, help="a .gguf file, a local model folder, a hub id or "
+                   "openai:URL#NAME (default: the bundled SmolLM2-135M-Instruct)")
+    p.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
+    p.add_argument("--seed", type=int, default=RunSettings.seed)
+    p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
+                   help="prompts per forward pass (requests in flight for a served judge)")
+    p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
+    p.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
+                   help="bf16-weights: matrices kept in bf16, computed in fp32 (half the memory)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
+    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="prompts per judge call (default 128): the scope of the judge's prefix cache; "
+                        "results are stored after every micro-batch whatever this is")
+    p.add_argument("--truncate-context", action="store_true",
+                   help="cut a context passage that would not fit the model's context window (recorded "
+                        "with the run) instead of refusing the run")
+    p.add_argument("--run", default=None, metavar="NAME",
+                   help="run name (default: derived from the settings); an existing name resumes")
+    _db_arg(p)
+
+
+#: What ``--debias`` takes, everywhere it is taken (``analysis.DEBIAS_CHOICES`` or a number).
+DEBIAS_METAVAR = "none|balanced|balanced-per-context|TAU"
+DEBIAS_HELP = ("decision threshold (eq. 10): none = 0.5; balanced = the global tau* (P(A) = 0.5 "
+               "over all comparisons); balanced-per-context = each context's own tau*; or a "
+               "number in (0, 1)")
+
+
+def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
+    """Options of the commands that read a run back (rank, evaluate, export)."""
+    p.add_argument("--run", required=True, metavar="NAME")
+    p.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    p.add_argument("--debias", default=debias, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    p.add_argument("--score", default="level", choices=list(absolute.SCORES),
+                   help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="absolute runs: pass/fail at score >= THRESHOLD")
+    p.add_argument("--calibrate", action="store_true",
+                   help="pairwise runs: read the judge's p calibrated on the stored human labels of "
+                        "the run's dataset and aspect (bias and temperature, `compassess calibrate`)")
+    _db_arg(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="compassess",
+        description="``compassess`` command line: it parses options and prints; the Python API "
+                    "does the work.")
+    parser.add_argument("--version", action="version", version=f"compassess {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
+    r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
+                   "engagingness, naturalness, continuity, understandable, grammar, overall) or your own "
+                   "adjective; several separated by commas (coherence,fluency,...): one run each, "
+                   "judged together in one pass (named RUN-ASPECT with --run)")
+    r.add_argument("--mode", default="comparative", choices=["comparative", "scoring"],
+                   help="comparative: pairwise judgements (default); scoring: the paper's prompt-scoring "
+                   "baseline, a 1-10 score per candidate from the score-token distribution (argmax and "
+                   "G-Eval expected score)")
+    r.add_argument("--template", default=None, help="t1, t2, a file holding a template with {context} {a} {b} "
+                   "{aspect}, or the name of a stored template (`compassess templates`, e.g. a "
+                   "tuning's pick) (default t1); with --mode scoring: s1 or s2 (default s1)")
+    r.add_argument("--task", default="auto", choices=["auto", *TASKS],
+                   help="wording of t1/t2 and s1/s2 (prompts.TASK_WORDING): summary, dialogue, "
+                        "story, instruction, qa, code or text (auto: from the data's column "
+                        "names, else the aspect)")
+    r.add_argument("--strategy", default=RunSettings.strategy, choices=list(STRATEGIES))
+    r.add_argument("--budget", type=int, default=None,
+                   help="comparisons per context (random, no-repeat, symmetric, poe, adaptive)")
+    _model_args(r)
+
+    s = sub.add_parser("score", help="absolute score per candidate: compare it with synthetic "
+                       "references of quality 1..N (thresholdable)")
+    s.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective; "
+                   "several separated by commas: one run each, judged together in one pass")
+    s.add_argument("--references", type=int, default=ReferenceOptions.n_levels, metavar="N",
+                   help=f"reference quality levels 1..N (default {ReferenceOptions.n_levels})")
+    s.add_argument("--anchors", default=None, metavar="CSV",
+                   help="your own reference texts (columns context_id, level, text) instead of generated ones")
+    s.add_argument("--task", default="auto", choices=["auto", *absolute.TASKS],
+                   help="wording (prompts.TASK_WORDING): summary, dialogue, story, instruction, qa, "
+                        "code or text (auto: from the data's column names, else the aspect)")
+    s.add_argument("--variant", default=ReferenceOptions.variant, choices=list(absolute.VARIANTS),
+                   help="bws: read P(Better/Worse/Similar); yes-no: the paper's Yes/No ablation")
+    s.add_argument("--orders", default=ReferenceOptions.orders, choices=list(absolute.ORDERS),
+                   help="judge target-first, reference-first or both (averaged: removes positional bias)")
+    s.add_argument("--max-new-tokens", type=int, default=GenerationOptions.max_new_tokens,
+                   help="length limit of generated references")
+    s.add_argument("--sample", action="store_true", help="sample references (default greedy); seeded by --seed")
+    s.add_argument("--temperature", type=float, default=GenerationOptions.temperature)
+    _model_args(s)
+
+    k = sub.add_parser("rank", help="rank the candidates of a run")
+    _read_args(k, debias="none")
+    k.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    k.add_argument("--context", default=None, metavar="ID", help="only this context")
+    k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
+    k.add_argument("--with-humans", action="store_true",
+                   help="fuse the judge's comparisons with the stored human labels of the run's "
+                        "dataset and aspect (Gaussian product of experts)")
+    k.add_argument("--human-weight", default=None, metavar="W|inf",
+                   help="with --with-humans: one vote counts as W judge comparisons (inf: the humans "
+                        "alone; default: chosen by leave-one-out cross-validation over the votes)")
+    k.add_argument("--level", default="context", choices=["context", "system"],
+                   help="with --with-humans: rank the candidates of each context, or the systems")
+
+    e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
+    _read_args(e, debias="balanced")
+    e.add_argument("--reference", default=None, metavar="COLUMN",
+                   help="reference-score column (default: the aspect's column if present)")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+
+    x = sub.add_parser("export", help="write rankings or all comparisons with the run's settings")
+    _read_args(x, debias="none")
+    x.add_argument("--what", required=True, choices=["rankings", "comparisons"])
+    x.add_argument("--format", required=True, choices=["csv", "json", "parquet"])
+    x.add_argument("-o", "--output", required=True, metavar="FILE")
+    x.add_argument("--no-ci", dest="ci", action="store_false",
+                   help="rankings without the bootstrap 95%% intervals (faster on large runs)")
+
+    lb = sub.add_parser("leaderboard", help="one row per system across all contexts: strength, win "
+                        "rate, 95%% context-bootstrap intervals, length bias")
+    lb.add_argument("--run", required=True, metavar="NAME")
+    lb.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    lb.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    lb.add_argument("--reference", default=None, metavar="COLUMN",
+                    help="reference-score column (default: the aspect's column if present)")
+    lb.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system: add each system's win rate against it (95%% interval) and "
+                         "the length-controlled win rate against it, as AlpacaEval")
+    lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                    help="context-bootstrap replicates of the 95%% intervals (default 1000)")
+    lb.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    _db_arg(lb)
+
+    cp = sub.add_parser("compare", help="two runs on the same dataset: verdict agreement, kappa, "
+                        "rank correlation, the pairs they disagree on")
+    cp.add_argument("--run", required=True, action="append", metavar="NAME",
+                    help="give it twice: --run A --run B")
+    cp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    cp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR,
+                    help="each run's threshold (balanced: each run's own tau*; "
+                         "balanced-per-context: each run's tau* of each context)")
+    cp.add_argument("--json", action="store_true")
+    _db_arg(cp)
+
+    rp = sub.add_parser("report", help="the audit report of one or several pairwise runs: one "
+                        "self-contained HTML file (setup, leaderboard, positional and length bias, "
+                        "human agreement, evaluation, the most order-dependent and disputed "
+                        "comparisons with their prompts, methods) that opens offline")
+    rp.add_argument("--run", required=True, action="append", metavar="NAME",
+                    help="a run to report; give it again for several (--run A --run B): each "
+                         "gets its section, and runs on the same dataset are compared")
+    rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    rp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+                    help="context-bootstrap replicates of the leaderboard's 95%% intervals "
+                         "(default 200, as the app)")
+    rp.add_argument("--examples", type=int, default=EXAMPLES, metavar="N",
+                    help=f"order-dependent and human-disputed comparisons shown with their prompts "
+                         f"(default {EXAMPLES} each)")
+    rp.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system to report each system's win rate against (with its 95%% "
+                         "interval and the length-controlled win rate), as `leaderboard "
+                         "--baseline`")
+    _db_arg(rp)
+
+    f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
+    f.add_argument("--print-path", action="store_true")
+
+    d = sub.add_parser("datasets", help="list stored datasets")
+    _db_arg(d)
+    u = sub.add_parser("runs", help="list stored runs")
+    u.add_argument("--json", action="store_true")
+    _db_arg(u)
+
+    il = sub.add_parser("import-labels", help="store human A/B labels from a CSV/JSONL file "
+                        "(context_id, candidate_a, candidate_b, winner[, annotator])")
+    il.add_argument("file", metavar="FILE")
+    il.add_argument("--dataset", required=True, metavar="NAME", help="stored dataset the labels refer to")
+    il.add_argument("--aspect", default="overall", help="aspect the people judged (default: overall)")
+    il.add_argument("--annotator", metavar="NAME",
+                    help="attribute every label to NAME (default: the file's annotator column; "
+                         "rows without one: 'imported')")
+    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_label_map,
+                    help="the file's columns for the label columns, e.g. question_id=context_id,"
+                         "model_a=candidate_a,model_b=candidate_b,judge=annotator (a winner of "
+                         "model_a/model_b then names that side)")
+    _db_arg(il)
+
+    ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
+    ag.add_argument("--run", required=True, metavar="NAME")
+    ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
+                    help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
+    ag.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
+                    help=f"resamples of the 95%% bootstrap intervals of accuracy, kappa (pairs "
+                         f"resampled) and the ranking correlation (contexts) (default "
+                         f"{AGREEMENT_BOOT})")
+    ag.add_argument("--json", action="store_true")
+    _db_arg(ag)
+
+    cal = sub.add_parser("calibrate", help="fit the judge's bias and temperature on human A/B labels; "
+                         "accuracy, log-loss and calibration error before and after (held-out folds)")
+    cal.add_argument("--run", required=True, metavar="NAME")
+    cal.add_argument("--aspect", default=None, help="aspect of the human labels (default: the run's)")
+    cal.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds of "
+                     f"labelled pairs (default {DEFAULT_FOLDS})")
+    cal.add_argument("--seed", type=int, default=0, help="seed of the folds")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(cal)
+
+    mo = sub.add_parser("models", help="the judges on this machine (the bundled one and the models "
+                        "folder) with size, context window and the speed measured here")
+    mo.add_argument("--json", action="store_true")
+    _db_arg(mo)
+
+    w = sub.add_parser("worker", help="execute (or resume) runs stored in the database from their settings")
+    w.add_argument("--run", required=True, metavar="NAME", action="append",
+                   help="a run's name; give several (--run A --run B) to judge them together in one "
+                        "pass with one judge")
+    w.add_argument("--chunk-size", type=int, default=None, metavar="N")
+    _db_arg(w)
+    _manage_parsers(sub)
+    _tuning_parsers(sub)
+    return parser
+
+
+def _manage_parsers(sub) -> None:
+    """delete-run, rename-run, delete-dataset, rename-dataset."""
+    yes_help = ("delete without asking (needed when the input is not a terminal; without it the "
+                "command only prints what would be deleted and exits with code 2)")
+    for what, noun, delete_help, rename_help in (
+            ("run", "--run", "delete a stored run with its results (asks first)",
+             "give a stored run another name"),
+            ("dataset", "--dataset", "delete a stored dataset with its runs, results, human "
+             "labels, guidelines and reference texts (asks first)",
+             "give a stored dataset another name (its runs follow)")):
+        delete = sub.add_parser(f"delete-{what}", help=delete_help)
+        delete.add_argument(noun, required=True, metavar="NAME")
+        delete.add_argument("--yes", action="store_true", help=yes_help)
+        _db_arg(delete)
+        rename = sub.add_parser(f"rename-{what}", help=rename_help)
+        rename.add_argument(noun, required=True, metavar="NAME")
+        rename.add_argument("--to", required=True, metavar="NEW")
+        _db_arg(rename)
+
+    cg = sub.add_parser("campaign", help="annotation campaigns: pairs of a dataset assigned to "
+                        "named annotators, several per pair")
+    csub = cg.add_subparsers(dest="campaign_command", required=True)
+    cc = csub.add_parser("create", help="create an open campaign (its pairs are fixed now)")
+    cc.add_argument("--name", required=True, metavar="NAME")
+    cc.add_argument("--dataset", required=True, metavar="NAME")
+    cc.add_argument("--aspect", required=True)
+    cc.add_argument("--annotator", action="append", default=[], metavar="IDENTITY",
+                    help="a person who labels the campaign's pairs (repeat the flag)")
+    cc.add_argument("--overlap", type=int, default=2, help="people per pair (default 2)")
+    cc.add_argument("--pairs", default="all", choices=list(campaigns.SELECTIONS),
+                    help="every pair, a seeded sample of --n-pairs, or the --n-pairs most "
+                         "informative for the ranking")
+    cc.add_argument("--n-pairs", type=int, default=None, metavar="K")
+    cc.add_argument("--seed", type=int, default=0)
+    cc.add_argument("--run", default=None, metavar="NAME",
+                    help="--pairs informative: also weigh this run's comparisons (default: the "
+                         "stored labels alone)")
+    cc.add_argument("--guidelines", default=None, metavar="FILE",
+                    help="a plain-text file of guidelines shown to the annotators")
+    cc.add_argument("--created-by", default=None, metavar="IDENTITY",
+                    help="who creates it (default: this account)")
+    _db_arg(cc)
+    ca_ = csub.add_parser("assign", help="assign (or with --remove, unassign) people")
+    ca_.add_argument("--name", required=True, metavar="NAME")
+    ca_.add_argument("--annotator", action="append", required=True, metavar="IDENTITY")
+    ca_.add_argument("--remove", action="store_true",
+                     help="take them off the campaign (their answers stay)")
+    _db_arg(ca_)
+    cs = csub.add_parser("status", help="progress per annotator and inter-annotator agreement")
+    cs.add_argument("--name", required=True, metavar="NAME")
+    cs.add_argument("--json", action="store_true")
+    _db_arg(cs)
+    cx = csub.add_parser("export", help="write the campaign's labels (answers and adjudications)")
+    cx.add_argument("--name", required=True, metavar="NAME")
+    cx.add_argument("--format", default="csv", choices=["csv", "json"])
+    cx.add_argument("-o", "--output", required=True, metavar="FILE")
+    _db_arg(cx)
+    cl = csub.add_parser("close", help="close a campaign: no new answer (adjudication still possible)")
+    cl.add_argument("--name", required=True, metavar="NAME")
+    _db_arg(cl)
+
+    pn = sub.add_parser("panel", help="panels of judges: several runs on the same dataset and "
+                        "aspect combined into one debiased verdict per pair")
+    psub = pn.add_subparsers(dest="panel_command", required=True)
+    pc = psub.add_parser("create", help="store a panel of two or more runs")
+    pc.add_argument("--name", required=True, metavar="NAME")
+    pc.add_argument("--run", action="append", required=True, metavar="NAME",
+                    help="a member run (repeat the flag; at least two)")
+    pc.add_argument("--weights", default="equal", metavar="equal|learnt|W,W,...",
+                    help="member weights: equal (default), learnt from the stored human labels, "
+                         "or one number per --run")
+    pc.add_argument("--combine", default="poe", choices=list(panel.COMBINERS),
+                    help="poe: product of experts on the debiased log-odds (default); vote: "
+                         "majority of the members' debiased verdicts")
+    pc.add_argument("--scaling", default="balanced", choices=list(panel.MEMBER_SCALINGS),
+                    help="each member debiased at its own tau* (balanced, default), calibrated "
+                         "on the human labels, or calibrated where labels exist (auto)")
+    _db_arg(pc)
+    pr = psub.add_parser("rank", help="rank the candidates by the panel's combined verdicts")
+    pr.add_argument("--name", required=True, metavar="NAME")
+    pr.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    pr.add_argument("--debias", default="none", metavar="none|balanced|TAU",
+                    help="threshold on the combined p (its members are debiased already)")
+    pr.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    _db_arg(pr)
+    pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
+                         "member's, and how the members agree")
+    pe.add_argument("--name", required=True, metavar="NAME")
+    pe.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    pe.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
+    pe.add_argument("--reference", default=None, metavar="COLUMN")
+    pe.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(pe)
+    pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
+                         "file (its members, leaderboard, bias, agreement with people, the most "
+                         "order-dependent and disputed comparisons with each member's p)")
+    pp.add_argument("--name", required=True, metavar="NAME")
+    pp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    pp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    pp.add_argument("--debias", default="none", metavar="none|balanced|TAU",
+                    help="threshold on the combined p (default none: its members are debiased "
+                         "already)")
+    pp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+                    help="context-bootstrap replicates of the leaderboard's 95%% intervals")
+    pp.add_argument("--baseline", default=None, metavar="SYSTEM",
+                    help="a system to report each system's win rate against")
+    _db_arg(pp)
+    pl = psub.add_parser("list", help="list stored panels")
+    _db_arg(pl)
+    pd_ = psub.add_parser("delete", help="delete a panel's definition (its runs stay)")
+    pd_.add_argument("--name", required=True, metavar="NAME")
+    _db_arg(pd_)
+
+    jg = sub.add_parser("judges", help="the leaderboard of judges: every run and panel on a "
+                        "dataset and aspect, ranked by agreement with people (or the reference)")
+    jg.add_argument("--dataset", required=True, metavar="NAME")
+    jg.add_argument("--aspect", required=True)
+    jg.add_argument("--reference", default=None, metavar="COLUMN",
+                    help="without human labels: rank by Spearman with this column (default: the "
+                         "aspect's column)")
+    jg.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                    help="bootstrap resamples of the labelled pairs for the 95%% intervals")
+    jg.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(jg)
+
+
+
+
+def _tuning_parsers(sub) -> None:
+    """``tune``, ``templates`` and ``explain``: the judge's wording tuned without labels, the
+    named templates, the judge's reasons for a stored verdict."""
+    t = sub.add_parser("tune", help="tune the judge's instruction without labels: judge the "
+                       "library's wordings, built-in paraphrases and paraphrases the judge writes, "
+                       "pick the fairest (raw P(A) closest to 0.5, ZEPO) and save it as a named "
+                       "template")
+    t.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
+    t.add_argument("--task", default="auto", choices=["auto", *TASKS],
+                   help="wording of the library's templates (auto: from the data and the aspect)")
+    t.add_argument("--contexts", type=int, default=TuningOptions.contexts, metavar="N",
+                   help=f"tune on the first N contexts (default {TuningOptions.contexts})")
+    t.add_argument("--holdout", type=int, default=0, metavar="M",
+                   help="also judge the next M contexts and measure each wording's agreement with "
+                        "the human labels or reference scores there (never used to pick)")
+    t.add_argument("--pairs", type=int, default=None, metavar="K",
+                   help="comparisons per context, both orders of each pair (default: every "
+                        "ordered pair)")
+    t.add_argument("--rounds", type=int, default=TuningOptions.rounds, metavar="R",
+                   help="greedy rounds of paraphrases the judge writes of the fairest wording "
+                        f"(default {TuningOptions.rounds}; 0: the starting wordings only)")
+    t.add_argument("--per-round", type=int, default=TuningOptions.per_round, metavar="K",
+                   help=f"paraphrases asked for per round (default {TuningOptions.per_round})")
+    t.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="most comparisons over all wordings (default: no cap)")
+    t.add_argument("--name", default=None, metavar="NAME",
+                   help="the tuning's name and the template it saves (default: "
+                        "dataset-aspect-model); the same name resumes")
+    t.add_argument("--model", default=None, help="the judge, as `compassess run --model`")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--batch-size", type=int, default=RunSettings.batch_size)
+    t.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
+    t.add_argument("--dtype", default=RunSettings.dtype,
+                   choices=["auto", "float32", "bfloat16", "float16"])
+    t.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="CPU threads for the model (default: all cores)")
+    t.add_argument("--truncate-context", action="store_true")
+    t.add_argument("--plan", action="store_true", help="print the cost and stop")
+    t.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    _db_arg(t)
+
+    tp = sub.add_parser("templates", help="list the named templates (a tuning's pick, or your own)")
+    tp.add_argument("--show", default=None, metavar="NAME", help="print one template's text")
+    tp.add_argument("--delete", default=None, metavar="NAME", help="delete a named template")
+    _db_arg(tp)
+
+    ex = sub.add_parser("explain", help="the judge's reasons for its verdict on a stored "
+                        "comparison, in both orders (asked once, then stored)")
+    ex.add_argument("--run", required=True, metavar="NAME")
+    ex.add_argument("--context", required=True, metavar="ID")
+    ex.add_argument("--a", required=True, metavar="ID", help="the candidate in position A")
+    ex.add_argument("--b", required=True, metavar="ID", help="the candidate in position B")
+    ex.add_argument("--max-tokens", type=int, default=EXPLAIN_TOKENS, metavar="N",
+                    help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
+    ex.add_argument("--stored", action="store_true",
+                    help="only print what is stored; never load the judge")
+    ex.add_argument("--json", action="store_true")
+    _db_arg(ex)

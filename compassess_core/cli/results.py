@@ -1,0 +1,225 @@
+"""Leaderboards, comparisons of runs, the audit report, calibration and fusion with people, and the judges on this machine (``leaderboard``, ``compare``, ``report``, ``calibrate``, ``models``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from .. import api
+from ..calibration import ECE_BINS
+from ..errors import CompAssessError, InputError
+from ..export import neutralise_frame
+from ..leaderboard import STRENGTH_UNITS
+from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
+from ..report_text import fmt as _fmt, table as _table
+from ..worker import EXIT_OK
+from .common import _load_run, _print_ranking
+
+
+# ------------------------------------------------------------------- leaderboard and compare
+
+def cmd_leaderboard(args) -> int:
+    run = _load_run(args)
+    board = run.leaderboard(args.method, args.debias, reference=args.reference,
+                            baseline=args.baseline, n_boot=args.bootstrap)
+    warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
+    reference = board.reference
+    if args.format == "json":
+        print(json.dumps({"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
+                          **board.to_dict(), "warnings": warnings}, indent=2))
+        return EXIT_OK
+    frame = board.frame
+    if args.format == "csv":
+        neutralise_frame(frame).to_csv(sys.stdout, index=False)
+        return EXIT_OK
+    lb, lc = board.length, board.length_controlled
+    print(f"# run {run.name}: {len(frame)} systems, {board.n_comparisons:,} comparisons over "
+          f"{board.n_contexts} contexts; strength = {STRENGTH_UNITS[board.method]} at "
+          f"{run.threshold_label(args.debias)}; win rate = share of comparisons won; "
+          f"{int(board.level * 100)}% intervals from {board.n_boot} bootstrap replicates "
+          "(contexts resampled, then the comparisons within each)")
+    if board.baseline is not None:
+        print(f"# baseline {board.baseline}: win_rate_vs_baseline = share of the system's "
+              f"comparisons with {board.baseline} it won at tau (both orders, contexts where both "
+              "appear; p == tau is a win for the second text), n_vs_baseline of them; "
+              "lc_win_rate_vs_baseline = sigmoid of the length-controlled strength difference "
+              "(AlpacaEval 2.0); the baseline's own row is NaN (not 0.5)")
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"# votes per pair of systems: comparisons and wins of each at "
+          f"{run.threshold_label(args.debias)}")
+    print(board.pair_counts.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if board.system_spearman_x100 is not None:
+        print(f"system-level Spearman x100 of strength vs mean '{reference}': "
+              f"{_fmt(board.system_spearman_x100)} (Kendall x100 {_fmt(board.system_kendall_x100)}, "
+              f"{len(frame)} systems)")
+    print(f"length bias: the longer text wins {_fmt(100 * lb.longer_wins)}% of "
+          f"{lb.n_length_differs:,} comparisons ({run.threshold_label(args.debias)}); "
+          f"{_fmt(lb.slope_per_doubling, '+.3f')} log-odds per doubling of len(A)/len(B); "
+          f"length-controlled GLM: length term {_fmt(lc.length_coef, '+.3f')}, "
+          f"position term {_fmt(lc.position_coef, '+.3f')} log-odds")
+    for note in board.notes:
+        print(f"note: {note}")
+    for line in warnings:
+        print(f"warning: {line}")
+    return EXIT_OK
+
+
+def cmd_compare(args) -> int:
+    if len(args.run) != 2:
+        raise InputError(f"compare needs exactly two runs (--run A --run B), got {len(args.run)}")
+    store = api.open_store(args.db)
+    run_a, run_b = (store.get_run(name) for name in args.run)
+    result = run_a.compare(run_b, args.method, args.debias)
+    partial = [n for n in (run_a.partial_note, run_b.partial_note) if n]
+    if args.json:
+        print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
+        return EXIT_OK
+    print(f"runs {run_a.name} (A, {run_a.threshold_label(args.debias)}) and {run_b.name} "
+          f"(B, {run_b.threshold_label(args.debias)}) on "
+          f"dataset '{run_a.dataset.name}': {result.n_shared:,} ordered pairs judged by both")
+    _table([
+        ("verdict agreement (share of shared pairs)", _fmt(result.agreement, ".3f")),
+        ("Cohen's kappa of the verdicts", _fmt(result.kappa, ".3f")),
+        ("Pearson r of p on shared pairs", _fmt(result.p_pearson, ".3f")),
+        (f"P(A) of {run_a.name} at its tau", _fmt(result.p_a_first, ".3f")),
+        (f"P(A) of {run_b.name} at its tau", _fmt(result.p_b_first, ".3f")),
+        (f"rank Spearman x100, mean over {result.n_contexts_ranked} contexts ({result.method})",
+         _fmt(result.rank_spearman_x100)),
+        (f"system-level Spearman x100 ({result.n_systems} systems)",
+         _fmt(result.system_spearman_x100)),
+    ])
+    dis = result.disagreements
+    print(f"{len(dis):,} pairs with different verdicts; the most confident first:")
+    if len(dis):
+        print(dis.head(20)[["context_id", "first", "second", "p_a", "p_b", "winner_a", "winner_b"]]
+              .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for line in partial:
+        print(f"warning: {line}")
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    _write_report(args.output, lambda: api.open_store(args.db).report(
+        args.run, method=args.method, debias=args.debias, n_boot=args.bootstrap,
+        examples=args.examples, baseline=args.baseline), f"{len(args.run)} run(s)")
+    return EXIT_OK
+
+
+def _write_report(output: str, make, what: str) -> None:
+    """Write the audit report ``make()`` returns to ``output`` (its folder checked first, so a
+    mistyped path fails before the report is computed) and say so on stderr."""
+    out = Path(output)
+    if not out.parent.is_dir():
+        raise InputError(f"output folder '{out.parent}' does not exist")
+    data = make()
+    out.write_bytes(data)
+    print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {what})", file=sys.stderr)
+
+
+# ---------------------------------------------------- calibration, fusion with humans, models
+
+def _calibration_note(calibration: dict) -> str:
+    return (f"; p calibrated on {calibration['n_pairs']} human-labelled pairs (bias "
+            f"{calibration['bias']:.3f} log-odds, temperature {calibration['temperature']:.3f})")
+
+
+def _human_weight(text: str | None) -> float | None:
+    if text is None:
+        return None
+    if text.strip().lower() in ("inf", "humans", "humans-only"):
+        return math.inf
+    try:
+        weight = float(text)
+    except ValueError:
+        raise InputError(f"--human-weight must be a number >= 0 or 'inf', not '{text}'") from None
+    if not weight >= 0:
+        raise InputError(f"--human-weight must be >= 0, got {text}")
+    return weight
+
+
+def _rank_with_humans(args, run: api.Run) -> int:
+    fused = run.fused_rankings(args.level, args.debias, weight=_human_weight(args.human_weight))
+    df = fused.frame.drop(columns=["text"], errors="ignore")
+    if args.context and args.level == "context":
+        if args.context not in {c.context_id for c in run.dataset.contexts}:
+            raise InputError(f"context '{args.context}' is not in dataset '{run.dataset.name}'")
+        df = df[df["context_id"] == args.context]
+    choice, tau = fused.choice, run.tau(args.debias)
+    weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
+    header = (f"# run {run.name}: {args.level}-level ranking fused from {len(run.results)} judge "
+              f"comparisons ({run.threshold_label(args.debias)}) and {choice.n_votes} human votes of aspect "
+              f"'{run.settings.aspect}'; one vote = {weight} ({choice.chosen_by})"
+              + (_calibration_note(run.calibration) if run.calibration else ""))
+    fields = {"method": "fused product of experts (judge + humans)", "level": args.level,
+              "tau": None if math.isnan(tau) else tau, "debias": str(args.debias),
+              "human_weight": choice.to_dict(), "calibration": run.calibration}
+    _print_ranking(df, args.format, run.name, fields, header, "rankings")
+    return EXIT_OK
+
+
+def cmd_calibrate(args) -> int:
+    run = _load_run(args)
+    aspect = args.aspect or run.settings.aspect
+    report = run.calibrate(aspect, folds=args.folds, seed=args.seed)
+    out = {"run": run.name, "dataset": run.dataset.name, "aspect": aspect,
+           "model": run.settings.model, **report.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
+    print(f"run {run.name} vs human labels of aspect '{aspect}': {raw.n_comparisons} comparisons of "
+          f"{cal.n_pairs} labelled pairs; {report.folds}-fold cross-validation by pair (seed "
+          f"{report.seed})")
+    spread = out["fold_spread"]
+    print(f"fitted on all labels: p_cal = sigmoid((logit p - b) / T) with bias b = {cal.bias:.3f} "
+          f"log-odds, temperature T = {cal.temperature:.3f} (sd over folds: {spread['bias_sd']:.3f}, "
+          f"{spread['temperature_sd']:.3f})")
+    _table([
+        ("accuracy (per comparison, p > 0.5)", *(_fmt(x.accuracy, ".3f") for x in (raw, deb, held))),
+        ("log-loss (nats per comparison)", *(_fmt(x.log_loss, ".3f") for x in (raw, deb, held))),
+        (f"expected calibration error ({ECE_BINS} bins)", *(_fmt(x.ece, ".3f") for x in (raw, deb, held))),
+        (f"pair accuracy, ties left out (n = {held.n_pairs})",
+         *(_fmt(x.pair_accuracy, ".3f") for x in (raw, deb, held))),
+        ("pair Cohen's kappa, ties left out", *(_fmt(x.pair_kappa, ".3f") for x in (raw, deb, held))),
+    ], head=("raw", f"tau*={report.tau:.3f}", "calibrated"))
+    print("calibrated = held-out folds (each fold calibrated by a fit on the others); "
+          "tau* = eq. 9 reweighting at the balanced threshold (no labels)")
+    rel = report.reliability["calibrated"]
+    print("reliability of the calibrated p (held out): "
+          + ", ".join(f"[{r.bin_low:.1f},{r.bin_high:.1f}) n={r.n} p={_fmt(r.mean_p, '.2f')} "
+                      f"freq={_fmt(r.frequency, '.2f')}" for r in rel.itertuples() if r.n))
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
+def cmd_models(args) -> int:
+    try:
+        runs = api.open_store(args.db).backend.list_runs()
+    except CompAssessError:
+        runs = []  # the list of models does not need the store; only measured speeds do
+    entries = catalog(runs)
+    folder = models_folder()
+    if args.json:
+        print(json.dumps({
+            "models_folder": str(folder),
+            "models": [dict(name=e.name, model=e.spec, kind=e.kind, available=e.available,
+                            path=str(e.path) if e.path else None, size_bytes=e.size_bytes,
+                            parameters=e.parameters, context_window=e.context_window,
+                            architecture=e.architecture, problem=e.problem,
+                            comparisons_per_s=e.speed.rate if e.speed else None,
+                            scoring_candidates_per_s=e.scoring_speed.rate if e.scoring_speed else None,
+                            runs_measured=e.speed.n_runs if e.speed else 0) for e in entries],
+            "recommended": [dict(hardware=r.hardware, hub_id=r.hub_id, why=r.why)
+                            for r in RECOMMENDED]}, indent=2))
+        return EXIT_OK
+    print(f"models folder: {folder}" + ("" if folder.is_dir() else ", which does not exist yet")
+          + " (COMPASSESS_MODELS_DIR; one .gguf file or transformers folder per model)")
+    print(catalog_frame(entries).to_string(index=False))
+    print("speeds: median of this model's earlier runs in the store (none: never run here)")
+    print("\nrecommended hub ids (need the model hub or a local copy):")
+    for r in RECOMMENDED:
+        print(f"  {r.hardware}: {r.hub_id} - {r.why}")
+    return EXIT_OK
