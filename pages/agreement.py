@@ -20,8 +20,9 @@ import streamlit as st
 from compassess_core.agreement import CLASS_NAMES
 from compassess_core import api
 from pages._auth import guard
-from pages._common import (api_store, at_tau, comparison_view, fmt, judge_warning, page_run,
-                           partial_warning, plain, show_chart, tau_control)
+from pages._common import (api_store, at_tau, fmt, judge_warning, page_run, partial_warning, plain,
+                           show_chart, tau_control)
+from pages._comparison import comparison_view
 from pages._judges import calibration_section
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)

@@ -13,9 +13,10 @@ import streamlit as st
 
 from pages import _view as view
 from pages._auth import guard
-from pages._common import (PER_CONTEXT, at_tau, comparison_view, fmt, length_bias_metrics,
-                           line_labels, open_comparison, plain, result_page_header, show_chart,
-                           tau_effect_note, use_balanced_tau, use_per_context_tau)
+from pages._common import (PER_CONTEXT, at_tau, fmt, length_bias_metrics, line_labels, plain,
+                           result_page_header, show_chart, tau_effect_note, use_balanced_tau,
+                           use_per_context_tau)
+from pages._comparison import comparison_view, open_comparison
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

@@ -14,9 +14,10 @@ import streamlit as st
 
 from pages import _view as view
 from pages._auth import guard
-from pages._common import (AppRun, compare_runs, comparison_view, data_range, debias_in_use, fmt,
-                           is_pairwise, judge_warning, list_runs, pick_object, plain,
-                           result_page_header, running_or_partial_note, show_chart)
+from pages._common import (AppRun, compare_runs, data_range, debias_in_use, fmt, is_pairwise,
+                           judge_warning, list_runs, pick_object, plain, result_page_header,
+                           running_or_partial_note, show_chart)
+from pages._comparison import comparison_view
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

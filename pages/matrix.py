@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (at_tau, centred_range, comparison_view, open_comparison, plain,
-                           result_page_header, show_chart)
+from pages._common import (at_tau, centred_range, plain, result_page_header, show_chart)
+from pages._comparison import comparison_view, open_comparison
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

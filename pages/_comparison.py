@@ -1,0 +1,190 @@
+"""The comparison view of the result pages (Matrix, Bias, Compare, Agreement): both texts side
+by side, the exact prompt (with the judge's chat template on request: its tokenizer only), p in
+both orders, and the judge's reasons (asked for in a worker process, never in the web server).
+
+Everything comes from the Python API through the cached run (``AppRun``); every string a user
+controls is shown through ``plain`` or as plain text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from compassess_core.errors import CompAssessError
+from pages._auth import recheck, require
+from pages._common import REPO_ROOT, AppRun, _run_handle, db_url, fmt, plain
+
+# ---------------------------------------------------------------------------- comparison view
+
+@st.cache_data(show_spinner="Reading the judge's tokenizer to show its chat template ...",
+               max_entries=64)
+def _chat_prompt(key: tuple, context_id: str, first: str, second: str) -> str:
+    """``Run.chat_prompt`` (the model's tokenizer only, never its weights), cached per run."""
+    return _run_handle(*key).chat_prompt(context_id, first, second)
+
+
+def open_comparison(context_id: str, first: str, second: str) -> None:
+    st.session_state["open_comparison"] = (context_id, first, second)
+
+
+def comparison_view(run: AppRun, context_id: str, first: str, second: str,
+                    tau: float | str) -> None:
+    """Both texts side by side, the exact prompt, p in both orders, label mass and a flip flag
+    (``Run.comparison`` and ``Run.prompt``); ``tau`` as the tau control gives it (per-context
+    balancing: this context's own tau*, ``Run.thresholds``)."""
+    if isinstance(tau, str):
+        tau = run.thresholds(debias=tau).get(context_id, 0.5)
+    ctx = run.dataset.context(context_id)
+    by_id = {c.candidate_id: c for c in ctx.candidates}
+    fwd = run.comparison(context_id, first, second)
+    rev = run.comparison(context_id, second, first)
+    st.subheader(f"Comparison in context {plain(context_id)}")
+    st.caption("Texts are shown exactly as stored (plain text, never rendered).")
+    with st.expander("Context", expanded=False):
+        st.text(ctx.text)
+    left, right = st.columns(2)
+    for col, cand, label in ((left, by_id[first], "A (first position)"),
+                             (right, by_id[second], "B (second position)")):
+        with col:
+            st.markdown(f"**{label}:** {plain(cand.candidate_id)}"
+                        + (f" — system {plain(cand.system)}" if cand.system else ""))
+            st.text(cand.text)
+    c1, c2, c3, c4 = st.columns(4)
+    p_fwd = None if fwd is None else float(fwd["p"])
+    p_rev = None if rev is None else float(rev["p"])
+    a_id, b_id = plain(first), plain(second)
+    c1.metric(f"p({a_id} first beats {b_id})", fmt(p_fwd, ".3f"))
+    c2.metric(f"p({b_id} first beats {a_id})", fmt(p_rev, ".3f"))
+    c3.metric("Label mass, this order",
+              fmt(None if fwd is None else float(fwd.get("label_mass", np.nan)), ".3f"),
+              help="P(w_A) + P(w_B): how much of the judge's next-token probability falls on "
+                   "the two label words.")
+    c4.metric("Label mass, swapped order",
+              fmt(None if rev is None else float(rev.get("label_mass", np.nan)), ".3f"),
+              help="P(w_A) + P(w_B) with the two texts swapped.")
+    if p_fwd is not None and p_rev is not None:
+        # Order-consistent verdicts name the same winner: first wins one order iff it loses the other.
+        flips = (p_fwd > tau) == (p_rev > tau)
+        winner_fwd = a_id if p_fwd > tau else b_id
+        winner_rev = b_id if p_rev > tau else a_id
+        if flips:
+            st.error(f"The verdict FLIPS with the order at tau = {tau:.3f}: with {a_id} first the "
+                     f"winner is {winner_fwd}; with {b_id} first the winner is {winner_rev}.",
+                     icon=":material/swap_horiz:")
+        else:
+            st.success(f"Order-consistent at tau = {tau:.3f}: {winner_fwd} wins in both orders.",
+                       icon=":material/check:")
+    elif p_fwd is None:
+        st.warning("This ordered pair was not compared in this run.")
+    else:
+        st.info("The swapped order was not compared in this run, so a flip cannot be checked.")
+    explanation_view(run, context_id, first, second)
+    kept = run.truncated_contexts.get(context_id)
+    prompt = run.prompt(context_id, first, second)
+    if kept is not None:
+        st.warning(f"The context passage was truncated to its first {kept:,} of {len(ctx.text):,} "
+                   "characters to fit the model's context window (the run's 'truncate long "
+                   "contexts' setting); the prompt below is the one the judge saw.",
+                   icon=":material/content_cut:")
+    st.markdown("**The exact prompt sent** (user message, then the answer primer the model continues):")
+    st.code(prompt.text, language=None, wrap_lines=True)
+    st.code(prompt.primer, language=None)
+    # A run's stored judge is not trusted (an imported store, an edited row): a served judge
+    # whose server is not configured for this app is not offered (``Run.judge_problem``).
+    if run.judge_problem is not None:
+        st.caption("The chat-template view is not offered: this run's judge server is not one of "
+                   "the servers configured for this app.")
+        return
+    if st.checkbox("Show it with the model's chat template (reads the model's tokenizer; the "
+                   "model itself is not loaded)", key=f"chat_{run.id}_{context_id}_{first}_{second}"):
+        require()  # reading a model's files in the web server is an admin's action
+        try:
+            st.code(_chat_prompt(run.key, context_id, first, second), language=None,
+                    wrap_lines=True)
+        except CompAssessError as e:
+            st.warning(f"Could not read the judge's tokenizer to show its chat template: "
+                       f"{plain(str(e))}")
+
+
+# ------------------------------------------------------------------------ the judge's reasons
+
+#: Where the pages keep the explain workers they started (per session): pair key -> process.
+EXPLAIN_WORKERS = "explain_workers"
+
+
+def _show_reasons(found) -> None:
+    cols = st.columns(len(found.orders))
+    for col, order in zip(cols, found.orders):
+        with col:
+            st.markdown(f"**{plain(order.first)} in position A** (p = {order.p:.3f}, the judge "
+                        f"answered {order.verdict})")
+            if order.text is None:
+                st.caption("Not asked yet.")
+            else:
+                st.text(order.text)
+
+
+def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``),
+    when stored; otherwise a button that asks for them in a worker process
+    (``Run.start_explain_worker``: the judge never runs in the web server) and a view that shows
+    them once stored. A judge that cannot write says so (the worker's message)."""
+    st.markdown("**The judge's reasons** (asked afterwards: its p never changes)")
+    explain = getattr(run.api, "explanation", None)
+    if explain is None:
+        st.caption("A panel has no judge of its own: open a member run to ask its judge.")
+        return
+    try:
+        found = explain(context_id, first, second)
+    except CompAssessError as e:
+        st.caption(f"No reasons to ask for: {plain(str(e))}")
+        return
+    if found.complete:
+        _show_reasons(found)
+        st.caption(f"Written by the run's judge (at most {found.max_tokens} tokens per order, "
+                   "greedy) when asked for the reasons of its answer; stored with the judge and "
+                   "the prompt, so `compassess explain` prints the same text.")
+        return
+    key = (db_url(), run.id, context_id, first, second)
+    workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})
+    proc = workers.get(key)
+    log = run.api.explain_log_path(context_id, first, second)
+    if proc is not None and proc.poll() is None:
+        st.fragment(_await_reasons, run_every=2.0)(run, context_id, first, second)
+        return
+    if any(o.text is not None for o in found.orders):
+        _show_reasons(found)
+    if proc is not None and proc.poll() not in (None, 0):
+        st.warning(f"The judge wrote no reasons: {plain(run.api.worker_log(3, log))}",
+                   icon=":material/error:")
+    if run.api.judge_problem is not None:
+        st.caption("This run's judge server is not one of the servers configured for this app: "
+                   "its reasons cannot be asked for here (`compassess explain` can).")
+        return
+    if st.button("Ask the judge for its reasons (both orders)", icon=":material/psychology:",
+                 key=f"explain_{run.id}_{context_id}_{first}_{second}",
+                 help="Loads the run's judge in a worker process (not in this server), shows it "
+                      "its prompt and the answer it gave, and asks why, in a few sentences. A "
+                      "judge that only gives label probabilities cannot write and says so."):
+        require()  # loading a model is an admin's action
+        try:
+            workers[key] = run.api.start_explain_worker(context_id, first, second, log,
+                                                       cwd=REPO_ROOT)
+        except CompAssessError as e:
+            st.error(plain(str(e)))
+            return
+        st.rerun()
+
+
+def _await_reasons(run: AppRun, context_id: str, first: str, second: str) -> None:
+    """A live view while an explain worker writes: the whole page again once it stored them
+    or stopped."""
+    recheck()
+    proc = st.session_state.get(EXPLAIN_WORKERS, {}).get(
+        (db_url(), run.id, context_id, first, second))
+    found = run.api.explanation(context_id, first, second)
+    if found.complete or proc is None or proc.poll() is not None:
+        st.rerun(scope="app")
+    st.info("The judge is writing its reasons in a worker process; they show here once "
+            "stored.", icon=":material/hourglass_top:")
