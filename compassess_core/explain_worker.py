@@ -10,8 +10,6 @@ import argparse
 import sys
 
 from . import background
-from .errors import InputError
-from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,20 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     url = background.prepare_process()
     from .api import open_store
     from .explanations import EXPLAIN_TOKENS
-    try:
+
+    def explain() -> None:
         run = open_store(url or None).get_run(args.run_id)
         print(f"asking the judge of run '{run.name}' for its reasons on '{args.first}' vs "
               f"'{args.second}' in context '{args.context}'", flush=True)
         done = run.explain(args.context, args.first, args.second,
                            max_tokens=args.max_tokens or EXPLAIN_TOKENS)
         print(f"stored: {sum(o.text is not None for o in done.orders)} order(s)", flush=True)
-        return EXIT_OK
-    except InputError as e:
-        print(f"error: {e}", flush=True)
-        return EXIT_INPUT
-    except Exception as e:  # noqa: BLE001 - the log shows the reason, not a traceback
-        print(f"error: {type(e).__name__}: {e}", flush=True)
-        return EXIT_FAILURE
+    return background.exit_code(explain)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,7 @@ import os
 import sys
 
 from . import background
-from .errors import InputError, RunCancelled, RunInterrupted
-from .worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+from .worker import ConsoleReporter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,22 +20,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     url = background.prepare_process()
     from .api import open_store
-    try:
+
+    def execute() -> None:
         tuning = open_store(url or None).tuning(args.tuning_id)
         reporter = ConsoleReporter("comparisons", stream=sys.stdout)
         reporter.message(f"tuning worker {os.getpid()} "
                          f"({os.environ['COMPASSESS_THREADS']} CPU thread(s)) on '{tuning.name}'")
         tuning.execute(progress=reporter)
-        return EXIT_OK
-    except (RunCancelled, RunInterrupted):
-        print("stopped: everything judged is stored; start it again to resume", flush=True)
-        return EXIT_INTERRUPTED
-    except InputError as e:
-        print(f"error: {e}", flush=True)
-        return EXIT_INPUT
-    except Exception as e:  # noqa: BLE001 - the log shows the reason, not a traceback
-        print(f"error: {type(e).__name__}: {e}", flush=True)
-        return EXIT_FAILURE
+    return background.exit_code(execute)
 
 
 if __name__ == "__main__":

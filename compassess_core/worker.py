@@ -506,25 +506,10 @@ def start_worker(run_id: int | Sequence[int], database_url: str, log_path: Path,
     """Start a worker process for stored run ``run_id`` (or several, judged together) in its own
     session (it outlives the page that started it), writing to ``log_path``. The database URL
     goes through the environment."""
+    from .background import start   # the one way a process of its own starts (it imports this)
     run_ids = [int(run_id)] if isinstance(run_id, int) else [int(r) for r in run_id]
-    # Logs can name datasets, models and servers: the folder and the file are the owner's only.
-    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(log_path.parent, 0o700)
-    env = dict(os.environ)
-    env[DATABASE_URL_ENV] = database_url
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "compassess_core.worker",
-                                 *(a for r in run_ids for a in ("--run-id", str(r)))],
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(cwd or root), env=env)
-    # Reaped as soon as it ends: a long-lived starter (the web server) would otherwise keep a
-    # zombie per finished run until it next started one.
-    threading.Thread(target=proc.wait, name=f"reap-worker-{run_ids[0]}", daemon=True).start()
-    return proc
+    return start("compassess_core.worker", [f"--run-id={r}" for r in run_ids], database_url,
+                 log_path, cwd=cwd)
 
 
 def main(argv: list[str] | None = None) -> int:
