@@ -10,36 +10,19 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Sequence
 
 from .errors import InputError, RunCancelled, RunInterrupted
 from .worker import (DATABASE_URL_ENV, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK,
-                     lower_priority, worker_nice, worker_threads)
+                     lower_priority, start_process, worker_nice, worker_threads)
 
 
 def start(module: str, args: Sequence[str], database_url: str, log_path: Path, *,
           cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-    """Start ``python -m module args...`` in its own session, writing to ``log_path`` (a file
-    only its owner may read: logs name datasets, models and servers). Arguments that carry a
-    user's text are given as ``--name=value``, so a value starting with ``-`` stays a value."""
-    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(log_path.parent, 0o700)
-    env = dict(os.environ)
-    env[DATABASE_URL_ENV] = database_url
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(cwd or root), env=env)
-    # Reaped as soon as it ends, so a long-lived starter keeps no zombie.
-    threading.Thread(target=proc.wait, name=f"reap-{module}", daemon=True).start()
-    return proc
+    """Start ``python -m module args...`` in its own session, writing to ``log_path``
+    (``worker.start_process``, as a run's worker starts)."""
+    return start_process(module, args, database_url, log_path, cwd=cwd)
 
 
 def prepare_process() -> str:

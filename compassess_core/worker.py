@@ -501,14 +501,35 @@ def log_tail(path: Path, n_lines: int = 12) -> str:
     return "\n".join(lines[-n_lines:])
 
 
+def start_process(module: str, args: Sequence[str], database_url: str, log_path: Path, *,
+                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+    """Start ``python -m module args...`` in its own session, writing to ``log_path`` (a file
+    only its owner may read: logs name datasets, models and servers). Arguments that carry a
+    user's text are given as ``--name=value``, so a value starting with ``-`` stays a value."""
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(log_path.parent, 0o700)
+    env = dict(os.environ)
+    env[DATABASE_URL_ENV] = database_url
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=str(cwd or root), env=env)
+    # Reaped as soon as it ends, so a long-lived starter keeps no zombie.
+    threading.Thread(target=proc.wait, name=f"reap-{module}", daemon=True).start()
+    return proc
+
+
 def start_worker(run_id: int | Sequence[int], database_url: str, log_path: Path, *,
                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
     """Start a worker process for stored run ``run_id`` (or several, judged together) in its own
     session (it outlives the page that started it), writing to ``log_path``. The database URL
     goes through the environment."""
-    from .background import start   # the one way a process of its own starts (it imports this)
     run_ids = [int(run_id)] if isinstance(run_id, int) else [int(r) for r in run_id]
-    return start("compassess_core.worker", [f"--run-id={r}" for r in run_ids], database_url,
+    return start_process("compassess_core.worker", [f"--run-id={r}" for r in run_ids], database_url,
                  log_path, cwd=cwd)
 
 
