@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from compassess_core import bias, ranking
-from compassess_core.agreement import (_kappa_stat, bootstrap_interval, majority_vote,
-                                       normalise_human_labels, pair_probabilities, verdicts_at)
+from compassess_core.agreement import (majority_vote, normalise_human_labels, pair_probabilities,
+                                       verdicts_at)
+from compassess_core.agreement_stats import _kappa_stat, bootstrap_interval
 from compassess_core.analysis import split_by_context
 from compassess_core.metrics import correlation
 from compassess_core.tuning import table_for_contexts
