@@ -22,8 +22,11 @@ from .common import _load_run, _print_ranking
 
 def cmd_leaderboard(args) -> int:
     run = _load_run(args)
-    board = run.leaderboard(args.method, args.debias, reference=args.reference,
-                            baseline=args.baseline, n_boot=args.bootstrap)
+    try:
+        board = run.leaderboard(args.method, args.debias, reference=args.reference,
+                                baseline=args.baseline, n_boot=args.bootstrap)
+    except api.NoSystemsError as e:   # the app names its page; the CLI names its command
+        raise InputError(f"{e} (`compassess rank --run {run.name}`)") from e
     warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
     reference = board.reference
     if args.format == "json":
