@@ -13,6 +13,7 @@ This module must never import torch at import time, load a model, or read the st
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,9 +229,15 @@ class MemoryNeed:
 
 
 def resolve_device_name(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda:N`` -> ``cuda``."""
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda:N`` -> ``cuda``.
+
+    Without an NVIDIA driver (``/proc/driver/nvidia``) and with torch not loaded yet, ``auto`` is
+    ``cpu`` without importing torch: the Run page's plan must not cost the web server a torch
+    import (over a second and a few hundred MB) to learn that there is no GPU."""
     d = device.strip().lower()
     if d == "auto":
+        if "torch" not in sys.modules and not Path("/proc/driver/nvidia").exists():
+            return "cpu"
         import torch
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cuda" if d.startswith("cuda") else d
