@@ -73,7 +73,7 @@ def write_run(store, dataset: Dataset, rng: np.random.Generator,
     total = 0
     for ctx in dataset.contexts:
         n = len(ctx.candidates)
-        q = np.array([c.scores["quality"] for c in ctx.candidates])
+        q = np.array([c.scores[dataset.score_columns[0]] for c in ctx.candidates])
         i, j = np.nonzero(~np.eye(n, dtype=bool))
         p = 1 / (1 + np.exp(-(0.6 + (q[i] - q[j]) + rng.normal(0, 0.8, len(i)))))
         ids = ctx.candidate_ids
