@@ -365,16 +365,17 @@ class Planning:
         example = kind.example_prompt(dataset, settings)
         preview = None if example is None else PromptPreview(
             example[0], example[1], example[2].text, example[2].primer, settings.template_text)
-        planned = sum(kind.planned_total(dataset, s) for s in together)
+        planned_each = [kind.planned_total(dataset, s) for s in together]
+        planned = sum(planned_each)
         # A run of its default name has these settings (the name holds their hash): what it
         # stores is not judged again.
         by_name = {r.name: r for r in self.backend.list_runs()
                    if r.settings.get("dataset") == settings.dataset}
         stored = 0
-        for one in together:
+        for one, planned_one in zip(together, planned_each):
             same = by_name.get(one.default_run_name()[:MAX_NAME_CHARS])
             if same is not None:
-                stored += min(int(same.done or 0), kind.planned_total(dataset, one))
+                stored += min(int(same.done or 0), planned_one)
         return RunPlan(
             stored=stored,
             dataset=dataset.name, settings=settings, kind=kind.name, unit=kind.unit,

@@ -161,6 +161,19 @@ class Run(Verdicts):
         run's stored model spec is not trusted: it may come from an imported store."""
         return served_model_problem(self.settings.model)
 
+    def check_startable(self) -> None:
+        """Refuse (``InputError``) what :meth:`start_worker` and ``Store.start_worker`` may not
+        start: a run of an in-memory store, which no other process can reach; a run whose judge
+        server is not configured here; a run with a live worker (read afresh)."""
+        if self.store.in_memory:
+            raise InputError("a worker process cannot reach an in-memory store: open a file or "
+                             "a database server with open_store(...) to run in the background")
+        self.refresh()
+        if self.judge_problem is not None:
+            raise InputError(self.judge_problem)
+        if is_active(self.state):
+            raise InputError(f"run '{self.name}' already has a live worker")
+
     def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Execute the run in a worker process of its own (lower priority, outliving this one),
@@ -175,14 +188,7 @@ class Run(Verdicts):
             for the run; or its judge is served by a server that is not configured here
             (:attr:`judge_problem`: nothing starts and nothing is requested from it).
         """
-        if self.store.in_memory:
-            raise InputError("a worker process cannot reach an in-memory store: open a file or "
-                             "a database server with open_store(...) to run in the background")
-        self.refresh()
-        if self.judge_problem is not None:
-            raise InputError(self.judge_problem)
-        if is_active(self.state):
-            raise InputError(f"run '{self.name}' already has a live worker")
+        self.check_startable()
         # Marked running first, so a second click or a second browser sees a live worker.
         self.store.backend.set_run_status(self.id, "running", message="worker starting",
                                           phase=STARTING_PHASE)

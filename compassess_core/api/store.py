@@ -27,7 +27,7 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
                        for_aspects)
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
-from ..run_loop import STARTING_PHASE, is_active, worker_state
+from ..run_loop import STARTING_PHASE, worker_state
 from ..settings import GenerationOptions, ReferenceOptions, RunSettings, run_names
 from ..sink import open_store as _open_backend
 from ..speed import TimeEstimate, estimate_time, shared_work
@@ -317,15 +317,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
         if len(handles) == 1:
             return handles[0].start_worker(log_path, cwd=cwd)
-        if self.in_memory:
-            raise InputError("a worker process cannot reach an in-memory store: open a file or "
-                             "a database server with open_store(...) to run in the background")
-        for r in handles:  # the checks of Run.start_worker, for every run before any starts
-            r.refresh()
-            if r.judge_problem is not None:
-                raise InputError(r.judge_problem)
-            if is_active(r.state):
-                raise InputError(f"run '{r.name}' already has a live worker")
+        for r in handles:  # every run checked before any starts
+            r.check_startable()
         for r in handles:  # marked running first, so a second click sees a live worker
             self.backend.set_run_status(r.id, "running", message="worker starting",
                                         phase=STARTING_PHASE)
