@@ -23,6 +23,9 @@ the token position where two aspects' prompts of the same pair part, over the pr
 (the share of the prompt the aspects can share in the prefix cache).
 
     PYTHONPATH=. .venv/bin/python benchmarks/aspects_one_pass.py --repeat 3 --threads 1
+
+``--model`` and ``--device`` run another judge (a GPU: ``--device cuda``, where ``--batch-size 0``
+sizes the micro-batches from free memory as a run does).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -53,9 +55,12 @@ class Quiet:
         pass
 
 
+DEVICE = "cpu"
+
+
 def settings_for(dataset, aspect: str, **kw):
     from compassess_core.api import run_settings
-    return run_settings(dataset, aspect=aspect, device="cpu", **kw)
+    return run_settings(dataset, aspect=aspect, device=DEVICE, **kw)
 
 
 def p_by_key(sink, run_id: int) -> dict:
@@ -120,7 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads of the judge")
     ap.add_argument("--no-separate", action="store_true",
                     help="skip the four separate runs (and the p comparison)")
+    ap.add_argument("--model", help="the judge (default: the bundled SmolLM2)")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--batch-size", type=int, default=8, help="0: sized as a run sizes it")
     args = ap.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
     if args.threads:
         os.environ["COMPASSESS_THREADS"] = str(args.threads)
     from compassess_core.data import load_candidates
@@ -131,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path} is absent: using the app's sample instead", file=sys.stderr)
         path = ROOT / "assets" / "sample_summeval.csv"
     dataset = load_candidates(path).head(args.contexts)
-    judge = load_judge(None, device="cpu", batch_size=8)
+    judge = load_judge(args.model, device=args.device, batch_size=args.batch_size or None)
     print(f"judge: {judge.description}; data: {path.name}, {len(dataset.contexts)} context(s), "
           f"{sum(len(c.candidates) for c in dataset.contexts)} candidates")
 
@@ -167,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         judge.batch_size = 1
         _, _, [alone_1] = timed_group(dataset, ASPECTS[:1], judge)
         judge.batch_size = batch_size
+        noise_label = f"one run at batch size 1 against {batch_size}"
         noise = max(abs(alone_1[k] - separate_p[0][k]) for k in alone_1)
 
     base = statistics.median(times["one aspect"])
@@ -180,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{m / base:.2f} |")
     if worst is not None:
         print(f"\nlargest |p(one pass) - p(separate run)| over {4 * n} comparisons: {worst:.2e}; "
-              f"the judge's own fp32 noise (one run at batch size 1 against 8): {noise:.2e}")
+              f"the judge's own noise ({noise_label}): {noise:.2e}")
     return 0
 
 

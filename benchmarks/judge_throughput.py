@@ -9,6 +9,8 @@ p_naive|. The naive pass is slow, so it runs on an evenly spaced sample of each 
 
     .venv/bin/python benchmarks/judge_throughput.py --contexts 1 --candidates 16
     .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda --contexts 2
+    .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda \
+        --batch-size 0 --memory-cap-gib 2 --skip-naive
 
 ``--whole-process`` measures the naive-recipe ratio as a user sees it: two fresh processes of
 this script on the same comparisons (every one of them, no sample), one judging with the engine
@@ -16,6 +18,12 @@ and one with the naive recipe, each timed from its start to its exit (imports, m
 tokenising, judging) with its CPU seconds and peak resident memory (``wait4``'s rusage); ratio =
 naive seconds / engine seconds (and the same in CPU seconds, which other processes on a shared
 machine disturb far less), with the machine's load average before and after.
+
+``--batch-size 0`` lets the judge size its micro-batches as a run does (on a GPU from the free
+device memory, ``memory.batch_sizing``). ``--memory-cap-gib G`` (GPU) checks the out-of-memory
+retry on a real device: after the timed passes, a judge with an oversized batch (256 prompts, no
+token budget) runs the same comparisons with the process capped at G GiB above what it holds; the
+line reports the retries, the batch size it settled on, and max |dp| against the uncapped pass.
 
 On a GPU the table adds model FLOPs utilisation: the device's dense peak for the dtype comes
 from ``PEAK_TFLOPS`` by device name (``--peak-tflops`` overrides; an unknown device gets no MFU
@@ -56,6 +64,14 @@ DATASETS = {  # name -> (file, task, aspect)
 
 #: Randomly initialised stand-ins for GPU throughput runs (shapes of the public configs).
 RANDOM_CONFIGS = {
+    "smollm2-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                   num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
+                                   max_position_embeddings=8192, tie_word_embeddings=True,
+                                   rope_theta=1e5)),
+    "qwen2.5-0.5b": ("qwen2", dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                                   num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+                                   max_position_embeddings=32768, tie_word_embeddings=True,
+                                   rope_theta=1e6)),
     "qwen2.5-1.5b": ("qwen2", dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
                                    num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
                                    max_position_embeddings=32768, tie_word_embeddings=True,
@@ -116,12 +132,14 @@ class Row:
     max_dp: float
     cpu_ratio: float
     mfu: float | None = None
+    p: np.ndarray | None = None
 
 
-def load_contexts(name: str, n_contexts: int, n_candidates: int) -> list[list[ComparisonPrompt]]:
+def load_contexts(name: str, n_contexts: int, n_candidates: int,
+                  data_dir: str | None = None) -> list[list[ComparisonPrompt]]:
     """Per context, all ordered pairs of its first ``n_candidates`` candidates, sorted by first."""
     file, task, aspect = DATASETS[name]
-    path = DATA / file
+    path = Path(data_dir or DATA) / file
     if not path.is_file():
         raise FileNotFoundError(path)
     by_ctx: dict[str, tuple[str, list[str]]] = {}
@@ -232,7 +250,7 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
     # load from other processes on a shared machine hits both alike; CPU time is reported too.
     t_engine = c_engine = t_naive = c_naive = 0.0
     engine_peak = naive_peak = engine_extra = naive_extra = 0.0
-    naive_n, naive_tokens, dps = 0, 0, []
+    naive_n, naive_tokens, dps, engine_ps = 0, 0, [], []
     for c in contexts:
         reset_peak()
         base_mb = peak_mb(dev, "VmRSS:")
@@ -240,6 +258,7 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
         t0, c0 = time.perf_counter(), time.process_time()
         ep = np.array([j.p for j in judge.judge(c)])
         sync(dev)
+        engine_ps.append(ep)
         t_engine += time.perf_counter() - t0
         c_engine += time.process_time() - c0
         engine_peak = max(engine_peak, peak_mb(dev))
@@ -262,6 +281,7 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
         naive_n += len(sub)
         dps.append(np.abs(npv - ep[idx]))
     run_tokens = judge.stats["model_tokens"]
+    engine_p = np.concatenate(engine_ps)
     max_dp = float(np.max(np.concatenate(dps))) if dps else float("nan")
     cpu_ratio = (n / c_engine) / (naive_n / c_naive) if naive_n else float("nan")
     mfu = None
@@ -272,7 +292,35 @@ def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: st
                naive_n / t_naive if naive_n else float("nan"), n / t_engine,
                naive_tokens / t_naive if naive_n else float("nan"), prompt_tokens / t_engine,
                run_tokens / prompt_tokens, naive_peak, engine_peak, naive_extra, engine_extra, max_dp,
-               cpu_ratio, mfu)
+               cpu_ratio, mfu, engine_p)
+
+
+def memory_cap_check(judge, contexts: list[list[ComparisonPrompt]], reference: np.ndarray,
+                     cap_gib: float) -> str:
+    """The out-of-memory retry on a real GPU: an oversized batch under a memory cap must halve
+    until it fits and give every comparison once, with the uncapped pass's p."""
+    dev = judge.device
+    if dev.index is None:  # set_per_process_memory_fraction needs an index
+        dev = torch.device("cuda", torch.cuda.current_device())
+    cls = type(judge)
+    capped = cls(judge.loaded, batch_size=256, token_budget=10**9)
+    total = torch.cuda.get_device_properties(dev).total_memory
+    torch.cuda.empty_cache()  # the cached blocks of the timed passes are not the judge's to keep
+    held = torch.cuda.memory_reserved(dev)
+    torch.cuda.set_per_process_memory_fraction(min(1.0, (held + cap_gib * 2**30) / total), dev)
+    try:
+        t0 = time.perf_counter()
+        ps = np.array([j.p for c in contexts for j in capped.judge(c)])
+        sync(dev)
+        seconds = time.perf_counter() - t0
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0, dev)
+    same_n = len(ps) == len(reference)
+    dp = float(np.max(np.abs(ps - reference))) if same_n else float("nan")
+    return (f"memory cap {cap_gib:g} GiB above {held / 2**30:.1f} GiB held: "
+            f"{capped.stats['out_of_memory_retries']} out-of-memory retries, batch 256 -> "
+            f"{capped.batch_size} prompts (token budget {capped.token_budget}), {len(ps)} of "
+            f"{len(reference)} comparisons, max abs dp vs uncapped {dp:.2e}, {seconds:.1f} s")
 
 
 def random_init_model(name: str, device: torch.device, dtype: torch.dtype, tokenizer) -> LoadedModel:
@@ -362,6 +410,7 @@ def whole_process(args, datasets: dict) -> int:
                            "--model", f"{label}={spec}", "--datasets", name, "--contexts",
                            str(args.contexts), "--candidates", str(args.candidates), "--dtype", dtype,
                            "--device", args.device, "--batch-size", str(args.batch_size),
+                           "--data-dir", args.data_dir,
                            "--threads", str(args.threads)]
                     t0 = time.perf_counter()
                     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
@@ -392,7 +441,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="prompts per context the naive baseline runs (evenly spaced)")
     ap.add_argument("--dtype", default="fp32", help="comma list: fp32,bf16")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=8,
+                    help="prompts per micro-batch; 0: sized as a run sizes it (GPU: free memory)")
+    ap.add_argument("--data-dir", default=str(DATA), help="folder of the candidate CSVs")
+    ap.add_argument("--tokenizer", help="tokenizer folder for --random-init (default: the bundled model's)")
+    ap.add_argument("--memory-cap-gib", type=float,
+                    help="GPU: also check the out-of-memory retry under this cap (see above)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--random-init", metavar="CONFIG", help=f"one of {', '.join(RANDOM_CONFIGS)}")
     ap.add_argument("--peak-tflops", type=float,
@@ -408,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     datasets = {}
     for name in args.datasets.split(","):
         try:
-            datasets[name] = load_contexts(name, args.contexts, args.candidates)
+            datasets[name] = load_contexts(name, args.contexts, args.candidates, args.data_dir)
         except FileNotFoundError as e:
             print(f"skip dataset {name}: {e} not found (../shared/data absent)")
     if not datasets:
@@ -427,9 +481,13 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for dtype in args.dtype.split(","):
         if args.random_init:
-            tok_src = load_model(default_model_path(), device="cpu", dtype="fp32")
-            tok = tok_src.tokenizer
-            del tok_src
+            if args.tokenizer:
+                from transformers import AutoTokenizer
+                tok = AutoTokenizer.from_pretrained(args.tokenizer)
+            else:
+                tok_src = load_model(default_model_path(), device="cpu", dtype="fp32")
+                tok = tok_src.tokenizer
+                del tok_src
             loaded = random_init_model(args.random_init, torch.device(args.device),
                                        {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype], tok)
             specs = [(args.random_init, loaded)]
@@ -442,12 +500,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skip {label}: {e}")
                 continue
             cls = Seq2SeqJudge if loaded.is_seq2seq else CausalJudge
-            judge = cls(loaded, batch_size=args.batch_size)
+            sized = {} if args.batch_size else dict(batch_size=None, token_budget=None)
+            judge = cls(loaded, **(sized or dict(batch_size=args.batch_size)))
+            print(f"{label} {dtype}: micro-batches of at most {judge.batch_size} prompts and "
+                  f"{judge.token_budget} suffix tokens" + (" (sized from free memory)" if sized else ""),
+                  flush=True)
             peak = args.peak_tflops or device_peak_tflops(loaded.device, dtype)
             for name, contexts in datasets.items():
                 rows.append(bench(label, judge, contexts, name, args.naive_per_context,
                                   peak, args.skip_naive))
                 print_table(rows[-1:])
+                if args.memory_cap_gib and loaded.device.type == "cuda":
+                    print(memory_cap_check(judge, contexts, rows[-1].p, args.memory_cap_gib), flush=True)
             judge.close()
             del loaded
     print()

@@ -465,7 +465,7 @@ def absolute_settings(dataset: str, aspect: Aspect, *, model: str,
                       sample: bool = GenerationOptions.sample,
                       temperature: float = GenerationOptions.temperature,
                       top_p: float = GenerationOptions.top_p, contexts: int | None = None,
-                      seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
+                      seed: int = RunSettings.seed, batch_size: int | None = RunSettings.batch_size,
                       device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                       truncate_context: bool = False) -> RunSettings:
     """The ``RunSettings`` of an absolute run (``kind="absolute"``, the specifics in ``references``).

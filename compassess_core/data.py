@@ -360,7 +360,9 @@ def _id_problems(df: pd.DataFrame, cols: dict[str, str], rows: np.ndarray,
             continue
         values = _as_strings(df[cols[canon]]).str.strip()
         suspect = ((values.str.len() > MAX_ID_CHARS)
-                   | values.str.contains(_ID_FORBIDDEN, regex=True)).to_numpy()
+                   # object dtype: Python's re. Arrow-backed strings use RE2 in some pandas
+                   # versions, which rejects the \u escapes and surrogates of the pattern.
+                   | values.astype(object).str.contains(_ID_FORBIDDEN, regex=True)).to_numpy()
         for i in np.flatnonzero(suspect):
             problem = id_problem(values.iloc[i], canon)
             if problem is not None:

@@ -80,7 +80,7 @@ class ModelOptions:
     model: str = BUNDLED_MODEL
     device: str = RunSettings.device
     dtype: str = RunSettings.dtype
-    batch_size: int = RunSettings.batch_size
+    batch_size: int | None = RunSettings.batch_size
     contexts: int | None = RunSettings.contexts
     truncate_context: bool = RunSettings.truncate_context
     chunk_size: int | None = None

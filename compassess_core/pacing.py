@@ -31,6 +31,10 @@ RATE_WINDOW_S = 60.0
 TARGET_BATCH_S = 2.0
 #: The smallest token budget the pacer sets: below it a forward pass is mostly overhead.
 MIN_BATCH_TOKENS = 256
+#: How many times larger one micro-batch may be than the one before it: a fast judge (a GPU)
+#: reaches its full budget in a few batches, and one lucky measurement cannot make a batch
+#: overshoot the target time by more than this factor.
+MAX_GROWTH = 2.0
 
 
 def window_rate(units: Sequence[float], seconds: Sequence[float], prior_rate: float | None,
@@ -94,11 +98,14 @@ class BatchPacer:
     For a judge that cuts its work by ``token_budget`` (tokens per forward pass) and counts the
     tokens it runs in ``stats['model_tokens']`` (the local judges); for any other judge (a served
     one) it does nothing. The budget the judge was loaded with is the most it may get (what its
-    memory allows); ``prior_token_rate`` (the plan's estimate) sizes the batches until the first
-    one is measured. :meth:`paced` wraps a ``judge_stream``-like iterator: after each micro-batch
-    it measures tokens per second over the recent batches (:class:`RateWindow`, a short window)
-    and sets the budget the judge's next cut uses. A budget someone else lowered meanwhile (the
-    judge itself, after running out of memory) becomes the most it may get from then on.
+    memory allows); ``prior_token_rate`` (the plan's estimate) sizes the first batch only.
+    :meth:`paced` wraps a ``judge_stream``-like iterator: after each micro-batch it measures
+    tokens per second over the recent batches (:class:`RateWindow` without a prior, a short
+    window) and sets the budget the judge's next cut uses, at most ``MAX_GROWTH`` times the last
+    one. The prior is left out of the window on purpose: a plan's default rate is a CPU's, and a
+    GPU judge thousands of times faster would otherwise run tiny batches until seconds of them
+    had filled the window. A budget someone else lowered meanwhile (the judge itself, after
+    running out of memory) becomes the most it may get from then on.
     """
 
     def __init__(self, judge: Any, prior_token_rate: float | None = None,
@@ -109,7 +116,7 @@ class BatchPacer:
             isinstance(stats, dict) and "model_tokens" in stats
         self.most = int(judge.token_budget) if self.active else None
         self.target_s = target_s
-        self.window = RateWindow(prior_token_rate, window_s)
+        self.window = RateWindow(None, window_s)
         self._last_set: int | None = None
         if self.active and prior_token_rate:
             self._set(prior_token_rate)
@@ -118,7 +125,10 @@ class BatchPacer:
         now = int(self.judge.token_budget)
         if self._last_set is not None and now < self._last_set:
             self.most = now  # lowered by someone else (memory): never raised above it again
-        self._last_set = batch_token_budget(token_rate, self.target_s, most=self.most)
+        budget = batch_token_budget(token_rate, self.target_s, most=self.most)
+        if self._last_set is not None:
+            budget = min(budget, max(int(MAX_GROWTH * self._last_set), MIN_BATCH_TOKENS))
+        self._last_set = budget
         self.judge.token_budget = self._last_set
 
     @property

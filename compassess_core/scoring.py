@@ -303,7 +303,7 @@ def scorer_model_key(judge) -> str:
 
 
 def load_scorer(model: str | None = None, *, device: str = "auto", dtype: str = "auto",
-                batch_size: int = 8) -> CausalScorer:
+                batch_size: int | None = None) -> CausalScorer:
     """Load a model as a prompt scorer (same loading as ``judges.load_judge``).
 
     Raises
@@ -320,7 +320,7 @@ def load_scorer(model: str | None = None, *, device: str = "auto", dtype: str = 
 # ------------------------------------------------------------------------------ the run kind
 
 def scoring_settings(dataset: str, aspect: Aspect, template: ScoreTemplate, model: str, *,
-                     contexts: int | None = None, batch_size: int = RunSettings.batch_size,
+                     contexts: int | None = None, batch_size: int | None = RunSettings.batch_size,
                      device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                      truncate_context: bool = False) -> RunSettings:
     """RunSettings of a scoring run (``kind="scoring"``, primer ``"Score: "``)."""

@@ -91,7 +91,8 @@ class RunSettings:
     budget: int | None = None
     contexts: int | None = None
     seed: int = 0
-    batch_size: int = 8
+    # None: sized by the judge (8 prompts on CPU; on a GPU from its free memory).
+    batch_size: int | None = None
     device: str = "auto"
     dtype: str = "auto"
     kind: str = "comparative"

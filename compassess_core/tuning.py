@@ -100,7 +100,7 @@ class TuningOptions:
     per_round: int = PER_ROUND
     budget: int | None = None
     seed: int = 0
-    batch_size: int = RunSettings.batch_size
+    batch_size: int | None = RunSettings.batch_size
     device: str = RunSettings.device
     dtype: str = RunSettings.dtype
     truncate_context: bool = False

@@ -140,6 +140,12 @@ def load_run_judge(settings: RunSettings):
                       label_words=kind_of(settings).judge_label_words(settings))
 
 
+def largest_batch_size(settings: Sequence[RunSettings]) -> int | None:
+    """The largest batch size runs judged together ask for (it changes speed, never results);
+    None when none names one: the judge sizes its batches itself."""
+    return max((s.batch_size for s in settings if s.batch_size), default=None)
+
+
 def judge_fields(settings: RunSettings) -> tuple:
     """What a run's judge is loaded from (model, device, dtype, label words): runs judged
     together by one worker must agree on it."""
@@ -346,7 +352,7 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
             if judge is None:
                 # The largest batch size any of them asks for (it changes speed, never results).
                 judge = load_run_judge(settings[0].with_changes(
-                    batch_size=max(s.batch_size for s in settings)))
+                    batch_size=largest_batch_size(settings)))
             datasets: dict[int, Any] = {}
             jobs = []
             for run, s in zip(runs, settings):

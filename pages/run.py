@@ -200,7 +200,9 @@ with st.container(border=True):
     device = c2.selectbox("Device", ("auto", "cpu", "cuda", "mps"), key=key["run_device"])
     st.session_state.setdefault(key["run_batch_size"], RunSettings.batch_size)
     batch_size = c2.number_input("Batch size (prompts per forward pass; requests in flight for a served judge)",
-                                 1, 256, key=key["run_batch_size"])
+                                 1, 256, key=key["run_batch_size"], placeholder="auto",
+                                 help="Empty: the judge sizes it, 8 prompts on a CPU and from the "
+                                      "free memory on a GPU (8 requests for a served judge).")
     strategy = c3.selectbox("Selection strategy", STRATEGIES, key=key["strategy"],
                             help="full: all N(N-1) ordered pairs; random / no-repeat / symmetric "
                                  "(paper §3.4): a budget of R comparisons per context; poe: the pairs "
@@ -223,7 +225,7 @@ catalog_expander()
 model = BUNDLED_MODEL if model_kind == "bundled default" else model_text.strip()
 # The widgets fill the options objects the CLI's flags fill; the plan builds the settings.
 model_options = ModelOptions(
-    model=model, device=device, batch_size=int(batch_size), truncate_context=bool(truncate),
+    model=model, device=device, batch_size=int(batch_size) if batch_size else None, truncate_context=bool(truncate),
     contexts=None if n_ctx == len(dataset.contexts) else int(n_ctx)) if model else None
 make_options = lambda: ComparativeOptions(  # noqa: E731 - made where its errors are shown
     aspect=aspect, template=template, task=task, strategy=strategy, budget=int(budget),

@@ -10,12 +10,11 @@ bundled judge (marker ``model``).
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 
-from compassess_core import api
+from compassess_core import api, run_loop
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect
 from compassess_core.sink import MemorySink
@@ -55,7 +54,7 @@ def test_one_judge_call_per_step_holds_every_aspect_and_each_run_gets_its_own_re
     assert all(sink.status[r]["status"] == "completed" for r in (1, 2, 3, 4))
     assert all(sink.status[r]["done"] == sink.status[r]["total"] == 36 for r in (1, 2, 3, 4))
     # 36 pairs x 4 aspects; the first call is the small first batch of every aspect
-    assert sum(judge.calls) == 144 and judge.calls[0] == 4 * 2 and len(judge.calls) == 2
+    assert sum(judge.calls) == 144 and judge.calls[0] == 4 * run_loop.FIRST_BATCH_PROMPTS and len(judge.calls) == 2
     # each run holds exactly what a run of its aspect alone holds
     for run_id, settings in enumerate(aspect_settings(), start=1):
         alone = MemorySink()
@@ -248,3 +247,30 @@ def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
     assert rows == []
     alone = np.array([judge.judge([p])[0].p for p in prompts])
     assert np.abs(fused - cached).max() < 1e-5 and np.abs(fused - alone).max() < 1e-5
+
+
+@pytest.mark.model
+def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bundled_model):
+    """After a pair's first text, the second texts share the template's words and often their
+    own first words, which split them into small subtrees: fused per subtree, a GPU ran one
+    forward pass per pair. Looked through (``thin``, on by default on a GPU), the pairs fill
+    fewer, larger passes with the same p."""
+    from compassess_core.data import load_candidates
+    from compassess_core.judges import load_judge
+    from compassess_core.prompts import builtin_template
+    judge = load_judge(None, batch_size=8)
+    assert judge.thin == 0  # CPU default: measured no faster
+    ctx = load_candidates(SAMPLE).contexts[0]
+    t1 = builtin_template("t1", "summary")
+    n = len(ctx.candidates)
+    prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
+                         Aspect.from_name(x)) for a in range(n) for b in range(n) if a != b
+               for x in ASPECTS]
+    ps, passes = {}, {}
+    for thin in (0, 48):
+        judge.thin = thin
+        judge.stats.update(forward_passes=0)
+        ps[thin] = np.array([j.p for j in judge.judge(prompts)])
+        passes[thin] = judge.stats["forward_passes"]
+    assert passes[48] < passes[0], passes
+    assert np.abs(ps[48] - ps[0]).max() < 1e-5

@@ -16,7 +16,6 @@ import torch
 from compassess_core import memory as mem
 from compassess_core import model_catalog as mc
 from compassess_core.errors import ModelLoadError
-from compassess_core.judges import load_judge
 from compassess_core.judges.loading import LoadedModel, _load_dir, load_model
 from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge, is_out_of_memory
 from compassess_core.models import default_model_path, fetch_default_model
@@ -148,15 +147,16 @@ def loaded() -> LoadedModel:
     torch.set_num_threads(threads)
 
 
-def _prompts() -> list[ComparisonPrompt]:
+def _prompts(aspects: tuple[str, ...] = ("coherence",), repeat: int = 1) -> list[ComparisonPrompt]:
     texts = ["The council discussed a new park and the mayor will decide this month.",
              "Residents want trees.", "A meeting happened; a decision follows by month's end.",
              "The mayor promised a playground, trees and a decision after Tuesday's meeting."]
     ctx = ("The city council met on Tuesday to discuss the new park. Residents asked for more "
            "trees and a playground; the mayor promised a decision by the end of the month.")
-    tpl, asp = builtin_template("t1", "summary"), Aspect.from_name("coherence")
-    return [tpl.render(ctx, a, b, asp) for i, a in enumerate(texts) for k, b in enumerate(texts)
-            if i != k]
+    tpl = builtin_template("t1", "summary")
+    texts = [" ".join([t] * repeat) for t in texts]
+    return [tpl.render(ctx, a, b, Aspect.from_name(asp)) for i, a in enumerate(texts)
+            for k, b in enumerate(texts) if i != k for asp in aspects]
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +181,45 @@ def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded, unlimited, err
     assert limit.refused > 0 and judge.stats["out_of_memory_retries"] == limit.refused
     assert judge.batch_size < 8 and judge.token_budget < 8192  # later batches start smaller
     assert np.max(np.abs(got - unlimited)) < 1e-5  # fp32: only the batch's rounding order differs
+
+
+class FullWhileWaiting:
+    """A simulated device whose memory is full of the caches of prompts still waiting: the first
+    single-row pass made while ``judge`` holds waiting prompts runs out of memory, once."""
+
+    def __init__(self):
+        self.judge, self.passes, self.refused = None, [], 0
+
+    def __call__(self, rows: int, tokens: int) -> None:
+        waiting = self.judge.waiting
+        self.passes.append((rows, waiting))
+        if rows == 1 and waiting and not self.refused:
+            self.refused += 1
+            raise torch.OutOfMemoryError("simulated: CUDA out of memory (caches of waiting prompts)")
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("repeat", [1, 4], ids=["short texts: a fused pass fails",
+                                                "long texts: a cache extension fails"])
+def test_running_out_of_memory_while_prompts_wait_runs_them_first(loaded, repeat):
+    """On a real GPU (an H200 capped 1 GiB above the weights) a batch of 256 ran out of memory on
+    a single cache extension: the memory was held by the caches of prompts waiting for their
+    micro-batch, and halving one item is not possible. The judge now runs the waiting prompts
+    (freeing their caches), halves its batch size and tries the item again: every comparison
+    comes once, with the p of an unlimited run."""
+    prompts = _prompts(repeat=repeat)
+    guard = FullWhileWaiting()
+    judge = CausalJudge(loaded, batch_size=1, memory_guard=guard)
+    guard.judge = judge
+    reference = np.array([j.p for j in CausalJudge(loaded, batch_size=1).judge(prompts)])
+    seen: list[int] = []
+    got = np.full(len(prompts), np.nan)
+    for idx, js in judge.judge_stream(prompts):
+        seen += [int(i) for i in idx]
+        got[idx] = [j.p for j in js]
+    assert guard.refused == 1 and judge.stats["out_of_memory_retries"] == 1
+    assert sorted(seen) == list(range(len(prompts)))  # every comparison exactly once
+    assert np.max(np.abs(got - reference)) < 1e-5
 
 
 @pytest.mark.model

@@ -125,3 +125,18 @@ def test_a_prompt_longer_than_a_micro_batch_runs_in_pieces_a_caller_can_stop_bet
     first = next(stream)
     assert len(first[0]) == 0
     stream.close()
+
+
+def test_a_judge_far_faster_than_the_prior_reaches_its_full_budget_in_a_few_batches(monkeypatch):
+    """A plan's default rate is a CPU's; a GPU judge runs 100,000 tokens/s. The prior sizes the
+    first batch only: the budget then doubles per batch up to what memory allows, instead of
+    staying tiny until seconds of tiny batches fill the window."""
+    clock = [0.0]
+    monkeypatch.setattr("compassess_core.pacing.time.perf_counter", lambda: clock[0])
+    judge = FakeTimedJudge(token_budget=65536)
+    pacer = BatchPacer(judge, prior_token_rate=200.0, target_s=2.0)
+    for _ in pacer.paced(judge.stream(12, 1 / 100_000, clock)):
+        pass
+    assert judge.budgets[0] == 400
+    assert all(b <= 2 * a for a, b in zip(judge.budgets, judge.budgets[1:]))  # at most doubling
+    assert judge.budgets[-1] == 65536 and judge.budgets.index(65536) <= 9

@@ -431,7 +431,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         if model_options.threads:  # process-wide: the judge reads it when it loads
             os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
         judge = judge if judge is not None else worker.load_run_judge(settings[0].with_changes(
-            batch_size=max(s.batch_size for s in settings)))
+            batch_size=worker.largest_batch_size(settings)))
         for s in settings:
             kind_of(s).preflight(dataset, s, judge)
         if dataset_id is None:
@@ -449,7 +449,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             mode: str = "comparative", template: str | None = None, task: str = "auto",
             strategy: str = RunSettings.strategy, budget: int | None = None,
             model: str | None = None, contexts: int | None = None,
-            seed: int = RunSettings.seed, batch_size: int = RunSettings.batch_size,
+            seed: int = RunSettings.seed, batch_size: int | None = RunSettings.batch_size,
             device: str = RunSettings.device, dtype: str = RunSettings.dtype,
             truncate_context: bool = False, name: str | None = None, judge=None,
             progress: bool | Reporter = True, chunk_size: int | None = None,
@@ -518,7 +518,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
               sample: bool = GenerationOptions.sample,
               temperature: float = GenerationOptions.temperature, model: str | None = None,
               contexts: int | None = None, seed: int = RunSettings.seed,
-              batch_size: int = RunSettings.batch_size, device: str = RunSettings.device,
+              batch_size: int | None = RunSettings.batch_size, device: str = RunSettings.device,
               dtype: str = RunSettings.dtype, truncate_context: bool = False,
               name: str | None = None, judge=None, progress: bool | Reporter = True,
               chunk_size: int | None = None, threads: int | None = None,

@@ -26,7 +26,7 @@ class Tunings:
                       contexts: int = TuningOptions.contexts, holdout: int = 0,
                       pairs: int | None = None, rounds: int = TuningOptions.rounds,
                       per_round: int = TuningOptions.per_round, budget: int | None = None,
-                      seed: int = 0, batch_size: int = RunSettings.batch_size,
+                      seed: int = 0, batch_size: int | None = RunSettings.batch_size,
                       device: str = RunSettings.device, dtype: str = RunSettings.dtype,
                       truncate_context: bool = False, created_by: str = "") -> Tuning:
         """Store ``data`` (when not stored yet) and a tuning of the judge's instruction on it,
@@ -68,7 +68,7 @@ class Tunings:
              contexts: int = TuningOptions.contexts, holdout: int = 0,
              pairs: int | None = None, rounds: int = TuningOptions.rounds,
              per_round: int = TuningOptions.per_round, budget: int | None = None,
-             seed: int = 0, batch_size: int = RunSettings.batch_size,
+             seed: int = 0, batch_size: int | None = RunSettings.batch_size,
              device: str = RunSettings.device, dtype: str = RunSettings.dtype,
              truncate_context: bool = False, judge=None, writer=None,
              progress: bool | Reporter = True, threads: int | None = None,

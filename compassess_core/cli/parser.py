@@ -33,7 +33,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
     p.add_argument("--seed", type=int, default=RunSettings.seed)
     p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
-                   help="prompts per forward pass (requests in flight for a served judge)")
+                   help="prompts per forward pass, requests in flight for a served judge "
+                        "(default: 8 on CPU, sized from free memory on a GPU)")
     p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", default=RunSettings.dtype,
                    choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
@@ -421,7 +422,8 @@ def _tuning_parsers(sub) -> None:
                         "dataset-aspect-model); the same name resumes")
     t.add_argument("--model", default=None, help="the judge, as `compassess run --model`")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--batch-size", type=int, default=RunSettings.batch_size)
+    t.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
+                   help="as `compassess run --batch-size`")
     t.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
     t.add_argument("--dtype", default=RunSettings.dtype,
                    choices=["auto", "float32", "bfloat16", "float16"])
