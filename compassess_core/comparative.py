@@ -281,25 +281,33 @@ class ComparativeKind:
     @staticmethod
     def _adaptive_batches(contexts: Sequence[Context], settings: RunSettings,
                           known: dict[PairKey, float]) -> Iterator[list[PairKey]]:
-        """Each context batch by batch, each batch chosen from the outcomes known so far (the
-        loop adds every stored result to ``known`` before asking for the next batch)."""
+        """Each context batch by batch, each batch chosen from the outcomes of the batches
+        before it (the loop adds every stored result to ``known`` before asking for the next).
+
+        The batches are replayed from the start: batch k+1 is chosen from the outcomes of
+        batches 1..k only, in their own order, and only its pairs not yet known are yielded.
+        So a run stopped part-way through a batch (a cancel lands between micro-batches, in the
+        judge's order) resumes with the very batches an uninterrupted run judges."""
         for ctx in contexts:
             ids = ctx.candidate_ids
-            pos = {c: k for k, c in enumerate(ids)}
             budget = context_budget(ctx, settings)
             step = adaptive_batch_size(len(ids))
-            while True:
-                mine = np.array([(pos[k.a_id], pos[k.b_id], p) for k, p in known.items()
-                                 if k.context_id == ctx.context_id and k.a_id in pos
-                                 and k.b_id in pos], dtype=np.float64).reshape(-1, 3)
-                if len(mine) >= budget:
-                    break
-                nxt = adaptive_next_pairs(len(ids), mine[:, 0].astype(np.int64),
-                                          mine[:, 1].astype(np.int64), mine[:, 2],
-                                          min(step, budget - len(mine)),
+            decided: list[tuple[int, int]] = []  # the pairs of the batches replayed so far
+            while len(decided) < budget:
+                outcomes = np.array([known[PairKey(ctx.context_id, ids[a], ids[b])]
+                                     for a, b in decided], dtype=np.float64)
+                at = np.array(decided, dtype=np.int64).reshape(-1, 2)
+                nxt = adaptive_next_pairs(len(ids), at[:, 0], at[:, 1], outcomes,
+                                          min(step, budget - len(decided)),
                                           context_seed(settings.seed, ctx.context_id))
+                if len(nxt) == 0:
+                    break
                 nxt = nxt[np.lexsort((nxt[:, 1], nxt[:, 0]))]
-                yield [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in nxt]
+                keys = [PairKey(ctx.context_id, ids[a], ids[b]) for a, b in nxt]
+                missing = [k for k in keys if k not in known]
+                if missing:
+                    yield missing
+                decided.extend((int(a), int(b)) for a, b in nxt)
 
     # ------------------------------------------------------------------ reading a run back
     def read(self, reader, run_id: int, dataset: Dataset, settings: RunSettings):

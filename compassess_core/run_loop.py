@@ -41,9 +41,11 @@ from .types import ComparisonPrompt, IntArray
 
 #: Seconds between heartbeats (status, progress and rate rewritten while a batch computes).
 HEARTBEAT_S = 2.0
-#: Prompts of the first judged batch of a session: a small one, so the first progress (and the
-#: first rate) comes within seconds of the judge being loaded, even when the prompts are long.
-FIRST_BATCH_PROMPTS = 2
+#: Prompts of the first judged batch of a session: the shortest of the first chunk (with the
+#: same comparisons of the other runs judged together: one pair's aspects), so the first progress
+#: (and the first rate) comes within seconds of the judge being loaded, even when the prompts
+#: are long stories.
+FIRST_BATCH_PROMPTS = 1
 #: What a run's message says while its judge computes (the worker says "loading the judge" and
 #: "planning" before; a finished run's status says the rest).
 JUDGING_MESSAGE = "judging"
@@ -347,11 +349,25 @@ class _Part:
     prompts: list[ComparisonPrompt]
     hashes: list[str]
 
-    def head(self, n: int) -> "_Part":
-        return _Part(self.member, self.keys[:n], self.prompts[:n], self.hashes[:n])
+    def split(self, chosen: set[str]) -> tuple["_Part", "_Part"]:
+        """(the part's keys in ``chosen`` (by ``repr``), the others), each in its order."""
+        inside = [repr(k) in chosen for k in self.keys]
 
-    def tail(self, n: int) -> "_Part":
-        return _Part(self.member, self.keys[n:], self.prompts[n:], self.hashes[n:])
+        def part(keep: bool) -> "_Part":
+            at = [i for i, x in enumerate(inside) if x == keep]
+            return _Part(self.member, [self.keys[i] for i in at], [self.prompts[i] for i in at],
+                         [self.hashes[i] for i in at])
+        return part(True), part(False)
+
+
+def _first_steps(same: list[_Part], n: int = FIRST_BATCH_PROMPTS) -> list[list[_Part]]:
+    """A session's first step in two: the ``n`` shortest prompts of the lead run (by characters)
+    with the other runs' prompts of the same keys, then the rest of the chunk."""
+    lead = same[0]
+    shortest = sorted(range(len(lead.keys)), key=lambda i: len(getattr(lead.prompts[i], "text", "")))
+    chosen = {repr(lead.keys[i]) for i in shortest[:n]}
+    halves = [p.split(chosen) for p in same]
+    return [[h[0] for h in halves], [h[1] for h in halves]]
 
 
 def run_group(members: Sequence[Member], sink, *,
@@ -439,8 +455,7 @@ def run_group(members: Sequence[Member], sink, *,
                     # The session's first judged batch is small (its first progress comes
                     # quickly); the rest of its chunk follows as usual.
                     first = all(trackers[p.member.run_id].judge_start is None for p in same)
-                    steps = ([[p.head(FIRST_BATCH_PROMPTS) for p in same],
-                              [p.tail(FIRST_BATCH_PROMPTS) for p in same]] if first else [same])
+                    steps = _first_steps(same) if first else [same]
                     for step in steps:
                         step = [p for p in step if p.keys]
                         if not step:

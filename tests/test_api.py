@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 
 import compassess_core as ca
+from compassess_core.run_loop import FIRST_BATCH_PROMPTS as FIRST
 from fakes import FakeLengthJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,14 +245,14 @@ def test_a_keyboard_interrupt_in_a_micro_batch_leaves_the_stored_ones_and_the_sa
         fake_run(api, judge=FakeLengthJudge(batch_size=4, on_batch=interrupt), contexts=2)
     assert isinstance(stopped.value, KeyboardInterrupt)
     run = api.get_run("fake-coh")
-    # The batches before the interrupted third one: the small first batch (2) and one of 4.
-    assert (run.status, run.info.n_comparisons) == ("cancelled", 6)
+    # The batches before the interrupted third one: the small first batch and one of 4.
+    assert (run.status, run.info.n_comparisons) == ("cancelled", FIRST + 4)
     before = stored_rows(store, run.id)
 
     again = FakeLengthJudge(batch_size=4)
     resumed = fake_run(api, judge=again, contexts=2)
     assert (resumed.status, resumed.info.n_comparisons) == ("completed", 40)
-    assert len(again.seen) == 34  # only what was missing
+    assert len(again.seen) == 40 - FIRST - 4  # only what was missing
     after = stored_rows(store, run.id)
     assert all(after[k] == v for k, v in before.items())
 
@@ -268,15 +269,16 @@ def test_the_stop_button_stops_after_the_micro_batch_in_flight_and_execute_resum
     log = io.StringIO()
     with pytest.raises(ca.RunInterrupted):
         fake_run(api, judge=judge, contexts=2, progress=ca.ProgressBar(file=log))
-    assert judge.batches == [2, 4]  # the small first batch, then the one in flight at the stop
+    assert judge.batches == [FIRST, 4]  # the small first batch, then the one in flight at the stop
     run = api.get_run("fake-coh")
-    assert (run.status, run.info.n_comparisons) == ("cancelled", 6)
+    assert (run.status, run.info.n_comparisons) == ("cancelled", FIRST + 4)
     assert "stopped: every one of the comparisons computed so far is stored" in log.getvalue()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
     again = FakeLengthJudge(batch_size=4)
     done = run.execute(judge=again, progress=False)
-    assert (done.status, done.info.n_comparisons, len(again.seen)) == ("completed", 40, 34)
+    assert (done.status, done.info.n_comparisons, len(again.seen)) == ("completed", 40,
+                                                                        40 - FIRST - 4)
 
 
 def test_a_cancel_from_the_app_raises_run_cancelled(store):
@@ -292,8 +294,8 @@ def test_a_cancel_from_the_app_raises_run_cancelled(store):
     with pytest.raises(ca.RunCancelled):
         run.execute(judge=FakeLengthJudge(batch_size=4, on_batch=cancel_from_elsewhere),
                     progress=False)
-    # Stored: the small first batch (2) and the batch in flight when the cancel came (4).
-    assert run.refresh().status == "cancelled" and run.info.n_comparisons == 6
+    # Stored: the small first batch and the batch in flight when the cancel came (4).
+    assert run.refresh().status == "cancelled" and run.info.n_comparisons == FIRST + 4
 
 
 def test_the_progress_bar_shows_the_runs_own_counts_rate_and_eta():

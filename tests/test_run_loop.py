@@ -152,7 +152,8 @@ def test_store_request_cancels_after_the_micro_batch_in_flight():
     judge = FakeLengthJudge(batch_size=2, on_batch=lambda k: sink.cancel.add(1) if k == 2 else None)
     with pytest.raises(RunCancelled):
         run(ds, comparative(), judge, sink)
-    assert len(sink.stored_results(1, "comparative")) == 6 and len(judge.batches) == 3
+    assert len(sink.stored_results(1, "comparative")) == run_loop.FIRST_BATCH_PROMPTS + 2 + 2
+    assert len(judge.batches) == 3
     assert sink.status[1]["status"] == "cancelled" and 1 not in sink.cancel
 
 
@@ -178,7 +179,8 @@ def test_small_contexts_share_judge_calls():
             return super().judge_stream(prompts)
     sink = MemorySink()
     assert run(make_dataset(40, 2), comparative(), Counting(batch_size=16), sink, chunk=16).total == 80
-    assert calls == [2, 14] + [16] * 4 and len(sink.stored_results(1, "comparative")) == 80
+    n = run_loop.FIRST_BATCH_PROMPTS
+    assert calls == [n, 16 - n] + [16] * 4 and len(sink.stored_results(1, "comparative")) == 80
 
 
 def test_a_failing_judge_marks_the_run_failed_and_keeps_what_was_stored():
@@ -261,3 +263,20 @@ def test_every_kind_reads_back_ranks_and_evaluates_from_a_memory_sink_as_from_th
     assert list(frame.columns) == list(stored_frame.columns) and len(frame) == len(stored_frame)
     shared = [c for c in frame.columns if c != "created_at"]
     assert frame[shared].equals(stored_frame[shared])
+
+
+def test_the_first_judged_batch_is_the_shortest_comparison_of_the_chunk():
+    """Long stories: the session's first progress comes after the least work there is, the
+    shortest prompt of the first chunk, with the same comparison of the other aspects."""
+    from compassess_core.run_loop import _first_steps, _Part
+    from compassess_core.types import ComparisonPrompt
+
+    def part(member, aspect):
+        texts = ["x" * 900, "x" * 300, "x" * 600]  # the second comparison is the shortest
+        return _Part(member, [("C0", 0, 1), ("C0", 1, 2), ("C0", 2, 0)],
+                     [ComparisonPrompt(t + aspect, "Answer:") for t in texts],
+                     [f"{aspect}{i}" for i in range(3)])
+    first, rest = _first_steps([part("m1", "coherent"), part("m2", "fluent")], n=1)
+    assert [p.keys for p in first] == [[("C0", 1, 2)], [("C0", 1, 2)]]
+    assert [p.keys for p in rest] == [[("C0", 0, 1), ("C0", 2, 0)]] * 2
+    assert [p.hashes for p in rest] == [["coherent0", "coherent2"], ["fluent0", "fluent2"]]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compassess_core import run_loop
 from compassess_core.context_window import UNDECLARED_WINDOW_TOKENS
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.prompts import Aspect, builtin_template
@@ -41,12 +42,14 @@ def test_a_stored_run_streams_into_the_store_resumes_and_is_cached(store, tiny_d
     ds_id = store.save_dataset(tiny_dataset)
     rid = store.create_run("loop", ds_id, settings().to_dict())
 
-    # a cancel requested while the second micro-batch computes: two batches stored, then it stops
+    # a cancel requested while the second micro-batch computes: two batches stored (the small
+    # first one and one of 2), then it stops
     first = FakeLengthJudge(batch_size=2, on_batch=lambda k: store.request_cancel(rid) if k == 1 else None)
     with pytest.raises(RunCancelled):
         execute_run(store, rid, judge=first, reporter=quiet())
     stopped = store.get_run(rid)
-    assert (stopped.status, stopped.n_comparisons, stopped.done) == ("cancelled", 4, 4)
+    first_two = run_loop.FIRST_BATCH_PROMPTS + 2
+    assert (stopped.status, stopped.n_comparisons, stopped.done) == ("cancelled", first_two, first_two)
     assert stopped.cancel_requested is False and stopped.judge_key == first.model_key
     # the fake judge declares no window: its prompts are held to the bound for such models
     assert stopped.rate and stopped.rate > 0
@@ -57,7 +60,8 @@ def test_a_stored_run_streams_into_the_store_resumes_and_is_cached(store, tiny_d
     summary = execute_run(store, rid, judge=second, reporter=quiet())
     done = store.get_run(rid)
     assert (done.status, done.done, done.total, done.n_comparisons) == ("completed", 12, 12, 12)
-    assert (summary.already_stored, summary.computed) == (4, 8) and len(second.seen) == 8
+    assert (summary.already_stored, summary.computed) == (first_two, 12 - first_two)
+    assert len(second.seen) == 12 - first_two
 
     # a second run with the same judge, label words and prompts is served from the cache
     rid2 = store.create_run("loop-again", ds_id, settings(seed=1).to_dict())
