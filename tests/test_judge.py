@@ -238,3 +238,18 @@ def test_seq2seq_batched_equals_one_at_a_time(judge):
     assert np.max(np.abs(got - want)) < 1e-5
     with pytest.raises(InputError, match="tokens for this tokenizer"):
         Seq2SeqJudge(loaded, label_words=("Apple pie", "B"))
+
+
+@pytest.mark.model
+def test_grouped_query_attention_on_cpu_gives_the_same_p(judge, chunks, monkeypatch):
+    """A CPU judge has SDPA compute grouped-query attention itself (no copy of every key/value
+    head per query head): the same p to fp32 noise as the copied heads, with masks, caches and
+    padding all in play."""
+    from compassess_core.judges.transformers_judge import SDPA_FORCE_GQA
+    import os
+    assert os.environ.get(SDPA_FORCE_GQA) == "1"   # set when the CPU judge was made
+    prompts = [p for chunk in chunks for p in chunk]
+    grouped = np.array([j.p for j in judge.judge(prompts)])
+    monkeypatch.setenv(SDPA_FORCE_GQA, "0")
+    copied = np.array([j.p for j in judge.judge(prompts)])
+    assert np.abs(grouped - copied).max() < 1e-6

@@ -38,6 +38,20 @@ CAUSAL_LABEL_WORDS = (" A", " B")
 SEQ2SEQ_LABEL_WORDS = ("A", "B")
 
 
+def _configure_cpu_attention() -> None:
+    # Grouped-query attention (SmolLM2: 9 query heads on 3 key/value heads; Qwen2.5, Llama 3)
+    # computed by SDPA itself instead of transformers copying every key and value head per query
+    # head first (``repeat_kv``). transformers only does so without a mask, and the judge's
+    # batches always carry one (padding, tree attention); on CPU the masked GQA kernel gives the
+    # same p to the bit and judged SummEval 11% faster (one thread). Not on a GPU, where a mask
+    # sends GQA to the slow math kernel. A value the user set is left alone.
+    os.environ.setdefault(SDPA_FORCE_GQA, "1")
+
+
+#: transformers' switch for the above (``integrations.sdpa_attention.use_gqa_in_sdpa``).
+SDPA_FORCE_GQA = "TRANSFORMERS_SDPA_FORCE_GQA"
+
+
 def _configure_cpu_threads() -> None:
     # COMPASSESS_THREADS (or `compassess run --threads`) wins: on a machine shared with other busy
     # processes one thread can beat two, whose OpenMP barriers stall whenever a core is taken.
@@ -185,6 +199,7 @@ class _LocalJudge:
                       "out_of_memory_retries": 0}
         if self.device.type == "cpu":
             _configure_cpu_threads()
+            _configure_cpu_attention()
 
     def _sizing(self):
         """The micro-batch size when the caller leaves it open: the CPU defaults (sized for
