@@ -294,9 +294,11 @@ class ComparativeKind:
             step = adaptive_batch_size(len(ids))
             decided: list[tuple[int, int]] = []  # the pairs of the batches replayed so far
             while len(decided) < budget:
-                outcomes = np.array([known[PairKey(ctx.context_id, ids[a], ids[b])]
-                                     for a, b in decided], dtype=np.float64)
-                at = np.array(decided, dtype=np.int64).reshape(-1, 2)
+                # (a pair the loop could not judge stays out of the basis, as before replaying)
+                seen = [(a, b, known[k]) for a, b in decided
+                        if (k := PairKey(ctx.context_id, ids[a], ids[b])) in known]
+                outcomes = np.array([o for _, _, o in seen], dtype=np.float64)
+                at = np.array([(a, b) for a, b, _ in seen], dtype=np.int64).reshape(-1, 2)
                 nxt = adaptive_next_pairs(len(ids), at[:, 0], at[:, 1], outcomes,
                                           min(step, budget - len(decided)),
                                           context_seed(settings.seed, ctx.context_id))
