@@ -27,6 +27,17 @@ ROUGH_CHARS_PER_TOKEN = 4.0
 #: quiet one imply (docs/results.md section 4: several hundred). Only an order of magnitude: the
 #: Run page says so; a larger model is slower, a GPU much faster.
 ROUGH_TOKENS_PER_S = 200.0
+#: The same on a GPU, for a plan made before any run there: an order of magnitude below what an
+#: H200 measured (24,000-63,000 prompt tokens/s for judges of 135M to 8B parameters, the engine
+#: host-bound: docs/performance.md), so a first plan on a smaller GPU is not far too short.
+ROUGH_GPU_TOKENS_PER_S = 5_000.0
+
+
+def rough_token_rate(device: str | None) -> float:
+    """The rough default for ``device`` (``auto`` resolved as a judge loading there would)."""
+    from .memory import resolve_device_name
+    on_gpu = device is not None and resolve_device_name(device) == "cuda"
+    return ROUGH_GPU_TOKENS_PER_S if on_gpu else ROUGH_TOKENS_PER_S
 
 
 class RecordedRun(Protocol):
@@ -143,6 +154,6 @@ def estimate_time(work: Sequence[tuple[str, float]], runs: Iterable[RecordedRun]
               and r.plan.get("work_chars")]
     chars_per_token = float(np.median(ratios)) if ratios else ROUGH_CHARS_PER_TOKEN
     token_rate = (float(np.median([r.token_rate for r in measured])) if measured
-                  else ROUGH_TOKENS_PER_S)
+                  else rough_token_rate(device))
     tokens = work_size(work, characters) / chars_per_token
     return TimeEstimate(tokens / token_rate, tokens, token_rate, chars_per_token, len(measured))

@@ -76,6 +76,19 @@ def test_nothing_measured_gives_the_rough_defaults_and_says_so():
     assert (e.token_rate, e.chars_per_token) == (ROUGH_TOKENS_PER_S, ROUGH_CHARS_PER_TOKEN)
 
 
+def test_a_first_plan_on_a_gpu_takes_a_gpu_sized_rough_rate(monkeypatch):
+    """An H200's first plan said "about 50 min" (a CPU's 200 tokens/s) for what took 2 min: on a
+    GPU, cuda or auto resolving to it, the rough default is a GPU's."""
+    from compassess_core import memory
+    from compassess_core.speed import ROUGH_GPU_TOKENS_PER_S
+    work = ComparativeKind().prompt_work(story_dataset("s", 20), comparative())
+    assert estimate_time(work, [], "fake", device="cuda").token_rate == ROUGH_GPU_TOKENS_PER_S
+    monkeypatch.setattr(memory, "resolve_device_name", lambda d: "cuda")
+    assert estimate_time(work, [], "fake", device="auto").token_rate == ROUGH_GPU_TOKENS_PER_S
+    monkeypatch.setattr(memory, "resolve_device_name", lambda d: "cpu")
+    assert estimate_time(work, [], "fake", device="auto").token_rate == ROUGH_TOKENS_PER_S
+
+
 # -------------------------------------------------------------------------------- the run loop
 
 def test_a_small_first_batch_the_phase_message_and_what_a_finished_run_records():
