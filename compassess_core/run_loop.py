@@ -349,9 +349,9 @@ class _Part:
     prompts: list[ComparisonPrompt]
     hashes: list[str]
 
-    def split(self, chosen: set[str]) -> tuple["_Part", "_Part"]:
-        """(the part's keys in ``chosen`` (by ``repr``), the others), each in its order."""
-        inside = [repr(k) in chosen for k in self.keys]
+    def split(self, chosen: set) -> tuple["_Part", "_Part"]:
+        """(the part's keys in ``chosen``, the others), each in its order."""
+        inside = [k in chosen for k in self.keys]
 
         def part(keep: bool) -> "_Part":
             at = [i for i, x in enumerate(inside) if x == keep]
@@ -364,8 +364,8 @@ def _first_steps(same: list[_Part], n: int = FIRST_BATCH_PROMPTS) -> list[list[_
     """A session's first step in two: the ``n`` shortest prompts of the lead run (by characters)
     with the other runs' prompts of the same keys, then the rest of the chunk."""
     lead = same[0]
-    shortest = sorted(range(len(lead.keys)), key=lambda i: len(getattr(lead.prompts[i], "text", "")))
-    chosen = {repr(lead.keys[i]) for i in shortest[:n]}
+    shortest = sorted(range(len(lead.keys)), key=lambda i: len(lead.prompts[i].text))
+    chosen = {lead.keys[i] for i in shortest[:n]}
     halves = [p.split(chosen) for p in same]
     return [[h[0] for h in halves], [h[1] for h in halves]]
 
