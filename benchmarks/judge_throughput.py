@@ -17,7 +17,10 @@ this script on the same comparisons (every one of them, no sample), one judging 
 and one with the naive recipe, each timed from its start to its exit (imports, model load,
 tokenising, judging) with its CPU seconds and peak resident memory (``wait4``'s rusage); ratio =
 naive seconds / engine seconds (and the same in CPU seconds, which other processes on a shared
-machine disturb far less), with the machine's load average before and after.
+machine disturb far less), with the machine's load average before and after. Beside it, the
+arithmetic ratio (``arithmetic_gflop``): the FLOPs the naive recipe must compute over those the
+engine's prefix plan must, attention to the cached context included; the most the engine can
+gain on these prompts with the same p on compute-bound hardware.
 
 ``--batch-size 0`` lets the judge size its micro-batches as a run does (on a GPU from the free
 device memory, ``memory.batch_sizing``). ``--memory-cap-gib G`` (GPU) checks the out-of-memory
@@ -237,6 +240,54 @@ def model_flops(model: torch.nn.Module, tokens: int, prompts: int) -> float:
     return 2.0 * params(model) * tokens + 2.0 * head.numel() * prompts
 
 
+def attention_flops_per_key(model: torch.nn.Module) -> float:
+    """FLOPs of one query token against one key, over every layer and head: scores and weighted
+    values, ``2 * 2 * head_dim`` each (causal models)."""
+    cfg = model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return 4.0 * head_dim * cfg.num_attention_heads * cfg.num_hidden_layers
+
+
+def arithmetic_gflop(judge: CausalJudge, contexts: list[list[ComparisonPrompt]]) -> tuple[float, float]:
+    """(naive, engine) GFLOP of judging ``contexts``: what each recipe must compute, at any speed.
+
+    A token at position t costs its matmuls (:func:`model_flops`) and attention to the t + 1 keys
+    up to it. The naive recipe computes every token of every prompt; the engine the tokens of its
+    prefix plan (``plan_prefixes``: each cached prefix once, then each prompt's suffix), each
+    still attending to everything before it, the cached context included. Their ratio is the
+    most the engine can gain on these prompts with the same p (compute-bound passes, the same
+    efficiency); padding, masks and small passes are what it loses on the way.
+    """
+    from compassess_core.judges.base import deduplicate
+    from compassess_core.judges.prefix_tree import plan_prefixes
+
+    per_key = attention_flops_per_key(judge.model)
+    naive = engine = 0.0
+    for prompts in contexts:
+        every = judge.encode([judge.render(p) for p in prompts])
+        lengths = np.array([len(s) for s in every], dtype=np.float64)
+        naive += model_flops(judge.model, int(lengths.sum()), len(every))
+        naive += per_key * float((lengths * (lengths + 1) / 2).sum())
+        seqs, _ = deduplicate(every)
+        tokens, keys = 0, 0.0
+
+        def span(lo: int, hi: int) -> None:  # tokens at positions lo..hi-1, each seeing t + 1 keys
+            nonlocal tokens, keys
+            tokens += hi - lo
+            keys += (hi * (hi + 1) - lo * (lo + 1)) / 2
+
+        def walk(node, base: int) -> None:
+            span(base, node.prefix_len)
+            for i in node.leaves:
+                span(node.prefix_len, len(seqs[i]))
+            for child in node.children:
+                walk(child, node.prefix_len)
+
+        walk(plan_prefixes(seqs, judge.min_saving), 0)
+        engine += model_flops(judge.model, tokens, len(seqs)) + per_key * keys
+    return naive / 1e9, engine / 1e9
+
+
 def bench(label: str, judge, contexts: list[list[ComparisonPrompt]], dataset: str, naive_k: int,
           peak_tflops: float | None, skip_naive: bool) -> Row:
     dev = judge.device
@@ -397,12 +448,18 @@ def whole_process(args, datasets: dict) -> int:
     import subprocess
 
     print("| model | data | dtype | comparisons | engine process s (CPU s, peak RSS MB) | naive process "
-          "s (CPU s, peak RSS MB) | ratio naive / engine (CPU time) | max abs dp | load average "
-          "before / after |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "s (CPU s, peak RSS MB) | ratio naive / engine (CPU time) | arithmetic ratio naive / "
+          "engine | max abs dp | load average before / after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for label, spec in _model_specs(args):
         for dtype in args.dtype.split(","):
             for name, contexts in datasets.items():
+                arithmetic = "n/a (seq2seq)"
+                loaded = load_model(spec, args.device, dtype)  # not timed: only its plan is counted
+                if not loaded.is_seq2seq:
+                    naive_gflop, engine_gflop = arithmetic_gflop(CausalJudge(loaded), contexts)
+                    arithmetic = f"{naive_gflop / engine_gflop:.2f}x"
+                del loaded
                 load_before = os.getloadavg()[0]
                 out = {}
                 for mode in ("engine", "naive"):
@@ -424,7 +481,7 @@ def whole_process(args, datasets: dict) -> int:
                                  np.array(json.loads(text.strip().splitlines()[-1])["p"]))
                 (te, ce, me, pe), (tn, cn, mn, pn) = out["engine"], out["naive"]
                 print(f"| {label} | {name} | {dtype} | {len(pe)} | {te:.1f} ({ce:.1f}, {me:.0f}) | "
-                      f"{tn:.1f} ({cn:.1f}, {mn:.0f}) | **{tn / te:.2f}x** ({cn / ce:.2f}x) | "
+                      f"{tn:.1f} ({cn:.1f}, {mn:.0f}) | **{tn / te:.2f}x** ({cn / ce:.2f}x) | {arithmetic} | "
                       f"{np.max(np.abs(pe - pn)):.2e} | {load_before:.2f} / {os.getloadavg()[0]:.2f} |",
                       flush=True)
     return 0

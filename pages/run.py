@@ -503,7 +503,9 @@ def progress_panel(run_id: int, was_active: bool) -> None:
                                                  "it.")})
     with st.expander("Worker log (last lines)"):
         st.code(run.worker_log() or "(no log yet)", language=None)
-    if was_active and not any(r.progress().active for r in group):
+    # This tick's reads (a store read per run at its start, the shown run's again after a
+    # Cancel): no second read of every run of the group.
+    if was_active and not (progress.active or any(p.active for _, p in others)):
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
