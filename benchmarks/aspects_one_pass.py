@@ -55,12 +55,9 @@ class Quiet:
         pass
 
 
-DEVICE = "cpu"
-
-
 def settings_for(dataset, aspect: str, **kw):
     from compassess_core.api import run_settings
-    return run_settings(dataset, aspect=aspect, device=DEVICE, **kw)
+    return run_settings(dataset, aspect=aspect, **kw)
 
 
 def p_by_key(sink, run_id: int) -> dict:
@@ -72,7 +69,7 @@ def timed_group(dataset, aspects, judge, **kw) -> tuple[float, int, list[dict]]:
     from compassess_core.sink import MemorySink
     from compassess_core.worker import execute_group_with
     sink = MemorySink()
-    settings = [settings_for(dataset, a, **kw) for a in aspects]
+    settings = [settings_for(dataset, a, device=judge.device.type, **kw) for a in aspects]
     ids = list(range(1, len(aspects) + 1))
     tokens, passes = judge.stats["model_tokens"], judge.stats["forward_passes"]
     start = time.perf_counter()
@@ -129,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--batch-size", type=int, default=8, help="0: sized as a run sizes it")
     args = ap.parse_args(argv)
-    global DEVICE
-    DEVICE = args.device
     if args.threads:
         os.environ["COMPASSESS_THREADS"] = str(args.threads)
     from compassess_core.data import load_candidates

@@ -8,10 +8,10 @@ and sets it beside its arithmetic done at this machine's measured matrix-multipl
 
 * the GEMM rate: fp32 ``torch.mm`` on the model's own shapes (``tokens`` rows times each linear
   layer), GFLOP/s, best of ``--repeat``, in the same process and thread count;
-* the pass's FLOPs: ``2 * tokens * (weights of the decoder's linear layers)`` (the label head
-  reads only the last position: ``2 * hidden * vocab``) plus causal attention,
-  ``layers * heads * 2 * 2 * head_dim * tokens^2 / 2`` (scores and weighted values over the
-  lower triangle);
+* the pass's FLOPs, counted as ``judge_throughput.py`` counts them: ``2 * tokens`` per weight
+  of the decoder (the label head reads only the last position) plus causal attention, each
+  token against the keys up to it, ``2 * 2 * head_dim`` per layer and head (scores and weighted
+  values);
 * floor seconds = FLOPs / GEMM rate; the ratio pass / floor (1.0: the pass is all arithmetic at
   the machine's peak).
 
@@ -38,6 +38,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.judge_throughput import attention_flops_per_key, model_flops  # noqa: E402
 from compassess_core.judges import load_judge  # noqa: E402
 
 
@@ -70,14 +71,10 @@ def gemm_gflops(tokens: int, shapes: list[tuple[int, int]], repeat: int) -> floa
 
 
 def pass_flops(model: torch.nn.Module, tokens: int) -> tuple[float, float]:
-    """(linear FLOPs, causal attention FLOPs) of one pass over ``tokens`` tokens."""
-    cfg = model.config
-    linear = 2.0 * tokens * sum(k * n for k, n in linear_shapes(model))
-    linear += 2.0 * cfg.hidden_size * cfg.vocab_size          # the label head, last position only
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    attention = (cfg.num_hidden_layers * cfg.num_attention_heads * 2 * 2 * head_dim
-                 * tokens * tokens / 2)
-    return linear, attention
+    """(matmul FLOPs, causal attention FLOPs) of one prompt of ``tokens`` tokens, counted as the
+    throughput benchmark counts them (``model_flops``, ``attention_flops_per_key``)."""
+    return (model_flops(model, tokens, 1),
+            attention_flops_per_key(model) * tokens * (tokens + 1) / 2)
 
 
 def split_by_operator(run) -> dict[str, float]:

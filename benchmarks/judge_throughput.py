@@ -442,6 +442,20 @@ def process_child(args, datasets: dict) -> int:
     return 0
 
 
+def arithmetic_ratios(spec: str, device: str, dtype: str, datasets: dict) -> dict[str, str]:
+    """Per dataset, the arithmetic ratio naive / engine (:func:`arithmetic_gflop`) as printed;
+    the model is loaded once, outside the timed processes (only the prompts' plans count)."""
+    loaded = load_model(spec, device, dtype)
+    if loaded.is_seq2seq:
+        return {name: "n/a (seq2seq)" for name in datasets}
+    planner = CausalJudge(loaded)
+    out = {}
+    for name, contexts in datasets.items():
+        naive, engine = arithmetic_gflop(planner, contexts)
+        out[name] = f"{naive / engine:.2f}x"
+    return out
+
+
 def whole_process(args, datasets: dict) -> int:
     """The naive-recipe ratio of two whole processes per model, dtype and dataset."""
     import json
@@ -453,13 +467,9 @@ def whole_process(args, datasets: dict) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, spec in _model_specs(args):
         for dtype in args.dtype.split(","):
+            ratios = arithmetic_ratios(spec, args.device, dtype, datasets)
             for name, contexts in datasets.items():
-                arithmetic = "n/a (seq2seq)"
-                loaded = load_model(spec, args.device, dtype)  # not timed: only its plan is counted
-                if not loaded.is_seq2seq:
-                    naive_gflop, engine_gflop = arithmetic_gflop(CausalJudge(loaded), contexts)
-                    arithmetic = f"{naive_gflop / engine_gflop:.2f}x"
-                del loaded
+                arithmetic = ratios[name]
                 load_before = os.getloadavg()[0]
                 out = {}
                 for mode in ("engine", "naive"):
