@@ -121,13 +121,33 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
 
 def settle(page, text: str, timeout_ms: int = 30_000) -> None:
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
-    # Streamlit shows a running indicator while the script works; wait for it to go, then for plots.
-    # (Streamlit 1.67 shows "Stop" there while a script runs, older versions "Running".)
+    script_idle(page, timeout_ms)
+    page.wait_for_timeout(1500)
+
+
+def script_idle(page, timeout_ms: int = 30_000) -> None:
+    """Wait until no script runs: Streamlit shows a running indicator while the script works.
+    (Streamlit 1.67 shows "Stop" there while a script runs, older versions "Running".)"""
     page.wait_for_function(
         "() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
         " return !w || !(w.innerText.includes('Running') || w.innerText.includes('Stop')); }",
         timeout=timeout_ms)
-    page.wait_for_timeout(1500)
+
+
+def choose(page, option: str, nth: int = 0, timeout_ms: int = 30_000) -> None:
+    """Add one option to the ``nth`` multiselect of the page: type it, click the offered option
+    whose text holds it, then wait for its chip and for the rerun the pick starts to end. Typing
+    the next pick while that rerun redraws the widget can lose it on a loaded machine."""
+    box = page.locator('[data-testid="stMultiSelect"]').nth(nth)
+    field = box.locator("input").first
+    field.click()
+    field.fill(option)
+    offered = page.locator('[role="option"]').filter(has_text=option).first
+    offered.wait_for(timeout=timeout_ms)
+    offered.click()
+    box.locator('[data-tag]').filter(has_text=option).first.wait_for(timeout=timeout_ms)
+    page.keyboard.press("Escape")
+    script_idle(page, timeout_ms)
 
 
 def visible(locator, timeout_ms: int = 30_000) -> None:

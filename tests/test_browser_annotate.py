@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
-                          server, settle, shot, simulate_finished_run)
+                          choose, server, settle, shot, simulate_finished_run)
 from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -90,12 +90,8 @@ def test_two_annotators_at_once_in_chromium(team_server):
         settle(admin, "Create campaign")
         admin.get_by_label("Campaign name").fill("round1")
         # the aspect is not typed: the one the sample has reference scores of is chosen already
-        chooser = admin.locator('[data-testid="stMultiSelect"]').locator("input").first
         for who in ("alice", "bob"):
-            chooser.click()
-            chooser.fill(who)
-            admin.keyboard.press("Enter")
-        admin.keyboard.press("Escape")
+            choose(admin, who)
         admin.get_by_role("button", name="Create campaign").click()
         settle(admin, "Campaign round1 created")
         campaign = api.Store(store).campaign("round1")

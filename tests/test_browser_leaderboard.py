@@ -77,7 +77,6 @@ def test_leaderboard_and_compare_in_chromium(server):
         assert tabs.count() == 2
         assert second in tabs.nth(0).inner_text() and first in tabs.nth(1).inner_text()
         tabs.nth(1).click()
-        page.wait_for_timeout(800)
         visible(page.get_by_text("Summary A:").filter(visible=True).first)
         shot(page, "compare")
 

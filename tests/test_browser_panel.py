@@ -10,7 +10,8 @@ Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSE
 from __future__ import annotations
 
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, nav, playwright_api,  # noqa: F401
-                          server, settle, shot, simulate_finished_run)
+                          choose, script_idle, server, settle, shot,
+                          simulate_finished_run)
 
 
 def test_create_a_panel_and_rank_the_judges_in_chromium(server):
@@ -30,15 +31,13 @@ def test_create_a_panel_and_rank_the_judges_in_chromium(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1500})
         page.goto(f"{url}/panel")
         settle(page, "Create a panel")
-        chooser = page.locator('[data-testid="stMultiSelect"]').locator("input").first
         for run in ("judge-t1", "judge-t2"):
-            chooser.click()
-            chooser.fill(run)
-            page.keyboard.press("Enter")
-        page.keyboard.press("Escape")
+            choose(page, run)
         page.get_by_label("Panel name").fill("jury")
+        page.get_by_label("Panel name").press("Enter")
+        script_idle(page)
         page.get_by_role("button", name="Create panel").click()
-        settle(page, "created.")
+        settle(page, "Panel jury created.")
         body = page.locator("body").inner_text()
         assert "judge-t1" in body and "judge-t2" in body
         assert [m.name for m in api.open_store(db_url).panel("jury").members] == ["judge-t1",

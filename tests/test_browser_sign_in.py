@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav, playwright_api,  # noqa: F401
-                          settle, shot, simulate_finished_run)
+                          script_idle, settle, shot, simulate_finished_run)
 
 pytestmark = pytest.mark.browser
 
@@ -135,7 +135,7 @@ def sidebar_pages(page) -> set[str]:
 
 def assert_only_sign_in(page, path: str) -> None:
     page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
-    page.wait_for_timeout(500)
+    script_idle(page)   # what the page shows once its script has ended, not mid-draw
     body = page.locator("body").inner_text()
     for data in ("sample_summeval", "sample-coherence-t1", "Watch run", "Datasets in the store"):
         assert data not in body, (path, data)
