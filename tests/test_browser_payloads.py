@@ -182,6 +182,7 @@ def test_hostile_strings_stay_inert_on_every_page(server):
         settle(page, "Ranking")
         page.locator('[data-testid="stSelectbox"]').filter(
             has=page.get_by_text("Context", exact=True)).click()
+        page.get_by_role("option").first.wait_for(timeout=30_000)   # the list is drawn
         options = page.get_by_role("option").all_inner_texts()
         assert any(t.startswith("<b>PWN</b><img") for t in options), options
         page.keyboard.press("Escape")

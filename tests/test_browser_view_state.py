@@ -102,7 +102,9 @@ def _start_a_run_and_come_back(page) -> None:
     strategy = page.get_by_role("combobox", name="Selection strategy")
     strategy.click()
     page.keyboard.type("symmetric")   # the select box filters its options as one types
-    page.keyboard.press("Enter")
+    # Click the offered option once it is drawn: Enter pressed before the list is filtered
+    # would pick whatever option was first.
+    page.get_by_role("option").filter(has_text="symmetric").first.click(timeout=30_000)
     settle(page, "Watch run")
     assert strategy.input_value() == "symmetric"
     budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
