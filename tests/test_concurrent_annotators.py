@@ -12,10 +12,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from db.store import Store
+from start_line import WAIT_FOR_GO, release_together
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,8 +32,8 @@ WORKER = textwrap.dedent("""
     store = Store(url)
     pairs = [("doc1", "c1", "c2"), ("doc1", "c2", "c3"), ("doc1", "c1", "c3"),
              ("doc2", "c1", "c2"), ("doc2", "c2", "c3"), ("doc2", "c1", "c3")]
-    while not Path(go).exists():  # start together, to make the writers collide
-        time.sleep(0.01)
+    # start together, to make the writers collide
+""") + WAIT_FOR_GO + textwrap.dedent("""
     for k in range(1, int(n) + 1):
         ctx, left, right = pairs[k % len(pairs)]
         # Each pair comes round five times: every answer after the first is a deliberate
@@ -58,8 +58,7 @@ def test_concurrent_annotators_lose_and_duplicate_nothing(store, tiny_dataset, d
                                str(N_ANSWERS), str(UNDO_EVERY), str(go)],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
              for i in range(N_PROCESSES)]
-    time.sleep(0.5)  # let them all import and open the store before releasing them
-    go.touch()
+    release_together(go, procs)   # once all have imported and opened the store
     for p in procs:
         out, _ = p.communicate(timeout=240)
         assert p.returncode == 0, out.decode(errors="replace")[-3000:]

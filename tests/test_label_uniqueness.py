@@ -12,7 +12,6 @@ import logging
 import subprocess
 import sys
 import textwrap
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from sqlalchemy.pool import NullPool
 
 from compassess_core.cli import main
 from db.store import Store, alembic_config
+from start_line import WAIT_FOR_GO, release_together
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,8 @@ IMPORTER = textwrap.dedent("""
     store = Store(url)
     dataset = store.load_dataset(int(dataset_id))
     rows = store_rows(load_human_labels(Path(labels_path), dataset), aspect="coherence")
-    while not Path(go).exists():  # start together, to make the imports collide
-        time.sleep(0.005)
+    # start together, to make the imports collide
+""") + WAIT_FOR_GO + textwrap.dedent("""
     print(store.add_human_judgements(int(dataset_id), rows))
     store.close()
 """)
@@ -84,8 +84,7 @@ def test_concurrent_imports_cannot_both_insert(store, tiny_dataset, db_url, tmp_
     procs = [subprocess.Popen([sys.executable, "-c", IMPORTER, db_url, str(dataset_id),
                                str(labels), str(go)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for _ in range(4)]
-    time.sleep(0.5)
-    go.touch()
+    release_together(go, procs)
     added = []
     for p in procs:
         out, _ = p.communicate(timeout=120)
