@@ -162,18 +162,26 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
                                         score_columns=score_columns))
         return self.backend.load_dataset(self.backend.save_dataset(dataset))
 
-    def read_data(self, data: Source | Dataset | int) -> tuple[Dataset, int | None]:
+    def read_data(self, data: Source | Dataset | int, *,
+                  column_map: Mapping[str, str] | None = None) -> tuple[Dataset, int | None]:
         """What a run's ``data`` names: a :class:`Dataset`, a stored dataset (name or id), or
-        candidates to validate (a file path, bytes, a file object, a DataFrame), with the
-        stored dataset's id (None for data not stored yet: a run stores it when it starts).
+        candidates to validate (a file path, bytes, a file object, a DataFrame; ``column_map``
+        as :func:`load_candidates` takes it), with the stored dataset's id (None for data not
+        stored yet: a run stores it when it starts).
 
         Raises
         ------
         ValidationError
             Candidates with problems (every one, with row and column).
         InputError
-            A string that is neither an existing file nor a stored dataset's name.
+            A string that is neither an existing file nor a stored dataset's name, or a
+            ``column_map`` for data that is not a file (a stored dataset's columns are mapped).
         """
+        read_now = not isinstance(data, (Dataset, int, np.integer)) and (
+            not isinstance(data, (str, os.PathLike)) or Path(data).exists())
+        if column_map and not read_now:
+            raise InputError("a column map applies to candidates read from a file, not to a "
+                             "stored dataset or a Dataset (their columns were mapped when read)")
         if isinstance(data, Dataset):
             return data, None
         if isinstance(data, (int, np.integer)):
@@ -182,7 +190,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         if isinstance(data, (str, os.PathLike)):
             path = Path(data)
             if path.exists():
-                return load_candidates(path), None
+                return load_candidates(path, column_map=column_map), None
             try:
                 dataset = self.backend.load_dataset(os.fspath(data))
             except CompAssessError:
@@ -190,7 +198,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
                                  "dataset") from None
             return dataset, next(d.id for d in self.backend.list_datasets()
                                  if d.name == dataset.name)
-        return load_candidates(data), None
+        return load_candidates(data, column_map=column_map), None
 
     # -------------------------------------------------------------------------------- runs
 

@@ -23,7 +23,7 @@ from ..options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_judges, cmd_panel,
                      cmd_rename_dataset, cmd_rename_run)
-from .parser import build_parser
+from .parser import build_parser, parse_args
 from .results import cmd_calibrate, cmd_compare, cmd_leaderboard, cmd_models, cmd_report
 from .runs import _flag, cmd_evaluate, cmd_export, cmd_rank, cmd_run, cmd_score, cmd_worker
 from .stored import (cmd_agreement, cmd_datasets, cmd_fetch_model, cmd_import_labels,
@@ -45,7 +45,7 @@ COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except OptionError as e:  # named by its flag
@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
+        if hasattr(args, "map") and any(p.cause == "mapping" for p in getattr(e, "problems", ())):
+            # The engine's hint names the Python column_map; on the command line it is --map.
+            print("Map the file's columns with --map FILE_COLUMN=OUR_COLUMN,... (e.g. --map "
+                  "summary=text,doc=context_id).", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Helpers the commands share: reading a run by its flag, printing a ranking, a label file's column map."""
+"""Helpers the commands share: reading a run by its flag, printing a ranking, a file's column map."""
 
 from __future__ import annotations
 
@@ -29,14 +29,15 @@ def _nan_none(x):
     return None if x is None or (isinstance(x, float) and x != x) else float(x)
 
 
-def _label_map(text: str) -> dict[str, str]:
-    """``--map question_id=context_id,model_a=candidate_a``: label column -> the file's column."""
+def _column_map(text: str) -> dict[str, str]:
+    """``--map question_id=context_id,summary=text``: our column -> the file's column (what
+    ``column_map`` takes in Python), for label files and candidate files alike."""
     mapping: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
-        column, sep, label = part.rpartition("=")
-        if not sep or not column.strip() or not label.strip():
-            raise argparse.ArgumentTypeError(f"'{part}' is not FILE_COLUMN=LABEL_COLUMN")
-        if label.strip() in mapping:
-            raise argparse.ArgumentTypeError(f"'{label.strip()}' is mapped twice")
-        mapping[label.strip()] = column.strip()
+        column, sep, ours = part.rpartition("=")
+        if not sep or not column.strip() or not ours.strip():
+            raise argparse.ArgumentTypeError(f"'{part}' is not FILE_COLUMN=OUR_COLUMN")
+        if ours.strip() in mapping:
+            raise argparse.ArgumentTypeError(f"'{ours.strip()}' is mapped twice")
+        mapping[ours.strip()] = column.strip()
     return mapping

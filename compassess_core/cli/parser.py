@@ -15,7 +15,7 @@ from ..report import EXAMPLES
 from ..selection import STRATEGIES
 from ..settings import GenerationOptions, ReferenceOptions, RunSettings
 from ..tuning import TuningOptions
-from .common import _label_map
+from .common import _column_map
 
 
 # ------------------------------------------------------------------------------------ the parser
@@ -24,6 +24,16 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", default=None,
                    help="SQLAlchemy URL or a .db file (default: $COMPASSESS_DATABASE_URL or the SQLite "
                         "file in $COMPASSESS_HOME)")
+
+
+def _data_args(p: argparse.ArgumentParser) -> None:
+    """The candidates a command judges (run, score, tune): a file or a stored dataset, and the
+    map of a file whose columns are named otherwise."""
+    p.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    p.add_argument("--map", metavar="FILE_COLUMN=OURS,...", type=_column_map, default=None,
+                   help="the file's columns for ours (context_id, context, candidate_id, text, "
+                        "system), e.g. doc=context_id,article=context,summary=text; a file "
+                        "only, not a stored dataset")
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -80,10 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="``compassess`` command line: it parses options and prints; the Python API "
                     "does the work.")
     parser.add_argument("--version", action="version", version=f"compassess {__version__}")
+    # `compassess --db runs.db run ...` as well as `compassess run ... --db runs.db`: the
+    # store is named before the command the way git's -C is (`parse_args` folds it in).
+    parser.add_argument("--db", dest="db_before_command", metavar="URL", default=None,
+                        help="the store, for any command (as its own --db)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
-    r.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    _data_args(r)
     r.add_argument("--aspect", required=True, help="preset (coherence, consistency, fluency, relevance, "
                    "engagingness, naturalness, continuity, understandable, grammar, overall) or your own "
                    "adjective; several separated by commas (coherence,fluency,...): one run each, "
@@ -106,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="absolute score per candidate: compare it with synthetic "
                        "references of quality 1..N (thresholdable)")
-    s.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    _data_args(s)
     s.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective; "
                    "several separated by commas: one run each, judged together in one pass")
     s.add_argument("--references", type=int, default=ReferenceOptions.n_levels, metavar="N",
@@ -219,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("--annotator", metavar="NAME",
                     help="attribute every label to NAME (default: the file's annotator column; "
                          "rows without one: 'imported')")
-    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_label_map,
+    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_column_map,
                     help="the file's columns for the label columns, e.g. question_id=context_id,"
                          "model_a=candidate_a,model_b=candidate_b,judge=annotator (a winner of "
                          "model_a/model_b then names that side)")
@@ -398,7 +412,7 @@ def _tuning_parsers(sub) -> None:
                        "library's wordings, built-in paraphrases and paraphrases the judge writes, "
                        "pick the fairest (raw P(A) closest to 0.5, ZEPO) and save it as a named "
                        "template")
-    t.add_argument("data", metavar="DATA", help="candidate CSV/JSONL file, or the name of a stored dataset")
+    _data_args(t)
     t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
     t.add_argument("--task", default="auto", choices=["auto", *TASKS],
                    help="wording of the library's templates (auto: from the data and the aspect)")
@@ -451,3 +465,17 @@ def _tuning_parsers(sub) -> None:
                     help="only print what is stored; never load the judge")
     ex.add_argument("--json", action="store_true")
     _db_arg(ex)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The parsed command line, with a ``--db`` given before the command folded into the
+    command's own ``--db`` (the same store named twice is fine; two stores are an error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    before = args.__dict__.pop("db_before_command")
+    if before is not None:
+        if getattr(args, "db", None) not in (None, before):
+            parser.error(f"--db names two stores: '{before}' before the command and "
+                         f"'{args.db}' after it")
+        args.db = before
+    return args

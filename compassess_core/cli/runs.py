@@ -62,7 +62,7 @@ def _start(args, kind_options: list, anchors: str | None = None) -> int:
     together, their names printed one a line."""
     model_options = _model_options(args)
     store = api.open_store(args.db)
-    dataset, _ = store.read_data(args.data)
+    dataset, _ = store.read_data(args.data, column_map=args.map)
     settings = [build_settings(dataset.name, o, model_options, text_columns=dataset.text_columns)
                 for o in kind_options]
     kind = kind_of(settings[0])

@@ -13,8 +13,9 @@ from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 def cmd_tune(args) -> int:
     store = api.open_store(args.db)
+    data = store.read_data(args.data, column_map=args.map)[0] if args.map else args.data
     tuning = store.create_tuning(
-        args.data, aspect=args.aspect, name=args.name, model=args.model, task=args.task,
+        data, aspect=args.aspect, name=args.name, model=args.model, task=args.task,
         contexts=args.contexts, holdout=args.holdout, pairs=args.pairs, rounds=args.rounds,
         per_round=args.per_round, budget=args.budget, seed=args.seed,
         batch_size=args.batch_size, device=args.device, dtype=args.dtype,
