@@ -404,7 +404,7 @@ def memory_plan(model: str | os.PathLike | None, dtype: str = "auto", device: st
     A model whose header cannot be read gets no estimate (``need`` None), never an exception:
     loading it reports the real error.
     """
-    from .judges.openai_judge import is_openai_spec
+    from .judges.servers import is_openai_spec
 
     if model is not None and is_openai_spec(str(model)):
         return MemoryPlan(None, None, None)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..data import Source
 from ..errors import InputError
-from ..judges.servers import (ServedEndpoint, configured_servers, model_name_problem,
+from ..judges.servers import (PREFIXES, ServedEndpoint, configured_servers, model_name_problem,
                               normalise_base_url, served_model_problem)
 from ..limits import MAX_NAME_CHARS, name_problem
 from ..memory import MemoryPlan, memory_plan
@@ -39,8 +39,8 @@ from ..types import Dataset
 
 #: The variable that pre-selects the app's judge (e.g. docker-compose's vLLM server).
 JUDGE_MODEL_ENV = "COMPASSESS_JUDGE_MODEL"
-#: The endpoints of a served judge: the spec prefix of each.
-SERVED_PREFIXES = {"chat": "openai:", "completions": "openai-completions:"}
+#: The endpoints of a served judge: the spec prefix of each (``judges.servers.PREFIXES`` turned round).
+SERVED_PREFIXES = {endpoint: f"{prefix}:" for prefix, endpoint in PREFIXES.items()}
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,8 @@ def rendered_prompt(model: str | None, prompt: ComparisonPrompt,
     InputError
         A malformed served model spec.
     """
-    from .openai_judge import (CHAT_INSTRUCTION, CHAT_LABEL_WORDS, _load_tokenizer,
-                               is_openai_spec, normalise_token, parse_spec)
+    from .openai_judge import CHAT_INSTRUCTION, CHAT_LABEL_WORDS, _load_tokenizer, normalise_token
+    from .servers import is_openai_spec, parse_spec
     if is_openai_spec(model):
         spec = parse_spec(str(model))
         if spec.endpoint == "chat":

@@ -6,7 +6,8 @@ Spec strings (``--model``)::
     openai-completions:BASE_URL#MODEL   completions with the prompt rendered here, primer appended
 
 e.g. ``openai:http://127.0.0.1:8000/v1#Qwen2.5-7B-Instruct``. Options may follow the model as a
-query string: ``#MODEL?samples=10&concurrency=16&tokenizer=ORG/NAME`` (see ``OPTION_NAMES``).
+query string: ``#MODEL?samples=10&concurrency=16&tokenizer=ORG/NAME`` (see
+``servers.OPTION_NAMES``; ``servers.parse_spec`` reads a spec).
 
 Design (how ``p_ij`` is read, eq. 3 and eq. 5 of Liusie et al. 2024, EACL):
 
@@ -57,27 +58,23 @@ import ssl
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from ..errors import CompAssessError, InputError, ModelLoadError
 from ..types import ComparisonPrompt, Judgement
 from .base import collect_judgements, judgements_from_logprobs
-from .servers import KEY_BINDINGS, api_key_for, unsent_key_note
+from .servers import (API_KEY_ENV, KEY_BINDINGS, OPTION_NAMES, OpenAISpec,  # noqa: F401 - re-exported
+                      api_key_for, is_openai_spec, parse_spec, unsent_key_note)
 
 log = logging.getLogger("compassess.openai")
 
-API_KEY_ENV = tuple(key_var for key_var, _, _ in KEY_BINDINGS)
 CHAT_LABEL_WORDS = ("A", "B")
 COMPLETIONS_LABEL_WORDS = (" A", " B")
 #: Appended to the user message in chat mode, where the answer cannot be primed.
 CHAT_INSTRUCTION = "\n\nAnswer with '{a}' or '{b}' only."
-PREFIXES = {"openai": "chat", "openai-completions": "completions"}
-OPTION_NAMES = ("samples", "concurrency", "top_logprobs", "tokenizer", "timeout", "max_retries",
-                "answer_tokens", "sample_tokens", "fallback")
 #: Statuses worth retrying: rate limits, overload and gateway trouble.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524})
 _MARKUP = " \t\r\n*_`'\"()[]{}:.,!"
@@ -101,73 +98,6 @@ class _HTTPError(Exception):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.message = message
-
-
-# ------------------------------------------------------------------------------------ spec parsing
-
-@dataclass(frozen=True)
-class OpenAISpec:
-    """A parsed ``openai:``/``openai-completions:`` model spec (never holds a credential)."""
-
-    endpoint: str                 # "chat" or "completions"
-    base_url: str                 # scheme://host[:port]/path, no trailing slash
-    model: str
-    options: dict[str, str] = field(default_factory=dict)
-
-
-def is_openai_spec(spec: str | None) -> bool:
-    """True for ``openai:...`` and ``openai-completions:...`` model specs."""
-    return bool(spec) and spec.split(":", 1)[0] in PREFIXES and ":" in spec
-
-
-def parse_spec(spec: str) -> OpenAISpec:
-    """Split ``openai[-completions]:BASE_URL#MODEL[?options]``.
-
-    Raises
-    ------
-    InputError
-        Unknown prefix, no ``#MODEL``, a URL that is not http(s), a URL carrying credentials or a
-        query string (the key belongs in an environment variable), or an unknown option.
-    """
-    prefix, sep, rest = spec.partition(":")
-    if not sep or prefix not in PREFIXES:
-        raise InputError(f"'{prefix}:' is not an OpenAI-compatible model spec; use "
-                         "openai:BASE_URL#MODEL or openai-completions:BASE_URL#MODEL")
-    url, sep, model_part = rest.partition("#")
-    model, _, query = model_part.partition("?")
-    shown = f"{prefix}:{_redact_url(url)}#{model}"
-    if not sep or not model.strip():
-        raise InputError(f"model spec '{shown}' names no model: write {prefix}:BASE_URL#MODEL, "
-                         f"e.g. {prefix}:http://127.0.0.1:8000/v1#Qwen2.5-7B-Instruct")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError(f"model spec '{shown}': the base URL must be http(s)://HOST[:PORT]/PATH")
-    if parts.username or parts.password or "@" in parts.netloc:
-        raise InputError(f"model spec '{shown}': credentials in the URL are refused (they would be "
-                         f"stored with the run); put the API key in ${API_KEY_ENV[0]}")
-    if parts.query:
-        raise InputError(f"model spec '{shown}': the base URL must not have a query string "
-                         f"(an API key belongs in ${API_KEY_ENV[0]}); options go after the model: "
-                         "#MODEL?samples=10")
-    try:
-        options = dict(parse_qsl(query, keep_blank_values=False, strict_parsing=bool(query)))
-    except ValueError:
-        raise InputError(f"model spec '{shown}': cannot read the options '?{query}' "
-                         "(write ?name=value&name=value)") from None
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise InputError(f"model spec '{shown}': unknown option(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(OPTION_NAMES)}")
-    return OpenAISpec(PREFIXES[prefix], url.rstrip("/"), model.strip(), options)
-
-
-def _redact_url(url: str) -> str:
-    # Only for messages about a bad spec: never echo userinfo or a query string.
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else "<url>"
 
 
 # --------------------------------------------------------------------------- answers -> probabilities

@@ -1,4 +1,5 @@
-"""Configured judge servers: an API key is bound to the base URL it was configured with.
+"""Served judges: their model specs (``openai:BASE_URL#MODEL``, :func:`parse_spec`) and the
+configured judge servers, each API key bound to the base URL it was configured with.
 
 A key is configured together with its server, in the spirit of the OpenAI SDK's own variables:
 
@@ -26,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import InputError
 
@@ -35,6 +36,79 @@ KEY_BINDINGS: tuple[tuple[str, str, str | None], ...] = (
     ("COMPASSESS_OPENAI_API_KEY", "COMPASSESS_OPENAI_BASE_URL", None),
     ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
 )
+API_KEY_ENV = tuple(key_var for key_var, _, _ in KEY_BINDINGS)
+#: A served model spec's prefix -> the endpoint it calls.
+PREFIXES = {"openai": "chat", "openai-completions": "completions"}
+#: What a spec may set after its model (``#MODEL?samples=10``).
+OPTION_NAMES = ("samples", "concurrency", "top_logprobs", "tokenizer", "timeout", "max_retries",
+                "answer_tokens", "sample_tokens", "fallback")
+
+# ------------------------------------------------------------------------------------ spec parsing
+
+@dataclass(frozen=True)
+class OpenAISpec:
+    """A parsed ``openai:``/``openai-completions:`` model spec (never holds a credential)."""
+
+    endpoint: str                 # "chat" or "completions"
+    base_url: str                 # scheme://host[:port]/path, no trailing slash
+    model: str
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def is_openai_spec(spec: str | None) -> bool:
+    """True for ``openai:...`` and ``openai-completions:...`` model specs."""
+    return bool(spec) and spec.split(":", 1)[0] in PREFIXES and ":" in spec
+
+
+def parse_spec(spec: str) -> OpenAISpec:
+    """Split ``openai[-completions]:BASE_URL#MODEL[?options]``.
+
+    Raises
+    ------
+    InputError
+        Unknown prefix, no ``#MODEL``, a URL that is not http(s), a URL carrying credentials or a
+        query string (the key belongs in an environment variable), or an unknown option.
+    """
+    prefix, sep, rest = spec.partition(":")
+    if not sep or prefix not in PREFIXES:
+        raise InputError(f"'{prefix}:' is not an OpenAI-compatible model spec; use "
+                         "openai:BASE_URL#MODEL or openai-completions:BASE_URL#MODEL")
+    url, sep, model_part = rest.partition("#")
+    model, _, query = model_part.partition("?")
+    shown = f"{prefix}:{_redact_url(url)}#{model}"
+    if not sep or not model.strip():
+        raise InputError(f"model spec '{shown}' names no model: write {prefix}:BASE_URL#MODEL, "
+                         f"e.g. {prefix}:http://127.0.0.1:8000/v1#Qwen2.5-7B-Instruct")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"model spec '{shown}': the base URL must be http(s)://HOST[:PORT]/PATH")
+    if parts.username or parts.password or "@" in parts.netloc:
+        raise InputError(f"model spec '{shown}': credentials in the URL are refused (they would be "
+                         f"stored with the run); put the API key in ${API_KEY_ENV[0]}")
+    if parts.query:
+        raise InputError(f"model spec '{shown}': the base URL must not have a query string "
+                         f"(an API key belongs in ${API_KEY_ENV[0]}); options go after the model: "
+                         "#MODEL?samples=10")
+    try:
+        options = dict(parse_qsl(query, keep_blank_values=False, strict_parsing=bool(query)))
+    except ValueError:
+        raise InputError(f"model spec '{shown}': cannot read the options '?{query}' "
+                         "(write ?name=value&name=value)") from None
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise InputError(f"model spec '{shown}': unknown option(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(OPTION_NAMES)}")
+    return OpenAISpec(PREFIXES[prefix], url.rstrip("/"), model.strip(), options)
+
+
+def _redact_url(url: str) -> str:
+    # Only for messages about a bad spec: never echo userinfo or a query string.
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else "<url>"
+
 
 
 @dataclass(frozen=True)
@@ -157,7 +231,6 @@ def served_model_problem(model: str | None) -> str | None:
     (``openai:``/``openai-completions:``) that is malformed or names a server that is not one of
     :func:`configured_servers`. Local models have no server, so no problem. What the app checks
     before it stores a run, starts a worker or renders a run's prompt through its server."""
-    from .openai_judge import is_openai_spec, parse_spec
     if not is_openai_spec(model):
         return None
     try:
