@@ -49,6 +49,8 @@ def test_read_data_maps_a_file_as_the_sample_and_refuses_a_map_for_a_stored_data
     for stored in ("sample_summeval", 1, sample):
         with pytest.raises(InputError, match="a column map applies to candidates read from a file"):
             store.read_data(stored, column_map={"text": "summary"})
+    with pytest.raises(InputError, match="'no_such.csv' is neither a file nor a stored dataset"):
+        store.read_data("no_such.csv", column_map={"text": "summary"})
 
 
 def test_a_missing_column_names_the_file_and_column_and_the_flag_that_maps_it(

@@ -177,28 +177,29 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             A string that is neither an existing file nor a stored dataset's name, or a
             ``column_map`` for data that is not a file (a stored dataset's columns are mapped).
         """
-        read_now = not isinstance(data, (Dataset, int, np.integer)) and (
-            not isinstance(data, (str, os.PathLike)) or Path(data).exists())
-        if column_map and not read_now:
-            raise InputError("a column map applies to candidates read from a file, not to a "
-                             "stored dataset or a Dataset (their columns were mapped when read)")
+        if isinstance(data, (str, os.PathLike)) and Path(data).exists():
+            return load_candidates(Path(data), column_map=column_map), None
+        if isinstance(data, (Dataset, int, np.integer, str, os.PathLike)):
+            dataset, dataset_id = self._known_data(data)
+            if column_map:
+                raise InputError(f"a column map applies to candidates read from a file, not to "
+                                 f"{'a Dataset' if dataset_id is None else 'the stored dataset'} "
+                                 f"'{dataset.name}' (its columns were mapped when it was read)")
+            return dataset, dataset_id
+        return load_candidates(data, column_map=column_map), None
+
+    def _known_data(self, data: Dataset | int | str | os.PathLike) -> tuple[Dataset, int | None]:
+        """A :class:`Dataset` as it is, or a stored dataset by id or name, with its id."""
         if isinstance(data, Dataset):
             return data, None
         if isinstance(data, (int, np.integer)):
-            dataset = self.backend.load_dataset(int(data))
-            return dataset, int(data)
-        if isinstance(data, (str, os.PathLike)):
-            path = Path(data)
-            if path.exists():
-                return load_candidates(path, column_map=column_map), None
-            try:
-                dataset = self.backend.load_dataset(os.fspath(data))
-            except CompAssessError:
-                raise InputError(f"'{os.fspath(data)}' is neither a file nor a stored "
-                                 "dataset") from None
-            return dataset, next(d.id for d in self.backend.list_datasets()
-                                 if d.name == dataset.name)
-        return load_candidates(data, column_map=column_map), None
+            return self.backend.load_dataset(int(data)), int(data)
+        try:
+            dataset = self.backend.load_dataset(os.fspath(data))
+        except CompAssessError:
+            raise InputError(f"'{os.fspath(data)}' is neither a file nor a stored "
+                             "dataset") from None
+        return dataset, next(d.id for d in self.backend.list_datasets() if d.name == dataset.name)
 
     # -------------------------------------------------------------------------------- runs
 
