@@ -87,14 +87,20 @@ def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compassess",
-        description="``compassess`` command line: it parses options and prints; the Python API "
-                    "does the work.")
+        description="LLM comparative assessment: an LLM judges pairs of candidate texts, every "
+                    "judgement is stored, judgements become rankings, and the judge's positional "
+                    "bias is measured and removed. Try: compassess run "
+                    "assets/sample_summeval.csv --aspect coherence; then compassess evaluate "
+                    "--run NAME. `compassess COMMAND -h` shows a command's options.",
+        epilog="Exit codes: 0 ok; 2 bad input (the message names what and where); 1 other "
+               "failure; 130 interrupted (everything computed is stored: the same command "
+               "resumes).")
     parser.add_argument("--version", action="version", version=f"compassess {__version__}")
     # `compassess --db runs.db run ...` as well as `compassess run ... --db runs.db`: the
     # store is named before the command the way git's -C is (`parse_args` folds it in).
     parser.add_argument("--db", dest="db_before_command", metavar="URL", default=None,
                         help="the store, for any command (as its own --db)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="judge pairs of candidates with an LLM and store every comparison")
     _data_args(r)
