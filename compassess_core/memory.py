@@ -1,7 +1,8 @@
 """How much memory a local judge needs, how much this machine has, and GPU batch sizing.
 
 All of it is arithmetic on a model's shape (read from the file's header by
-:func:`model_catalog.model_shape`, no weights loaded) and byte counts, so the Run page's plan can
+:func:`model_catalog.model_shape`, no weights loaded; ``model_catalog.memory_needed`` and
+``model_catalog.memory_plan`` apply it to the judge a ``--model`` names) and byte counts, so the Run page's plan can
 say before a run whether a judge fits, and a judge on a GPU can size its micro-batches from the
 free device memory. The constants were measured on this project's machine
 (docs/performance.md, "Memory"); the estimate is deliberately a little high (the batch at the
@@ -17,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ModelShape", "MemoryNeed", "MemoryPlan", "Sizing", "dtype_bytes", "memory_needed",
-           "available_memory", "memory_problem", "memory_plan", "batch_sizing", "shape_from_config",
+__all__ = ["ModelShape", "MemoryNeed", "MemoryPlan", "Sizing", "dtype_bytes", "memory_need",
+           "available_memory", "memory_problem", "batch_sizing", "shape_from_config",
            "RUNTIME_BYTES", "CPU_BATCH_SIZE", "CPU_TOKEN_BUDGET"]
 
 #: Resident memory of the process before the weights: Python, torch, transformers, the tokenizer
@@ -251,62 +252,39 @@ def resolve_dtype_name(dtype: str, device: str) -> str:
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(d, d)
 
 
-def _converted(path: Path) -> bool:
-    from .models import converted_dir
-    from .models import cached_sha256
-    try:
-        return (converted_dir() / cached_sha256(path) / "compassess_source.json").is_file()
-    except OSError:
-        return False
-
-
-def memory_needed(model: str | os.PathLike | None, dtype: str = "auto", device: str = "cpu", *,
-                  batch_size: int | None = None, context_tokens: int | None = None,
-                  shape: ModelShape | None = None, converted: bool | None = None
-                  ) -> MemoryNeed | None:
-    """The memory a local judge will need (``None`` for a served judge or a hub id, whose size
-    this machine cannot read).
+def memory_need(shape: ModelShape, model_name: str, dtype: str = "auto", device: str = "cpu", *,
+                batch_size: int | None = None, context_tokens: int | None = None,
+                converted: bool = True) -> MemoryNeed:
+    """The memory a local judge of ``shape`` will need (``model_catalog.memory_needed`` finds
+    the shape and whether a GGUF is converted from the judge's ``--model``).
 
     ``weights`` = parameters x bytes per stored weight; ``head`` = the block of the output
     embedding the label head upcasts at once when the weights are narrower than fp32
     (min(vocab, 16384) x hidden x 4);
     ``working`` = one micro-batch (:func:`working_bytes`: ``batch_size`` prompts, default the CPU
     batch of 8, of ``context_tokens`` shared prefix, default 1024); ``runtime`` = the process
-    without weights (:data:`RUNTIME_BYTES`); ``conversion`` (a GGUF not converted yet) = runtime +
-    the memory-mapped file + a shard + the largest tensor dequantised twice (fp32 and its
-    transformers layout), the tensor-by-tensor conversion's peak (``converted``: whether the
-    GGUF's conversion is in the cache already; None looks it up).
+    without weights (:data:`RUNTIME_BYTES`); ``conversion`` (a GGUF whose conversion is not
+    cached yet: ``converted`` False) = runtime + the memory-mapped file + a shard + the largest
+    tensor dequantised twice (fp32 and its transformers layout), the tensor-by-tensor
+    conversion's peak.
 
     Raises
     ------
     ValueError
-        Unknown dtype or an unreadable model header.
+        Unknown dtype.
     """
-    from . import model_catalog
-    from .models import is_bundled
-
     dev = resolve_device_name(device)
     dt = resolve_dtype_name(dtype, dev)
     nbytes = dtype_bytes(dt)
-    name = ("the bundled judge" if is_bundled(None if model is None else str(model))
-            else Path(str(model)).name or str(model))
-    if shape is None:
-        shape = model_catalog.model_shape(model)
-        if shape is None:
-            return None
     weights = shape.parameters * nbytes
     head = min(shape.vocab or 0, HEAD_ROWS) * (shape.hidden or 0) * 4 if nbytes != 4 else 0
     rows, context = batch_size or CPU_BATCH_SIZE, context_tokens or 1024
     working = working_bytes(shape, dt, rows, context)
     conversion = 0
-    if shape.gguf:
-        if converted is None:
-            path = model_catalog.model_path(model)
-            converted = path is None or _converted(path)
-        if not converted:
-            conversion = (RUNTIME_BYTES + (shape.file_bytes or 0) + CONVERSION_SHARD_BYTES
-                          + 2 * 4 * (shape.largest_tensor or 0))
-    return MemoryNeed(model=name, dtype=dt, device=dev, weights=int(weights), head=int(head),
+    if shape.gguf and not converted:
+        conversion = (RUNTIME_BYTES + (shape.file_bytes or 0) + CONVERSION_SHARD_BYTES
+                      + 2 * 4 * (shape.largest_tensor or 0))
+    return MemoryNeed(model=model_name, dtype=dt, device=dev, weights=int(weights), head=int(head),
                       working=int(working), runtime=RUNTIME_BYTES, conversion=int(conversion),
                       shape=shape, batch_size=rows, context_tokens=context)
 
@@ -365,9 +343,9 @@ def memory_problem(need: MemoryNeed, available: int | None) -> str | None:
     msg = (f"{need.model} needs {need.summary()}, but this machine has {available / _GB:.1f} GB of "
            f"{where} available")
     if need.dtype == "fp32" and need.shape is not None:
-        half = memory_needed(need.model, "bf16-weights", need.device, shape=need.shape,
-                             batch_size=need.batch_size, context_tokens=need.context_tokens,
-                             converted=need.conversion == 0)
+        half = memory_need(need.shape, need.model, "bf16-weights", need.device,
+                           batch_size=need.batch_size, context_tokens=need.context_tokens,
+                           converted=need.conversion == 0)
         if half.peak <= available:
             return msg + (f"; with --dtype bf16-weights (matrices stored in bf16, computed in fp32) "
                           f"it would need {half.peak / _GB:.1f} GB, its p within ~5e-3 of fp32 "
@@ -394,26 +372,3 @@ class MemoryPlan:
             return "Memory: not estimated (a served judge or a hub id)."
         avail = "" if self.available is None else f"; {self.available / _GB:.1f} GB available"
         return f"Memory: {self.need.summary()}{avail}."
-
-
-def memory_plan(model: str | os.PathLike | None, dtype: str = "auto", device: str = "auto", *,
-                batch_size: int | None = None, context_tokens: int | None = None) -> MemoryPlan:
-    """:func:`memory_needed` against :func:`available_memory`, with the refusal message: what
-    the Run page's and the CLI's plan show before a run starts.
-
-    A model whose header cannot be read gets no estimate (``need`` None), never an exception:
-    loading it reports the real error.
-    """
-    from .judges.servers import is_openai_spec
-
-    if model is not None and is_openai_spec(str(model)):
-        return MemoryPlan(None, None, None)
-    dev = resolve_device_name(device)
-    try:
-        need = memory_needed(model, dtype, dev, batch_size=batch_size, context_tokens=context_tokens)
-    except (ValueError, OSError):
-        need = None
-    if need is None:
-        return MemoryPlan(None, None, None)
-    available = available_memory(dev)
-    return MemoryPlan(need, available, memory_problem(need, available))

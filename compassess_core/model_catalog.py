@@ -23,8 +23,11 @@ from typing import BinaryIO, Iterable
 
 import pandas as pd
 
-from .memory import ModelShape, shape_from_config
-from .models import BUNDLED_MODEL, default_model_path, is_bundled
+from . import memory
+from .judges.servers import is_openai_spec
+from .memory import MemoryNeed, MemoryPlan, ModelShape, shape_from_config
+from .models import (BUNDLED_MODEL, cached_sha256, converted_dir, default_model_path,
+                     is_bundled)
 from .speed import RecordedRun, Speed, measured_speed
 
 __all__ = ["models_folder", "ModelEntry", "gguf_header", "folder_header", "gguf_shape",
@@ -278,6 +281,62 @@ def model_shape(model: str | os.PathLike | None) -> ModelShape | None:
     if path.is_dir() and (path / "config.json").is_file():
         return folder_shape(path)
     return None
+
+
+def _converted(path: Path) -> bool:
+    """Whether the first-use conversion of the GGUF at ``path`` is in the cache already."""
+    try:
+        return (converted_dir() / cached_sha256(path) / "compassess_source.json").is_file()
+    except OSError:
+        return False
+
+
+def memory_needed(model: str | os.PathLike | None, dtype: str = "auto", device: str = "cpu", *,
+                  batch_size: int | None = None, context_tokens: int | None = None,
+                  shape: ModelShape | None = None, converted: bool | None = None
+                  ) -> MemoryNeed | None:
+    """The memory the local judge ``--model`` names will need (``memory.memory_need`` on its
+    :func:`model_shape`); None for a served judge or a hub id, whose size this machine cannot
+    read. ``converted``: whether a GGUF's first-use conversion is cached already (None looks
+    it up; one that is not adds the conversion's peak).
+
+    Raises
+    ------
+    ValueError
+        Unknown dtype or an unreadable model header.
+    """
+    if shape is None:
+        shape = model_shape(model)
+        if shape is None:
+            return None
+    if converted is None:
+        path = model_path(model) if shape.gguf else None
+        converted = path is None or _converted(path)
+    name = ("the bundled judge" if is_bundled(None if model is None else str(model))
+            else Path(str(model)).name or str(model))
+    return memory.memory_need(shape, name, dtype, device, batch_size=batch_size,
+                              context_tokens=context_tokens, converted=converted)
+
+
+def memory_plan(model: str | os.PathLike | None, dtype: str = "auto", device: str = "auto", *,
+                batch_size: int | None = None, context_tokens: int | None = None) -> MemoryPlan:
+    """:func:`memory_needed` against ``memory.available_memory``, with the refusal message: what
+    the Run page's and the CLI's plan show before a run starts.
+
+    A model whose header cannot be read gets no estimate (``need`` None), never an exception:
+    loading it reports the real error.
+    """
+    if model is not None and is_openai_spec(str(model)):
+        return MemoryPlan(None, None, None)
+    dev = memory.resolve_device_name(device)
+    try:
+        need = memory_needed(model, dtype, dev, batch_size=batch_size, context_tokens=context_tokens)
+    except (ValueError, OSError):
+        need = None
+    if need is None:
+        return MemoryPlan(None, None, None)
+    available = memory.available_memory(dev)
+    return MemoryPlan(need, available, memory.memory_problem(need, available))
 
 
 def _size(path: Path) -> int:

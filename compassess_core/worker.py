@@ -126,11 +126,11 @@ def load_run_judge(settings: RunSettings):
     ------
     ModelLoadError, InputError
         The model cannot be found or loaded, or the label words do not fit its tokenizer; or
-        it needs more memory than this machine has available (``memory.memory_plan``: checked
+        it needs more memory than this machine has available (``model_catalog.memory_plan``: checked
         before loading, so a judge that cannot fit is refused with the reason, not killed).
     """
     from .judges import load_judge
-    from .memory import memory_plan
+    from .model_catalog import memory_plan
     memory = memory_plan(settings.model, settings.dtype, settings.device,
                          batch_size=settings.batch_size)
     if memory.problem is not None:

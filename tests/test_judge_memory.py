@@ -78,17 +78,17 @@ def test_shape_and_estimate_from_a_gguf_header(tmp_path, monkeypatch):
                                    kv_heads=1, intermediate=16, vocab=5, largest_tensor=128,
                                    file_bytes=path.stat().st_size, gguf=True)
     assert shape.kv_width == 4  # 1 key/value head of 8 / 2
-    need = mem.memory_needed(path, "fp32", "cpu", batch_size=1, context_tokens=10)
+    need = mc.memory_needed(path, "fp32", "cpu", batch_size=1, context_tokens=10)
     assert need.weights == 208 * 4 and need.head == 0
     assert need.working == mem.working_bytes(shape, "fp32", 1, 10)
     # Not converted yet: the first use converts (runtime + file + a shard + the largest tensor twice).
     assert need.conversion == (mem.RUNTIME_BYTES + shape.file_bytes + mem.CONVERSION_SHARD_BYTES
                                + 2 * 4 * 128)
-    half = mem.memory_needed(path, "bf16", "cpu", batch_size=1, context_tokens=10)
+    half = mc.memory_needed(path, "bf16", "cpu", batch_size=1, context_tokens=10)
     assert half.weights == 208 * 2 and half.head == 5 * 8 * 4  # the label head's fp32 block
-    assert mem.memory_needed(path, "auto", "cpu").dtype == "fp32"
+    assert mc.memory_needed(path, "auto", "cpu").dtype == "fp32"
     assert mc.model_shape("org/some-hub-id") is None
-    assert mem.memory_plan("openai:http://localhost:1/v1#m").need is None
+    assert mc.memory_plan("openai:http://localhost:1/v1#m").need is None
 
 
 def test_folder_shape_from_config_and_safetensors(tmp_path):
@@ -104,11 +104,11 @@ def test_folder_shape_from_config_and_safetensors(tmp_path):
     shape = mc.model_shape(folder)
     assert (shape.parameters, shape.layers, shape.kv_width, shape.largest_tensor, shape.gguf) == \
         (167, 3, 8, 160, False)
-    assert mem.memory_needed(folder, "fp32", "cpu").conversion == 0
+    assert mc.memory_needed(folder, "fp32", "cpu").conversion == 0
 
 
 def test_memory_problem_refuses_with_a_clear_message():
-    need = mem.memory_needed("x", "fp32", "cpu", shape=QWEN15)
+    need = mc.memory_needed("x", "fp32", "cpu", shape=QWEN15)
     assert need.weights == 1_777_088_000 * 4
     assert mem.memory_problem(need, need.peak) is None
     assert mem.memory_problem(need, None) is None  # cannot tell: never refuse

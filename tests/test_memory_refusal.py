@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from compassess_core import memory as mem
+from compassess_core import model_catalog as mc
 from compassess_core import worker
 from compassess_core.errors import InputError
 from compassess_core.settings import RunSettings
@@ -29,7 +30,7 @@ def _bundled_settings() -> RunSettings:
 
 
 def test_loading_a_judge_that_does_not_fit_is_refused_with_the_reason(small_machine):
-    if mem.memory_plan(_bundled_settings().model).need is None:
+    if mc.memory_plan(_bundled_settings().model).need is None:
         pytest.skip("the bundled model's header is not on this machine")
     with pytest.raises(InputError, match=r"needs about .* GB of memory .* 0\.2 GB of memory available"):
         worker.load_run_judge(_bundled_settings())
@@ -40,7 +41,7 @@ def test_the_run_page_shows_the_memory_line_and_disables_start_when_it_does_not_
     from compassess_core import api
     api.open_store(app_env).add_dataset("assets/sample_summeval.csv")
     at = open_page("run")
-    if mem.memory_plan(_bundled_settings().model).need is None:
+    if mc.memory_plan(_bundled_settings().model).need is None:
         pytest.skip("the bundled model's header is not on this machine")
     assert not at.exception, at.exception
     assert any("Memory: about" in str(c.value) for c in at.caption)

@@ -25,9 +25,9 @@ from ..errors import InputError
 from ..judges.servers import (PREFIXES, ServedEndpoint, configured_servers, model_name_problem,
                               normalise_base_url, served_model_problem)
 from ..limits import MAX_NAME_CHARS, name_problem
-from ..memory import MemoryPlan, memory_plan
-from ..model_catalog import RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame, \
-    models_folder
+from ..memory import MemoryPlan
+from ..model_catalog import (RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame,
+                             memory_plan, models_folder)
 from ..options import ComparativeOptions, KindOptions, ModelOptions, for_aspects, run_options
 from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
                        infer_task, rank_aspects, reference_column, task_from_columns)
@@ -117,7 +117,7 @@ class RunPlan:
     :attr:`estimate_left` the time the rest takes. ``together``: the settings of every
     run of the pass (one per aspect judged together, ``settings`` first; just ``settings`` for
     one aspect); ``planned`` and ``estimate`` are those of the whole pass. ``memory``: what the
-    judge needs against what this machine has (``memory.memory_plan``; its ``problem`` is why
+    judge needs against what this machine has (``model_catalog.memory_plan``; its ``problem`` is why
     the judge would not fit, and loading it is refused then).
     """
 
