@@ -1,10 +1,10 @@
 """How much memory a local judge needs, how much this machine has, and GPU batch sizing.
 
 All of it is arithmetic on a model's shape (read from the file's header by
-:func:`model_catalog.model_shape`, no weights loaded; ``model_catalog.memory_needed`` and
-``model_catalog.memory_plan`` apply it to the judge a ``--model`` names) and byte counts, so the Run page's plan can
-say before a run whether a judge fits, and a judge on a GPU can size its micro-batches from the
-free device memory. The constants were measured on this project's machine
+``model_catalog.model_shape``, no weights loaded) and byte counts, so the Run page's plan can say
+before a run whether a judge fits (``model_catalog.memory_needed`` and ``memory_plan`` apply it
+to the judge a ``--model`` names), and a judge on a GPU can size its micro-batches from the free
+device memory. The constants were measured on this project's machine
 (docs/performance.md, "Memory"); the estimate is deliberately a little high (the batch at the
 judge's largest sizing), and the judge halves a micro-batch that still runs out of memory.
 
