@@ -110,7 +110,9 @@ def test_cli_imports_with_a_column_map(store, app_env, tmp_path, capsys):
     pd.DataFrame([dict(qid=c, left=a, right=b, pick="right") for c, a, b in pairs]).to_csv(
         odd, index=False)
     assert main(["import-labels", str(odd), "--dataset", "sample_summeval", "--db", app_env]) != 0
-    assert "missing required column 'context_id'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "missing required column 'context_id'" in err
+    assert "--map FILE_COLUMN=OUR_COLUMN,... (e.g. --map qid=context_id,left=candidate_a" in err
     assert main(["import-labels", str(odd), "--dataset", "sample_summeval", "--db", app_env,
                  "--map", "qid=context_id,left=candidate_a,right=candidate_b,pick=winner"]) == 0
     assert "0 already stored, 3 added" in capsys.readouterr().err

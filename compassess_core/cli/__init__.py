@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         if hasattr(args, "map") and any(p.cause == "mapping" for p in getattr(e, "problems", ())):
             # The engine's hint names the Python column_map; on the command line it is --map.
-            print("Map the file's columns with --map FILE_COLUMN=OUR_COLUMN,... (e.g. --map "
-                  "summary=text,doc=context_id).", file=sys.stderr)
+            example = ("qid=context_id,left=candidate_a,right=candidate_b"
+                       if args.command == "import-labels" else "summary=text,doc=context_id")
+            print(f"Map the file's columns with --map FILE_COLUMN=OUR_COLUMN,... (e.g. --map "
+                  f"{example}).", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

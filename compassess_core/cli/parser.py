@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     il.add_argument("--annotator", metavar="NAME",
                     help="attribute every label to NAME (default: the file's annotator column; "
                          "rows without one: 'imported')")
-    il.add_argument("--map", metavar="COLUMN=LABEL,...", type=_column_map,
+    il.add_argument("--map", metavar="FILE_COLUMN=LABEL_COLUMN,...", type=_column_map,
                     help="the file's columns for the label columns, e.g. question_id=context_id,"
                          "model_a=candidate_a,model_b=candidate_b,judge=annotator (a winner of "
                          "model_a/model_b then names that side)")
