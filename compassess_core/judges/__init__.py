@@ -48,7 +48,8 @@ def load_judge(model: str | None = None, *, device: str = "auto", dtype: str = "
     InputError
         Bad device/dtype, or label words that are not one token each.
     """
-    from .openai_judge import is_openai_spec, load_openai_judge
+    from .openai_judge import load_openai_judge
+    from .servers import is_openai_spec
 
     words = tuple(label_words) if label_words else None
     if model is not None and is_openai_spec(model):

@@ -66,8 +66,8 @@ import numpy as np
 from ..errors import CompAssessError, InputError, ModelLoadError
 from ..types import ComparisonPrompt, Judgement
 from .base import collect_judgements, judgements_from_logprobs
-from .servers import (API_KEY_ENV, KEY_BINDINGS, OPTION_NAMES, OpenAISpec,  # noqa: F401 - re-exported
-                      api_key_for, is_openai_spec, parse_spec, unsent_key_note)
+from .servers import (API_KEY_ENV, KEY_BINDINGS, OpenAISpec, api_key_for, parse_spec,
+                      unsent_key_note)
 
 log = logging.getLogger("compassess.openai")
 
