@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import InputError
+from ..errors import InputError, ValidationError
 from ..options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_judges, cmd_panel,
@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
-        if hasattr(args, "map") and any(p.cause == "mapping" for p in getattr(e, "problems", ())):
+        if (hasattr(args, "map") and isinstance(e, ValidationError)
+                and any(p.cause == "mapping" for p in e.problems)):
             # The engine's hint names the Python column_map; on the command line it is --map.
             example = ("qid=context_id,left=candidate_a,right=candidate_b"
                        if args.command == "import-labels" else "summary=text,doc=context_id")
