@@ -91,7 +91,8 @@ def resolve_tau(debias: str | float | None, p: FloatArray) -> float:
         raise InputError(f"--debias must be none, balanced, {BALANCED_PER_CONTEXT} or a number "
                          f"in (0, 1), not '{debias}'") from None
     if not 0.0 < tau < 1.0:
-        raise InputError(f"tau must be strictly between 0 and 1, got {tau}")
+        raise InputError(f"--debias (the threshold tau) must be strictly between 0 and 1, "
+                         f"got {tau}")
     return tau
 
 
