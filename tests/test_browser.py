@@ -122,7 +122,7 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
 def settle(page, text: str, timeout_ms: int = 30_000) -> None:
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     script_idle(page, timeout_ms)
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(1500)   # then for plots to draw (what a screenshot shows)
 
 
 def script_idle(page, timeout_ms: int = 30_000) -> None:
