@@ -4,6 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 PYTEST_ARGS ?=
+# Both cores: two pytest-xdist workers, the browser tests kept on one and the real-judge tests on
+# the other (tests/conftest.py groups them). `make test XDIST=` runs in one process.
+XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: setup model run test test-fast bench clean
 
@@ -32,10 +35,10 @@ run: setup
 	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true --browser.gatherUsageStats false $(STREAMLIT_ARGS)
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -m "not model and not browser and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not model and not browser and not slow" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/judge_throughput.py

@@ -117,3 +117,15 @@ def shared_data() -> Path:
         pytest.skip("../shared/data is absent: the shared benchmark files live beside the checkout, "
                     "not in the project")
     return SHARED_DATA
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests share
+    one worker and the tests that load the real judge the other, so a Streamlit server with its
+    Chromium and a forward pass never fight for the same core; every other test goes to whichever
+    worker is free. Without xdist the groups mean nothing."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif item.get_closest_marker("model"):
+            item.add_marker(pytest.mark.xdist_group("model"))
