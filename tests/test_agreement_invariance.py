@@ -290,8 +290,9 @@ def test_a_flip_between_the_orders_is_a_tie_and_votes_are_counted_as_fastchat_do
                            ("g", "h"): "tie"}
     plain = ag.llm_pair_verdicts(t, 0.5).set_index(["x", "y"])["verdict"]
     assert plain[("c", "d")] == "c" and plain[("g", "h")] == "tie"  # no name can break 0.6/0.6
-    band = ag.llm_pair_verdicts(t, 0.5, tie_band=0.36).set_index(["x", "y"])["verdict"]
-    assert band[("a", "b")] == "a" and band[("e", "f")] == "tie"  # |0.85-0.5| vs |0.3-0.5|
+    band = ag.llm_pair_verdicts(t, 0.5, tie_band=0.3).set_index(["x", "y"])["verdict"]
+    # half the gap between the two orders, 0.35 for (a, b); one order, |0.3 - 0.5| for (e, f)
+    assert band[("a", "b")] == "a" and band[("e", "f")] == "tie"
     votes = [("ab", "a"), ("ab", "b"), ("ab", "tie"), ("cd", "tie"), ("cd", "c"), ("ef", "f"),
              ("ef", "tie"), ("gh", "g")]
     pairs = {"ab": ("a", "b"), "cd": ("c", "d"), "ef": ("e", "f"), "gh": ("g", "h")}
