@@ -346,3 +346,27 @@ def test_tau_star_is_re_estimated_in_every_replicate_when_it_is_the_threshold():
     assert rep.debiased.majority.accuracy_without_ties == fixed.debiased.majority.accuracy_without_ties
     assert (rep.debiased.majority.intervals["accuracy_without_ties"]
             != fixed.debiased.majority.intervals["accuracy_without_ties"])
+
+
+def test_the_leaderboard_re_estimates_tau_star_in_each_replicate():
+    from scipy.special import expit
+
+    from compassess_core import leaderboard as lb
+    from test_leaderboard import full_matrix, make_dataset
+
+    rng = np.random.default_rng(5)
+    p = rng.choice([0.2, 0.4, 0.5, 0.6, 0.9], size=40)
+    mult = lb.context_multiplicity(np.repeat(np.arange(8), 5), 8, 60, seed=2)
+    expected = [np.clip(np.median(np.repeat(p, m)), 2e-16, 1 - 2e-16) for m in mult]
+    np.testing.assert_allclose(lb.replicate_taus(p, mult), expected)
+    # a judge biased towards the first position: tau* moves from replicate to replicate
+    ds = make_dataset(12, ["s0", "s1", "s2"])
+    theta = {"s0": 0.8, "s1": 0.0, "s2": -0.8}
+    table = full_matrix(ds, lambda c, x, y: float(expit(theta[x.system] - theta[y.system] + 1.0
+                                                        + rng.normal(0, 1.0))))
+    tau = bias.balanced_threshold(table.p)
+    fixed = lb.leaderboard(ds, table, method="win-ratio", tau=tau, n_boot=80, seed=0)
+    moving = lb.leaderboard(ds, table, method="win-ratio", tau=tau, n_boot=80, seed=0,
+                            tau_star=True)
+    pd.testing.assert_series_equal(fixed.frame["win_rate"], moving.frame["win_rate"])
+    assert not np.allclose(fixed.frame["win_rate_ci_low"], moving.frame["win_rate_ci_low"])
