@@ -37,7 +37,7 @@ from . import metrics, ranking
 # The statistics on class codes live in agreement_stats; their names stay importable from here.
 from .agreement_stats import (AGREEMENT_BOOT, CLASS_NAMES, CLUSTER_METHOD, INTERVAL_LEVEL,
                               N_CLASSES, TIE_CODE, X_BETTER, Y_BETTER, agreement_intervals,
-                              bootstrap_interval, cluster_weights, cohen_kappa, confusion_matrix,
+                              bootstrap_interval, cohen_kappa, confusion_matrix,
                               context_draws, correlation_interval, pair_alpha, pair_kappa,
                               pair_kappa_from_confusion, weighted_median, within_contexts)
 from .bias import balanced_threshold, debias_probabilities
