@@ -203,8 +203,8 @@ def cmd_judges(args) -> int:
                      f"{_fmt(r['kappa'], '.2f')} [{_fmt(r['kappa_low'], '.2f')}, "
                      f"{_fmt(r['kappa_high'], '.2f')}]",
                      "n/a" if r["accuracy"] != r["accuracy"] else
-                     f"{100 * r['accuracy']:.1f}% [{100 * r['accuracy_low']:.1f}, "
-                     f"{100 * r['accuracy_high']:.1f}]",
+                     f"{100 * r['accuracy']:.1f}% [{_fmt(100 * r['accuracy_low'], '.1f')}, "
+                     f"{_fmt(100 * r['accuracy_high'], '.1f')}]",
                      _fmt(r["log_loss_raw"], ".3f"), _fmt(r["spearman_x100"], ".1f"),
                      _fmt(r["p_a_raw"], ".2f"), _fmt(r["flip_rate_raw"], ".2f"),
                      _fmt(r["comparisons_per_s"], ".2f"), _fmt(r["tokens_per_comparison"], ".0f"),
