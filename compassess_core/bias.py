@@ -23,6 +23,8 @@ __all__ = [
     "as_comparisons",
     "positional_bias",
     "balanced_threshold",
+    "balanced_split",
+    "split_decisions",
     "balanced_thresholds",
     "alpha_from_tau",
     "debias_probabilities",
@@ -127,11 +129,14 @@ def decisions(p: ArrayLike, tau: float = 0.5) -> NDArray[np.bool_]:
     return as_probabilities(p) > _check_tau(tau)
 
 
-def positional_bias(p: ArrayLike, tau: float = 0.5) -> tuple[float, float]:
+def positional_bias(p: ArrayLike, tau: float = 0.5, at_tau: float = 0.0) -> tuple[float, float]:
     """Share of comparisons decided for the first and the second position (eq. 8).
 
     ``P(A) = mean(y)``, ``P(B) = 1 - P(A)`` with ``y`` the eq. 10 decisions at ``tau``. An unbiased
     judge on a symmetric comparison set gives 0.5 / 0.5 (Liusie et al. 2024, eq. 8 and Table 9).
+    ``at_tau``: the share of the comparisons with ``p`` exactly at ``tau`` counted for A
+    (:func:`split_decisions`; 0, the default, is eq. 10 as written; :func:`balanced_split`
+    gives the share that makes the balanced P(A) exactly 0.5).
 
     Returns
     -------
@@ -143,11 +148,62 @@ def positional_bias(p: ArrayLike, tau: float = 0.5) -> tuple[float, float]:
     InputError
         If ``tau`` is not in (0, 1) or ``p`` is not a probability array.
     """
-    y = decisions(p, tau)
+    y = split_decisions(p, tau, at_tau)
     if len(y) == 0:
         return float("nan"), float("nan")
-    pa = float(np.count_nonzero(y)) / len(y)
+    pa = float(y.mean())
     return pa, 1.0 - pa
+
+
+def split_decisions(p: ArrayLike, tau: float = 0.5, at_tau: float = 0.0) -> FloatArray:
+    """Eq. 10 decisions as shares of a win for A: 1 where ``p > tau``, 0 where ``p < tau``, and
+    ``at_tau`` (in [0, 1]) where ``p == tau`` exactly: the mass at the threshold split between
+    the positions (a sampled judge whose p is a share of K samples puts many comparisons exactly
+    at 0.5, and eq. 10 alone gives all of them to B).
+
+    Raises
+    ------
+    InputError
+        ``tau`` not in (0, 1), ``at_tau`` not in [0, 1], or ``p`` not a probability array.
+    """
+    arr = as_probabilities(p)
+    tau = _check_tau(tau)
+    share = float(at_tau)
+    if not 0.0 <= share <= 1.0:
+        raise InputError(f"the share of the comparisons at the threshold given to A must be in "
+                         f"[0, 1], got {at_tau!r}")
+    return np.where(arr > tau, 1.0, np.where(arr == tau, share, 0.0))
+
+
+def balanced_split(p: ArrayLike) -> tuple[float, float]:
+    """tau* (:func:`balanced_threshold`) and the share of the comparisons exactly at tau* to
+    count for A so that P(A) = 0.5 exactly (eq. 8 with :func:`split_decisions`).
+
+    With ``m`` the share of ``p`` equal to tau* and ``a`` the share above it, the split is
+    ``(0.5 - a) / m`` (clipped into [0, 1]; 0 when no p sits at tau*, where P(A) is eq. 10's).
+    Example: a judge sampled 4 times per comparison with p in {0, 0.25, 0.5, 0.75, 1} and 21%
+    of its p at the median 0.5, 39.5% above: eq. 10 leaves P(A) at 0.395; the split gives
+    (0.5 - 0.395) / 0.21 = 0.5 of that mass to A and P(A) = 0.5.
+
+    Returns
+    -------
+    tuple of float
+        ``(tau_star, share_at_tau)``; ``(nan, 0.0)`` for an empty ``p``.
+
+    Raises
+    ------
+    InputError
+        If ``p`` is not a probability array.
+    """
+    arr = as_probabilities(p)
+    tau = balanced_threshold(arr)
+    if len(arr) == 0:
+        return tau, 0.0
+    at = float(np.mean(arr == tau))
+    if at == 0.0:
+        return tau, 0.0
+    above = float(np.mean(arr > tau))
+    return tau, float(np.clip((0.5 - above) / at, 0.0, 1.0))
 
 
 def balanced_threshold(p: ArrayLike) -> float:

@@ -68,6 +68,8 @@ PRIOR_STRENGTH = 1.0
 #: is not allowed: it would turn the judge around, which calibration should not do.
 MIN_SLOPE = 0.01
 DEFAULT_FOLDS = 5
+#: Replicates of the cluster-bootstrap intervals of the calibration scores.
+CALIBRATION_BOOT = 1000
 #: Equal-width bins of p on [0, 1] for the reliability diagram and the ECE.
 ECE_BINS = 10
 
@@ -338,7 +340,11 @@ class CalibrationScores:
 
     Comparison level (each ordered comparison an example): ``accuracy``, ``log_loss`` (nats),
     ``ece``; pair level (the order-averaged verdict of each labelled pair against the humans'
-    majority, ties left out, as the Agreement page): ``pair_accuracy``, ``pair_kappa`` (Cohen).
+    majority, ties left out, as the Agreement page): ``pair_accuracy``, ``pair_kappa`` (Cohen's,
+    every pair in both orientations). ``intervals``: 95% intervals of ``accuracy``, ``log_loss``,
+    ``pair_accuracy`` and ``pair_kappa`` from the cluster bootstrap every interval over labelled
+    pairs uses (``agreement_stats.cluster_multiplicity``: contexts, then labelled pairs within
+    them, a pair's comparisons together); empty when not computed.
     """
 
     accuracy: float
@@ -348,6 +354,7 @@ class CalibrationScores:
     pair_accuracy: float
     pair_kappa: float
     n_pairs: int
+    intervals: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -397,22 +404,55 @@ class CalibrationReport:
             n_pairs_unjudged=self.n_pairs_unjudged, notes=list(self.notes)))
 
 
-def _scores(frame: pd.DataFrame, p: FloatArray, human_df: pd.DataFrame) -> CalibrationScores:
+def _comparison_intervals(frame: pd.DataFrame, p: FloatArray, n_boot: int,
+                          seed: int) -> dict[str, list[float]]:
+    """Cluster-bootstrap intervals of the per-comparison accuracy and log-loss: the labelled
+    pairs resampled within resampled contexts, each pair with all its comparisons."""
+    from .agreement_stats import cluster_weights, percentile_of
+
+    pair = frame["pair"].to_numpy(np.int64)
+    first = pd.Series(np.arange(len(frame))).groupby(pair).first().sort_index()
+    ctx = frame["context_id"].astype(str).to_numpy()[first.to_numpy()]
+    w = cluster_weights(ctx, len(first), n_boot, seed)[:, pair].astype(np.float64)
+    y = frame["y"].to_numpy(np.float64)
+    pp = np.clip(np.asarray(p, np.float64), P_CLIP, 1.0 - P_CLIP)
+    loss = -(y * np.log(pp) + (1.0 - y) * np.log1p(-pp))
+    right = ((pp > 0.5) == (y == 1.0)).astype(np.float64)
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"accuracy": list(percentile_of((w @ right) / total)),
+                "log_loss": list(percentile_of((w @ loss) / total))}
+
+
+def _scores(frame: pd.DataFrame, p: FloatArray, human_df: pd.DataFrame, n_boot: int = 0,
+            seed: int = 0) -> CalibrationScores:
     y = frame["y"].to_numpy(np.float64)
     heldout = ComparisonTable(frame["context_id"].to_numpy(dtype=object),
                               frame["a_id"].to_numpy(dtype=object),
                               frame["b_id"].to_numpy(dtype=object), np.asarray(p, np.float64),
                               *(np.full(len(frame), np.nan) for _ in range(3)))
-    pair = agreement.llm_vs_human(human_df, heldout, 0.5, n_boot=0).raw.majority
+    pair = agreement.llm_vs_human(human_df, heldout, 0.5, n_boot=n_boot, seed=seed,
+                                  tau_star=False).raw.majority
+    intervals = {}
+    if n_boot and len(frame["pair"].unique()) >= 2:
+        intervals = _comparison_intervals(frame, p, n_boot, seed)
+        for name, key in (("pair_accuracy", "accuracy_without_ties"),
+                          ("pair_kappa", "kappa_without_ties")):
+            intervals[name] = list(pair.intervals.get(key, (float("nan"), float("nan"))))
     return CalibrationScores(accuracy=accuracy(p, y), log_loss=log_loss(p, y),
                              ece=expected_calibration_error(p, y), n_comparisons=int(len(y)),
                              pair_accuracy=pair.accuracy_without_ties,
-                             pair_kappa=pair.kappa_without_ties, n_pairs=pair.n_without_ties)
+                             pair_kappa=pair.kappa_without_ties, n_pairs=pair.n_without_ties,
+                             intervals=intervals)
 
 
 def calibrate(table: ComparisonTable, human_df: pd.DataFrame, *, folds: int = DEFAULT_FOLDS,
-              seed: int = 0, prior_strength: float = PRIOR_STRENGTH) -> CalibrationReport:
+              seed: int = 0, prior_strength: float = PRIOR_STRENGTH,
+              n_boot: int = CALIBRATION_BOOT) -> CalibrationReport:
     """Fit the bias and temperature on all labels and measure them on held-out folds.
+
+    Every score comes with a 95% cluster-bootstrap interval (``n_boot`` replicates; 0: none),
+    :class:`CalibrationScores`.
 
     ``debiased`` is the label-free alternative: eq. 9 reweighting at the balanced threshold
     ``tau*`` of all the run's comparisons (Liusie et al. 2024, §5).
@@ -443,9 +483,9 @@ def calibrate(table: ComparisonTable, human_df: pd.DataFrame, *, folds: int = DE
                      "the bias is identified by the pairs judged in both")
     return CalibrationReport(
         calibration=full, folds=min(folds, n_pairs), seed=seed, tau=tau,
-        raw=_scores(frame, p, human_df),
-        debiased=_scores(frame, debias_probabilities(p, tau), human_df),
-        calibrated=_scores(frame, p_heldout, human_df), fold_calibrations=fold_fits,
+        raw=_scores(frame, p, human_df, n_boot, seed),
+        debiased=_scores(frame, debias_probabilities(p, tau), human_df, n_boot, seed),
+        calibrated=_scores(frame, p_heldout, human_df, n_boot, seed), fold_calibrations=fold_fits,
         reliability={"raw": reliability_table(p, frame["y"]),
                      "calibrated": reliability_table(p_heldout, frame["y"])},
         n_pairs_labelled=frame.attrs["n_pairs_labelled"], n_human_ties=frame.attrs["n_human_ties"],

@@ -224,13 +224,14 @@ def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
     """How one annotator's votes agree with the others' in a campaign, without naming them:
     ``n_items`` (pairs they share with someone), ``n_others`` (how many other annotators voted
     on those pairs), ``agreement`` (share of agreeing (theirs, other's) vote pairs over those
-    pairs) and ``kappa`` (Cohen's kappa of the same vote pairs, ``agreement.cohen_kappa``;
-    both-bad counts as a tie).
+    pairs) and ``kappa`` (Cohen's kappa of the same vote pairs, every pair counted in both
+    orientations so the candidates' names cannot change it, ``agreement.pair_kappa``; both-bad
+    counts as a tie).
 
     ``agreement`` and ``kappa`` are NaN, and ``withheld`` is True, while fewer than
     :data:`MIN_OTHERS_FOR_AGREEMENT` others share pairs with the annotator: the figures would
     give the few others' votes away. NaN also when no pair is shared."""
-    from .agreement import TIE_CODE, X_BETTER, Y_BETTER, cohen_kappa
+    from .agreement import TIE_CODE, X_BETTER, Y_BETTER, pair_kappa
     v = votes(labels)
     v = v.assign(code=np.select([v["choice"] == v["x"], v["choice"] == v["y"]],
                                 [X_BETTER, Y_BETTER], default=TIE_CODE).astype(np.int64))
@@ -244,7 +245,7 @@ def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
                     kappa=float("nan"), withheld=n_items > 0)
     a, b = both["code_me"].to_numpy(), both["code_other"].to_numpy()
     return dict(n_items=n_items, n_others=n_others, agreement=float((a == b).mean()),
-                kappa=cohen_kappa(a, b), withheld=False)
+                kappa=pair_kappa(a, b), withheld=False)
 
 
 def stored_winner(pair: Pair, choice: str) -> dict:

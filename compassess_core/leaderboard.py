@@ -12,9 +12,11 @@ the contexts, these give one row per system, as Chatbot Arena and AlpacaEval rep
 * the win rate against the field: the share of its comparisons a system won (eq. 10 verdicts,
   the win ratio of eq. 6 over systems);
 * 95% percentile bootstrap intervals of both that resample *contexts* with replacement, and the
-  comparisons within each context drawn (a two-stage cluster bootstrap: the comparisons of one
-  context share its candidates and are not independent; the Arena resamples battles, which are
-  independent there), and the share of replicates in which each system ranks first;
+  comparisons within each context drawn (a two-stage cluster bootstrap, the one
+  ``agreement_stats.cluster_multiplicity`` every interval over labelled pairs uses too: the
+  comparisons of one context share its candidates and are not independent; the Arena resamples
+  battles, which are independent there), with tau* re-estimated in every replicate when the
+  threshold is the balanced one, and the share of replicates in which each system ranks first;
 * comparisons, contexts and the mean text length of each system, with reference scores the mean
   reference score and the system-level correlation (Liusie et al. 2024, appendix B);
 * the system x system win-rate matrix and the vote counts of every pair of systems (Chatbot
@@ -36,7 +38,8 @@ import pandas as pd
 from scipy.special import expit
 
 from . import analysis, metrics, ranking
-from .bias import decisions
+from .agreement_stats import cluster_multiplicity, weighted_median
+from .bias import debias_by_threshold, decisions
 from .errors import InputError
 from .length_bias import LengthBias, LengthControlled, length_bias, length_controlled_strengths
 from .types import ComparisonTable, Dataset, FloatArray, IntArray
@@ -165,14 +168,10 @@ def system_comparisons(dataset: Dataset, table: ComparisonTable) -> SystemCompar
 
 def context_multiplicity(context: IntArray, n_contexts: int, n_boot: int,
                          seed: int | np.random.Generator = 0) -> IntArray:
-    """Replicates of a two-stage cluster bootstrap over contexts, as copies of each comparison.
-
-    Each replicate draws ``n_contexts`` contexts with replacement, then, for every context drawn,
-    its comparisons with replacement (Davison & Hinkley 1997, "Bootstrap Methods and their
-    Application", §3.8: resampling at both stages when the clusters are few, as the contexts of
-    a run often are). A context drawn ``c`` times with ``m`` comparisons contributes
-    ``c`` independent multinomial draws of ``m`` over its comparisons, i.e. one multinomial draw
-    of ``c * m``. The result feeds :func:`compassess_core.ranking.bootstrap_scores`.
+    """Replicates of a two-stage cluster bootstrap over contexts, as copies of each comparison:
+    ``agreement_stats.cluster_multiplicity`` (contexts drawn with replacement, then each drawn
+    context's comparisons; Davison & Hinkley 1997, §3.8). The result feeds
+    :func:`compassess_core.ranking.bootstrap_scores`.
 
     Returns
     -------
@@ -184,20 +183,26 @@ def context_multiplicity(context: IntArray, n_contexts: int, n_boot: int,
     InputError
         ``n_boot < 1`` or no context.
     """
-    if int(n_boot) < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
-    if n_contexts < 1:
-        raise InputError("a bootstrap over contexts needs at least one context")
-    context = np.asarray(context, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n_contexts, np.full(n_contexts, 1.0 / n_contexts), size=int(n_boot))
-    out = np.zeros((int(n_boot), len(context)), dtype=np.int64)
-    for k in range(n_contexts):  # one vectorised draw per context, over all replicates
-        members = np.flatnonzero(context == k)
-        if len(members):
-            out[:, members] = rng.multinomial(draws[:, k] * len(members),
-                                              np.full(len(members), 1.0 / len(members)))
-    return out
+    return cluster_multiplicity(context, n_contexts, n_boot, seed)
+
+
+def replicate_taus(p: FloatArray, mult: IntArray) -> FloatArray:
+    """tau* (``bias.balanced_threshold``: the median of p, clipped into (0, 1)) of every bootstrap
+    replicate, from its copies ``mult`` of each comparison."""
+    eps = np.finfo(np.float64).eps
+    return np.clip(weighted_median(p, mult), eps, 1.0 - eps)
+
+
+def replicate_scores(method: str, n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float,
+                     mult: IntArray, taus: FloatArray | None = None) -> FloatArray:
+    """``ranking.bootstrap_scores`` at ``tau``, or, with ``taus`` (one per replicate), each
+    replicate at its own threshold: its p reweighted by eq. 9 at that tau and read at 0.5
+    (``bias.debias_by_threshold``: above 0.5 exactly where p is above its tau, eq. 10)."""
+    if taus is None:
+        return ranking.bootstrap_scores(method, n, i, j, p, tau, mult)
+    return np.concatenate([ranking.bootstrap_scores(method, n, i, j, debias_by_threshold(p, t),
+                                                    0.5, mult[b:b + 1])
+                           for b, t in enumerate(taus)], axis=0)
 
 
 def win_rates(n: int, i: IntArray, j: IntArray, p: FloatArray, tau: float = 0.5) -> FloatArray:
@@ -406,7 +411,8 @@ def _none(value: float | None) -> float | None:
 
 def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAULT_METHOD,
                 tau: float = 0.5, reference: str | None = None, baseline: str | None = None,
-                n_boot: int = 200, level: float = 0.95, seed: int = 0) -> Leaderboard:
+                n_boot: int = 200, level: float = 0.95, seed: int = 0,
+                tau_star: bool = False) -> Leaderboard:
     """The run's leaderboard of systems (see the module docstring).
 
     Parameters
@@ -424,6 +430,9 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         :class:`Leaderboard`).
     n_boot, level, seed
         Context-bootstrap replicates, interval level and seed.
+    tau_star : bool
+        ``tau`` is the balanced tau* (the median of p): every replicate re-estimates it from its
+        resampled comparisons (:func:`replicate_taus`) instead of holding it fixed.
 
     Raises
     ------
@@ -440,9 +449,10 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
     strength = fn(n, sc.i, sc.j, sc.p, tau).scores
     wins = win_rates(n, sc.i, sc.j, sc.p, tau)
     mult = context_multiplicity(sc.context, len(sc.context_ids), n_boot, seed)
-    reps = _align_gauge(method, ranking.bootstrap_scores(method, n, sc.i, sc.j, sc.p, tau, mult),
+    taus = replicate_taus(sc.p, mult) if tau_star else None
+    reps = _align_gauge(method, replicate_scores(method, n, sc.i, sc.j, sc.p, tau, mult, taus),
                         strength)
-    win_reps = ranking.bootstrap_scores("win-ratio", n, sc.i, sc.j, sc.p, tau, mult)
+    win_reps = replicate_scores("win-ratio", n, sc.i, sc.j, sc.p, tau, mult, taus)
     s_low, s_high = ranking.percentile_interval(reps, level)
     w_low, w_high = ranking.percentile_interval(win_reps, level)
     # Rank 1 in a replicate: the highest finite strength (ties share it).
@@ -463,7 +473,7 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         "n_comparisons": counts.astype(np.int64), "n_contexts": n_contexts,
         "mean_length": lengths, "lc_strength": lc.strengths, "lc_win_rate": lc.win_rate})
     if base is not None:
-        frame = frame.join(_against_baseline(sc, base, tau, mult, level, lc.strengths))
+        frame = frame.join(_against_baseline(sc, base, tau, mult, level, lc.strengths, taus))
     sp = kd = None
     if reference is not None:
         frame["mean_reference"] = refs
@@ -491,7 +501,8 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
 
 
 def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArray,
-                      level: float, lc_strengths: FloatArray) -> pd.DataFrame:
+                      level: float, lc_strengths: FloatArray,
+                      taus: FloatArray | None = None) -> pd.DataFrame:
     """The baseline columns of :class:`Leaderboard`, indexed like the unsorted frame. The
     interval reuses the leaderboard's replicates ``mult``: the win ratio (eq. 6) of each
     replicate on the comparisons with the baseline is the win rate against it."""
@@ -499,8 +510,8 @@ def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArr
     rate, count = win_rates_against(n, sc.i, sc.j, sc.p, base, tau)
     with_base = (sc.i == base) | (sc.j == base)
     if with_base.any():
-        reps = ranking.bootstrap_scores("win-ratio", n, sc.i[with_base], sc.j[with_base],
-                                        sc.p[with_base], tau, mult[:, with_base])
+        reps = replicate_scores("win-ratio", n, sc.i[with_base], sc.j[with_base],
+                                sc.p[with_base], tau, mult[:, with_base], taus)
         low, high = ranking.percentile_interval(reps, level)
     else:
         low, high = np.full(n, np.nan), np.full(n, np.nan)

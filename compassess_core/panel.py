@@ -28,13 +28,15 @@ with a Panel of Diverse Models") pools the probabilities ``p_m = P(A better)`` o
    (:func:`cross_validated_panel`).
 
 Agreement among the members (:func:`member_agreement`) is computed on their pair-level verdicts:
-pairwise Cohen's kappa (Cohen 1960, ``agreement.cohen_kappa``), Fleiss' kappa over the pairs all
+pairwise Cohen's kappa (Cohen 1960, ``agreement.pair_kappa``), Fleiss' kappa over the pairs all
 members judged (Fleiss 1971, :func:`fleiss_kappa`) and Krippendorff's nominal alpha with missing
-judgements (the ``krippendorff`` package, Krippendorff 2011); each member's agreement with the
-panel; and the pairs where the members split (:func:`split_pairs`).
+judgements (the ``krippendorff`` package, Krippendorff 2011), all three with every pair counted in
+both orientations (``agreement_stats``' symmetrised coding: renaming candidates changes none of
+them), beside the raw agreement; each member's agreement with the panel; and the pairs where the
+members split (:func:`split_pairs`).
 
-The judges' leaderboard's agreement with people comes with bootstrap intervals over the labelled
-pairs (:func:`human_agreement_interval`).
+The judges' leaderboard's agreement with people comes with cluster-bootstrap intervals over the
+labelled pairs (:func:`human_agreement_interval`, contexts then pairs).
 
 Pure numpy/pandas/scipy: this module must never read or write storage or import a UI.
 """
@@ -49,6 +51,7 @@ import pandas as pd
 from scipy.special import expit
 
 from . import agreement
+from .agreement_stats import symmetric_counts
 from .bias import balanced_threshold
 from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, fit_on_labels,
                           held_out_folds, log_odds)
@@ -602,7 +605,7 @@ def _agree(a: FloatArray, b: FloatArray) -> tuple[int, float, float]:
     if not both.any():
         return 0, float("nan"), float("nan")
     ai, bi = a[both].astype(np.int64), b[both].astype(np.int64)
-    return int(both.sum()), float((ai == bi).mean()), agreement.cohen_kappa(ai, bi)
+    return int(both.sum()), float((ai == bi).mean()), agreement.pair_kappa(ai, bi)
 
 
 def member_agreement(names: Sequence[str], pair_log_odds: FloatArray,
@@ -610,8 +613,6 @@ def member_agreement(names: Sequence[str], pair_log_odds: FloatArray,
     """Pairwise Cohen's kappa, Fleiss' kappa, Krippendorff's alpha among the members and each
     member's agreement with the panel, from :func:`pair_verdicts` (members' ``L`` and the
     panel's own pair-level log-odds)."""
-    import krippendorff  # lazily, as agreement.human_human_agreement
-
     labels = _labels(np.asarray(pair_log_odds, dtype=np.float64))
     panel = _labels(np.asarray(panel_log_odds, dtype=np.float64).reshape(-1))
     n_members = labels.shape[1]
@@ -626,14 +627,13 @@ def member_agreement(names: Sequence[str], pair_log_odds: FloatArray,
     judged = np.isfinite(labels)
     everyone = judged.all(axis=1)
     counts = np.stack([(labels[everyone] == k).sum(axis=1) for k in (X_BETTER, Y_BETTER)], axis=1)
-    fleiss = fleiss_kappa(counts)
+    # every pair in both orientations (agreement_stats' symmetrised coding): renaming candidates
+    # cannot change Fleiss' kappa or alpha
+    fleiss = fleiss_kappa(symmetric_counts(counts))
     several = judged.sum(axis=1) >= 2
     notes = []
-    try:
-        alpha = float(krippendorff.alpha(reliability_data=labels[several].T,
-                                         level_of_measurement="nominal"))
-    except ValueError:
-        alpha = float("nan")  # one class only, or no pair two members judged
+    alpha = agreement.pair_alpha(labels[several].T) if several.any() else float("nan")
+    if not np.isfinite(alpha):
         notes.append("Krippendorff's alpha is undefined: every verdict is the same class or no "
                      "pair was judged by two members")
     if not everyone.any():
@@ -683,9 +683,10 @@ def split_pairs(pairs: pd.DataFrame, names: Sequence[str], pair_log_odds: FloatA
 
 @dataclass(frozen=True)
 class AgreementInterval:
-    """Accuracy and Cohen's kappa of a judge's pair verdicts against the humans' decisive
-    majority (ties left out, as ``AgreementScores`` without ties), with percentile bootstrap
-    intervals over the ``n_pairs`` labelled pairs (``n_boot`` resamples, ``level``)."""
+    """Accuracy (raw agreement) and the pair kappa (``agreement.pair_kappa``) of a judge's pair
+    verdicts against the humans' decisive majority (ties left out, as ``AgreementScores``
+    without ties), with cluster-bootstrap intervals (contexts, then the ``n_pairs`` labelled
+    pairs within them; ``n_boot`` replicates, ``level``)."""
 
     accuracy: float
     accuracy_low: float
@@ -698,21 +699,14 @@ class AgreementInterval:
     level: float
 
 
-def _binary_kappa(h: FloatArray, j: FloatArray) -> FloatArray:
-    """Cohen's kappa of two binary raters per row (Cohen 1960, vectorised over resamples):
-    ``(p_o - p_e) / (1 - p_e)``, ``p_e = h1 j1 + (1 - h1)(1 - j1)``; NaN where ``p_e = 1``."""
-    p_o = (h == j).mean(axis=-1)
-    h1, j1 = h.mean(axis=-1), j.mean(axis=-1)
-    p_e = h1 * j1 + (1.0 - h1) * (1.0 - j1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
-
-
 def human_agreement_interval(human_df: pd.DataFrame, table: ComparisonTable, tau: float, *,
                              n_boot: int = 1000, level: float = 0.95,
                              seed: int = 0) -> AgreementInterval:
     """The judge's pair verdicts at ``tau`` (``agreement.llm_pair_verdicts``, eq. 9-10) against
-    the humans' decisive majority, with bootstrap intervals that resample labelled pairs.
+    the humans' decisive majority: accuracy (raw agreement) and the pair kappa
+    (``agreement.pair_kappa``), with the intervals of ``agreement.llm_vs_human`` (the cluster
+    bootstrap over contexts, then pairs; tau* re-estimated in each replicate when ``tau`` is the
+    balanced one).
 
     Raises
     ------
@@ -722,27 +716,14 @@ def human_agreement_interval(human_df: pd.DataFrame, table: ComparisonTable, tau
     if not 1 <= n_boot <= MAX_BOOT or not 0.0 < level < 1.0:
         raise InputError(f"n_boot must be in 1..{MAX_BOOT} and level in (0, 1), got {n_boot}, "
                          f"{level}")
-    majority = agreement.majority_vote(agreement.normalise_human_labels(human_df))
-    decisive = majority.loc[majority["label"] != agreement.TIE_CODE, _PAIR + ["label"]]
-    verdicts = agreement.llm_pair_verdicts(table, tau)[_PAIR + ["llm_label"]]
-    both = decisive.merge(verdicts, on=_PAIR, how="inner")
-    if len(both) == 0:
+    s = agreement.llm_vs_human(human_df, table, tau, n_boot=n_boot, seed=seed,
+                               level=level).debiased.majority
+    if s.n_without_ties == 0:
         raise InputError("no labelled pair was judged: agreement with people cannot be measured")
-    h = both["label"].to_numpy(np.float64)
-    j = both["llm_label"].to_numpy(np.float64)
-    idx = np.random.default_rng(seed).integers(0, len(h), size=(n_boot, len(h)))
-    accs = (h[idx] == j[idx]).mean(axis=1)
-    kappas = _binary_kappa(h[idx], j[idx])
-    lo, hi = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-
-    def interval(x: FloatArray) -> tuple[float, float]:
-        x = x[np.isfinite(x)]
-        return (float(np.percentile(x, lo)), float(np.percentile(x, hi))) if len(x) else (
-            float("nan"), float("nan"))
-
-    return AgreementInterval(float((h == j).mean()), *interval(accs),
-                             float(_binary_kappa(h, j)), *interval(kappas),
-                             n_pairs=int(len(h)), n_boot=int(n_boot), level=float(level))
+    acc, kap = s.intervals["accuracy_without_ties"], s.intervals["kappa_without_ties"]
+    return AgreementInterval(s.accuracy_without_ties, *acc, s.kappa_without_ties, *kap,
+                             n_pairs=int(s.n_without_ties), n_boot=int(n_boot),
+                             level=float(level))
 
 
 def member_names(names: Sequence[str]) -> tuple[str, ...]:

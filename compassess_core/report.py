@@ -618,11 +618,13 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
                      _count(m["n_without_ties"]), _with_ci(m, "accuracy_with_ties"),
                      _with_ci(m, "kappa_with_ties"), _count(m["n_with_ties"]),
                      _count(m["n_human_ties"])])
-    out.append(_table(["judge read", "accuracy without ties (share)", "Cohen's kappa without ties",
-                       "pairs", "accuracy with ties (share)", "Cohen's kappa with ties", "pairs",
-                       "human ties"], rows,
-                      caption="[low, high]: 95% percentile bootstrap intervals, the scored pairs "
-                              "resampled."))
+    out.append(_table(["judge read", "raw agreement without ties (share)",
+                       "Cohen's kappa without ties", "pairs", "raw agreement with ties (share)",
+                       "Cohen's kappa with ties", "pairs", "human ties"], rows,
+                      caption="[low, high]: 95% intervals, "
+                              + inert(s["intervals"]["method"]) + ". Kappa counts every pair "
+                              "in both orientations (the candidates' names cannot change it): "
+                              + inert(s.get("kappa_chance_model", "")) + "."))
     for line in s.get("caution", []):
         out.append(_note(f"Small sample: {inert(line)}.", "caution"))
     pb, hh, rc = s["positional_bias"], s["human_human"], s["ranking_correlation"]
@@ -631,7 +633,8 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
                                           "the left text")]
     if hh["n_items"]:
         facts.append(("Human vs human", f"{hh['n_items']:,} pairs with several annotators: "
-                                        f"agreement {_num(hh['percent_agreement'])} (share), "
+                                        f"raw agreement {_num(hh['percent_agreement'])} "
+                                        "(share), "
                                         f"Krippendorff's alpha {_num(hh['krippendorff_alpha'])}"
                       + (f", Cohen's kappa {_num(hh['cohen_kappa'])}"
                          if hh["cohen_kappa"] is not None else "")))

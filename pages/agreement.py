@@ -64,7 +64,9 @@ def annotator_agreement() -> None:
             else:
                 cols[2].metric("Agreement with the others", fmt(
                     None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
-                    ".1f") + " %", help=f"Cohen's kappa {fmt(agree['kappa'], '.3f')}")
+                    ".1f") + " %", help=f"Raw agreement (share of your votes the others' votes "
+                                        f"match); Cohen's kappa {fmt(agree['kappa'], '.3f')}, "
+                                        "every pair counted in both orientations")
             if len(own):
                 shown = own[["context_id", "candidate_left", "candidate_right", "winner",
                              "comment", "created_at"]]
@@ -110,8 +112,14 @@ if aspect != run_aspect:
     st.warning(f"The run judged {plain(run_aspect)} but these labels are for {plain(aspect)}.",
                icon=":material/warning:")
 
+ties = st.sidebar.selectbox(
+    "LLM tie verdict", ("none", "flip"), key=f"agreement_ties_{run.name}",
+    format_func=lambda t: {"none": "never (always A or B)",
+                           "flip": "a verdict that flips with the order is a tie"}[t],
+    help="FastChat's rule for MT-Bench: a pair judged in both orders whose verdict changes with "
+         "the order counts as a tie, so agreement 'with ties' is comparable with MT-Bench's.")
 with st.spinner("Computing agreement ..."):
-    bundle = run.agreement(labels=human, debias=tau)
+    bundle = run.agreement(labels=human, debias=tau, ties=ties)
 summary, report = bundle.summary, bundle.report
 llm = summary["llm_vs_human"]
 st.caption(f"Run {plain(run.name)} vs {llm['n_judgements']:,} human judgements of "
@@ -126,8 +134,8 @@ for line in summary["caution"]:
     st.info(f"Few labels, so read with care: {plain(line, 'text')}.", icon=":material/info:")
 cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
-SCORES = (("accuracy_without_ties", "Accuracy", "%"), ("kappa_without_ties", "Cohen's kappa", ""),
-          ("accuracy_with_ties", "Accuracy", "%"), ("kappa_with_ties", "Cohen's kappa", ""))
+SCORES = (("accuracy_without_ties", "Raw agreement", "%"), ("kappa_without_ties", "Kappa", ""),
+          ("accuracy_with_ties", "Raw agreement", "%"), ("kappa_with_ties", "Kappa", ""))
 for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                           (cols[1], "debiased", f"At the current {at_tau(tau, 4)}")):
     m = llm[which]
@@ -135,7 +143,8 @@ for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
         st.subheader(title)
         for row, (scope, n_pairs) in enumerate((
                 ("Ties left out", f"{m['n_without_ties']} pairs"),
-                ("Ties kept", f"{m['n_with_ties']} pairs, {m['n_human_ties']} of them human ties"))):
+                ("Ties kept", f"{m['n_with_ties']} pairs, {m['n_human_ties']} human ties, "
+                              f"{m['n_llm_ties']} LLM ties"))):
             st.caption(f"**{scope}** (on {n_pairs})")
             inner = st.columns(2)
             for k, (key, label, unit) in enumerate(SCORES[2 * row: 2 * row + 2]):
@@ -154,12 +163,23 @@ for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                                      f"{'without' if 'without' in key else 'with'} ties, on "
                                      f"{n_pairs}")
                 inner[k].caption(f"95% CI {interval(m.get(key + '_ci95'), unit)} "
-                                 f"({n_pairs} resampled)")
-st.caption("'Without ties' drops the pairs whose majority vote is a tie (2 classes, as MT-Bench "
-           "reports); 'with ties' keeps them, so a human tie always counts as a disagreement. "
-           "Kappa is Cohen's kappa (1 = perfect, 0 = chance). 95% CI: percentile bootstrap, "
-           f"{summary['intervals']['n_boot']:,} resamples of the scored pairs "
-           "(`compassess agreement` prints the same); below "
+                                 f"(contexts, then {n_pairs} resampled)")
+        v = m.get("votes")
+        if v:
+            st.caption(f"Every vote against the LLM (FastChat's unit): "
+                       f"{fmt(None if v['accuracy_with_ties'] is None else 100 * v['accuracy_with_ties'], '.1f')} % "
+                       f"with ties ({v['n_with_ties']} votes), "
+                       f"{fmt(None if v['accuracy_without_ties'] is None else 100 * v['accuracy_without_ties'], '.1f')} % "
+                       f"without ({v['n_without_ties']} votes).")
+st.caption("Raw agreement is the share of pairs on which the LLM and the majority say the same. "
+           "'Without ties' drops the pairs on which either side says tie (2 classes, as MT-Bench "
+           "reports); 'with ties' keeps them, a tie agreeing only with a tie. "
+           "Kappa is Cohen's kappa with every pair counted in both orientations, so the "
+           "candidates' names cannot change it (1 = perfect, 0 = chance: "
+           f"{summary['kappa_chance_model']}). 95% CI: "
+           f"{summary['intervals']['method']}, {summary['intervals']['n_boot']:,} replicates"
+           + ("; tau* re-estimated in each" if llm["debiased"].get("tau_reestimated") else "")
+           + " (`compassess agreement` prints the same); below "
            f"{summary['small_sample_pairs']} pairs the numbers carry a caution.")
 for note in llm["notes"]:
     st.caption(f"Note: {note}.")
@@ -204,13 +224,15 @@ else:
     h1, h2, h3, h4 = st.columns(4)
     h1.metric("Pairs labelled by 2+ annotators", f"{hh.n_items:,}",
               help=f"{hh.n_annotators} annotators share at least one pair")
-    h2.metric("Pairwise agreement", fmt(100 * hh.percent_agreement, ".1f") + " %",
+    h2.metric("Raw agreement between people", fmt(100 * hh.percent_agreement, ".1f") + " %",
               help="Share of agreeing annotator pairs over all shared pairs (3 classes)")
     h3.metric("Cohen's kappa (2 annotators)",
               fmt(hh.cohen_kappa, ".3f") if hh.cohen_kappa is not None else "n/a",
-              help="Defined when exactly two annotators share pairs")
+              help="Defined when exactly two annotators share pairs; every pair counted in both "
+                   "orientations")
     h4.metric("Krippendorff's alpha (nominal)", fmt(hh.krippendorff_alpha, ".3f"),
-              help="Any number of annotators, missing labels allowed")
+              help="Any number of annotators, missing labels allowed; every pair counted in "
+                   "both orientations")
     st.caption(f"On {hh.n_items} pairs labelled by at least two of {hh.n_annotators} annotators; "
                "classes: first-listed better / second-listed better / tie.")
     if len(hh.pairwise):

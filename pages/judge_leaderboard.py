@@ -83,8 +83,11 @@ except CompAssessError as e:
 if board.basis == "kappa":
     st.caption(f"Ranked by Cohen's kappa of each judge's debiased pair verdicts (at its balanced "
                f"tau*) with the human majority, ties left out, on {board.n_labels:,} stored human "
-               f"labels; 95% intervals from {board.n_boot:,} bootstrap resamples of the labelled "
-               "pairs. Log-loss in nats and ECE on the labelled comparisons, raw and calibrated "
+               "labels, every pair counted in both orientations (so the candidates' names cannot "
+               "change it; chance = either candidate with probability 1/2), beside the raw "
+               f"agreement; 95% intervals from {board.n_boot:,} replicates of a cluster bootstrap "
+               "(contexts, then the labelled pairs within them; tau* re-estimated in each). "
+               "Log-loss in nats and ECE on the labelled comparisons, raw and calibrated "
                "on held-out folds. A panel that uses labels (learnt weights, calibrated members) "
                "is scored on held-out folds.")
 else:
@@ -100,13 +103,14 @@ COLUMNS = {
     "judge": ("judge", None, "The run or panel of judges."),
     "kind": ("kind", None, "run, or panel of judges"),
     "kappa": ("kappa", 3, "Cohen's kappa of the judge's pair verdicts with the human majority, "
-                          "ties left out."),
+                          "ties left out, every pair counted in both orientations."),
     "kappa_low": ("kappa 95% low", 3, "Lower end of kappa's 95% bootstrap interval."),
     "kappa_high": ("kappa 95% high", 3, "Upper end of kappa's 95% bootstrap interval."),
-    "accuracy": ("accuracy", 3, "Share of labelled pairs (ties left out) where the judge's "
-                                "verdict is the human majority's."),
-    "accuracy_low": ("accuracy 95% low", 3, "Lower end of the accuracy's 95% interval."),
-    "accuracy_high": ("accuracy 95% high", 3, "Upper end of the accuracy's 95% interval."),
+    "accuracy": ("raw agreement", "%", "Share of labelled pairs (ties left out) where the "
+                                       "judge's verdict is the human majority's."),
+    "accuracy_low": ("agreement 95% low", "%", "Lower end of the raw agreement's 95% interval."),
+    "accuracy_high": ("agreement 95% high", "%", "Upper end of the raw agreement's 95% "
+                                                 "interval."),
     "spearman_x100": ("Spearman x100", 1, "Spearman correlation (x100) of the judge's win "
                                           "ratios with the reference scores, mean over "
                                           "contexts."),
@@ -148,6 +152,8 @@ def _column(name: str):
         return st.column_config.Column(label, help=help_, pinned=True)
     if name == "note":
         return st.column_config.TextColumn(label, width="large", help=help_)
+    if digits == "%":  # a share shown as a percentage
+        return st.column_config.NumberColumn(label, format="percent", help=help_)
     if digits is not None:
         return st.column_config.NumberColumn(label, format=f"%.{digits}f", help=help_)
     return st.column_config.Column(label, help=help_)
@@ -155,7 +161,8 @@ def _column(name: str):
 
 # What the judges are ranked by comes right after their names; what they are (model, template,
 # members) last, where a long path or member list does not push the numbers off the screen.
-first = ["rank", "judge", "kappa", "kappa_low", "kappa_high", "accuracy", "spearman_x100",
+first = ["rank", "judge", "kappa", "kappa_low", "kappa_high", "accuracy", "accuracy_low",
+         "accuracy_high", "spearman_x100",
          "n_labelled_pairs", "kind", "n_comparisons"]
 last = ["model", "template", "members", "note"]
 order = ([c for c in first if c in shown.columns]

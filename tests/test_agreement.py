@@ -26,6 +26,22 @@ def table(rows: list[tuple[str, str, str, float]]) -> ComparisonTable:
     return ComparisonTable(o(0), o(1), o(2), p, z, z, z)
 
 
+def doubled(*codes):
+    """Each code array followed by itself with x better (0) and y better (1) swapped: the pairs
+    in both orientations, the data the symmetrised kappa and alpha are defined on."""
+    swap = np.array([1, 0, 2])
+    out = []
+    for c in codes:
+        c = np.asarray(c)
+        if c.dtype.kind == "f":
+            s = c.copy()
+            s[c == 0], s[c == 1] = 1, 0
+            out.append(np.concatenate([c, s], axis=-1))
+        else:
+            out.append(np.concatenate([c, swap[c]], axis=-1))
+    return out
+
+
 def human(rows: list[tuple[str, str, str, str, str]]) -> pd.DataFrame:
     """A canonical human table from (context, left, right, winner, annotator) rows."""
     df = pd.DataFrame(rows, columns=["context_id", "left_id", "right_id", "winner_id", "annotator"])
@@ -60,24 +76,27 @@ def test_accuracy_and_kappa_hand_worked_with_and_without_ties():
     np.testing.assert_array_equal(s.confusion, [[4, 1, 0], [1, 2, 0], [1, 1, 0]])
     assert s.n_with_ties == 10 and s.n_without_ties == 8 and s.n_human_ties == 2
     assert s.accuracy_with_ties == pytest.approx(0.6)
-    # p_e = (5*6 + 3*4 + 2*0) / 100 = 0.42 -> (0.6 - 0.42) / 0.58 = 9/29
-    assert s.kappa_with_ties == pytest.approx(9 / 29)
+    # symmetrised chance: humans decisive 8/10, tie 2/10; LLM decisive 1, tie 0:
+    # p_e = 0.8 * 1 / 2 + 0.2 * 0 = 0.4 -> (0.6 - 0.4) / 0.6 = 1/3
+    assert s.kappa_with_ties == pytest.approx(1 / 3)
     assert s.accuracy_without_ties == pytest.approx(0.75)
-    # [[4 1] [1 2]]: p_e = (5*5 + 3*3) / 64 = 17/32 -> (24/32 - 17/32) / (15/32) = 7/15
-    assert s.kappa_without_ties == pytest.approx(7 / 15)
+    # no ties: p_e = 1/2 -> kappa = 2 * 0.75 - 1 = 1/2
+    assert s.kappa_without_ties == pytest.approx(0.5)
     # the single annotator's numbers equal the majority's
-    assert rep.raw.per_annotator["ann"].kappa_with_ties == pytest.approx(9 / 29)
+    assert rep.raw.per_annotator["ann"].kappa_with_ties == pytest.approx(1 / 3)
     # at tau = 0.95 every p = 0.9 or 0.1 is below tau: the LLM says "y" everywhere
     d = rep.debiased.majority
     assert rep.debiased.tau == 0.95
     np.testing.assert_array_equal(d.confusion, [[0, 5, 0], [0, 3, 0], [0, 2, 0]])
     assert d.accuracy_with_ties == pytest.approx(0.3)
-    assert d.kappa_with_ties == pytest.approx(0.0)
+    # p_o = 0.3, p_e = 0.4 -> -1/6 (a judge that always names the same id is chance, not 0)
+    assert d.kappa_with_ties == pytest.approx(-1 / 6)
     assert rep.n_pairs_labelled == rep.n_pairs_matched == 10
     assert any("never answers tie" in n for n in rep.notes)
     summary = rep.summary_frame()
-    assert list(summary["threshold"]) == ["raw", "raw", "debiased", "debiased"]
-    assert summary.loc[0, "kappa_without_ties"] == pytest.approx(7 / 15)
+    assert list(summary["threshold"]) == ["raw"] * 3 + ["debiased"] * 3
+    assert list(summary["scope"]) == ["majority", "all votes", "ann"] * 2
+    assert summary.loc[0, "kappa_without_ties"] == pytest.approx(0.5)
     assert rep.raw.majority.confusion_frame().loc["human: tie", "LLM: second-listed better"] == 1
 
 
@@ -87,7 +106,7 @@ def test_llm_vs_human_accepts_a_verdict_table_and_skips_unjudged_pairs():
     rep = ag.llm_vs_human(pd.concat([h, extra], ignore_index=True), ag.llm_pair_verdicts(t, 0.7))
     assert rep.n_pairs_labelled == 11 and rep.n_pairs_matched == 10
     assert rep.n_skipped == 1 and rep.n_judgements == 11
-    assert rep.raw.majority.kappa_with_ties == pytest.approx(9 / 29)
+    assert rep.raw.majority.kappa_with_ties == pytest.approx(1 / 3)
     assert any("not judged by the run" in n for n in rep.notes)
 
 
@@ -181,10 +200,12 @@ def test_human_human_agreement_hand_worked():
     r = ag.human_human_agreement(human(rows))
     assert r.n_items == 4 and r.n_annotators == 2
     assert r.percent_agreement == pytest.approx(0.75)
-    # rows u: [2 1 1], cols v: [1 2 1]: p_e = 5/16, p_o = 12/16 -> 7/11
-    assert r.cohen_kappa == pytest.approx(7 / 11)
-    # coincidences n_x = 3, n_y = 3, n_tie = 2 (n = 8); D_o = 2/8, D_e = 42/56 -> alpha = 2/3
-    assert r.krippendorff_alpha == pytest.approx(2 / 3)
+    # both orientations: each side decisive 3/4, tie 1/4: p_e = (3/4)^2 / 2 + (1/4)^2 = 11/32,
+    # p_o = 24/32 -> 13/21
+    assert r.cohen_kappa == pytest.approx(13 / 21)
+    # doubled items: coincidences o_xx = o_yy = 4, o_xy = o_yx = 2, o_tt = 4 (n = 16, n_x = n_y
+    # = 6, n_t = 4); D_o = 4/16, D_e = (256 - 36 - 36 - 16) / (16 * 15) = 0.7 -> alpha = 9/14
+    assert r.krippendorff_alpha == pytest.approx(9 / 14)
     assert r.pairwise.loc[0, "n_items"] == 4 and r.pairwise.loc[0, "agreement"] == 0.75
 
 
@@ -209,7 +230,8 @@ def test_alpha_and_percent_agreement_match_references_on_random_data(seed):
     data = np.where(present, labels, np.nan)
     r = ag.human_human_agreement(human(rows))
     try:
-        expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+        expected = krippendorff.alpha(reliability_data=doubled(data)[0],
+                                      level_of_measurement="nominal")
     except ValueError:
         expected = np.nan
     np.testing.assert_allclose(r.krippendorff_alpha, expected, atol=1e-12)
@@ -225,7 +247,7 @@ def test_alpha_and_percent_agreement_match_references_on_random_data(seed):
     for _, row in r.pairwise.iterrows():
         a, b = int(row["annotator_1"][3:]), int(row["annotator_2"][3:])
         both = present[a] & present[b]
-        expected_k = cohen_kappa_score(labels[a, both], labels[b, both])
+        expected_k = cohen_kappa_score(*doubled(labels[a, both], labels[b, both]))
         np.testing.assert_allclose(row["kappa"], expected_k, atol=1e-12)
 
 
@@ -304,6 +326,6 @@ def test_mtbench_labels_against_a_synthetic_llm():
     s = rep.raw.majority
     assert s.n_human_ties == 0 and s.n_with_ties == 200  # ties were removed from this data
     assert s.accuracy_with_ties == s.accuracy_without_ties == pytest.approx(0.75)
-    expected = cohen_kappa_score(n["label"], np.where(x_better == agree, 0, 1))
+    expected = cohen_kappa_score(*doubled(n["label"].to_numpy(), np.where(x_better == agree, 0, 1)))
     assert s.kappa_without_ties == pytest.approx(expected)
     assert len(ag.disagreements(h, t)) == 50

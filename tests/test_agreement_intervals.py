@@ -132,7 +132,9 @@ def test_run_agreement_and_cli_give_the_intervals_and_the_caution(tmp_path, caps
     assert "accuracy 1.000 [95% CI 1.000, 1.000]" in out
     assert f"caution: accuracy and kappa rest on 8 scored pair(s) (fewer than " \
            f"{ag.SMALL_SAMPLE_PAIRS})" in out
-    assert "intervals: 95% percentile bootstrap" in out
+    assert "intervals: 95% two-stage cluster bootstrap: contexts resampled" in out
+    assert "every vote against the LLM (FastChat's unit)" in out
+    assert "kappa: kappa and alpha count every pair in both orientations" in out
 
 
 def test_agreement_page_shows_intervals_and_the_caution(app_env):  # noqa: F811
@@ -147,6 +149,6 @@ def test_agreement_page_shows_intervals_and_the_caution(app_env):  # noqa: F811
     assert "accuracy and kappa rest on 8 scored pair(s) (fewer than 30)" in warnings
     assert "the ranking correlation is a mean over 1 context(s) (fewer than 10)" in warnings
     captions = "\n".join(c.value for c in at.caption)
-    assert "95% CI 100.0-100.0 % (8 pairs resampled)" in captions
+    assert "95% CI 100.0-100.0 % (contexts, then 8 pairs resampled)" in captions
     assert "95% CI" in captions and "contexts resampled" in captions
     assert f"below {ag.SMALL_SAMPLE_PAIRS} pairs the numbers carry a caution" in captions

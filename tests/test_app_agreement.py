@@ -54,13 +54,20 @@ def label_first_article(store, dataset_id) -> dict:
                 pairs=pairs)
 
 
+def both_orientations(*codes):
+    """Each code list followed by itself with x better (0) and y better (1) swapped: the pairs
+    in both orientations, the data the page's kappa is defined on."""
+    swap = {0: 1, 1: 0, 2: 2}
+    return [list(c) + [swap[v] for v in c] for c in codes]
+
+
 SCORE_KEYS = ("accuracy_without_ties", "kappa_without_ties", "accuracy_with_ties", "kappa_with_ties")
 
 
 def llm_metrics(at: AppTest) -> dict[tuple[str, str], str]:
     """The eight LLM-vs-human metrics: raw then debiased, each ties left out then ties kept."""
     shown = list(at.metric)[:8]
-    assert [m.label for m in shown] == ["Accuracy", "Cohen's kappa"] * 4
+    assert [m.label for m in shown] == ["Raw agreement", "Kappa"] * 4
     keys = [(which, key) for which in ("raw", "debiased") for key in SCORE_KEYS]
     for (which, key), m in zip(keys, shown):
         assert which in m.help and ("without ties" in m.help) == ("without" in key)
@@ -92,11 +99,12 @@ def test_numbers_are_hand_worked_and_equal_agreement_summary(app_env, tau_mode, 
     for which in ("raw", "debiased"):
         assert shown[which, "accuracy_with_ties"] == "80.0 %"
         assert shown[which, "accuracy_without_ties"] == "100.0 %"
-    # Cohen's kappa with ties, against scikit-learn on the 10 majority labels: the LLM says "the
-    # more coherent one" everywhere; the majority says the same on pairs 2-9 and tie on 0 and 1.
+    # Kappa with ties, against scikit-learn on the 10 majority labels counted in both
+    # orientations (the symmetrised coding): the LLM says "the more coherent one" everywhere;
+    # the majority says the same on pairs 2-9 and tie on 0 and 1.
     majority = [2, 2] + [a for a in truth["alice"][2:]]
     llm = [1 - a if k in (0, 1) else a for k, a in enumerate(truth["alice"])]
-    kappa_ties = cohen_kappa_score(majority, llm)
+    kappa_ties = cohen_kappa_score(*both_orientations(majority, llm))
     assert shown["raw", "kappa_with_ties"] == f"{kappa_ties:.3f}"
 
     # Everything equals agreement_summary (what `compassess agreement` prints) on the same data.
@@ -117,9 +125,9 @@ def test_numbers_are_hand_worked_and_equal_agreement_summary(app_env, tau_mode, 
 
     # Human vs human: 8 of 10 shared pairs agree; kappa as scikit-learn computes it.
     assert metric(at, "Pairs labelled by 2+ annotators") == "10"
-    assert metric(at, "Pairwise agreement") == "80.0 %"
+    assert metric(at, "Raw agreement between people") == "80.0 %"
     assert metric(at, "Cohen's kappa (2 annotators)") == \
-        f"{cohen_kappa_score(truth['alice'], truth['bob']):.3f}"
+        f"{cohen_kappa_score(*both_orientations(truth['alice'], truth['bob'])):.3f}"
     assert metric(at, "Krippendorff's alpha") == f"{summary['human_human']['krippendorff_alpha']:.3f}"
 
     # Positional bias: people vs the LLM's P(A) raw (1.000) and at the current tau.

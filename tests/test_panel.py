@@ -169,10 +169,13 @@ def test_member_agreement_kappas_and_split_pairs():
     labels = (lo <= 0).astype(int)
     row = agree.pairwise.iloc[0]
     assert row["n_pairs"] == 3 and row["agreement"] == pytest.approx(2 / 3)
-    assert row["kappa"] == pytest.approx(cohen_kappa_score(labels[:, 0], labels[:, 1]))
+    # kappa and alpha count every pair in both orientations (x better / y better swapped), so
+    # the references are scikit-learn's and the krippendorff package's on the doubled labels
+    both = np.concatenate([labels, 1 - labels])
+    assert row["kappa"] == pytest.approx(cohen_kappa_score(both[:, 0], both[:, 1]))
     import krippendorff
     assert agree.krippendorff_alpha == pytest.approx(krippendorff.alpha(
-        reliability_data=labels.T.astype(float), level_of_measurement="nominal"))
+        reliability_data=both.T.astype(float), level_of_measurement="nominal"))
     assert agree.n_pairs_all == 3
     split = panel.split_pairs(pairs, names, lo, panel_lo)
     assert len(split) == 2 and set(split["x"] + split["y"]) == {"pq", "pr"}

@@ -603,7 +603,7 @@ class Verdicts:
         view = self._at(debias)[0]
         board = leaderboard(self.dataset, view.table, method=method, tau=view.tau,
                             reference=options.reference, baseline=baseline, n_boot=n_boot,
-                            level=level, seed=seed)
+                            level=level, seed=seed, tau_star=view.debias == "balanced")
         # one tau* per context is no single tau (the export says which: debias, threshold)
         return dataclasses.replace(board, tau=float("nan")) if view.per_context else board
 
@@ -653,8 +653,12 @@ class Verdicts:
     @_pairwise_only("agreement with human A/B labels")
     def agreement(self, labels: Source | None = None, debias: str | float = "balanced", *,
                   aspect: str | None = None, n_boot: int = AGREEMENT_BOOT,
-                  seed: int = 0) -> Agreement:
+                  seed: int = 0, ties: str = "none", tie_band: float = 0.0) -> Agreement:
         """The run against human A/B labels: ``compassess agreement``.
+
+        ``ties``: the LLM's tie verdict (``agreement.TIE_MODES``): ``none``, or ``flip`` (a
+        pair whose verdict flips with the order is a tie, FastChat's rule); ``tie_band`` delta
+        also makes a tie of every pair with ``|p_avg - 0.5| < delta``.
 
         ``labels``: None for the labels stored for this dataset and the run's aspect (or
         ``aspect``); a label file, its bytes or a DataFrame with its columns (validated, not
@@ -685,7 +689,8 @@ class Verdicts:
         view = self._at(debias)[0]
         tau, at = view.tau, view.table
         label = view.label(4)
-        report = llm_vs_human(human, table, tau, table_at=at, n_boot=n_boot, seed=seed)
+        report = llm_vs_human(human, table, tau, table_at=at, n_boot=n_boot, seed=seed,
+                              ties=ties, tie_band=tie_band)
         summary = agreement_summary(human, table, dataset, tau, table_at=at, threshold=label,
                                     n_boot=n_boot, seed=seed, report=report)
         return Agreement(
@@ -694,7 +699,8 @@ class Verdicts:
             positional_bias=positional_bias_side_by_side(
                 human, table, tau, table_at=at, threshold=label if view.per_context else ""),
             human_rankings=human_rankings(human, dataset),
-            disagreements=disagreements(human, at, tau), threshold=label)
+            disagreements=disagreements(human, at, tau, ties=ties, tie_band=tie_band),
+            threshold=label)
 
     def export_bytes(self, what: str = "rankings", fmt: str = "csv", *, method: str = "win-ratio",
                      debias: str | float = "none", ci: bool = True, which: str = "expected",

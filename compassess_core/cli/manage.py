@@ -191,20 +191,25 @@ def cmd_judges(args) -> int:
     if args.json:
         print(json.dumps(board.to_dict(), indent=2, default=str))
         return EXIT_OK
-    basis = ("Cohen's kappa with the human majority (ties left out), 95% bootstrap intervals "
-             f"over labelled pairs ({board.n_labels} labels)" if board.basis == "kappa"
+    basis = ("Cohen's kappa with the human majority (ties left out; every pair counted in both "
+             "orientations, chance = either candidate with probability 1/2) beside the raw "
+             "agreement, 95% cluster-bootstrap intervals (contexts, then labelled pairs; tau* "
+             f"re-estimated in each) ({board.n_labels} labels)" if board.basis == "kappa"
              else f"Spearman x100 with reference column '{board.reference}' (no human labels)")
     print(f"judges of dataset '{board.dataset}', aspect '{board.aspect}', ranked by {basis}")
     rows = []
     for r in board.frame.to_dict(orient="records"):
         rows.append((f"{r['rank']}. {r['judge']}" + (" (panel)" if r["kind"] == "panel" else ""),
                      f"{_fmt(r['kappa'], '.2f')} [{_fmt(r['kappa_low'], '.2f')}, "
-                     f"{_fmt(r['kappa_high'], '.2f')}]", _fmt(r["accuracy"], ".2f"),
+                     f"{_fmt(r['kappa_high'], '.2f')}]",
+                     "n/a" if r["accuracy"] != r["accuracy"] else
+                     f"{100 * r['accuracy']:.1f}% [{_fmt(100 * r['accuracy_low'], '.1f')}, "
+                     f"{_fmt(100 * r['accuracy_high'], '.1f')}]",
                      _fmt(r["log_loss_raw"], ".3f"), _fmt(r["spearman_x100"], ".1f"),
                      _fmt(r["p_a_raw"], ".2f"), _fmt(r["flip_rate_raw"], ".2f"),
                      _fmt(r["comparisons_per_s"], ".2f"), _fmt(r["tokens_per_comparison"], ".0f"),
                      str(r["n_comparisons"])))
-    _table(rows, head=("kappa [95%]", "accuracy", "log-loss", "Spearman", "P(A) raw",
+    _table(rows, head=("kappa [95%]", "raw agreement [95%]", "log-loss", "Spearman", "P(A) raw",
                        "flip rate", "comp./s", "tokens/comp.", "compared"))
     for note in board.notes:
         print(f"note: {note}")

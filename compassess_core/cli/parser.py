@@ -251,9 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
     ag.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
-                    help=f"resamples of the 95%% bootstrap intervals of accuracy, kappa (pairs "
-                         f"resampled) and the ranking correlation (contexts) (default "
-                         f"{AGREEMENT_BOOT})")
+                    help=f"replicates of the 95%% intervals of accuracy and kappa (cluster "
+                         f"bootstrap: contexts, then pairs within them) and the ranking "
+                         f"correlation (contexts) (default {AGREEMENT_BOOT})")
+    ag.add_argument("--ties", choices=("none", "flip"), default="none",
+                    help="the LLM's tie verdict: none (always A or B), or flip: a pair whose "
+                         "verdict changes with the order is a tie (FastChat's rule)")
+    ag.add_argument("--tie-band", type=float, default=0.0, metavar="DELTA",
+                    help="also call a tie when |p_avg - 0.5| < DELTA (default 0: no band)")
     ag.add_argument("--json", action="store_true")
     _db_arg(ag)
 

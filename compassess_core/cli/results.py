@@ -179,16 +179,24 @@ def cmd_calibrate(args) -> int:
     print(f"fitted on all labels: p_cal = sigmoid((logit p - b) / T) with bias b = {cal.bias:.3f} "
           f"log-odds, temperature T = {cal.temperature:.3f} (sd over folds: {spread['bias_sd']:.3f}, "
           f"{spread['temperature_sd']:.3f})")
+    def cell(x, name: str) -> str:
+        """The score with its 95% interval when one was computed."""
+        lo_hi = x.intervals.get(name)
+        return _fmt(getattr(x, name), ".3f") + (
+            f" [{_fmt(lo_hi[0], '.3f')}, {_fmt(lo_hi[1], '.3f')}]" if lo_hi else "")
+
     _table([
-        ("accuracy (per comparison, p > 0.5)", *(_fmt(x.accuracy, ".3f") for x in (raw, deb, held))),
-        ("log-loss (nats per comparison)", *(_fmt(x.log_loss, ".3f") for x in (raw, deb, held))),
+        ("accuracy (per comparison, p > 0.5)", *(cell(x, "accuracy") for x in (raw, deb, held))),
+        ("log-loss (nats per comparison)", *(cell(x, "log_loss") for x in (raw, deb, held))),
         (f"expected calibration error ({ECE_BINS} bins)", *(_fmt(x.ece, ".3f") for x in (raw, deb, held))),
-        (f"pair accuracy, ties left out (n = {held.n_pairs})",
-         *(_fmt(x.pair_accuracy, ".3f") for x in (raw, deb, held))),
-        ("pair Cohen's kappa, ties left out", *(_fmt(x.pair_kappa, ".3f") for x in (raw, deb, held))),
+        (f"pair raw agreement, ties left out (n = {held.n_pairs})",
+         *(cell(x, "pair_accuracy") for x in (raw, deb, held))),
+        ("pair kappa (both orientations), ties left out",
+         *(cell(x, "pair_kappa") for x in (raw, deb, held))),
     ], head=("raw", f"tau*={report.tau:.3f}", "calibrated"))
     print("calibrated = held-out folds (each fold calibrated by a fit on the others); "
-          "tau* = eq. 9 reweighting at the balanced threshold (no labels)")
+          "tau* = eq. 9 reweighting at the balanced threshold (no labels); [low, high]: 95% "
+          "cluster-bootstrap intervals (contexts, then labelled pairs; tau* held fixed)")
     rel = report.reliability["calibrated"]
     print("reliability of the calibrated p (held out): "
           + ", ".join(f"[{r.bin_low:.1f},{r.bin_high:.1f}) n={r.n} p={_fmt(r.mean_p, '.2f')} "

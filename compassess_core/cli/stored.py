@@ -79,10 +79,15 @@ def _ci(numbers: dict, key: str, spec: str = ".3f") -> str:
     return f" [95% CI {_fmt(lo_hi[0], spec)}, {_fmt(lo_hi[1], spec)}]"
 
 
+def _pct(share) -> str:
+    """A share as a percentage with one decimal (``n/a`` when undefined)."""
+    return "n/a" if share is None or share != share else f"{100.0 * share:.1f}%"
+
+
 def cmd_agreement(args) -> int:
     run = _load_run(args)
     found = run.agreement(None if args.labels == "stored" else args.labels, args.debias,
-                          n_boot=args.bootstrap)
+                          n_boot=args.bootstrap, ties=args.ties, tie_band=args.tie_band)
     summary = {"run": run.name, **found.to_dict()}
     if args.json:
         print(json.dumps(summary, indent=2, default=lambda o: None))
@@ -91,24 +96,35 @@ def cmd_agreement(args) -> int:
     llm = summary["llm_vs_human"]
     print(f"run {run.name} vs {source}: {llm['n_pairs_matched']} pairs judged by both "
           f"({llm['n_judgements']} human judgements, {llm['n_skipped']} skips left out)")
+    tie_rule = ("the LLM never says tie" if llm["ties"] == "none" and not llm["tie_band"] else
+                "LLM ties: " + ", ".join(
+                    (["a verdict that flips with the order (FastChat's rule)"]
+                     if llm["ties"] == "flip" else [])
+                    + ([f"|p_avg - 0.5| < {llm['tie_band']:g}"] if llm["tie_band"] else [])))
+    print(f"majority vote per pair; accuracy = raw agreement (share of pairs); {tie_rule}")
     for at in ("raw", "debiased"):
         m = llm[at]
         where = "tau = 0.5000" if at == "raw" else m["threshold"]
         print(f"{at:>8} ({where}): accuracy {_fmt(m['accuracy_without_ties'], '.3f')}"
-              f"{_ci(m, 'accuracy_without_ties')} / Cohen's kappa "
+              f"{_ci(m, 'accuracy_without_ties')} / kappa "
               f"{_fmt(m['kappa_without_ties'], '.3f')}{_ci(m, 'kappa_without_ties')} without ties "
               f"(n = {m['n_without_ties']} pairs); accuracy {_fmt(m['accuracy_with_ties'], '.3f')}"
               f"{_ci(m, 'accuracy_with_ties')} / kappa {_fmt(m['kappa_with_ties'], '.3f')}"
               f"{_ci(m, 'kappa_with_ties')} with ties (n = {m['n_with_ties']}, "
-              f"{m['n_human_ties']} human ties)")
+              f"{m['n_human_ties']} human ties, {m['n_llm_ties']} LLM ties)")
+        v = m.get("votes")
+        if v:
+            print(f"{'':>8} every vote against the LLM (FastChat's unit): agreement "
+                  f"{_pct(v['accuracy_with_ties'])} with ties (n = {v['n_with_ties']} votes), "
+                  f"{_pct(v['accuracy_without_ties'])} without (n = {v['n_without_ties']})")
     pb = summary["positional_bias"]
     print(f"positional bias: people picked the left text in {_fmt(pb['human_share_left'], '.3f')} of "
           f"{pb['human_n']} decisive judgements; LLM P(A) {pb['llm_p_a_raw']:.3f} raw, "
           f"{pb['llm_p_a_debiased']:.3f} at {llm['debiased']['threshold']}")
     hh = summary["human_human"]
     if hh["n_items"]:
-        print(f"human vs human on {hh['n_items']} pairs: agreement {_fmt(hh['percent_agreement'], '.3f')}, "
-              f"Krippendorff's alpha {_fmt(hh['krippendorff_alpha'], '.3f')}"
+        print(f"human vs human on {hh['n_items']} pairs: raw agreement "
+              f"{_pct(hh['percent_agreement'])}, Krippendorff's alpha {_fmt(hh['krippendorff_alpha'], '.3f')}"
               + (f", Cohen's kappa {hh['cohen_kappa']:.3f}" if hh["cohen_kappa"] is not None else ""))
     rc = summary["ranking_correlation"]
     if rc["n_used"]:
@@ -117,7 +133,8 @@ def cmd_agreement(args) -> int:
     for line in summary["caution"]:
         print(f"caution: {line}")
     print(f"intervals: {int(100 * summary['intervals']['level'])}% "
-          f"{summary['intervals']['method']}, {summary['intervals']['n_boot']} resamples")
+          f"{summary['intervals']['method']}, {summary['intervals']['n_boot']} replicates")
+    print(f"kappa: {summary['kappa_chance_model']}")
     for note in llm["notes"]:
         print(f"note: {note}")
     return EXIT_OK
