@@ -325,8 +325,13 @@ class EvaluationReport:
 
 
 def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method: str,
-                reference: str | None, tau: float, all_p: FloatArray) -> Evaluation:
-    p_a, p_b = bias.positional_bias(all_p, tau)
+                reference: str | None, tau: float, all_p: FloatArray,
+                balanced: bool = False) -> Evaluation:
+    # ``balanced``: tau is the balanced threshold, and the comparisons with p exactly at tau* (a
+    # sampled judge's p = 0.5) are split so that P(A) is 0.5 as balancing promises, instead of
+    # all counting for B (eq. 10 as written).
+    at_tau = bias.balanced_split(all_p)[1] if balanced and len(all_p) else 0.0
+    p_a, p_b = bias.positional_bias(all_p, tau, at_tau)
     if reference is None:
         return Evaluation(tau=tau, p_a=p_a, p_b=p_b)
     fn = ranking.METHODS[method]
@@ -377,7 +382,7 @@ def evaluate_run(dataset: Dataset, table: ComparisonTable, *, run: str = "", met
         notes.append("no --reference column given: correlations not computed")
     raw = evaluate_at(dataset, parts, method=method, reference=reference, tau=0.5, all_p=all_p)
     deb = evaluate_at(dataset, parts_at, method=method, reference=reference, tau=view.tau,
-                      all_p=all_p_at)
+                      all_p=all_p_at, balanced=view.debias == "balanced")
     if view.per_context:  # no single tau: the contexts' own are in ``context_taus``
         deb = replace(deb, tau=float("nan"))
     warning = position_diagnosis(parts, view.tau, parts_at,

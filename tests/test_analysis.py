@@ -57,3 +57,16 @@ def test_bad_reference_and_tau_are_input_errors():
         analysis.evaluate_run(dataset(), table(FULL), reference="nope")
     with pytest.raises(InputError, match="between 0 and 1"):
         analysis.resolve_tau(1.5, np.array([0.5]))
+
+
+def test_balanced_p_a_of_a_sampled_judge_is_one_half():
+    """A judge whose p is a share of 4 samples: 2 of the 6 comparisons sit exactly at the median
+    0.5 and 2 above it. Eq. 10 at tau* = 0.5 counts the two at 0.5 for B, P(A) = 2/6; balanced,
+    half of them count for A (hand-worked: (0.5 - 2/6) / (2/6) = 0.5), so P(A) = 0.5, while the
+    raw P(A) at tau = 0.5 stays eq. 10's 2/6."""
+    rows = [("C", "x", "y", 0.75), ("C", "y", "x", 0.5), ("C", "x", "z", 1.0),
+            ("C", "z", "x", 0.25), ("C", "y", "z", 0.5), ("C", "z", "y", 0.0)]
+    rep = analysis.evaluate_run(dataset(), table(rows), reference="q", debias="balanced")
+    assert rep.debiased.tau == pytest.approx(0.5)
+    assert rep.debiased.p_a == pytest.approx(0.5)
+    assert rep.raw.p_a == pytest.approx(2 / 6)

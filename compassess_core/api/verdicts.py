@@ -378,7 +378,8 @@ class Verdicts:
         analysis.check_reference(self.dataset, options.reference)
         view, parts, all_p = self._at(options.debias)
         return analysis.evaluate_at(self.dataset, parts, method=method,
-                                    reference=options.reference, tau=view.tau, all_p=all_p)
+                                    reference=options.reference, tau=view.tau, all_p=all_p,
+                                    balanced=view.debias == "balanced")
 
     @_pairwise_only("positional bias")
     def bias(self, debias: str | float = "none") -> pd.DataFrame:
