@@ -1,0 +1,163 @@
+"""AlpacaEval 2.0's length-controlled win rate against the ``alpaca-eval`` package itself.
+
+The reference is the package's own ``get_length_controlled_winrate`` (alpaca_eval 0.6.6,
+``alpaca_eval/metrics/glm_winrate.py``) on the same annotations, and, for the instruction
+difficulty, the joint formula of its ``notebooks/instruction_difficulty.ipynb`` built with patsy
+and fitted with the package's ``fit_LogisticRegressionCV``. The package downloads its
+instruction difficulties from the Hugging Face hub; here that one download is replaced by a file
+holding the difficulties of the same run, which is the only input the two sides share besides the
+annotations.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compassess_core.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates, baseline_annotations,
+                                         instruction_difficulty)
+
+#: How close the length-controlled win rates must be, in points of a percentage.
+TOL_POINTS = 0.1
+
+
+def _alpaca_glm():
+    """alpaca_eval's glm_winrate module. alpaca_eval imports ``pkg_resources`` (gone from
+    setuptools >= 81) for two version helpers it does not use here: a stand-in provides them."""
+    if "pkg_resources" not in sys.modules:
+        try:
+            import pkg_resources  # noqa: F401
+        except ImportError:
+            from packaging.version import parse
+            shim = types.ModuleType("pkg_resources")
+            shim.parse_version = parse
+            shim.get_distribution = lambda name: types.SimpleNamespace(
+                version=importlib.metadata.version(name))
+            sys.modules["pkg_resources"] = shim
+    import alpaca_eval.metrics.glm_winrate as glm
+    return glm
+
+
+def _simulated_run(n_systems: int, n_contexts: int, seed: int):
+    """A run against baseline 0: every system's text in every context judged against the
+    baseline's in both orders, with a judge that likes length, context difficulty and a
+    position bias; soft p as a logprob judge gives."""
+    rng = np.random.default_rng(seed)
+    skill = np.r_[0.0, rng.normal(0.0, 0.8, n_systems - 1)]
+    verbosity = np.r_[1.0, rng.uniform(0.5, 2.5, n_systems - 1)]
+    hard = rng.normal(0.0, 1.0, n_contexts)
+    length = np.round(rng.lognormal(6.0, 0.4, (n_systems, n_contexts)) * verbosity[:, None])
+    i, j, p, ctx = [], [], [], []
+    for s in range(1, n_systems):
+        for c in range(n_contexts):
+            lift = skill[s] + 1.2 * np.tanh((length[s, c] - length[0, c]) / 400.0) + hard[c]
+            noise = rng.normal(0.0, 0.7, 2)
+            i += [s, 0]
+            j += [0, s]
+            p += [1 / (1 + np.exp(-(lift + 0.4 + noise[0]))), 1 / (1 + np.exp(lift - 0.4 + noise[1]))]
+            ctx += [c, c]
+    i, j, ctx = np.array(i), np.array(j), np.array(ctx)
+    return i, j, np.array(p), ctx, length[i, ctx], length[j, ctx]
+
+
+def _annotations_frame(ann, system: int) -> pd.DataFrame:
+    """AlpacaEval's annotation format for one system against the baseline: output_1 is the
+    baseline, preference in [1, 2] (2: the system's output is better)."""
+    rows = ann.system == system
+    return pd.DataFrame({
+        "index": ann.context[rows],
+        "output_1": ["x" * int(k) for k in ann.len_baseline[rows]],
+        "output_2": ["y" * int(k) for k in ann.len_system[rows]],
+        "preference": 1.0 + ann.preference[rows],
+        "generator_1": "baseline", "generator_2": f"system{system}", "annotator": "judge"})
+
+
+@pytest.fixture()
+def hub_difficulty(tmp_path, monkeypatch):
+    """Point the package's hub download at a local file of instruction difficulties."""
+    glm = _alpaca_glm()
+    path = tmp_path / "df_gamed.csv"
+
+    def use(difficulty: np.ndarray) -> None:
+        pd.DataFrame({"model": "none", "index": np.arange(len(difficulty)),
+                      "instruction_difficulty": difficulty}).to_csv(path, index=False)
+
+    monkeypatch.setattr(glm, "hf_hub_download", lambda **kw: str(path))
+    return glm, use
+
+
+def test_instruction_difficulty_equals_alpaca_evals_joint_fit():
+    glm = _alpaca_glm()
+    i, j, p, ctx, la, lb = _simulated_run(5, 30, seed=1)
+    ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
+    ours = instruction_difficulty(ann, 30)
+
+    df = pd.DataFrame({"generator_2": [f"s{k}" for k in ann.system], "index": ann.context,
+                       "preference": ann.preference,
+                       "delta_len": ann.len_baseline - ann.len_system, "not_gamed_baseline": True})
+    df["rand_delta_len_std_only"] = df["delta_len"] / df.groupby("generator_2")["delta_len"].transform("std")
+    ordered_models = sorted(df["generator_2"].unique())  # noqa: F841 (read by the formula)
+    formula = ("C(generator_2, levels=ordered_models): np.tanh(rand_delta_len_std_only) + "
+               "C(generator_2, levels=ordered_models) + C(index) + not_gamed_baseline.astype(float) - 1")
+    from patsy import dmatrix  # in this scope, as the notebook does, for ``ordered_models``
+    train = dmatrix(formula, df, return_type="dataframe")
+    train["preference"] = df["preference"]
+    model = glm.fit_LogisticRegressionCV(train, "preference", is_ytrue_proba=True, n_splits=5)
+    coef = pd.Series(model.coef_[0], index=model.feature_names_in_)
+    ref = np.r_[0.0, [coef[f"C(index)[T.{c}]"] for c in range(1, 30)]]
+    assert np.max(np.abs(ours - ref)) < 1e-3
+    assert np.std(ref) > 0.1  # the simulated contexts do differ
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_lc_win_rate_equals_alpaca_evals_on_four_systems(hub_difficulty, seed):
+    glm, use = hub_difficulty
+    i, j, p, ctx, la, lb = _simulated_run(5, 40, seed=seed)
+    ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
+    ours = alpaca_eval_lc_win_rates(5, 0, ann, 40)
+    assert ours.uses_difficulty and np.isnan(ours.win_rate[0])
+    use(ours.difficulty)
+    for s in range(1, 5):
+        ref = glm.get_length_controlled_winrate(_annotations_frame(ann, s),
+                                                glm_name="length_controlled_noreg",
+                                                save_weights_dir=None,
+                                                is_warn_extreme_changes=False)
+        assert 100 * ours.win_rate[s] == pytest.approx(ref["length_controlled_winrate"],
+                                                       abs=TOL_POINTS)
+        assert 100 * ours.standard_error[s] == pytest.approx(ref["lc_standard_error"], abs=0.05)
+        raw = 100 * ann.preference[ann.system == s].mean()
+        assert ref["win_rate"] == pytest.approx(raw, abs=1e-9)  # the same annotations
+
+
+def test_one_system_uses_alpaca_evals_minimal_formula(hub_difficulty):
+    glm, use = hub_difficulty
+    i, j, p, ctx, la, lb = _simulated_run(2, 25, seed=4)
+    ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
+    ours = alpaca_eval_lc_win_rates(2, 0, ann, 25)
+    assert not ours.uses_difficulty and "no instruction difficulty" in ours.estimator
+    use(np.zeros(25))
+    ref = glm.get_length_controlled_winrate(_annotations_frame(ann, 1),
+                                            glm_name="length_controlled_minimal",
+                                            save_weights_dir=None, is_warn_extreme_changes=False)
+    assert 100 * ours.win_rate[1] == pytest.approx(ref["length_controlled_winrate"], abs=TOL_POINTS)
+
+
+def test_too_few_contexts_for_the_cross_validation_give_nan():
+    i, j, p, ctx, la, lb = _simulated_run(3, LC_FOLDS - 1, seed=5)
+    ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
+    out = alpaca_eval_lc_win_rates(3, 0, ann, LC_FOLDS - 1)
+    assert np.all(np.isnan(out.win_rate)) and list(out.n_contexts) == [0, 4, 4]
+
+
+def test_annotations_average_both_orders_from_the_systems_side():
+    # context 0: system 1 as A (p=0.8) and as B (p=0.4 -> 0.6 for system 1): mean 0.7
+    ann = baseline_annotations([1, 0, 2], [0, 1, 0], [0.8, 0.4, 0.3], [0, 0, 1],
+                               [100, 50, 30], [50, 100, 60], baseline=0)
+    assert list(ann.system) == [1, 2] and list(ann.context) == [0, 1]
+    assert ann.preference == pytest.approx([0.7, 0.3])
+    assert list(ann.len_baseline) == [50, 60] and list(ann.len_system) == [100, 30]
