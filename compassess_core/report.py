@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .explanations import REASONS_LABEL, REASONS_NOTE
 from .limits import visible
 from .types import ComparisonPrompt, Dataset
 
@@ -766,8 +767,11 @@ def _reasons_block(explanation: Any | None) -> str:
     parts = "".join(f'<p class="label">With {inert(o.first)} in position A (p = {_num(o.p)}, '
                     f"the judge answered {inert(o.verdict)}):</p>"
                     f'<pre class="prompt">{inert(o.text)}</pre>' for o in orders)
-    return ("<details><summary>The judge's reasons, asked afterwards (they never change "
-            f"p)</summary>{parts}</details>")
+    flag = ("" if explanation.contradiction is None else
+            f'<div class="warning"><strong>Contradiction.</strong> '
+            f'{inert(explanation.contradiction)}</div>')
+    return (f"<details><summary>The judge's {REASONS_LABEL} (they never change p)</summary>"
+            f"{_note(REASONS_NOTE)}{flag}{parts}</details>")
 
 
 def _order_dependent(audit: RunAudit) -> str:
