@@ -161,3 +161,60 @@ def test_annotations_average_both_orders_from_the_systems_side():
     assert list(ann.system) == [1, 2] and list(ann.context) == [0, 1]
     assert ann.preference == pytest.approx([0.7, 0.3])
     assert list(ann.len_baseline) == [50, 60] and list(ann.len_system) == [100, 30]
+
+
+def test_the_leaderboards_column_equals_alpaca_eval_on_the_runs_annotations(hub_difficulty):
+    """End to end: a run of four systems and a baseline over 30 contexts (every pair, both
+    orders); the annotations AlpacaEval would see are rebuilt here with pandas from the raw
+    comparisons, and its function gives the leaderboard's column to 0.1 points."""
+    from compassess_core.leaderboard import leaderboard
+    from test_leaderboard import table_of
+    from compassess_core.data import content_hash
+    from compassess_core.types import Candidate, Context, Dataset
+
+    glm, use = hub_difficulty
+    rng = np.random.default_rng(7)
+    names = ["base", "s1", "s2", "s3", "s4"]
+    skill = np.array([0.0, 0.8, -0.3, 0.4, -1.0])
+    verbose = np.array([1.0, 2.0, 0.6, 1.4, 1.0])
+    n_ctx = 30
+    hard = rng.normal(0, 1, n_ctx)
+    length = np.round(rng.lognormal(5.5, 0.3, (5, n_ctx)) * verbose[:, None]).astype(int)
+    contexts = tuple(Context(f"c{c}", f"instruction {c}", tuple(
+        Candidate(f"x{k}", "w" * int(length[k, c]), system=names[k]) for k in range(5)))
+        for c in range(n_ctx))
+    ds = Dataset("made", contexts, (), "made.csv", content_hash(contexts))
+    rows = []
+    for c in range(n_ctx):
+        for a in range(5):
+            for b in range(5):
+                if a != b:
+                    z = (skill[a] - skill[b] + np.tanh((length[a, c] - length[b, c]) / 300)
+                         + (hard[c] if b == 0 else -hard[c] if a == 0 else 0.0)
+                         + 0.3 + rng.normal(0, 0.5))
+                    rows.append((f"c{c}", f"x{a}", f"x{b}", float(1 / (1 + np.exp(-z)))))
+    board = leaderboard(ds, table_of(rows), baseline="base", n_boot=20)
+    frame = board.frame.set_index("system")
+    assert board.alpaca_lc is not None and board.alpaca_lc.uses_difficulty
+
+    raw = pd.DataFrame(rows, columns=["ctx", "a", "b", "p"])
+    raw = raw[(raw["a"] == "x0") ^ (raw["b"] == "x0")]
+    raw["system"] = np.where(raw["a"] == "x0", raw["b"], raw["a"])
+    raw["pref"] = np.where(raw["a"] == "x0", 1 - raw["p"], raw["p"])
+    ann = raw.groupby(["system", "ctx"], as_index=False)["pref"].mean()
+    ann["index"] = ann["ctx"].str[1:].astype(int)
+    use(board.alpaca_lc.difficulty)
+    for k in range(1, 5):
+        mine = ann[ann["system"] == f"x{k}"].sort_values("index")
+        frame_k = pd.DataFrame({
+            "index": mine["index"], "output_1": ["x" * length[0, c] for c in mine["index"]],
+            "output_2": ["y" * length[k, c] for c in mine["index"]],
+            "preference": 1 + mine["pref"], "generator_1": "base", "generator_2": names[k],
+            "annotator": "judge"})
+        ref = glm.get_length_controlled_winrate(frame_k, glm_name="length_controlled_noreg",
+                                                save_weights_dir=None,
+                                                is_warn_extreme_changes=False)
+        assert 100 * frame.loc[names[k], "lc_win_rate_vs_baseline"] == pytest.approx(
+            ref["length_controlled_winrate"], abs=TOL_POINTS)
+    assert pd.isna(frame.loc["base", "lc_win_rate_vs_baseline"])
+    assert "length_controlled_noreg" in board.to_dict()["lc_win_rate_vs_baseline_estimator"]
