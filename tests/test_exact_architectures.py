@@ -71,7 +71,7 @@ def _config(arch: str, vocab: int):
 
     common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2, initializer_range=0.3)
     if arch == "llama":
         return tf.LlamaForCausalLM, tf.LlamaConfig(**common, tie_word_embeddings=False)
     if arch == "qwen2":  # q/k/v projections carry biases in Qwen2 by construction
@@ -135,7 +135,9 @@ def test_p_equals_the_architectures_own_forward(arch, prefix_cache, prompts, tok
     ids = judge._label_ids
     want = _naive_log_odds(model, seqs, ids)
     got = np.array([j.logp_a - j.logp_b for j in judge.judge(prompts)])
-    assert np.std(want) > 1e-3, "the random model should not give every prompt the same log-odds"
+    # initializer_range 0.3: log-odds spread over several units (measured sd 1.8-2.6), so a
+    # misplaced position or a wrong head would show far above the tolerance
+    assert np.std(want) > 0.5, "the random model should give the prompts different log-odds"
     assert np.max(np.abs(got - want)) < TOL_LOG_ODDS, (arch, np.abs(got - want).max())
 
 
