@@ -10,7 +10,13 @@ it on a run's comparisons and fits a length-controlled system strength in the sa
 * :func:`length_slope`: a logistic regression of ``p`` on ``log2(len_A / len_B)`` with an
   intercept: the change in log-odds of "A wins" per doubling of A's length relative to B's, and
   the position log-odds at equal lengths;
-* :func:`length_controlled_strengths`: the generalised linear model
+* :func:`alpaca_eval_lc_win_rates`: AlpacaEval 2.0's length-controlled win rate against one
+  baseline system, computed as its package does (``alpaca_eval/metrics/glm_winrate.py``): one L1,
+  5-fold cross-validated GLM per system with ``tanh(std_delta_len)`` and the instruction
+  difficulty of :func:`instruction_difficulty`, without its regularisation toward the baseline
+  (see :data:`LC_ESTIMATOR`);
+* :func:`length_controlled_strengths`: CompAssess's own joint length-adjusted GLM (not
+  AlpacaEval's estimator)
   ``logit p_k = theta_{s(A_k)} - theta_{s(B_k)} + gamma * tanh(d_k / sd(d)) + b`` with
   ``d_k = log(len_A / len_B)``, fitted to the judge's soft outcomes; the length-controlled
   strength is ``theta`` and the length-controlled win rate against the field is the model's
@@ -21,8 +27,8 @@ it on a run's comparisons and fits a length-controlled system strength in the sa
   model, as in Bradley-Terry, so a per-context difficulty cancels in ``theta_s - theta_t`` and the
   judge's position preference is a covariate (the intercept ``b``) instead of a threshold.
 
-Lengths are in characters (as AlpacaEval's ``str.len()``). Pure numpy/scipy: this module must
-never read or write storage or know about the UI.
+Lengths are in characters (as AlpacaEval's ``str.len()``). numpy, scipy and scikit-learn only:
+this module must never read or write storage or know about the UI.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import pytest
 
 from compassess_core.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates, baseline_annotations,
                                          instruction_difficulty)
+from test_app_pages import app_env  # noqa: F401
 
 #: How close the length-controlled win rates must be, in points of a percentage.
 TOL_POINTS = 0.1
@@ -218,3 +219,22 @@ def test_the_leaderboards_column_equals_alpaca_eval_on_the_runs_annotations(hub_
             ref["length_controlled_winrate"], abs=TOL_POINTS)
     assert pd.isna(frame.loc["base", "lc_win_rate_vs_baseline"])
     assert "length_controlled_noreg" in board.to_dict()["lc_win_rate_vs_baseline_estimator"]
+
+
+def test_the_cli_and_the_page_name_the_estimator(app_env, capsys):
+    """Where the length-controlled win rate against a baseline is shown, its estimator is named
+    (AlpacaEval's GLM without its regularisation toward the baseline); the bundled sample's three
+    articles are too few for the 5-fold cross-validation, and a note says so."""
+    from compassess_core.cli import main
+    from test_app_pages import open_page, seed_run, texts
+
+    seed_run(app_env)
+    assert main(["leaderboard", "--run", "hand-run", "--baseline", "M9", "--bootstrap", "20",
+                 "--db", app_env]) == 0
+    out = capsys.readouterr().out
+    assert "length_controlled_noreg" in out and "not AlpacaEval's" in out
+    assert f"fewer than {LC_FOLDS} contexts" in out
+    at = open_page("leaderboard")
+    at.selectbox(key="board_baseline_w").set_value("M9").run()
+    assert not at.exception, at.exception
+    assert "length_controlled_noreg" in texts(at.caption)
