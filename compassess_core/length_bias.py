@@ -443,17 +443,25 @@ def fit_soft_l1_cv(design: FloatArray, preference: FloatArray,
     ``alpaca_eval/metrics/glm_winrate.py``: each row appears twice, once as a win weighted by
     its preference and once as a loss weighted by one minus it, both in one fold.
 
+    ``design`` may be a scipy sparse matrix (the joint fit's one-hot columns): liblinear then
+    reads it as it is, with the same result as the dense matrix and a fraction of the time.
+
     Returns the coefficients, one per column of ``design``.
     """
+    import scipy.sparse as sparse
     import sklearn
     from sklearn.linear_model import LogisticRegressionCV
     from sklearn.metrics import make_scorer
     from sklearn.model_selection import GroupKFold
 
-    x = np.asarray(design, dtype=np.float64)
     y = np.asarray(preference, dtype=np.float64)
     m = len(y)
-    doubled = np.vstack([x, x])
+    if sparse.issparse(design):
+        x = sparse.csr_matrix(design, dtype=np.float64)
+        doubled = sparse.vstack([x, x], format="csr")
+    else:
+        x = np.asarray(design, dtype=np.float64)
+        doubled = np.vstack([x, x])
     label = np.r_[np.ones(m, dtype=np.int64), np.zeros(m, dtype=np.int64)]
     prob = np.r_[y, 1.0 - y]
     true_weight = None if weight is None else np.r_[weight, weight].astype(np.float64)
@@ -502,14 +510,16 @@ def instruction_difficulty(ann: BaselineAnnotations, n_contexts: int) -> FloatAr
         feature[rows] = np.tanh(_std_delta_len(ann.len_baseline[rows], ann.len_system[rows]))
     ns, nc = len(systems), len(ctx)
     # patsy's column order for the formula: system dummies, context dummies (reduced),
-    # system x tanh(length), not_gamed_baseline.
-    design = np.zeros((m, 2 * ns + (nc - 1) + 1))
+    # system x tanh(length), not_gamed_baseline. Sparse: one context column per row.
+    import scipy.sparse as sparse
+
     rows = np.arange(m)
-    design[rows, s_idx] = 1.0
     has_ctx = c_idx > 0
-    design[rows[has_ctx], ns + c_idx[has_ctx] - 1] = 1.0
-    design[rows, ns + nc - 1 + s_idx] = feature
-    design[:, -1] = 1.0
+    r = np.concatenate([rows, rows[has_ctx], rows, rows])
+    c = np.concatenate([s_idx, ns + c_idx[has_ctx] - 1, ns + nc - 1 + s_idx,
+                        np.full(m, 2 * ns + nc - 1)])
+    v = np.concatenate([np.ones(m), np.ones(int(has_ctx.sum())), feature, np.ones(m)])
+    design = sparse.csr_matrix((v, (r, c)), shape=(m, 2 * ns + nc))
     coef = fit_soft_l1_cv(design, ann.preference)
     out = np.full(int(n_contexts), np.nan)
     out[ctx] = np.r_[0.0, coef[ns:ns + nc - 1]]
