@@ -234,8 +234,7 @@ def win_rate_against_field(strengths: ArrayLike) -> FloatArray:
     """Predicted win rate of each system against every other, equally weighted.
 
     ``w_s = mean_{t != s} sigmoid(theta_s - theta_t)`` over the systems with a finite strength
-    (the Bradley-Terry probability of Bradley & Terry 1952 in log-odds units; AlpacaEval's
-    length-controlled win rate is the same prediction against one baseline). NaN for a system
+    (the Bradley-Terry probability of Bradley & Terry 1952 in log-odds units). NaN for a system
     without a strength, 0.5 for a lone system.
     """
     theta = np.asarray(strengths, dtype=np.float64).reshape(-1)
@@ -253,7 +252,9 @@ def win_rate_against_field(strengths: ArrayLike) -> FloatArray:
 
 def length_controlled_strengths(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike,
                                 len_a: ArrayLike, len_b: ArrayLike) -> LengthControlled:
-    """System strengths with the length preference of the judge held out (Dubois et al. 2024).
+    """System strengths with the length preference of the judge held out: CompAssess's joint
+    length-adjusted GLM after Dubois et al. 2024's length feature, not AlpacaEval's estimator
+    (that is :func:`alpaca_eval_lc_win_rates`).
 
     Fits ``logit p_k = theta_{i_k} - theta_{j_k} + gamma * tanh(d_k / sd(d)) + b`` to the soft
     outcomes ``p`` (raw, not debiased: the intercept ``b`` absorbs the positional bias of eq. 8 of
