@@ -498,8 +498,8 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         never = int((frame["n_vs_baseline"].fillna(0) == 0).sum()) - 1
         if never > 0:
             notes.append(f"{never} system(s) never met the baseline '{baseline}': no win rate "
-                         "against it (a length-controlled one only where the GLM links them "
-                         "through other systems)")
+                         "and no length-controlled win rate against it (AlpacaEval's GLM is "
+                         "fitted on a system's own comparisons with the baseline)")
         few = int(((frame["n_vs_baseline"].fillna(0) > 0)
                    & frame["lc_win_rate_vs_baseline"].isna()).sum())
         if few > 0:
