@@ -25,7 +25,8 @@ the contexts, these give one row per system, as Chatbot Arena and AlpacaEval rep
   system's win rate against the baseline with its context-bootstrap interval, and AlpacaEval
   2.0's length-controlled win rate against it
   (:func:`compassess_core.length_bias.alpaca_eval_lc_win_rates`: one GLM per system, as
-  ``alpaca_eval/metrics/glm_winrate.py``, without its regularisation toward the baseline).
+  ``alpaca_eval/metrics/glm_winrate.py``, regularised toward the baseline only when the run
+  holds verbose and concise rewrites of it).
 
 Pure: no I/O, no UI, no store.
 """
@@ -42,8 +43,8 @@ from . import analysis, metrics, ranking
 from .bias import debias_probabilities, decisions
 from .errors import InputError
 from .length_bias import (LC_FOLDS, AlpacaEvalLC, LengthBias, LengthControlled,
-                          alpaca_eval_lc_win_rates, baseline_annotations, length_bias,
-                          length_controlled_strengths)
+                          alpaca_eval_lc_win_rates, baseline_annotations, is_gamed_baseline,
+                          length_bias, length_controlled_strengths)
 from .types import ComparisonTable, Dataset, FloatArray, IntArray
 
 __all__ = [
@@ -532,7 +533,8 @@ def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArr
     n_vs[base] = pd.NA
     ann = baseline_annotations(sc.i, sc.j, debias_probabilities(sc.p, tau), sc.context,
                                sc.len_a, sc.len_b, base)
-    alpaca = alpaca_eval_lc_win_rates(n, base, ann, len(sc.context_ids))
+    gamed = [is_gamed_baseline(s, sc.systems[base]) for s in sc.systems]
+    alpaca = alpaca_eval_lc_win_rates(n, base, ann, len(sc.context_ids), gamed)
     return pd.DataFrame({"win_rate_vs_baseline": rate, "win_rate_vs_baseline_low": low,
                          "win_rate_vs_baseline_high": high, "n_vs_baseline": n_vs,
                          "lc_win_rate_vs_baseline": alpaca.win_rate,

@@ -13,8 +13,8 @@ it on a run's comparisons and fits a length-controlled system strength in the sa
 * :func:`alpaca_eval_lc_win_rates`: AlpacaEval 2.0's length-controlled win rate against one
   baseline system, computed as its package does (``alpaca_eval/metrics/glm_winrate.py``): one L1,
   5-fold cross-validated GLM per system with ``tanh(std_delta_len)`` and the instruction
-  difficulty of :func:`instruction_difficulty`, without its regularisation toward the baseline
-  (see :data:`LC_ESTIMATOR`);
+  difficulty of :func:`instruction_difficulty`, regularised toward the baseline only when the
+  run holds verbose and concise rewrites of it (see :data:`LC_ESTIMATOR`);
 * :func:`length_controlled_strengths`: CompAssess's own joint length-adjusted GLM (not
   AlpacaEval's estimator)
   ``logit p_k = theta_{s(A_k)} - theta_{s(B_k)} + gamma * tanh(d_k / sd(d)) + b`` with
@@ -52,6 +52,8 @@ __all__ = [
     "AlpacaEvalLC",
     "alpaca_eval_lc_win_rates",
     "LC_ESTIMATOR",
+    "LC_ESTIMATOR_REGULARISED",
+    "is_gamed_baseline",
     "text_lengths",
     "longer_wins_share",
     "length_slope",
@@ -367,8 +369,16 @@ LC_ESTIMATOR = ("AlpacaEval 2.0's length-controlled GLM per system against the b
                 "(alpaca_eval's glm_winrate: tanh of the standardised length difference + "
                 "instruction difficulty, L1, 5-fold cross-validated), without its regularisation "
                 "toward the baseline, which needs the judge's verdicts on verbose and concise "
-                "rewrites of the baseline (their length_controlled_noreg); instruction difficulty "
+                "rewrites of the baseline (their length_controlled_noreg; systems named like "
+                "BASELINE_verbose and BASELINE_concise turn it on); instruction difficulty "
                 "estimated from this run")
+#: :data:`LC_ESTIMATOR` when the run holds verbose and concise rewrites of the baseline.
+LC_ESTIMATOR_REGULARISED = (
+    "AlpacaEval 2.0's length-controlled GLM per system against the baseline (alpaca_eval's "
+    "glm_winrate length_controlled_v1: tanh of the standardised length difference + "
+    "instruction difficulty, L1, 5-fold cross-validated, regularised toward the baseline by "
+    "the judge's verdicts on the run's verbose and concise rewrites of it); instruction "
+    "difficulty estimated from this run")
 
 
 @dataclass(frozen=True)
@@ -489,14 +499,17 @@ def _std_delta_len(len_baseline: FloatArray, len_system: FloatArray) -> FloatArr
     return d / sd if sd > 0 else np.zeros_like(d)
 
 
-def instruction_difficulty(ann: BaselineAnnotations, n_contexts: int) -> FloatArray:
+def instruction_difficulty(ann: BaselineAnnotations, n_contexts: int,
+                           gamed: ArrayLike | None = None) -> FloatArray:
     """Per-context difficulty: AlpacaEval 2.0's joint GLM of every system against the baseline
     (``notebooks/instruction_difficulty.ipynb`` of alpaca_eval, ``joint_formula``):
     ``logit pref = a_m + b_m tanh(delta_len / sd_m) + d_c``, one bias ``a_m`` and length slope
     ``b_m`` per system, one effect ``d_c`` per context (the first context in index order at 0,
     dummy coding) and the all-ones ``not_gamed_baseline`` column, fitted by
     :func:`fit_soft_l1_cv`; ``d`` is the instruction difficulty. ``sd_m`` is the sample standard
-    deviation of system ``m``'s length differences. NaN for a context without a row. The
+    deviation of system ``m``'s length differences; ``not_gamed_baseline`` is 0 on the rows of
+    a system flagged in ``gamed`` (a rewrite of the baseline, :func:`is_gamed_baseline`). NaN for
+    a context without a row. The
     baseline's comparisons with itself (all ties), which AlpacaEval's notebook includes, do not
     exist in a run and are not made up.
     """
@@ -519,7 +532,9 @@ def instruction_difficulty(ann: BaselineAnnotations, n_contexts: int) -> FloatAr
     r = np.concatenate([rows, rows[has_ctx], rows, rows])
     c = np.concatenate([s_idx, ns + c_idx[has_ctx] - 1, ns + nc - 1 + s_idx,
                         np.full(m, 2 * ns + nc - 1)])
-    v = np.concatenate([np.ones(m), np.ones(int(has_ctx.sum())), feature, np.ones(m)])
+    not_gamed = (np.ones(m) if gamed is None
+                 else 1.0 - np.asarray(gamed, dtype=bool)[ann.system].astype(np.float64))
+    v = np.concatenate([np.ones(m), np.ones(int(has_ctx.sum())), feature, not_gamed])
     design = sparse.csr_matrix((v, (r, c)), shape=(m, 2 * ns + nc))
     coef = fit_soft_l1_cv(design, ann.preference)
     out = np.full(int(n_contexts), np.nan)
@@ -567,8 +582,19 @@ class AlpacaEvalLC:
     estimator: str
 
 
+#: AlpacaEval 2.0's weight of the gamed-baseline rows (``regularize_to_baseline_lambda``), split
+#: over its two rewrites (verbose and concise): each such row weighs ``LC_LAMBDA / 2``.
+LC_LAMBDA = 0.2
+
+
+def is_gamed_baseline(system: str, baseline: str) -> bool:
+    """AlpacaEval's rule for a rewrite of the baseline (``fn_is_gamed_baseline`` of its
+    notebooks): the name holds the baseline's and ``verbose`` or ``concise``."""
+    return baseline in system and ("verbose" in system or "concise" in system)
+
+
 def alpaca_eval_lc_win_rates(n: int, baseline: int, ann: BaselineAnnotations,
-                             n_contexts: int) -> AlpacaEvalLC:
+                             n_contexts: int, gamed: ArrayLike | None = None) -> AlpacaEvalLC:
     """AlpacaEval 2.0's length-controlled win rate against ``baseline`` (Dubois, Galambosi,
     Liang, Hashimoto 2024, "Length-Controlled AlpacaEval", §3, eq. 2;
     ``get_length_controlled_winrate`` of ``alpaca_eval/metrics/glm_winrate.py``).
@@ -583,8 +609,11 @@ def alpaca_eval_lc_win_rates(n: int, baseline: int, ann: BaselineAnnotations,
     The instruction difficulty comes from :func:`instruction_difficulty` when at least two
     systems met the baseline; with one, the term is left out (AlpacaEval's
     ``length_controlled_minimal`` formula). AlpacaEval's regularisation toward the baseline
-    (``regularize_to_baseline_lambda = 0.2``) adds the judge's verdicts on verbose and concise
-    rewrites of the baseline's outputs, which a run does not have: it is not applied
+    (``length_controlled_v1``) needs the judge's verdicts on verbose and concise rewrites of the
+    baseline: when the run has such systems (``gamed``, a flag per system; the leaderboard
+    flags them by :func:`is_gamed_baseline`), their rows join every system's fit with
+    ``not_gamed_baseline = 0`` and weight :data:`LC_LAMBDA` / 2, so the length and difficulty
+    slopes lean toward the baseline's own; without them the regularisation is not applied
     (``length_controlled_noreg``).
 
     Raises
@@ -597,27 +626,50 @@ def alpaca_eval_lc_win_rates(n: int, baseline: int, ann: BaselineAnnotations,
     nan = lambda: np.full(n, np.nan)  # noqa: E731
     rate, se, w_len, w_diff, w_sys = nan(), nan(), nan(), nan(), nan()
     counts = np.bincount(ann.system, minlength=n).astype(np.int64)
+    flags = np.zeros(n, dtype=bool) if gamed is None else np.asarray(gamed, dtype=bool).copy()
+    flags[int(baseline)] = False
+    flags &= counts > 0
     fitted = [s for s in range(n) if s != baseline and counts[s] >= LC_FOLDS]
     uses = len(np.unique(ann.system)) >= 2 and bool(fitted)
-    difficulty = (instruction_difficulty(ann, n_contexts) if uses
+    difficulty = (instruction_difficulty(ann, n_contexts, flags) if uses
                   else np.full(int(n_contexts), np.nan))
+    regularised = uses and bool(flags.any())
+
+    def features(rows: np.ndarray, not_gamed: float) -> FloatArray:
+        cols = [np.tanh(_std_delta_len(ann.len_baseline[rows], ann.len_system[rows]))]
+        if uses:
+            cols.append(difficulty[ann.context[rows]])
+        cols.append(np.full(int(rows.sum()), not_gamed))
+        return np.column_stack(cols)
+
+    if regularised:  # every rewrite standardised on its own rows, as AlpacaEval's df_gamed
+        parts = [features(ann.system == g, 0.0) for g in np.flatnonzero(flags)]
+        gamed_x = np.vstack(parts)
+        gamed_y = np.concatenate([ann.preference[ann.system == g] for g in np.flatnonzero(flags)])
     for s in fitted:  # one GLM per system, as AlpacaEval (a handful of systems)
         rows = ann.system == s
-        length = np.tanh(_std_delta_len(ann.len_baseline[rows], ann.len_system[rows]))
-        ones = np.ones(int(rows.sum()))
-        if uses:
-            diff = difficulty[ann.context[rows]]
-            coef = fit_soft_l1_cv(np.column_stack([length, diff, ones]), ann.preference[rows])
-            w_len[s], w_diff[s], w_sys[s] = coef
-            pred = expit(w_sys[s] + w_diff[s] * diff)
+        own = features(rows, 1.0)
+        if regularised:
+            coef = fit_soft_l1_cv(np.vstack([gamed_x, own]),
+                                  np.concatenate([gamed_y, ann.preference[rows]]),
+                                  np.r_[np.full(len(gamed_y), LC_LAMBDA / 2), np.ones(len(own))])
         else:
-            coef = fit_soft_l1_cv(np.column_stack([length, ones]), ann.preference[rows])
+            coef = fit_soft_l1_cv(own, ann.preference[rows])
+        if uses:
+            w_len[s], w_diff[s], w_sys[s] = coef
+            pred = expit(w_sys[s] + w_diff[s] * difficulty[ann.context[rows]])
+        else:
             w_len[s], w_sys[s] = coef
-            pred = np.full(len(ones), expit(w_sys[s]))
+            pred = np.full(len(own), expit(w_sys[s]))
         rate[s] = float(pred.mean())
         se[s] = float(pred.std(ddof=1) / np.sqrt(len(pred))) if len(pred) > 1 else np.nan
-    estimator = LC_ESTIMATOR if uses else LC_ESTIMATOR.replace(
-        "+ instruction difficulty", "(no instruction difficulty: one system met the baseline)"
-    ).replace("; instruction difficulty estimated from this run", "")
+    if regularised:
+        estimator = LC_ESTIMATOR_REGULARISED
+    elif uses:
+        estimator = LC_ESTIMATOR
+    else:
+        estimator = LC_ESTIMATOR.replace(
+            "+ instruction difficulty", "(no instruction difficulty: one system met the baseline)"
+        ).replace("; instruction difficulty estimated from this run", "")
     counts[baseline] = 0
     return AlpacaEvalLC(rate, se, counts, w_len, w_diff, w_sys, difficulty, uses, estimator)

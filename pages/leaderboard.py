@@ -158,7 +158,8 @@ st.dataframe(
             help="AlpacaEval 2.0's length-controlled win rate against the baseline: the "
                  "system's own GLM (tanh of the standardised length difference + instruction "
                  "difficulty, L1, 5-fold cross-validated) predicted at equal length, averaged "
-                 "over its contexts; without AlpacaEval's regularisation toward the baseline."),
+                 "over its contexts; regularised toward the baseline only when the run holds "
+                 "verbose and concise rewrites of it (the caption above names the estimator)."),
         "lc_win_rate_vs_baseline_se": st.column_config.NumberColumn(
             "LC std. error", **pct,
             help="AlpacaEval's lc_standard_error: standard error of the mean prediction over "

@@ -92,15 +92,19 @@ def hub_difficulty(tmp_path, monkeypatch):
     return glm, use
 
 
-def test_instruction_difficulty_equals_alpaca_evals_joint_fit():
+@pytest.mark.parametrize("gamed", [None, [False, False, True, False, False]],
+                         ids=["no-rewrites", "a-rewrite-of-the-baseline"])
+def test_instruction_difficulty_equals_alpaca_evals_joint_fit(gamed):
     glm = _alpaca_glm()
     i, j, p, ctx, la, lb = _simulated_run(5, 30, seed=1)
     ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
-    ours = instruction_difficulty(ann, 30)
+    ours = instruction_difficulty(ann, 30, gamed)
 
+    flags = np.zeros(5, dtype=bool) if gamed is None else np.array(gamed)
     df = pd.DataFrame({"generator_2": [f"s{k}" for k in ann.system], "index": ann.context,
                        "preference": ann.preference,
-                       "delta_len": ann.len_baseline - ann.len_system, "not_gamed_baseline": True})
+                       "delta_len": ann.len_baseline - ann.len_system,
+                       "not_gamed_baseline": ~flags[ann.system]})
     df["rand_delta_len_std_only"] = df["delta_len"] / df.groupby("generator_2")["delta_len"].transform("std")
     ordered_models = sorted(df["generator_2"].unique())  # noqa: F841 (read by the formula)
     formula = ("C(generator_2, levels=ordered_models): np.tanh(rand_delta_len_std_only) + "
@@ -238,3 +242,40 @@ def test_the_cli_and_the_page_name_the_estimator(app_env, capsys):
     at.selectbox(key="board_baseline_w").set_value("M9").run()
     assert not at.exception, at.exception
     assert "length_controlled_noreg" in texts(at.caption)
+
+
+def test_verbose_and_concise_rewrites_of_the_baseline_regularise_as_alpaca_eval(hub_difficulty):
+    """With the judge's verdicts on verbose and concise rewrites of the baseline in the run,
+    AlpacaEval's full estimator (length_controlled_v1: those rows join every system's fit with
+    weight 0.2 / 2 and not_gamed_baseline = 0) is what the package computes."""
+    from compassess_core.length_bias import LC_ESTIMATOR_REGULARISED, is_gamed_baseline
+
+    glm, use = hub_difficulty
+    n_sys, n_ctx = 6, 40
+    i, j, p, ctx, la, lb = _simulated_run(n_sys, n_ctx, seed=11)
+    names = ["gpt", "gpt_verbose", "gpt_concise", "m3", "m4", "m5"]
+    gamed = [is_gamed_baseline(s, "gpt") for s in names]
+    assert gamed == [False, True, True, False, False, False]
+    ann = baseline_annotations(i, j, p, ctx, la, lb, baseline=0)
+    ours = alpaca_eval_lc_win_rates(n_sys, 0, ann, n_ctx, gamed)
+    assert ours.estimator == LC_ESTIMATOR_REGULARISED
+
+    # AlpacaEval's df_gamed: the rewrites' rows, each standardised on its own rows
+    frames = []
+    for g in (1, 2):
+        rows = ann.system == g
+        delta = pd.Series(ann.len_baseline[rows] - ann.len_system[rows])
+        frames.append(pd.DataFrame({
+            "model": names[g], "index": ann.context[rows], "preference": ann.preference[rows],
+            "std_delta_len": delta / delta.std(), "not_gamed_baseline": False,
+            "instruction_difficulty": ours.difficulty[ann.context[rows]]}))
+    gamed_csv = pd.concat(frames, ignore_index=True)
+    path = glm.hf_hub_download()
+    gamed_csv.to_csv(path, index=False)
+    for s in (3, 4, 5):
+        ref = glm.get_length_controlled_winrate(_annotations_frame(ann, s),
+                                                glm_name="length_controlled_v1",
+                                                save_weights_dir=None,
+                                                is_warn_extreme_changes=False)
+        assert 100 * ours.win_rate[s] == pytest.approx(ref["length_controlled_winrate"],
+                                                       abs=TOL_POINTS)

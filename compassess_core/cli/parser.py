@@ -184,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--baseline", default=None, metavar="SYSTEM",
                     help="a system: add each system's win rate against it (95%% interval) and "
                          "AlpacaEval 2.0's length-controlled win rate against it (its GLM "
-                         "without the regularisation toward the baseline)")
+                         "regularised toward the baseline only with its verbose and concise "
+                         "rewrites in the run)")
     lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                     help="context-bootstrap replicates of the 95%% intervals (default 1000)")
     lb.add_argument("--format", default="table", choices=["table", "csv", "json"])
