@@ -4,8 +4,10 @@ A comparison's p comes from the label words' probabilities (eq. 3); it says whic
 prefers, not why. To see why, the same judge is shown the same prompt, told the answer it gave
 (``A`` when ``p > 0.5``, else ``B``) and asked for its reasons in a few sentences, bounded in
 tokens; asked in both orders of a pair, the two answers show whether the reasons follow the
-texts or the positions. The reasons are what the judge writes afterwards: a window on how it
-reads the texts, not the computation behind p, which they never change.
+texts or the positions. The reasons are what the judge writes afterwards (every view labels
+them :data:`REASONS_LABEL`): a window on how it reads the texts, not the computation behind p,
+which they never change. When the judge chose the same position in both orders it preferred a
+different text in each: :attr:`Explanation.same_position` flags that it contradicts itself.
 
 This module holds the pure parts (the request, the verdict, the reply cleaned, whether a judge
 can write at all); the Python API (``Run.explain``) loads the judge, asks it and stores the
@@ -20,6 +22,14 @@ from dataclasses import dataclass
 from .judges.base import TextGenerator
 from .settings import GenerationOptions
 from .types import ComparisonPrompt
+
+#: What an explanation is, the label every view shows beside it: the judge is told the answer it
+#: gave, then asked for reasons, so they are written after the verdict and did not produce it.
+REASONS_LABEL = "reasons written after the verdict"
+#: The sentence that goes with :data:`REASONS_LABEL` where there is room for one.
+REASONS_NOTE = ("The judge was shown its prompt, told the answer it gave and asked for its "
+                "reasons: they are written after the verdict, not the computation behind p, and "
+                "never change it.")
 
 #: Tokens the judge may write for one order's reasons (a few sentences).
 EXPLAIN_TOKENS = 150
@@ -100,8 +110,31 @@ class Explanation:
     def complete(self) -> bool:
         return all(o.text is not None for o in self.orders)
 
+    @property
+    def same_position(self) -> str | None:
+        """The position (``A`` or ``B``) the judge chose in both orders, None when it chose the
+        same text in both (or only one order was judged). The same position in both orders
+        means it preferred ``first`` in one order and ``second`` in the other: it contradicts
+        itself on this pair, so its reasons for the two answers cannot both hold."""
+        if self.reverse is None or self.forward.verdict != self.reverse.verdict:
+            return None
+        return self.forward.verdict
+
+    @property
+    def contradiction(self) -> str | None:
+        """A sentence saying the judge contradicts itself (:attr:`same_position`), or None."""
+        pos = self.same_position
+        if pos is None:
+            return None
+        return (f"The judge contradicts itself on this pair: it answered {pos} in both orders, "
+                f"so it preferred {self.first if pos == 'A' else self.second} in one order and "
+                f"{self.second if pos == 'A' else self.first} in the other (it follows the "
+                "position, not the texts); its reasons for the two answers cannot both hold.")
+
     def to_dict(self) -> dict:
         return dict(context_id=self.context_id, first=self.first, second=self.second,
-                    judge_key=self.judge_key, max_tokens=self.max_tokens,
+                    judge_key=self.judge_key, max_tokens=self.max_tokens, kind=REASONS_LABEL,
+                    same_position_in_both_orders=self.same_position,
+                    contradiction=self.contradiction,
                     orders=[dict(first=o.first, second=o.second, p=o.p, verdict=o.verdict,
                                  text=o.text) for o in self.orders])

@@ -20,11 +20,15 @@ the contexts, these give one row per system, as Chatbot Arena and AlpacaEval rep
 * comparisons, contexts and the mean text length of each system, with reference scores the mean
   reference score and the system-level correlation (Liusie et al. 2024, appendix B);
 * the system x system win-rate matrix and the vote counts of every pair of systems (Chatbot
-  Arena's battle counts), the run's length bias and a length-controlled strength
-  (:mod:`compassess_core.length_bias`);
+  Arena's battle counts), the run's length bias and a length-adjusted strength against the
+  field (:func:`compassess_core.length_bias.length_controlled_strengths`: one joint GLM over all
+  systems with one shared length slope; CompAssess's own, not AlpacaEval's estimator);
 * with a baseline system, AlpacaEval's headline numbers (Dubois et al. 2024, §2 and §3): each
-  system's win rate against the baseline with its context-bootstrap interval, and the
-  length-controlled win rate against it.
+  system's win rate against the baseline with its context-bootstrap interval, and AlpacaEval
+  2.0's length-controlled win rate against it
+  (:func:`compassess_core.length_bias.alpaca_eval_lc_win_rates`: one GLM per system, as
+  ``alpaca_eval/metrics/glm_winrate.py``, regularised toward the baseline only when the run
+  holds verbose and concise rewrites of it).
 
 Pure: no I/O, no UI, no store.
 """
@@ -39,9 +43,11 @@ from scipy.special import expit
 
 from . import analysis, metrics, ranking
 from .agreement_stats import cluster_multiplicity, weighted_median
-from .bias import debias_by_threshold, decisions
+from .bias import debias_by_threshold, debias_probabilities, decisions
 from .errors import InputError
-from .length_bias import LengthBias, LengthControlled, length_bias, length_controlled_strengths
+from .length_bias import (LC_FOLDS, AlpacaEvalLC, LengthBias, LengthControlled,
+                          alpaca_eval_lc_win_rates, baseline_annotations, is_gamed_baseline,
+                          length_bias, length_controlled_strengths)
 from .types import ComparisonTable, Dataset, FloatArray, IntArray
 
 __all__ = [
@@ -326,14 +332,11 @@ def win_rates_against(n: int, i: IntArray, j: IntArray, p: FloatArray, baseline:
 
 
 def lc_win_rates_against(strengths: FloatArray, baseline: int) -> FloatArray:
-    """Length-controlled win rate against a baseline: ``sigmoid(theta_s - theta_baseline)``.
-
-    AlpacaEval 2.0's length-controlled win rate (Dubois et al. 2024, §3, eq. 2 with the length
-    term set to zero; ``alpaca_eval/metrics/glm_winrate.py``): the GLM's prediction that ``s``
-    beats the baseline when the two texts have the same length, here with the position term
-    dropped too (strengths from
-    :func:`compassess_core.length_bias.length_controlled_strengths`). NaN for the baseline
-    itself and for a system without a strength.
+    """``sigmoid(theta_s - theta_baseline)`` of the joint length-adjusted strengths of
+    :func:`compassess_core.length_bias.length_controlled_strengths` (CompAssess's one-GLM
+    estimator with one shared length slope, not AlpacaEval's: the leaderboard's
+    ``lc_win_rate_vs_baseline`` is :func:`compassess_core.length_bias.alpaca_eval_lc_win_rates`).
+    NaN for the baseline itself and for a system without a strength.
     """
     theta = np.asarray(strengths, dtype=np.float64).reshape(-1)
     out = expit(theta - theta[int(baseline)])
@@ -349,7 +352,9 @@ class Leaderboard:
     ``strength_ci_low``/``strength_ci_high``, ``win_rate`` (share, 0-1) with its interval,
     ``p_best`` (share of bootstrap replicates in which the system ranks first),
     ``n_comparisons``, ``n_contexts``, ``mean_length`` (characters), ``lc_strength`` and
-    ``lc_win_rate`` (length-controlled), and with a reference column ``mean_reference``.
+    ``lc_win_rate`` (length-adjusted against the field by CompAssess's joint GLM,
+    :func:`compassess_core.length_bias.length_controlled_strengths`; not AlpacaEval's), and
+    with a reference column ``mean_reference``.
     ``win_matrix`` is :func:`win_rate_matrix` as a frame (row system's share of wins against the
     column system); ``pair_counts`` is :func:`pair_count_table` (comparisons and wins at tau of
     every pair of systems that met), in leaderboard order.
@@ -357,10 +362,16 @@ class Leaderboard:
     With a ``baseline`` system the frame also holds ``win_rate_vs_baseline`` (share of the
     system's comparisons with the baseline it won, 0-1; :func:`win_rates_against`) with
     ``win_rate_vs_baseline_low``/``_high`` (the same context bootstrap), ``n_vs_baseline``
-    (those comparisons) and ``lc_win_rate_vs_baseline`` (:func:`lc_win_rates_against`). The
-    baseline's own row holds NaN (``n_vs_baseline`` blank), not 0.5: a system is not compared
-    with itself. The length-controlled win rate has no interval: each replicate would refit the
-    GLM (an L-BFGS fit over every comparison), as many fits again as the strength bootstrap.
+    (those comparisons), ``lc_win_rate_vs_baseline`` (AlpacaEval 2.0's length-controlled win
+    rate, a share 0-1: :func:`compassess_core.length_bias.alpaca_eval_lc_win_rates` on the
+    comparisons with the baseline, p debiased at tau by eq. 9 and averaged over the orders of
+    each context) and ``lc_win_rate_vs_baseline_se`` (AlpacaEval's ``lc_standard_error``: the
+    standard error of the mean prediction over the system's contexts, not a bootstrap
+    interval). The baseline's own row holds NaN (``n_vs_baseline`` blank), not 0.5: a system is
+    not compared with itself; so does a system that met the baseline in fewer than
+    :data:`~compassess_core.length_bias.LC_FOLDS` contexts (AlpacaEval's 5-fold
+    cross-validation needs one context per fold). ``alpaca_lc`` holds the fit
+    (coefficients, instruction difficulty, the estimator's name).
     """
 
     frame: pd.DataFrame
@@ -379,6 +390,7 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     pair_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
     baseline: str | None = None
+    alpaca_lc: AlpacaEvalLC | None = None
 
     def to_dict(self) -> dict:
         """What ``compassess leaderboard --format json`` prints (NaN as null)."""
@@ -398,6 +410,8 @@ class Leaderboard:
             length_controlled=dict(length_coef=_none(lc.length_coef),
                                    position_coef=_none(lc.position_coef)),
             baseline=self.baseline,
+            lc_win_rate_vs_baseline_estimator=(None if self.alpaca_lc is None
+                                               else self.alpaca_lc.estimator),
             win_rate_vs_baseline_unit=(None if self.baseline is None else
                                        "share of the system's comparisons with the baseline "
                                        "it won at tau, both orders, contexts where both appear"),
@@ -473,7 +487,10 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         "n_comparisons": counts.astype(np.int64), "n_contexts": n_contexts,
         "mean_length": lengths, "lc_strength": lc.strengths, "lc_win_rate": lc.win_rate})
     if base is not None:
-        frame = frame.join(_against_baseline(sc, base, tau, mult, level, lc.strengths, taus))
+        against, alpaca_lc = _against_baseline(sc, base, tau, mult, level, taus)
+        frame = frame.join(against)
+    else:
+        alpaca_lc = None
     sp = kd = None
     if reference is not None:
         frame["mean_reference"] = refs
@@ -492,20 +509,27 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
         never = int((frame["n_vs_baseline"].fillna(0) == 0).sum()) - 1
         if never > 0:
             notes.append(f"{never} system(s) never met the baseline '{baseline}': no win rate "
-                         "against it (a length-controlled one only where the GLM links them "
-                         "through other systems)")
+                         "and no length-controlled win rate against it (AlpacaEval's GLM is "
+                         "fitted on a system's own comparisons with the baseline)")
+        few = int(((frame["n_vs_baseline"].fillna(0) > 0)
+                   & frame["lc_win_rate_vs_baseline"].isna()).sum())
+        if few > 0:
+            notes.append(f"{few} system(s) met the baseline in fewer than {LC_FOLDS} contexts: "
+                         "no length-controlled win rate against it (AlpacaEval's GLM is "
+                         f"{LC_FOLDS}-fold cross-validated over contexts)")
     return Leaderboard(frame, matrix, method, float(tau), int(n_boot),
                        float(level), int(len(sc.p)), len(sc.context_ids), reference, sp, kd,
                        length_bias(sc.len_a, sc.len_b, sc.p, tau), lc, notes, counts_table,
-                       baseline)
+                       baseline, alpaca_lc)
 
 
 def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArray,
-                      level: float, lc_strengths: FloatArray,
-                      taus: FloatArray | None = None) -> pd.DataFrame:
-    """The baseline columns of :class:`Leaderboard`, indexed like the unsorted frame. The
-    interval reuses the leaderboard's replicates ``mult``: the win ratio (eq. 6) of each
-    replicate on the comparisons with the baseline is the win rate against it."""
+                      level: float, taus: FloatArray | None = None
+                      ) -> tuple[pd.DataFrame, AlpacaEvalLC]:
+    """The baseline columns of :class:`Leaderboard`, indexed like the unsorted frame, and
+    AlpacaEval's length-controlled fit. The interval reuses the leaderboard's replicates
+    ``mult`` (and their re-estimated tau* ``taus``): the win ratio (eq. 6) of each replicate on
+    the comparisons with the baseline is the win rate against it."""
     n = sc.n
     rate, count = win_rates_against(n, sc.i, sc.j, sc.p, base, tau)
     with_base = (sc.i == base) | (sc.j == base)
@@ -518,9 +542,14 @@ def _against_baseline(sc: SystemComparisons, base: int, tau: float, mult: IntArr
     low[base] = high[base] = np.nan
     n_vs = pd.array(count, dtype="Int64")
     n_vs[base] = pd.NA
+    ann = baseline_annotations(sc.i, sc.j, debias_probabilities(sc.p, tau), sc.context,
+                               sc.len_a, sc.len_b, base)
+    gamed = [is_gamed_baseline(s, sc.systems[base]) for s in sc.systems]
+    alpaca = alpaca_eval_lc_win_rates(n, base, ann, len(sc.context_ids), gamed)
     return pd.DataFrame({"win_rate_vs_baseline": rate, "win_rate_vs_baseline_low": low,
                          "win_rate_vs_baseline_high": high, "n_vs_baseline": n_vs,
-                         "lc_win_rate_vs_baseline": lc_win_rates_against(lc_strengths, base)})
+                         "lc_win_rate_vs_baseline": alpaca.win_rate,
+                         "lc_win_rate_vs_baseline_se": alpaca.standard_error}), alpaca
 
 
 #: Methods whose scores are defined up to an additive constant (mean or sum fixed to zero over the

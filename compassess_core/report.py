@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .explanations import REASONS_LABEL, REASONS_NOTE
 from .limits import visible
 from .types import ComparisonPrompt, Dataset
 
@@ -455,20 +456,21 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
     head = ["rank", "system", f"strength [{pct}% interval]",
             f"win rate [{pct}% interval] (share of comparisons won)",
             "P(best) (share of replicates ranked first)", "comparisons", "contexts",
-            "mean length (characters)", "length-controlled strength",
-            "length-controlled win rate"]
+            "mean length (characters)", "length-adjusted strength (joint GLM)",
+            "length-adjusted win rate (joint GLM, against the field)"]
     if ref is not None:
         head.append(f"mean reference score ({inert(ref)})")
     baseline = board.baseline
     if baseline is not None:  # AlpacaEval's headline numbers, beside the system
         head[2:2] = [f"win rate vs {inert(baseline)} [{pct}% interval] (share of the comparisons "
                      "with the baseline won)", f"comparisons with {inert(baseline)}",
-                     f"length-controlled win rate vs {inert(baseline)}"]
+                     f"length-controlled win rate vs {inert(baseline)} (AlpacaEval 2.0's GLM, "
+                     "&plusmn; its standard error)"]
     rows = []
     for r in frame.to_dict(orient="records"):
         against = ([f'{_num(r["win_rate_vs_baseline"])} [{_num(r["win_rate_vs_baseline_low"])}, '
                     f'{_num(r["win_rate_vs_baseline_high"])}]', _count(r["n_vs_baseline"]),
-                    _num(r["lc_win_rate_vs_baseline"])] if baseline is not None else [])
+                    _lc_cell(r)] if baseline is not None else [])
         row = [str(int(r["rank"])), inert(r["system"]), *against,
                f'{_num(r["strength"])} [{_num(r["strength_ci_low"])}, '
                f'{_num(r["strength_ci_high"])}]',
@@ -581,10 +583,14 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
     board = audit.leaderboard
     if board is not None:
         lc = board.length_controlled
-        out.append(_note(f"Length-controlled GLM of the systems (AlpacaEval 2.0 style): length term "
+        out.append(_note(f"Joint length-adjusted GLM of the systems (CompAssess's, one shared "
+                         f"length slope; not AlpacaEval's estimator): length term "
                          f"{_num(lc.length_coef, '+.3f')} log-odds, position term "
-                         f"{_num(lc.position_coef, '+.3f')} log-odds; the length-controlled "
+                         f"{_num(lc.position_coef, '+.3f')} log-odds; the length-adjusted "
                          "strengths and win rates are in the leaderboard."))
+        if board.alpaca_lc is not None:
+            out.append(_note("The length-controlled win rate against the baseline is "
+                             f"{inert(board.alpaca_lc.estimator)}."))
     if len(audit.length_points):
         out.append(charts.html(_length_figure(audit.length_points, audit.length_curve,
                                               lb.tau), 300))
@@ -760,6 +766,14 @@ def _prompt_block(shown: ShownComparison) -> str:
             + _reasons_block(shown.explanation))
 
 
+def _lc_cell(r: Mapping[str, Any]) -> str:
+    """AlpacaEval's length-controlled win rate against the baseline with its standard error."""
+    se = r.get("lc_win_rate_vs_baseline_se")
+    if se is None or not np.isfinite(se):
+        return _num(r["lc_win_rate_vs_baseline"])
+    return f'{_num(r["lc_win_rate_vs_baseline"])} &plusmn; {_num(se)}'
+
+
 def _reasons_block(explanation: Any | None) -> str:
     """The judge's stored reasons for its verdicts on a pair, each order (none: "")."""
     orders = [o for o in (explanation.orders if explanation is not None else ())
@@ -769,8 +783,11 @@ def _reasons_block(explanation: Any | None) -> str:
     parts = "".join(f'<p class="label">With {inert(o.first)} in position A (p = {_num(o.p)}, '
                     f"the judge answered {inert(o.verdict)}):</p>"
                     f'<pre class="prompt">{inert(o.text)}</pre>' for o in orders)
-    return ("<details><summary>The judge's reasons, asked afterwards (they never change "
-            f"p)</summary>{parts}</details>")
+    flag = ("" if explanation.contradiction is None else
+            f'<div class="warning"><strong>Contradiction.</strong> '
+            f'{inert(explanation.contradiction)}</div>')
+    return (f"<details><summary>The judge's {REASONS_LABEL} (they never change p)</summary>"
+            f"{_note(REASONS_NOTE)}{flag}{parts}</details>")
 
 
 def _order_dependent(audit: RunAudit) -> str:
@@ -896,12 +913,17 @@ METHODS_TEXT = (
     "each pair of systems over the contexts; its 95% percentile intervals come from a two-stage "
     "bootstrap that resamples contexts, then the comparisons within each.</p>"
     "<p>Length bias is the share of comparisons won by the longer text, and the slope of a "
-    "logistic fit of p on log2(len A / len B). The length-controlled strengths follow "
-    "AlpacaEval 2.0's length-controlled GLM (Dubois, Galambosi, Liang &amp; Hashimoto, "
+    "logistic fit of p on log2(len A / len B). The length-controlled win rate against a "
+    "baseline is AlpacaEval 2.0's (Dubois, Galambosi, Liang &amp; Hashimoto, "
     "&ldquo;Length-Controlled AlpacaEval: A Simple Way to Debias Automatic Evaluators&rdquo;, "
-    "2024): logit p = theta<sub>A</sub> &minus; theta<sub>B</sub> + gamma &middot; "
-    "tanh(d / sd(d)) + b with d = log(len A / len B), read with the length and position terms "
-    "set to zero.</p>"
+    "2024): one GLM per system against the baseline, logit pref = w<sub>len</sub> "
+    "tanh(&Delta;len / sd) + w<sub>diff</sub> &middot; difficulty + w<sub>system</sub>, L1 and "
+    "5-fold cross-validated as alpaca_eval's glm_winrate, predicted at equal length and averaged "
+    "over the system's contexts, regularised toward the baseline (AlpacaEval's weight 0.2) only "
+    "when the run holds verbose and concise rewrites of the baseline. The "
+    "length-adjusted strengths are CompAssess's own joint GLM over all systems: logit p = "
+    "theta<sub>A</sub> &minus; theta<sub>B</sub> + gamma &middot; tanh(d / sd(d)) + b with d = "
+    "log(len A / len B), read with the length and position terms set to zero.</p>"
     "<p>Against human A/B labels the judge's order-averaged verdict on each pair is compared with "
     "the humans' majority (accuracy and Cohen's kappa, with and without ties); the calibration "
     "fits a bias and a temperature of the judge's log-odds on the labels (Platt scaling), scored "

@@ -723,7 +723,9 @@ COLUMN_LABELS = {
     "flip_rate": "flip rate", "win_rate": "win rate", "strength_ci_low": "strength low",
     "strength_ci_high": "strength high", "win_rate_ci_low": "win rate low",
     "win_rate_ci_high": "win rate high", "p_best": "P(best)", "mean_length": "mean length",
-    "lc_strength": "LC strength", "lc_win_rate": "LC win rate", "ci_low": "95% low",
+    "lc_strength": "len-adj strength", "lc_win_rate": "len-adj win rate",
+    "lc_win_rate_vs_baseline": "LC vs baseline",
+    "lc_win_rate_vs_baseline_se": "LC std. error", "ci_low": "95% low",
     "ci_high": "95% high", "kappa": "kappa", "agreement": "agreement",
     "percent_agreement": "agreement", "annotator_a": "annotator A", "annotator_b": "annotator B",
     "member_a": "member A", "member_b": "member B", "reference_scores": "reference scores",
@@ -814,7 +816,7 @@ def baseline_control(run: AppRun, where, key: str) -> str | None:
         on_change=lambda: view.put("baseline", None if st.session_state[key] == NO_BASELINE
                                    else st.session_state[key]),
         help="AlpacaEval's reference model: adds each system's win rate against it (with its 95% "
-             "interval) and the length-controlled win rate against it.")
+             "interval) and AlpacaEval 2.0's length-controlled win rate against it.")
     baseline = None if chosen == NO_BASELINE else chosen
     view.put("baseline", baseline)
     return baseline

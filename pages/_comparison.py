@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from compassess_core.errors import CompAssessError
+from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
 from pages._auth import recheck, require
 from pages._common import REPO_ROOT, AppRun, _run_handle, db_url, fmt, plain
 
@@ -114,11 +115,13 @@ EXPLAIN_WORKERS = "explain_workers"
 
 
 def _show_reasons(found) -> None:
+    if found.contradiction is not None:
+        st.warning(plain(found.contradiction), icon=":material/sync_problem:")
     cols = st.columns(len(found.orders))
     for col, order in zip(cols, found.orders):
         with col:
             st.markdown(f"**{plain(order.first)} in position A** (p = {order.p:.3f}, the judge "
-                        f"answered {order.verdict})")
+                        f"answered {order.verdict}; its {REASONS_LABEL})")
             if order.text is None:
                 st.caption("Not asked yet.")
             else:
@@ -130,7 +133,8 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
     when stored; otherwise a button that asks for them in a worker process
     (``Run.start_explain_worker``: the judge never runs in the web server) and a view that shows
     them once stored. A judge that cannot write says so (the worker's message)."""
-    st.markdown("**The judge's reasons** (asked afterwards: its p never changes)")
+    st.markdown(f"**The judge's {REASONS_LABEL}** (it is told its answer, then asked why: "
+                "not how it reached p, which they never change)")
     explain = getattr(run.api, "explanation", None)
     if explain is None:
         st.caption("A panel has no judge of its own: open a member run to ask its judge.")
@@ -142,9 +146,9 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
         return
     if found.complete:
         _show_reasons(found)
-        st.caption(f"Written by the run's judge (at most {found.max_tokens} tokens per order, "
-                   "greedy) when asked for the reasons of its answer; stored with the judge and "
-                   "the prompt, so `compassess explain` prints the same text.")
+        st.caption(f"{REASONS_NOTE} Written by the run's judge (at most {found.max_tokens} "
+                   "tokens per order, greedy); stored with the judge and the prompt, so "
+                   "`compassess explain` prints the same text.")
         return
     key = (db_url(), run.id, context_id, first, second)
     workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})

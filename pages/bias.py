@@ -133,8 +133,9 @@ l1.metric("Position at equal length (log-odds)", fmt(lb.position_log_odds, "+.3f
           help="The intercept of the same fit: log-odds of 'A wins' for texts of equal length "
                "(0 = no positional bias).")
 l1.caption(f"On {lb.n_comparisons:,} comparisons; lengths in characters; mean |log2 length "
-           f"ratio| {fmt(lb.mean_log2_ratio_abs, '.2f')}. Length-controlled system strengths "
-           "(AlpacaEval 2.0 style) are on the **Leaderboard**.")
+           f"ratio| {fmt(lb.mean_log2_ratio_abs, '.2f')}. Length-adjusted system strengths "
+           "and, against a baseline, AlpacaEval 2.0's length-controlled win rate are on the "
+           "**Leaderboard**.")
 scatter = go.Figure(go.Scattergl(x=points["log2_ratio"], y=points["p"], mode="markers",
                                  name="comparisons",
                                  marker=dict(size=4, opacity=0.35, color="#3b5bdb"),

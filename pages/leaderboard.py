@@ -2,8 +2,9 @@
 sure we are — one row per system with its strength and win rate, 95% intervals from a bootstrap over
 contexts, the share of replicates in which it ranks first, its length and, with reference scores,
 its mean reference score; the system x system win-rate matrix; the run's length bias with a
-length-controlled strength; with a baseline system (AlpacaEval's reference model), each system's
-win rate against it with its 95% interval and the length-controlled win rate against it; the votes
+length-adjusted strength (CompAssess's joint GLM); with a baseline system (AlpacaEval's reference
+model), each system's win rate against it with its 95% interval and AlpacaEval 2.0's
+length-controlled win rate against it; the votes
 of every pair of systems; and the table as a file with the run's settings.
 
 Every number comes from ``compassess_core.leaderboard`` (cached per run, method, tau, reference);
@@ -90,16 +91,20 @@ columns = ["rank", "system", "strength", "win_rate", "p_best", "strength_ci_low"
            "n_contexts", "mean_length", "lc_strength", "lc_win_rate"] + (
     ["mean_reference"] if reference else [])
 against = ["win_rate_vs_baseline", "win_rate_vs_baseline_low", "win_rate_vs_baseline_high",
-           "n_vs_baseline", "lc_win_rate_vs_baseline"]
+           "n_vs_baseline", "lc_win_rate_vs_baseline", "lc_win_rate_vs_baseline_se"]
 if baseline is not None:
     columns[4:4] = against  # after strength and win rate: the headline of a baseline
     st.caption(f"Against the baseline {plain(baseline)}: win rate = share of the system's "
                f"comparisons with the baseline that it won at {at_tau(tau)} (both orders, "
                f"the contexts where both appear; p = tau is a win for the second text), with its "
                f"{level} interval from the same context bootstrap and the number of those "
-               "comparisons. Length-controlled: sigmoid of the difference of the "
-               "length-controlled strengths (AlpacaEval 2.0, Dubois et al. 2024), with no "
-               "interval (each replicate would refit the GLM). The baseline's own row is blank.")
+               "comparisons. LC vs baseline: AlpacaEval 2.0's length-controlled win rate "
+               "(Dubois et al. 2024): one GLM per system against the baseline, as alpaca_eval's "
+               "glm_winrate, its prediction at equal length averaged over the system's "
+               "contexts, with AlpacaEval's standard error (not an interval); blank for a system "
+               "that met the baseline in fewer than 5 contexts. The baseline's own row is blank.")
+    if board.alpaca_lc is not None:
+        st.caption(f"LC vs baseline is {plain(board.alpaca_lc.estimator)}.")
 pct = dict(format="percent")
 st.dataframe(
     plain(frame[columns], "text"), hide_index=True, width="stretch",
@@ -126,13 +131,15 @@ st.dataframe(
         "mean_length": st.column_config.NumberColumn("mean length", format="%.0f",
                                                      help="Mean length of its texts in characters."),
         "lc_strength": st.column_config.NumberColumn(
-            "LC strength", format="%.3f",
-            help="Length-controlled strength (log-odds): the GLM's system term with the length "
-                 "and position terms set to zero."),
+            "len-adj strength", format="%.3f",
+            help="Length-adjusted strength (log-odds): the system term of CompAssess's joint GLM "
+                 "over all systems (one shared length slope, a position term), with the length "
+                 "and position terms set to zero. Not AlpacaEval's estimator."),
         "lc_win_rate": st.column_config.NumberColumn(
-            "LC win rate", **pct,
-            help="Length-controlled win rate: predicted against every other system at equal "
-                 "length and no position preference (AlpacaEval 2.0's, against the field)."),
+            "len-adj win rate", **pct,
+            help="Length-adjusted win rate: the joint GLM's prediction against every other "
+                 "system at equal length and no position preference (CompAssess's, against the "
+                 "field; AlpacaEval's is 'LC vs baseline')."),
         "mean_reference": st.column_config.NumberColumn(
             "mean reference", format="%.3f",
             help=f"The system's mean {plain(reference or '', 'text')} score."),
@@ -148,11 +155,18 @@ st.dataframe(
             "with baseline", help="Comparisons between the system and the baseline."),
         "lc_win_rate_vs_baseline": st.column_config.NumberColumn(
             "LC vs baseline", **pct,
-            help="Length-controlled win rate against the baseline: sigmoid(theta_system - "
-                 "theta_baseline) of the length-controlled GLM, at equal length and no position "
-                 "preference (AlpacaEval 2.0)."),
+            help="AlpacaEval 2.0's length-controlled win rate against the baseline: the "
+                 "system's own GLM (tanh of the standardised length difference + instruction "
+                 "difficulty, L1, 5-fold cross-validated) predicted at equal length, averaged "
+                 "over its contexts; regularised toward the baseline only when the run holds "
+                 "verbose and concise rewrites of it (the caption above names the estimator)."),
+        "lc_win_rate_vs_baseline_se": st.column_config.NumberColumn(
+            "LC std. error", **pct,
+            help="AlpacaEval's lc_standard_error: standard error of the mean prediction over "
+                 "the system's contexts (not the fit's uncertainty)."),
     }, placeholder="")
-st.caption("Hover a column's name for what it holds; LC = length-controlled (AlpacaEval 2.0). "
+st.caption("Hover a column's name for what it holds; LC vs baseline = AlpacaEval 2.0's "
+           "length-controlled win rate; len-adj = CompAssess's joint length GLM. "
            "Rank and system stay in view when the table scrolls sideways.")
 
 st.subheader("Votes per pair of systems")
@@ -194,10 +208,12 @@ with right:
     st.subheader("Length")
     lb, lc = board.length, board.length_controlled
     length_bias_metrics(st, lb, "comparisons between systems", tau=tau)
-    st.metric("Length term of the length-controlled GLM (log-odds)", fmt(lc.length_coef, "+.3f"),
+    st.metric("Length term of the joint length-adjusted GLM (log-odds)",
+              fmt(lc.length_coef, "+.3f"),
               help="gamma in logit p = theta_A - theta_B + gamma tanh(d / sd(d)) + b, with "
-                   "d = log(len A / len B) (Dubois et al. 2024, AlpacaEval 2.0).")
-    st.caption("The length-controlled columns answer 'what if both texts had the same length and "
+                   "d = log(len A / len B): CompAssess's joint GLM, after Dubois et al. 2024's "
+                   "length feature (not AlpacaEval's per-system estimator).")
+    st.caption("The length-adjusted columns answer 'what if both texts had the same length and "
                "neither came first?': they drop the GLM's length and position terms "
                f"(position term here {fmt(lc.position_coef, '+.3f')} log-odds). Lengths in "
                "characters.")

@@ -92,7 +92,8 @@ def test_the_interval_holds_the_estimate_and_narrows_with_more_contexts():
 def test_length_controlled_equals_plain_at_equal_lengths_without_position_bias():
     # Two systems, equal lengths; in each context one system wins in both orders (no position
     # preference): "good" in 6 of 8 contexts. The plain win rate is 6/8; the GLM's strength
-    # difference is logit of the mean soft outcome (0.999 or 0.001), sigmoid of it 0.75 too.
+    # difference is logit of the mean soft outcome (0.999 or 0.001), sigmoid of it 0.75 too;
+    # AlpacaEval's GLM (L1, cross-validated) shrinks it a little toward 0.5.
     ds = make_dataset(8, ["base", "good"])
     rows = []
     for k, ctx in enumerate(ds.contexts):
@@ -102,7 +103,7 @@ def test_length_controlled_equals_plain_at_equal_lengths_without_position_bias()
     board = leaderboard(ds, table_of(rows), baseline="base", n_boot=50)
     good = board.frame.set_index("system").loc["good"]
     assert good["win_rate_vs_baseline"] == 0.75
-    assert good["lc_win_rate_vs_baseline"] == pytest.approx(0.75, abs=2e-3)
+    assert 0.73 < good["lc_win_rate_vs_baseline"] <= 0.75
     assert board.length_controlled.position_coef == pytest.approx(0.0, abs=1e-3)
 
 

@@ -582,15 +582,17 @@ class Verdicts:
 
         Strength by ``method`` (default Bradley-Terry through evalica) and win rate against the
         field at the threshold ``debias``, with ``level`` bootstrap intervals that resample
-        contexts, then comparisons within each; mean text length, a length-controlled strength
-        and, with a reference column (default: the one named like the run's aspect), each
+        contexts, then comparisons within each; mean text length, a length-adjusted strength
+        (CompAssess's joint GLM) and, with a reference column (default: the one named like the run's aspect), each
         system's mean reference score and the system-level correlation. Always the comparisons
         and wins of every pair of systems (``pair_counts``).
 
         With a ``baseline`` system (AlpacaEval's reference model), each other system's win rate
         against it (``win_rate_vs_baseline`` with ``_low``/``_high``, the same context bootstrap),
-        the number of those comparisons (``n_vs_baseline``) and the length-controlled win rate
-        against it (``lc_win_rate_vs_baseline``); the baseline's own row is NaN, not 0.5.
+        the number of those comparisons (``n_vs_baseline``) and AlpacaEval 2.0's
+        length-controlled win rate against it (``lc_win_rate_vs_baseline`` with its standard
+        error ``lc_win_rate_vs_baseline_se``; ``board.alpaca_lc`` holds the fit and names the
+        estimator); the baseline's own row is NaN, not 0.5.
 
         Raises
         ------

@@ -183,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="reference-score column (default: the aspect's column if present)")
     lb.add_argument("--baseline", default=None, metavar="SYSTEM",
                     help="a system: add each system's win rate against it (95%% interval) and "
-                         "the length-controlled win rate against it, as AlpacaEval")
+                         "AlpacaEval 2.0's length-controlled win rate against it (its GLM "
+                         "regularised toward the baseline only with its verbose and concise "
+                         "rewrites in the run)")
     lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                     help="context-bootstrap replicates of the 95%% intervals (default 1000)")
     lb.add_argument("--format", default="table", choices=["table", "csv", "json"])
@@ -218,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                          f"(default {EXAMPLES} each)")
     rp.add_argument("--baseline", default=None, metavar="SYSTEM",
                     help="a system to report each system's win rate against (with its 95%% "
-                         "interval and the length-controlled win rate), as `leaderboard "
+                         "interval and AlpacaEval's length-controlled win rate), as `leaderboard "
                          "--baseline`")
     _db_arg(rp)
 

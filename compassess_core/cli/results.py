@@ -12,6 +12,7 @@ from ..calibration import ECE_BINS
 from ..errors import CompAssessError, InputError
 from ..export import neutralise_frame
 from ..leaderboard import STRENGTH_UNITS
+from ..length_bias import LC_FOLDS
 from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
@@ -47,8 +48,9 @@ def cmd_leaderboard(args) -> int:
         print(f"# baseline {board.baseline}: win_rate_vs_baseline = share of the system's "
               f"comparisons with {board.baseline} it won at tau (both orders, contexts where both "
               "appear; p == tau is a win for the second text), n_vs_baseline of them; "
-              "lc_win_rate_vs_baseline = sigmoid of the length-controlled strength difference "
-              "(AlpacaEval 2.0); the baseline's own row is NaN (not 0.5)")
+              "lc_win_rate_vs_baseline (with lc_win_rate_vs_baseline_se, AlpacaEval's "
+              f"lc_standard_error) = {board.alpaca_lc.estimator}, NaN below "
+              f"{LC_FOLDS} contexts with the baseline; the baseline's own row is NaN (not 0.5)")
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"# votes per pair of systems: comparisons and wins of each at "
           f"{run.threshold_label(args.debias)}")
@@ -60,7 +62,8 @@ def cmd_leaderboard(args) -> int:
     print(f"length bias: the longer text wins {_fmt(100 * lb.longer_wins)}% of "
           f"{lb.n_length_differs:,} comparisons ({run.threshold_label(args.debias)}); "
           f"{_fmt(lb.slope_per_doubling, '+.3f')} log-odds per doubling of len(A)/len(B); "
-          f"length-controlled GLM: length term {_fmt(lc.length_coef, '+.3f')}, "
+          f"joint length-adjusted GLM (lc_strength, lc_win_rate; CompAssess's, not AlpacaEval's): "
+          f"length term {_fmt(lc.length_coef, '+.3f')}, "
           f"position term {_fmt(lc.position_coef, '+.3f')} log-odds")
     for note in board.notes:
         print(f"note: {note}")

@@ -7,6 +7,7 @@ import json
 from .. import api
 from ..access import local_identity
 from ..errors import InputError, RunCancelled, RunInterrupted
+from ..explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
@@ -94,13 +95,18 @@ def cmd_explain(args) -> int:
     if args.json:
         print(json.dumps(found.to_dict(), indent=2))
         return EXIT_OK
+    print(f"# {REASONS_LABEL}: {REASONS_NOTE}")
+    if found.contradiction is not None:
+        print(f"# ! {found.contradiction}")
+    print()
     for order in found.orders:
         print(f"{order.first} in position A, {order.second} in B: p = {order.p:.3f}, the judge "
-              f"answered {order.verdict}")
+              f"answered {order.verdict}; its {REASONS_LABEL}:")
         print(order.text if order.text is not None else "(no reasons stored yet)")
         print()
     if found.reverse is None:
-        print("the swapped order was not compared in this run")
+        print("the swapped order was not compared in this run (whether the judge contradicts "
+              "itself cannot be seen)")
     return EXIT_OK
 
 
