@@ -171,6 +171,8 @@ def _undo_button(campaign, where) -> None:
 def annotate(me: Viewer, campaign) -> None:
     """The campaign's next pair for ``me``, with its guidelines and their progress."""
     who = me.identity
+    # The keyboard listener's place: above the messages that come and go, so it stays mounted.
+    keys_slot = st.empty()
     progress = campaign.progress()
     row = progress.loc[progress["annotator"] == who]
     done = int(row["labelled"].iloc[0]) if len(row) else 0
@@ -224,7 +226,8 @@ def annotate(me: Viewer, campaign) -> None:
         else:
             _save(ANSWER_OF_KEY[letter], sent)
 
-    answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
+    with keys_slot:
+        answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
     st.caption("Keyboard: A = left better, B = right better, T = tie, X = both bad, S = skip "
                "(the pair comes back later; a skip is not an answer), U = undo. "
                + SHORTCUT_FOCUS_HINT)

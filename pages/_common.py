@@ -686,6 +686,11 @@ def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged",
     st.session_state[key] = want
 
     def picked() -> None:
+        # The box belongs to its dataset: the browser may report the box of the screen before a
+        # dataset switch once more (it keeps drawn widgets until the next run ends), and that
+        # must not set the aspect of the dataset shown now.
+        if st.session_state.get("dataset_pick_w", view.get("dataset")) not in (None, dataset_id):
+            return
         view.put("aspect", st.session_state[key])
         if on_change is not None:
             on_change(st.session_state[key])

@@ -130,6 +130,9 @@ dataset = cached_dataset(info.id)
 
 # The annotator is whoever is looking: the signed-in person (or a single-user app's owner).
 name = me.identity
+# The keyboard listener's place: above everything that comes and goes (messages), so it is not
+# mounted afresh (and deaf for a moment) after each answer.
+keys_slot = st.empty()
 if me.is_admin:
     judge_tab, import_tab, guide_tab = st.tabs(["Judge pairs", "Import labels", "Guidelines"])
 else:
@@ -233,6 +236,8 @@ def _llm_run_choice(dataset_id: int, runs: list):
     st.session_state[key] = want if want in by_id else NO_RUN
 
     def picked() -> None:
+        if _dataset_now() != dataset_id:
+            return  # the box of the screen before a dataset switch, reported once more
         chosen = st.session_state.get(key, NO_RUN)
         view.put("run", chosen or None)
         if chosen:  # its aspect becomes the one judged
@@ -328,7 +333,8 @@ def judge_pairs() -> None:
         else:
             _answer(ANSWER_OF_KEY[letter], sent, allow_repeat)
 
-    answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
+    with keys_slot:
+        answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
     st.caption("Keyboard: A = left better, B = right better, T = tie, S = skip, U = undo. "
                f"{campaign_view.SHORTCUT_FOCUS_HINT} The time from showing a pair to your "
                "answer is stored with it.")
