@@ -354,10 +354,14 @@ def _open_box(page, label: str):
     raise AssertionError(f"the box {label} did not open")
 
 
-def pick_option(page, label: str, option_text: str) -> None:
-    """Choose the option whose text starts with ``option_text`` in the sidebar box ``label``."""
+def pick_option(page, label: str, option_text: str, exact: bool = False) -> None:
+    """Choose the option whose text holds ``option_text`` (or is it, ``exact``) in the sidebar
+    box ``label``."""
     _open_box(page, label)
-    page.locator('[role="option"]').filter(has_text=option_text).first.click()
+    if exact:
+        page.get_by_role("option", name=option_text, exact=True).first.click()
+    else:
+        page.locator('[role="option"]').filter(has_text=option_text).first.click()
 
 
 def options_of(page, label: str) -> list[str]:
