@@ -96,10 +96,12 @@ class Walk:
 
     def switch_dataset(self) -> None:
         self.idle()
-        name = self.rng.choice(sorted(self.names.values()))
-        pick_option(self.page, "Dataset", f"{name} (")
+        # What the box offers (a dataset renamed in another tab keeps its old name here until
+        # the page runs again).
+        choice = self.rng.choice(options_of(self.page, "Dataset"))
+        pick_option(self.page, "Dataset", choice, exact=True)
         blur(self.page)
-        self.log.append(f"dataset {name}")
+        self.log.append(f"dataset {choice}")
 
     def switch_run(self) -> None:
         self.idle()
