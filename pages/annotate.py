@@ -32,7 +32,7 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
-from compassess_core.errors import CompAssessError, ObjectChanged
+from compassess_core.errors import CompAssessError
 from compassess_core.labels import KEPT_APART, LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
@@ -351,7 +351,11 @@ IMPORT_FLASH = "labels_imported"
 def import_labels() -> None:
     stored = st.session_state.pop(IMPORT_FLASH, None)
     if stored:
-        st.success(stored, icon=":material/check_circle:")
+        kind, message = stored
+        if kind == "success":
+            st.success(message, icon=":material/check_circle:")
+        else:
+            st.error(message, icon=":material/sync_problem:")
     st.markdown("A CSV or JSON Lines file of human A/B labels, one row per judged pair. Its columns "
                 "are mapped below onto **context_id, candidate_a, candidate_b, winner** and "
                 "optionally **annotator** (common names such as MT-Bench's `question_id, model_a, "
@@ -431,25 +435,39 @@ def import_labels() -> None:
     summary = ", ".join(f"{plain(who)} ({n})"
                         for who, n in check.attributed(None, credit, reserved).items())
     st.caption(f"Will be stored as: {summary}.")
-    if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
-                 icon=":material/save:", key="import_labels"):
-        require()  # the person holds the role now (pages/_auth.py)
-        try:
-            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect,
-                                             annotators=credit, people=reserved,
-                                             mapping=mapping, file_label=upload.name,
-                                             expect_name=info.name)
-        except ObjectChanged as e:
-            st.error(plain_message(e), icon=":material/sync_problem:")
-            return
-        except CompAssessError as e:
-            st.error(plain_message(e))
-            return
-        # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
-        st.session_state[IMPORT_FLASH] = (f"{done.already_stored} already stored, {done.stored} "
-                                          f"added for aspect {plain(aspect)}; attributed to "
-                                          f"{summary}.")
-        st.rerun()
+    # The file goes to the dataset and aspect drawn with the button (bound now, checked when it
+    # is clicked): a click that reaches the app after a switch of dataset or aspect stores
+    # nothing and says so.
+    st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
+              icon=":material/save:", key="import_labels", on_click=_store_labels,
+              args=(raw, dict(dataset_id=info.id, name=info.name, aspect=aspect), dict(
+                  annotators=credit, people=reserved, mapping=mapping, file_label=upload.name),
+                  summary))
+
+
+def _store_labels(raw: bytes, shown: dict, options: dict, summary: str) -> None:
+    """Import the label file onto the dataset and aspect ``shown`` with the button, if the page
+    still shows them (else nothing is stored and the page says so)."""
+    require()  # the person holds the role now (pages/_auth.py)
+    now = _dataset_now()
+    if shown["dataset_id"] != now or shown["aspect"] != _aspect_now(now):
+        st.session_state[IMPORT_FLASH] = ("error", "Not stored: the button was clicked on the "
+                                                   f"screen of dataset {plain(shown['name'])}, "
+                                                   f"aspect {plain(shown['aspect'])}, which the "
+                                                   "page no longer shows. Check the file below "
+                                                   "and store it again.")
+        return
+    try:
+        done = api_store().import_labels(raw, dataset=shown["dataset_id"], aspect=shown["aspect"],
+                                         expect_name=shown["name"], **options)
+    except CompAssessError as e:
+        st.session_state[IMPORT_FLASH] = ("error", plain_message(e))
+        return
+    # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
+    st.session_state[IMPORT_FLASH] = ("success", f"{done.already_stored} already stored, "
+                                                 f"{done.stored} added for aspect "
+                                                 f"{plain(shown['aspect'])}; attributed to "
+                                                 f"{summary}.")
 
 
 def edit_guidelines() -> None:
