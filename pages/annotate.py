@@ -162,7 +162,7 @@ def _answer(winner: str, sent, again: bool) -> None:
     before a switch) or when the dataset was renamed or deleted since: nothing is stored then."""
     # Free annotation is an admin's (an annotator labels in campaigns only): still an admin now,
     # as callbacks run before the gate and the page may have been drawn before a demotion.
-    require(ADMIN)
+    who = require(ADMIN)
     cur = st.session_state.get(CURRENT)
     try:
         screen = api.PairOnScreen.of(sent.get("pair") if isinstance(sent, dict) else None)
@@ -170,7 +170,8 @@ def _answer(winner: str, sent, again: bool) -> None:
         st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         return
     now = _dataset_now()
-    if cur is None or screen.dataset_id != now or screen.aspect != _aspect_now(now):
+    if (cur is None or screen.dataset_id != now or screen.aspect != _aspect_now(now)
+            or cur["scope"][2] != who.identity):
         st.session_state[FLASH] = (
             "error", f"Not saved: that answer was given on the screen before this one (aspect "
                      f"{plain(screen.aspect)}, context {plain(screen.context_id)}, dataset id "
