@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import playwright.sync_api as playwright_errors
+from test_browser import free_port, playwright_api  # skips the module without chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
@@ -96,7 +96,6 @@ def seed_store(db_url: str, folder: Path) -> tuple[dict[str, int], dict[str, int
 @contextlib.contextmanager
 def app_server(db_url: str, folder: Path):
     """``streamlit run app.py`` on a free port against ``db_url``; yields its URL."""
-    from test_browser import free_port
     port = free_port()
     env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(folder / "home"),
                PYTHONPATH=str(ROOT))
@@ -344,12 +343,12 @@ def _open_box(page, label: str):
         try:
             page.locator('[role="option"]').first.wait_for(timeout=3000)
             return box
-        except playwright_errors.TimeoutError:
+        except playwright_api.TimeoutError:
             box.locator("input").press("ArrowDown")   # a combobox opens on the arrow key too
             try:
                 page.locator('[role="option"]').first.wait_for(timeout=3000)
                 return box
-            except playwright_errors.TimeoutError:
+            except playwright_api.TimeoutError:
                 page.keyboard.press("Escape")
     raise AssertionError(f"the box {label} did not open")
 

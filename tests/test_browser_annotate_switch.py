@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
+from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api  # noqa: I001 - first: skips
 from browser_walk import (Ledger, Reruns, Screen, app_server, blur, keys_heard, pick_option,
                           press_and_check, seed_store)
-from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api
 
 pytestmark = pytest.mark.browser
 

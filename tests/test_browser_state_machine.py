@@ -23,9 +23,9 @@ import random
 
 import pytest
 
+from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api  # noqa: I001 - first: skips
 from browser_walk import (Ledger, Reruns, Screen, app_server, blur, fake_judge_run, keys_heard,
                           options_of, pick_option, press_and_check, seed_store)
-from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
