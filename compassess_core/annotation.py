@@ -26,7 +26,7 @@ from .errors import InputError
 from .fusion import informative_pairs
 from .types import ComparisonTable, Dataset
 
-__all__ = ["MODES", "ShownPair", "all_pairs", "next_pairs", "left_right_order", "shown_pair",
+__all__ = ["MODES", "ShownPair", "PairOnScreen", "all_pairs", "next_pairs", "left_right_order", "shown_pair",
            "next_shown_pair"]
 
 MODES: tuple[str, ...] = ("random", "uncertain", "flips", "overlap", "informative")
@@ -217,6 +217,63 @@ class ShownPair:
         """The pair as it was chosen, ``(context_id, x, y)``, before the screen order."""
         x, y = (self.left, self.right) if self.shown_order == "ab" else (self.right, self.left)
         return self.context_id, x, y
+
+
+#: The longest text a :class:`PairOnScreen` field may hold (ids, an aspect): what a browser sends
+#: back is bounded before it is compared.
+MAX_SCREEN_FIELD_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class PairOnScreen:
+    """What a person's screen showed when they answered: the dataset (by id), the aspect asked
+    about and the pair in its screen order. The page draws it with the pair and the browser sends
+    it back with the key press or click, so an answer is stored on the pair it was given on or
+    not at all (:meth:`differences`)."""
+
+    dataset_id: int
+    aspect: str
+    context_id: str
+    left: str
+    right: str
+    shown_order: str
+
+    def as_dict(self) -> dict:
+        return dict(dataset_id=self.dataset_id, aspect=self.aspect, context_id=self.context_id,
+                    left=self.left, right=self.right, shown_order=self.shown_order)
+
+    @classmethod
+    def of(cls, value: "PairOnScreen | Mapping") -> "PairOnScreen":
+        """From a mapping (what a browser sends back), each field checked for its type and
+        length; InputError naming the field otherwise."""
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            raise InputError("the answer came without the pair it was given on")
+        fields = {}
+        for name in ("dataset_id", "aspect", "context_id", "left", "right", "shown_order"):
+            v = value.get(name)
+            if name == "dataset_id":
+                ok = isinstance(v, int) and not isinstance(v, bool)
+            else:
+                ok = isinstance(v, str) and len(v) <= MAX_SCREEN_FIELD_CHARS
+            if not ok:
+                raise InputError(f"the pair the answer was given on has no valid {name}")
+            fields[name] = v
+        return cls(**fields)
+
+    def describe(self) -> str:
+        return (f"{self.left} vs {self.right} in context {self.context_id} of dataset id "
+                f"{self.dataset_id}, aspect {self.aspect}")
+
+    def differences(self, dataset_id: int, row: Mapping) -> list[str]:
+        """The fields in which a label row to be stored on ``dataset_id`` (``context_id``,
+        ``candidate_left``, ``candidate_right``, ``aspect``, ``shown_order``) is not this pair
+        as shown; empty when it is."""
+        held = dict(dataset_id=int(dataset_id), aspect=row.get("aspect"),
+                    context_id=row.get("context_id"), left=row.get("candidate_left"),
+                    right=row.get("candidate_right"), shown_order=row.get("shown_order"))
+        return [name for name, v in held.items() if v != getattr(self, name)]
 
 
 def shown_pair(x: str, y: str, seed: Seed = None) -> tuple[str, str, str]:

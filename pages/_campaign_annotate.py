@@ -19,9 +19,11 @@ import time
 
 import streamlit as st
 
+from compassess_core import api
 from compassess_core.errors import CompAssessError
 from compassess_core.types import Outcome
 from pages._auth import Viewer, require
+from pages._answer_keys import answer_keys
 from pages._plain import plain_message
 from pages._common import api_store, aspect_question, cached_dataset, plain
 
@@ -36,6 +38,9 @@ PICK_KEY, CURRENT, SKIPPED, FLASH, HISTORY = ("annotate_campaign", "campaign_cur
                                               "campaign_history")
 UNDO_SHORTCUT = "U"
 COMMENT_KEY = "campaign_comment"
+#: The keyboard listener's widget key (pages._answer_keys) and the answer of each key.
+KEYS_WIDGET = "campaign_keys"
+ANSWER_OF_KEY = {letter: winner for winner, _, letter, _ in ANSWERS}
 #: The picker's entry for an admin's free annotation (today's Annotate page).
 FREE = "(free annotation: any dataset)"
 #: Why a shortcut key can seem to do nothing: the browser gives the key to the box in focus.
@@ -102,10 +107,20 @@ def pick(me: Viewer):
     return None if chosen == FREE else next(c for c in mine if c.name == chosen)
 
 
-def _save(winner: str, campaign_id: int) -> None:
+def _save(winner: str, sent) -> None:
+    """Answer the pair the person's screen showed: ``sent``, the token drawn with it (``campaign``
+    id and ``pair``, an ``api.PairOnScreen``) and sent back with the click or key. A token of
+    another campaign, or of a pair the session no longer holds (a key pressed on the screen
+    before), is refused and said so; nothing is stored then."""
     who = require("annotator")  # still an annotator (or admin) now: callbacks run before the gate
     cur = st.session_state.get(CURRENT)
-    if not cur or cur["campaign"] != campaign_id or cur["who"] != who.identity:
+    sent = sent if isinstance(sent, dict) else {}
+    picked = st.session_state.get(PICK_KEY)
+    if (not cur or cur["campaign"] != sent.get("campaign") or cur["who"] != who.identity
+            or (picked is not None and picked != sent.get("campaign_name"))):
+        st.session_state[FLASH] = ("error", "Not saved: that answer was given on the screen "
+                                            "before this one (another campaign or pair). Nothing "
+                                            "was stored: answer the pair shown now.")
         return
     if winner == Outcome.SKIP.value:
         # A skip is no answer: nothing is stored and the pair comes back at the end of the queue.
@@ -115,10 +130,10 @@ def _save(winner: str, campaign_id: int) -> None:
         return
     comment = (st.session_state.get(COMMENT_KEY) or "").strip() or None
     try:
-        added = api_store().campaign(campaign_id).add_answer(dict(
+        added = api_store().campaign(cur["campaign"]).add_answer(dict(
             context_id=cur["pair"][0], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=who.identity, seconds=time.time() - cur["shown_at"],
-            shown_order=cur["shown_order"], comment=comment))
+            shown_order=cur["shown_order"], comment=comment), shown=sent.get("pair"))
     except CompAssessError as e:
         st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         st.session_state[CURRENT] = None
@@ -149,13 +164,15 @@ def _undo() -> None:
 
 def _undo_button(campaign, where) -> None:
     history = [h for h in st.session_state.get(HISTORY) or [] if h["pair"]["campaign"] == campaign.id]
-    where.button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
+    where.button(f"Undo ({UNDO_SHORTCUT})", key="undo", help="Undo your last answer",
                  width="stretch", icon=":material/undo:", disabled=not history, on_click=_undo)
 
 
 def annotate(me: Viewer, campaign) -> None:
     """The campaign's next pair for ``me``, with its guidelines and their progress."""
     who = me.identity
+    # The keyboard listener's place: above the messages that come and go, so it stays mounted.
+    keys_slot = st.empty()
     progress = campaign.progress()
     row = progress.loc[progress["annotator"] == who]
     done = int(row["labelled"].iloc[0]) if len(row) else 0
@@ -192,11 +209,25 @@ def annotate(me: Viewer, campaign) -> None:
     pair_view(ctx, campaign.aspect, by_id[cur["left"]].text, by_id[cur["right"]].text)
     st.text_input("Comment (optional, stored with your answer)", key=COMMENT_KEY, max_chars=1000)
     buttons = st.columns(len(ANSWERS) + 1)
+    # What is on screen, drawn into every answer button and the keyboard listener and sent back
+    # with the click or key: an answer is stored on this pair of this campaign or refused.
+    token = dict(campaign=campaign.id, campaign_name=campaign.name,
+                 pair=api.PairOnScreen(campaign.info.dataset_id, campaign.aspect, cur["pair"][0],
+                                       cur["left"], cur["right"], cur["shown_order"]).as_dict())
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
-        col.button(label, key=wkey, shortcut=key_, width="stretch",
+        col.button(f"{label} ({key_})", key=wkey, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
-                   on_click=_save, args=(winner, campaign.id))
+                   on_click=_save, args=(winner, token))
     _undo_button(campaign, buttons[-1])
+
+    def on_key(letter: str, sent) -> None:
+        if letter == UNDO_SHORTCUT:
+            _undo()
+        else:
+            _save(ANSWER_OF_KEY[letter], sent)
+
+    with keys_slot:
+        answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
     st.caption("Keyboard: A = left better, B = right better, T = tie, X = both bad, S = skip "
                "(the pair comes back later; a skip is not an answer), U = undo. "
                + SHORTCUT_FOCUS_HINT)

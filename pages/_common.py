@@ -670,20 +670,33 @@ def default_aspect(dataset_id: int) -> str:
     return known[0].aspect if known else DEFAULT_ASPECT
 
 
-def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged") -> str:
+def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged",
+                on_change: Callable[[str], None] | None = None) -> str:
     """An aspect picker for human judgements (the view's ``aspect``, kept in the URL),
     defaulting to the aspect the data has the most evidence for (human labels, then a
     reference column: :func:`default_aspect`). Its widget belongs to the dataset (keyed by its
     id) and is re-seeded from the view on every run, so the box always shows the aspect the
-    page uses and writes: the value returned."""
+    page uses and writes: the value returned. ``on_change(aspect)`` runs when the user picks
+    another aspect, before the page reruns."""
     options = aspect_options(dataset_id)
     want = view.get("aspect") or default_aspect(dataset_id)
     if want not in options:
         options.append(want)
     key = f"aspect_w_{dataset_id}"
     st.session_state[key] = want
+
+    def picked() -> None:
+        # The box belongs to its dataset: the browser may report the box of the screen before a
+        # dataset switch once more (it keeps drawn widgets until the next run ends), and that
+        # must not set the aspect of the dataset shown now.
+        if st.session_state.get("dataset_pick_w", view.get("dataset")) not in (None, dataset_id):
+            return
+        view.put("aspect", st.session_state[key])
+        if on_change is not None:
+            on_change(st.session_state[key])
+
     chosen = where.selectbox(label, options, key=key, format_func=aspect_label(dataset_id),
-                             on_change=lambda: view.put("aspect", st.session_state[key]),
+                             on_change=picked,
                              help="Human judgements are stored per dataset and aspect; the "
                                   "Agreement page compares a run with the labels of the run's "
                                   "aspect. The aspects the data has labels, reference scores or "

@@ -32,10 +32,11 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
-from compassess_core.errors import CompAssessError, ObjectChanged
+from compassess_core.errors import CompAssessError
 from compassess_core.labels import KEPT_APART, LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
+from pages._answer_keys import answer_keys
 from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._plain import plain_message
@@ -56,6 +57,9 @@ ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.SKIP.value, "Skip", "S", "answer_skip"))
 UNDO_SHORTCUT = "U"
 CURRENT, HISTORY, FLASH = "annotate_current", "annotate_history", "annotate_flash"
+#: The keyboard listener's widget key (pages._answer_keys) and the answer of each key.
+KEYS_WIDGET = "annotate_keys"
+ANSWER_OF_KEY = {letter: winner for winner, _, letter, _ in ANSWERS}
 
 st.title("Annotate")
 # An annotator sees their campaigns only; an admin may pick one of theirs or annotate freely.
@@ -70,8 +74,8 @@ def _pairwise_runs(dataset_id: int | None = None) -> list:
 
 
 def follow_selected_run() -> None:
-    """Annotate labels the data of the run selected on any page (the view's run id): its
-    dataset first."""
+    """Annotate labels the data of the run selected on any page (the view's run id, or the
+    link's ``?run=N``): its dataset (and, below, its aspect)."""
     run = next((r for r in _pairwise_runs() if r.id == view.get("run")), None)
     if run is not None and run.info.dataset_id != view.get("dataset"):
         view.put("dataset", run.info.dataset_id)
@@ -79,10 +83,26 @@ def follow_selected_run() -> None:
 
 def on_dataset_picked(dataset_id: int) -> None:
     """A dataset picked here brings its newest run (or none) and that run's aspect: labels of
-    one aspect must not be carried over to another dataset."""
+    one aspect must not be carried over to another dataset. The pair of the old screen is
+    dropped, so a key pressed on it is refused (``_answer``), never stored on this dataset."""
     runs = _pairwise_runs(dataset_id)
     view.put("run", runs[-1].id if runs else None)
     view.put("aspect", runs[-1].settings.aspect if runs else None)
+    st.session_state[CURRENT] = None
+
+
+def run_of_aspect(runs: list, aspect: str | None):
+    """The newest of ``runs`` judging ``aspect`` (any aspect when None), or None."""
+    of_aspect = [r for r in runs if aspect is None or r.settings.aspect == aspect]
+    return of_aspect[-1] if of_aspect else None
+
+
+def on_aspect_picked(aspect: str) -> None:
+    """An aspect picked here brings the newest run of this dataset judging it (or none), so the
+    run in view and the aspect asked about and stored never disagree."""
+    run = run_of_aspect(_pairwise_runs(view.get("dataset")), aspect)
+    view.put("run", None if run is None else run.id)
+    st.session_state[CURRENT] = None
 
 
 follow_selected_run()
@@ -95,15 +115,24 @@ if info is None:
     st.stop()
 dataset_runs = _pairwise_runs(info.id)
 if view.get("run") not in [r.id for r in dataset_runs]:
-    # No run, or one of another dataset (or gone): the LLM run of this page is this dataset's
-    # newest, never another dataset's judge.
-    view.put("run", dataset_runs[-1].id if dataset_runs else None)
-aspect = pick_aspect(info.id)
+    # No run: this dataset's newest run of the aspect in view (any aspect when none is). One of
+    # another dataset (or gone): this dataset's newest, never another dataset's judge.
+    fallback = (run_of_aspect(dataset_runs, view.get("aspect")) if view.get("run") is None
+                else run_of_aspect(dataset_runs, None))
+    view.put("run", None if fallback is None else fallback.id)
+run_in_view = next((r for r in dataset_runs if r.id == view.get("run")), None)
+if run_in_view is not None:
+    # The aspect judged is the run's: its labels are what that run's Agreement reads.
+    view.put("aspect", run_in_view.settings.aspect)
+aspect = pick_aspect(info.id, on_change=on_aspect_picked)
 dataset = cached_dataset(info.id)
 
 
 # The annotator is whoever is looking: the signed-in person (or a single-user app's owner).
 name = me.identity
+# The keyboard listener's place: above everything that comes and goes (messages), so it is not
+# mounted afresh (and deaf for a moment) after each answer.
+keys_slot = st.empty()
 if me.is_admin:
     judge_tab, import_tab, guide_tab = st.tabs(["Judge pairs", "Import labels", "Guidelines"])
 else:
@@ -113,26 +142,50 @@ else:
 
 # ---------------------------------------------------------------------------------- answers
 
-def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> None:
-    """Store the answer to the pair on screen. ``scope``: the dataset id, aspect and annotator
-    the page showed with the pair (and the rest of what chose it): the pair in the session must
-    belong to it, and the write names the dataset as shown (the API refuses a renamed one)."""
+def _dataset_now() -> int | None:
+    """The dataset the page shows or is switching to: the sidebar picker's value as the browser
+    sent it with this event (its own callback may not have run yet), else the view's."""
+    return st.session_state.get("dataset_pick_w", view.get("dataset"))
+
+
+def _aspect_now(dataset_id: int | None) -> str | None:
+    """The aspect the page asks about now: the aspect box's value as the browser sent it, else
+    the view's."""
+    return st.session_state.get(f"aspect_w_{dataset_id}", view.get("aspect"))
+
+
+def _answer(winner: str, sent, again: bool) -> None:
+    """Store ``winner`` for the pair the person's screen showed: ``sent``, the token drawn with
+    that pair (``pair``: an ``api.PairOnScreen``; ``name``: the dataset's name as shown) and sent
+    back with the click or key press. Refused, and said so, when the page no longer shows that
+    dataset and aspect, when the pair the session holds is another (a key pressed on the screen
+    before a switch) or when the dataset was renamed or deleted since: nothing is stored then."""
     # Free annotation is an admin's (an annotator labels in campaigns only): still an admin now,
     # as callbacks run before the gate and the page may have been drawn before a demotion.
-    require(ADMIN)
+    who = require(ADMIN)
     cur = st.session_state.get(CURRENT)
-    if not cur or cur.get("scope") != scope:
-        st.session_state[FLASH] = ("error", "Not saved: the pair on screen no longer belongs to "
-                                            "the dataset and aspect shown; here is a fresh one.")
-        st.session_state[CURRENT] = None
+    try:
+        screen = api.PairOnScreen.of(sent.get("pair") if isinstance(sent, dict) else None)
+    except CompAssessError as e:
+        st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         return
-    dataset_id, aspect, annotator = scope[:3]
+    now = _dataset_now()
+    if (cur is None or screen.dataset_id != now or screen.aspect != _aspect_now(now)
+            or cur["scope"][2] != who.identity):
+        st.session_state[FLASH] = (
+            "error", f"Not saved: that answer was given on the screen before this one (aspect "
+                     f"{plain(screen.aspect)}, context {plain(screen.context_id)}, dataset id "
+                     f"{screen.dataset_id}); the page has since changed dataset, aspect or pair. "
+                     "Nothing was stored: answer the pair shown now.")
+        return
+    dataset_id, aspect, annotator = cur["scope"][:3]
     seconds = time.time() - cur["shown_at"]
     try:
         added = api_store().add_judgements(dataset_id, [dict(
             context_id=cur["context_id"], candidate_left=cur["left"], candidate_right=cur["right"],
             winner=winner, annotator=annotator, aspect=aspect, seconds=seconds,
-            shown_order=cur["shown_order"], source="app")], again=again, expect_name=shown_name)
+            shown_order=cur["shown_order"], source="app")], again=again,
+            expect_name=sent.get("name"), shown=screen)
     except CompAssessError as e:
         st.session_state[FLASH] = ("error", f"Not saved: {plain_message(e)}")
         return
@@ -155,7 +208,7 @@ def _save_answer(winner: str, scope: tuple, shown_name: str, again: bool) -> Non
 
 
 def _undo(annotator: str) -> None:
-    require(ADMIN)  # free annotation is an admin's, checked now (see _save_answer)
+    require(ADMIN)  # free annotation is an admin's, checked now (see _answer)
     history = st.session_state.get(HISTORY) or []
     if not history:
         return
@@ -184,6 +237,8 @@ def _llm_run_choice(dataset_id: int, runs: list):
     st.session_state[key] = want if want in by_id else NO_RUN
 
     def picked() -> None:
+        if _dataset_now() != dataset_id:
+            return  # the box of the screen before a dataset switch, reported once more
         chosen = st.session_state.get(key, NO_RUN)
         view.put("run", chosen or None)
         if chosen:  # its aspect becomes the one judged
@@ -247,6 +302,11 @@ def judge_pairs() -> None:
         cur = dict(context_id=shown.context_id, left=shown.left, right=shown.right,
                    shown_order=shown.shown_order, shown_at=time.time(), scope=scope, mode=mode)
         st.session_state[CURRENT] = cur
+    # What is on screen, drawn into every answer button and the keyboard listener and sent back
+    # with the click or key: an answer is stored on this pair or refused.
+    token = dict(pair=api.PairOnScreen(info.id, aspect, cur["context_id"], cur["left"],
+                                       cur["right"], cur["shown_order"]).as_dict(),
+                 name=info.name)
 
     ctx = dataset.context(cur["context_id"])
     by_id = {c.candidate_id: c for c in ctx.candidates}
@@ -260,13 +320,22 @@ def judge_pairs() -> None:
     campaign_view.pair_view(ctx, aspect, by_id[cur["left"]].text, by_id[cur["right"]].text)
     buttons = st.columns(len(ANSWERS) + 1)
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
-        # Streamlit draws the shortcut key inside the button itself.
-        col.button(label, key=wkey, shortcut=key_, width="stretch",
+        col.button(f"{label} ({key_})", key=wkey, width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
-                   on_click=_save_answer, args=(winner, scope, info.name, allow_repeat))
-    buttons[-1].button("Undo", key="undo", help="Undo your last answer", shortcut=UNDO_SHORTCUT,
+                   on_click=_answer, args=(winner, token, allow_repeat))
+    buttons[-1].button(f"Undo ({UNDO_SHORTCUT})", key="undo", help="Undo your last answer",
                        width="stretch", icon=":material/undo:",
                        disabled=not st.session_state.get(HISTORY), on_click=_undo, args=(name,))
+
+    def on_key(letter: str, sent) -> None:
+        if letter == UNDO_SHORTCUT:
+            if st.session_state.get(HISTORY):
+                _undo(name)
+        else:
+            _answer(ANSWER_OF_KEY[letter], sent, allow_repeat)
+
+    with keys_slot:
+        answer_keys(KEYS_WIDGET, token, [*ANSWER_OF_KEY, UNDO_SHORTCUT], on_key)
     st.caption("Keyboard: A = left better, B = right better, T = tie, S = skip, U = undo. "
                f"{campaign_view.SHORTCUT_FOCUS_HINT} The time from showing a pair to your "
                "answer is stored with it.")
@@ -283,7 +352,11 @@ IMPORT_FLASH = "labels_imported"
 def import_labels() -> None:
     stored = st.session_state.pop(IMPORT_FLASH, None)
     if stored:
-        st.success(stored, icon=":material/check_circle:")
+        kind, message = stored
+        if kind == "success":
+            st.success(message, icon=":material/check_circle:")
+        else:
+            st.error(message, icon=":material/sync_problem:")
     st.markdown("A CSV or JSON Lines file of human A/B labels, one row per judged pair. Its columns "
                 "are mapped below onto **context_id, candidate_a, candidate_b, winner** and "
                 "optionally **annotator** (common names such as MT-Bench's `question_id, model_a, "
@@ -363,25 +436,39 @@ def import_labels() -> None:
     summary = ", ".join(f"{plain(who)} ({n})"
                         for who, n in check.attributed(None, credit, reserved).items())
     st.caption(f"Will be stored as: {summary}.")
-    if st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
-                 icon=":material/save:", key="import_labels"):
-        require()  # the person holds the role now (pages/_auth.py)
-        try:
-            done = api_store().import_labels(raw, dataset=info.id, aspect=aspect,
-                                             annotators=credit, people=reserved,
-                                             mapping=mapping, file_label=upload.name,
-                                             expect_name=info.name)
-        except ObjectChanged as e:
-            st.error(plain_message(e), icon=":material/sync_problem:")
-            return
-        except CompAssessError as e:
-            st.error(plain_message(e))
-            return
-        # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
-        st.session_state[IMPORT_FLASH] = (f"{done.already_stored} already stored, {done.stored} "
-                                          f"added for aspect {plain(aspect)}; attributed to "
-                                          f"{summary}.")
-        st.rerun()
+    # The file goes to the dataset and aspect drawn with the button (bound now, checked when it
+    # is clicked): a click that reaches the app after a switch of dataset or aspect stores
+    # nothing and says so.
+    st.button(f"Store these labels as aspect {plain(aspect)}", type="primary",
+              icon=":material/save:", key="import_labels", on_click=_store_labels,
+              args=(raw, dict(dataset_id=info.id, name=info.name, aspect=aspect), dict(
+                  annotators=credit, people=reserved, mapping=mapping, file_label=upload.name),
+                  summary))
+
+
+def _store_labels(raw: bytes, shown: dict, options: dict, summary: str) -> None:
+    """Import the label file onto the dataset and aspect ``shown`` with the button, if the page
+    still shows them (else nothing is stored and the page says so)."""
+    require()  # the person holds the role now (pages/_auth.py)
+    now = _dataset_now()
+    if shown["dataset_id"] != now or shown["aspect"] != _aspect_now(now):
+        st.session_state[IMPORT_FLASH] = ("error", "Not stored: the button was clicked on the "
+                                                   f"screen of dataset {plain(shown['name'])}, "
+                                                   f"aspect {plain(shown['aspect'])}, which the "
+                                                   "page no longer shows. Check the file below "
+                                                   "and store it again.")
+        return
+    try:
+        done = api_store().import_labels(raw, dataset=shown["dataset_id"], aspect=shown["aspect"],
+                                         expect_name=shown["name"], **options)
+    except CompAssessError as e:
+        st.session_state[IMPORT_FLASH] = ("error", plain_message(e))
+        return
+    # Drawn again from the top, so the counters of the Judge pairs tab count these labels.
+    st.session_state[IMPORT_FLASH] = ("success", f"{done.already_stored} already stored, "
+                                                 f"{done.stored} added for aspect "
+                                                 f"{plain(shown['aspect'])}; attributed to "
+                                                 f"{summary}.")
 
 
 def edit_guidelines() -> None:

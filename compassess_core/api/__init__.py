@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..absolute import AbsoluteEvaluation
 from ..analysis import Evaluation, EvaluationReport
-from ..annotation import MODES, ShownPair
+from ..annotation import MODES, PairOnScreen, ShownPair
 from ..calibration import Calibration, CalibrationReport
 from ..compare import RunComparison
 from ..data import load_candidates
@@ -79,7 +79,7 @@ __all__ = [
     "open_store", "Store", "load_candidates", "Dataset", "LabelsImported", "Deleted",
     "Campaign", "CampaignExport", "Panel", "PanelMember", "JudgesLeaderboard", "JUDGE_COLUMNS",
     "Verdicts", "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar",
-    "Reporter", "Progress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES", "ANNOTATION_MODES", "ShownPair",
+    "Reporter", "Progress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES", "ANNOTATION_MODES", "ShownPair", "PairOnScreen",
     "ModelOptions", "ComparativeOptions", "ScoringOptions", "AbsoluteOptions",
     "GenerationOptions", "EvaluationReport", "Evaluation", "ScoringEvaluation",
     "AbsoluteEvaluation", "Agreement", "PositionalBias", "ExportFile", "Leaderboard",

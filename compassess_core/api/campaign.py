@@ -165,10 +165,17 @@ class Campaign:
         return self.add_answer(dict(row, annotator=identity, shown_order=shown_order,
                                     seconds=seconds, comment=comment))
 
-    def add_answer(self, row: Mapping[str, Any]) -> int | None:
+    def add_answer(self, row: Mapping[str, Any], *,
+                   shown: "annotation.PairOnScreen | Mapping | None" = None) -> int | None:
         """Store one answer as shown on screen (``context_id``, ``candidate_left``,
         ``candidate_right``, ``winner`` A/B/tie/both_bad, ``annotator``, ``seconds``,
-        ``shown_order``, ``comment``): the app's Annotate page."""
+        ``shown_order``, ``comment``): the app's Annotate page. ``shown``: the pair the
+        person's screen showed when they answered (sent back by the browser); an answer that is
+        not that pair, or not on this campaign's dataset and aspect, is refused
+        (``ObjectChanged``) and nothing is stored."""
+        if shown is not None:
+            from .store import check_answer_on_screen
+            check_answer_on_screen(self.info.dataset_id, [dict(row, aspect=self.aspect)], shown)
         return self.store.backend.add_campaign_judgement(self.id, dict(row, source="app"))
 
     def adjudicate(self, pair: tuple[str, str, str], winner: str, by: str, *,

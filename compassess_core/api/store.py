@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import (__version__, absolute, access, analysis, annotation, export, worker)
 from ..data import Source, load_candidates
-from ..errors import CompAssessError, InputError
+from ..errors import CompAssessError, InputError, ObjectChanged
 from ..labels import annotator_counts, attribute, load_human_labels, store_rows
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
@@ -87,6 +87,20 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
             url = "sqlite://"
     return Store(_open_backend(url))
 
+
+
+def check_answer_on_screen(dataset_id: int, rows: Sequence[Mapping],
+                           shown: "annotation.PairOnScreen | Mapping") -> None:
+    """Refuse (``ObjectChanged``) answer rows that are not the pair a person's screen showed when
+    they answered: a key pressed on the screen before a switch of dataset, aspect or pair."""
+    screen = annotation.PairOnScreen.of(shown)
+    for row in rows:
+        wrong = screen.differences(dataset_id, row)
+        if wrong:
+            raise ObjectChanged(
+                f"the answer was given on {screen.describe()}, but the page holds another "
+                f"pair now ({', '.join(wrong)} differ): nothing was stored. Answer the pair "
+                "shown now.")
 
 class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
     """A CompAssess store: datasets, runs and their results, human labels.
@@ -822,7 +836,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         return [Run(self, info) for info in self.backend.list_runs(dataset_id)]
 
     def add_judgements(self, dataset: str | int, rows: Sequence[Mapping], *,
-                       again: bool = False, expect_name: str | None = None) -> int:
+                       again: bool = False, expect_name: str | None = None,
+                       shown: "annotation.PairOnScreen | Mapping | None" = None) -> int:
         """Store people's A/B judgements given in the app (one transaction); returns how many
         were added. Each row: ``context_id``, ``candidate_left``, ``candidate_right``, ``winner``
         (``A`` = left better, ``B``, ``tie``, ``skip``), ``annotator``, ``aspect``, ``seconds``,
@@ -834,10 +849,16 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         InputError
             Unknown context or candidates, or a bad winner.
         ObjectChanged
-            The dataset is not named ``expect_name`` (the name it was shown under).
+            The dataset is not named ``expect_name`` (the name it was shown under), or a row is
+            not the pair ``shown``: what the person's screen showed when they answered
+            (:class:`annotation.PairOnScreen`, sent back by the browser with the key press or
+            click). Nothing is stored then.
         """
-        return self.backend.add_human_judgements(self._dataset_id(dataset, expect_name=expect_name),
-                                                 list(rows), again=again)
+        dataset_id = self._dataset_id(dataset, expect_name=expect_name)
+        rows = list(rows)
+        if shown is not None:
+            check_answer_on_screen(dataset_id, rows, shown)
+        return self.backend.add_human_judgements(dataset_id, rows, again=again)
 
     def next_pair(self, dataset: str | int | Dataset, aspect: str, annotator: str, *,
                   mode: str = "random", run: "str | int | Verdicts | None" = None,

@@ -1,0 +1,372 @@
+"""What the browser tests of Annotate share: one ``streamlit run app.py`` per test module on a real
+SQLite store seeded with several datasets (the shipped sample and two copies of it with their own
+context and candidate ids) and runs written by a fake judge (random probabilities straight into
+the store: these tests are about where people's answers go, not about the judge), one chromium
+per module, and the means to act at a person's pace and check every write.
+
+Waiting is for state: :class:`Reruns` follows the app's websocket (Streamlit's own protobuf
+messages) and says when every rerun the browser asked for has been run; the only fixed pauses are
+a person's pace between a change and a key press.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from test_browser import free_port, playwright_api  # skips the module without chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "assets" / "sample_summeval.csv"
+#: The datasets of the store: name -> (prefix of its context and candidate ids, keeps the
+#: sample's reference scores).
+DATASETS = {"sample_summeval": ("", True), "instruct_user": ("I", False), "hanna_user": ("H", True)}
+#: Runs by the fake judge: (name, dataset, aspect), oldest first.
+RUNS = (("sample-coh-fakejudge", "sample_summeval", "coherence"),
+        ("instruct-overall-fakejudge", "instruct_user", "overall"),
+        ("hanna-coh-fakejudge", "hanna_user", "coherence"),
+        ("hanna-eng-fakejudge", "hanna_user", "engagingness"))
+#: The answer each key stores (pages/annotate.py).
+WINNER_OF_KEY = {"A": "A", "B": "B", "T": "tie", "S": "skip"}
+#: What the page says when it stores nothing for an answer.
+REFUSALS = ("Not saved", "already judged")
+
+
+def fake_judge_run(db_url: str, dataset_id: int, aspect: str, name: str, seed: int = 0) -> int:
+    """A completed run of every ordered pair of ``dataset_id`` with random probabilities (a fake
+    judge), stored straight into the store; returns its id."""
+    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.settings import RunSettings
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+    from db.store import Store
+
+    store = Store(db_url)
+    dataset = store.load_dataset(dataset_id)
+    t, a = builtin_template("t1", "summary"), Aspect.from_name(aspect)
+    settings = RunSettings(dataset=dataset.name, aspect=a.name, aspect_adjective=a.adjective,
+                           template_name=t.name, template_text=t.text, primer=t.primer,
+                           model="fake-judge")
+    run_id = store.create_run(name, dataset_id, settings.to_dict())
+    rng = np.random.default_rng(seed)
+    results = []
+    for ctx in dataset.contexts:
+        for x in ctx.candidates:
+            for y in ctx.candidates:
+                if x is not y:
+                    p = float(rng.uniform(0.05, 0.95))
+                    results.append(ComparisonResult(
+                        PairKey(ctx.context_id, x.candidate_id, y.candidate_id),
+                        Judgement(p, float(np.log(0.8 * p)), float(np.log(0.8 * (1 - p))), 0.8),
+                        f"fake-{name}-{ctx.context_id}-{x.candidate_id}-{y.candidate_id}"))
+    store.add_results(run_id, "comparative", results)
+    store.set_run_status(run_id, "completed", done=len(results), total=len(results))
+    return run_id
+
+
+def seed_store(db_url: str, folder: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The datasets of :data:`DATASETS` and the runs of :data:`RUNS`: their ids by name."""
+    from compassess_core.data import load_candidates
+    from db.store import Store
+
+    sample = pd.read_csv(SAMPLE)
+    datasets = {}
+    for name, (prefix, scores) in DATASETS.items():
+        frame = sample.copy()
+        frame["context_id"] = prefix + frame["context_id"]
+        frame["candidate_id"] = prefix + frame["candidate_id"]
+        if not scores:
+            frame = frame[["context_id", "context", "candidate_id", "system", "text"]]
+        path = folder / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        datasets[name] = Store(db_url).save_dataset(load_candidates(path, name=name))
+    runs = {name: fake_judge_run(db_url, datasets[ds], aspect, name, seed=k)
+            for k, (name, ds, aspect) in enumerate(RUNS)}
+    return datasets, runs
+
+
+@contextlib.contextmanager
+def app_server(db_url: str, folder: Path):
+    """``streamlit run app.py`` on a free port against ``db_url``; yields its URL."""
+    port = free_port()
+    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(folder / "home"),
+               PYTHONPATH=str(ROOT))
+    log_path = folder / "streamlit.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+             str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise AssertionError("streamlit did not start: "
+                                             + log_path.read_text()[-2000:]) from None
+                    time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+class Reruns:
+    """Follows the page's websocket: each rerun the browser asks for (a ``rerun_script``
+    message) is done when a script run that started after it (``new_session``) has finished
+    successfully. :meth:`wait_idle` waits for that state, never for a fixed time."""
+
+    def __init__(self, page) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        self._back, self._forward = BackMsg, ForwardMsg
+        self.page = page
+        self.sent = 0           # rerun requests the browser sent
+        self.pending = False    # a request not yet run to the end
+        self._started = False   # a run started after the last request
+        page.on("websocket", self._socket)
+
+    def _socket(self, ws) -> None:
+        ws.on("framesent", self._on_sent)
+        ws.on("framereceived", self._on_received)
+
+    def _on_sent(self, payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            msg = self._back.FromString(bytes(payload))
+            if msg.WhichOneof("type") == "rerun_script":
+                self.sent += 1
+                self.pending, self._started = True, False
+
+    def _on_received(self, payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = self._forward.FromString(bytes(payload))
+        kind = msg.WhichOneof("type")
+        if kind == "new_session" and self.pending:
+            self._started = True
+        elif (kind == "script_finished" and self._started
+              and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
+            self.pending = False
+
+    def wait_sent(self, before: int, timeout_s: float = 15.0) -> bool:
+        """Whether the browser asked for a rerun after ``before`` requests (waiting for it)."""
+        deadline = time.monotonic() + timeout_s
+        while self.sent <= before:
+            if time.monotonic() > deadline:
+                return False
+            self.page.wait_for_timeout(20)   # lets Playwright deliver the socket's events
+        return True
+
+    def wait_idle(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.pending:
+            if time.monotonic() > deadline:
+                raise AssertionError("the app did not finish the rerun the browser asked for")
+            self.page.wait_for_timeout(20)
+
+
+#: What the page shows: the sidebar's dataset and aspect boxes, the LLM run box, the question,
+#: the context ids and the texts (in page order: a context, the left and the right text; while
+#: the app redraws, the elements of the screen before are still shown, greyed), and the messages.
+SHOWN_JS = """() => {
+  const boxes = [...document.querySelectorAll('[data-testid="stSelectbox"]')];
+  const box = (label) => {
+    const b = boxes.find(b => (b.querySelector('[data-testid="stWidgetLabel"]')?.innerText || '')
+                               .trim().startsWith(label));
+    return b ? (b.querySelector('input')?.value || '').trim() : null;
+  };
+  const main = document.querySelector('[data-testid="stMain"]');
+  const texts = main ? [...main.querySelectorAll('[data-testid="stText"]')].map(e => e.innerText) : [];
+  const md = main ? [...main.querySelectorAll('[data-testid="stMarkdown"], h4')].map(e => e.innerText.trim()) : [];
+  const alerts = main ? [...main.querySelectorAll('[data-testid="stAlert"]')].map(e => e.innerText) : [];
+  return {dataset: box('Dataset'), aspect: box('Aspect judged'), run: box('LLM run'),
+          contexts: md.filter(t => t.startsWith('Context ')).map(t => t.slice(8).trim()),
+          question: md.find(t => t.startsWith('Which text')) || null,
+          texts: texts, alerts: alerts};
+}"""
+
+
+@dataclass
+class Screen:
+    """One reading of the page (:data:`SHOWN_JS`)."""
+
+    dataset: str | None
+    aspect: str | None
+    run: str | None
+    contexts: list
+    question: str | None
+    texts: list
+    alerts: list = field(default_factory=list)
+
+    @classmethod
+    def read(cls, page) -> "Screen":
+        raw = page.evaluate(SHOWN_JS)
+        raw["dataset"] = raw["dataset"].rsplit(" (", 1)[0] if raw["dataset"] else None
+        raw["aspect"] = raw["aspect"].split("  (")[0].strip() if raw["aspect"] else None
+        return cls(**raw)
+
+    @property
+    def context(self) -> str | None:
+        return self.contexts[0] if self.contexts else None
+
+    @property
+    def has_pair(self) -> bool:
+        return bool(self.contexts) and len(self.texts) >= 3
+
+    def __repr__(self) -> str:
+        return (f"Screen(dataset={self.dataset!r}, aspect={self.aspect!r}, run={self.run!r}, "
+                f"contexts={self.contexts}, {len(self.texts)} texts, alerts={self.alerts})")
+
+
+class Ledger:
+    """The store as the test knows it: every name each dataset has had (a page may show the old
+    name until it reruns), each candidate's text, and the rows already checked."""
+
+    def __init__(self, db_url: str, datasets: dict[str, int]) -> None:
+        from compassess_core import api
+        self.store = api.open_store(db_url)
+        self.ids_of_name = dict(datasets)
+        self.text = {}
+        for ds_id in datasets.values():
+            for ctx in self.store.dataset(ds_id).contexts:
+                for c in ctx.candidates:
+                    self.text[(ds_id, ctx.context_id, c.candidate_id)] = c.text
+        self.seen = 0
+        self.checked: list[dict] = []
+
+    def renamed(self, ds_id: int, new: str) -> None:
+        self.ids_of_name[new] = ds_id
+
+    def rows(self) -> pd.DataFrame:
+        frames = [self.store.human_labels(ds_id).assign(dataset_id=ds_id)
+                  for ds_id in sorted(set(self.ids_of_name.values()))
+                  if any(d.id == ds_id for d in self.store.list_datasets())]
+        every = pd.concat(frames) if frames else pd.DataFrame(columns=["id"])
+        return every.sort_values("id")
+
+    def new_rows(self) -> list[dict]:
+        rows = self.rows()
+        fresh = rows.loc[rows["id"] > self.seen].to_dict("records")
+        if fresh:
+            self.seen = int(max(r["id"] for r in fresh))
+        return fresh
+
+    def matches(self, row: dict, screen: Screen, letter: str) -> list[str]:
+        """How ``row`` differs from what ``screen`` showed when ``letter`` was pressed."""
+        wrong = []
+        if self.ids_of_name.get(screen.dataset) != row["dataset_id"]:
+            wrong.append(f"dataset {row['dataset_id']} stored, {screen.dataset} shown")
+        if row["aspect"] != screen.aspect:
+            wrong.append(f"aspect {row['aspect']} stored, {screen.aspect} shown")
+        if row["context_id"] not in screen.contexts:
+            wrong.append(f"context {row['context_id']} stored, {screen.contexts} shown")
+        shown = [t.strip() for t in screen.texts]
+        at = []
+        for side in ("left", "right"):
+            text = self.text.get((row["dataset_id"], row["context_id"], row[f"candidate_{side}"]))
+            at.append(shown.index(text.strip()) if text is not None and text.strip() in shown
+                      else None)
+            if at[-1] is None:
+                wrong.append(f"the {side} text stored is not on the page")
+        if None not in at and at[0] > at[1]:
+            wrong.append("left and right stored the other way round from the page")
+        if row["winner"] != WINNER_OF_KEY[letter]:
+            wrong.append(f"winner {row['winner']} stored for key {letter}")
+        return wrong
+
+
+#: Whether the page's answer keys are heard now (pages/_answer_keys.py mounted and current).
+KEYS_LIVE_JS = "() => !!(window.__compassessAnswerKeys && window.__compassessAnswerKeys.live)"
+
+
+def keys_heard(page, timeout_ms: int = 30_000) -> None:
+    """Wait until the answer keys are heard: the listener loads with the page's scripts, a
+    moment after a page is first drawn in a tab."""
+    page.wait_for_function(KEYS_LIVE_JS, timeout=timeout_ms)
+
+
+def blur(page) -> None:
+    """What the page's hint asks of a person after using a box: click an empty spot (the keys
+    go to the page, not to the box)."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+
+
+def press_and_check(page, reruns: Reruns, ledger: Ledger, letter: str) -> tuple[Screen, list]:
+    """Press ``letter`` on the page as it is now, wait for the rerun it asks for, and check the
+    store: at most one new row, equal to what the page showed when the key was pressed (read just
+    before and just after the press), or no row and a message saying nothing was stored.
+    Returns the screen before the press and the new rows."""
+    blur(page)
+    before = Screen.read(page)
+    n = reruns.sent
+    page.keyboard.press(letter.lower())
+    after = Screen.read(page)
+    assert reruns.wait_sent(n), f"key {letter} on {before} sent nothing to the app"
+    reruns.wait_idle()
+    fresh = ledger.new_rows()
+    assert len(fresh) <= 1, f"one key press stored {len(fresh)} rows: {fresh}"
+    if fresh:
+        row = fresh[0]
+        misses = [ledger.matches(row, s, letter) for s in (before, after)]
+        assert not all(misses), (f"key {letter} stored {row}, but the page showed {before} "
+                                 f"(then {after}): {misses[0]}")
+        ledger.checked.append(row)
+    else:
+        now = Screen.read(page)
+        assert any(r in a for a in now.alerts for r in REFUSALS), (
+            f"key {letter} on {before} stored nothing and the page says nothing: {now}")
+    return before, fresh
+
+
+def _open_box(page, label: str):
+    """Open the sidebar box ``label``'s list of options (waiting until it shows)."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(
+        has=page.locator('[data-testid="stWidgetLabel"]', has_text=label)).first
+    for _ in range(3):
+        box.locator("input").click()
+        try:
+            page.locator('[role="option"]').first.wait_for(timeout=3000)
+            return box
+        except playwright_api.TimeoutError:
+            box.locator("input").press("ArrowDown")   # a combobox opens on the arrow key too
+            try:
+                page.locator('[role="option"]').first.wait_for(timeout=3000)
+                return box
+            except playwright_api.TimeoutError:
+                page.keyboard.press("Escape")
+    raise AssertionError(f"the box {label} did not open")
+
+
+def pick_option(page, label: str, option_text: str, exact: bool = False) -> None:
+    """Choose the option whose text holds ``option_text`` (or is it, ``exact``) in the sidebar
+    box ``label``."""
+    _open_box(page, label)
+    if exact:
+        page.get_by_role("option", name=option_text, exact=True).first.click()
+    else:
+        page.locator('[role="option"]').filter(has_text=option_text).first.click()
+
+
+def options_of(page, label: str) -> list[str]:
+    """The options a sidebar box offers (opened and closed again)."""
+    _open_box(page, label)
+    texts = page.locator('[role="option"]').all_inner_texts()
+    page.keyboard.press("Escape")
+    blur(page)
+    return texts
