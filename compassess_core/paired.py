@@ -139,6 +139,24 @@ class PairedDifference:
             text += "; indistinguishable: the interval holds 0"
         return text
 
+    def row(self) -> dict:
+        """One labelled row for a table of paired tests (the pages show these): values and
+        difference in the ``unit`` (percentage points x100), McNemar's counts and p-value."""
+        scale = 100.0 if self.unit == "percentage points" else 1.0
+        m = self.mcnemar
+        nan = float("nan")
+        return {"A": self.name_a, "B": self.name_b, "measure": self.measure,
+                "A value": self.value_a * scale, "B value": self.value_b * scale,
+                f"A - B ({self.unit})": self.difference * scale,
+                f"{100 * self.level:.0f}% low": self.low * scale,
+                f"{100 * self.level:.0f}% high": self.high * scale,
+                "McNemar exact p": nan if m is None else m.p_value,
+                f"only A {self.success}": None if m is None else m.n_a_only,
+                f"only B {self.success}": None if m is None else m.n_b_only,
+                "contexts": self.n_contexts, "pairs": self.n_pairs,
+                "computed on": self.computed_on,
+                "indistinguishable": self.indistinguishable}
+
     def to_dict(self) -> dict:
         """JSON-able (NaN as None)."""
         def num(v):
