@@ -415,9 +415,10 @@ def _tuning_parsers(sub) -> None:
     """``tune``, ``templates`` and ``explain``: the judge's wording tuned without labels, the
     named templates, the judge's reasons for a stored verdict."""
     t = sub.add_parser("tune", help="tune the judge's instruction without labels: judge the "
-                       "library's wordings, built-in paraphrases and paraphrases the judge writes, "
-                       "pick the fairest (raw P(A) closest to 0.5, ZEPO) and save it as a named "
-                       "template")
+                       "library's wordings, built-in paraphrases and paraphrases a writer model "
+                       "writes; a wording replaces T1 only when it is fairer (per-context A-rate "
+                       "closer to 0.5, ZEPO) outside the paired 95%% interval; save the pick as a "
+                       "named template")
     _data_args(t)
     t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
     t.add_argument("--task", default="auto", choices=["auto", *TASKS],
@@ -431,8 +432,12 @@ def _tuning_parsers(sub) -> None:
                    help="comparisons per context, both orders of each pair (default: every "
                         "ordered pair)")
     t.add_argument("--rounds", type=int, default=TuningOptions.rounds, metavar="R",
-                   help="greedy rounds of paraphrases the judge writes of the fairest wording "
+                   help="greedy rounds of paraphrases the writer writes of the fairest wording "
                         f"(default {TuningOptions.rounds}; 0: the starting wordings only)")
+    t.add_argument("--writer", default="", metavar="MODEL",
+                   help="who writes the paraphrases: a model as --model names it (a served "
+                        "openai:BASE_URL#MODEL or a local model), or 'judge' for the judge "
+                        "itself (default: none, the starting wordings only)")
     t.add_argument("--per-round", type=int, default=TuningOptions.per_round, metavar="K",
                    help=f"paraphrases asked for per round (default {TuningOptions.per_round})")
     t.add_argument("--budget", type=int, default=None, metavar="N",
