@@ -133,6 +133,7 @@ class AppRun:
     split_pairs = _cached(api.Panel.split_pairs)
     member_warnings = _cached(api.Panel.member_warnings)
     member_evaluations = _cached(api.Panel.member_evaluations)
+    vs_best_member = _cached(api.Panel.vs_best_member)
     comparisons = _cached(api.Verdicts.comparisons)
 
     def __init__(self, run: api.Verdicts, calibrated_on: tuple | None = None) -> None:

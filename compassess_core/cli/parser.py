@@ -369,11 +369,15 @@ def _manage_parsers(sub) -> None:
     pr.add_argument("--format", default="table", choices=["table", "csv", "json"])
     _db_arg(pr)
     pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
-                         "member's, and how the members agree")
+                         "member's, how the members agree, and the panel against its best "
+                         "member on the same labelled pairs (paired interval, McNemar's p)")
     pe.add_argument("--name", required=True, metavar="NAME")
     pe.add_argument("--method", default="win-ratio", choices=list(METHODS))
     pe.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
     pe.add_argument("--reference", default=None, metavar="COLUMN")
+    pe.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                    help="resamples of the paired interval against the best member (default "
+                         "1000)")
     pe.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(pe)
     pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
