@@ -30,8 +30,8 @@ def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
     at = open_page("tune")
     assert not at.exception, at.exception
     cost = texts(at.info)
-    assert "Cost: up to 10 wording(s) (7 to start, then 1 round(s) of up to 3 written by the " \
-           "writer)" in cost and "of judging" in cost
+    # the page's default: no writer, so the starting wordings only
+    assert "Cost: up to 7 wording(s) (7 to start) x" in cost and "of judging" in cost
     table = at.dataframe[0].value
     assert table["wording"].tolist() == result.table["wording"].tolist()
     assert table["picked"].sum() == 1
@@ -64,6 +64,11 @@ def test_start_creates_the_tuning_and_hands_it_to_a_worker(app_env, monkeypatch)
     at.radio(key=f"tune_writer_kind_{dataset_id}").set_value("a served model").run()
     at.text_input(key=f"tune_writer_served_{dataset_id}").set_value(
         "openai:http://127.0.0.1:9/v1#writer").run()
+    at.number_input(key=f"tune_rounds_{dataset_id}").set_value(1).run()
+    # a writer chosen: its rounds count in the cost
+    assert ("up to 10 wording(s) (7 to start, then 1 round(s) of up to 3 written by the writer)"
+            in texts(at.info))
+    at.number_input(key=f"tune_rounds_{dataset_id}").set_value(0).run()
     assert "up to 7 wording(s) (7 to start) x 20 comparisons" in texts(at.info)
     at.button(key=f"tune_start_{dataset_id}").click().run()
     assert not at.exception, at.exception

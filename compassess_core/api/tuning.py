@@ -223,14 +223,15 @@ class Tuning:
         kind = kind_of(settings)
         per_wording = kind.planned_total(dataset, settings)
         per_tune = kind.planned_total(dataset, settings.with_changes(contexts=o.contexts))
-        most = len(start) + o.rounds * o.per_round
+        rounds = o.rounds if o.writer else 0  # no writer: the starting wordings only
+        most = len(start) + rounds * o.per_round
         cap = most if o.budget is None else min(most, o.budget // max(per_wording, 1))
         if cap < 1:
             raise InputError(f"a budget of {o.budget:,} comparisons is less than one wording's "
                              f"{per_wording:,}: raise --budget or lower --contexts/--pairs")
         one = self.store.estimate_time(dataset, settings)
         time = dataclasses.replace(one, seconds=one.seconds * cap, tokens=one.tokens * cap)
-        return TuningPlan(start=min(len(start), cap), rounds=o.rounds, per_round=o.per_round,
+        return TuningPlan(start=min(len(start), cap), rounds=rounds, per_round=o.per_round,
                           max_wordings=cap, per_wording=per_wording, per_wording_tune=per_tune,
                           comparisons=cap * per_wording, time=time,
                           agreement_with=self.agreement_sources(dataset)[2])
