@@ -52,9 +52,12 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
     writer = FakeInstructionWriter()
     with OpenAIServer(writer, model_name="writer") as srv:
         out = subprocess.run(
+            # 3 contexts, one pair in both orders each (the sample's articles are long: a
+            # shared CPU judges a comparison in seconds), one written paraphrase
             [sys.executable, "-m", "compassess_core.cli", "tune", str(SAMPLE), "--aspect",
-             "coherence", "--contexts", "3", "--rounds", "1", "--per-round", "2", "--name",
-             "sample", "--writer", f"openai:{srv.base_url}#writer", "--json", "--db", db_url],
+             "coherence", "--contexts", "3", "--pairs", "2", "--rounds", "1", "--per-round", "1",
+             "--name", "sample", "--writer", f"openai:{srv.base_url}#writer", "--json",
+             "--db", db_url],
             capture_output=True, text=True, cwd=ROOT, timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
@@ -64,11 +67,13 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
     written = [r for r in rows if r["origin"] == "written by the writer"]
     assert written and len(writer.asked) == 1  # one round: one request per paraphrase asked
     assert result["writer"].startswith("openai:")
-    # an interval on every wording's fairness, from 3 contexts x 20 ordered pairs
+    # an interval on every wording's fairness, from 3 contexts x 2 ordered pairs
     for r in rows:
+        if r["decisions_tune"] == 0:
+            continue  # p = 0.5 everywhere: no decision, no fairness (said as NaN)
         assert r["fairness_low"] is not None and r["fairness_high"] is not None
         assert r["fairness_low"] <= r["fairness"] + 1e-9 <= r["fairness_high"] + 2e-9
-        assert r["contexts_tune"] == 3 and r["comparisons_tune"] == 60
+        assert r["comparisons_tune"] == 6
     # a wording other than T1 only when it beats T1 outside the paired interval
     picked = next(r for r in rows if r["picked"])
     if picked["wording"] == "w1":
@@ -86,3 +91,27 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
     texts = {w.key: w.text for w in api.open_store(db_url).tuning("sample").wordings}
     for r in written:
         assert texts[r["wording"]].startswith("The article:\n{context}")
+
+
+def test_cli_tune_writer_is_a_served_model_not_the_judge(db_url, monkeypatch, capsys):
+    """``--writer openai:...`` with a FAKE judge that cannot write (the wiring is the point):
+    the paraphrases come from the served writer, whole instructions, and are judged."""
+    from compassess_core import api, worker
+    from compassess_core.cli import main
+    from tests.fakes import FakeLengthJudge
+    monkeypatch.setattr(worker, "load_run_judge", lambda settings: FakeLengthJudge())
+    writer = FakeInstructionWriter()
+    with OpenAIServer(writer, model_name="writer") as srv:
+        code = main(["tune", str(SAMPLE), "--aspect", "coherence", "--contexts", "1",
+                     "--rounds", "1", "--per-round", "3", "--name", "served", "--writer",
+                     f"openai:{srv.base_url}#writer", "--db", db_url])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert len(writer.asked) == 3 and all("[[TEXT A]]" in a for a in writer.asked)
+    tuning = api.open_store(db_url).tuning("served")
+    written = [w for w in tuning.wordings if w.round == 1]
+    assert written and all(w.text.startswith("The article:\n{context}") for w in written)
+    result = tuning.result(n_boot=50)
+    assert len(result.table) == 7 + len(written)
+    assert "writer: openai:" in out and "fairness [95%]" in out and "why: " in out
+    assert "warning: only 1 tuning context(s)" in out
