@@ -282,8 +282,9 @@ class Tuning:
         loaded model that writes; default: the options' writer, loaded here: none, the judge
         itself by choice, or a model; a writer that cannot write ends the search after the
         starting wordings, and says so), within the budget; save the pick (T1 unless a wording
-        beats it outside the paired interval) as the template named like the tuning. Every wording is a run (``tune-<name>-<key>``): what is stored is
-        never judged again, and comparisons other runs of the judge stored are reused.
+        beats it outside the paired interval) as the template named like the tuning. Every
+        wording is a run (``tune-<name>-<key>``): what is stored is never judged again, and
+        comparisons other runs of the judge stored are reused.
 
         Raises
         ------
