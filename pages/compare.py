@@ -95,7 +95,7 @@ show_paired(st, [cmp.paired_people, cmp.paired_position], key="compare_paired",
                     "them, and McNemar's exact test on the pairs where only one of the two "
                     "succeeds.")
 if cmp.people_note:
-    st.caption(f"With people: {plain(cmp.people_note, 'text')}.")
+    st.caption(f"With people: {plain(cmp.people_note)}")
 
 pairs = cmp.pairs
 scatter = go.Figure()
