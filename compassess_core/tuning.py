@@ -154,7 +154,12 @@ class TuningOptions:
             raise OptionError("rounds", f"{{field}} must be at most {MAX_ROUNDS}, not {self.rounds}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The options as stored; no writer is left out, so a tuning stored before writers
+        could be chosen resumes with the same options."""
+        d = asdict(self)
+        if d["writer"] == NO_WRITER:
+            del d["writer"]
+        return d
 
     @staticmethod
     def from_dict(d: dict) -> "TuningOptions":

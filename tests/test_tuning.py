@@ -342,6 +342,10 @@ def test_tuning_table_marks_the_pick():
 
 def test_tuning_options_are_checked_when_made():
     assert tuning.TuningOptions.from_dict(tuning.TuningOptions(contexts=3).to_dict()).contexts == 3
+    # no writer is stored as before writers could be chosen (a stored tuning resumes); one is kept
+    assert "writer" not in tuning.TuningOptions().to_dict()
+    served = tuning.TuningOptions(writer=" openai:http://h/v1#m ")
+    assert tuning.TuningOptions.from_dict(served.to_dict()).writer == "openai:http://h/v1#m"
     for bad, field in ((dict(contexts=0), "contexts"), (dict(holdout=-1), "holdout"),
                        (dict(pairs=1), "pairs"), (dict(rounds=11), "rounds"),
                        (dict(per_round=0), "per_round"), (dict(budget=0), "budget"),
