@@ -58,7 +58,7 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
              "coherence", "--contexts", "3", "--pairs", "2", "--rounds", "1", "--per-round", "1",
              "--name", "sample", "--writer", f"openai:{srv.base_url}#writer", "--json",
              "--db", db_url],
-            capture_output=True, text=True, cwd=ROOT, timeout=1200)
+            capture_output=True, text=True, cwd=ROOT, timeout=3600)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     rows = result["wordings"]
