@@ -8,6 +8,10 @@ runs' rankings (averaged over contexts, x100, as the paper's per-context protoco
 level, the Spearman correlation of the two runs' system strengths; and each run's positional bias
 P(A) (eq. 8).
 
+Paired tests (``paired``): on the same pairs, the difference of the two runs' P(A) and, where
+the dataset has human A/B labels, of their accuracy with the people's majority, each with its
+cluster-bootstrap interval over contexts and McNemar's exact p-value.
+
 Pure: no I/O, no UI, no store.
 """
 
@@ -19,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr
 
-from . import analysis, metrics
+from . import analysis, metrics, paired as paired_tests
 from .agreement import cohen_kappa
 from .bias import positional_bias
 from .errors import InputError
@@ -90,6 +94,12 @@ class RunComparison:
     pairs : pandas.DataFrame
         :func:`shared_pairs`; ``disagreements`` is its rows with different verdicts, the most
         confident disagreement first (``|p_a - tau_a| + |p_b - tau_b|``).
+    paired_position : PairedDifference or None
+        P(A) of A minus P(A) of B on the shared ordered pairs (percentage points), with its
+        paired cluster-bootstrap interval and McNemar's exact test.
+    paired_people : PairedDifference or None
+        Accuracy with the people's decisive majority, A minus B, on the labelled pairs both
+        judged; None without human labels (``people_note`` says why).
     """
 
     n_shared: int
@@ -108,6 +118,14 @@ class RunComparison:
     n_systems: int
     method: str
     pairs: pd.DataFrame = field(repr=False)
+    paired_position: paired_tests.PairedDifference | None = None
+    paired_people: paired_tests.PairedDifference | None = None
+    people_note: str = ""
+
+    @property
+    def paired(self) -> paired_tests.PairedDifference | None:
+        """The headline paired test: accuracy with people where there are labels, else P(A)."""
+        return self.paired_people or self.paired_position
 
     @property
     def disagreements(self) -> pd.DataFrame:
@@ -131,7 +149,10 @@ class RunComparison:
             n_contexts_ranked=self.n_contexts_ranked,
             system_spearman_x100=num(self.system_spearman_x100), n_systems=self.n_systems,
             n_disagreements=int((~self.pairs["agree"]).sum()),
-            disagreements=json_rows(dis))
+            paired_people=None if self.paired_people is None else self.paired_people.to_dict(),
+            paired_position=(None if self.paired_position is None
+                             else self.paired_position.to_dict()),
+            people_note=self.people_note, disagreements=json_rows(dis))
 
 
 def json_rows(frame: pd.DataFrame) -> list[dict]:
@@ -141,8 +162,11 @@ def json_rows(frame: pd.DataFrame) -> list[dict]:
 
 def compare_runs(dataset_a: Dataset, table_a: ComparisonTable, dataset_b: Dataset,
                  table_b: ComparisonTable, *, tau_a: float = 0.5, tau_b: float = 0.5,
-                 method: str = "bradley-terry") -> RunComparison:
-    """Compare two runs of the same dataset (see :class:`RunComparison`).
+                 method: str = "bradley-terry", human: pd.DataFrame | None = None,
+                 names: tuple[str, str] = ("A", "B"), n_boot: int = paired_tests.PAIRED_BOOT,
+                 seed: int = 0) -> RunComparison:
+    """Compare two runs of the same dataset (see :class:`RunComparison`); ``human``: the
+    human A/B labels of the aspect (None or empty: no paired comparison with people).
 
     Raises
     ------
@@ -177,6 +201,18 @@ def compare_runs(dataset_a: Dataset, table_a: ComparisonTable, dataset_b: Datase
         n_systems = len(common)
     except NoSystemsError:
         system, n_systems = None, 0
+    position = paired_tests.paired_first_position(table_a, tau_a, table_b, tau_b,
+                                                  name_a=names[0], name_b=names[1],
+                                                  n_boot=n_boot, seed=seed)
+    people, people_note = None, "no human A/B labels for this dataset and aspect"
+    if human is not None and len(human):
+        try:
+            people = paired_tests.paired_accuracy(human, table_a, tau_a, table_b, tau_b,
+                                                  name_a=names[0], name_b=names[1],
+                                                  n_boot=n_boot, seed=seed)
+            people_note = ""
+        except InputError as e:
+            people_note = str(e)
     p_all_a = table_a.p[np.isfinite(table_a.p)]
     p_all_b = table_b.p[np.isfinite(table_b.p)]
     return RunComparison(
@@ -185,4 +221,5 @@ def compare_runs(dataset_a: Dataset, table_a: ComparisonTable, dataset_b: Datase
         kappa=cohen_kappa(first_a, first_b), p_pearson=pearson,
         p_a_first=positional_bias(p_all_a, tau_a)[0], p_b_first=positional_bias(p_all_b, tau_b)[0],
         rank_spearman_x100=per.mean_x100, n_contexts_ranked=per.n_used,
-        system_spearman_x100=system, n_systems=n_systems, method=method, pairs=pairs)
+        system_spearman_x100=system, n_systems=n_systems, method=method, pairs=pairs,
+        paired_position=position, paired_people=people, people_note=people_note)

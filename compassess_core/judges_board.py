@@ -6,7 +6,9 @@ One row per judge (:data:`JUDGE_COLUMNS`) from what the judge's own reads give
 (:class:`JudgeEntry`: its comparisons, positional and length bias, speed), plus what this module
 computes from its comparisons and the labels: accuracy and kappa with intervals
 (``panel.human_agreement_interval``) and the log-loss and expected calibration error of the raw
-and the held-out calibrated p (``calibration.calibrate``).
+and the held-out calibrated p (``calibration.calibrate``), and each judge against the top one on the same labelled
+pairs (``paired``: the paired difference of accuracy with people, its cluster-bootstrap interval
+and McNemar's exact p; "indistinguishable from the best" when the interval holds 0).
 
 Pure numpy/pandas: this module must never read or write storage or import a UI.
 """
@@ -19,6 +21,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from . import paired
 from .agreement import json_records
 from .analysis import resolve_tau
 from .calibration import calibrate
@@ -34,7 +37,10 @@ JUDGE_COLUMNS = (
     "accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low", "kappa_high",
     "log_loss_raw", "log_loss_calibrated", "ece_raw", "ece_calibrated", "spearman_x100",
     "p_a_raw", "flip_rate_raw", "longer_wins", "length_slope_per_doubling",
-    "comparisons_per_s", "tokens_per_comparison", "held_out", "note")
+    "comparisons_per_s", "tokens_per_comparison", "held_out", "note") + (
+    # the paired test against the top judge (``paired_with_best``)
+    "vs_best_pp", "vs_best_low_pp", "vs_best_high_pp", "vs_best_mcnemar_p", "vs_best_n_pairs",
+    "vs_best_n_contexts", "indistinguishable_from_best")
 
 
 @dataclass(frozen=True)
@@ -92,13 +98,21 @@ class JudgesLeaderboard:
     level: float
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    #: The paired test of each judge against the top one (``paired_with_best``), by name.
+    paired: dict = field(default_factory=dict)
+
+    @property
+    def best(self) -> str | None:
+        """The top judge's name (rank 1)."""
+        return None if self.frame.empty else str(self.frame.iloc[0]["judge"])
 
     def to_dict(self) -> dict:
         """JSON-able (NaN as None): what ``compassess judges --json`` prints."""
         rows = json_records(self.frame)
         return dict(dataset=self.dataset, aspect=self.aspect, basis=self.basis,
                     reference=self.reference, n_labels=self.n_labels, n_boot=self.n_boot,
-                    level=self.level, judges=rows, notes=list(self.notes))
+                    level=self.level, judges=rows, notes=list(self.notes), best=self.best,
+                    paired_with_best={k: v.to_dict() for k, v in self.paired.items()})
 
 
 def judge_row(judge: JudgeEntry, human: pd.DataFrame, *, n_boot: int, level: float,
@@ -145,6 +159,61 @@ def judge_row(judge: JudgeEntry, human: pd.DataFrame, *, n_boot: int, level: flo
     return row
 
 
+def _labelled_view(judge: JudgeEntry) -> tuple[ComparisonTable, float] | None:
+    """The comparisons a judge's agreement with people is measured on (a panel that uses labels:
+    its held-out p) and their balanced tau*; None when they cannot be had."""
+    table = judge.table
+    if judge.held_out is not None:
+        try:
+            table = judge.held_out()
+        except InputError:
+            return None
+    try:
+        return table, resolve_tau("balanced", table.p)
+    except InputError:
+        return None
+
+
+def paired_with_best(judges: list[JudgeEntry], frame: pd.DataFrame, human: pd.DataFrame, *,
+                     n_boot: int, level: float, seed: int) -> tuple[pd.DataFrame, dict]:
+    """Each judge against the top judge of ``frame`` (rank 1) on the labelled pairs both judged:
+    accuracy with the people's decisive majority, this judge minus the top one, in percentage
+    points with its paired cluster-bootstrap interval and McNemar's exact p
+    (``paired.paired_accuracy``); ``indistinguishable_from_best`` when the interval holds 0.
+    Returns ``frame`` with the ``vs_best_*`` columns filled and the tests by judge name (empty
+    without labels: the paired test needs them)."""
+    out = frame.copy()
+    tests: dict = {}
+    if len(human) == 0 or len(frame) < 2:
+        return out, tests
+    out["indistinguishable_from_best"] = out["indistinguishable_from_best"].astype(object)
+    by_name = {j.name: j for j in judges}
+    top = by_name.get(frame.iloc[0]["judge"])
+    best = None if top is None else _labelled_view(top)
+    if best is None:
+        return out, tests
+    for k, row in out.iterrows():
+        judge = by_name.get(row["judge"])
+        if judge is None or judge is top:
+            continue
+        view = _labelled_view(judge)
+        if view is None:
+            continue
+        try:
+            test = paired.paired_accuracy(human, view[0], view[1], best[0], best[1],
+                                          name_a=judge.name, name_b=top.name, n_boot=n_boot,
+                                          level=level, seed=seed)
+        except InputError:
+            continue
+        tests[judge.name] = test
+        out.loc[k, ["vs_best_pp", "vs_best_low_pp", "vs_best_high_pp", "vs_best_mcnemar_p",
+                    "vs_best_n_pairs", "vs_best_n_contexts"]] = [
+            100 * test.difference, 100 * test.low, 100 * test.high, test.mcnemar.p_value,
+            test.n_pairs, test.n_contexts]
+        out.loc[k, "indistinguishable_from_best"] = test.indistinguishable
+    return out, tests
+
+
 def rank_judges(judges: list[JudgeEntry], human: pd.DataFrame, *, dataset: str, aspect: str,
                 reference: str | None, n_boot: int, level: float, seed: int,
                 notes: list[str]) -> JudgesLeaderboard:
@@ -156,6 +225,7 @@ def rank_judges(judges: list[JudgeEntry], human: pd.DataFrame, *, dataset: str, 
     frame = frame.sort_values(basis, ascending=False, na_position="last", kind="stable")
     frame.insert(0, "rank", np.arange(1, len(frame) + 1))
     frame = frame.reindex(columns=list(JUDGE_COLUMNS)).reset_index(drop=True)
+    frame, tests = paired_with_best(judges, frame, human, n_boot=n_boot, level=level, seed=seed)
     return JudgesLeaderboard(dataset=dataset, aspect=aspect, basis=basis, reference=reference,
                              n_labels=int(len(human)), n_boot=n_boot, level=level, frame=frame,
-                             notes=notes)
+                             notes=notes, paired=tests)

@@ -93,6 +93,7 @@ __all__ = [
     "parse_weights",
     "member_names",
     "weights_label",
+    "panel_vs_best_member",
 ]
 
 #: A panel combines at least this many runs, and at most this many (a bound on what one asks).
@@ -748,3 +749,34 @@ def member_names(names: Sequence[str]) -> tuple[str, ...]:
 def weights_label(weights: str | Sequence[float] | Mapping) -> str:
     """How a panel's weights read in words."""
     return weights if isinstance(weights, str) else ", ".join(f"{w:g}" for w in weights)
+
+
+# ------------------------------------------------------------ the panel against its best member
+
+def panel_vs_best_member(human_df: pd.DataFrame, panel: tuple[str, ComparisonTable, float],
+                         members: Sequence[tuple[str, ComparisonTable, float]], *,
+                         n_boot: int = 1000, level: float = 0.95,
+                         seed: int = 0) -> "paired.PairedDifference":
+    """Is the panel better than its best member? ``panel`` and each of ``members`` is (name,
+    comparisons, tau); the best member is the one with the highest accuracy with the people's
+    decisive majority (``paired.pair_correctness``; a member that judged no labelled pair is
+    left out); then the panel's accuracy minus that member's on the labelled pairs both judged,
+    with its paired cluster-bootstrap interval and McNemar's exact p (``paired.paired_accuracy``).
+
+    Raises
+    ------
+    InputError
+        No member judged a labelled pair, or none in common with the panel.
+    """
+    from . import paired
+    best, best_acc = None, -1.0
+    for name, table, tau in members:
+        correct = paired.pair_correctness(human_df, table, tau)["correct"]
+        if len(correct) and float(correct.mean()) > best_acc:
+            best, best_acc = (name, table, tau), float(correct.mean())
+    if best is None:
+        raise InputError("no member judged a labelled pair with a decisive human majority: the "
+                         "panel cannot be compared with its best member")
+    name, table, tau = panel
+    return paired.paired_accuracy(human_df, table, tau, best[1], best[2], name_a=name,
+                                  name_b=best[0], n_boot=n_boot, level=level, seed=seed)

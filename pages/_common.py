@@ -133,6 +133,7 @@ class AppRun:
     split_pairs = _cached(api.Panel.split_pairs)
     member_warnings = _cached(api.Panel.member_warnings)
     member_evaluations = _cached(api.Panel.member_evaluations)
+    vs_best_member = _cached(api.Panel.vs_best_member)
     comparisons = _cached(api.Verdicts.comparisons)
 
     def __init__(self, run: api.Verdicts, calibrated_on: tuple | None = None) -> None:
@@ -873,3 +874,22 @@ def show_chart(where, fig, **options):
     options.setdefault("width", "stretch")
     options.setdefault("config", {"displaylogo": False})
     return where.plotly_chart(fig, **options)
+
+
+
+def show_paired(where, tests, *, key: str, caption: str = "") -> None:
+    """A table of paired tests (``PairedDifference.row``: A, B, what was measured, the
+    difference A - B with its 95% cluster-bootstrap interval, McNemar's exact p-value, the
+    contexts and pairs it rests on), then each test in one sentence; names shown as plain text."""
+    from pages._plain import plain_within
+    tests = [t for t in tests if t is not None]
+    if not tests:
+        return
+    frame = pd.DataFrame([t.row() for t in tests])
+    number = {c: st.column_config.NumberColumn(c, format="%.2f")
+              for c in frame.columns if c.startswith(("A value", "B value", "A - B", "95%"))}
+    number["McNemar exact p"] = st.column_config.NumberColumn("McNemar exact p", format="%.3g")
+    where.dataframe(plain(frame, "text"), hide_index=True, width="stretch", key=key,
+                    column_config=number, placeholder="")
+    where.caption(" ".join([caption] * bool(caption) + [
+        plain_within(t.sentence(), [t.name_a, t.name_b]) + "." for t in tests]))

@@ -16,7 +16,7 @@ from pages import _view as view
 from pages._auth import guard
 from pages._common import (AppRun, compare_runs, data_range, debias_in_use, fmt, is_pairwise,
                            judge_warning, list_runs, pick_object, plain, result_page_header,
-                           running_or_partial_note, show_chart)
+                           running_or_partial_note, show_chart, show_paired)
 from pages._comparison import comparison_view
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -87,6 +87,15 @@ r[2].metric("Rank Spearman x100 per context", fmt(cmp.rank_spearman_x100),
 r[3].metric("System-level Spearman x100", fmt(cmp.system_spearman_x100),
             help=f"Spearman of the two runs' system strengths ({method}) over {cmp.n_systems} "
                  "systems; n/a without systems (or fewer than 3).")
+
+st.subheader("Paired tests: A - B on the same pairs")
+show_paired(st, [cmp.paired_people, cmp.paired_position], key="compare_paired",
+            caption="Each judge's number on the pairs both judged, the difference A - B with its "
+                    "95% interval from a bootstrap that resamples contexts, then pairs within "
+                    "them, and McNemar's exact test on the pairs where only one of the two "
+                    "succeeds.")
+if cmp.people_note:
+    st.caption(f"With people: {plain(cmp.people_note)}")
 
 pairs = cmp.pairs
 scatter = go.Figure()

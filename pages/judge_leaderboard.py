@@ -17,7 +17,7 @@ from pages._auth import guard
 from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (api_store, aspect_label, data_aspects, db_url, is_pairwise,
-                           judges_stamp, list_runs, pick_dataset, plain)
+                           judges_stamp, list_runs, pick_dataset, plain, show_paired)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -143,6 +143,23 @@ COLUMNS = {
     "members": ("members", None, "The runs a panel combines."),
     "note": ("note", None, None),
 }
+# The paired test of each judge against the top one (``judges_board.paired_with_best``).
+COLUMNS.update({
+    "indistinguishable_from_best": (
+        "≈ best", None, "The paired 95% interval of (this judge's accuracy minus the top "
+                        "judge's) on the same labelled pairs holds 0: the labels do not tell "
+                        "the two apart."),
+    "vs_best_pp": ("vs best (pp)", 1, "Accuracy with the human majority minus the top judge's, "
+                                      "in percentage points, on the labelled pairs both "
+                                      "judged."),
+    "vs_best_low_pp": ("vs best 95% low", 1, "Lower end of the paired cluster-bootstrap "
+                                             "interval (contexts, then pairs within them)."),
+    "vs_best_high_pp": ("vs best 95% high", 1, "Upper end of the paired interval."),
+    "vs_best_mcnemar_p": ("McNemar p", 3, "McNemar's exact test on the pairs where only one of "
+                                          "the two judges matches the people."),
+    "vs_best_n_pairs": ("pairs vs best", None, "Labelled pairs both judged."),
+    "vs_best_n_contexts": ("contexts vs best", None, "Contexts those pairs come from."),
+})
 shown = plain(board.frame.dropna(axis=1, how="all"), into="text")
 
 
@@ -162,8 +179,9 @@ def _column(name: str):
 # What the judges are ranked by comes right after their names; what they are (model, template,
 # members) last, where a long path or member list does not push the numbers off the screen.
 first = ["rank", "judge", "kappa", "kappa_low", "kappa_high", "accuracy", "accuracy_low",
-         "accuracy_high", "spearman_x100",
-         "n_labelled_pairs", "kind", "n_comparisons"]
+         "accuracy_high", "spearman_x100", "indistinguishable_from_best", "vs_best_pp",
+         "vs_best_low_pp", "vs_best_high_pp", "vs_best_mcnemar_p", "n_labelled_pairs", "kind",
+         "n_comparisons"]
 last = ["model", "template", "members", "note"]
 order = ([c for c in first if c in shown.columns]
          + [c for c in shown.columns if c not in first and c not in last]
@@ -172,5 +190,12 @@ st.dataframe(shown, hide_index=True, key="judges_table", column_order=order,
              column_config={c: _column(c) for c in shown.columns}, placeholder="")
 st.caption("Hover a column's name for what it holds. P(A) and flip rate are at tau = 0.5 (the "
            "judge as it answers).")
+if board.paired:
+    st.subheader("Each judge against the best")
+    show_paired(st, list(board.paired.values()), key="judges_paired",
+                caption=f"Against the top judge, {plain(str(board.best))}: accuracy with the "
+                        "people's decisive majority on the labelled pairs both judged, each at "
+                        "its balanced tau*. Indistinguishable from the best where the 95% "
+                        "interval holds 0.")
 for note in board.notes:
     st.warning(plain_message(note))

@@ -24,7 +24,7 @@ from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects, fmt,
                            is_pairwise, judges_stamp, list_runs, method_control, pick_dataset,
-                           pick_object, plain)
+                           pick_object, plain, show_paired)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -172,6 +172,16 @@ with tabs[1]:
     shown = plain(pd.DataFrame(rows), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="",
                  column_config=column_labels(shown))
+    st.markdown("**The panel against its best member**")
+    vs_best, vs_note = jury.vs_best_member()
+    if vs_best is not None:
+        show_paired(st, [vs_best], key=f"panel_vs_best_{panel_id}",
+                    caption="Is the panel better than its best member (the member most often "
+                            "right)? Accuracy with the people's decisive majority on the labelled "
+                            "pairs both judged, each at its balanced tau* (the panel's p held out "
+                            "where it learns from the labels).")
+    else:
+        st.caption(plain_message(vs_note))
 with tabs[2]:
     try:
         board = jury.leaderboard(n_boot=100)

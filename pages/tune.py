@@ -1,5 +1,7 @@
-"""Tune wording (admins): find the wording of the judge's instruction whose raw preferences are
-fairest (ZEPO: P(A) closest to 0.5, no label needed), and save it as a named template that the
+"""Tune wording (admins): find a wording of the judge's instruction whose raw preferences are
+fairer than T1's (ZEPO: per-context A-rate closest to 0.5, no label needed), with an interval
+on every wording's fairness and a paired test against T1 on the same pairs; a wording replaces
+T1 only when it beats T1 outside that interval. The pick is saved as a named template that the
 Run page, ``compassess run --template NAME`` and the API take.
 
 The page states the cost first (wordings x comparisons, time at this machine's measured speed),
@@ -19,7 +21,8 @@ from compassess_core.errors import CompAssessError
 from compassess_core.models import BUNDLED_MODEL
 from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
 from pages._auth import guard, recheck, require, viewer
-from pages._common import REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset, plain
+from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset,
+                           plain, show_paired)
 from pages._judges import local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -29,14 +32,18 @@ WATCH = "tune_watch"
 
 
 st.title("Tune the judge's wording")
-st.caption("The same judge answers differently to wordings of the same question, and the wordings "
-           "whose raw preferences are least lopsided tend to agree best with people (ZEPO, Zhou et "
-           "al., EMNLP 2024). This page judges the library's T1 and T2, built-in paraphrases "
-           "of T1's question and paraphrases the judge writes of "
-           "the fairest so far, on the first contexts of the dataset, and keeps the fairest: "
-           "fairness = -|P(A) - 0.5|, no label needed. Where the data has human labels or a "
-           "reference column, each wording's agreement is measured on held-out contexts that "
-           "the pick never sees.")
+st.caption("The same judge answers differently to wordings of the same question. ZEPO (Zhou et "
+           "al., EMNLP 2024) keeps the wording whose raw preferences are least lopsided: fairness "
+           "= -|A-rate - 0.5|, the A-rate being the mean over contexts of each context's share of "
+           "decisions for the first position; no label needed. This page judges the library's T1 "
+           "and T2, built-in paraphrases of T1's question and, if you choose a writer, "
+           "paraphrases of the whole instruction of the fairest so far, on the first contexts of "
+           "the dataset. Every fairness has a 95% interval (contexts resampled, then decisions "
+           "within them); a wording replaces T1 only when it is fairer than T1 outside the paired "
+           "95% interval on the same pairs, otherwise T1 is kept and the page says why. Fairness "
+           "is not agreement with people: on SummEval with the bundled judge it did not predict "
+           "agreement at the balanced threshold. Where the data has human labels or a reference "
+           "column, measure each wording's agreement on held-out contexts the pick never sees.")
 
 info = pick_dataset(st, "Dataset")
 if info is None:
@@ -71,7 +78,24 @@ with st.container(border=True):
                             key=f"tune_pairs_{info.id}",
                             help="Both orders of each pair (symmetric selection), so the flip "
                                  "rate can be measured.")
-    rounds = c3.number_input("Rounds of paraphrases the judge writes", 0, 10,
+    writer_kind = c3.radio("Writer of paraphrases",
+                           ("none", "the judge itself", "a served model", "models folder"),
+                           key=f"tune_writer_kind_{info.id}", horizontal=True,
+                           help="Who writes paraphrases of the whole instruction in each round: "
+                                "none (the starting wordings only), the judge (a small judge "
+                                "writes few usable ones), a served chat model "
+                                "(openai:BASE_URL#MODEL) or a local model.")
+    if writer_kind == "the judge itself":
+        writer = "judge"
+    elif writer_kind == "a served model":
+        writer = c3.text_input("Served writer", key=f"tune_writer_served_{info.id}",
+                               max_chars=1000,
+                               placeholder="openai:http://localhost:8000/v1#MODEL").strip()
+    elif writer_kind == "models folder":
+        writer = local_model_picker(c3, key=f"tune_writer_model_{info.id}") or ""
+    else:
+        writer = ""
+    rounds = c3.number_input("Rounds of paraphrases the writer writes", 0, 10,
                              api.TuningOptions.rounds, key=f"tune_rounds_{info.id}")
     per_round = c3.number_input("Paraphrases per round", 1, 10, api.TuningOptions.per_round,
                                 key=f"tune_per_round_{info.id}")
@@ -83,7 +107,7 @@ with st.container(border=True):
 
 options = dict(model=model, task=task, contexts=int(contexts), holdout=int(holdout),
                pairs=int(pairs) or None, rounds=int(rounds), per_round=int(per_round),
-               budget=int(budget) or None)
+               budget=int(budget) or None, writer=writer)
 plan = None
 if model:
     try:
@@ -148,40 +172,67 @@ def tuning_view(tuning_id: int, live: bool) -> None:
         st.caption("No wording judged yet.")
     else:
         metric = next((m for m in table["agreement_metric"] if m), "")
-        st.dataframe(plain(table[["picked", "wording", "label", "question", "fairness", "p_a_raw",
-                                  "flip_rate", "agreement_raw", "agreement_raw_low",
-                                  "agreement_raw_high", "agreement_balanced",
-                                  "comparisons_tune", "comparisons_holdout"]], into="text"),
+        num = st.column_config.NumberColumn
+        st.dataframe(plain(table[["picked", "wording", "label", "question", "fairness",
+                                  "fairness_low", "fairness_high", "a_rate", "p_a_raw",
+                                  "flip_rate", "saturation", "vs_t1", "vs_t1_low", "vs_t1_high",
+                                  "vs_t1_mcnemar_p", "beats_t1", "agreement_raw",
+                                  "agreement_raw_low", "agreement_raw_high", "agreement_balanced",
+                                  "decisions_tune", "contexts_tune", "comparisons_tune",
+                                  "comparisons_holdout"]], into="text"),
                      hide_index=True, width="stretch", placeholder="",
                      column_config={
                          "picked": st.column_config.CheckboxColumn("picked"),
-                         "fairness": st.column_config.NumberColumn("fairness", format="%.3f",
-                                                                   help="-|P(A) - 0.5| on the "
-                                                                        "tuning contexts"),
-                         "p_a_raw": st.column_config.NumberColumn("P(A) raw", format="%.3f"),
-                         "flip_rate": st.column_config.NumberColumn("flip rate", format="%.2f"),
-                         "agreement_raw": st.column_config.NumberColumn(
-                             f"{metric or 'agreement'} raw", format="%.2f"),
-                         "agreement_raw_low": st.column_config.NumberColumn("95% low",
-                                                                            format="%.2f"),
-                         "agreement_raw_high": st.column_config.NumberColumn("95% high",
-                                                                             format="%.2f"),
-                         "agreement_balanced": st.column_config.NumberColumn(
-                             f"{metric or 'agreement'} at tau*", format="%.2f"),
-                         "comparisons_tune": st.column_config.NumberColumn("compared (tuning)"),
-                         "comparisons_holdout": st.column_config.NumberColumn("held out")})
+                         "fairness": num("fairness", format="%.3f",
+                                         help="-|A-rate - 0.5| on the tuning contexts"),
+                         "fairness_low": num("fairness 95% low", format="%.3f"),
+                         "fairness_high": num("fairness 95% high", format="%.3f"),
+                         "a_rate": num("A-rate", format="%.3f",
+                                       help="Mean over the tuning contexts of each context's "
+                                            "share of decisions for the first position (ZEPO)"),
+                         "p_a_raw": num("P(A) pooled", format="%.3f",
+                                        help="Share of all decisions for the first position"),
+                         "flip_rate": num("flip rate", format="%.2f"),
+                         "saturation": num("|tau* - 0.5|", format="%.3f",
+                                           help="Tie-breaker for a judge that answers the same "
+                                                "position under every wording: smaller is "
+                                                "less saturated"),
+                         "vs_t1": num("fairness - T1's", format="%+.3f",
+                                      help="Paired, on the ordered pairs both decided"),
+                         "vs_t1_low": num("95% low", format="%+.3f"),
+                         "vs_t1_high": num("95% high", format="%+.3f"),
+                         "vs_t1_mcnemar_p": num("McNemar exact p", format="%.3g",
+                                                help="Equal P(A) as T1 on the same pairs"),
+                         "beats_t1": st.column_config.CheckboxColumn("beats T1"),
+                         "agreement_raw": num(f"{metric or 'agreement'} raw", format="%.2f"),
+                         "agreement_raw_low": num("95% low", format="%.2f"),
+                         "agreement_raw_high": num("95% high", format="%.2f"),
+                         "agreement_balanced": num(f"{metric or 'agreement'} at tau*",
+                                                   format="%.2f"),
+                         "decisions_tune": num("decisions"),
+                         "contexts_tune": num("contexts"),
+                         "comparisons_tune": num("compared (tuning)"),
+                         "comparisons_holdout": num("held out")})
         st.caption(f"Agreement: {plain(result.agreement_with)}. {result.comparisons_tune:,} "
-                   f"comparisons on the tuning contexts, {result.comparisons_holdout:,} held out.")
+                   f"comparisons on the tuning contexts, {result.comparisons_holdout:,} held out. "
+                   "Intervals: 95% bootstrap over contexts, then decisions within them. Writer: "
+                   f"{plain(result.writer) if result.writer else 'none'}.")
+    for line in result.warnings:
+        st.warning(line, icon=":material/warning:")
     if result.picked is not None:
         best = table[table["picked"]].iloc[0]
         # the key and label are the tuning's own (w3, paraphrase 2); the template's name is not
-        st.success(f"Fairest so far: {result.picked.key} ({result.picked.label}), "
-                   f"fairness {fmt(best['fairness'], '.3f')}, P(A) raw "
-                   f"{fmt(best['p_a_raw'], '.3f')}"
+        st.success(f"Picked: {result.picked.key} ({result.picked.label}), fairness "
+                   f"{fmt(best['fairness'], '.3f')} [95% {fmt(best['fairness_low'], '.3f')}, "
+                   f"{fmt(best['fairness_high'], '.3f')}], P(A) pooled "
+                   f"{fmt(best['p_a_raw'], '.3f')}. Why: {result.reason}"
                    + (f"; saved as the template {plain(result.template)}: choose it on the Run "
                       "page (Template: saved), or give its name to `compassess run --template`."
                       if result.template else "."),
                    icon=":material/check:")
+        show_paired(st, [result.vs_t1], key=f"tune_paired_{tuning_id}",
+                    caption="The paired test behind the pick: fairness minus T1's on the "
+                            "ordered pairs both wordings decided.")
         st.code(result.picked.text, language=None, wrap_lines=True)
     if live and state != "working":
         st.rerun(scope="app")

@@ -46,6 +46,15 @@ def test_numbers_equal_the_engine_and_disagreements_open_both_runs(app_env):
     assert metric(at, "Rank Spearman x100 per context") == f"{engine.rank_spearman_x100:.1f}"
     assert 0 < len(engine.disagreements) < 60
     assert "compare_scatter" in [c.key for c in at.get("plotly_chart")]
+    # the paired test of P(A) on the same pairs, as the engine computes it
+    table = next(d.value for d in at.dataframe if "McNemar exact p" in d.value.columns)
+    pos = engine.paired_position
+    row = table.iloc[0]
+    assert row["A - B (percentage points)"] == pytest.approx(100 * pos.difference)
+    assert (row["95% low"], row["95% high"]) == pytest.approx((100 * pos.low, 100 * pos.high))
+    assert row["McNemar exact p"] == pytest.approx(pos.mcnemar.p_value)
+    assert (row["contexts"], row["pairs"]) == (pos.n_contexts, pos.n_pairs)
+    assert any("McNemar's exact p" in c.value for c in at.caption)
     dis = next(d.value for d in at.dataframe if "winner_b" in d.value.columns)
     assert len(dis) == len(engine.disagreements)
     at.selectbox(key="compare_pick").set_value(0).run()

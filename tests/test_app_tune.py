@@ -21,7 +21,8 @@ SAMPLE = ROOT / "assets" / "sample_summeval.csv"
 def _tuned(url: str) -> api.TuningResult:
     store = api.open_store(url)
     return store.tune(SAMPLE, aspect="coherence", name="page-tuning", contexts=1, holdout=1,
-                      rounds=1, judge=FakeWritingJudge(), progress=False, n_boot=50)
+                      rounds=1, judge=FakeWritingJudge(), writer="judge", progress=False,
+                      n_boot=50)
 
 
 def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
@@ -29,13 +30,20 @@ def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
     at = open_page("tune")
     assert not at.exception, at.exception
     cost = texts(at.info)
-    assert "Cost: up to 10 wording(s) (7 to start, then 1 round(s) of up to 3 written by the " \
-           "judge)" in cost and "of judging" in cost
+    # the page's default: no writer, so the starting wordings only
+    assert "Cost: up to 7 wording(s) (7 to start) x" in cost and "of judging" in cost
     table = at.dataframe[0].value
     assert table["wording"].tolist() == result.table["wording"].tolist()
     assert table["picked"].sum() == 1
+    # every wording's fairness with its interval, and the paired test against T1
+    assert table["fairness_low"].notna().all() and table["fairness_high"].notna().all()
+    assert table["vs_t1"].iloc[1:].notna().all()
     shown = texts(at.success)
-    assert f"Fairest so far: {result.picked.key}" in shown
+    assert f"Picked: {result.picked.key}" in shown and "Why: " in shown
+    assert result.reason in shown
+    paired = next(d.value for d in at.dataframe if "McNemar exact p" in d.value.columns)
+    assert paired.iloc[0]["A - B (on the A-rate scale)"] == pytest.approx(result.vs_t1.difference)
+    assert any("only 1 tuning context(s)" in w.value for w in at.warning)
     assert "saved as the template `page-tuning`" in shown
     assert result.picked.text in texts(at.code)
     assert "page-tuning (completed)" in at.selectbox(key=f"tune_pick_1").format_func(
@@ -53,12 +61,21 @@ def test_start_creates_the_tuning_and_hands_it_to_a_worker(app_env, monkeypatch)
     at.number_input(key=f"tune_contexts_{dataset_id}").set_value(1).run()
     at.number_input(key=f"tune_rounds_{dataset_id}").set_value(0).run()
     at.text_input(key=f"tune_name_{dataset_id}").set_value("from-page").run()
+    at.radio(key=f"tune_writer_kind_{dataset_id}").set_value("a served model").run()
+    at.text_input(key=f"tune_writer_served_{dataset_id}").set_value(
+        "openai:http://127.0.0.1:9/v1#writer").run()
+    at.number_input(key=f"tune_rounds_{dataset_id}").set_value(1).run()
+    # a writer chosen: its rounds count in the cost
+    assert ("up to 10 wording(s) (7 to start, then 1 round(s) of up to 3 written by the writer)"
+            in texts(at.info))
+    at.number_input(key=f"tune_rounds_{dataset_id}").set_value(0).run()
     assert "up to 7 wording(s) (7 to start) x 20 comparisons" in texts(at.info)
     at.button(key=f"tune_start_{dataset_id}").click().run()
     assert not at.exception, at.exception
     t = api.open_store(app_env).tuning("from-page")
     assert started == [("from-page", f"tuning-{t.id}.log")]
     assert (t.options.contexts, t.options.rounds, t.info.aspect) == (1, 0, "coherence")
+    assert t.options.writer == "openai:http://127.0.0.1:9/v1#writer"
 
 
 def test_the_comparison_view_shows_the_judges_reasons_and_offers_to_ask(app_env, monkeypatch):

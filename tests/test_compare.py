@@ -108,5 +108,44 @@ def test_cli_compare_two_stored_runs(db_url):
     assert payload["system_spearman_x100"] == pytest.approx(100.0)
     text = cli("compare", "--run", "first", "--run", "second", "--db", db_url)
     assert "Cohen's kappa of the verdicts" in text.stdout
+    # the paired test of the two runs: the same p, so 0 difference, no discordant pair
+    assert "paired tests" in text.stdout and "McNemar's exact p = 1" in text.stdout
+    assert "0.0 percentage points" in text.stdout and "60 ordered pairs judged by both" in text.stdout
+    assert payload["paired_position"]["difference"] == 0.0
     one = cli("compare", "--run", "first", "--db", db_url)
     assert one.returncode == 2 and "exactly two runs" in one.stderr
+
+
+def test_paired_tests_on_the_same_pairs(tiny_dataset):
+    result = compare_runs(tiny_dataset, table_of(RUN_A), tiny_dataset, table_of(RUN_B),
+                          names=("a", "b"), n_boot=200)
+    pos = result.paired_position
+    # 7 shared ordered pairs; first-position verdicts A: 1 0 0 1 0 1 1, B: 1 0 0 1 1 1 0
+    assert (pos.value_a, pos.value_b) == pytest.approx((4 / 7, 4 / 7))
+    assert pos.difference == pytest.approx(0.0) and pos.indistinguishable
+    assert (pos.mcnemar.n_a_only, pos.mcnemar.n_b_only) == (1, 1)
+    assert pos.mcnemar.p_value == pytest.approx(1.0)
+    assert (pos.n_pairs, pos.n_contexts) == (7, 2)
+    assert result.paired_people is None and "no human" in result.people_note
+    assert result.paired is pos
+
+
+def test_paired_accuracy_with_people(tiny_dataset):
+    import pandas as pd
+    # the people prefer c1 to c2 and c3, and c3 to c2, in doc1; c2 to c1 in doc2
+    human = pd.DataFrame({"context_id": ["doc1", "doc1", "doc1", "doc2"],
+                          "left_id": ["c1", "c1", "c2", "c1"], "right_id": ["c2", "c3", "c3", "c2"],
+                          "winner_id": ["c1", "c1", "c3", "c2"]})
+    result = compare_runs(tiny_dataset, table_of(RUN_A), tiny_dataset, table_of(RUN_B),
+                          human=human, names=("a", "b"), n_boot=200)
+    people = result.paired_people
+    # per unordered pair, the mean of both orders (eq. 9-10 at 0.5):
+    # A: c1c2 (0.9 + 0.8) / 2 -> c1 right; c1c3 (0.3 + 0.2) / 2 -> c3 wrong; c2c3 (0.4 + 0.3) / 2
+    #    -> c3 right; doc2 c1c2 0.6 and 0.7 -> c1 wrong.   accuracy 2 / 4
+    # B: c1c2 (0.7 + 0.9) / 2 right; c1c3 (0.45 + 0.4) / 2 -> c3 wrong; c2c3 (0.8 + 0.4) / 2 -> c2
+    #    wrong; doc2 c1c2 0.2 -> c2 right.                  accuracy 2 / 4
+    assert (people.value_a, people.value_b) == (0.5, 0.5)
+    assert (people.mcnemar.n_a_only, people.mcnemar.n_b_only) == (1, 1)
+    assert people.n_pairs == 4 and people.n_contexts == 2
+    assert result.paired is people
+    assert result.to_dict()["paired_people"]["mcnemar"]["p_value"] == pytest.approx(1.0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compassess_core import api, worker
@@ -25,19 +26,31 @@ def store(db_url):
     s.close()
 
 
-def test_tune_judges_every_wording_as_a_run_picks_the_fairest_and_saves_it(store):
+def test_tune_judges_every_wording_as_a_run_picks_by_a_paired_test_and_saves_it(store):
     judge = FakeWritingJudge()
     result = store.tune(SAMPLE, aspect="coherence", name="t", contexts=1, holdout=2, rounds=1,
-                        per_round=3, judge=judge, progress=False, n_boot=100)
+                        per_round=3, judge=judge, writer="judge", progress=False, n_boot=100)
     table = result.table
     # T1, T2, five built-in paraphrases, then the paraphrases the judge wrote of the fairest
     assert table["label"].tolist()[:7] == ["t1", "t2"] + [f"paraphrase {k}" for k in range(1, 6)]
-    written = table[table["origin"] == "written by the judge"]
+    written = table[table["origin"] == "written by the writer"]
     assert 1 <= len(written) <= 3 and set(written["label"]) == {"round 1"}
     assert table["picked"].sum() == 1
     picked = table[table["picked"]].iloc[0]
-    assert picked["fairness"] == table["fairness"].max()
     assert result.picked.key == picked["wording"]
+    # every wording has a fairness interval; each but T1 a paired difference with T1
+    assert (table["fairness_low"] <= table["fairness"] + 1e-12).all()
+    assert (table["fairness"] <= table["fairness_high"] + 1e-12).all()
+    assert table["vs_t1"].iloc[1:].notna().all() and np.isnan(table["vs_t1"].iloc[0])
+    # a wording other than T1 is picked only when it beats T1 outside the paired interval
+    if picked["wording"] != "w1":
+        assert picked["beats_t1"] and picked["vs_t1_low"] > 0
+        assert "fairer than T1" in result.reason
+    else:
+        assert not table["beats_t1"].any() and result.reason.startswith("T1 kept")
+    # one context of 20 comparisons: the tuning warns that its sample is small
+    assert any("tuning context(s), fewer than" in w for w in result.warnings)
+    assert result.writer == "judge"
     # every wording is a stored run of its own on 1 + 2 contexts (5 summaries: 20 pairs each)
     runs = {r.name: r for r in store.list_runs()}
     for key in table["wording"]:
@@ -58,10 +71,10 @@ def test_tune_judges_every_wording_as_a_run_picks_the_fairest_and_saves_it(store
 def test_a_tuning_resumes_without_judging_again_and_writes_the_same_paraphrases(store):
     first = FakeWritingJudge()
     a = store.tune(SAMPLE, aspect="coherence", name="r", contexts=1, rounds=1, judge=first,
-                   progress=False, n_boot=50)
+                   writer="judge", progress=False, n_boot=50)
     again = FakeWritingJudge()
     b = store.tune(SAMPLE, aspect="coherence", name="r", contexts=1, rounds=1, judge=again,
-                   progress=False, n_boot=50)
+                   writer="judge", progress=False, n_boot=50)
     assert again.seen == [] and again.asked == []  # nothing judged, nothing written anew
     assert b.table.drop(columns=[]).equals(a.table)
     with pytest.raises(InputError, match="already exists with other settings .*contexts"):
@@ -89,10 +102,16 @@ def test_a_judge_that_cannot_write_tunes_the_starting_wordings_and_says_so(store
         def progress(self, p): pass
         def message(self, text): messages.append(text)
     result = store.tune(SAMPLE, aspect="coherence", name="nw", contexts=1, rounds=2,
-                        judge=FakeLengthJudge(), progress=Log(), n_boot=50)
+                        judge=FakeLengthJudge(), writer="judge", progress=Log(), n_boot=50)
     assert len(result.table) == 7
     assert any("no paraphrases will be written" in m and "cannot write" in m for m in messages)
     assert any(m.startswith("tuning 'nw'") and "comparisons" in m for m in messages)
+    # no writer chosen: the judge does not write by default, and the tuning says how to ask
+    messages.clear()
+    result = store.tune(SAMPLE, aspect="coherence", name="nw2", contexts=1, rounds=2,
+                        judge=FakeWritingJudge(), progress=Log(), n_boot=50)
+    assert len(result.table) == 7 and result.writer == ""
+    assert any("no writer chosen (--writer MODEL" in m for m in messages)
 
 
 def test_a_cancelled_tuning_stops_and_resumes(store):

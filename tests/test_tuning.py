@@ -4,11 +4,13 @@ and the greedy search within a budget. Pure functions on hand-made numbers; no j
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import tuning
+from compassess_core import paired, tuning
 from compassess_core.errors import InputError
 from compassess_core.options import OptionError
 from compassess_core.prompts import Aspect, builtin_template, validate_template_text
@@ -162,10 +164,120 @@ def _score(key: str, fairness: float, agreement: float | None = None) -> tuning.
     return tuning.WordingScore(w, fairness, 0.5 - fairness, 0.1, 10, 10, ag)
 
 
-def test_pick_is_the_fairest_and_a_draw_keeps_the_earlier():
+def _vs(diff: float, low: float, high: float) -> paired.PairedDifference:
+    return paired.PairedDifference("fairness", "on the A-rate scale", "ordered pairs", "w", "T1",
+                                   0.0, 0.0, diff, low, high, 0.95, 100, 8, 160)
+
+
+def test_the_fairest_breaks_ties_by_saturation_and_a_draw_keeps_the_earlier():
     scores = [_score("w1", -0.2), _score("w2", -0.1), _score("w3", -0.1), _score("w4", np.nan)]
-    assert tuning.pick(scores).key == "w2"
-    assert tuning.pick([_score("w1", np.nan)]) is None and tuning.pick([]) is None
+    assert tuning.fairest(scores).key == "w2"
+    assert tuning.fairest([_score("w1", np.nan)]) is None and tuning.fairest([]) is None
+    # a saturated judge: every wording at -0.5; the one whose tau* is nearest 0.5 is fairest
+    sat = [dataclasses.replace(_score(k, -0.5), saturation=g)
+           for k, g in (("w1", 0.3), ("w2", 0.1), ("w3", 0.2))]
+    assert tuning.fairest(sat).key == "w2"
+
+
+def test_a_wording_replaces_t1_only_outside_the_paired_interval():
+    t1 = _score("w1", -0.3)
+    close = dataclasses.replace(_score("w2", -0.1), vs_baseline=_vs(0.2, -0.05, 0.4))
+    clear = dataclasses.replace(_score("w3", -0.2), vs_baseline=_vs(0.1, 0.02, 0.2))
+    # the fairest (w2) does not beat T1 outside its interval; w3 does, so w3 is picked
+    d = tuning.decide([t1, close, clear])
+    assert d.picked.key == "w3" and d.fairest.key == "w2"
+    assert "fairer than T1 by +0.100 [95% +0.020, +0.200]" in d.reason
+    # nothing beats T1: T1 is kept, and the reason names the fairest other and its interval
+    d = tuning.decide([t1, close])
+    assert d.picked.key == "w1" and d.reason.startswith("T1 kept")
+    assert "w2" in d.reason and "[95% -0.050, +0.400]" in d.reason
+    assert tuning.pick([t1, close]).key == "w1"
+    # without T1: the fairest, said so
+    assert tuning.decide([close]).picked.key == "w2"
+    assert "without a paired test" in tuning.decide([close]).reason
+    assert tuning.pick([]) is None
+
+
+def test_fairness_is_zepos_per_context_a_rate_with_an_interval(tiny_dataset):
+    # doc1: all 6 decisions for A; doc2: 1 of 6 (the judge leans to A in doc1 only). ZEPO:
+    # mean(1, 1/6) = 7/12, fairness -1/12; the pooled share 7/12 too (equal counts) ...
+    ctx1, ctx2 = tiny_dataset.contexts
+    rows = [("doc1", x, y, 0.9) for x in ctx1.candidate_ids for y in ctx1.candidate_ids
+            if x != y]
+    rows += [("doc2", x, y, 0.8 if k == 0 else 0.2) for k, (x, y) in enumerate(
+        (x, y) for x in ctx2.candidate_ids for y in ctx2.candidate_ids if x != y)]
+    w = tuning.starting_wordings("summary")[0]
+    s = tuning.score_wording(w, tiny_dataset, table(rows), ["doc1", "doc2"], [], n_boot=200)
+    assert s.a_rate == pytest.approx(7 / 12) and s.fairness == pytest.approx(-1 / 12)
+    assert s.fairness_low <= s.fairness <= s.fairness_high <= 0
+    assert (s.n_decisions, s.n_contexts) == (12, 2)
+    # ... but with one decision left in doc2 they part: ZEPO mean(1, 0) = 0.5 (fair), pooled 6/7
+    few = table(rows[:6] + [rows[7]])
+    s = tuning.score_wording(w, tiny_dataset, few, ["doc1", "doc2"], [], n_boot=50)
+    assert s.a_rate == pytest.approx(0.5) and s.fairness == 0.0
+    assert s.p_a_raw == pytest.approx(6 / 7)
+    assert tuning.fairness(few.p, few.context_ids) == 0.0
+    assert tuning.fairness(few.p) == pytest.approx(-(6 / 7 - 0.5))  # one context: pooled
+
+
+def test_a_fair_wording_beats_an_always_a_t1_on_the_same_pairs():
+    # 12 contexts x 6 ordered pairs: T1 answers A everywhere; the other wording is fair
+    rows_t1, rows_w = [], []
+    for k in range(12):
+        for j, (x, y) in enumerate([("a", "b"), ("b", "a"), ("a", "c"), ("c", "a"), ("b", "c"),
+                                    ("c", "b")]):
+            rows_t1.append((f"c{k}", x, y, 0.9))
+            rows_w.append((f"c{k}", x, y, 0.9 if j % 2 == 0 else 0.1))
+    t1, w = table(rows_t1), table(rows_w)
+    ids = [f"c{k}" for k in range(12)]
+    vs = tuning.baseline_difference(w, t1, name="w2", n_boot=300)
+    assert vs.difference == pytest.approx(0.5) and vs.low > 0
+    assert (vs.mcnemar.n_a_only, vs.mcnemar.n_b_only) == (0, 36)
+    assert vs.mcnemar.p_value == pytest.approx(2 * 0.5 ** 36)
+    assert (vs.n_pairs, vs.n_contexts) == (72, 12)
+    words = tuning.starting_wordings("summary")
+
+    class Contexts:  # the flip rate reads the dataset's candidates: none here
+        contexts = ()
+    scored = [tuning.score_wording(wd, Contexts, tb, ids, [], baseline=t1, n_boot=300)
+              for wd, tb in ((words[0], t1), (words[1], w))]
+    assert scored[0].vs_baseline is None and scored[1].beats_baseline
+    assert tuning.decide(scored).picked.key == "w2"
+    frame = tuning.tuning_table(scored, Aspect.from_name("coherence"))
+    assert frame["picked"].tolist() == [False, True]
+    assert frame["beats_t1"].tolist() == [False, True]
+    assert frame.loc[1, "vs_t1_low"] > 0 and frame.loc[1, "vs_t1_mcnemar_p"] < 1e-9
+    assert not tuning.sample_warnings(scored)[:0]
+
+
+def test_sample_warnings():
+    few = dataclasses.replace(_score("w1", -0.5), n_contexts=3, n_decisions=60)
+    warn = tuning.sample_warnings([few])
+    assert any("only 3 tuning context(s)" in w for w in warn)
+    assert any("60 decision(s)" in w for w in warn)
+    assert any("same position under every wording" in w for w in warn)
+    enough = dataclasses.replace(_score("w1", -0.1), n_contexts=10, n_decisions=500)
+    assert tuning.sample_warnings([enough]) == []
+
+
+def test_a_whole_written_instruction_becomes_a_template():
+    parent = tuning.starting_wordings("summary")[0]
+    aspect = Aspect.from_name("coherence")
+    request = tuning.paraphrase_request(parent, aspect)
+    assert "[[SOURCE]]" in request and "Paraphrase the following instruction" in request
+    reply = ("New instruction: Read the article {below}.\n[[SOURCE]]\n\nFirst, Summary A: "
+             "[[TEXT A]]\nThen Summary B: [[TEXT B]]\n\nJudging only how Coherent each is, "
+             "which is more coherent: Summary A or Summary B?")
+    text = tuning.parse_paraphrase(reply, parent, aspect)
+    assert text == ("Read the article {{below}}.\n{context}\n\nFirst, Summary A: {a}\nThen "
+                    "Summary B: {b}\n\nJudging only how {aspect} each is, which is more "
+                    "{aspect}: Summary A or Summary B?")
+    validate_template_text(text)
+    # a marker twice or missing, or a last paragraph that is no question: no wording (and no
+    # one-line question either)
+    for bad in (reply.replace("[[TEXT B]]", "[[TEXT A]]"), reply.replace("[[SOURCE]]", ""),
+                reply.replace("Summary A or Summary B?", "Summary A or Summary B.")):
+        assert tuning.parse_paraphrase(bad, parent, aspect) is None
 
 
 def test_best_in_hindsight_is_the_best_held_out_agreement():
@@ -199,7 +311,7 @@ def test_greedy_search_paraphrases_the_fairest_within_the_budget():
     assert evaluated == ["a", "b", "c", "b1"] and "budget" in state.stopped
     # no writer: the starting wordings only; a cancel stops before the next wording
     evaluated.clear()
-    assert "cannot write" in tuning.greedy_search(start, evaluate, None, rounds=3).stopped
+    assert "no writer" in tuning.greedy_search(start, evaluate, None, rounds=3).stopped
     evaluated.clear()
     calls = iter([False, True])
     state = tuning.greedy_search(start, evaluate, write, rounds=1,
@@ -223,16 +335,21 @@ def test_tuning_table_marks_the_pick():
     frame = tuning.tuning_table([_score("w1", -0.3, 5.0), _score("w2", -0.1)],
                                 Aspect.from_name("coherence"))
     assert list(frame.columns) == list(tuning.TABLE_COLUMNS)
-    assert frame["picked"].tolist() == [False, True]
+    # w2 is fairer but was not compared with T1 on the same pairs: T1 is kept
+    assert frame["picked"].tolist() == [True, False]
     assert frame["agreement_raw"].iloc[0] == 5.0 and np.isnan(frame["agreement_raw"].iloc[1])
 
 
 def test_tuning_options_are_checked_when_made():
     assert tuning.TuningOptions.from_dict(tuning.TuningOptions(contexts=3).to_dict()).contexts == 3
+    # no writer is stored as before writers could be chosen (a stored tuning resumes); one is kept
+    assert "writer" not in tuning.TuningOptions().to_dict()
+    served = tuning.TuningOptions(writer=" openai:http://h/v1#m ")
+    assert tuning.TuningOptions.from_dict(served.to_dict()).writer == "openai:http://h/v1#m"
     for bad, field in ((dict(contexts=0), "contexts"), (dict(holdout=-1), "holdout"),
                        (dict(pairs=1), "pairs"), (dict(rounds=11), "rounds"),
                        (dict(per_round=0), "per_round"), (dict(budget=0), "budget"),
-                       (dict(task="poem"), "task")):
+                       (dict(task="poem"), "task"), (dict(writer="x" * 1001), "writer")):
         with pytest.raises(OptionError) as e:
             tuning.TuningOptions(**bad)
         assert e.value.field == field

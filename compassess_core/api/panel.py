@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .. import export, panel
+from .. import export, paired, panel  # noqa: F401 - paired: the type vs_best_member returns
+from ..analysis import resolve_tau
 from ..calibration import DEFAULT_FOLDS
 from ..errors import InputError
 from ..leaderboard import DEFAULT_METHOD
@@ -146,6 +147,29 @@ class Panel(Verdicts):
                     panel=self.evaluation(method, debias, reference=reference).to_dict(),
                     members={r.name: r.evaluation(method, debias, reference=reference).to_dict()
                              for r in self.member_runs})
+
+    def vs_best_member(self, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+                       ) -> tuple["paired.PairedDifference | None", str]:
+        """Is the panel better than its best member? The panel's accuracy with the stored human
+        labels minus its best member's (the member most often right), on the labelled pairs
+        both judged, each at its balanced tau*; the panel's p held out where it uses labels
+        (:meth:`held_out`). The paired difference with its cluster-bootstrap interval and
+        McNemar's exact p (``panel.panel_vs_best_member``), and a note ("" when computed; else
+        why not: no labels, no labelled pair judged)."""
+        if len(self.human_labels()) == 0:
+            return None, (f"no human labels for dataset '{self.dataset.name}' and aspect "
+                          f"'{self.panel_info.aspect}': the panel cannot be compared with its "
+                          "best member pair by pair")
+        uses_labels = self.weights_mode == "learnt" or self.panel_info.scaling != "balanced"
+        try:
+            table = self.held_out() if uses_labels else self.results
+            members = [(r.name, r.results, resolve_tau("balanced", r.results.p))
+                       for r in self.member_runs]
+            return panel.panel_vs_best_member(
+                self.human_labels(), (self.name, table, resolve_tau("balanced", table.p)),
+                members, n_boot=n_boot, level=level, seed=seed), ""
+        except InputError as e:
+            return None, str(e)
 
     def member_warnings(self) -> dict[str, str]:
         """What the result pages warn about each member that answers by position (P(A) far

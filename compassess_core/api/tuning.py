@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 
-from .. import background, tuning, worker
+from .. import background, paired, tuning, worker
 from ..errors import InputError, RunCancelled, RunInterrupted
 from ..explanations import cannot_write
 from ..options import ComparativeOptions, ModelOptions
@@ -70,7 +70,7 @@ class TuningPlan:
         held = self.per_wording - self.per_wording_tune
         return (f"up to {self.max_wordings} wording(s) ({self.start} to start"
                 + (f", then {self.rounds} round(s) of up to {self.per_round} written by the "
-                   "judge" if self.rounds and self.max_wordings > self.start else "")
+                   "writer" if self.rounds and self.max_wordings > self.start else "")
                 + f") x {self.per_wording:,} comparisons ({self.per_wording_tune:,} on the "
                 f"tuning contexts" + (f", {held:,} held out" if held else "") + ") = at most "
                 f"{self.comparisons:,} comparisons, {self.time.sentence()}")
@@ -83,11 +83,15 @@ class TuningPlan:
 @dataclass(frozen=True)
 class TuningResult:
     """A tuning's outcome as stored now (complete or not): ``table`` is
-    ``tuning.tuning_table`` (one row per wording judged: fairness, P(A) raw, flip rate,
-    agreement raw and at tau* with 95% intervals, comparisons), ``picked`` the fairest wording
-    (None before any is judged), ``template`` the named template it was saved as (None until
-    the tuning completes), ``baseline`` T1's row; ``comparisons_tune``/``comparisons_holdout``
-    the comparisons its runs hold on the tuning and held-out contexts."""
+    ``tuning.tuning_table`` (one row per wording judged: fairness with its 95% interval,
+    per-context A-rate, P(A) raw, flip rate, the paired difference with T1, agreement raw and
+    at tau* with 95% intervals, comparisons), ``picked`` the wording to use (T1 unless another
+    beats it outside the paired interval; None before any is judged) and ``reason`` why,
+    ``vs_t1`` the paired test behind that reason (the pick's, or the fairest other wording's,
+    against T1), ``warnings`` about the sample (``tuning.sample_warnings``), ``template`` the
+    named template it was saved as (None until the tuning completes);
+    ``comparisons_tune``/``comparisons_holdout`` the comparisons its runs hold on the tuning and
+    held-out contexts; ``writer`` who wrote the paraphrases ("" none)."""
 
     name: str
     dataset: str
@@ -102,6 +106,10 @@ class TuningResult:
     comparisons_holdout: int
     agreement_with: str
     scores: tuple = field(default=(), repr=False)
+    reason: str = ""
+    warnings: tuple[str, ...] = ()
+    vs_t1: "paired.PairedDifference | None" = None
+    writer: str = ""
 
     @property
     def picked_text(self) -> str | None:
@@ -116,7 +124,9 @@ class TuningResult:
                     picked=None if self.picked is None else self.picked.to_dict(),
                     template=self.template, comparisons_tune=self.comparisons_tune,
                     comparisons_holdout=self.comparisons_holdout,
-                    agreement_with=self.agreement_with,
+                    agreement_with=self.agreement_with, reason=self.reason,
+                    warnings=list(self.warnings), writer=self.writer,
+                    vs_t1=None if self.vs_t1 is None else self.vs_t1.to_dict(),
                     wordings=table.to_dict(orient="records"))
 
 
@@ -213,14 +223,15 @@ class Tuning:
         kind = kind_of(settings)
         per_wording = kind.planned_total(dataset, settings)
         per_tune = kind.planned_total(dataset, settings.with_changes(contexts=o.contexts))
-        most = len(start) + o.rounds * o.per_round
+        rounds = o.rounds if o.writer else 0  # no writer: the starting wordings only
+        most = len(start) + rounds * o.per_round
         cap = most if o.budget is None else min(most, o.budget // max(per_wording, 1))
         if cap < 1:
             raise InputError(f"a budget of {o.budget:,} comparisons is less than one wording's "
                              f"{per_wording:,}: raise --budget or lower --contexts/--pairs")
         one = self.store.estimate_time(dataset, settings)
         time = dataclasses.replace(one, seconds=one.seconds * cap, tokens=one.tokens * cap)
-        return TuningPlan(start=min(len(start), cap), rounds=o.rounds, per_round=o.per_round,
+        return TuningPlan(start=min(len(start), cap), rounds=rounds, per_round=o.per_round,
                           max_wordings=cap, per_wording=per_wording, per_wording_tune=per_tune,
                           comparisons=cap * per_wording, time=time,
                           agreement_with=self.agreement_sources(dataset)[2])
@@ -240,11 +251,14 @@ class Tuning:
         tune_ids, hold_ids = tuning.split_contexts(dataset, o.contexts, o.holdout)
         reference, human, agreement_with = self.agreement_sources(dataset)
         runs = self.runs()
+        baseline = (runs[tuning.BASELINE].results if tuning.BASELINE in runs
+                    and runs[tuning.BASELINE].n_comparisons else None)
         scores = [tuning.score_wording(w, dataset, runs[w.key].results, tune_ids, hold_ids,
-                                       reference=reference, human=human, n_boot=n_boot,
-                                       seed=o.seed)
+                                       reference=reference, human=human, baseline=baseline,
+                                       n_boot=n_boot, seed=o.seed)
                   for w in self.wordings if w.key in runs and runs[w.key].n_comparisons]
-        picked = tuning.pick(scores)
+        decision = tuning.decide(scores)
+        picked = decision.picked
         saved = self.store.backend.get_template(self.name)
         template = (self.name if saved is not None and saved.tuning == self.name
                     and picked is not None and saved.text == picked.wording.text else None)
@@ -255,18 +269,22 @@ class Tuning:
             picked=None if picked is None else picked.wording, template=template,
             comparisons_tune=int(sum(s.n_tune for s in scores)),
             comparisons_holdout=int(sum(s.n_holdout for s in scores)),
-            agreement_with=agreement_with, scores=tuple(scores))
+            agreement_with=agreement_with, scores=tuple(scores), reason=decision.reason,
+            warnings=tuple(tuning.sample_warnings(scores)), vs_t1=_behind(decision, scores),
+            writer=o.writer)
 
     # ------------------------------------------------------------------- executing
 
     def execute(self, *, judge=None, writer=None, progress=True, n_boot: int = 1000,
                 threads: int | None = None) -> TuningResult:
         """Execute (or resume) the tuning in this process: judge the starting wordings, then
-        ``rounds`` greedy rounds of paraphrases of the fairest so far written by ``writer``
-        (default: the judge itself; a judge that cannot write ends the search after the
-        starting wordings, and says so), within the budget; save the fairest as the template
-        named like the tuning. Every wording is a run (``tune-<name>-<key>``): what is stored is
-        never judged again, and comparisons other runs of the judge stored are reused.
+        ``rounds`` greedy rounds of paraphrases of the fairest so far written by ``writer`` (a
+        loaded model that writes; default: the options' writer, loaded here: none, the judge
+        itself by choice, or a model; a writer that cannot write ends the search after the
+        starting wordings, and says so), within the budget; save the pick (T1 unless a wording
+        beats it outside the paired interval) as the template named like the tuning. Every
+        wording is a run (``tune-<name>-<key>``): what is stored is never judged again, and
+        comparisons other runs of the judge stored are reused.
 
         Raises
         ------
@@ -303,8 +321,11 @@ class Tuning:
             if judge is None:
                 judge = worker.load_run_judge(first)
             kind_of(first).preflight(dataset, first, judge)
-            writer = writer if writer is not None else judge
-            why_not = cannot_write(writer)
+            why_not = None
+            if writer is None and o.rounds:
+                writer, why_not = self._load_writer(judge, reporter)
+            if writer is not None and why_not is None:
+                why_not = cannot_write(writer)
             if why_not and o.rounds:
                 reporter.message(f"note: no paraphrases will be written: {why_not}")
             state = tuning.greedy_search(
@@ -324,25 +345,46 @@ class Tuning:
             raise
         finally:
             stop.set()
-        picked = tuning.pick(state.scores)
+        decision = tuning.decide(state.scores)
+        picked = decision.picked
         if picked is not None:
             backend.save_template(
                 self.name, picked.wording.text, picked.wording.noun, tuning=self.name,
-                source=(f"the fairest of {len(state.scores)} wording(s) tuned by '{self.name}' "
+                source=(f"the pick of {len(state.scores)} wording(s) tuned by '{self.name}' "
                         f"on dataset '{self.info.dataset_name}', aspect '{self.info.aspect}', "
-                        f"judge {o.model} (fairness {picked.fairness:.3f}, P(A) raw "
-                        f"{picked.p_a_raw:.3f})"),
+                        f"judge {o.model} (fairness {picked.fairness:.3f} [95% "
+                        f"{picked.fairness_low:.3f}, {picked.fairness_high:.3f}], P(A) raw "
+                        f"{picked.p_a_raw:.3f}): {decision.reason}"),
                 created_by=self.info.created_by)
         backend.set_tuning_status(self.id, "completed", message=state.stopped)
         self.refresh()
         result = self.result(n_boot=n_boot)
         if picked is not None:
-            reporter.message(f"picked {picked.key} ({picked.wording.label}), saved as template "
-                             f"'{self.name}' (compassess run --template {self.name})")
+            reporter.message(f"picked {picked.key} ({picked.wording.label}): {decision.reason}; "
+                             f"saved as template '{self.name}' (compassess run --template "
+                             f"{self.name})")
+        for line in result.warnings:
+            reporter.message(f"warning: {line}")
         return result
+
+    def _load_writer(self, judge, reporter):
+        """The options' writer: (None, why) for none; the judge itself when chosen; else the
+        model it names, loaded like a judge (a served ``openai:...`` model or a local one)."""
+        o = self.options
+        if o.writer == tuning.NO_WRITER:
+            return None, ("no writer chosen (--writer MODEL, or --writer judge for the judge "
+                          "itself)")
+        if o.writer == tuning.JUDGE_WRITER:
+            return judge, None
+        from ..judges import load_judge
+        reporter.message(f"loading the writer {o.writer}")
+        return load_judge(o.writer, device=o.device, dtype=o.dtype,
+                          batch_size=o.batch_size), None
 
     def _evaluator(self, dataset: Dataset, judge, reporter, tune_ids, hold_ids, reference,
                    human, n_boot: int) -> Callable[[tuning.Wording], tuning.WordingScore]:
+        tables: dict = {}
+
         def evaluate(w: tuning.Wording) -> tuning.WordingScore:
             self.store.backend.set_tuning_status(self.id, "running",
                                                  message=f"judging {w.key} ({w.label})")
@@ -350,11 +392,21 @@ class Tuning:
                                         name=run_name(self.name, w.key))
             reporter.message(f"{w.key} ({w.label}): run '{run.name}'")
             run.execute(judge=judge, progress=reporter)
-            score = tuning.score_wording(w, dataset, run.results, tune_ids, hold_ids,
-                                         reference=reference, human=human, n_boot=n_boot,
+            results = run.results
+            if w.key == tuning.BASELINE:
+                tables[w.key] = results
+            score = tuning.score_wording(w, dataset, results, tune_ids, hold_ids,
+                                         reference=reference, human=human,
+                                         baseline=tables.get(tuning.BASELINE), n_boot=n_boot,
                                          seed=self.options.seed)
-            reporter.message(f"{w.key}: fairness {score.fairness:.3f}, P(A) raw "
-                             f"{score.p_a_raw:.3f}, flip rate {score.flip_rate:.3f}")
+            vs = score.vs_baseline
+            reporter.message(
+                f"{w.key}: fairness {score.fairness:.3f} [95% {score.fairness_low:.3f}, "
+                f"{score.fairness_high:.3f}] ({score.n_decisions:,} decisions in "
+                f"{score.n_contexts} context(s)), P(A) raw {score.p_a_raw:.3f}, flip rate "
+                f"{score.flip_rate:.3f}"
+                + ("" if vs is None else f"; vs T1 {vs.difference:+.3f} [95% {vs.low:+.3f}, "
+                                         f"{vs.high:+.3f}]"))
             return score
         return evaluate
 
@@ -439,6 +491,16 @@ class Tuning:
         from ..run_loop import STALE_AFTER_S
         age = (datetime.now(timezone.utc) - beat).total_seconds()
         return "working" if age < STALE_AFTER_S else "stale"
+
+
+def _behind(decision: tuning.Decision, scores) -> "paired.PairedDifference | None":
+    """The paired test behind a decision: the pick's against T1, else the fairest other
+    wording's (the one that came closest)."""
+    if decision.picked is not None and decision.picked.vs_baseline is not None:
+        return decision.picked.vs_baseline
+    others = [s for s in scores if s.vs_baseline is not None]
+    best = tuning.fairest(others)
+    return None if best is None else best.vs_baseline
 
 
 def _heartbeat(backend, tuning_id: int, stop: threading.Event) -> None:

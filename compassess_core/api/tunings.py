@@ -28,7 +28,8 @@ class Tunings:
                       per_round: int = TuningOptions.per_round, budget: int | None = None,
                       seed: int = 0, batch_size: int | None = RunSettings.batch_size,
                       device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-                      truncate_context: bool = False, created_by: str = "") -> Tuning:
+                      truncate_context: bool = False, writer: str = "",
+                      created_by: str = "") -> Tuning:
         """Store ``data`` (when not stored yet) and a tuning of the judge's instruction on it,
         without executing it: :meth:`Tuning.execute` executes it here, :meth:`Tuning.start_worker`
         in a process of its own, :meth:`Tuning.plan` says what it costs. The options are
@@ -44,7 +45,7 @@ class Tunings:
                                 holdout=holdout, pairs=pairs, rounds=rounds,
                                 per_round=per_round, budget=budget, seed=seed,
                                 batch_size=batch_size, device=device, dtype=dtype,
-                                truncate_context=truncate_context)
+                                truncate_context=truncate_context, writer=writer)
         return create_tuning(self, data, aspect=aspect, name=name, options=options,
                              created_by=created_by)
 
@@ -70,18 +71,22 @@ class Tunings:
              per_round: int = TuningOptions.per_round, budget: int | None = None,
              seed: int = 0, batch_size: int | None = RunSettings.batch_size,
              device: str = RunSettings.device, dtype: str = RunSettings.dtype,
-             truncate_context: bool = False, judge=None, writer=None,
+             truncate_context: bool = False, judge=None, writer: str | object = "",
              progress: bool | Reporter = True, threads: int | None = None,
              n_boot: int = 1000) -> TuningResult:
         """Tune the judge's instruction on ``data`` for ``aspect`` without labels
         (``compassess tune``): the library's T1 and T2 for the task and built-in paraphrases,
-        then ``rounds`` greedy rounds of ``per_round`` paraphrases of the fairest wording so far
-        written by the judge (or ``writer``), each judged on every ordered pair (or ``pairs``
-        per context) of the first ``contexts`` contexts and picked by ZEPO's fairness (how far
-        its raw P(A) is from 1/2; ``tuning``), within ``budget`` comparisons in all. Where the
-        data has human labels or a reference column, each wording's agreement is measured on
-        the next ``holdout`` contexts, which the pick never sees. The fairest is saved as the
-        template named like the tuning (``name``; default dataset-aspect-model), which
+        then ``rounds`` greedy rounds of ``per_round`` paraphrases of the whole instruction of
+        the fairest wording so far written by ``writer`` ("" none; ``"judge"`` the judge itself;
+        a model name or a served ``openai:BASE_URL#MODEL``; or a loaded model that writes), each
+        judged on every ordered pair (or ``pairs`` per context) of the first ``contexts``
+        contexts and scored by ZEPO's fairness (how far its per-context A-rate is from 1/2, with
+        a 95% interval; ``tuning``), within ``budget`` comparisons in all. A wording replaces
+        T1 only when it is fairer than T1 outside the paired 95% interval on the same pairs;
+        otherwise T1 is kept and the result says why. Where the data has human labels or a
+        reference column, each wording's agreement is measured on the next ``holdout``
+        contexts, which the pick never sees. The pick is saved as the template named like the
+        tuning (``name``; default dataset-aspect-model), which
         ``run(template=NAME)`` takes. Every wording is a run ``tune-<name>-<key>``: a tuning of
         the same name resumes, nothing stored is judged again. The cost is reported first.
 
@@ -98,9 +103,10 @@ class Tunings:
                                contexts=contexts, holdout=holdout, pairs=pairs, rounds=rounds,
                                per_round=per_round, budget=budget, seed=seed,
                                batch_size=batch_size, device=device, dtype=dtype,
-                               truncate_context=truncate_context)
-        return t.execute(judge=judge, writer=writer, progress=progress, threads=threads,
-                         n_boot=n_boot)
+                               truncate_context=truncate_context,
+                               writer=writer if isinstance(writer, str) else "")
+        return t.execute(judge=judge, writer=None if isinstance(writer, str) else writer,
+                         progress=progress, threads=threads, n_boot=n_boot)
 
     def tuning(self, name_or_id: str | int) -> Tuning:
         """A stored tuning by name or id.

@@ -635,7 +635,8 @@ class Verdicts:
         """This run (A) against ``other`` (B) on the same dataset: ``compassess compare``.
         Verdict agreement and Cohen's kappa on the ordered pairs both judged (each at its own
         threshold ``debias``), rank correlation per context and at system level by ``method``,
-        P(A) of each, and the pairs they disagree on.
+        P(A) of each, the pairs they disagree on, and the paired tests (``paired``): P(A), and
+        accuracy with the stored human labels of the aspect, A minus B on the same pairs.
 
         Raises
         ------
@@ -644,8 +645,16 @@ class Verdicts:
         """
         other._pairwise("compare")
         view_a, view_b = self._at(debias)[0], other._at(debias)[0]
-        return compare_runs(self.dataset, view_a.table, other.dataset, view_b.table,
-                            tau_a=view_a.tau, tau_b=view_b.tau, method=method)
+        same_aspect = self.settings.aspect == other.settings.aspect
+        result = compare_runs(self.dataset, view_a.table, other.dataset, view_b.table,
+                              tau_a=view_a.tau, tau_b=view_b.tau, method=method,
+                              human=self.human_labels() if same_aspect else None,
+                              names=(self.name, other.name))
+        if not same_aspect:
+            result = dataclasses.replace(result, people_note=(
+                f"the runs judge different aspects ('{self.settings.aspect}' and "
+                f"'{other.settings.aspect}'): no paired comparison with people"))
+        return result
 
     def human_labels(self, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for this run's dataset and aspect (``aspect`` to pick

@@ -167,6 +167,9 @@ def cmd_panel(args) -> int:
         agree = p.member_agreement()
         out["agreement"] = agree.to_dict()
         out["n_split_pairs"] = int(len(p.split_pairs()))
+        vs_best, vs_note = p.vs_best_member(n_boot=args.bootstrap)
+        out["vs_best_member"] = None if vs_best is None else vs_best.to_dict()
+        out["vs_best_member_note"] = vs_note
         if args.json:
             print(json.dumps(out, indent=2, default=lambda o: None))
             return EXIT_OK
@@ -182,6 +185,9 @@ def cmd_panel(args) -> int:
               f"{agree.n_pairs_all} pairs all judged; Krippendorff's alpha "
               f"{_fmt(agree.krippendorff_alpha, '.2f')} on {agree.n_pairs_alpha} pairs; "
               f"{out['n_split_pairs']} pairs split")
+        print("panel vs its best member (paired, A - B on the same pairs, 95% cluster-bootstrap "
+              "interval over contexts): "
+              + (vs_best.sentence() if vs_best is not None else vs_note))
     return EXIT_OK
 
 
@@ -211,6 +217,24 @@ def cmd_judges(args) -> int:
                      str(r["n_comparisons"])))
     _table(rows, head=("kappa [95%]", "raw agreement [95%]", "log-loss", "Spearman", "P(A) raw",
                        "flip rate", "comp./s", "tokens/comp.", "compared"))
+    _print_paired_with_best(board)
     for note in board.notes:
         print(f"note: {note}")
     return EXIT_OK
+
+
+def _print_paired_with_best(board) -> None:
+    """Each judge against the top one on the same labelled pairs (``JudgesLeaderboard.paired``):
+    the paired difference of accuracy with people, its interval and McNemar's exact p."""
+    if not board.paired:
+        if board.n_labels == 0 and len(board.frame) > 1:
+            print("paired tests against the best: need human labels (none for this aspect)")
+        return
+    print(f"paired with the best ({board.best}): accuracy with the people's decisive majority, "
+          f"judge minus best, in percentage points [{100 * board.level:.0f}% cluster-bootstrap "
+          "interval over contexts], McNemar's exact p, on the labelled pairs both judged:")
+    for name, test in board.paired.items():
+        mark = "; indistinguishable from the best" if test.indistinguishable else ""
+        print(f"  {name}: {100 * test.difference:+.1f} [{100 * test.low:+.1f}, "
+              f"{100 * test.high:+.1f}] pp, p = {test.mcnemar.p_value:.3g} "
+              f"({test.n_pairs:,} pairs in {test.n_contexts} contexts){mark}")

@@ -376,11 +376,15 @@ def _manage_parsers(sub) -> None:
     pr.add_argument("--format", default="table", choices=["table", "csv", "json"])
     _db_arg(pr)
     pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
-                         "member's, and how the members agree")
+                         "member's, how the members agree, and the panel against its best "
+                         "member on the same labelled pairs (paired interval, McNemar's p)")
     pe.add_argument("--name", required=True, metavar="NAME")
     pe.add_argument("--method", default="win-ratio", choices=list(METHODS))
     pe.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
     pe.add_argument("--reference", default=None, metavar="COLUMN")
+    pe.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                    help="resamples of the paired interval against the best member (default "
+                         "1000)")
     pe.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(pe)
     pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
@@ -422,9 +426,10 @@ def _tuning_parsers(sub) -> None:
     """``tune``, ``templates`` and ``explain``: the judge's wording tuned without labels, the
     named templates, the judge's reasons for a stored verdict."""
     t = sub.add_parser("tune", help="tune the judge's instruction without labels: judge the "
-                       "library's wordings, built-in paraphrases and paraphrases the judge writes, "
-                       "pick the fairest (raw P(A) closest to 0.5, ZEPO) and save it as a named "
-                       "template")
+                       "library's wordings, built-in paraphrases and paraphrases a writer model "
+                       "writes; a wording replaces T1 only when it is fairer (per-context A-rate "
+                       "closer to 0.5, ZEPO) outside the paired 95%% interval; save the pick as a "
+                       "named template")
     _data_args(t)
     t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
     t.add_argument("--task", default="auto", choices=["auto", *TASKS],
@@ -438,8 +443,12 @@ def _tuning_parsers(sub) -> None:
                    help="comparisons per context, both orders of each pair (default: every "
                         "ordered pair)")
     t.add_argument("--rounds", type=int, default=TuningOptions.rounds, metavar="R",
-                   help="greedy rounds of paraphrases the judge writes of the fairest wording "
+                   help="greedy rounds of paraphrases the writer writes of the fairest wording "
                         f"(default {TuningOptions.rounds}; 0: the starting wordings only)")
+    t.add_argument("--writer", default="", metavar="MODEL",
+                   help="who writes the paraphrases: a model as --model names it (a served "
+                        "openai:BASE_URL#MODEL or a local model), or 'judge' for the judge "
+                        "itself (default: none, the starting wordings only)")
     t.add_argument("--per-round", type=int, default=TuningOptions.per_round, metavar="K",
                    help=f"paraphrases asked for per round (default {TuningOptions.per_round})")
     t.add_argument("--budget", type=int, default=None, metavar="N",

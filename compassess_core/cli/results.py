@@ -96,6 +96,7 @@ def cmd_compare(args) -> int:
         (f"system-level Spearman x100 ({result.n_systems} systems)",
          _fmt(result.system_spearman_x100)),
     ])
+    _print_paired(result)
     dis = result.disagreements
     print(f"{len(dis):,} pairs with different verdicts; the most confident first:")
     if len(dis):
@@ -104,6 +105,17 @@ def cmd_compare(args) -> int:
     for line in partial:
         print(f"warning: {line}")
     return EXIT_OK
+
+
+def _print_paired(result) -> None:
+    """The paired tests of ``compare``: A minus B on the same pairs, with the interval and
+    McNemar's exact p-value (``paired.PairedDifference.sentence``)."""
+    print("paired tests (A - B on the same pairs, 95% cluster-bootstrap interval over contexts):")
+    for test in (result.paired_people, result.paired_position):
+        if test is not None:
+            print(f"  {test.sentence()}")
+    if result.people_note:
+        print(f"  with people: {result.people_note}")
 
 
 def cmd_report(args) -> int:

@@ -20,7 +20,7 @@ def cmd_tune(args) -> int:
         contexts=args.contexts, holdout=args.holdout, pairs=args.pairs, rounds=args.rounds,
         per_round=args.per_round, budget=args.budget, seed=args.seed,
         batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-        truncate_context=args.truncate_context, created_by=local_identity())
+        truncate_context=args.truncate_context, writer=args.writer, created_by=local_identity())
     if args.plan:
         print(f"tuning '{tuning.name}': {tuning.plan().sentence()}")
         return EXIT_OK
@@ -37,32 +37,50 @@ def cmd_tune(args) -> int:
 
 
 def _print_tuning(result) -> None:
-    """The table of a tuning as ``compassess tune`` prints it."""
+    """The table of a tuning as ``compassess tune`` prints it: per wording, fairness with its
+    95% interval, the per-context A-rate, P(A) pooled, flip rate, the paired difference with T1
+    and McNemar's p, agreement; then the pick and why, the paired test behind it, warnings."""
     t = result.table
     metric = next((m for m in t["agreement_metric"] if m), "")
     name = {"spearman_x100": "Spearman", "kappa": "kappa"}.get(metric, "agreement")
+
+    def ci(value, low, high, spec):
+        return (_fmt(value, spec) + (f" [{_fmt(low, spec)}, {_fmt(high, spec)}]"
+                                     if low == low and high == high else ""))
     rows = []
     for r in t.itertuples():
-        def ci(value, low, high, spec):
-            return (_fmt(value, spec) + (f" [{_fmt(low, spec)}, {_fmt(high, spec)}]"
-                                         if low == low and high == high else ""))
         rows.append((f"{'*' if r.picked else ' '} {r.wording} {r.label}",
-                     _fmt(r.fairness, ".3f"), _fmt(r.p_a_raw, ".3f"), _fmt(r.flip_rate, ".2f"),
+                     ci(r.fairness, r.fairness_low, r.fairness_high, ".3f"),
+                     _fmt(r.a_rate, ".3f"), _fmt(r.p_a_raw, ".3f"), _fmt(r.flip_rate, ".2f"),
+                     _fmt(r.saturation, ".3f"),
+                     ci(r.vs_t1, r.vs_t1_low, r.vs_t1_high, "+.3f"),
+                     _fmt(r.vs_t1_mcnemar_p, ".3g"),
                      ci(r.agreement_raw, r.agreement_raw_low, r.agreement_raw_high,
                         ".1f" if metric == "spearman_x100" else ".3f"),
                      ci(r.agreement_balanced, r.agreement_balanced_low,
                         r.agreement_balanced_high, ".1f" if metric == "spearman_x100" else ".3f"),
-                     f"{r.comparisons_tune:,}"))
+                     f"{r.decisions_tune:,}/{r.contexts_tune}"))
     if rows:
-        _table(rows, head=("fairness", "P(A) raw", "flip rate", f"{name} raw [95%]",
-                           f"{name} tau* [95%]", "compared"))
+        _table(rows, head=("fairness [95%]", "A-rate", "P(A) pooled", "flip rate",
+                           "|tau*-0.5|", "vs T1 [95%]", "McNemar p", f"{name} raw [95%]",
+                           f"{name} tau* [95%]", "decisions/contexts"))
+    print("fairness = -|A-rate - 0.5|, A-rate = mean over the tuning contexts of each context's "
+          "share of decisions for the first position (ZEPO); intervals: bootstrap over contexts, "
+          "then decisions within them; vs T1: fairness minus T1's on the ordered pairs both "
+          "decided (paired), McNemar's exact p of equal P(A) there")
     print(f"agreement: {result.agreement_with}")
     print(f"comparisons: {result.comparisons_tune:,} on the tuning contexts, "
           f"{result.comparisons_holdout:,} held out")
+    print(f"writer: {result.writer or 'none'}")
     if result.picked is not None:
         print(f"picked: {result.picked.key} ({result.picked.label}); template: "
               f"{result.template or 'not saved yet'}")
+        print(f"why: {result.reason}")
+        if result.vs_t1 is not None:
+            print(f"paired test: {result.vs_t1.sentence()}")
         print(result.picked.text)
+    for line in result.warnings:
+        print(f"warning: {line}")
     if result.message:
         print(f"stopped: {result.message}")
 
