@@ -353,15 +353,12 @@ _PAIR = ["context_id", "x", "y"]
 
 def pair_correctness(human: pd.DataFrame, table: ComparisonTable, tau: float) -> pd.DataFrame:
     """One row per labelled pair the judge judged, whose people have a decisive majority:
-    ``context_id, x, y, correct`` (1.0 when the judge's verdict at ``tau``, eq. 9-10 through
-    ``agreement.llm_pair_verdicts``, is the majority's choice). The one place that reads a
-    judge's per-pair success against people from ``agreement``."""
-    majority = agreement.majority_vote(agreement.normalise_human_labels(human))
-    decisive = majority.loc[majority["label"] != agreement.TIE_CODE, _PAIR + ["label"]]
-    verdicts = agreement.llm_pair_verdicts(table, tau)[_PAIR + ["llm_label"]]
-    both = decisive.merge(verdicts, on=_PAIR, how="inner")
-    both["correct"] = (both["label"].to_numpy() == both["llm_label"].to_numpy()).astype(float)
-    return both[_PAIR + ["correct"]]
+    ``context_id, x, y, correct`` (1.0 when the judge's verdict at ``tau``, eq. 9-10, is the
+    majority's choice: ``agreement.pair_outcomes`` without the pairs people call a tie). The one
+    place that reads a judge's per-pair success against people from ``agreement``."""
+    outcomes = agreement.pair_outcomes(human, table, tau)
+    decisive = outcomes.loc[outcomes["human"] != agreement.TIE_CODE]
+    return decisive[_PAIR + ["correct"]].reset_index(drop=True)
 
 
 def paired_accuracy(human: pd.DataFrame, table_a: ComparisonTable, tau_a: float,
