@@ -37,7 +37,7 @@ from compassess_core.selection import STRATEGIES
 from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
-from pages._common import api_store, cached_dataset, list_runs, pick_dataset, plain
+from pages._common import api_store, cached_dataset, list_runs, pick_dataset, pick_id, plain
 from pages._plain import plain_within
 from pages._judges import catalog_expander, local_model_picker
 
@@ -108,6 +108,9 @@ with st.container(border=True):
     aspect = own_aspect if choice == OWN else choice
     # More aspects judged in the same pass: one run each, one worker, the prompts of one pair
     # sharing the context and both candidates in the judge's prefix cache.
+    # The form's model may hold the aspect chosen above since (not offered as a "more" one).
+    st.session_state[key["run_more_aspects"]] = [
+        a for a in st.session_state.get(key["run_more_aspects"]) or [] if a != aspect]
     more_aspects = [a for a in c1.multiselect(
         "Also judge in the same pass", [p for p in presets if p != aspect],
         key=key["run_more_aspects"],
@@ -373,22 +376,37 @@ if not runs:
     top.info("No run yet: configure one below and press Start.")
     st.stop()
 by_id = {r.id: r for r in runs}
-live = [r.id for r in runs if r.progress(refresh=False).active]
+# The runs that judge a tuning's wordings are the Tune page's: never watched unasked here.
+tuning_runs = {r.id for t in api_store().tunings() for r in t.runs().values()}
+live = [r.id for r in runs if r.id not in tuning_runs and r.progress(refresh=False).active]
 # The run chosen here or just started in this session (by id: a rename keeps it); else the live
-# one; else the one the link names; else the newest.
+# one; else the one the other pages show (the view's run); else the newest. Opening this page
+# never changes the run the other pages show: only a pick here or Start does.
 watch = st.session_state.get(WATCH)
 if watch not in by_id:
-    named = [r.id for r in runs if r.id == view.get("run")]
-    watch = live[-1] if live else (named[0] if named else runs[-1].id)
-st.session_state["watch_w"] = watch
+    in_view = view.get("run") if view.get("run") in by_id else None
+    ours = [i for i in by_id if i not in tuning_runs]
+    watch = live[-1] if live else in_view or (ours or list(by_id))[-1]
+# The watched run's section: emptied first when the run to show is not the one shown last, so
+# the previous run's status and progress are gone before the new run's name is drawn (never
+# "completed 60/60" of the last run under the name of the one just started).
+section = (top.empty() if watch != st.session_state.get("run_watch_drawn") else top).container()
+st.session_state["run_watch_drawn"] = watch
 # Each run's label with its state as this render found it: a label computed again later (a
 # heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
 labels = {r.id: f"{plain(r.name, 'text')} [{r.progress(refresh=False).state_text}]" for r in runs}
-watched = top.selectbox("Watch run", list(by_id), key="watch_w",
-                        on_change=lambda: st.session_state.__setitem__(WATCH,
-                                                                       st.session_state["watch_w"]),
-                        format_func=lambda i: labels.get(i, str(i)))
-view.put("run", watched)
+
+
+def _watch(run_id: int) -> None:
+    """The person picked a run to watch: the other pages show it too (a tuning's run stays the
+    Tune page's)."""
+    st.session_state[WATCH] = run_id
+    if run_id not in tuning_runs:
+        view.put("run", run_id)
+
+
+watched = pick_id(section, "Watch run", list(by_id), lambda i: labels.get(i, str(i)),
+                  key="watch_w", current=watch, on_pick=_watch)
 
 #: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 STATE_HELP = {
@@ -510,6 +528,6 @@ def progress_panel(run_id: int, was_active: bool) -> None:
 
 
 active = any(r.progress(refresh=False).active for r in by_id[watched].judged_with())
-with top:
+with section:
     st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()
