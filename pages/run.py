@@ -387,11 +387,10 @@ if watch not in by_id:
     in_view = view.get("run") if view.get("run") in by_id else None
     ours = [i for i in by_id if i not in tuning_runs]
     watch = live[-1] if live else in_view or (ours or list(by_id))[-1]
-# The watched run's section: emptied first when the run to show is not the one shown last, so
-# the previous run's status and progress are gone before the new run's name is drawn (never
-# "completed 60/60" of the last run under the name of the one just started).
-section = (top.empty() if watch != st.session_state.get("run_watch_drawn") else top).container()
-st.session_state["run_watch_drawn"] = watch
+# The watched run's section belongs to the run (keyed by its id): another run's section is a
+# new block, so the previous run's status and progress are gone before the new run's name is
+# drawn (never "completed 60/60" of the last run under the name of the one just started).
+section = top.container(key=f"run_watch_section_{watch}")
 # Each run's label with its state as this render found it: a label computed again later (a
 # heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
 labels = {r.id: f"{plain(r.name, 'text')} [{r.progress(refresh=False).state_text}]" for r in runs}
