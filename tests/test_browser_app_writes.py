@@ -266,68 +266,6 @@ def test_three_renames_in_a_row_of_a_middle_dataset_and_run(app, pace):
     page.close()
 
 
-# ------------------------------------------------------------ Run: the form the plan uses
-
-def _plan_text(page) -> str:
-    box = page.locator('[data-testid="stAlert"]').filter(has_text="Plan: ").first
-    visible(box)
-    return box.inner_text()
-
-
-def _form_state(page) -> tuple[str, str, str]:
-    """(aspect shown, contexts shown, the plan's line), once the script is idle."""
-    script_idle(page)
-    aspect = page.get_by_role("combobox", name="Aspect").first.input_value()
-    contexts = page.get_by_role("spinbutton", name=re.compile("Contexts to judge")).input_value()
-    return aspect, contexts, _plan_text(page)
-
-
-@pytest.mark.parametrize("pace", PACES)
-def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
-    url, seeded, browser = app
-    page = _page(browser)
-    n_runs = len(seeded.run_names())
-    page.goto(f"{url}/run")
-    settle(page, "Watch run")
-    _pick(page, "Dataset", "instruct_user")
-    _until(lambda: "on 6 context(s)" in _plan_text(page), "instruct_user's plan on 6 contexts",
-           page=page)
-    aspect, contexts, plan = _form_state(page)
-    assert (aspect, contexts) == ("overall", "6"), (aspect, contexts, plan)
-    page.wait_for_timeout(pace * 1000)
-    field = page.get_by_role("spinbutton", name=re.compile("Contexts to judge"))
-    field.fill("4")
-    field.press("Enter")
-    _until(lambda: "on 4 context(s)" in _plan_text(page), "the plan on 4 contexts")
-    page.wait_for_timeout(pace * 1000)
-
-    _pick(page, "Dataset", "hanna_user")
-    _until(lambda: "on 2 context(s)" in _plan_text(page), "hanna_user's plan on 2 contexts")
-    aspect, contexts, plan = _form_state(page)
-    assert (aspect, contexts) == ("coherence", "2"), (aspect, contexts, plan)
-    page.wait_for_timeout(pace * 1000)
-
-    _pick(page, "Dataset", "instruct_user")
-    _until(lambda: "on 4 context(s)" in _plan_text(page), "instruct_user's plan again")
-    aspect, contexts, plan = _form_state(page)
-    # The form shows what the plan uses: the values left on this dataset's form.
-    assert (aspect, contexts) == ("overall", "4"), (aspect, contexts, plan)
-    name = page.get_by_role("textbox", name="Run name").input_value()
-    assert name.startswith("instruct_user-overall-"), name
-    page.wait_for_timeout(pace * 1000)
-
-    seed = page.get_by_role("spinbutton", name="Seed (pair sampling)")
-    seed.fill("5")
-    seed.press("Enter")
-    _until(lambda: re.search(r"-overall-.*", page.get_by_role("textbox", name="Run name")
-                             .input_value()), "the run name after the seed")
-    aspect, contexts, plan = _form_state(page)
-    assert (aspect, contexts) == ("overall", "4") and "on 4 context(s)" in plan, (
-        aspect, contexts, plan)
-    assert len(seeded.run_names()) == n_runs   # nothing was stored by planning
-    page.close()
-
-
 # ------------------------------------------------------------------------ links resolve
 
 def test_a_documented_panel_link_opens_the_panels_dataset(app):
@@ -467,10 +405,12 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
     contexts.press("Enter")
     _until(lambda: "on 1 context(s)" in _plan_text(page), "the plan on 1 context")
     from tests.test_browser import choose
+    # The list of options opens below the box: have the box in the middle of the window.
+    page.locator('[data-testid="stMultiSelect"]').first.evaluate(
+        "e => e.scrollIntoView({block: 'center'})")
     choose(page, "fluency")
     _until(lambda: "for 2 aspects" in _plan_text(page), "the plan of two aspects")
     base = page.get_by_role("textbox", name="Run name").input_value()
-    assert "coherence" not in base and "fluency" not in base, base
     before = seeded.run_names()
     page.evaluate(_WATCH_JS, [base, "60/60"])
     page.get_by_role("button", name="Start").click()
@@ -482,6 +422,8 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
     page.evaluate("() => { window.__stopWatch = true; }")
     mixed = page.evaluate("() => window.__mixed")
     assert not mixed, f"the previous run's 60/60 under the new run's name: {mixed[:3]}"
+    # The runs of the pass: NAME-ASPECT, with no aspect in NAME.
+    assert "coherence" not in base and "fluency" not in base, base
     store = seeded.store()
     for run_id, name in made.items():
         aspect = store.get_run(run_id).settings.aspect
@@ -517,4 +459,92 @@ def test_upload_keeps_an_answer_that_is_an_html_document(app, tmp_path):
     texts = {(ctx.context_id, c.candidate_id): c.text for ctx in dataset.contexts
              for c in ctx.candidates}
     assert texts[("q1", "a")] == form
+    page.close()
+
+
+# ------------------------------------------------------------ Run: the form the plan uses
+# (last: the store then holds the runs the tests above started, as a used one does)
+
+def _plan_text(page) -> str:
+    box = page.locator('[data-testid="stAlert"]').filter(has_text="Plan: ").first
+    visible(box)
+    return box.inner_text()
+
+
+def _form_state(page) -> tuple[str, str, str]:
+    """(aspect shown, contexts shown, the plan's line), once the script is idle."""
+    script_idle(page)
+    aspect = page.get_by_role("combobox", name="Aspect").first.input_value()
+    contexts = page.get_by_role("spinbutton", name=re.compile("Contexts to judge")).input_value()
+    return aspect, contexts, _plan_text(page)
+
+
+def _form_now(page) -> tuple[str, str]:
+    """(aspect shown, contexts shown) at this moment."""
+    return (page.get_by_role("combobox", name="Aspect").first.input_value(),
+            page.get_by_role("spinbutton", name=re.compile("Contexts to judge")).input_value())
+
+
+def _shows_for_a_while(page, want: tuple[str, str], plan_part: str, seconds: float = 3.0):
+    """The form shows ``want`` and the plan ``plan_part`` at every look for ``seconds`` (a
+    person reads it at once and acts a second later), then once the page is idle."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert (_form_now(page), plan_part in _plan_text(page)) == (want, True), (
+            _form_now(page), _plan_text(page))
+        page.wait_for_timeout(250)
+    script_idle(page)
+    assert (_form_now(page), plan_part in _plan_text(page)) == (want, True), (
+        _form_now(page), _plan_text(page))
+
+
+def _leave_and_come_back(page, pace: float, back_plan: str) -> None:
+    """Run: Dataset = hanna_user, then instruct_user again, each ``pace`` seconds after its
+    plan showed."""
+    _pick(page, "Dataset", "hanna_user")
+    _until(lambda: "on 2 context(s)" in _plan_text(page), "hanna_user's plan on 2 contexts")
+    page.wait_for_timeout(pace * 1000)
+    _pick(page, "Dataset", "instruct_user")
+    _until(lambda: back_plan in _plan_text(page), f"instruct_user's plan again ({back_plan})")
+
+
+@pytest.mark.parametrize("pace", PACES)
+def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
+    url, seeded, browser = app
+    page = _page(browser)
+    n_runs = len(seeded.run_names())
+    page.goto(f"{url}/run")
+    settle(page, "Watch run")
+    _pick(page, "Dataset", "instruct_user")
+    _until(lambda: "on 6 context(s)" in _plan_text(page), "instruct_user's plan on 6 contexts")
+    assert _form_now(page) == ("overall", "6")
+    page.wait_for_timeout(pace * 1000)
+
+    # Left untouched and revisited: its own defaults, which the plan uses.
+    _leave_and_come_back(page, pace, "on 6 context(s)")
+    _shows_for_a_while(page, ("overall", "6"), "on 6 context(s)")
+
+    # Changed, left and revisited: the changed value, which the plan uses.
+    field = page.get_by_role("spinbutton", name=re.compile("Contexts to judge"))
+    field.fill("4")
+    field.press("Enter")
+    _until(lambda: "on 4 context(s)" in _plan_text(page), "the plan on 4 contexts")
+    page.wait_for_timeout(pace * 1000)
+    _leave_and_come_back(page, pace, "on 4 context(s)")
+    _shows_for_a_while(page, ("overall", "4"), "on 4 context(s)")
+    name = page.get_by_role("textbox", name="Run name").input_value()
+    assert name.startswith("instruct_user-overall-"), name
+
+    # A change of another value keeps what is shown (the browser's values are the plan's).
+    seed = page.get_by_role("spinbutton", name="Seed (pair sampling)")
+    seed.fill("5")
+    seed.press("Enter")
+    _until(lambda: page.get_by_role("textbox", name="Run name").input_value() != name,
+           "the run name after the seed")
+    aspect, contexts, plan = _form_state(page)
+    assert (aspect, contexts) == ("overall", "4") and "on 4 context(s)" in plan, (
+        aspect, contexts, plan)
+    assert page.get_by_role("textbox", name="Run name").input_value().startswith(
+        "instruct_user-overall-")
+    assert len(seeded.run_names()) == n_runs   # nothing was stored by planning
     page.close()
