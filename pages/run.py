@@ -387,10 +387,7 @@ if watch not in by_id:
     in_view = view.get("run") if view.get("run") in by_id else None
     ours = [i for i in by_id if i not in tuning_runs]
     watch = live[-1] if live else in_view or (ours or list(by_id))[-1]
-# The watched run's section belongs to the run (keyed by its id): another run's section is a
-# new block, so the previous run's status and progress are gone before the new run's name is
-# drawn (never "completed 60/60" of the last run under the name of the one just started).
-section = top.container(key=f"run_watch_section_{watch}")
+section = top.container()
 # Each run's label with its state as this render found it: a label computed again later (a
 # heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
 labels = {r.id: f"{plain(r.name, 'text')} [{r.progress(refresh=False).state_text}]" for r in runs}
@@ -404,8 +401,10 @@ def _watch(run_id: int) -> None:
         view.put("run", run_id)
 
 
-watched = pick_id(section, "Watch run", list(by_id), lambda i: labels.get(i, str(i)),
-                  key="watch_w", current=watch, on_pick=_watch)
+# The picker sits above the run's status and progress but is drawn after them (into its box):
+# the browser redraws in the order things are drawn, so it never shows the new run's name beside
+# the previous run's progress (right after Start, or a pick); and the progress line names its run.
+picker_box, panel_box = section.container(), section.container()
 
 #: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 STATE_HELP = {
@@ -479,7 +478,8 @@ def progress_panel(run_id: int, was_active: bool) -> None:
     st.session_state.setdefault(SHOWN, {})[run.id] = run.name
     state, done = progress.state, progress.done
     status_slot.markdown(f"**Status: {progress.state_text}** — {STATE_HELP.get(state, '')}")
-    named = plain(f"{run.name} ({run.settings.aspect}): ", "text") if others else ""
+    named = plain(f"{run.name} ({run.settings.aspect}): " if others else f"{run.name}: ",
+                  "text")
     progress_slot.progress(progress.fraction or 0.0, text=named + progress.line)
     if others:
         st.caption(f"Judged in one pass with {len(others)} other run(s), one per aspect; "
@@ -526,7 +526,10 @@ def progress_panel(run_id: int, was_active: bool) -> None:
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-active = any(r.progress(refresh=False).active for r in by_id[watched].judged_with())
+active = any(r.progress(refresh=False).active for r in by_id[watch].judged_with())
+with panel_box:
+    st.fragment(progress_panel, run_every=1.0 if active else None)(watch, active)
+pick_id(picker_box, "Watch run", list(by_id), lambda i: labels.get(i, str(i)), key="watch_w",
+        current=watch, on_pick=_watch)
 with section:
-    st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
     st.divider()
