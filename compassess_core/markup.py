@@ -18,7 +18,7 @@ from .data import content_hash
 from .errors import Problem, ValidationError
 from .types import Dataset
 
-__all__ = ["MarkupReport", "find_markup", "strip_markup", "strip_dataset_markup", "STRIPPED_NOTE"]
+__all__ = ["MarkupReport", "find_markup", "is_html_document", "strip_markup", "strip_dataset_markup", "STRIPPED_NOTE"]
 
 #: An HTML/XML tag: ``<p>``, ``</div>``, ``<br/>``, ``<a href="...">``; a lone ``<`` in prose
 #: ("a < b", "<3") is not one.
@@ -43,6 +43,13 @@ class MarkupReport:
         Context passages with markup, and all contexts.
     examples : tuple of str
         Up to five distinct tags or entities found, as written.
+    n_documents : int
+        Candidate texts that are an HTML document or fragment themselves (markup from their
+        first character to their last, such as an answer that is a web form): their tags are
+        what they say, and stripping them changes what the judge compares
+        (:func:`is_html_document`).
+    document_rows : tuple of int
+        The file rows of up to five of them.
     """
 
     n_texts: int
@@ -50,10 +57,38 @@ class MarkupReport:
     n_contexts_marked: int
     n_contexts: int
     examples: tuple[str, ...]
+    n_documents: int = 0
+    document_rows: tuple[int, ...] = ()
 
     @property
     def found(self) -> bool:
         return bool(self.n_texts or self.n_contexts_marked)
+
+
+#: A document type declaration or an HTML comment opening a text.
+_DOCTYPE = re.compile(r"<!(?:DOCTYPE|--)", re.IGNORECASE)
+
+
+#: Tags that format prose (scraped text wraps paragraphs in them); any other tag in a text that
+#: is markup from end to end (``<form>``, ``<input>``, ``<html>``, ``<table>``) makes it HTML.
+_PROSE_TAGS = frozenset({"p", "br", "b", "i", "em", "strong", "span", "div", "a", "li", "ul",
+                         "ol", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "sup", "sub",
+                         "u", "hr", "small"})
+_TAG_NAME = re.compile(r"</?([A-Za-z][A-Za-z0-9:-]*)")
+
+
+def is_html_document(text: str) -> bool:
+    """Whether ``text`` is HTML itself rather than prose with some markup: it opens with a
+    ``<!DOCTYPE`` or a comment, or it opens and closes with a tag and holds a tag that does not
+    just format prose (``<form ...><input ...></form>``, ``<html>...</html>``). Stripping
+    such a text leaves a different text from the one people read."""
+    body = text.strip()
+    if _DOCTYPE.match(body):
+        return True
+    if not (_TAG.match(body) and re.search(r"(?:" + _TAG.pattern + r")\Z", body)):
+        return False
+    return any(name.lower() not in _PROSE_TAGS
+               for name in _TAG_NAME.findall(" ".join(_TAG.findall(body))))
 
 
 def _marks(text: str) -> list[str]:
@@ -64,6 +99,7 @@ def find_markup(dataset: Dataset) -> MarkupReport:
     """Count the candidate texts and context passages holding an HTML tag or entity."""
     examples: dict[str, None] = {}
     n_texts = n_contexts = 0
+    documents: list[int] = []
     for ctx in dataset.contexts:
         marks = _marks(ctx.text)
         n_contexts += bool(marks)
@@ -72,8 +108,10 @@ def find_markup(dataset: Dataset) -> MarkupReport:
             marks = _marks(cand.text)
             n_texts += bool(marks)
             examples.update(dict.fromkeys(marks[:2]))
+            if marks and is_html_document(cand.text):
+                documents.append(cand.row)
     return MarkupReport(n_texts, dataset.n_candidates, n_contexts, len(dataset.contexts),
-                        tuple(list(examples)[:5]))
+                        tuple(list(examples)[:5]), len(documents), tuple(documents[:5]))
 
 
 def strip_markup(text: str) -> str:

@@ -219,26 +219,54 @@ def pick_object(field: str, ids: list[int], label_of: Callable[[int], str], *, w
     key = f"{field}_pick_w"
     missing = want is not None and want not in ids
     if missing:
-        why = not_offered(want) if not_offered is not None else None
-        st.warning((why or f"The {what} this link names (id {want}) is not in the store: it was "
-                    "deleted, or the link comes from another store.")
-                   + f" Nothing of another {what} is shown: choose one.",
+        why = not_offered(want) if not_offered is not None and not isinstance(
+            want, view.Unresolved) else None
+        gone = (want.described(what) + ": it was renamed or deleted, or the link comes from "
+                "another store." if isinstance(want, view.Unresolved) else
+                f"The {what} this link names (id {want}) is not in the store: it was "
+                "deleted, or the link comes from another store.")
+        st.warning((why or gone) + f" Nothing of another {what} is shown: choose one.",
                    icon=":material/link_off:")
-    # A keyed widget re-seeded from the view on every run: Streamlit drops a keyed widget's
-    # state when a page does not draw it, and the view is the one owner of the selection.
-    st.session_state[key] = None if missing else (want if want is not None
-                                                  else default if default in ids else ids[-1])
+    current = None if missing else (want if want is not None
+                                    else default if default in ids else ids[-1])
 
-    def picked() -> None:
-        view.put(field, st.session_state[key])
-        if on_change is not None and st.session_state[key] is not None:
-            on_change(st.session_state[key])
+    def picked(value: int) -> None:
+        view.put(field, value)
+        if on_change is not None:
+            on_change(value)
 
-    chosen = where.selectbox(label, ids, key=key, on_change=picked, format_func=label_of,
-                             placeholder=f"Choose a {what}")
+    chosen = pick_id(where, label, ids, label_of, key=key, current=current, on_pick=picked,
+                     placeholder=f"Choose a {what}")
     if chosen is not None:
         view.put(field, chosen)
     return chosen
+
+
+def pick_id(where, label: str, ids: list, label_of: Callable[[Any], str], *, key: str,
+            current: Any, on_pick: Callable[[Any], None], **options: Any) -> Any:
+    """A select box over stored objects' stable ids (``label_of`` names each), whose choice is
+    the page's own state ``current`` (a view field, a page's model), never the widget's.
+
+    The options are ids, so renaming an object changes a label, never the options, and never
+    resets the box to its first item. The widget is given ``current`` as its value on every run:
+    the browser keeps the label it last showed, and a box drawn again (after a rename, or after
+    a page that does not draw it) would otherwise show a stale label, or its first item, while
+    the page acts on another object. The person's pick reaches ``on_pick(id)`` through the
+    widget's callback, bound to the ids offered when the box was drawn: a value that is none of
+    them (a label the browser still held from before a rename) is ignored. Returns the id shown:
+    ``current`` (None: nothing chosen, the box shows its placeholder).
+    """
+    offered = tuple(ids)
+    st.session_state[key] = current if current in offered else None
+
+    def picked(offered: tuple) -> None:
+        value = st.session_state.get(key)
+        if value in offered:
+            on_pick(value)
+
+    chosen = where.selectbox(label, list(offered), key=key, on_change=picked, args=(offered,),
+                             format_func=label_of, **options)
+    return chosen if chosen in offered else None
 
 
 def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):

@@ -66,10 +66,21 @@ def _unit_interval(raw: str) -> float:
     return kept
 
 
-def _object_ref(kind: str) -> Callable[[str], int]:
+class Unresolved(str):
+    """A link's name of an object that no stored object has (renamed or deleted since the link
+    was made): kept in the view as it was written, so the URL keeps it and the page that shows
+    the object says that nothing of that name is stored, and shows nothing of another object
+    (never the newest one in its place). Equal to no id."""
+
+    def described(self, what: str) -> str:
+        return f"The {what} this link names ('{plain(str(self))}') is not in the store under that name"
+
+
+def _object_ref(kind: str) -> Callable[[str], int | Unresolved]:
     """An object's id from a link: digits are its id; anything else is a name (links made
-    before ids named objects), looked up once in the store: a name no ``kind`` has is refused."""
-    def parse(raw: str) -> int:
+    before ids named objects), looked up once in the store: a name no ``kind`` has is kept as
+    :class:`Unresolved` (the page then says so and shows no other object)."""
+    def parse(raw: str) -> int | Unresolved:
         if raw.isdigit() and int(raw) >= 1:
             return int(raw)
         if not raw.strip() or len(raw) > MAX_NAME_CHARS:
@@ -77,7 +88,7 @@ def _object_ref(kind: str) -> Callable[[str], int]:
         try:
             return api_store().object_id(kind, raw)
         except CompAssessError:
-            raise ValueError(f"no {kind} is named '{raw}'") from None
+            return Unresolved(raw)
     return parse
 
 
@@ -212,22 +223,44 @@ def debias(default_mode: str = "balanced") -> str | float:
 _FORMS_KEY = "view_forms"
 
 
-def keep_form(form: str, keys: tuple[str, ...]) -> None:
-    """Keep the widget values ``keys`` of ``form`` across page switches.
+#: What each form's widgets were last given as their values (``keep_form``): a widget value
+#: that differs from it was changed in the browser by the person.
+_SEEDED_KEY = "view_forms_seeded"
 
-    Streamlit forgets a keyed widget's value when a run does not draw it (any other page). Call
-    this before the form's widgets are drawn: a value the session has lost is put back from the
-    form's copy, and the copy follows the widgets (``save_form`` after them).
+
+def keep_form(form: str, keys: tuple[str, ...]) -> None:
+    """The values of ``form``'s widgets ``keys`` are the session's own model of the form, given
+    to the widgets as their values on every run.
+
+    Streamlit forgets a keyed widget's value when a run does not draw it (another page, another
+    dataset's form), and a widget drawn again without a value set by the script shows its own
+    defaults in the browser while the script may still hold the old value: the form would show
+    one thing and the plan use another. So every run, before the widgets are drawn, each
+    widget's value is set from the form's model (which makes the browser show it), after taking
+    into the model what the person changed in the browser since the last run (a widget value
+    that differs from what the widget was last given). ``save_form`` after the widgets copies
+    their values (defaults filled in by the page) into the model.
     """
     kept = st.session_state.setdefault(_FORMS_KEY, {}).setdefault(form, {})
+    seeded = st.session_state.setdefault(_SEEDED_KEY, {}).setdefault(form, {})
     for key in keys:
-        if key not in st.session_state and key in kept:
+        if key in st.session_state and (key not in seeded
+                                        or st.session_state[key] != seeded[key]):
+            kept[key] = st.session_state[key]   # the person changed it in the browser
+        if key in kept:
             st.session_state[key] = kept[key]
+            seeded[key] = kept[key]
+
+
+def form_value(form: str, key: str, default: Any = None) -> Any:
+    """The model's value of ``form``'s widget ``key`` (``default`` before its first draw)."""
+    return st.session_state.get(_FORMS_KEY, {}).get(form, {}).get(key, default)
 
 
 def save_form(form: str, keys: tuple[str, ...]) -> None:
     """Copy the current widget values of ``form`` (see :func:`keep_form`)."""
     kept = st.session_state.setdefault(_FORMS_KEY, {}).setdefault(form, {})
+    seeded = st.session_state.setdefault(_SEEDED_KEY, {}).setdefault(form, {})
     for key in keys:
         if key in st.session_state:
-            kept[key] = st.session_state[key]
+            kept[key] = seeded[key] = st.session_state[key]

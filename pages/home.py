@@ -15,8 +15,8 @@ from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
 from pages._plain import plain_message
-from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, as_shown, column_labels,
-                           list_runs, plain)
+from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, column_labels, list_runs,
+                           pick_id, plain)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -84,63 +84,94 @@ else:
 RUN_FIELDS = ("run", "run_b", "abs_run")
 
 
-def _done(message: str) -> None:
-    """Say ``message`` on the next run and draw the page afresh, so the tables above and the
-    picker list the store as it is now."""
-    st.session_state["manage_message"] = message
-    st.rerun()
+#: The object the Manage section acts on, per kind (``run``/``dataset``): the page's own state,
+#: given to the picker as its value on every run (``pick_id``).
+TARGET = "manage_target"
+
+
+def _say(message: str, ok: bool = True) -> None:
+    """What the last write did (or why it was refused), shown at the top of the section."""
+    st.session_state["manage_message"] = (ok, message)
+
+
+def _rename(kind: str, target: int, shown: str, box: str) -> None:
+    """Rename the ``kind`` ``target``, shown as ``shown`` when its Rename button was drawn (the
+    button's callback arguments, bound then): the API refuses it (``expect_name``) when the
+    object is no longer called so, and nothing is renamed."""
+    require()  # the person holds the role now (pages/_auth.py)
+    new_name = str(st.session_state.get(box, ""))
+    try:
+        if kind == "run":
+            api_store().rename_run(target, new_name, expect_name=shown)
+        else:
+            api_store().rename_dataset(target, new_name, expect_name=shown)
+    except CompAssessError as e:
+        _say(f"Could not rename the {kind} {plain(shown)}: {plain_message(e)}", ok=False)
+    else:
+        # Links name objects by id, so the view follows the renamed object by itself.
+        st.session_state[box] = ""
+        _say(f"Renamed the {kind} {plain(shown)} to {plain(new_name)}.")
+
+
+def _delete(kind: str, target: int, shown: str, its_runs: tuple) -> None:
+    """Delete the ``kind`` ``target`` shown as ``shown`` when its button was drawn (bound
+    then, as for a rename); ``its_runs``: the runs that go with it, which the view then no
+    longer names."""
+    require()  # the person holds the role now (pages/_auth.py)
+    delete = api_store().delete_run if kind == "run" else api_store().delete_dataset
+    try:
+        deleted = delete(target, expect_name=shown)
+    except CompAssessError as e:
+        _say(f"Nothing was deleted: {plain_message(e)}", ok=False)
+        return
+    # The view no longer names what is gone (a link to it elsewhere says so).
+    for field in RUN_FIELDS:
+        if view.get(field) in its_runs:
+            view.put(field, None)
+    if kind == "dataset" and view.get("dataset") == target:
+        view.put("dataset", None)
+    st.session_state.get(TARGET, {}).pop(kind, None)
+    _say(f"Deleted the {kind} {plain(shown)}: {plain(str(deleted))}.")
 
 
 def manage_section(runs: list, datasets: list) -> None:
     """Rename or delete a run or a dataset (admins; local single-user mode is admin). A delete
     first shows what it would remove (a dry run) and needs the object's name typed to confirm.
 
-    The picker's choices are ids and every widget of the section is keyed by the id of the
-    object it acts on, so after a rename the picker shows the new name and a second rename acts
-    on the same object; after a delete nothing of the deleted object's form is left ticked. Each
-    write names the object as shown (``expect_name``): the API refuses it if the object was
-    renamed or deleted since the page was drawn (another tab, another person).
+    The picker's options are ids and its choice is this page's own state, given to it as its
+    value on every run (``pick_id``), so a rename changes a label, never the choice, and the
+    picker shows the new name at once; every widget of the section is keyed by the id of the
+    object it acts on. Each button sends, bound when it was drawn, the id and the name of the
+    object it was drawn for (``expect_name``): the API refuses the write if the object was
+    renamed or deleted since (another tab, another person), and nothing changes.
     """
     st.subheader("Manage")
     message = st.session_state.pop("manage_message", None)
     if message:
-        st.success(message)
-    # A widget's value cannot change once drawn: a renamed object's new-name box is emptied here.
-    cleared = st.session_state.pop("manage_clear", None)
-    if cleared:
-        st.session_state.pop(cleared, None)
+        ok, text = message
+        (st.success if ok else st.error)(text)
     kind = st.radio("Manage a", ["run", "dataset"], horizontal=True, key="manage_kind")
     names = ({r.id: r.name for r in runs} if kind == "run"
              else {d.id: d.name for d in datasets})
     if not names:
         st.caption(f"No {kind} in the store.")
         return
-    key = f"manage_target_{kind}"
-    if st.session_state.get(key) not in names:
-        st.session_state.pop(key, None)
-    target = st.selectbox(f"The {kind}", list(names), key=key,
-                          format_func=lambda i: f"{plain(names[i], 'text')} (id {i})")
+    targets = st.session_state.setdefault(TARGET, {})
+    if targets.get(kind) not in names:
+        targets[kind] = next(iter(names))
+    target = pick_id(st, f"The {kind}", list(names),
+                     lambda i: f"{plain(names[i], 'text')} (id {i})",
+                     key=f"manage_target_{kind}", current=targets[kind],
+                     on_pick=lambda i: targets.__setitem__(kind, i))
+    shown = names[target]   # the name on screen now, bound into the buttons below
     form = f"manage_{kind}_{target}"  # every widget below belongs to this object
-    shown = as_shown(form, names[target])  # the name the person saw when they pressed
     rename_col, delete_col = st.columns(2)
     with rename_col:
         with st.form(f"{form}_rename", border=True):
-            new_name = st.text_input(f"New name of the {kind}", key=f"{form}_new_name",
-                                     max_chars=MAX_NAME_CHARS)
-            renamed = st.form_submit_button("Rename", icon=":material/edit:")
-        if renamed:
-            require()  # the person holds the role now (pages/_auth.py)
-            try:
-                if kind == "run":
-                    api_store().rename_run(target, new_name, expect_name=shown)
-                else:
-                    api_store().rename_dataset(target, new_name, expect_name=shown)
-            except CompAssessError as e:
-                st.error(f"Could not rename the {kind}: {plain_message(e)}")
-            else:
-                # Links name objects by id, so the view follows the renamed object by itself.
-                st.session_state["manage_clear"] = f"{form}_new_name"
-                _done(f"Renamed the {kind} {plain(shown)} to {plain(new_name)}.")
+            st.text_input(f"New name of the {kind}", key=f"{form}_new_name",
+                          max_chars=MAX_NAME_CHARS)
+            st.form_submit_button("Rename", icon=":material/edit:", on_click=_rename,
+                                  args=(kind, target, shown, f"{form}_new_name"))
     with delete_col:
         if not st.checkbox(f"Delete this {kind} ...", key=f"{form}_delete_open"):
             return
@@ -153,24 +184,11 @@ def manage_section(runs: list, datasets: list) -> None:
         st.warning(f"Deleting the {kind} {plain(shown)} removes {plain(str(would))}. "
                    "This cannot be undone.", icon=":material/warning:")
         typed = st.text_input(f"Type the {kind}'s name to confirm", key=f"{form}_confirm_name")
-        if st.button(f"Delete the {kind} for good", type="primary", icon=":material/delete:",
-                     disabled=typed != shown, key=f"{form}_delete"):
-            require()  # the person holds the role now (pages/_auth.py)
-            its_runs = ({r.id for r in runs if r.info.dataset_id == target}
-                        if kind == "dataset" else {target})
-            try:
-                deleted = delete(target, expect_name=shown)
-            except CompAssessError as e:
-                st.error(f"Nothing was deleted: {plain_message(e)}", icon=":material/block:")
-                return
-            # The view no longer names what is gone (a link to it elsewhere says so).
-            for field in RUN_FIELDS:
-                if view.get(field) in its_runs:
-                    view.put(field, None)
-            if kind == "dataset" and view.get("dataset") == target:
-                view.put("dataset", None)
-            st.session_state.pop(key, None)
-            _done(f"Deleted the {kind} {plain(shown)}: {plain(str(deleted))}.")
+        its_runs = tuple(r.id for r in runs if r.info.dataset_id == target) \
+            if kind == "dataset" else (target,)
+        st.button(f"Delete the {kind} for good", type="primary", icon=":material/delete:",
+                  disabled=typed != shown, key=f"{form}_delete", on_click=_delete,
+                  args=(kind, target, shown, its_runs))
 
 
 if viewer().is_admin:

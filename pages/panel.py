@@ -34,7 +34,13 @@ st.caption("Several runs on the same dataset and aspect (other models, templates
            "tau* (or calibrated on the human labels), then a product of experts on the log-odds "
            "or a majority vote of the verdicts.")
 
-dataset = pick_dataset()
+# A link to a panel (``?panel=jury``, by name or id) opens the panel's own dataset when it names
+# no dataset; picking another dataset here leaves the panel of the last one.
+every_panel = api_store().panels()
+panel_dataset = dict(zip(every_panel["id"], every_panel["dataset_id"]))
+if view.get("dataset") is None and view.get("panel") in panel_dataset:
+    view.put("dataset", int(panel_dataset[view.get("panel")]))
+dataset = pick_dataset(on_change=lambda _: view.put("panel", None))
 if dataset is None:
     st.info("No dataset is stored yet: load one on **Home** or **Upload**, and run judges on it.")
     st.stop()
@@ -101,13 +107,26 @@ with st.expander("Create a panel", expanded=len(api_store().panels(dataset.id)) 
 
 panels = api_store().panels(dataset.id)
 if len(panels) == 0:
+    named = view.get("panel")
+    if named is not None:   # a link's panel: on another dataset, or gone
+        st.warning((f"The panel this link names (id {named}) is on the dataset "
+                    f"{plain(dict(zip(every_panel['id'], every_panel['dataset']))[named])}, not "
+                    "on this one: choose that dataset to see it." if named in panel_dataset
+                    else named.described("panel of judges") + "." if isinstance(
+                        named, view.Unresolved) else f"The panel this link names (id {named}) "
+                    "is not in the store."), icon=":material/link_off:")
     st.info("No panel on this dataset yet.")
     st.stop()
 names = dict(zip(panels["id"], panels["name"]))
 # The panel (and, in Rankings, the method) follow the view state (the URL, by the panel's id):
 # a link reproduces the page, and a link to a deleted panel says so.
+panel_of = dict(zip(every_panel["id"], every_panel["dataset"]))
 panel_id = pick_object("panel", list(names), lambda i: plain(names[i], "text"),
-                       what="panel of judges", where=st, label="Panel")
+                       what="panel of judges", where=st, label="Panel",
+                       not_offered=lambda i: (f"The panel this link names (id {i}) is on the "
+                                              f"dataset {plain(panel_of[i])}, not on this one: "
+                                              "choose that dataset to see it."
+                                              if i in panel_of else None))
 if panel_id is None:
     st.stop()
 name = names[panel_id]

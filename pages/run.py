@@ -37,7 +37,7 @@ from compassess_core.selection import STRATEGIES
 from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
-from pages._common import api_store, cached_dataset, list_runs, pick_dataset, plain
+from pages._common import api_store, cached_dataset, list_runs, pick_dataset, pick_id, plain
 from pages._plain import plain_within
 from pages._judges import catalog_expander, local_model_picker
 
@@ -108,6 +108,9 @@ with st.container(border=True):
     aspect = own_aspect if choice == OWN else choice
     # More aspects judged in the same pass: one run each, one worker, the prompts of one pair
     # sharing the context and both candidates in the judge's prefix cache.
+    # The form's model may hold the aspect chosen above since (not offered as a "more" one).
+    st.session_state[key["run_more_aspects"]] = [
+        a for a in st.session_state.get(key["run_more_aspects"]) or [] if a != aspect]
     more_aspects = [a for a in c1.multiselect(
         "Also judge in the same pass", [p for p in presets if p != aspect],
         key=key["run_more_aspects"],
@@ -373,22 +376,35 @@ if not runs:
     top.info("No run yet: configure one below and press Start.")
     st.stop()
 by_id = {r.id: r for r in runs}
-live = [r.id for r in runs if r.progress(refresh=False).active]
+# The runs that judge a tuning's wordings are the Tune page's: never watched unasked here.
+tuning_runs = {r.id for t in api_store().tunings() for r in t.runs().values()}
+live = [r.id for r in runs if r.id not in tuning_runs and r.progress(refresh=False).active]
 # The run chosen here or just started in this session (by id: a rename keeps it); else the live
-# one; else the one the link names; else the newest.
+# one; else the one the other pages show (the view's run); else the newest. Opening this page
+# never changes the run the other pages show: only a pick here or Start does.
 watch = st.session_state.get(WATCH)
 if watch not in by_id:
-    named = [r.id for r in runs if r.id == view.get("run")]
-    watch = live[-1] if live else (named[0] if named else runs[-1].id)
-st.session_state["watch_w"] = watch
+    in_view = view.get("run") if view.get("run") in by_id else None
+    ours = [i for i in by_id if i not in tuning_runs]
+    watch = live[-1] if live else in_view or (ours or list(by_id))[-1]
+section = top.container()
 # Each run's label with its state as this render found it: a label computed again later (a
 # heartbeat now older than STALE_AFTER_S) would no longer match the option drawn.
 labels = {r.id: f"{plain(r.name, 'text')} [{r.progress(refresh=False).state_text}]" for r in runs}
-watched = top.selectbox("Watch run", list(by_id), key="watch_w",
-                        on_change=lambda: st.session_state.__setitem__(WATCH,
-                                                                       st.session_state["watch_w"]),
-                        format_func=lambda i: labels.get(i, str(i)))
-view.put("run", watched)
+
+
+def _watch(run_id: int) -> None:
+    """The person picked a run to watch: the other pages show it too (a tuning's run stays the
+    Tune page's)."""
+    st.session_state[WATCH] = run_id
+    if run_id not in tuning_runs:
+        view.put("run", run_id)
+
+
+# The picker sits above the run's status and progress but is drawn after them (into its box):
+# the browser redraws in the order things are drawn, so it never shows the new run's name beside
+# the previous run's progress (right after Start, or a pick); and the progress line names its run.
+picker_box, panel_box = section.container(), section.container()
 
 #: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 STATE_HELP = {
@@ -462,7 +478,8 @@ def progress_panel(run_id: int, was_active: bool) -> None:
     st.session_state.setdefault(SHOWN, {})[run.id] = run.name
     state, done = progress.state, progress.done
     status_slot.markdown(f"**Status: {progress.state_text}** — {STATE_HELP.get(state, '')}")
-    named = plain(f"{run.name} ({run.settings.aspect}): ", "text") if others else ""
+    named = plain(f"{run.name} ({run.settings.aspect}): " if others else f"{run.name}: ",
+                  "text")
     progress_slot.progress(progress.fraction or 0.0, text=named + progress.line)
     if others:
         st.caption(f"Judged in one pass with {len(others)} other run(s), one per aspect; "
@@ -509,7 +526,10 @@ def progress_panel(run_id: int, was_active: bool) -> None:
         st.rerun()  # the whole page: stop polling, refresh the run list
 
 
-active = any(r.progress(refresh=False).active for r in by_id[watched].judged_with())
-with top:
-    st.fragment(progress_panel, run_every=1.0 if active else None)(watched, active)
+active = any(r.progress(refresh=False).active for r in by_id[watch].judged_with())
+with panel_box:
+    st.fragment(progress_panel, run_every=1.0 if active else None)(watch, active)
+pick_id(picker_box, "Watch run", list(by_id), lambda i: labels.get(i, str(i)), key="watch_w",
+        current=watch, on_pick=_watch)
+with section:
     st.divider()

@@ -23,8 +23,8 @@ from compassess_core.errors import CompAssessError, ValidationError
 from pages import _view as view
 from pages._auth import guard, require
 from pages._plain import plain_message
-from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, plain, preview,
-                           show_chart, show_problems_table)
+from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, pick_object, plain,
+                           preview, show_chart, show_problems_table)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -43,15 +43,17 @@ if not runs:
     st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
     st.stop()
 
-names = [r.name for r in runs]
-want = view.get("abs_run")
-name = st.sidebar.selectbox("Absolute run", names, index=names.index(want) if want in names else len(names) - 1,
-                            format_func=lambda n: f"{plain(n, 'text')} "
-                                                  f"[{runs[names.index(n)].progress(refresh=False).state_text}]")
-view.put("abs_run", name)
+by_id = {r.id: r for r in runs}
+# Over the runs' ids (a rename changes a label, never the choice), the view's ``abs_run``.
+chosen = pick_object("abs_run", list(by_id),
+                     lambda i: f"{plain(by_id[i].name, 'text')} "
+                               f"[{by_id[i].progress(refresh=False).state_text}]",
+                     what="absolute-score run", label="Absolute run")
+if chosen is None:
+    st.stop()
 # Keyed by the heartbeat too (AppRun): edited references replace comparisons without changing
 # the count.
-run = AppRun(runs[names.index(name)])
+run = AppRun(by_id[chosen])
 settings = run.settings
 n_levels = settings.reference_options.n_levels
 orders = ab.ORDERS[settings.reference_options.orders]

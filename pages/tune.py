@@ -22,7 +22,7 @@ from compassess_core.models import BUNDLED_MODEL
 from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
 from pages._auth import guard, recheck, require, viewer
 from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset,
-                           plain, show_paired)
+                           pick_id, plain, show_paired)
 from pages._judges import local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -139,9 +139,11 @@ if not tunings:
 ids = [t.id for t in tunings]
 by_id = {t.id: t for t in tunings}
 watched = st.session_state.get(WATCH, {}).get(info.id)
-chosen = st.selectbox("Tuning", ids, index=ids.index(watched) if watched in ids else len(ids) - 1,
-                      format_func=lambda i: plain(f"{by_id[i].name} ({by_id[i].status})", "text"),
-                      key=f"tune_pick_{info.id}")
+# Over ids, the choice this page's own state (a label holds the status, which changes).
+chosen = pick_id(st, "Tuning", ids,
+                 lambda i: plain(f"{by_id[i].name} ({by_id[i].status})", "text"),
+                 key=f"tune_pick_{info.id}", current=watched if watched in ids else ids[-1],
+                 on_pick=lambda i: st.session_state.setdefault(WATCH, {}).__setitem__(info.id, i))
 st.session_state.setdefault(WATCH, {})[info.id] = chosen
 
 

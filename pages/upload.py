@@ -96,7 +96,10 @@ name = st.text_input("Dataset name", value=Path(upload.name).stem[:MAX_NAME_CHAR
 strip_key = f"strip_markup_{file_key}"
 
 st.subheader("Validation report")
-strip = bool(st.session_state.get(strip_key, True))
+# Stripping is offered, and on by default only where no text is an HTML document itself (an
+# answer that is a web form): stripping that would change the text people read and label.
+strip_default = first.markup is None or not first.markup.n_documents
+strip = bool(st.session_state.get(strip_key, strip_default))
 same = ({k: v for k, v in column_map.items() if v is not None} == dict(first.mapping)
         and not score_columns and name.strip() == Path(upload.name).stem[:MAX_NAME_CHARS]
         and not (strip and first.markup is not None and first.markup.found))
@@ -110,8 +113,18 @@ if markup is not None and markup.found:
                "reads it as part of the text unless it is stripped. Examples:",
                icon=":material/code:")
     st.code("\n".join(markup.examples), language=None)
+    if markup.n_documents:
+        rows = ", ".join(str(r) for r in markup.document_rows if r is not None)
+        st.warning(f"{markup.n_documents:,} candidate text(s) are HTML themselves, markup from "
+                   f"first character to last (rows {rows or '?'}"
+                   f"{', ...' if markup.n_documents > len(markup.document_rows) else ''}): their "
+                   "tags are what they say. Stripping would leave only their words, so the judge "
+                   "would compare other texts than the ones people read and label. Kept as "
+                   "written unless you tick the box below.", icon=":material/html:")
     st.checkbox("Strip HTML tags and decode entities (`&amp;` -> `&`) before saving; the "
-                "dataset records it in its source", value=True, key=strip_key)
+                "dataset records it in its source"
+                + (f" (removes every tag of the {markup.n_documents:,} HTML text(s) too)"
+                   if markup.n_documents else ""), value=strip_default, key=strip_key)
 if check.problems:
     show_problems(check)
     st.stop()

@@ -340,14 +340,17 @@ class Panels:
 
     def panels(self, dataset: str | int | None = None) -> pd.DataFrame:
         """One row per stored panel (of one dataset when given): id, name, dataset, aspect,
-        combine, weights, scaling, members, created_at (``compassess panel list``)."""
+        combine, weights, scaling, members, created_at (``compassess panel list``) and
+        dataset_id (what a link to the panel opens)."""
         dataset_id = None if dataset is None else self._dataset_id(dataset)
         rows = [dict(id=p.id, name=p.name, dataset=p.dataset, aspect=p.aspect,
                      combine=p.combine, weights=panel.weights_label(p.weights),
-                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at)
+                     scaling=p.scaling, members=", ".join(p.run_names), created_at=p.created_at,
+                     dataset_id=p.dataset_id)
                 for p in self.backend.list_panels(dataset_id)]
         return pd.DataFrame(rows, columns=["id", "name", "dataset", "aspect", "combine",
-                                           "weights", "scaling", "members", "created_at"])
+                                           "weights", "scaling", "members", "created_at",
+                                           "dataset_id"])
 
     def delete_panel(self, name: str | int, *, expect_name: str | None = None) -> Deleted:
         """Delete a panel's definition (``compassess panel delete``); its runs stay.

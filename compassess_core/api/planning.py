@@ -33,7 +33,7 @@ from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template
                        infer_task, rank_aspects, reference_column, task_from_columns)
 from ..run_kinds import build_settings, kind_of
 from ..selection import max_budget
-from ..settings import RunSettings, run_names
+from ..settings import RunSettings, model_short_name, run_names
 from ..speed import TimeEstimate
 from ..types import Dataset
 
@@ -153,7 +153,13 @@ class RunPlan:
 
     @property
     def default_name(self) -> str:
-        """The run's name unless another is given (``RunSettings.default_run_name``)."""
+        """The run's name unless another is given (``RunSettings.default_run_name``); for runs
+        of several aspects judged in one pass, the name of the pass, without an aspect (each
+        run is ``NAME-ASPECT``: never ``...-overall-...-coherence``)."""
+        if len(self.together) > 1:
+            s = self.settings
+            return (f"{s.dataset}-{s.template_name}-{model_short_name(s.model)}-"
+                    f"{s.result_hash()[:6]}")[:MAX_NAME_CHARS]
         return self.settings.default_run_name()[:MAX_NAME_CHARS]
 
     def run_names(self, name: str) -> list[str]:
