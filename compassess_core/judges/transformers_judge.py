@@ -32,6 +32,7 @@ from .base import (collect_judgements, collect_rows, deduplicate, expand_duplica
                    judgements_from_logprobs, timed)
 from .loading import LoadedModel, dtype_name, precision_name
 from .prefix_tree import PrefixNode, plan_prefixes
+from .tokens import SharedOpeningEncoder
 
 #: Label words read after the primer "Answer: Summary" (causal) / at the first decoder step (seq2seq).
 CAUSAL_LABEL_WORDS = (" A", " B")
@@ -438,6 +439,7 @@ class CausalJudge(_LocalJudge):
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
         self.prefix_cache = prefix_cache and self._plain_cache()
+        self._encoder = SharedOpeningEncoder(self.tokenizer)
 
     # ------------------------------------------------------------------ rendering and tokens
     def render(self, prompt: ComparisonPrompt) -> str:
@@ -500,9 +502,10 @@ class CausalJudge(_LocalJudge):
         for flag in (True, False):
             idx = [i for i, a in enumerate(add) if a == flag]
             if idx:
-                enc = self.tokenizer([texts[i] for i in idx], add_special_tokens=flag)["input_ids"]
+                # A chunk's shared opening (header, context) is tokenised once (``tokens``).
+                enc = self._encoder.encode([texts[i] for i in idx], flag)
                 for i, ids in zip(idx, enc):
-                    out[i] = list(ids)
+                    out[i] = ids
         return out  # type: ignore[return-value]
 
     def _resolve_label_ids(self) -> tuple[int, ...]:
