@@ -187,8 +187,18 @@ def measure(args) -> list[dict]:
     """Every (data set, aspects) cell: engine and naive, interleaved ``--repeat`` times."""
     from compassess_core.judges.transformers_judge import CausalJudge
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
-    loaded = tiny_model(bundled_tokenizer(), args.layers, args.width, args.device, dtype)
-    judge = CausalJudge(loaded, batch_size=args.batch_size)
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    else:
+        tok = bundled_tokenizer()
+    if args.shape:  # a public model's shape, randomly initialised (GPU checks)
+        from benchmarks.judge_throughput import random_init_model
+        loaded = random_init_model(args.shape, torch.device(args.device), dtype, tok)
+    else:
+        loaded = tiny_model(tok, args.layers, args.width, args.device, dtype)
+    sized = dict(batch_size=None, token_budget=None) if args.batch_size == 0 else {}
+    judge = CausalJudge(loaded, **(sized or dict(batch_size=args.batch_size)))
     if args.threads:  # after the judge, which narrows torch's threads to the CPU affinity
         torch.set_num_threads(args.threads)
     judge.judge(load_chunks(*_first_source(args), 1, 3, 1)[0][:4])  # warm-up
@@ -256,6 +266,12 @@ def table(cells: list[dict], label: str = "") -> str:
                    f"{n / c['naive_s']:.0f} | {n / c['engine_s']:.0f} | {1e6 * c['naive_s'] / n:.0f} | "
                    f"{1e6 * c['engine_s'] / n:.0f} | **{c['naive_s'] / c['engine_s']:.2f}x** | "
                    f"{c['passes']} | {c['dp']:.1e} |")
+    by = {(c["data"], c["aspects"]): c for c in rows}
+    for (data, k), c in by.items():
+        one = by.get((data, 1))
+        if k > 1 and one is not None:
+            out.append(f"{data}: {k} aspects in one pass take {c['engine_s'] / one['engine_s']:.2f}x "
+                       f"the engine seconds of one aspect ({k}x the comparisons)")
     out += [c["profile"] for c in cells if "profile" in c]
     return "\n".join(out)
 
@@ -313,8 +329,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="prompts per context the naive recipe runs (evenly spaced)")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--width", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=8,
+                    help="prompts per micro-batch; 0: sized as a run sizes it (GPU: free memory)")
     ap.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"))
+    ap.add_argument("--tokenizer", help="tokenizer folder (default: the bundled judge's)")
+    ap.add_argument("--shape", help="instead of the tiny model, a public shape of "
+                                    "judge_throughput.RANDOM_CONFIGS, randomly initialised")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: the judge's default)")
     ap.add_argument("--profile", action="store_true", help="add a torch profiler summary of one run")
@@ -331,8 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(cells))
         return 0
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, device {args.device}, "
-          f"{args.dtype}, tiny llama {args.layers} layers x width {args.width}; "
+    model = args.shape or f"tiny llama {args.layers} layers x width {args.width}"
+    gpu = f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, device {args.device}{gpu}, "
+          f"{args.dtype}, {model}; "
           f"load average: {os.getloadavg()}")
     print(table(cells))
     return 0

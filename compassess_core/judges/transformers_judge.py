@@ -673,30 +673,47 @@ class CausalJudge(_LocalJudge):
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
+        """Inputs of a batch whose rows continue different caches: the caches stacked and
+        right-padded with zeros, a 4-D mask (each row's cache up to its own length, then its
+        suffix causally) and position ids continuing each row from its cache length.
+
+        Rows on the same cache are filled by one copy per layer (a pair's aspects, a first
+        candidate's suffixes), and the mask and positions are built by broadcasting, not per
+        row; the mask goes to the attention as it is (transformers builds none)."""
         from transformers import DynamicCache
         b, width = ids.shape
         lmax = int(starts.max())
         cache = DynamicCache(config=self.model.config)
         ref = next(it[2] for it in items if it[2] is not None)
+        groups: dict[int, tuple[list, list[int]]] = {}
+        for r, (_, st, kv) in enumerate(items):
+            if kv is not None and st:
+                groups.setdefault(id(kv), (kv, []))[1].append(r)
+        groups_at = [(kv, torch.as_tensor(rows), int(starts[rows[0]])) for kv, rows in groups.values()]
         for li, layer in enumerate(cache.layers):
             k0, v0 = ref[li]
             # Zeros, not empty memory: a masked key must not be NaN (NaN * 0 weight is still NaN).
             k = k0.new_zeros((b, k0.shape[1], lmax, k0.shape[3]))
             v = v0.new_zeros((b, v0.shape[1], lmax, v0.shape[3]))
-            for r, (_, st, kv) in enumerate(items):
-                if kv is not None and st:
-                    k[r, :, :st] = kv[li][0][0]
-                    v[r, :, :st] = kv[li][1][0]
+            for kv, rows, st in groups_at:
+                if len(rows) == 1:
+                    k[int(rows[0]), :, :st] = kv[li][0][0]
+                    v[int(rows[0]), :, :st] = kv[li][1][0]
+                else:
+                    k[rows, :, :st] = kv[li][0][0]
+                    v[rows, :, :st] = kv[li][1][0]
             layer.lazy_initialization(k, v)
             layer.keys, layer.values = k, v
-        mask = torch.zeros((b, lmax + width), dtype=torch.long)
-        pos = torch.zeros((b, width), dtype=torch.long)
-        for r in range(b):
-            mask[r, :starts[r]] = 1
-            mask[r, lmax:lmax + lens[r]] = 1
-            pos[r] = int(starts[r]) + torch.arange(width)
+        dtype = self.loaded.dtype
+        dev = ids.device
+        st_t = torch.as_tensor(starts, device=dev)
+        keys = torch.arange(lmax + width, device=dev)
+        at = torch.arange(width, device=dev)
+        seen = ((keys[None, None, :] < st_t[:, None, None])
+                | ((keys[None, None, :] >= lmax) & (keys[None, None, :] - lmax <= at[None, :, None])))
+        mask = torch.zeros(seen.shape, dtype=dtype, device=dev).masked_fill_(~seen, torch.finfo(dtype).min)
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
-                    attention_mask=mask.to(ids.device), position_ids=pos.to(ids.device))
+                    attention_mask=mask[:, None], position_ids=st_t[:, None] + at[None, :])
 
     def _run_node(self, seqs, node: PrefixNode, kv, pending: list,
                   label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
