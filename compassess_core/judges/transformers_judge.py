@@ -590,9 +590,10 @@ class CausalJudge(_LocalJudge):
         """
         from transformers import DynamicCache
         lens = [n.prefix_len - base for n in nodes]
-        ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
+        ids_np = np.full((len(nodes), max(lens)), self._pad_id, dtype=np.int64)
         for r, n in enumerate(nodes):
-            ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
+            ids_np[r, :lens[r]] = seqs[n.rep][base:n.prefix_len]
+        ids = torch.from_numpy(ids_np)
         self._check_memory(len(nodes), len(nodes) * (base + max(lens)))
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
@@ -654,9 +655,10 @@ class CausalJudge(_LocalJudge):
         lens = np.array([len(seqs[i]) for i in rows], dtype=np.int64) - starts
         width = int(lens.max())
         b = len(items)
-        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        ids_np = np.full((b, width), self._pad_id, dtype=np.int64)
         for r, (i, st, _) in enumerate(items):
-            ids[r, :lens[r]] = torch.tensor(seqs[i][st:], dtype=torch.long)
+            ids_np[r, :lens[r]] = seqs[i][st:]
+        ids = torch.from_numpy(ids_np)
         self._check_memory(b, b * (int(starts.max()) + width))
         ids = ids.to(self.device)
         self.stats["model_tokens"] += int(lens.sum())
@@ -821,44 +823,47 @@ class CausalJudge(_LocalJudge):
         """
         b = len(nodes)
         width = max(self._fused_width(seqs, n, base) for n in nodes)
-        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
-        pos = torch.zeros((b, width), dtype=torch.long)
-        part = torch.full((b, width), -2, dtype=torch.long)   # -1 extension, k prompt k, -2 pad
-        rows, ends = [], []
+        # Built in numpy and sent once; the mask is built from them on the device.
+        ids = np.full((b, width), self._pad_id, dtype=np.int64)
+        pos = np.zeros((b, width), dtype=np.int64)
+        part = np.full((b, width), -2, dtype=np.int64)   # -1 extension, k prompt k, -2 pad
+        rows, ends_r, ends_c = [], [], []
         for r, node in enumerate(nodes):
-            tokens = list(seqs[node.rep][base:node.prefix_len])
-            at = list(range(base, node.prefix_len))
-            owner = [-1] * len(tokens)
+            n = node.prefix_len - base
+            ids[r, :n] = seqs[node.rep][base:node.prefix_len]
+            pos[r, :n] = np.arange(base, node.prefix_len)
+            part[r, :n] = -1
             for k, i in enumerate(node.leaves):
                 end = seqs[i][node.prefix_len:]
-                tokens += end
-                at += range(node.prefix_len, node.prefix_len + len(end))
-                owner += [k] * len(end)
+                ids[r, n:n + len(end)] = end
+                pos[r, n:n + len(end)] = np.arange(node.prefix_len, node.prefix_len + len(end))
+                part[r, n:n + len(end)] = k
+                n += len(end)
                 rows.append(i)
-                ends.append((r, len(tokens) - 1))
-            n = len(tokens)
-            ids[r, :n] = torch.tensor(tokens, dtype=torch.long)
-            pos[r, :n] = torch.tensor(at, dtype=torch.long)
-            part[r, :n] = torch.tensor(owner, dtype=torch.long)
+                ends_r.append(r)
+                ends_c.append(n - 1)
+        model_tokens = int((part > -2).sum())
+        dev = self.device
+        part = torch.from_numpy(part).to(dev)
         q, k = part[:, :, None], part[:, None, :]
-        order = torch.arange(width)
+        order = torch.arange(width, device=dev)
         seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
         seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
         if kv is not None:
-            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool, device=dev), seen], dim=2)
         dtype = self.loaded.dtype  # what it computes in (bf16-weights: fp32, not its storage)
         self._check_memory(b, b * (base + width))
-        mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
-        self.stats["model_tokens"] += int((part > -2).sum())
+        mask = torch.zeros(seen.shape, dtype=dtype, device=dev).masked_fill_(~seen, torch.finfo(dtype).min)
+        self.stats["model_tokens"] += model_tokens
         self.stats["forward_passes"] += 1
         from transformers import DynamicCache
         cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
-        out = self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True,
-                         attention_mask=mask[:, None].to(self.device),
-                         position_ids=pos.to(self.device))
+        out = self._base(input_ids=torch.from_numpy(ids).to(dev), past_key_values=cache,
+                         use_cache=True, attention_mask=mask[:, None],
+                         position_ids=torch.from_numpy(pos).to(dev))
         hidden = out.last_hidden_state
-        at_r = torch.tensor([r for r, _ in ends], device=hidden.device)
-        at_c = torch.tensor([c for _, c in ends], device=hidden.device)
+        at_r = torch.tensor(ends_r, device=hidden.device)
+        at_c = torch.tensor(ends_c, device=hidden.device)
         self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
                                                                            label_ids)
