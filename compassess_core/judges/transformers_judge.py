@@ -679,43 +679,35 @@ class CausalJudge(_LocalJudge):
         right-padded with zeros, a 4-D mask (each row's cache up to its own length, then its
         suffix causally) and position ids continuing each row from its cache length.
 
-        Rows on the same cache are filled by one copy per layer (a pair's aspects, a first
-        candidate's suffixes), and the mask and positions are built by broadcasting, not per
-        row; the mask goes to the attention as it is (transformers builds none)."""
+        The mask and positions are built by broadcasting on the device, not per row, and the
+        mask goes to the attention as it is (transformers builds none: a pass's fixed cost)."""
         from transformers import DynamicCache
         b, width = ids.shape
         lmax = int(starts.max())
         cache = DynamicCache(config=self.model.config)
         ref = next(it[2] for it in items if it[2] is not None)
-        groups: dict[int, tuple[list, list[int]]] = {}
-        for r, (_, st, kv) in enumerate(items):
-            if kv is not None and st:
-                groups.setdefault(id(kv), (kv, []))[1].append(r)
-        groups_at = [(kv, torch.as_tensor(rows), int(starts[rows[0]])) for kv, rows in groups.values()]
+        filled = [(r, st, kv) for r, (_, st, kv) in enumerate(items) if kv is not None and st]
         for li, layer in enumerate(cache.layers):
             k0, v0 = ref[li]
             # Zeros, not empty memory: a masked key must not be NaN (NaN * 0 weight is still NaN).
             k = k0.new_zeros((b, k0.shape[1], lmax, k0.shape[3]))
             v = v0.new_zeros((b, v0.shape[1], lmax, v0.shape[3]))
-            for kv, rows, st in groups_at:
-                if len(rows) == 1:
-                    k[int(rows[0]), :, :st] = kv[li][0][0]
-                    v[int(rows[0]), :, :st] = kv[li][1][0]
-                else:
-                    k[rows, :, :st] = kv[li][0][0]
-                    v[rows, :, :st] = kv[li][1][0]
+            for r, st, kv in filled:
+                k[r, :, :st] = kv[li][0][0]
+                v[r, :, :st] = kv[li][1][0]
             layer.lazy_initialization(k, v)
             layer.keys, layer.values = k, v
         dtype = self.loaded.dtype
         dev = ids.device
-        st_t = torch.as_tensor(starts, device=dev)
-        keys = torch.arange(lmax + width, device=dev)
-        at = torch.arange(width, device=dev)
-        seen = ((keys[None, None, :] < st_t[:, None, None])
-                | ((keys[None, None, :] >= lmax) & (keys[None, None, :] - lmax <= at[None, :, None])))
-        mask = torch.zeros(seen.shape, dtype=dtype, device=dev).masked_fill_(~seen, torch.finfo(dtype).min)
+        low = torch.finfo(dtype).min
+        # Each row sees its cache up to its own length, then its suffix causally.
+        mask = torch.full((b, 1, width, lmax + width), low, dtype=dtype, device=dev)
+        for r in range(b):
+            mask[r, :, :, :int(starts[r])] = 0
+        mask[:, :, :, lmax:] = torch.full((width, width), low, dtype=dtype, device=dev).triu_(1)
+        pos = torch.as_tensor(starts, device=dev)[:, None] + torch.arange(width, device=dev)[None, :]
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
-                    attention_mask=mask[:, None], position_ids=st_t[:, None] + at[None, :])
+                    attention_mask=mask, position_ids=pos)
 
     def _run_node(self, seqs, node: PrefixNode, kv, pending: list,
                   label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
