@@ -67,6 +67,11 @@ DATASETS = {  # name -> (file, task, aspect)
 
 #: Randomly initialised stand-ins for GPU throughput runs (shapes of the public configs).
 RANDOM_CONFIGS = {
+    # Not a public model: the smallest Llama, for a check on CPU that the scripts run.
+    "tiny-llama": ("llama", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                 num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                 vocab_size=49152, max_position_embeddings=8192,
+                                 tie_word_embeddings=True, initializer_range=0.3)),
     "smollm2-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                                    num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
                                    max_position_embeddings=8192, tie_word_embeddings=True,

@@ -32,6 +32,7 @@ from .base import (collect_judgements, collect_rows, deduplicate, expand_duplica
                    judgements_from_logprobs, timed)
 from .loading import LoadedModel, dtype_name, precision_name
 from .prefix_tree import PrefixNode, plan_prefixes
+from .tokens import SharedOpeningEncoder
 
 #: Label words read after the primer "Answer: Summary" (causal) / at the first decoder step (seq2seq).
 CAUSAL_LABEL_WORDS = (" A", " B")
@@ -438,6 +439,7 @@ class CausalJudge(_LocalJudge):
         self._base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
         self._pad_id = self._pad_token_id()
         self.prefix_cache = prefix_cache and self._plain_cache()
+        self._encoder = SharedOpeningEncoder(self.tokenizer)
 
     # ------------------------------------------------------------------ rendering and tokens
     def render(self, prompt: ComparisonPrompt) -> str:
@@ -500,9 +502,10 @@ class CausalJudge(_LocalJudge):
         for flag in (True, False):
             idx = [i for i, a in enumerate(add) if a == flag]
             if idx:
-                enc = self.tokenizer([texts[i] for i in idx], add_special_tokens=flag)["input_ids"]
+                # A chunk's shared opening (header, context) is tokenised once (``tokens``).
+                enc = self._encoder.encode([texts[i] for i in idx], flag)
                 for i, ids in zip(idx, enc):
-                    out[i] = list(ids)
+                    out[i] = ids
         return out  # type: ignore[return-value]
 
     def _resolve_label_ids(self) -> tuple[int, ...]:
@@ -587,9 +590,10 @@ class CausalJudge(_LocalJudge):
         """
         from transformers import DynamicCache
         lens = [n.prefix_len - base for n in nodes]
-        ids = torch.full((len(nodes), max(lens)), self._pad_id, dtype=torch.long)
+        ids_np = np.full((len(nodes), max(lens)), self._pad_id, dtype=np.int64)
         for r, n in enumerate(nodes):
-            ids[r, :lens[r]] = torch.tensor(seqs[n.rep][base:n.prefix_len], dtype=torch.long)
+            ids_np[r, :lens[r]] = seqs[n.rep][base:n.prefix_len]
+        ids = torch.from_numpy(ids_np)
         self._check_memory(len(nodes), len(nodes) * (base + max(lens)))
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
@@ -651,9 +655,10 @@ class CausalJudge(_LocalJudge):
         lens = np.array([len(seqs[i]) for i in rows], dtype=np.int64) - starts
         width = int(lens.max())
         b = len(items)
-        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
+        ids_np = np.full((b, width), self._pad_id, dtype=np.int64)
         for r, (i, st, _) in enumerate(items):
-            ids[r, :lens[r]] = torch.tensor(seqs[i][st:], dtype=torch.long)
+            ids_np[r, :lens[r]] = seqs[i][st:]
+        ids = torch.from_numpy(ids_np)
         self._check_memory(b, b * (int(starts.max()) + width))
         ids = ids.to(self.device)
         self.stats["model_tokens"] += int(lens.sum())
@@ -670,30 +675,39 @@ class CausalJudge(_LocalJudge):
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
+        """Inputs of a batch whose rows continue different caches: the caches stacked and
+        right-padded with zeros, a 4-D mask (each row's cache up to its own length, then its
+        suffix causally) and position ids continuing each row from its cache length.
+
+        The mask and positions are built by broadcasting on the device, not per row, and the
+        mask goes to the attention as it is (transformers builds none: a pass's fixed cost)."""
         from transformers import DynamicCache
         b, width = ids.shape
         lmax = int(starts.max())
         cache = DynamicCache(config=self.model.config)
         ref = next(it[2] for it in items if it[2] is not None)
+        filled = [(r, st, kv) for r, (_, st, kv) in enumerate(items) if kv is not None and st]
         for li, layer in enumerate(cache.layers):
             k0, v0 = ref[li]
             # Zeros, not empty memory: a masked key must not be NaN (NaN * 0 weight is still NaN).
             k = k0.new_zeros((b, k0.shape[1], lmax, k0.shape[3]))
             v = v0.new_zeros((b, v0.shape[1], lmax, v0.shape[3]))
-            for r, (_, st, kv) in enumerate(items):
-                if kv is not None and st:
-                    k[r, :, :st] = kv[li][0][0]
-                    v[r, :, :st] = kv[li][1][0]
+            for r, st, kv in filled:
+                k[r, :, :st] = kv[li][0][0]
+                v[r, :, :st] = kv[li][1][0]
             layer.lazy_initialization(k, v)
             layer.keys, layer.values = k, v
-        mask = torch.zeros((b, lmax + width), dtype=torch.long)
-        pos = torch.zeros((b, width), dtype=torch.long)
+        dtype = self.loaded.dtype
+        dev = ids.device
+        low = torch.finfo(dtype).min
+        # Each row sees its cache up to its own length, then its suffix causally.
+        mask = torch.full((b, 1, width, lmax + width), low, dtype=dtype, device=dev)
         for r in range(b):
-            mask[r, :starts[r]] = 1
-            mask[r, lmax:lmax + lens[r]] = 1
-            pos[r] = int(starts[r]) + torch.arange(width)
+            mask[r, :, :, :int(starts[r])] = 0
+        mask[:, :, :, lmax:] = torch.full((width, width), low, dtype=dtype, device=dev).triu_(1)
+        pos = torch.as_tensor(starts, device=dev)[:, None] + torch.arange(width, device=dev)[None, :]
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
-                    attention_mask=mask.to(ids.device), position_ids=pos.to(ids.device))
+                    attention_mask=mask, position_ids=pos)
 
     def _run_node(self, seqs, node: PrefixNode, kv, pending: list,
                   label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -801,44 +815,47 @@ class CausalJudge(_LocalJudge):
         """
         b = len(nodes)
         width = max(self._fused_width(seqs, n, base) for n in nodes)
-        ids = torch.full((b, width), self._pad_id, dtype=torch.long)
-        pos = torch.zeros((b, width), dtype=torch.long)
-        part = torch.full((b, width), -2, dtype=torch.long)   # -1 extension, k prompt k, -2 pad
-        rows, ends = [], []
+        # Built in numpy and sent once; the mask is built from them on the device.
+        ids = np.full((b, width), self._pad_id, dtype=np.int64)
+        pos = np.zeros((b, width), dtype=np.int64)
+        part = np.full((b, width), -2, dtype=np.int64)   # -1 extension, k prompt k, -2 pad
+        rows, ends_r, ends_c = [], [], []
         for r, node in enumerate(nodes):
-            tokens = list(seqs[node.rep][base:node.prefix_len])
-            at = list(range(base, node.prefix_len))
-            owner = [-1] * len(tokens)
+            n = node.prefix_len - base
+            ids[r, :n] = seqs[node.rep][base:node.prefix_len]
+            pos[r, :n] = np.arange(base, node.prefix_len)
+            part[r, :n] = -1
             for k, i in enumerate(node.leaves):
                 end = seqs[i][node.prefix_len:]
-                tokens += end
-                at += range(node.prefix_len, node.prefix_len + len(end))
-                owner += [k] * len(end)
+                ids[r, n:n + len(end)] = end
+                pos[r, n:n + len(end)] = np.arange(node.prefix_len, node.prefix_len + len(end))
+                part[r, n:n + len(end)] = k
+                n += len(end)
                 rows.append(i)
-                ends.append((r, len(tokens) - 1))
-            n = len(tokens)
-            ids[r, :n] = torch.tensor(tokens, dtype=torch.long)
-            pos[r, :n] = torch.tensor(at, dtype=torch.long)
-            part[r, :n] = torch.tensor(owner, dtype=torch.long)
+                ends_r.append(r)
+                ends_c.append(n - 1)
+        model_tokens = int((part > -2).sum())
+        dev = self.device
+        part = torch.from_numpy(part).to(dev)
         q, k = part[:, :, None], part[:, None, :]
-        order = torch.arange(width)
+        order = torch.arange(width, device=dev)
         seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
         seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
         if kv is not None:
-            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool), seen], dim=2)
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool, device=dev), seen], dim=2)
         dtype = self.loaded.dtype  # what it computes in (bf16-weights: fp32, not its storage)
         self._check_memory(b, b * (base + width))
-        mask = torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)
-        self.stats["model_tokens"] += int((part > -2).sum())
+        mask = torch.zeros(seen.shape, dtype=dtype, device=dev).masked_fill_(~seen, torch.finfo(dtype).min)
+        self.stats["model_tokens"] += model_tokens
         self.stats["forward_passes"] += 1
         from transformers import DynamicCache
         cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
-        out = self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True,
-                         attention_mask=mask[:, None].to(self.device),
-                         position_ids=pos.to(self.device))
+        out = self._base(input_ids=torch.from_numpy(ids).to(dev), past_key_values=cache,
+                         use_cache=True, attention_mask=mask[:, None],
+                         position_ids=torch.from_numpy(pos).to(dev))
         hidden = out.last_hidden_state
-        at_r = torch.tensor([r for r, _ in ends], device=hidden.device)
-        at_c = torch.tensor([c for _, c in ends], device=hidden.device)
+        at_r = torch.tensor(ends_r, device=hidden.device)
+        at_c = torch.tensor(ends_c, device=hidden.device)
         self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
                                                                            label_ids)
