@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from pathlib import Path
 
-from .. import api
+from .. import api, export
 from ..access import local_identity
 from ..errors import InputError
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _nan_none, _print_ranking
+from .common import _input_file, _nan_none, _output_file, _print_ranking
 from .results import _write_report
 
 
@@ -77,7 +77,7 @@ def cmd_campaign(args) -> int:
     store = api.open_store(args.db)
     what = args.campaign_command
     if what == "create":
-        guidelines = (Path(args.guidelines).read_text(encoding="utf-8")
+        guidelines = (_input_file(args.guidelines, "--guidelines").read_text(encoding="utf-8")
                       if args.guidelines else "")
         created_by = args.created_by or local_identity()
         c = store.create_campaign(args.name, args.dataset, args.aspect, args.annotator,
@@ -128,8 +128,11 @@ def cmd_campaign(args) -> int:
               f"{_fmt(a['krippendorff_alpha'], '.2f')}")
         print(f"{summary['disagreements']} disagreement(s), {summary['adjudicated']} adjudicated")
     else:  # export
-        out = store.campaign(args.name).export(Path(args.output), args.format)
-        print(out)
+        target = _output_file(args.output)
+        out = store.campaign(args.name).export(target, args.format)
+        sidecar = out.with_name(export.sidecar_name(out.name))
+        print(f"wrote {out}" + (f", {sidecar} (the campaign's settings)"
+                                if args.format == "csv" and sidecar.exists() else ""))
     return EXIT_OK
 
 
@@ -145,14 +148,24 @@ def cmd_panel(args) -> int:
                head=("weight", "compared", "scale"))
     elif what == "list":
         frame = store.panels()
-        print(frame.to_string(index=False) if len(frame) else "no panels stored")
+        if args.json:
+            print(json.dumps({"panels": json.loads(frame.to_json(orient="records"))}, indent=2))
+        else:
+            print(frame.to_string(index=False) if len(frame) else "no panels stored")
     elif what == "delete":
-        print(f"deleted {store.delete_panel(args.name)}")
+        deleted = store.delete_panel(args.name)
+        if args.json:
+            print(json.dumps({"panel": args.name, "deleted": dataclasses.asdict(deleted),
+                              "summary": str(deleted)}, indent=2))
+        else:
+            print(f"deleted {deleted}")
     elif what == "report":
         _write_report(args.output, lambda: store.panel(args.name).report_html(
             method=args.method, debias=args.debias, n_boot=args.bootstrap,
             baseline=args.baseline), f"panel '{args.name}'")
     elif what == "rank":
+        if args.json:
+            args.format = "json"
         p = store.panel(args.name)
         df = p.rankings(args.method, args.debias).drop(columns=["text", "ci_low", "ci_high"],
                                                        errors="ignore")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
 
 from .. import api
 from ..calibration import ECE_BINS
@@ -15,7 +14,7 @@ from ..leaderboard import STRENGTH_UNITS
 from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _load_run, _print_ranking
+from .common import _load_run, _output_file, _print_ranking, _warnings
 
 
 # ------------------------------------------------------------------- leaderboard and compare
@@ -27,7 +26,7 @@ def cmd_leaderboard(args) -> int:
                                 baseline=args.baseline, n_boot=args.bootstrap)
     except api.NoSystemsError as e:   # the app names its page; the CLI names its command
         raise InputError(f"{e} (`compassess rank --run {run.name}`)") from e
-    warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
+    warnings = _warnings(run, args.debias)
     reference = board.reference
     if args.format == "json":
         print(json.dumps({"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
@@ -75,7 +74,7 @@ def cmd_compare(args) -> int:
     store = api.open_store(args.db)
     run_a, run_b = (store.get_run(name) for name in args.run)
     result = run_a.compare(run_b, args.method, args.debias)
-    partial = [n for n in (run_a.partial_note, run_b.partial_note) if n]
+    partial = [f"{r.name}: {w}" for r in (run_a, run_b) for w in _warnings(r, args.debias)]
     if args.json:
         print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
         return EXIT_OK
@@ -113,9 +112,7 @@ def cmd_report(args) -> int:
 def _write_report(output: str, make, what: str) -> None:
     """Write the audit report ``make()`` returns to ``output`` (its folder checked first, so a
     mistyped path fails before the report is computed) and say so on stderr."""
-    out = Path(output)
-    if not out.parent.is_dir():
-        raise InputError(f"output folder '{out.parent}' does not exist")
+    out = _output_file(output)
     data = make()
     out.write_bytes(data)
     print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {what})", file=sys.stderr)
