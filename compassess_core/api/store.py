@@ -630,8 +630,12 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
 
     def human_labels(self, dataset: str | int, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for a dataset (of one aspect when given), in the order
-        stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
-        ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
+        stored, one row each: ``id, context_id, candidate_left, candidate_right, shown_order``
+        (``ab``/``ba``; empty for an import), ``winner`` (``A``/``B`` = left/right, ``tie``,
+        ``both_bad``, ``skip``), ``annotator, aspect, seconds`` (NaN: not timed), ``source``
+        (``app``: the Annotate page or a campaign; ``import``: a label file;
+        ``adjudication``: an admin's ruling in a campaign), ``created_at`` (UTC) and
+        ``revision`` (a person's later answer on the same pair is a new revision)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
 
     def human_labels_bytes(self, dataset: str | int, aspect: str, fmt: str = "csv") -> ExportFile:

@@ -61,6 +61,29 @@ def cmd_rename_run(args) -> int:
     return EXIT_OK
 
 
+def cmd_tunings(args) -> int:
+    frame = api.open_store(args.db).tunings_frame(args.dataset)
+    if args.json:
+        print(json.dumps({"tunings": json.loads(frame.to_json(orient="records",
+                                                              date_format="iso"))}, indent=2))
+    else:
+        print(frame.to_string(index=False) if len(frame) else "no tunings stored")
+    return EXIT_OK
+
+
+def cmd_delete_tuning(args) -> int:
+    store = api.open_store(args.db)
+    t = store.tuning(args.name)
+    return _delete(f"tuning '{t.name}'",
+                   lambda dry_run: store.delete_tuning(t.id, dry_run=dry_run), args.yes)
+
+
+def cmd_rename_tuning(args) -> int:
+    t = api.open_store(args.db).rename_tuning(args.name, args.to)
+    print(f"renamed tuning '{args.name}' to '{t.name}' (its runs and template follow)")
+    return EXIT_OK
+
+
 def cmd_delete_dataset(args) -> int:
     store = api.open_store(args.db)
     return _delete(f"dataset '{args.dataset}'",

@@ -533,9 +533,29 @@ def _tuning_parsers(sub) -> None:
     t.add_argument("--truncate-context", action="store_true",
                    help="cut a context passage that would not fit the model's context window "
                         "instead of refusing")
-    t.add_argument("--plan", action="store_true", help="print the cost and stop")
+    t.add_argument("--plan", action="store_true",
+                   help="print the cost and stop; nothing is stored")
     t.add_argument("--json", action="store_true", help="print the result as one JSON object")
     _db_arg(t)
+
+    tl = sub.add_parser("tunings", help="list stored tunings (name, dataset, aspect, status, "
+                        "wordings, runs)")
+    tl.add_argument("--dataset", default=None, metavar="NAME", help="only this dataset's")
+    tl.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(tl)
+    td = sub.add_parser("delete-tuning", help="delete a stored tuning with the runs of its "
+                        "wordings (asks first; the template it saved stays)")
+    td.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    td.add_argument("--yes", action="store_true",
+                    help="delete without asking (needed when the input is not a terminal; "
+                         "without it the command only prints what would be deleted and exits "
+                         "with code 2)")
+    _db_arg(td)
+    tr = sub.add_parser("rename-tuning", help="give a stored tuning another name (its runs and "
+                        "its template follow)")
+    tr.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    tr.add_argument("--to", required=True, metavar="NEW", help="its new name")
+    _db_arg(tr)
 
     tp = sub.add_parser("templates", help="list the named templates (a tuning's pick, or your own)")
     tp.add_argument("--show", default=None, metavar="NAME", help="print one template's text")
