@@ -13,6 +13,7 @@ its balanced verdicts rank the sample's summaries by coherence). No model is loa
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from pathlib import Path
 
@@ -168,3 +169,36 @@ def test_panel_rank_evaluate_list_delete_take_json(hand_run, capsys):
     assert code == 0 and [p["name"] for p in json.loads(out)["panels"]] == ["jury"]
     code, out, _ = cli(capsys, "panel", "delete", "--name", "jury", "--json", "--db", hand_run)
     assert code == 0 and json.loads(out)["deleted"]["panels"] == 1
+
+
+# ------------------------------------------------------------------ ranks and tables as read
+
+def test_judges_columns_line_up_and_equal_scores_share_a_rank(hand_run, capsys):
+    seed_run(hand_run, run="hand-run-2")[0].close()   # the same verdicts: the same Spearman
+    code, out, err = cli(capsys, "judges", "--dataset", "sample_summeval", "--aspect",
+                         "coherence", "--bootstrap", "50", "--db", hand_run)
+    assert code == 0, err
+    table = [line for line in out.splitlines()[1:] if not line.startswith("note:")]
+    assert len(table) == 3 and len({len(line) for line in table}) == 1, table  # right-aligned
+    assert [line.split(".")[0] for line in table[1:]] == ["1", "1"]
+
+
+def test_rank_with_humans_lists_each_context_best_first(hand_run, tmp_path, capsys):
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame({"context_id": ["A0", "A0", "A1", "A2"], "candidate_a": ["S3", "S8", "S0", "S2"],
+                  "candidate_b": ["S10", "S5", "S15", "S9"],
+                  "winner": ["S10", "S8", "S0", "S9"]}).to_csv(labels, index=False)
+    sample = pd.read_csv(Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv")
+    pairs = pd.read_csv(labels)
+    for row in pairs.itertuples():   # the pairs are the sample's
+        ids = set(sample.loc[sample.context_id == row.context_id, "candidate_id"])
+        assert {row.candidate_a, row.candidate_b} <= ids
+    assert cli(capsys, "import-labels", str(labels), "--dataset", "sample_summeval",
+               "--aspect", "coherence", "--db", hand_run)[0] == 0
+    code, out, err = cli(capsys, "rank", "--run", "hand-run", "--with-humans", "--format", "csv",
+                         "--db", hand_run)
+    assert code == 0, err
+    frame = pd.read_csv(io.StringIO(out))
+    assert list(dict.fromkeys(frame["context_id"])) == ["A0", "A1", "A2"]
+    for _, group in frame.groupby("context_id", sort=False):
+        assert group["rank"].is_monotonic_increasing
