@@ -202,3 +202,16 @@ def test_rank_with_humans_lists_each_context_best_first(hand_run, tmp_path, caps
     assert list(dict.fromkeys(frame["context_id"])) == ["A0", "A1", "A2"]
     for _, group in frame.groupby("context_id", sort=False):
         assert group["rank"].is_monotonic_increasing
+
+
+def test_messages_name_what_is_really_there(hand_run, tmp_path, capsys):
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    code, _, err = cli(capsys, "run", str(sample), "--aspect", "coherence", "--template",
+                       "coh-wording", "--db", hand_run)
+    assert code == 2 and "nor a template stored by name" in err     # not only t1, t2 or a file
+    labels = tmp_path / "labels.csv"
+    labels.write_text("context_id,candidate_a,candidate_b,winner\nA0,S3,S5,S3\n")
+    code, _, err = cli(capsys, "import-labels", str(labels), "--dataset", "sample_summeval",
+                       "--aspect", "coherence", "--db", hand_run)
+    assert code == 0 and "the file names no annotator" in err
+    assert "annotator column" not in err

@@ -20,7 +20,8 @@ import pandas as pd
 from .. import (__version__, absolute, access, analysis, annotation, export, worker)
 from ..data import Source, load_candidates
 from ..errors import CompAssessError, InputError
-from ..labels import annotator_counts, attribute, load_human_labels, store_rows
+from ..labels import (DEFAULT_ANNOTATOR, annotator_counts, attribute, load_human_labels,
+                      store_rows)
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
 from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
@@ -615,7 +616,9 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         dataset_id = self._dataset_id(dataset, expect_name=expect_name)
         ds = self.backend.load_dataset(dataset_id)
         labels = load_human_labels(source, ds, file_label=file_label, column_map=mapping)
-        attributed_by = "the file's annotator column" + (
+        named = any(lb.annotator != DEFAULT_ANNOTATOR for lb in labels)
+        attributed_by = ("the file's annotator column" if named else
+                         f"'{DEFAULT_ANNOTATOR}': the file names no annotator") + (
             ", with names mapped explicitly" if annotators else "")
         if annotator is not None:
             annotator = check_name(annotator, "annotator", dash_first=True)
