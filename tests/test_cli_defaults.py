@@ -215,3 +215,22 @@ def test_messages_name_what_is_really_there(hand_run, tmp_path, capsys):
                        "--aspect", "coherence", "--db", hand_run)
     assert code == 0 and "the file names no annotator" in err
     assert "annotator column" not in err
+
+
+def test_a_system_with_no_comparison_is_unranked_blank_not_last(db_url, capsys):
+    from compassess_core import api
+    from tests.fakes import FakeLengthJudge
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    api.open_store(db_url).run(sample, aspect="coherence", contexts=1, name="one",
+                               judge=FakeLengthJudge(), progress=False)
+    code, out, err = cli(capsys, "leaderboard", "--run", "one", "--format", "json",
+                         "--bootstrap", "20", "--db", db_url)
+    assert code == 0, err
+    rows = json.loads(out)["systems"]
+    judged = [r for r in rows if r["n_comparisons"]]
+    assert len(judged) == 5 and all(isinstance(r["rank"], int) for r in judged)
+    assert [r["rank"] for r in rows if not r["n_comparisons"]] == [None] * (len(rows) - 5)
+    code, out, _ = cli(capsys, "leaderboard", "--run", "one", "--format", "csv",
+                       "--bootstrap", "20", "--db", db_url)
+    frame = pd.read_csv(io.StringIO(out))
+    assert frame.loc[frame["n_comparisons"] == 0, "rank"].isna().all()

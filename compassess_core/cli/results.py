@@ -28,11 +28,18 @@ def cmd_leaderboard(args) -> int:
         raise InputError(f"{e} (`compassess rank --run {run.name}`)") from e
     warnings = _warnings(run, args.debias)
     reference = board.reference
+    # a system with no comparison in the run is unranked: its rank is blank (null in JSON)
+    unranked = set(board.frame.loc[board.frame["n_comparisons"] == 0, "system"])
     if args.format == "json":
-        print(json.dumps({"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
-                          **board.to_dict(), "warnings": warnings}, indent=2))
+        out = {"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
+               **board.to_dict(), "warnings": warnings}
+        for row in out["systems"]:
+            if row["system"] in unranked:
+                row["rank"] = None
+        print(json.dumps(out, indent=2))
         return EXIT_OK
-    frame = board.frame
+    frame = board.frame.astype({"rank": object})
+    frame.loc[frame["system"].isin(unranked), "rank"] = ""
     if args.format == "csv":
         neutralise_frame(frame).to_csv(sys.stdout, index=False)
         return EXIT_OK
