@@ -76,3 +76,9 @@ def test_renaming_a_tuning_onto_a_taken_name_changes_nothing(db_url, fake_judge,
     assert main(["rename-tuning", "--name", "a", "--to", "b", "--db", db_url]) == 2
     assert "already exists" in capsys.readouterr().err
     assert {t.name for t in store.tunings()} == {"a", "b"}
+
+
+def test_tune_without_contexts_fits_a_dataset_smaller_than_the_default(db_url, capsys):
+    assert main(["tune", str(SAMPLE), "--aspect", "coherence", "--holdout", "1", "--plan",
+                 "--db", db_url]) == 0   # 3 articles: 2 to tune on, 1 held out (default: 8)
+    assert "x 60 comparisons (40 on the tuning contexts, 20 held out)" in capsys.readouterr().out

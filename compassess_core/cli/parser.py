@@ -501,8 +501,9 @@ def _tuning_parsers(sub) -> None:
     t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
     t.add_argument("--task", default="auto", choices=["auto", *TASKS],
                    help="wording of the library's templates (auto: from the data and the aspect)")
-    t.add_argument("--contexts", type=int, default=TuningOptions.contexts, metavar="N",
-                   help=f"tune on the first N contexts (default {TuningOptions.contexts})")
+    t.add_argument("--contexts", type=int, default=None, metavar="N",
+                   help=f"tune on the first N contexts (default {TuningOptions.contexts}, or as "
+                        "many as the data has beside the --holdout ones when it has fewer)")
     t.add_argument("--holdout", type=int, default=0, metavar="M",
                    help="also judge the next M contexts and measure each wording's agreement with "
                         "the human labels or reference scores there (never used to pick)")

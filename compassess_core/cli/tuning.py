@@ -8,12 +8,16 @@ from .. import api
 from ..access import local_identity
 from ..errors import InputError, RunCancelled, RunInterrupted
 from ..report_text import fmt as _fmt, table as _table
+from ..tuning import TuningOptions
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
 def cmd_tune(args) -> int:
     store = api.open_store(args.db)
     data = store.read_data(args.data, column_map=args.map)[0] if args.map else args.data
+    if args.contexts is None:  # the default, or all the data has beside the held-out contexts
+        n = len(store.read_data(data)[0].contexts)
+        args.contexts = max(1, min(TuningOptions.contexts, n - args.holdout))
     if args.plan:  # the cost, storing nothing (not the dataset, not the tuning)
         plan = store.plan_tuning(
             data, aspect=args.aspect, model=args.model, task=args.task, contexts=args.contexts,
