@@ -11,7 +11,8 @@ The public names are listed in ``__all__`` (walkthrough: docs/python.md); they l
 :mod:`compassess_core.api` (a package, one module per object) and are imported on first use, so ``import compassess_core`` stays
 cheap (no pandas, torch or transformers until a name is used). ``RANKING_METHODS`` and
 ``SELECTION_STRATEGIES`` are the names ``Run.rankings(method=...)`` and ``Store.run(strategy=...)``
-accept. Everything else in the package is internal.
+accept. Its modules load on first use too (``ca.agreement.SMALL_SAMPLE_PAIRS``). Everything else
+in the package is internal.
 
 The engine modules of this package must never import ``streamlit`` or the ``db`` package:
 results leave the engine only through the :class:`compassess_core.sink.ResultSink` interface.
@@ -32,7 +33,10 @@ __all__ = [
     "Panel", "PanelMember", "JudgesLeaderboard", "Verdicts",
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
-    "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    "RunProgress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    # the judge's wording tuned without labels, and its reasons
+    "Tuning", "TuningPlan", "TuningResult", "TuningOptions", "Wording", "Explanation",
+    "OrderReasons",
     # what a run is asked to do, typed (run_settings, score_settings, Store.run, Store.score)
     "ModelOptions", "ComparativeOptions", "ScoringOptions", "AbsoluteOptions",
     "GenerationOptions",
@@ -55,6 +59,11 @@ def __getattr__(name: str) -> Any:
         value = getattr(api, name)
         globals()[name] = value
         return value
+    # A module of the package by its attribute (``ca.agreement.SMALL_SAMPLE_PAIRS``), imported
+    # on first use as ``import compassess_core.agreement`` would.
+    import importlib.util
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'compassess_core' has no attribute '{name}'")
 
 

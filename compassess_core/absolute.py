@@ -923,7 +923,10 @@ class AbsoluteKind:
         _, table = results
         out = table.sort_values(["context_id", options.score], ascending=[True, False],
                                 kind="stable", na_position="last")
-        out.insert(1, "rank", out.groupby("context_id", sort=False).cumcount() + 1)
+        # ties share the smallest rank (scipy's rankdata method="min", as ranking.rank_scores);
+        # a candidate without a score ranks after every scored one
+        out.insert(1, "rank", out.groupby("context_id", sort=False)[options.score].rank(
+            method="min", ascending=False, na_option="bottom").astype(np.int64))
         if options.threshold is not None:
             out["pass"] = passes(out[options.score].to_numpy(), options.threshold)
         return out.reset_index(drop=True)

@@ -27,6 +27,7 @@ from .analysis import resolve_tau
 from .calibration import calibrate
 from .errors import InputError
 from .panel import human_agreement_interval
+from .ranking import rank_scores
 from .types import ComparisonTable
 
 __all__ = ["JUDGE_COLUMNS", "JudgeEntry", "JudgesLeaderboard", "judge_row", "rank_judges"]
@@ -223,7 +224,8 @@ def rank_judges(judges: list[JudgeEntry], human: pd.DataFrame, *, dataset: str, 
     basis = "kappa" if len(human) else "spearman_x100"
     frame = pd.DataFrame(rows)
     frame = frame.sort_values(basis, ascending=False, na_position="last", kind="stable")
-    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    # equal scores share the smallest rank; a judge without a score ranks last
+    frame.insert(0, "rank", rank_scores(frame[basis].to_numpy(dtype=np.float64)))
     frame = frame.reindex(columns=list(JUDGE_COLUMNS)).reset_index(drop=True)
     frame, tests = paired_with_best(judges, frame, human, n_boot=n_boot, level=level, seed=seed)
     return JudgesLeaderboard(dataset=dataset, aspect=aspect, basis=basis, reference=reference,

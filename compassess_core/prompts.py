@@ -328,7 +328,9 @@ def resolve_template(spec: str, aspect: Aspect, task: str = "auto",
         return builtin_template(spec, task)
     path = Path(spec)
     if not path.is_file():
-        raise TemplateError(f"template '{spec}' is neither t1, t2 nor an existing file")
+        raise TemplateError(f"template '{spec}' is neither t1, t2 nor an existing file, nor a "
+                            "template stored by name (`compassess templates` lists them; a "
+                            "tuning stores its pick when it finishes)")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:

@@ -21,7 +21,13 @@ def table(rows: list[tuple[str, ...]], head: tuple[str, ...] | None = None,
     under ``head``, printed to ``out`` (default: standard output at the time of the call)."""
     out = out or sys.stdout
     w = max(len(r[0]) for r in rows)
+    n = max(len(r) - 1 for r in rows)
+    # each column as wide as its widest cell (at least 10), so a long cell shifts nothing
+    widths = [max([10, *(len(str(r[k + 1])) for r in rows if len(r) > k + 1),
+                   *([len(head[k])] if head and k < len(head) else [])]) for k in range(n)]
     if head:
-        print(f"{'':{w}}  " + "  ".join(f"{h:>10}" for h in head), file=out)
+        print(f"{'':{w}}  " + "  ".join(f"{h:>{widths[k]}}" for k, h in enumerate(head)),
+              file=out)
     for name, *values in rows:
-        print(f"{name:{w}}  " + "  ".join(f"{v:>10}" for v in values), file=out)
+        print(f"{name:{w}}  " + "  ".join(f"{v:>{widths[k]}}" for k, v in enumerate(values)),
+              file=out)

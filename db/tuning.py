@@ -228,6 +228,22 @@ class TuningStore(StoreBase):
             return bool(conn.execute(delete(TuningRow)
                                      .where(TuningRow.id == int(tuning_id))).rowcount)
 
+    def rename_tuning(self, tuning_id: int, new_name: str) -> None:
+        """Give a tuning another name (its runs and template are renamed by the caller).
+
+        Raises
+        ------
+        InputError
+            A bad name, or another tuning has it.
+        """
+        check_name(new_name, "tuning name", dash_first=True)
+        with self._write() as conn:
+            taken = conn.execute(select(TuningRow.id).where(TuningRow.name == new_name,
+                                                            TuningRow.id != int(tuning_id))).first()
+            if taken is not None:
+                raise InputError(f"a tuning named '{new_name}' already exists")
+        self._change_tuning(tuning_id, name=new_name)
+
     def _change_tuning(self, tuning_id: int, **values: Any) -> None:
         with self._write() as conn:
             n = conn.execute(update(TuningRow).where(TuningRow.id == int(tuning_id))

@@ -15,7 +15,6 @@ import pytest
 from compassess_core.data import content_hash
 from compassess_core.types import Candidate, Context, Dataset
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # The benchmarks' study code (``benchmarks.studies``) is not installed with the engine: tests
 # import it from the repository.
@@ -110,13 +109,9 @@ def bundled_model() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """../shared/data beside the checkout (benchmarks in the candidate-CSV format)."""
-    if not SHARED_DATA.exists():
-        pytest.skip("../shared/data is absent: the shared benchmark files live beside the checkout, "
-                    "not in the project")
-    return SHARED_DATA
+#: The MT-Bench sample with expert labels the repository ships (assets/README.md).
+MTBENCH_CANDIDATES = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench.csv"
+MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench_labels.csv"
 
 
 def pytest_collection_modifyitems(config, items):

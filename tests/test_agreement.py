@@ -15,7 +15,7 @@ from compassess_core import agreement as ag
 from compassess_core.errors import InputError
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import MTBENCH_CANDIDATES, MTBENCH_LABELS
 
 
 def table(rows: list[tuple[str, str, str, float]]) -> ComparisonTable:
@@ -303,9 +303,7 @@ def test_disagreements_sorted_by_llm_confidence():
 
 
 def test_mtbench_labels_against_a_synthetic_llm():
-    cand_path, label_path = SHARED / "mtbench_human_candidates.csv", SHARED / "mtbench_human_labels.csv"
-    if not (cand_path.exists() and label_path.exists()):
-        pytest.skip(f"MT-Bench human data not found under {SHARED}")
+    cand_path, label_path = MTBENCH_CANDIDATES, MTBENCH_LABELS   # the bundled sample
     try:
         from compassess_core.data import load_candidates
         from compassess_core.labels import load_human_labels
@@ -315,17 +313,17 @@ def test_mtbench_labels_against_a_synthetic_llm():
         h = pd.read_csv(label_path).rename(columns={"candidate_a": "left_id",
                                                     "candidate_b": "right_id",
                                                     "winner": "winner_id"})
-    assert len(h) == 200
+    assert len(h) == 12
     n = ag.normalise_human_labels(h)
-    # the synthetic judge agrees on the first 150 pairs and is wrong on the last 50
-    agree = np.arange(len(n)) < 150
+    # the synthetic judge agrees on the first 9 pairs and is wrong on the last 3
+    agree = np.arange(len(n)) < 9
     x_better = n["label"].to_numpy() == 0
     p = np.where(agree == x_better, 0.8, 0.2)
     t = table(list(zip(n["context_id"], n["x"], n["y"], p)))
     rep = ag.llm_vs_human(h, t, tau=0.5)
     s = rep.raw.majority
-    assert s.n_human_ties == 0 and s.n_with_ties == 200  # ties were removed from this data
+    assert s.n_human_ties == 0 and s.n_with_ties == 12  # ties were removed from this data
     assert s.accuracy_with_ties == s.accuracy_without_ties == pytest.approx(0.75)
     expected = cohen_kappa_score(*doubled(n["label"].to_numpy(), np.where(x_better == agree, 0, 1)))
     assert s.kappa_without_ties == pytest.approx(expected)
-    assert len(ag.disagreements(h, t)) == 50
+    assert len(ag.disagreements(h, t)) == 3

@@ -269,14 +269,14 @@ def test_import_bad_labels_shows_rows_and_columns_and_stores_nothing(app_env):
     assert len(store.human_judgements_frame(dataset_id)) == 0
 
 
-def test_mtbench_human_files_import_as_they_are(app_env, shared_data: Path):
+def test_mtbench_human_files_import_as_they_are(app_env):
+    from conftest import MTBENCH_CANDIDATES, MTBENCH_LABELS   # the bundled sample
     store = Store(app_env)
-    dataset_id = store.save_dataset(load_candidates(shared_data / "mtbench_human_candidates.csv",
-                                                    name="mtbench_human"))
-    body = (shared_data / "mtbench_human_labels.csv").read_bytes()
-    n_rows = len(pd.read_csv(shared_data / "mtbench_human_labels.csv"))
+    dataset_id = store.save_dataset(load_candidates(MTBENCH_CANDIDATES, name="mtbench_human"))
+    body = MTBENCH_LABELS.read_bytes()
+    n_rows = len(pd.read_csv(MTBENCH_LABELS))
     at = annotate_page()
-    at.file_uploader(key="labels_file").upload("mtbench_human_labels.csv", body, "text/csv").run()
+    at.file_uploader(key="labels_file").upload(MTBENCH_LABELS.name, body, "text/csv").run()
     assert not at.exception, at.exception
     assert f"No problem found: {n_rows} labels" in texts(at.success)
     at.button(key="import_labels").click().run()

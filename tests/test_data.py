@@ -15,7 +15,7 @@ from compassess_core.data import (load_candidates, read_table, suggest_column_ma
                                   validate_frame)
 from compassess_core.errors import InputError, Problem, ValidationError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 GOOD = (
@@ -436,16 +436,11 @@ def test_bundled_sample_loads():
 
 
 @pytest.mark.parametrize("name, n_contexts, per_context, scores", [
-    ("summeval.csv", 100, 16, ("coherence", "consistency", "fluency", "relevance")),
-    ("topicalchat_usr.csv", 60, 6, ("understandable", "naturalness", "continuity",
-                                    "engagingness", "uses_knowledge", "overall")),
-    ("mtbench_human_candidates.csv", 200, 2, ()),
+    ("sample_summeval.csv", 3, 5, ("coherence", "consistency", "fluency", "relevance")),
+    ("sample_mtbench.csv", 12, 2, ()),
 ])
-def test_shared_benchmarks_load(name, n_contexts, per_context, scores):
-    path = SHARED / name
-    if not path.exists():
-        pytest.skip(f"shared benchmark data absent: {path} (../shared/data beside the checkout)")
-    ds = load_candidates(path)
+def test_the_bundled_samples_load(name, n_contexts, per_context, scores):
+    ds = load_candidates(ASSETS / name)
     assert len(ds.contexts) == n_contexts
     assert {len(c.candidates) for c in ds.contexts} == {per_context}
     assert ds.score_columns == scores

@@ -185,8 +185,13 @@ def test_cli_rank_with_humans_uses_stored_labels(db_url, capsys):
                                  tau=out["tau"])
     assert out["human_weight"] == want.choice.to_dict()
     # a score that is zero up to rounding differs by ~1e-12 between the two paths: absolute tolerance
-    assert [r["score"] for r in out["rankings"]] == pytest.approx(want.frame["score"].tolist(),
-                                                                   abs=1e-9)
+    # (the command lists each context best first; compared by candidate)
+    got = {(r["context_id"], r["candidate_id"]): r["score"] for r in out["rankings"]}
+    assert [got[k] for k in zip(want.frame["context_id"], want.frame["candidate_id"])] == \
+        pytest.approx(want.frame["score"].tolist(), abs=1e-9)
+    for context in {r["context_id"] for r in out["rankings"]}:
+        ranks = [r["rank"] for r in out["rankings"] if r["context_id"] == context]
+        assert ranks == sorted(ranks)
     assert cli(["rank", "--run", "hand-run", "--with-humans", "--human-weight", "inf",
                 "--level", "system", "--db", db_url]) == 0
     text = capsys.readouterr().out

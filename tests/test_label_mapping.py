@@ -127,11 +127,11 @@ def test_cli_imports_with_a_column_map(store, app_env, tmp_path, capsys):
         main(["import-labels", str(arena), "--dataset", "sample_summeval", "--map", "qid"])
 
 
-def test_mtbench_human_votes_renamed_as_the_lmsys_release_names_them(tmp_path, app_env,
-                                                                    shared_data: Path):
-    """The project's MT-Bench expert votes with the columns and winner words of the public
+def test_mtbench_human_votes_renamed_as_the_lmsys_release_names_them(tmp_path, app_env):
+    """The bundled MT-Bench expert votes with the columns and winner words of the public
     ``mt_bench_human_judgments`` release: API, CLI and page store the same labels."""
-    labels = pd.read_csv(shared_data / "mtbench_human_labels.csv")
+    from conftest import MTBENCH_CANDIDATES, MTBENCH_LABELS
+    labels = pd.read_csv(MTBENCH_LABELS)
     shaped = pd.DataFrame({"question_id": labels["context_id"], "model_a": labels["candidate_a"],
                            "model_b": labels["candidate_b"],
                            "winner": ["model_a" if w == a else "model_b" if w == b else w
@@ -141,7 +141,7 @@ def test_mtbench_human_votes_renamed_as_the_lmsys_release_names_them(tmp_path, a
     path = tmp_path / "mt_bench_human_judgments.csv"
     shaped.to_csv(path, index=False)
     store = api.open_store(app_env)
-    store.add_dataset(shared_data / "mtbench_human_candidates.csv", name="mtbench_human")
+    store.add_dataset(MTBENCH_CANDIDATES, name="mtbench_human")
     check = store.check_labels(path, dataset="mtbench_human")
     assert check.ok and len(check.labels) == len(labels)
     assert [lb.winner for lb in check.labels] == labels["winner"].tolist()

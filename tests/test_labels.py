@@ -12,7 +12,7 @@ from compassess_core.errors import Problem, ValidationError
 from compassess_core.labels import TIE, HumanLabel, labels_frame, load_human_labels
 from compassess_core.types import Outcome
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import MTBENCH_CANDIDATES, MTBENCH_LABELS
 
 CANDIDATES = ("context_id,context,candidate_id,text\n"
               "A0,a,S0,t\nA0,a,S1,t\nA0,a,S2,t\n"
@@ -113,10 +113,8 @@ def test_every_problem_reported(dataset):
 
 
 def test_mtbench_labels_import():
-    cands, labels = SHARED / "mtbench_human_candidates.csv", SHARED / "mtbench_human_labels.csv"
-    if not (cands.exists() and labels.exists()):
-        pytest.skip(f"shared benchmark data absent: {SHARED} (../shared/data beside the checkout)")
+    cands, labels = MTBENCH_CANDIDATES, MTBENCH_LABELS   # the bundled sample
     result = load_human_labels(labels, load_candidates(cands))
-    assert len(result) == 200
-    assert result[0] == HumanLabel("Q0", "out1", "out2", "out1", "mtbench-majority", 2)
+    assert len(result) == 12
+    assert result[0] == HumanLabel("Q6", "out1", "out2", "out2", "mtbench-majority", 2)
     assert {x.winner for x in result} == {"out1", "out2"}

@@ -20,7 +20,8 @@ import pandas as pd
 from .. import (__version__, absolute, access, analysis, annotation, export, worker)
 from ..data import Source, load_candidates
 from ..errors import CompAssessError, InputError, ObjectChanged
-from ..labels import annotator_counts, attribute, load_human_labels, store_rows
+from ..labels import (DEFAULT_ANNOTATOR, annotator_counts, attribute, load_human_labels,
+                      store_rows)
 from ..leaderboard import DEFAULT_METHOD
 from ..limits import check_name
 from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
@@ -629,7 +630,9 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         dataset_id = self._dataset_id(dataset, expect_name=expect_name)
         ds = self.backend.load_dataset(dataset_id)
         labels = load_human_labels(source, ds, file_label=file_label, column_map=mapping)
-        attributed_by = "the file's annotator column" + (
+        named = any(lb.annotator != DEFAULT_ANNOTATOR for lb in labels)
+        attributed_by = ("the file's annotator column" if named else
+                         f"'{DEFAULT_ANNOTATOR}': the file names no annotator") + (
             ", with names mapped explicitly" if annotators else "")
         if annotator is not None:
             annotator = check_name(annotator, "annotator", dash_first=True)
@@ -644,8 +647,12 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
 
     def human_labels(self, dataset: str | int, aspect: str | None = None) -> pd.DataFrame:
         """The human judgements stored for a dataset (of one aspect when given), in the order
-        stored: who judged which pair shown in which order, the winner (``A``/``B`` = left/right,
-        ``tie``, ``skip``), the seconds it took and the source (``annotate`` or ``import``)."""
+        stored, one row each: ``id, context_id, candidate_left, candidate_right, shown_order``
+        (``ab``/``ba``; empty for an import), ``winner`` (``A``/``B`` = left/right, ``tie``,
+        ``both_bad``, ``skip``), ``annotator, aspect, seconds`` (NaN: not timed), ``source``
+        (``app``: the Annotate page or a campaign; ``import``: a label file;
+        ``adjudication``: an admin's ruling in a campaign), ``created_at`` (UTC) and
+        ``revision`` (a person's later answer on the same pair is a new revision)."""
         return self.backend.human_judgements_frame(self._dataset_id(dataset), aspect)
 
     def human_labels_bytes(self, dataset: str | int, aspect: str, fmt: str = "csv") -> ExportFile:

@@ -172,6 +172,10 @@ class Tuning:
         return self
 
     def dataset(self) -> Dataset:
+        """The dataset it tunes on (a plan's own, when the dataset is not stored)."""
+        unstored = getattr(self, "_unstored_dataset", None)
+        if unstored is not None:
+            return unstored
         return self.store.backend.load_dataset(self.info.dataset_id)
 
     # ------------------------------------------------------------------- what it judges
@@ -202,7 +206,8 @@ class Tuning:
         nothing; with the choice in words."""
         if self.options.holdout == 0:
             return None, None, "none (no held-out contexts)"
-        human = self.store.backend.human_judgements_frame(self.info.dataset_id, self.info.aspect)
+        human = (self.store.backend.human_judgements_frame(self.info.dataset_id, self.info.aspect)
+                 if self.info.dataset_id is not None else pd.DataFrame())
         if len(human):
             return None, human, (f"Cohen's kappa with the {len(human):,} stored human label(s) "
                                  f"of '{self.info.aspect}' on the held-out contexts")
@@ -545,13 +550,21 @@ def create_tuning(store: "Store", data, *, aspect: str, name: str | None = None,
     return Tuning(store, store.backend.get_tuning(tuning_id))
 
 
-def plan_tuning(store: "Store", dataset_id: int, *, aspect: str, options: tuning.TuningOptions,
-                name: str = "(not stored)") -> TuningPlan:
-    """The plan of a tuning not stored yet (what the Tune page shows before Start)."""
+def plan_tuning(store: "Store", dataset_id: int | Dataset, *, aspect: str,
+                options: tuning.TuningOptions, name: str = "(not stored)") -> TuningPlan:
+    """The plan of a tuning not stored yet (what the Tune page shows before Start, and
+    ``compassess tune --plan``): on a stored dataset (its id), or on a :class:`Dataset` not
+    stored (no human labels then); nothing is stored."""
     from types import SimpleNamespace
-    dataset = store.backend.load_dataset(int(dataset_id))
-    info = SimpleNamespace(id=None, name=name, dataset_id=int(dataset_id),
+    if isinstance(dataset_id, Dataset):
+        dataset, stored_id = dataset_id, None
+    else:
+        dataset, stored_id = store.backend.load_dataset(int(dataset_id)), int(dataset_id)
+    info = SimpleNamespace(id=None, name=name, dataset_id=stored_id,
                            dataset_name=dataset.name, aspect=Aspect.from_name(aspect).name,
                            options=options.to_dict(), wordings=[], status="new", message=None,
                            created_by="", heartbeat_at=None)
-    return Tuning(store, info).plan()
+    planned = Tuning(store, info)
+    if stored_id is None:
+        planned._unstored_dataset = dataset
+    return planned.plan()

@@ -10,12 +10,20 @@ from pathlib import Path
 import pandas as pd
 
 from ..data import Source
+from ..errors import InputError
 from ..prompts import Template, custom_template
 from ..settings import RunSettings
 from ..tuning import TuningOptions
 from ..types import Dataset
 from ..worker import Reporter
-from .tuning import Tuning, TuningPlan, TuningResult, create_tuning, plan_tuning
+from .records import Deleted
+from .tuning import (Tuning, TuningPlan, TuningResult, check_tuning_name, create_tuning,
+                     plan_tuning, run_name)
+
+
+def _plus(a: Deleted, b: Deleted) -> Deleted:
+    """The rows of two deletes together."""
+    return Deleted(**{k: getattr(a, k) + getattr(b, k) for k in vars(a)})
 
 
 class Tunings:
@@ -49,19 +57,22 @@ class Tunings:
         return create_tuning(self, data, aspect=aspect, name=name, options=options,
                              created_by=created_by)
 
-    def plan_tuning(self, dataset: str | int, *, aspect: str, **options) -> TuningPlan:
+    def plan_tuning(self, dataset: Source | Dataset | int, *, aspect: str,
+                    **options) -> TuningPlan:
         """What a tuning of ``options`` (:meth:`create_tuning`'s keywords but ``name`` and
-        ``created_by``) on a stored dataset would cost, without storing it
-        (:class:`TuningPlan`: wordings, comparisons, time at this machine's measured speed).
+        ``created_by``) on ``dataset`` (a stored dataset, or candidates as :meth:`read_data`
+        takes them) would cost, storing nothing (:class:`TuningPlan`: wordings, comparisons,
+        time at this machine's measured speed).
 
         Raises
         ------
         InputError
-            Bad options, too few contexts, or a budget below one wording.
+            Bad options or data, too few contexts, or a budget below one wording.
         """
         options.setdefault("model", None)
         options["model"] = options["model"] or ""
-        return plan_tuning(self, self._dataset_id(dataset), aspect=aspect,
+        data, dataset_id = self.read_data(dataset)
+        return plan_tuning(self, data if dataset_id is None else dataset_id, aspect=aspect,
                            options=TuningOptions(**options))
 
     def tune(self, data: Source | Dataset | int, *, aspect: str, name: str | None = None,
@@ -122,6 +133,74 @@ class Tunings:
         """Every stored tuning (of one dataset when given), oldest first."""
         dataset_id = None if dataset is None else self._dataset_id(dataset)
         return [Tuning(self, info) for info in self.backend.list_tunings(dataset_id)]
+
+    def tunings_frame(self, dataset: str | int | None = None) -> pd.DataFrame:
+        """One row per stored tuning (of one dataset when given), oldest first: name, dataset,
+        aspect, model, status, state (``working``/``stale`` as a run's), wordings, runs (its
+        wording runs stored so far), created_at: ``compassess tunings``."""
+        rows = [dict(name=t.name, dataset=t.info.dataset_name, aspect=t.info.aspect,
+                     model=t.options.model or "(bundled)", status=t.status, state=t.state,
+                     wordings=len(t.wordings), runs=len(t.runs()), created_at=t.info.created_at)
+                for t in self.tunings(dataset)]
+        return pd.DataFrame(rows, columns=["name", "dataset", "aspect", "model", "status",
+                                           "state", "wordings", "runs", "created_at"])
+
+    def delete_tuning(self, name_or_id: str | int, *, dry_run: bool = False) -> Deleted:
+        """Delete a stored tuning with the runs of its wordings (``compassess delete-tuning``),
+        returning what was (``dry_run``: would be) deleted. The template it saved stays: runs may
+        name it (``compassess templates --delete NAME`` removes it).
+
+        Raises
+        ------
+        InputError
+            No tuning of that name or id, or a worker is executing it (cancel it first).
+        """
+        t = self.tuning(name_or_id)
+        if t.state == "working":
+            raise InputError(f"tuning '{t.name}' is being executed by a worker: cancel it first")
+        deleted = Deleted(tunings=1)
+        for run in t.runs().values():
+            deleted = _plus(deleted, self.delete_run(run.id, dry_run=dry_run))
+        if not dry_run:
+            self.backend.delete_tuning(t.id)
+        return deleted
+
+    def rename_tuning(self, name_or_id: str | int, new_name: str) -> Tuning:
+        """Give a stored tuning another name (``compassess rename-tuning``): its wording runs
+        (``tune-<name>-<key>``) and the template it saved under its name follow; returns the
+        renamed tuning.
+
+        Raises
+        ------
+        InputError
+            No tuning of that name or id, a bad or taken name (a tuning's, one of the new run
+            names, or the template's), or a worker is executing it.
+        """
+        t = self.tuning(name_or_id)
+        old = t.name
+        if new_name == old:
+            return t
+        if t.state == "working":
+            raise InputError(f"tuning '{old}' is being executed by a worker: cancel it first")
+        check_tuning_name(new_name)
+        runs = t.runs()
+        taken = {r.name for r in self.list_runs()} & {run_name(new_name, k) for k in runs}
+        if taken:
+            raise InputError(f"run '{sorted(taken)[0]}' already exists: tuning '{old}' cannot "
+                             f"be renamed to '{new_name}', whose wording runs need the name")
+        saved = self.backend.get_template(old)
+        follows = saved is not None and saved.tuning == old
+        if follows and self.backend.get_template(new_name) is not None:
+            raise InputError(f"a template named '{new_name}' already exists: the tuning's "
+                             f"template '{old}' could not follow the new name")
+        self.backend.rename_tuning(t.id, new_name)
+        for key, run in runs.items():
+            self.rename_run(run.id, run_name(new_name, key))
+        if follows:
+            self.backend.save_template(new_name, saved.text, saved.noun, tuning=new_name,
+                                       source=saved.source, created_by=saved.created_by)
+            self.backend.delete_template(old)
+        return self.tuning(t.id)
 
     def templates(self) -> pd.DataFrame:
         """One row per named template: name, noun, tuning (that saved it), source, text."""

@@ -5,7 +5,8 @@ One module per group of commands (``parser``, ``runs``, ``stored``, ``results``,
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
 agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
-rename-dataset, campaign, panel, judges, tune, templates, explain, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+rename-dataset, campaign, panel, judges, tune, tunings, delete-tuning, rename-tuning,
+templates, explain, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -21,8 +22,9 @@ import sys
 from ..errors import InputError, ValidationError
 from ..options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
-from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_judges, cmd_panel,
-                     cmd_rename_dataset, cmd_rename_run)
+from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_delete_tuning,
+                     cmd_judges, cmd_panel, cmd_rename_dataset, cmd_rename_run, cmd_rename_tuning,
+                     cmd_tunings)
 from .parser import build_parser, parse_args
 from .results import cmd_calibrate, cmd_compare, cmd_leaderboard, cmd_models, cmd_report
 from .runs import _flag, cmd_evaluate, cmd_export, cmd_rank, cmd_run, cmd_score, cmd_worker
@@ -41,7 +43,9 @@ COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain
             "worker": cmd_worker, "leaderboard": cmd_leaderboard, "compare": cmd_compare,
             "report": cmd_report,
             "delete-run": cmd_delete_run, "rename-run": cmd_rename_run,
-            "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset}
+            "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset,
+            "tunings": cmd_tunings, "delete-tuning": cmd_delete_tuning,
+            "rename-tuning": cmd_rename_tuning}
 
 
 def main(argv: list[str] | None = None) -> int:

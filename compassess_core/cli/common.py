@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .. import api
+from ..errors import InputError
 from ..export import neutralise_frame
 
 
@@ -41,3 +43,38 @@ def _column_map(text: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"'{ours.strip()}' is mapped twice")
         mapping[ours.strip()] = column.strip()
     return mapping
+
+
+def _warnings(run, debias) -> list[str]:
+    """What a result read at ``debias`` rests on that its reader must know: a partial
+    (cancelled) run, a judge that answers by position. Nothing for a run that is not pairwise
+    (its verdicts have no position)."""
+    notes = [run.partial_note]
+    if run.run_kind.is_pairwise:
+        notes.append(run.position_warning(debias))
+    return [n for n in notes if n]
+
+
+def _print_warnings(lines: list[str], stream=None) -> None:
+    for line in lines:
+        print(f"warning: {line}", file=stream or sys.stdout)
+
+
+def _input_file(path: str, flag: str) -> Path:
+    """A file a flag names, which must exist and be readable: else a plain InputError (exit 2)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"{flag} {path}: no such file" if not file.exists()
+                         else f"{flag} {path}: not a file")
+    return file
+
+
+def _output_file(path: str, flag: str = "-o") -> Path:
+    """A file a command writes: its folder must exist and it must not be a folder (InputError,
+    exit 2, before anything is computed)."""
+    out = Path(path)
+    if out.is_dir():
+        raise InputError(f"{flag} {path}: is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise InputError(f"{flag} {path}: the folder '{out.parent}' does not exist")
+    return out

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from pathlib import Path
 
-from .. import api
+from .. import api, export
 from ..access import local_identity
 from ..errors import InputError
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _nan_none, _print_ranking
+from .common import _input_file, _nan_none, _output_file, _print_ranking
 from .results import _write_report
 
 
@@ -61,6 +61,29 @@ def cmd_rename_run(args) -> int:
     return EXIT_OK
 
 
+def cmd_tunings(args) -> int:
+    frame = api.open_store(args.db).tunings_frame(args.dataset)
+    if args.json:
+        print(json.dumps({"tunings": json.loads(frame.to_json(orient="records",
+                                                              date_format="iso"))}, indent=2))
+    else:
+        print(frame.to_string(index=False) if len(frame) else "no tunings stored")
+    return EXIT_OK
+
+
+def cmd_delete_tuning(args) -> int:
+    store = api.open_store(args.db)
+    t = store.tuning(args.name)
+    return _delete(f"tuning '{t.name}'",
+                   lambda dry_run: store.delete_tuning(t.id, dry_run=dry_run), args.yes)
+
+
+def cmd_rename_tuning(args) -> int:
+    t = api.open_store(args.db).rename_tuning(args.name, args.to)
+    print(f"renamed tuning '{args.name}' to '{t.name}' (its runs and template follow)")
+    return EXIT_OK
+
+
 def cmd_delete_dataset(args) -> int:
     store = api.open_store(args.db)
     return _delete(f"dataset '{args.dataset}'",
@@ -77,7 +100,7 @@ def cmd_campaign(args) -> int:
     store = api.open_store(args.db)
     what = args.campaign_command
     if what == "create":
-        guidelines = (Path(args.guidelines).read_text(encoding="utf-8")
+        guidelines = (_input_file(args.guidelines, "--guidelines").read_text(encoding="utf-8")
                       if args.guidelines else "")
         created_by = args.created_by or local_identity()
         c = store.create_campaign(args.name, args.dataset, args.aspect, args.annotator,
@@ -128,8 +151,11 @@ def cmd_campaign(args) -> int:
               f"{_fmt(a['krippendorff_alpha'], '.2f')}")
         print(f"{summary['disagreements']} disagreement(s), {summary['adjudicated']} adjudicated")
     else:  # export
-        out = store.campaign(args.name).export(Path(args.output), args.format)
-        print(out)
+        target = _output_file(args.output)
+        out = store.campaign(args.name).export(target, args.format)
+        sidecar = out.with_name(export.sidecar_name(out.name))
+        print(f"wrote {out}" + (f", {sidecar} (the campaign's settings)"
+                                if args.format == "csv" and sidecar.exists() else ""))
     return EXIT_OK
 
 
@@ -145,14 +171,24 @@ def cmd_panel(args) -> int:
                head=("weight", "compared", "scale"))
     elif what == "list":
         frame = store.panels()
-        print(frame.to_string(index=False) if len(frame) else "no panels stored")
+        if args.json:
+            print(json.dumps({"panels": json.loads(frame.to_json(orient="records"))}, indent=2))
+        else:
+            print(frame.to_string(index=False) if len(frame) else "no panels stored")
     elif what == "delete":
-        print(f"deleted {store.delete_panel(args.name)}")
+        deleted = store.delete_panel(args.name)
+        if args.json:
+            print(json.dumps({"panel": args.name, "deleted": dataclasses.asdict(deleted),
+                              "summary": str(deleted)}, indent=2))
+        else:
+            print(f"deleted {deleted}")
     elif what == "report":
         _write_report(args.output, lambda: store.panel(args.name).report_html(
             method=args.method, debias=args.debias, n_boot=args.bootstrap,
             baseline=args.baseline), f"panel '{args.name}'")
     elif what == "rank":
+        if args.json:
+            args.format = "json"
         p = store.panel(args.name)
         df = p.rankings(args.method, args.debias).drop(columns=["text", "ci_low", "ci_high"],
                                                        errors="ignore")

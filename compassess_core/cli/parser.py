@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .. import __version__, absolute, campaigns, panel
 from ..agreement import AGREEMENT_BOOT
@@ -20,10 +21,53 @@ from .common import _column_map
 
 # ------------------------------------------------------------------------------------ the parser
 
+#: What the ranking and verdict commands read by default, everywhere (rank, evaluate, export,
+#: leaderboard, compare, report, agreement): the app's Bradley-Terry at the balanced tau*.
+DEFAULT_DEBIAS = "balanced"
+
+#: One line per choice of the flags that name a method, a strategy or a format.
+METHOD_HELP = ("ranking method: bradley-terry = Bradley-Terry strengths fitted to fractional "
+               "wins p (reweighted at the threshold by eq. 9; evalica); win-ratio = share of "
+               "comparisons won at the threshold (the paper's eq. 6); avg-prob = mean reweighted "
+               "p against the others; poe = Gaussian product of experts on the reweighted p")
+STRATEGY_HELP = ("which ordered pairs to judge per context: full = every ordered pair, n(n-1); "
+                 "random = --budget ordered pairs drawn at random; no-repeat = --budget pairs, "
+                 "each in one random order; symmetric = --budget/2 pairs, each in both orders; "
+                 "poe = the pairs that most reduce a product-of-experts ranking's uncertainty; "
+                 "adaptive = chosen batch by batch from the verdicts so far")
+RANK_FORMAT_HELP = ("table = aligned text for reading; csv = one row per candidate; json = one "
+                    "object with the settings and the rows")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's default in its help, unless the help states it already or there is none
+    to state (a flag that is off, an option that is unset)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or not action.option_strings or action.default is None
+                or action.default is False or action.default is argparse.SUPPRESS
+                or action.default == []):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with :class:`HelpFormatter` for the command and every
+    subcommand (subparsers are made of the parent's class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="URL", default=None,
                    help="SQLAlchemy URL or a .db file (default: $COMPASSESS_DATABASE_URL or the SQLite "
-                        "file in $COMPASSESS_HOME)")
+                        "file in $COMPASSESS_HOME); a file whose folder does not exist is an error "
+                        "unless --create is given")
+    p.add_argument("--create", action="store_true",
+                   help="create the folder of a --db file that does not exist yet")
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:
@@ -41,14 +85,18 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="a .gguf file, a local model folder, a hub id or "
                    "openai:URL#NAME (default: the bundled SmolLM2-135M-Instruct)")
     p.add_argument("--contexts", type=int, default=None, help="only the first N contexts")
-    p.add_argument("--seed", type=int, default=RunSettings.seed)
+    p.add_argument("--seed", type=int, default=RunSettings.seed,
+                   help="seed of the pair selection and of sampled text: the same seed judges the "
+                        "same pairs")
     p.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
                    help="prompts per forward pass, requests in flight for a served judge "
                         "(default: 8 on CPU, sized from free memory on a GPU)")
-    p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
+    p.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"],
+                   help=DEVICE_HELP)
     p.add_argument("--dtype", default=RunSettings.dtype,
                    choices=["auto", "float32", "bfloat16", "float16", "bf16-weights"],
-                   help="bf16-weights: matrices kept in bf16, computed in fp32 (half the memory)")
+                   help=DTYPE_HELP + "; bf16-weights = matrices kept in bf16, computed in fp32 "
+                        "(half the memory)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores; 1 can be faster on a busy machine)")
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
@@ -62,6 +110,11 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     _db_arg(p)
 
 
+DEVICE_HELP = "where the judge runs: auto = a GPU when there is one, else the CPU; cpu; cuda"
+DTYPE_HELP = ("the judge's number format: auto = bfloat16 on a GPU that has it (float16 on one that "
+              "has not), float32 on the CPU; "
+              "float32, bfloat16, float16")
+
 #: What ``--debias`` takes, everywhere it is taken (``analysis.DEBIAS_CHOICES`` or a number).
 DEBIAS_METAVAR = "none|balanced|balanced-per-context|TAU"
 DEBIAS_HELP = ("decision threshold (eq. 10): none = 0.5; balanced = the global tau* (P(A) = 0.5 "
@@ -69,11 +122,11 @@ DEBIAS_HELP = ("decision threshold (eq. 10): none = 0.5; balanced = the global t
                "number in (0, 1)")
 
 
-def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
+def _read_args(p: argparse.ArgumentParser) -> None:
     """Options of the commands that read a run back (rank, evaluate, export)."""
-    p.add_argument("--run", required=True, metavar="NAME")
-    p.add_argument("--method", default="win-ratio", choices=list(METHODS))
-    p.add_argument("--debias", default=debias, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    p.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    p.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    p.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     p.add_argument("--score", default="level", choices=list(absolute.SCORES),
                    help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
     p.add_argument("--threshold", type=float, default=None,
@@ -85,7 +138,7 @@ def _read_args(p: argparse.ArgumentParser, *, debias: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="compassess",
         description="LLM comparative assessment: an LLM judges pairs of candidate texts, every "
                     "judgement is stored, judgements become rankings, and the judge's positional "
@@ -119,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wording of t1/t2 and s1/s2 (prompts.TASK_WORDING): summary, dialogue, "
                         "story, instruction, qa, code or text (auto: from the data's column "
                         "names, else the aspect)")
-    r.add_argument("--strategy", default=RunSettings.strategy, choices=list(STRATEGIES))
+    r.add_argument("--strategy", default=RunSettings.strategy, choices=list(STRATEGIES),
+                   help=STRATEGY_HELP)
     r.add_argument("--budget", type=int, default=None,
                    help="comparisons per context (random, no-repeat, symmetric, poe, adaptive)")
     _model_args(r)
@@ -143,12 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-new-tokens", type=int, default=GenerationOptions.max_new_tokens,
                    help="length limit of generated references")
     s.add_argument("--sample", action="store_true", help="sample references (default greedy); seeded by --seed")
-    s.add_argument("--temperature", type=float, default=GenerationOptions.temperature)
+    s.add_argument("--temperature", type=float, default=GenerationOptions.temperature,
+                   help="sampling temperature of the references with --sample")
     _model_args(s)
 
     k = sub.add_parser("rank", help="rank the candidates of a run")
-    _read_args(k, debias="none")
-    k.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    _read_args(k)
+    k.add_argument("--format", default="table", choices=["table", "csv", "json"],
+                   help=RANK_FORMAT_HELP)
     k.add_argument("--context", default=None, metavar="ID", help="only this context")
     k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
     k.add_argument("--with-humans", action="store_true",
@@ -161,24 +217,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --with-humans: rank the candidates of each context, or the systems")
 
     e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
-    _read_args(e, debias="balanced")
+    _read_args(e)
     e.add_argument("--reference", default=None, metavar="COLUMN",
                    help="reference-score column (default: the aspect's column if present)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
 
     x = sub.add_parser("export", help="write rankings or all comparisons with the run's settings")
-    _read_args(x, debias="none")
-    x.add_argument("--what", required=True, choices=["rankings", "comparisons"])
-    x.add_argument("--format", required=True, choices=["csv", "json", "parquet"])
-    x.add_argument("-o", "--output", required=True, metavar="FILE")
+    _read_args(x)
+    x.add_argument("--what", required=True, choices=["rankings", "comparisons"],
+                   help="rankings = one row per candidate with its rank and score at --method "
+                        "and --debias; comparisons = every stored comparison with its p")
+    x.add_argument("--format", required=True, choices=["csv", "json", "parquet"],
+                   help="csv (with a FILE.settings.json sidecar of the run's settings); json (one "
+                        "object, settings inside); parquet (with the sidecar)")
+    x.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
     x.add_argument("--no-ci", dest="ci", action="store_false",
                    help="rankings without the bootstrap 95%% intervals (faster on large runs)")
 
     lb = sub.add_parser("leaderboard", help="one row per system across all contexts: strength, win "
                         "rate, 95%% context-bootstrap intervals, length bias")
-    lb.add_argument("--run", required=True, metavar="NAME")
-    lb.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    lb.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    lb.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    lb.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    lb.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     lb.add_argument("--reference", default=None, metavar="COLUMN",
                     help="reference-score column (default: the aspect's column if present)")
     lb.add_argument("--baseline", default=None, metavar="SYSTEM",
@@ -188,18 +248,21 @@ def build_parser() -> argparse.ArgumentParser:
                          "rewrites in the run)")
     lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                     help="context-bootstrap replicates of the 95%% intervals (default 1000)")
-    lb.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    lb.add_argument("--format", default="table", choices=["table", "csv", "json"],
+                    help="table = aligned text with the notes; csv = one row per system; json = "
+                         "one object with every table")
     _db_arg(lb)
 
     cp = sub.add_parser("compare", help="two runs on the same dataset: verdict agreement, kappa, "
                         "rank correlation, the pairs they disagree on")
     cp.add_argument("--run", required=True, action="append", metavar="NAME",
                     help="give it twice: --run A --run B")
-    cp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    cp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR,
-                    help="each run's threshold (balanced: each run's own tau*; "
-                         "balanced-per-context: each run's tau* of each context)")
-    cp.add_argument("--json", action="store_true")
+    cp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS),
+                    help=METHOD_HELP + " (for the rank correlations)")
+    cp.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR,
+                    help="each run's threshold (none = 0.5; balanced: each run's own tau*; "
+                         "balanced-per-context: each run's tau* of each context; or a number)")
+    cp.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(cp)
 
     rp = sub.add_parser("report", help="the audit report of one or several pairwise runs: one "
@@ -210,8 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a run to report; give it again for several (--run A --run B): each "
                          "gets its section, and runs on the same dataset are compared")
     rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
-    rp.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    rp.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
                     help="context-bootstrap replicates of the leaderboard's 95%% intervals "
                          "(default 200, as the app)")
@@ -225,12 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(rp)
 
     f = sub.add_parser("fetch-model", help="download the bundled default model into the cache (offline afterwards)")
-    f.add_argument("--print-path", action="store_true")
+    f.add_argument("--print-path", action="store_true",
+                   help="print where the model is stored (fetching it first when missing)")
 
     d = sub.add_parser("datasets", help="list stored datasets")
     _db_arg(d)
     u = sub.add_parser("runs", help="list stored runs")
-    u.add_argument("--json", action="store_true")
+    u.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(u)
 
     il = sub.add_parser("import-labels", help="store human A/B labels from a CSV/JSONL file "
@@ -248,10 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
-    ag.add_argument("--run", required=True, metavar="NAME")
+    ag.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
     ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
                     help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
-    ag.add_argument("--debias", default="balanced", metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    ag.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
     ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
                     help=f"replicates of the 95%% intervals of accuracy and kappa (cluster "
                          f"bootstrap: contexts, then pairs within them) and the ranking "
@@ -261,12 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "verdict changes with the order is a tie (FastChat's rule)")
     ag.add_argument("--tie-band", type=float, default=0.0, metavar="DELTA",
                     help="also call a tie when |p_avg - 0.5| < DELTA (default 0: no band)")
-    ag.add_argument("--json", action="store_true")
+    ag.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(ag)
 
     cal = sub.add_parser("calibrate", help="fit the judge's bias and temperature on human A/B labels; "
                          "accuracy, log-loss and calibration error before and after (held-out folds)")
-    cal.add_argument("--run", required=True, metavar="NAME")
+    cal.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
     cal.add_argument("--aspect", default=None, help="aspect of the human labels (default: the run's)")
     cal.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds of "
                      f"labelled pairs (default {DEFAULT_FOLDS})")
@@ -276,14 +340,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     mo = sub.add_parser("models", help="the judges on this machine (the bundled one and the models "
                         "folder) with size, context window and the speed measured here")
-    mo.add_argument("--json", action="store_true")
+    mo.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(mo)
 
     w = sub.add_parser("worker", help="execute (or resume) runs stored in the database from their settings")
     w.add_argument("--run", required=True, metavar="NAME", action="append",
                    help="a run's name; give several (--run A --run B) to judge them together in one "
                         "pass with one judge")
-    w.add_argument("--chunk-size", type=int, default=None, metavar="N")
+    w.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="prompts per judge call (default 128): the scope of the judge's prefix "
+                        "cache; results are stored after every micro-batch whatever this is")
     _db_arg(w)
     _manage_parsers(sub)
     _tuning_parsers(sub)
@@ -301,29 +367,32 @@ def _manage_parsers(sub) -> None:
              "labels, guidelines and reference texts (asks first)",
              "give a stored dataset another name (its runs follow)")):
         delete = sub.add_parser(f"delete-{what}", help=delete_help)
-        delete.add_argument(noun, required=True, metavar="NAME")
+        delete.add_argument(noun, required=True, metavar="NAME", help=f"the stored {what}'s name")
         delete.add_argument("--yes", action="store_true", help=yes_help)
         _db_arg(delete)
         rename = sub.add_parser(f"rename-{what}", help=rename_help)
-        rename.add_argument(noun, required=True, metavar="NAME")
-        rename.add_argument("--to", required=True, metavar="NEW")
+        rename.add_argument(noun, required=True, metavar="NAME", help=f"the stored {what}'s name")
+        rename.add_argument("--to", required=True, metavar="NEW", help="its new name")
         _db_arg(rename)
 
     cg = sub.add_parser("campaign", help="annotation campaigns: pairs of a dataset assigned to "
                         "named annotators, several per pair")
     csub = cg.add_subparsers(dest="campaign_command", required=True)
     cc = csub.add_parser("create", help="create an open campaign (its pairs are fixed now)")
-    cc.add_argument("--name", required=True, metavar="NAME")
-    cc.add_argument("--dataset", required=True, metavar="NAME")
-    cc.add_argument("--aspect", required=True)
+    cc.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    cc.add_argument("--dataset", required=True, metavar="NAME",
+                    help="the stored dataset whose pairs are labelled")
+    cc.add_argument("--aspect", required=True, help="what people judge (coherence, overall, ...)")
     cc.add_argument("--annotator", action="append", default=[], metavar="IDENTITY",
                     help="a person who labels the campaign's pairs (repeat the flag)")
     cc.add_argument("--overlap", type=int, default=2, help="people per pair (default 2)")
     cc.add_argument("--pairs", default="all", choices=list(campaigns.SELECTIONS),
-                    help="every pair, a seeded sample of --n-pairs, or the --n-pairs most "
-                         "informative for the ranking")
-    cc.add_argument("--n-pairs", type=int, default=None, metavar="K")
-    cc.add_argument("--seed", type=int, default=0)
+                    help="all = every pair of every context; sample = a seeded sample of "
+                         "--n-pairs; informative = the --n-pairs that most reduce the ranking's "
+                         "uncertainty")
+    cc.add_argument("--n-pairs", type=int, default=None, metavar="K",
+                    help="pairs to label with --pairs sample or informative")
+    cc.add_argument("--seed", type=int, default=0, help="seed of --pairs sample")
     cc.add_argument("--run", default=None, metavar="NAME",
                     help="--pairs informative: also weigh this run's comparisons (default: the "
                          "stored labels alone)")
@@ -333,29 +402,32 @@ def _manage_parsers(sub) -> None:
                     help="who creates it (default: this account)")
     _db_arg(cc)
     ca_ = csub.add_parser("assign", help="assign (or with --remove, unassign) people")
-    ca_.add_argument("--name", required=True, metavar="NAME")
-    ca_.add_argument("--annotator", action="append", required=True, metavar="IDENTITY")
+    ca_.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    ca_.add_argument("--annotator", action="append", required=True, metavar="IDENTITY",
+                     help="a person to assign (repeat the flag)")
     ca_.add_argument("--remove", action="store_true",
                      help="take them off the campaign (their answers stay)")
     _db_arg(ca_)
     cs = csub.add_parser("status", help="progress per annotator and inter-annotator agreement")
-    cs.add_argument("--name", required=True, metavar="NAME")
-    cs.add_argument("--json", action="store_true")
+    cs.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    cs.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(cs)
     cx = csub.add_parser("export", help="write the campaign's labels (answers and adjudications)")
-    cx.add_argument("--name", required=True, metavar="NAME")
-    cx.add_argument("--format", default="csv", choices=["csv", "json"])
-    cx.add_argument("-o", "--output", required=True, metavar="FILE")
+    cx.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    cx.add_argument("--format", default="csv", choices=["csv", "json"],
+                    help="csv (with a FILE.settings.json sidecar naming the campaign) or json (one "
+                         "object, the campaign inside)")
+    cx.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
     _db_arg(cx)
     cl = csub.add_parser("close", help="close a campaign: no new answer (adjudication still possible)")
-    cl.add_argument("--name", required=True, metavar="NAME")
+    cl.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
     _db_arg(cl)
 
     pn = sub.add_parser("panel", help="panels of judges: several runs on the same dataset and "
                         "aspect combined into one debiased verdict per pair")
     psub = pn.add_subparsers(dest="panel_command", required=True)
     pc = psub.add_parser("create", help="store a panel of two or more runs")
-    pc.add_argument("--name", required=True, metavar="NAME")
+    pc.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
     pc.add_argument("--run", action="append", required=True, metavar="NAME",
                     help="a member run (repeat the flag; at least two)")
     pc.add_argument("--weights", default="equal", metavar="equal|learnt|W,W,...",
@@ -369,30 +441,34 @@ def _manage_parsers(sub) -> None:
                          "on the human labels, or calibrated where labels exist (auto)")
     _db_arg(pc)
     pr = psub.add_parser("rank", help="rank the candidates by the panel's combined verdicts")
-    pr.add_argument("--name", required=True, metavar="NAME")
-    pr.add_argument("--method", default="win-ratio", choices=list(METHODS))
+    pr.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    pr.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
     pr.add_argument("--debias", default="none", metavar="none|balanced|TAU",
-                    help="threshold on the combined p (its members are debiased already)")
-    pr.add_argument("--format", default="table", choices=["table", "csv", "json"])
+                    help="threshold on the combined p (default none: its members are debiased "
+                         "already)")
+    pr.add_argument("--format", default="table", choices=["table", "csv", "json"],
+                    help=RANK_FORMAT_HELP)
+    pr.add_argument("--json", action="store_true", help="print one JSON object (as --format json)")
     _db_arg(pr)
     pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
                          "member's, how the members agree, and the panel against its best "
                          "member on the same labelled pairs (paired interval, McNemar's p)")
-    pe.add_argument("--name", required=True, metavar="NAME")
-    pe.add_argument("--method", default="win-ratio", choices=list(METHODS))
-    pe.add_argument("--debias", default="balanced", metavar="none|balanced|TAU")
-    pe.add_argument("--reference", default=None, metavar="COLUMN")
+    pe.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    pe.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    pe.add_argument("--debias", default=DEFAULT_DEBIAS, metavar="none|balanced|TAU",
+                    help="threshold on the combined p and on each member's")
+    pe.add_argument("--reference", default=None, metavar="COLUMN",
+                    help="reference-score column (default: the aspect's column if present)")
     pe.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                    help="resamples of the paired interval against the best member (default "
-                         "1000)")
+                    help="resamples of the paired interval against the best member")
     pe.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(pe)
     pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
                          "file (its members, leaderboard, bias, agreement with people, the most "
                          "order-dependent and disputed comparisons with each member's p)")
-    pp.add_argument("--name", required=True, metavar="NAME")
+    pp.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
     pp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    pp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS))
+    pp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
     pp.add_argument("--debias", default="none", metavar="none|balanced|TAU",
                     help="threshold on the combined p (default none: its members are debiased "
                          "already)")
@@ -402,15 +478,17 @@ def _manage_parsers(sub) -> None:
                     help="a system to report each system's win rate against")
     _db_arg(pp)
     pl = psub.add_parser("list", help="list stored panels")
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(pl)
     pd_ = psub.add_parser("delete", help="delete a panel's definition (its runs stay)")
-    pd_.add_argument("--name", required=True, metavar="NAME")
+    pd_.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    pd_.add_argument("--json", action="store_true", help="print what was deleted as one JSON object")
     _db_arg(pd_)
 
     jg = sub.add_parser("judges", help="the leaderboard of judges: every run and panel on a "
                         "dataset and aspect, ranked by agreement with people (or the reference)")
-    jg.add_argument("--dataset", required=True, metavar="NAME")
-    jg.add_argument("--aspect", required=True)
+    jg.add_argument("--dataset", required=True, metavar="NAME", help="the stored dataset")
+    jg.add_argument("--aspect", required=True, help="the aspect the runs judged")
     jg.add_argument("--reference", default=None, metavar="COLUMN",
                     help="without human labels: rank by Spearman with this column (default: the "
                          "aspect's column)")
@@ -434,8 +512,9 @@ def _tuning_parsers(sub) -> None:
     t.add_argument("--aspect", required=True, help="preset (coherence, ...) or your own adjective")
     t.add_argument("--task", default="auto", choices=["auto", *TASKS],
                    help="wording of the library's templates (auto: from the data and the aspect)")
-    t.add_argument("--contexts", type=int, default=TuningOptions.contexts, metavar="N",
-                   help=f"tune on the first N contexts (default {TuningOptions.contexts})")
+    t.add_argument("--contexts", type=int, default=None, metavar="N",
+                   help=f"tune on the first N contexts (default {TuningOptions.contexts}, or as "
+                        "many as the data has beside the --holdout ones when it has fewer)")
     t.add_argument("--holdout", type=int, default=0, metavar="M",
                    help="also judge the next M contexts and measure each wording's agreement with "
                         "the human labels or reference scores there (never used to pick)")
@@ -457,18 +536,42 @@ def _tuning_parsers(sub) -> None:
                    help="the tuning's name and the template it saves (default: "
                         "dataset-aspect-model); the same name resumes")
     t.add_argument("--model", default=None, help="the judge, as `compassess run --model`")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0,
+                   help="seed of the pairs judged with --pairs and of the judge's paraphrases")
     t.add_argument("--batch-size", type=int, default=RunSettings.batch_size,
                    help="as `compassess run --batch-size`")
-    t.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"])
+    t.add_argument("--device", default=RunSettings.device, choices=["auto", "cpu", "cuda"],
+                   help=DEVICE_HELP)
     t.add_argument("--dtype", default=RunSettings.dtype,
-                   choices=["auto", "float32", "bfloat16", "float16"])
+                   choices=["auto", "float32", "bfloat16", "float16"], help=DTYPE_HELP)
     t.add_argument("--threads", type=int, default=0, metavar="N",
                    help="CPU threads for the model (default: all cores)")
-    t.add_argument("--truncate-context", action="store_true")
-    t.add_argument("--plan", action="store_true", help="print the cost and stop")
+    t.add_argument("--truncate-context", action="store_true",
+                   help="cut a context passage that would not fit the model's context window "
+                        "instead of refusing")
+    t.add_argument("--plan", action="store_true",
+                   help="print the cost and stop; nothing is stored")
     t.add_argument("--json", action="store_true", help="print the result as one JSON object")
     _db_arg(t)
+
+    tl = sub.add_parser("tunings", help="list stored tunings (name, dataset, aspect, status, "
+                        "wordings, runs)")
+    tl.add_argument("--dataset", default=None, metavar="NAME", help="only this dataset's")
+    tl.add_argument("--json", action="store_true", help="print one JSON object")
+    _db_arg(tl)
+    td = sub.add_parser("delete-tuning", help="delete a stored tuning with the runs of its "
+                        "wordings (asks first; the template it saved stays)")
+    td.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    td.add_argument("--yes", action="store_true",
+                    help="delete without asking (needed when the input is not a terminal; "
+                         "without it the command only prints what would be deleted and exits "
+                         "with code 2)")
+    _db_arg(td)
+    tr = sub.add_parser("rename-tuning", help="give a stored tuning another name (its runs and "
+                        "its template follow)")
+    tr.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    tr.add_argument("--to", required=True, metavar="NEW", help="its new name")
+    _db_arg(tr)
 
     tp = sub.add_parser("templates", help="list the named templates (a tuning's pick, or your own)")
     tp.add_argument("--show", default=None, metavar="NAME", help="print one template's text")
@@ -477,15 +580,15 @@ def _tuning_parsers(sub) -> None:
 
     ex = sub.add_parser("explain", help="the judge's reasons for its verdict on a stored "
                         "comparison, in both orders (asked once, then stored)")
-    ex.add_argument("--run", required=True, metavar="NAME")
-    ex.add_argument("--context", required=True, metavar="ID")
+    ex.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    ex.add_argument("--context", required=True, metavar="ID", help="the context's id")
     ex.add_argument("--a", required=True, metavar="ID", help="the candidate in position A")
     ex.add_argument("--b", required=True, metavar="ID", help="the candidate in position B")
     ex.add_argument("--max-tokens", type=int, default=EXPLAIN_TOKENS, metavar="N",
                     help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
     ex.add_argument("--stored", action="store_true",
                     help="only print what is stored; never load the judge")
-    ex.add_argument("--json", action="store_true")
+    ex.add_argument("--json", action="store_true", help="print one JSON object")
     _db_arg(ex)
 
 
@@ -493,11 +596,47 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The parsed command line, with a ``--db`` given before the command folded into the
     command's own ``--db`` (the same store named twice is fine; two stores are an error)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    command = _command_parser(parser, args)
+    if extra:  # the usage of the command it was given to, not the top level's
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     before = args.__dict__.pop("db_before_command")
     if before is not None:
         if getattr(args, "db", None) not in (None, before):
             parser.error(f"--db names two stores: '{before}' before the command and "
                          f"'{args.db}' after it")
         args.db = before
+    if getattr(args, "db", None) is not None:
+        folder = sqlite_folder(args.db)
+        if folder is not None and not folder.is_dir():
+            if not getattr(args, "create", False):
+                command.error(f"--db {args.db}: the folder '{folder}' does not exist (give "
+                              "--create to create it and a new store in it)")
+            folder.mkdir(parents=True, exist_ok=True)
     return args
+
+
+def _command_parser(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` was parsed for (``panel rank``'s for ``compassess
+    panel rank ...``)."""
+    current = parser
+    while True:
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or getattr(args, subs[0].dest, None) not in subs[0].choices:
+            return current
+        current = subs[0].choices[getattr(args, subs[0].dest)]
+
+
+def sqlite_folder(db: str) -> Path | None:
+    """The folder of a SQLite file that ``--db`` names (a path ending in .db, .sqlite or
+    .sqlite3, or a ``sqlite:///`` URL); None for an in-memory store or another database."""
+    text = db.strip()
+    if text.lower().startswith("sqlite:///"):
+        path = text[len("sqlite:///"):].split("?", 1)[0]
+        if not path or path == ":memory:":
+            return None
+        return Path(path).expanduser().resolve().parent
+    if "://" not in text and text.lower().endswith((".db", ".sqlite", ".sqlite3")):
+        return Path(text).expanduser().resolve().parent
+    return None

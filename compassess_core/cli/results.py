@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
 
 from .. import api
 from ..calibration import ECE_BINS
@@ -16,7 +15,7 @@ from ..length_bias import LC_FOLDS
 from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _load_run, _print_ranking
+from .common import _load_run, _output_file, _print_ranking, _warnings
 
 
 # ------------------------------------------------------------------- leaderboard and compare
@@ -28,13 +27,20 @@ def cmd_leaderboard(args) -> int:
                                 baseline=args.baseline, n_boot=args.bootstrap)
     except api.NoSystemsError as e:   # the app names its page; the CLI names its command
         raise InputError(f"{e} (`compassess rank --run {run.name}`)") from e
-    warnings = [w for w in (run.partial_note, run.position_warning(args.debias)) if w]
+    warnings = _warnings(run, args.debias)
     reference = board.reference
+    # a system with no comparison in the run is unranked: its rank is blank (null in JSON)
+    unranked = set(board.frame.loc[board.frame["n_comparisons"] == 0, "system"])
     if args.format == "json":
-        print(json.dumps({"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
-                          **board.to_dict(), "warnings": warnings}, indent=2))
+        out = {"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
+               **board.to_dict(), "warnings": warnings}
+        for row in out["systems"]:
+            if row["system"] in unranked:
+                row["rank"] = None
+        print(json.dumps(out, indent=2))
         return EXIT_OK
-    frame = board.frame
+    frame = board.frame.astype({"rank": object})
+    frame.loc[frame["system"].isin(unranked), "rank"] = ""
     if args.format == "csv":
         neutralise_frame(frame).to_csv(sys.stdout, index=False)
         return EXIT_OK
@@ -78,7 +84,7 @@ def cmd_compare(args) -> int:
     store = api.open_store(args.db)
     run_a, run_b = (store.get_run(name) for name in args.run)
     result = run_a.compare(run_b, args.method, args.debias)
-    partial = [n for n in (run_a.partial_note, run_b.partial_note) if n]
+    partial = [f"{r.name}: {w}" for r in (run_a, run_b) for w in _warnings(r, args.debias)]
     if args.json:
         print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
         return EXIT_OK
@@ -128,9 +134,7 @@ def cmd_report(args) -> int:
 def _write_report(output: str, make, what: str) -> None:
     """Write the audit report ``make()`` returns to ``output`` (its folder checked first, so a
     mistyped path fails before the report is computed) and say so on stderr."""
-    out = Path(output)
-    if not out.parent.is_dir():
-        raise InputError(f"output folder '{out.parent}' does not exist")
+    out = _output_file(output)
     data = make()
     out.write_bytes(data)
     print(f"wrote {out} ({len(data) / 1024:,.0f} KiB; {what})", file=sys.stderr)
@@ -164,6 +168,13 @@ def _rank_with_humans(args, run: api.Run) -> int:
         if args.context not in {c.context_id for c in run.dataset.contexts}:
             raise InputError(f"context '{args.context}' is not in dataset '{run.dataset.name}'")
         df = df[df["context_id"] == args.context]
+    # best first: by rank within each context (contexts in the dataset's order), as `rank`
+    if "context_id" in df.columns:
+        order = {c.context_id: k for k, c in enumerate(run.dataset.contexts)}
+        df = df.assign(_ctx=df["context_id"].map(order)).sort_values(
+            ["_ctx", "rank"], kind="stable").drop(columns="_ctx")
+    else:
+        df = df.sort_values("rank", kind="stable")
     choice, tau = fused.choice, run.tau(args.debias)
     weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
     header = (f"# run {run.name}: {args.level}-level ranking fused from {len(run.results)} judge "

@@ -11,7 +11,7 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
 from ..run_kinds import build_settings, kind_of
 from ..settings import GenerationOptions
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
-from .common import _load_run, _print_ranking
+from .common import _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans
 
 
@@ -124,6 +124,8 @@ def cmd_rank(args) -> int:
         header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
                    f">= {args.threshold:g}")
     _print_ranking(df, args.format, run.name, fields, header, kind.ranked_rows)
+    # On stderr for csv and json, which other programs read; with the table otherwise.
+    _print_warnings(_warnings(run, args.debias), None if args.format == "table" else sys.stderr)
     return EXIT_OK
 
 
@@ -152,10 +154,13 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_export(args) -> int:
+    _output_file(args.output)
     run = _load_run(args)
     if args.calibrate:
         run = run.calibrated()
     paths = run.export(args.output, args.what, format=args.format, method=args.method,
                        debias=args.debias, ci=args.ci, score=args.score, threshold=args.threshold)
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    if args.what == "rankings":
+        _print_warnings(_warnings(run, args.debias), sys.stderr)
     return EXIT_OK

@@ -9,21 +9,32 @@ from ..access import local_identity
 from ..errors import InputError, RunCancelled, RunInterrupted
 from ..explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
+from ..tuning import TuningOptions
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
 def cmd_tune(args) -> int:
     store = api.open_store(args.db)
     data = store.read_data(args.data, column_map=args.map)[0] if args.map else args.data
+    if args.contexts is None:  # the default, or all the data has beside the held-out contexts
+        n = len(store.read_data(data)[0].contexts)
+        args.contexts = max(1, min(TuningOptions.contexts, n - args.holdout))
+    if args.plan:  # the cost, storing nothing (not the dataset, not the tuning)
+        plan = store.plan_tuning(
+            data, aspect=args.aspect, model=args.model, task=args.task, contexts=args.contexts,
+            holdout=args.holdout, pairs=args.pairs, rounds=args.rounds,
+            per_round=args.per_round, budget=args.budget, seed=args.seed,
+            batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+            truncate_context=args.truncate_context, writer=args.writer)
+        print(f"tuning '{args.name or '(default name)'}' (a plan: nothing stored): "
+              f"{plan.sentence()}")
+        return EXIT_OK
     tuning = store.create_tuning(
         data, aspect=args.aspect, name=args.name, model=args.model, task=args.task,
         contexts=args.contexts, holdout=args.holdout, pairs=args.pairs, rounds=args.rounds,
         per_round=args.per_round, budget=args.budget, seed=args.seed,
         batch_size=args.batch_size, device=args.device, dtype=args.dtype,
         truncate_context=args.truncate_context, writer=args.writer, created_by=local_identity())
-    if args.plan:
-        print(f"tuning '{tuning.name}': {tuning.plan().sentence()}")
-        return EXIT_OK
     try:
         result = tuning.execute(progress=ConsoleReporter("comparisons"),
                                 threads=args.threads or None)

@@ -1,0 +1,236 @@
+"""The command line's defaults, help and plain errors, on a real SQLite store with the hand-made
+run of ``test_app_pages.seed_run`` (a judge that answers by position: P(A) = 1.00 at tau = 0.5;
+its balanced verdicts rank the sample's summaries by coherence). No model is loaded.
+
+* one default wherever a ranking or a verdict is read: Bradley-Terry at the balanced tau*, shown
+  in every --help, and a position warning wherever a result rests on such a judge;
+* every flag has help text; an unknown flag prints its own command's usage;
+* missing input files, unwritable outputs and a --db in a folder that does not exist are exit 2
+  with a plain message (no traceback, no debug hint);
+* panel rank|evaluate|list|delete --json print JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from compassess_core.cli import main
+from compassess_core.cli.parser import build_parser
+from test_app_pages import seed_run  # noqa: F401 (a hand-made run on the bundled sample)
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def parsers(parser: argparse.ArgumentParser, path=()):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers(sub, (*path, name))
+
+
+@pytest.fixture
+def hand_run(db_url):
+    store, _, _ = seed_run(db_url)
+    store.close()
+    return db_url
+
+
+# ------------------------------------------------------------------------------ help and defaults
+
+@pytest.mark.parametrize("command", ["rank", "export", "evaluate", "leaderboard", "compare",
+                                     "report", "agreement"])
+def test_every_command_that_reads_a_verdict_shows_the_same_default(command, capsys):
+    code, out, _ = cli(capsys, command, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "(default: balanced)" in text, text
+    if command != "agreement":   # agreement reads verdicts, not a ranking
+        assert "(default: bradley-terry)" in text, text
+        assert "bradley-terry = Bradley-Terry" in text and "win-ratio = share" in text
+
+
+def test_every_flag_of_every_command_has_help_text():
+    missing = [(" ".join(path), action.option_strings)
+               for path, parser in parsers(build_parser()) for action in parser._actions
+               if action.option_strings and action.dest != "help" and not (action.help or "").strip()]
+    assert not missing, missing
+
+
+def test_the_choices_of_strategy_method_and_format_are_explained_one_line_each(capsys):
+    _, out, _ = cli(capsys, "run", "--help")
+    text = " ".join(out.split())
+    for strategy in ("full =", "random =", "no-repeat =", "symmetric =", "poe =", "adaptive ="):
+        assert strategy in text
+    _, out, _ = cli(capsys, "export", "--help")
+    text = " ".join(out.split())
+    for what in ("rankings =", "comparisons =", "csv (with", "parquet (with"):
+        assert what in text
+
+
+def test_an_unknown_flag_after_a_command_prints_that_commands_usage(capsys):
+    code, _, err = cli(capsys, "rank", "--run", "x", "--bogus")
+    assert code == 2
+    assert err.startswith("usage: compassess rank") and "unrecognized arguments: --bogus" in err
+    code, _, err = cli(capsys, "panel", "rank", "--name", "x", "--bogus")
+    assert code == 2 and err.startswith("usage: compassess panel rank")
+
+
+# --------------------------------------------------------- what the walkthrough's export gives
+
+def test_export_of_rankings_defaults_to_the_balanced_tau_and_ranks_without_ties(hand_run, tmp_path,
+                                                                               capsys):
+    out = tmp_path / "rankings.csv"
+    code, _, err = cli(capsys, "export", "--run", "hand-run", "--what", "rankings", "--format",
+                       "csv", "-o", str(out), "--db", hand_run)
+    assert code == 0, err
+    ranks = pd.read_csv(out)
+    settings = json.loads(Path(f"{out}.settings.json").read_text())
+    assert settings["method"] == "bradley-terry" and settings["debias"] == "balanced"
+    # the judge's raw verdicts are all "A"; at tau* the ranking follows coherence, not all ties
+    assert ranks.groupby("context_id")["rank"].nunique().min() == 5
+    # rank and export read the same default
+    code, text, _ = cli(capsys, "rank", "--run", "hand-run", "--format", "json", "--db", hand_run)
+    ranked = pd.DataFrame(json.loads(text)["rankings"])
+    assert list(ranked["candidate_id"]) == list(ranks["candidate_id"])
+
+
+def test_a_position_judge_is_warned_about_in_rank_export_and_compare(hand_run, tmp_path, capsys):
+    seed_run(hand_run, run="hand-run-2")[0].close()
+    code, out, _ = cli(capsys, "rank", "--run", "hand-run", "--debias", "none", "--db", hand_run)
+    assert code == 0 and "warning: At tau = 0.5 this judge answers by position" in out
+    code, _, err = cli(capsys, "export", "--run", "hand-run", "--what", "rankings", "--format",
+                       "json", "-o", str(tmp_path / "r.json"), "--debias", "none", "--db", hand_run)
+    assert code == 0 and "answers by position" in err
+    code, out, _ = cli(capsys, "compare", "--run", "hand-run", "--run", "hand-run-2",
+                       "--debias", "none", "--db", hand_run)
+    assert code == 0 and "warning: hand-run: At tau = 0.5 this judge answers by position" in out
+    code, out, _ = cli(capsys, "compare", "--run", "hand-run", "--run", "hand-run-2", "--json",
+                       "--debias", "none", "--db", hand_run)
+    assert any("answers by position" in w for w in json.loads(out)["warnings"])
+
+
+# ----------------------------------------------------------------- plain errors for bad paths
+
+def test_missing_inputs_and_unwritable_outputs_are_exit_2_with_a_plain_message(hand_run, tmp_path,
+                                                                               capsys):
+    code, _, err = cli(capsys, "campaign", "create", "--name", "c", "--dataset", "sample_summeval",
+                       "--aspect", "coherence", "--annotator", "a@x", "--guidelines",
+                       str(tmp_path / "missing.txt"), "--db", hand_run)
+    assert code == 2 and "--guidelines" in err and "no such file" in err
+    assert "Traceback" not in err and "COMPASSESS_DEBUG" not in err
+    for args in (("report", "--run", "hand-run", "-o", str(tmp_path)),
+                 ("export", "--run", "hand-run", "--what", "rankings", "--format", "csv",
+                  "-o", str(tmp_path)),
+                 ("export", "--run", "hand-run", "--what", "rankings", "--format", "csv",
+                  "-o", str(tmp_path / "no" / "such" / "r.csv"))):
+        code, _, err = cli(capsys, *args, "--db", hand_run)
+        assert code == 2, (args, err)
+        assert err.startswith("error: -o ") and "COMPASSESS_DEBUG" not in err
+
+
+def test_a_db_in_a_folder_that_does_not_exist_is_an_error_unless_create_is_given(tmp_path, capsys):
+    target = tmp_path / "typo" / "runs.db"
+    code, _, err = cli(capsys, "runs", "--db", str(target))
+    assert code == 2 and "does not exist" in err and "--create" in err
+    assert not target.parent.exists()
+    code, _, err = cli(capsys, "--db", f"sqlite:///{target}", "runs")
+    assert code == 2 and not target.parent.exists()
+    code, out, err = cli(capsys, "runs", "--db", str(target), "--create")
+    assert code == 0, err
+    assert target.exists()
+
+
+# ---------------------------------------------------------------------------------- panels
+
+def test_panel_rank_evaluate_list_delete_take_json(hand_run, capsys):
+    seed_run(hand_run, run="hand-run-2")[0].close()
+    assert cli(capsys, "panel", "create", "--name", "jury", "--run", "hand-run", "--run",
+               "hand-run-2", "--db", hand_run)[0] == 0
+    code, out, err = cli(capsys, "panel", "rank", "--name", "jury", "--json", "--db", hand_run)
+    assert code == 0, err
+    assert json.loads(out)["rankings"]
+    code, out, _ = cli(capsys, "panel", "evaluate", "--name", "jury", "--json", "--db", hand_run)
+    assert code == 0 and "panel" in json.loads(out)
+    code, out, _ = cli(capsys, "panel", "list", "--json", "--db", hand_run)
+    assert code == 0 and [p["name"] for p in json.loads(out)["panels"]] == ["jury"]
+    code, out, _ = cli(capsys, "panel", "delete", "--name", "jury", "--json", "--db", hand_run)
+    assert code == 0 and json.loads(out)["deleted"]["panels"] == 1
+
+
+# ------------------------------------------------------------------ ranks and tables as read
+
+def test_judges_columns_line_up_and_equal_scores_share_a_rank(hand_run, capsys):
+    seed_run(hand_run, run="hand-run-2")[0].close()   # the same verdicts: the same Spearman
+    code, out, err = cli(capsys, "judges", "--dataset", "sample_summeval", "--aspect",
+                         "coherence", "--bootstrap", "50", "--db", hand_run)
+    assert code == 0, err
+    table = [line for line in out.splitlines()[1:] if not line.startswith("note:")]
+    assert len(table) == 3 and len({len(line) for line in table}) == 1, table  # right-aligned
+    assert [line.split(".")[0] for line in table[1:]] == ["1", "1"]
+
+
+def test_rank_with_humans_lists_each_context_best_first(hand_run, tmp_path, capsys):
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame({"context_id": ["A0", "A0", "A1", "A2"], "candidate_a": ["S3", "S8", "S0", "S2"],
+                  "candidate_b": ["S10", "S5", "S15", "S9"],
+                  "winner": ["S10", "S8", "S0", "S9"]}).to_csv(labels, index=False)
+    sample = pd.read_csv(Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv")
+    pairs = pd.read_csv(labels)
+    for row in pairs.itertuples():   # the pairs are the sample's
+        ids = set(sample.loc[sample.context_id == row.context_id, "candidate_id"])
+        assert {row.candidate_a, row.candidate_b} <= ids
+    assert cli(capsys, "import-labels", str(labels), "--dataset", "sample_summeval",
+               "--aspect", "coherence", "--db", hand_run)[0] == 0
+    code, out, err = cli(capsys, "rank", "--run", "hand-run", "--with-humans", "--format", "csv",
+                         "--db", hand_run)
+    assert code == 0, err
+    frame = pd.read_csv(io.StringIO(out))
+    assert list(dict.fromkeys(frame["context_id"])) == ["A0", "A1", "A2"]
+    for _, group in frame.groupby("context_id", sort=False):
+        assert group["rank"].is_monotonic_increasing
+
+
+def test_messages_name_what_is_really_there(hand_run, tmp_path, capsys):
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    code, _, err = cli(capsys, "run", str(sample), "--aspect", "coherence", "--template",
+                       "coh-wording", "--db", hand_run)
+    assert code == 2 and "nor a template stored by name" in err     # not only t1, t2 or a file
+    labels = tmp_path / "labels.csv"
+    labels.write_text("context_id,candidate_a,candidate_b,winner\nA0,S3,S5,S3\n")
+    code, _, err = cli(capsys, "import-labels", str(labels), "--dataset", "sample_summeval",
+                       "--aspect", "coherence", "--db", hand_run)
+    assert code == 0 and "the file names no annotator" in err
+    assert "annotator column" not in err
+
+
+def test_a_system_with_no_comparison_is_unranked_blank_not_last(db_url, capsys):
+    from compassess_core import api
+    from tests.fakes import FakeLengthJudge
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    api.open_store(db_url).run(sample, aspect="coherence", contexts=1, name="one",
+                               judge=FakeLengthJudge(), progress=False)
+    code, out, err = cli(capsys, "leaderboard", "--run", "one", "--format", "json",
+                         "--bootstrap", "20", "--db", db_url)
+    assert code == 0, err
+    rows = json.loads(out)["systems"]
+    judged = [r for r in rows if r["n_comparisons"]]
+    assert len(judged) == 5 and all(isinstance(r["rank"], int) for r in judged)
+    assert [r["rank"] for r in rows if not r["n_comparisons"]] == [None] * (len(rows) - 5)
+    code, out, _ = cli(capsys, "leaderboard", "--run", "one", "--format", "csv",
+                       "--bootstrap", "20", "--db", db_url)
+    frame = pd.read_csv(io.StringIO(out))
+    assert frame.loc[frame["n_comparisons"] == 0, "rank"].isna().all()
