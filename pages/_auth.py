@@ -30,6 +30,7 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -486,6 +487,15 @@ def _viewer_or_sign_in() -> Viewer:
     return who
 
 
+@functools.cache
+def page_names() -> tuple[str, ...]:
+    """The URL names of the app's pages (``pages/*.py`` but ``_*``), read from the folder once per
+    process: every anonymous run draws the sign-in page at each of them, and listing the folder
+    on each run made that run cost a visitor nothing and the server much."""
+    return tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py")
+                        if not p.name.startswith("_")))
+
+
 def _only_page(render, url_path: str) -> None:
     """Serve ``render`` as the app's one page, whatever the URL asks for, and stop the run.
 
@@ -494,7 +504,7 @@ def _only_page(render, url_path: str) -> None:
     """
     # Every page's own URL answers with this page too (a deep link from a colleague shows the
     # sign-in page, not "page not found").
-    others = sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.name.startswith("_"))
+    others = page_names()
     st.navigation([st.Page(render, title="CompAssess", url_path=url_path, default=True)]
                   + [st.Page(render, title="CompAssess", url_path=name, visibility="hidden")
                      for name in others if name != url_path], position="hidden").run()

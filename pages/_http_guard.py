@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections import OrderedDict
 from urllib.parse import urlsplit
 
@@ -126,6 +127,8 @@ class HttpGuard:
             origin = _header(scope, b"origin")
             if kind == "websocket" and origin is not None and not is_local_origin(origin, host):
                 return await _refuse(scope, send, 403, b"Origin not allowed")
+        if kind == "websocket":
+            return await self._socket(scope, receive, send)
         if kind == "http":
             upload = _UPLOAD_PATH.search(path)
             if upload and method in ("PUT", "POST"):
@@ -140,6 +143,27 @@ class HttpGuard:
             if self.sign_in and path.rstrip("/").endswith("/auth/logout"):
                 await run_in_threadpool(_record_sign_out, _header(scope, b"cookie"))
         return await self.app(scope, receive, send)
+
+    async def _socket(self, scope, receive, send) -> None:
+        """A WebSocket (``/_stcore/stream``): its frames go through a :class:`SocketPolicy` for
+        the person its cookie signs in now (with sign-in; everyone is an admin without it)."""
+        if not self.sign_in:
+            policy = SocketPolicy(ADMIN, None)
+        else:
+            cookie = _header(scope, b"cookie")
+            person = await run_in_threadpool(cookie_person, cookie)
+            policy = SocketPolicy(None if person is None else person[1], cookie)
+        if policy.restricted:
+            client = str((scope.get("client") or ("unknown",))[0])
+            if not _anonymous_sockets.open(client):
+                log.warning("refused a WebSocket without sign-in from %s: it holds %d already",
+                            client, max_anonymous_sockets())
+                return await _refuse(scope, send, 403, b"Too many connections")
+            try:
+                return await policy.serve(self.app, scope, receive, send)
+            finally:
+                _anonymous_sockets.close(client)
+        return await policy.serve(self.app, scope, receive, send)
 
     def _upload_refusal(self, scope, session_id: str) -> tuple[int, bytes] | None:
         if self.sign_in:
@@ -210,6 +234,183 @@ def is_local_origin(origin: str, host: str | None) -> bool:
     name = (page.hostname or "").lower().rstrip(".")
     return (page.scheme in ("http", "https") and name in LOCAL_HOSTS and not page.username
             and page.path in ("", "/") and page_port == target_port)
+
+
+# ------------------------------------------------------------------------------ WebSockets
+
+#: The largest WebSocket message (bytes) a connection without a signed-in person with a role may
+#: send. The one page such a visitor gets (sign-in, lock, no role) has buttons only: a click's
+#: ``rerun_script`` with the page's widget states and the browser's context is under 2 kB.
+RESTRICTED_MAX_MESSAGE_BYTES = 16 * 1024
+#: What such a connection may send (Streamlit's ``BackMsg`` types); anything else closes it.
+RESTRICTED_MESSAGES = frozenset({"rerun_script", "stop_script", "app_heartbeat"})
+#: Messages that act on every user of the server: admins only; from anyone else they are
+#: dropped (``clear_cache`` empties every user's caches; the others serve development).
+ADMIN_MESSAGES = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
+#: Messages Streamlit itself accepts only in development mode: never passed on.
+NEVER_MESSAGES = frozenset({"debug_disconnect_websocket", "debug_shutdown_runtime"})
+#: A restricted connection's message rate: a burst of this many, then one a second. A browser on
+#: the sign-in page sends a handful (the first run, a click, a rerun on resize).
+RESTRICTED_BURST, RESTRICTED_PER_SECOND = 20, 1.0
+#: WebSocket close codes (RFC 6455): policy violation, message too big.
+CLOSE_POLICY, CLOSE_TOO_BIG = 1008, 1009
+#: ``$COMPASSESS_MAX_ANONYMOUS_SOCKETS``: restricted connections one client address may hold at
+#: once (default :data:`DEFAULT_MAX_ANONYMOUS_SOCKETS`); more are refused before Streamlit
+#: makes a session for them.
+MAX_ANONYMOUS_SOCKETS_ENV = "COMPASSESS_MAX_ANONYMOUS_SOCKETS"
+DEFAULT_MAX_ANONYMOUS_SOCKETS = 16
+
+
+def max_anonymous_sockets() -> int:
+    from compassess_core.errors import InputError
+    from compassess_core.limits import whole_number_from_env
+    try:
+        return whole_number_from_env(MAX_ANONYMOUS_SOCKETS_ENV, DEFAULT_MAX_ANONYMOUS_SOCKETS,
+                                     least=1, unit="connections")
+    except InputError:
+        log.exception("reading %s", MAX_ANONYMOUS_SOCKETS_ENV)
+        return DEFAULT_MAX_ANONYMOUS_SOCKETS
+
+
+class _SocketCounts:
+    """Restricted WebSocket connections open now, by client address."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}
+
+    def open(self, client: str) -> bool:
+        """Count one more for ``client`` unless it holds :func:`max_anonymous_sockets` already."""
+        with self._lock:
+            held = self._open.get(client, 0)
+            if held >= max_anonymous_sockets():
+                return False
+            self._open[client] = held + 1
+            return True
+
+    def close(self, client: str) -> None:
+        with self._lock:
+            held = self._open.get(client, 0) - 1
+            if held > 0:
+                self._open[client] = held
+            else:
+                self._open.pop(client, None)
+
+
+_anonymous_sockets = _SocketCounts()
+
+
+def back_message_type(data: bytes) -> str | None:
+    """The type of the Streamlit ``BackMsg`` in ``data`` (None when it is not one)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    msg = BackMsg()
+    try:
+        msg.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - a frame that does not parse: Streamlit closes it (1002)
+        return None
+    return msg.WhichOneof("type")
+
+
+class SocketPolicy:
+    """What one WebSocket connection may send, decided by the role its cookie gave when it
+    connected (``role``: None for a connection without a signed-in person with a role).
+
+    * Restricted (no role): messages of at most :data:`RESTRICTED_MAX_MESSAGE_BYTES` bytes, of
+      the types in :data:`RESTRICTED_MESSAGES`, at most :data:`RESTRICTED_BURST` in a burst and
+      :data:`RESTRICTED_PER_SECOND` a second after it; anything else closes the connection
+      before Streamlit sees the message (nothing of it is kept: an anonymous visitor's widget
+      state never reaches the session). The first message of the session tells no versions
+      and no path (:func:`scrub_new_session`).
+    * Everyone: :data:`ADMIN_MESSAGES` are passed on only when the cookie's person is an admin
+      at that moment (read afresh); otherwise dropped. :data:`NEVER_MESSAGES` are dropped.
+      Streamlit bounds the size for everyone (``server.maxWidgetStateSize``,
+      ``.streamlit/config.toml``).
+    """
+
+    def __init__(self, role: str | None, cookie: str | None) -> None:
+        self.role, self.cookie = role, cookie
+        self.restricted = role is None
+        self._tokens, self._last = float(RESTRICTED_BURST), time.monotonic()
+        self._closed = False
+
+    def _within_rate(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(float(RESTRICTED_BURST),
+                           self._tokens + (now - self._last) * RESTRICTED_PER_SECOND)
+        self._last = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    async def verdict(self, data: bytes) -> str | int:
+        """``"pass"``, ``"drop"``, or the close code for the message ``data``."""
+        if self.restricted:
+            if len(data) > RESTRICTED_MAX_MESSAGE_BYTES:
+                return CLOSE_TOO_BIG
+            if not self._within_rate():
+                return CLOSE_POLICY
+        kind = back_message_type(data)
+        if self.restricted and kind not in RESTRICTED_MESSAGES:
+            return CLOSE_POLICY
+        if kind in NEVER_MESSAGES:
+            return "drop"
+        if kind in ADMIN_MESSAGES:
+            if self.role != ADMIN:
+                return "drop"
+            if self.cookie is not None:
+                person = await run_in_threadpool(cookie_person, self.cookie)
+                if person is None or person[1] != ADMIN:
+                    return "drop"
+        return "pass"
+
+    async def serve(self, app, scope, receive, send) -> None:
+        async def checked_receive():
+            while True:
+                message = await receive()
+                if message.get("type") != "websocket.receive":
+                    return message
+                data = message.get("bytes")
+                if data is None:
+                    data = (message.get("text") or "").encode("utf-8", "replace")
+                verdict = await self.verdict(data)
+                if verdict == "pass":
+                    return message
+                if verdict == "drop":
+                    log.warning("dropped a WebSocket message for admins from a %s",
+                                "visitor without a role" if self.restricted else self.role)
+                    continue
+                log.warning("closed a WebSocket without sign-in (code %s, %d bytes)", verdict,
+                            len(data))
+                self._closed = True
+                await send({"type": "websocket.close", "code": verdict})
+                return {"type": "websocket.disconnect", "code": verdict}
+
+        async def checked_send(message) -> None:
+            if self._closed:
+                return  # closed here: Streamlit's own close and late messages go nowhere
+            if self.restricted and message.get("type") == "websocket.send" and message.get("bytes"):
+                message = dict(message, bytes=scrub_new_session(message["bytes"]))
+            await send(message)
+
+        await app(scope, checked_receive, checked_send)
+
+
+def scrub_new_session(data: bytes) -> bytes:
+    """A ``ForwardMsg`` for a visitor without a role: a ``new_session`` message loses the
+    server's versions (Streamlit, Python, operating system) and the path of its script."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    msg = ForwardMsg()
+    try:
+        msg.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - not a ForwardMsg: sent as it is
+        return data
+    if msg.WhichOneof("type") != "new_session":
+        return data
+    env = msg.new_session.initialize.environment_info
+    env.streamlit_version = env.python_version = env.server_os = ""
+    msg.new_session.main_script_path = ""
+    return msg.SerializeToString()
 
 
 # ------------------------------------------------------------------------------ uploads
