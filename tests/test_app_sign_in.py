@@ -258,25 +258,28 @@ def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refuse
 
 
 def test_agreement_with_the_others_is_hidden_below_three_co_annotators(app_env):
-    """With one other annotator the figure would tell an annotator how that person voted."""
+    """With one other annotator the figure would tell an annotator how that person voted: pairs
+    count once three others labelled them, in batches (campaigns.agreement_of)."""
     from compassess_core import api
+    from compassess_core.campaigns import AGREEMENT_BATCH
     store, _ = sample_with_a_run(app_env)
     people = ["ann@example.org", "b@example.org", "c@example.org", "d@example.org"]
     for who in people:
         store.set_role(who, "annotator", "test")
     campaign_for(store, *people)
     campaign = api.Store(store).campaign("round1")
-    pair = tuple(campaign.pairs().iloc[0])
+    pairs = [tuple(p) for p in campaign.pairs().itertuples(index=False)][:AGREEMENT_BATCH]
 
-    def others_label(*who: str) -> None:
+    def label(*who: str) -> None:
         for person in who:
-            campaign.label(person, pair, pair[1])
+            for pair in pairs:
+                campaign.label(person, pair, pair[1])
 
-    campaign.label("ann@example.org", pair, pair[1])
-    others_label("b@example.org")
+    label("ann@example.org", "b@example.org")
     at = app_as("ann@example.org", "pages/agreement.py")
-    assert metric_value(at, "Pairs shared with others") == "1"
+    assert metric_value(at, "Pairs shared with others") == "hidden"
     assert metric_value(at, "Agreement with the others") == "hidden"
-    others_label("c@example.org", "d@example.org")
+    label("c@example.org", "d@example.org")
     at = app_as("ann@example.org", "pages/agreement.py")
-    assert metric_value(at, "Agreement with the others") == "100.0 %"
+    assert metric_value(at, "Pairs shared with others") == str(AGREEMENT_BATCH)
+    assert metric_value(at, "Agreement with the others") == "100 %"
