@@ -132,9 +132,14 @@ class HttpGuard:
         if kind == "http":
             upload = _UPLOAD_PATH.search(path)
             if upload and method in ("PUT", "POST"):
-                refusal = await run_in_threadpool(self._upload_refusal, scope, upload.group(1))
+                refusal, reserved = await run_in_threadpool(self._upload_refusal, scope,
+                                                            upload.group(1))
                 if refusal is not None:
                     return await _refuse(scope, send, *refusal)
+                try:
+                    return await self.app(scope, receive, send)
+                finally:
+                    _upload_reservations.release(*reserved)  # stored by now, or failed
             media = _MEDIA_PATH.search(path)
             if self.sign_in and media and not await run_in_threadpool(
                     media_viewer_allowed, _header(scope, b"cookie"), media.group(1)):
@@ -165,18 +170,20 @@ class HttpGuard:
                 _anonymous_sockets.close(client)
         return await policy.serve(self.app, scope, receive, send)
 
-    def _upload_refusal(self, scope, session_id: str) -> tuple[int, bytes] | None:
+    def _upload_refusal(self, scope, session_id: str
+                        ) -> tuple[tuple[int, bytes] | None, tuple[str, int] | None]:
+        """Whether an upload to ``session_id`` is refused (status, body), and what it reserved
+        of the session's bounds when it is not (released once Streamlit has its answer)."""
         if self.sign_in:
             person = cookie_person(_header(scope, b"cookie"))
             if person is None or person[1] not in UPLOAD_ROLES:
-                return 403, b"Sign in as an admin to upload files"
+                return (403, b"Sign in as an admin to upload files"), None
         length = _header(scope, b"content-length")
         incoming = int(length) if length and length.isdigit() else max_upload_bytes()
-        count, held = session_uploads(session_id)
-        if count >= MAX_UPLOADS_PER_SESSION or held + incoming > session_upload_bytes():
-            return 413, (b"This session holds too many uploaded files: remove one, or reload "
-                         b"the page")
-        return None
+        if not _upload_reservations.reserve(session_id, incoming):
+            return (413, b"This session holds too many uploaded files: remove one, or reload "
+                         b"the page"), None
+        return None, (session_id, incoming)
 
 
 async def _refuse(scope, send, status: int, body: bytes) -> None:
@@ -420,6 +427,42 @@ UPLOAD_ROLES = frozenset({ADMIN})
 #: The most files one session may hold uploaded at once (each page has one uploader; a file
 #: replaced or removed in its uploader is deleted by the browser).
 MAX_UPLOADS_PER_SESSION = 8
+
+
+class _UploadReservations:
+    """Uploads let through and not answered yet, by session: checked and counted under one
+    lock, before the body is read, so parallel uploads cannot all pass the same check (each
+    sees those before it). An upload counts as held from its check on; once Streamlit has
+    stored it, it is in the session's files and its reservation is released."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[int, int]] = {}
+
+    def reserve(self, session_id: str, incoming: int) -> bool:
+        """Reserve one file of ``incoming`` bytes for ``session_id`` unless the files it holds
+        and those reserved would then pass :data:`MAX_UPLOADS_PER_SESSION` files or
+        :func:`session_upload_bytes` bytes."""
+        with self._lock:
+            count, held = session_uploads(session_id)
+            pending_count, pending_bytes = self._pending.get(session_id, (0, 0))
+            if (count + pending_count >= MAX_UPLOADS_PER_SESSION
+                    or held + pending_bytes + incoming > session_upload_bytes()):
+                return False
+            self._pending[session_id] = (pending_count + 1, pending_bytes + incoming)
+            return True
+
+    def release(self, session_id: str, incoming: int) -> None:
+        """The upload :meth:`reserve` let through has its answer."""
+        with self._lock:
+            count, size = self._pending.get(session_id, (0, 0))
+            if count <= 1:
+                self._pending.pop(session_id, None)
+            else:
+                self._pending[session_id] = (count - 1, size - incoming)
+
+
+_upload_reservations = _UploadReservations()
 
 
 def session_upload_bytes() -> int:
