@@ -101,7 +101,10 @@ class HttpGuard:
       person holds the role of the viewer the file was made for (:func:`media_role`): Streamlit
       serves those files to whoever has the URL;
     * a sign-out (``/auth/logout``) is recorded for the cookie's person before Streamlit clears
-      the cookie (``_auth.record_sign_out``): a copy of that cookie no longer signs in;
+      the cookie (``_auth.record_sign_out``): a copy of that cookie no longer signs in. Only a
+      request from the app's own pages counts (:func:`same_origin_request`): a link on another
+      site cannot end every session of the person (the cookie is SameSite=Lax, so a cross-site
+      navigation carries it); Streamlit still clears the cookie in that browser;
     * every HTTP response gets :data:`ANTI_FRAMING_HEADERS`.
     """
 
@@ -145,7 +148,8 @@ class HttpGuard:
                     media_viewer_allowed, _header(scope, b"cookie"), media.group(1)):
                 return await _refuse(scope, send, 403, b"Sign in with a role that may see this "
                                                        b"file")
-            if self.sign_in and path.rstrip("/").endswith("/auth/logout"):
+            if (self.sign_in and path.rstrip("/").endswith("/auth/logout")
+                    and same_origin_request(scope)):
                 await run_in_threadpool(_record_sign_out, _header(scope, b"cookie"))
         return await self.app(scope, receive, send)
 
@@ -212,6 +216,25 @@ def _header(scope, name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
+
+
+def same_origin_request(scope) -> bool:
+    """Whether a request comes from the app's own pages (or the person typed the URL): the
+    browser's ``Sec-Fetch-Site`` is ``same-origin`` or ``none``; without it (older browsers), a
+    ``Referer`` or ``Origin`` must name the request's own host; a request with none of the three
+    is not a browser's cross-site navigation (browsers send one of them) and counts."""
+    fetch_site = _header(scope, b"sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in ("same-origin", "none")
+    host = (_header(scope, b"host") or "").strip().lower()
+    for name in (b"origin", b"referer"):
+        value = _header(scope, name)
+        if value is not None:
+            try:
+                return bool(host) and urlsplit(value).netloc.lower() == host
+            except ValueError:
+                return False
+    return True
 
 
 def is_local_host(host: str | None) -> bool:

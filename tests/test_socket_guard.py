@@ -9,7 +9,8 @@ an attacker would, not a browser:
 * an anonymous connection may not clear the caches, nor send more than a browser on the sign-in
   page would; one client address holds a bounded number of anonymous connections;
 * a signed-in annotator's cache clearing is dropped, an admin's passes;
-* an anonymous visitor is not told the server's versions nor the path of its script.
+* an anonymous visitor is not told the server's versions nor the path of its script;
+* a sign-out counts only from the app's own pages, not from a link on another site.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def team_server(tmp_path_factory):
     secrets_file = tmp / "secrets.toml"
     secrets_file.write_text(secrets_toml(port, cookie_secret))
     server = Server(tmp, db_url, secrets_file, port)
+    server.db_url = db_url
     yield server, cookie_secret
     server.stop()
 
@@ -190,3 +192,29 @@ def test_anonymous_visitors_are_told_no_versions_and_no_path(team_server):
     assert anonymous.main_script_path == ""
     admin = first_session_message(sign_in_cookie(ADMIN, cookie_secret, server.port))
     assert admin.initialize.environment_info.streamlit_version
+
+
+def test_a_sign_out_counts_only_from_the_apps_own_pages(team_server):
+    """A cross-site link to /auth/logout (the cookie is SameSite=Lax, so it goes along) does not
+    end every session of the person; a sign-out from the app's own page does. A media URL no
+    file has answers 404 to a cookie that counts and 403 to one that does not."""
+    from db.store import Store
+    server, cookie_secret = team_server
+    leaver = "leaver@example.org"
+    Store(server.db_url).set_role(leaver, "admin", ADMIN)
+    cookie = sign_in_cookie(leaver, cookie_secret, server.port)
+    missing = f"{server.url}/media/0123456789abcdef.csv"
+
+    def status() -> int:
+        return httpx.get(missing, headers={"Cookie": cookie}).status_code
+
+    def log_out(**headers) -> None:
+        httpx.get(f"{server.url}/auth/logout", headers={"Cookie": cookie, **headers})
+
+    assert status() == 404
+    log_out(**{"Sec-Fetch-Site": "cross-site", "Referer": "https://evil.example/"})
+    assert status() == 404
+    log_out(Referer="https://evil.example/page")  # an older browser: no Sec-Fetch-Site
+    assert status() == 404
+    log_out(**{"Sec-Fetch-Site": "same-origin", "Referer": f"{server.url}/"})
+    assert status() == 403
