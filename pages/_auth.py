@@ -176,6 +176,40 @@ def notice_secrets_changes() -> None:
         secrets_singleton._reset()
 
 
+def unreadable_secrets_lock() -> None:
+    """Make a secrets path that exists but cannot be read (a folder where ``secrets.toml`` was,
+    a file the app's user may not read) count for Streamlit as secrets that do not load, the
+    way a file that does not parse counts, instead of an ``OSError`` out of its secrets loader.
+
+    Streamlit 1.67's ``Secrets._parse_toml_file`` catches ``FileNotFoundError`` only, and its
+    WebSocket handler asks the secrets on every connection (``is_xsrf_enabled``): any other
+    ``OSError`` escaped from there and killed every connection, so no page could say that the
+    app is locked. Counted as not loading, each run reaches :func:`sign_in_required`, which
+    locks the app (:func:`lock_page`), and the HTTP guard keeps files and uploads closed.
+    Installed once per process (``pages/_http_guard.harden_server``), on the real secrets
+    object only (a private method, wrapped as :func:`notice_secrets_changes` uses ``_reset``)."""
+    from streamlit.errors import StreamlitSecretNotFoundError
+    from streamlit.runtime.secrets import secrets_singleton
+
+    parse = secrets_singleton._parse_toml_file
+    if getattr(parse, "_compassess_locks", False):
+        return
+
+    def parse_or_refuse(path: str):
+        try:
+            return parse(path)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise StreamlitSecretNotFoundError(
+                "The secrets file {path} cannot be read: {error}", path=path,
+                error=type(e).__name__, error_id="unreadable-secrets-file") from e
+
+    parse_or_refuse._compassess_locks = True
+    # Secrets refuses attribute assignment (its own __setattr__): set it on the instance.
+    object.__setattr__(secrets_singleton, "_parse_toml_file", parse_or_refuse)
+
+
 def _auth_section() -> dict:
     """The ``[auth]`` section of the secrets, read now ({} when there is no secrets file at all).
 

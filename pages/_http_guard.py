@@ -43,6 +43,9 @@ def harden_server(local: bool) -> None:
     connections only from a localhost Host name (``server.allowedHosts``; :class:`HttpGuard`
     covers the HTTP routes)."""
     from streamlit import config
+
+    from pages._auth import unreadable_secrets_lock
+    unreadable_secrets_lock()  # a folder in place of secrets.toml locks, never kills sockets
     config.set_option("client.showErrorDetails", "none")
     config.set_option("client.toolbarMode", "minimal")
     if local:

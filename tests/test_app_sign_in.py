@@ -9,6 +9,7 @@ Streamlit's own sign-in (``st.login`` against a real OpenID Connect provider in 
 
 from __future__ import annotations
 
+import secrets
 import time
 
 import pytest
@@ -19,9 +20,12 @@ from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 
+#: Random per run: a fixed secret in a published test suite is a published secret
+#: (``access.PUBLISHED_COOKIE_SECRETS`` refuses the one these tests used before).
+TEST_COOKIE_SECRET = secrets.token_hex(24)
 #: An [auth] section as secrets.toml holds it (never contacted: AppTest.user is the signed-in person).
 AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-                         "cookie_secret": "test-cookie-secret-0123456789abcdef0123", "client_id": "compassess",
+                         "cookie_secret": TEST_COOKIE_SECRET, "client_id": "compassess",
                          "client_secret": "test-client-secret",
                          "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}}
 #: The issuer of the signed-in person's claims in these tests.

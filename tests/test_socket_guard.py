@@ -10,7 +10,9 @@ an attacker would, not a browser:
   page would; one client address holds a bounded number of anonymous connections;
 * a signed-in annotator's cache clearing is dropped, an admin's passes;
 * an anonymous visitor is not told the server's versions nor the path of its script;
-* a sign-out counts only from the app's own pages, not from a link on another site.
+* a sign-out counts only from the app's own pages, not from a link on another site;
+* a folder in place of the secrets file locks the app like any broken configuration: the
+  WebSocket stays up and draws the lock page (Streamlit's handler died on it before).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def team_server(tmp_path_factory):
     secrets_file = tmp / "secrets.toml"
     secrets_file.write_text(secrets_toml(port, cookie_secret))
     server = Server(tmp, db_url, secrets_file, port)
-    server.db_url = db_url
+    server.db_url, server.secrets_file = db_url, secrets_file
     yield server, cookie_secret
     server.stop()
 
@@ -218,3 +220,32 @@ def test_a_sign_out_counts_only_from_the_apps_own_pages(team_server):
     assert status() == 404
     log_out(**{"Sec-Fetch-Site": "same-origin", "Referer": f"{server.url}/"})
     assert status() == 403
+
+
+def test_a_folder_in_place_of_the_secrets_file_locks_and_keeps_sockets_up(team_server):
+    """Last in this module: it breaks the server's configuration, then mends it."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    server, cookie_secret = team_server
+    secrets_file: Path = server.secrets_file
+    saved = secrets_file.read_text()
+    secrets_file.unlink()
+    secrets_file.mkdir()
+    try:
+        for cookie in ("", sign_in_cookie(ADMIN, cookie_secret, server.port)):
+            session = Session(server, cookie)   # the socket is served: a session starts
+            seen = b""
+            deadline = time.monotonic() + 60
+            while b"Configuration error" not in seen:
+                assert time.monotonic() < deadline, "no lock page"
+                msg = ForwardMsg()
+                msg.ParseFromString(session.ws.recv(timeout=60))
+                seen += msg.SerializeToString()
+            assert b"Sign in" not in seen
+            session.close()
+        assert httpx.get(f"{server.url}/media/0123456789abcdef.csv", headers={
+            "Cookie": sign_in_cookie(ADMIN, cookie_secret, server.port)}).status_code == 403
+    finally:
+        secrets_file.rmdir()
+        secrets_file.write_text(saved)
+    assert httpx.get(f"{server.url}/media/0123456789abcdef.csv", headers={
+        "Cookie": sign_in_cookie(ADMIN, cookie_secret, server.port)}).status_code == 404
