@@ -108,6 +108,11 @@ class HttpGuard:
       request from the app's own pages counts (:func:`same_origin_request`): a link on another
       site cannot end every session of the person (the cookie is SameSite=Lax, so a cross-site
       navigation carries it); Streamlit still clears the cookie in that browser;
+    * a WebSocket's frames go through a :class:`SocketPolicy` for the role its cookie gives:
+      without a signed-in person with a role, small sign-in-page messages at a browser's pace
+      only (anything else closes it before Streamlit keeps a byte), at most
+      :func:`max_anonymous_sockets` such connections per client address; for everyone, cache
+      clearing only from an admin;
     * every HTTP response gets :data:`ANTI_FRAMING_HEADERS`.
     """
 

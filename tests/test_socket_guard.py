@@ -17,7 +17,6 @@ an attacker would, not a browser:
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 import time
