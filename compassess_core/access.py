@@ -47,10 +47,21 @@ SUBJECT_SEPARATOR = "#"
 MIN_COOKIE_SECRET_BYTES = 32
 
 
-#: Cookie secrets this project has printed (an earlier docs/deploy.md's trial secrets file):
-#: anyone who read them can sign a cookie for any identity, so they are refused like the
-#: placeholder.
-PUBLISHED_COOKIE_SECRETS = frozenset({"a-long-random-test-secret-0123456789"})
+#: Cookie secrets this project has printed (an earlier docs/deploy.md's trial secrets file, and
+#: the fixed secrets its test suite once used): anyone who read them can sign a cookie for any
+#: identity, so they are refused like the placeholder.
+PUBLISHED_COOKIE_SECRETS = frozenset({
+    "a-long-random-test-secret-0123456789",
+    "test-cookie-secret-0123456789abcdef0123",
+    "0123456789abcdef0123456789abcdef0123456789abcdef",
+})
+#: Words that make a secret guessable whatever surrounds them (compared in lower case).
+WEAK_SECRET_WORDS = ("password", "passwort", "secret", "changeme", "letmein", "qwerty",
+                     "example", "streamlit", "compassess", "cookie", "admin", "abcdefgh",
+                     "12345678", "01234567")
+#: The fewest different characters a cookie secret must hold (a random hex secret of 32
+#: characters has about 14; ``'a' * 32`` has one, ``'password' * 4`` seven).
+MIN_COOKIE_SECRET_DISTINCT = 8
 
 
 class AccessError(InputError):
@@ -60,9 +71,11 @@ class AccessError(InputError):
 def cookie_secret_problem(auth_section: Mapping[str, object]) -> str | None:
     """Why the ``cookie_secret`` of an ``[auth]`` section must not sign cookies (None when fine):
     missing, shorter than :data:`MIN_COOKIE_SECRET_BYTES` bytes, still a placeholder (any value
-    containing ``REPLACE``, as deploy/secrets.example.toml's does) or a secret this project has
-    published (:data:`PUBLISHED_COOKIE_SECRETS`). Anyone who knows the secret can sign a cookie
-    for any identity."""
+    containing ``REPLACE``, as deploy/secrets.example.toml's does), a secret this project has
+    published (:data:`PUBLISHED_COOKIE_SECRETS`), or one easy to guess: fewer than
+    :data:`MIN_COOKIE_SECRET_DISTINCT` different characters, a short pattern repeated, or a
+    common word or sequence in it (:data:`WEAK_SECRET_WORDS`). Anyone who knows the secret can
+    sign a cookie for any identity."""
     secret = auth_section.get("cookie_secret")
     if not isinstance(secret, str) or not secret.strip():
         return "[auth] has no cookie_secret (generate one: openssl rand -hex 32)"
@@ -70,11 +83,32 @@ def cookie_secret_problem(auth_section: Mapping[str, object]) -> str | None:
         return ("[auth] cookie_secret is still the placeholder of the example file; generate one "
                 "with openssl rand -hex 32")
     if secret.strip() in PUBLISHED_COOKIE_SECRETS:
-        return ("[auth] cookie_secret is an example printed in CompAssess's documentation, known "
-                "to anyone; generate one with openssl rand -hex 32")
+        return ("[auth] cookie_secret is a secret printed in CompAssess's documentation or "
+                "tests, known to anyone; generate one with openssl rand -hex 32")
     if len(secret.encode("utf-8")) < MIN_COOKIE_SECRET_BYTES:
         return (f"[auth] cookie_secret is shorter than {MIN_COOKIE_SECRET_BYTES} bytes; generate "
                 "one with openssl rand -hex 32")
+    weakness = _secret_weakness(secret.strip())
+    if weakness is not None:
+        return (f"[auth] cookie_secret is too easy to guess ({weakness}); generate one with "
+                "openssl rand -hex 32")
+    return None
+
+
+def _secret_weakness(secret: str) -> str | None:
+    """Why ``secret`` (long enough) could be guessed: too few different characters, a short
+    pattern repeated, or a common word or sequence in it (:data:`WEAK_SECRET_WORDS`)."""
+    if len(set(secret)) < MIN_COOKIE_SECRET_DISTINCT:
+        return (f"{len(set(secret))} different characters; random secrets have "
+                f"{MIN_COOKIE_SECRET_DISTINCT} or more")
+    n = len(secret)
+    for period in range(1, n // 2 + 1):
+        if n % period == 0 and secret[:period] * (n // period) == secret:
+            return f"one pattern of {period} characters repeated"
+    lowered = secret.lower()
+    for word in WEAK_SECRET_WORDS:
+        if word in lowered:
+            return f"it contains the common word or sequence '{word}'"
     return None
 
 

@@ -34,12 +34,19 @@ CHOICES: tuple[str, ...] = (TIE, BOTH_BAD)
 
 _PAIR = ["context_id", "x", "y"]
 Pair = tuple[str, str, str]
-#: The fewest other annotators sharing pairs with a person before their agreement with the
-#: others is shown to them (:func:`agreement_of`). The figure changes after every answer: with one
-#: other annotator, whether it rose or fell after a shared pair says whether that person voted as
-#: you did, so their votes can be read off one by one; with two, how the two split. From three on,
-#: a change mixes several people's votes and points at none of them.
-MIN_OTHERS_FOR_AGREEMENT = 3
+#: What an annotator is told of their agreement with the others (:func:`agreement_of`) must not
+#: give any one person's vote away. A figure recomputed after every answer would: with one other
+#: voter on a pair (a team overlap of 2), whether it rose or fell after that pair says whether the
+#: other voted as you did, vote by vote. So a pair counts only once at least this many others
+#: voted on it (their votes mix in one step, naming none of them)...
+MIN_OTHERS_PER_PAIR = 3
+#: ...and the figure moves in batches: it covers the first ``k * AGREEMENT_BATCH`` such pairs
+#: with the votes as stored when the last of them qualified, so no single later answer (a vote,
+#: a change of mind, a fourth voter) moves it; only a new batch does, mixing at least
+#: ``AGREEMENT_BATCH * MIN_OTHERS_PER_PAIR`` votes.
+AGREEMENT_BATCH = 5
+#: The agreement shown is rounded to this (a share: whole percent), kappa to two decimals.
+AGREEMENT_ROUNDING = 0.01
 
 
 def choose_pairs(dataset: Dataset, selection: str = "all", n_pairs: int | None = None, *,
@@ -221,31 +228,56 @@ def agreement(labels: pd.DataFrame) -> HumanAgreement:
 
 
 def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
-    """How one annotator's votes agree with the others' in a campaign, without naming them:
-    ``n_items`` (pairs they share with someone), ``n_others`` (how many other annotators voted
-    on those pairs), ``agreement`` (share of agreeing (theirs, other's) vote pairs over those
-    pairs) and ``kappa`` (Cohen's kappa of the same vote pairs, every pair counted in both
-    orientations so the candidates' names cannot change it, ``agreement.pair_kappa``; both-bad
-    counts as a tie).
+    """How one annotator's votes agree with the others' in a campaign, in a form that gives no
+    one's vote away (:data:`MIN_OTHERS_PER_PAIR`, :data:`AGREEMENT_BATCH`).
 
-    ``agreement`` and ``kappa`` are NaN, and ``withheld`` is True, while fewer than
-    :data:`MIN_OTHERS_FOR_AGREEMENT` others share pairs with the annotator: the figures would
-    give the few others' votes away. NaN also when no pair is shared."""
+    A pair *counts* from the answer that made it one the annotator voted on and at least
+    :data:`MIN_OTHERS_PER_PAIR` others voted on too, in the order the answers were stored
+    (``labels`` is in that order). The figures cover the first ``k * AGREEMENT_BATCH`` counted
+    pairs (``k`` as large as the counted pairs allow), with every vote stored up to the answer
+    that made the last of them count (the newest per person and pair), and nothing stored
+    after it: so they change only when a batch is complete.
+
+    Returns ``n_items`` (the pairs covered: a multiple of the batch, 0 until the first batch),
+    ``n_others`` (how many others voted on them), ``agreement`` (share of agreeing (theirs,
+    other's) vote pairs over them, rounded to :data:`AGREEMENT_ROUNDING`), ``kappa`` (Cohen's
+    kappa of the same vote pairs, every pair counted in both orientations so the candidates'
+    names cannot change it, ``agreement.pair_kappa``, both-bad counting as a tie; two
+    decimals), ``withheld`` (True while the annotator has voted but no batch is complete;
+    the figures are then NaN), and the rule itself: ``min_others`` (:data:`MIN_OTHERS_PER_PAIR`)
+    and ``batch`` (:data:`AGREEMENT_BATCH`). Adjudications are no votes."""
     from .agreement import TIE_CODE, X_BETTER, Y_BETTER, pair_kappa
-    v = votes(labels)
+    nan = float("nan")
+    c = _canonical(labels)
+    c = c.loc[c["source"] != ADJUDICATION, [*_PAIR, "annotator", "choice"]].reset_index(drop=True)
+    c["stored"] = np.arange(len(c))
+    first = c.drop_duplicates(["annotator", *_PAIR], keep="first")
+    mine = first.loc[first["annotator"] == annotator, [*_PAIR, "stored"]]
+    others = first.loc[first["annotator"] != annotator].sort_values("stored", kind="stable")
+    nth = others.assign(rank=others.groupby(_PAIR).cumcount())
+    enough = nth.loc[nth["rank"] == MIN_OTHERS_PER_PAIR - 1, [*_PAIR, "stored"]]
+    counted = mine.merge(enough, on=_PAIR, suffixes=("_me", "_others"))
+    counted["at"] = counted[["stored_me", "stored_others"]].max(axis=1)
+    counted = counted.sort_values("at", kind="stable")
+    covered = len(counted) // AGREEMENT_BATCH * AGREEMENT_BATCH
+    if covered == 0:
+        return dict(n_items=0, n_others=0, agreement=nan, kappa=nan, withheld=len(mine) > 0,
+                    min_others=MIN_OTHERS_PER_PAIR, batch=AGREEMENT_BATCH)
+    counted = counted.iloc[:covered]
+    cutoff = int(counted["at"].iloc[-1])
+    v = (c.loc[c["stored"] <= cutoff].drop_duplicates(["annotator", *_PAIR], keep="last")
+         .merge(counted[_PAIR], on=_PAIR))
     v = v.assign(code=np.select([v["choice"] == v["x"], v["choice"] == v["y"]],
                                 [X_BETTER, Y_BETTER], default=TIE_CODE).astype(np.int64))
-    mine = v.loc[v["annotator"] == annotator, [*_PAIR, "code"]]
-    others = v.loc[v["annotator"] != annotator, [*_PAIR, "annotator", "code"]]
-    both = mine.merge(others, on=_PAIR, suffixes=("_me", "_other"))
-    n_items = int(both[_PAIR].drop_duplicates().shape[0])
-    n_others = int(both["annotator"].nunique())
-    if n_others < MIN_OTHERS_FOR_AGREEMENT:
-        return dict(n_items=n_items, n_others=n_others, agreement=float("nan"),
-                    kappa=float("nan"), withheld=n_items > 0)
+    both = (v.loc[v["annotator"] == annotator, [*_PAIR, "code"]]
+            .merge(v.loc[v["annotator"] != annotator, [*_PAIR, "annotator", "code"]], on=_PAIR,
+                   suffixes=("_me", "_other")))
     a, b = both["code_me"].to_numpy(), both["code_other"].to_numpy()
-    return dict(n_items=n_items, n_others=n_others, agreement=float((a == b).mean()),
-                kappa=pair_kappa(a, b), withheld=False)
+    share = round(float((a == b).mean()) / AGREEMENT_ROUNDING) * AGREEMENT_ROUNDING
+    kappa = pair_kappa(a, b)
+    return dict(n_items=covered, n_others=int(both["annotator"].nunique()),
+                agreement=round(share, 4), kappa=kappa if kappa != kappa else round(kappa, 2),
+                withheld=False, min_others=MIN_OTHERS_PER_PAIR, batch=AGREEMENT_BATCH)
 
 
 def stored_winner(pair: Pair, choice: str) -> dict:

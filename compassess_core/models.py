@@ -44,9 +44,16 @@ def models_dir() -> Path:
     return cache_dir() / "models"
 
 
+#: Where converted GGUF models go when the cache itself is read-only (the Docker image: the
+#: bundled GGUF ships in the image, its conversion is written once on the data volume).
+CONVERTED_DIR_ENV = "COMPASSESS_CONVERTED_DIR"
+
+
 def converted_dir() -> Path:
-    """Where GGUF files are converted once to plain transformers directories (named by sha256)."""
-    return cache_dir() / "converted"
+    """Where GGUF files are converted once to plain transformers directories (named by sha256):
+    ``$COMPASSESS_CONVERTED_DIR``, else ``cache_dir() / "converted"``."""
+    env = os.environ.get(CONVERTED_DIR_ENV, "").strip()
+    return Path(env).expanduser() if env else cache_dir() / "converted"
 
 
 def default_model_path() -> Path:

@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def execute() -> None:
         tuning = open_store(url or None).tuning(args.tuning_id)
+        # The app's allowlist of judge servers holds here too: a stored tuning whose judge is a
+        # server not configured for this deployment is refused before any request, as runs are.
+        tuning.refuse_unconfigured_judge()
         reporter = ConsoleReporter("comparisons", stream=sys.stdout)
         reporter.message(f"tuning worker {os.getpid()} "
                          f"({os.environ['COMPASSESS_THREADS']} CPU thread(s)) on '{tuning.name}'")

@@ -30,6 +30,7 @@ stored by ``db.people``. This module must never render a user string as markdown
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -173,6 +174,40 @@ def notice_secrets_changes() -> None:
         # Streamlit's own reset (private in 1.67, as its watcher's callback uses it): the next
         # read parses the files again, or fails and locks the app (sign_in_required).
         secrets_singleton._reset()
+
+
+def unreadable_secrets_lock() -> None:
+    """Make a secrets path that exists but cannot be read (a folder where ``secrets.toml`` was,
+    a file the app's user may not read) count for Streamlit as secrets that do not load, the
+    way a file that does not parse counts, instead of an ``OSError`` out of its secrets loader.
+
+    Streamlit 1.67's ``Secrets._parse_toml_file`` catches ``FileNotFoundError`` only, and its
+    WebSocket handler asks the secrets on every connection (``is_xsrf_enabled``): any other
+    ``OSError`` escaped from there and killed every connection, so no page could say that the
+    app is locked. Counted as not loading, each run reaches :func:`sign_in_required`, which
+    locks the app (:func:`lock_page`), and the HTTP guard keeps files and uploads closed.
+    Installed once per process (``pages/_http_guard.harden_server``), on the real secrets
+    object only (a private method, wrapped as :func:`notice_secrets_changes` uses ``_reset``)."""
+    from streamlit.errors import StreamlitSecretNotFoundError
+    from streamlit.runtime.secrets import secrets_singleton
+
+    parse = secrets_singleton._parse_toml_file
+    if getattr(parse, "_compassess_locks", False):
+        return
+
+    def parse_or_refuse(path: str):
+        try:
+            return parse(path)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise StreamlitSecretNotFoundError(
+                "The secrets file {path} cannot be read: {error}", path=path,
+                error=type(e).__name__, error_id="unreadable-secrets-file") from e
+
+    parse_or_refuse._compassess_locks = True
+    # Secrets refuses attribute assignment (its own __setattr__): set it on the instance.
+    object.__setattr__(secrets_singleton, "_parse_toml_file", parse_or_refuse)
 
 
 def _auth_section() -> dict:
@@ -486,6 +521,15 @@ def _viewer_or_sign_in() -> Viewer:
     return who
 
 
+@functools.cache
+def page_names() -> tuple[str, ...]:
+    """The URL names of the app's pages (``pages/*.py`` but ``_*``), read from the folder once per
+    process: every anonymous run draws the sign-in page at each of them, and listing the folder
+    on each run made that run cost a visitor nothing and the server much."""
+    return tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py")
+                        if not p.name.startswith("_")))
+
+
 def _only_page(render, url_path: str) -> None:
     """Serve ``render`` as the app's one page, whatever the URL asks for, and stop the run.
 
@@ -494,7 +538,7 @@ def _only_page(render, url_path: str) -> None:
     """
     # Every page's own URL answers with this page too (a deep link from a colleague shows the
     # sign-in page, not "page not found").
-    others = sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.name.startswith("_"))
+    others = page_names()
     st.navigation([st.Page(render, title="CompAssess", url_path=url_path, default=True)]
                   + [st.Page(render, title="CompAssess", url_path=name, visibility="hidden")
                      for name in others if name != url_path], position="hidden").run()

@@ -56,10 +56,14 @@ def _stored_key(info, now: float | None = None) -> str:
     """What a run's numbers rest on, as a cache key: its name (a renamed run's exports and
     report name it anew), a finished batch, a status change (or, for an absolute run, edited
     references, which replace comparisons in place). A run with a live worker is read afresh
-    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again)."""
+    once per ``LIVE_READ_S`` window instead (its status change at the end reads it again).
+    The run's creation stamp leads: SQLite gives a deleted run's id to the next run made, and
+    its cached numbers must not be taken for the new one's."""
+    made = getattr(info, "created_at", None)
     if api.has_live_worker(info):
-        return f"{info.name}/live/{int((time.time() if now is None else now) // LIVE_READ_S)}"
-    key = f"{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
+        return (f"{made}/{info.name}/live/"
+                f"{int((time.time() if now is None else now) // LIVE_READ_S)}")
+    key = f"{made}/{info.name}/{info.n_comparisons or 0}/{info.done or 0}/{info.status}"
     if (info.settings or {}).get("kind") == "absolute":
         key += f"/{info.heartbeat_at}"
     return key
@@ -175,10 +179,14 @@ def app_run(run: api.Run | None) -> AppRun | None:
 
 def judges_stamp(dataset_id: int) -> tuple:
     """What the numbers of a dataset's judges rest on, as a cache key (the Panel and Judges
-    pages): its runs' stored comparisons and status, its panels and its stored human labels."""
+    pages): its runs' stored comparisons and status, its panels and its stored human labels.
+    Panels by id and creation stamp: SQLite gives a deleted panel's id to the next panel made,
+    whose numbers must not be the deleted one's cached ones."""
     store = api_store()
+    panels = store.panels(dataset_id)
     return (tuple((r.id, _stored_key(r.info)) for r in list_runs(dataset_id)),
-            tuple(store.panels(dataset_id)["id"]), len(store.human_labels(dataset_id)))
+            tuple(zip(panels["id"].tolist(), panels["created_at"].astype(str).tolist())),
+            len(store.human_labels(dataset_id)))
 
 
 def list_runs(dataset_id: int | None = None) -> list[api.Run]:

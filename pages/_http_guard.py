@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections import OrderedDict
 from urllib.parse import urlsplit
 
@@ -42,6 +43,9 @@ def harden_server(local: bool) -> None:
     connections only from a localhost Host name (``server.allowedHosts``; :class:`HttpGuard`
     covers the HTTP routes)."""
     from streamlit import config
+
+    from pages._auth import unreadable_secrets_lock
+    unreadable_secrets_lock()  # a folder in place of secrets.toml locks, never kills sockets
     config.set_option("client.showErrorDetails", "none")
     config.set_option("client.toolbarMode", "minimal")
     if local:
@@ -100,7 +104,15 @@ class HttpGuard:
       person holds the role of the viewer the file was made for (:func:`media_role`): Streamlit
       serves those files to whoever has the URL;
     * a sign-out (``/auth/logout``) is recorded for the cookie's person before Streamlit clears
-      the cookie (``_auth.record_sign_out``): a copy of that cookie no longer signs in;
+      the cookie (``_auth.record_sign_out``): a copy of that cookie no longer signs in. Only a
+      request from the app's own pages counts (:func:`same_origin_request`): a link on another
+      site cannot end every session of the person (the cookie is SameSite=Lax, so a cross-site
+      navigation carries it); Streamlit still clears the cookie in that browser;
+    * a WebSocket's frames go through a :class:`SocketPolicy` for the role its cookie gives:
+      without a signed-in person with a role, small sign-in-page messages at a browser's pace
+      only (anything else closes it before Streamlit keeps a byte), at most
+      :func:`max_anonymous_sockets` such connections per client address; for everyone, cache
+      clearing only from an admin;
     * every HTTP response gets :data:`ANTI_FRAMING_HEADERS`.
     """
 
@@ -126,33 +138,64 @@ class HttpGuard:
             origin = _header(scope, b"origin")
             if kind == "websocket" and origin is not None and not is_local_origin(origin, host):
                 return await _refuse(scope, send, 403, b"Origin not allowed")
+        if kind == "websocket":
+            return await self._socket(scope, receive, send)
         if kind == "http":
             upload = _UPLOAD_PATH.search(path)
             if upload and method in ("PUT", "POST"):
-                refusal = await run_in_threadpool(self._upload_refusal, scope, upload.group(1))
+                refusal, reserved = await run_in_threadpool(self._upload_refusal, scope,
+                                                            upload.group(1))
                 if refusal is not None:
                     return await _refuse(scope, send, *refusal)
+                try:
+                    return await self.app(scope, receive, send)
+                finally:
+                    _upload_reservations.release(*reserved)  # stored by now, or failed
             media = _MEDIA_PATH.search(path)
             if self.sign_in and media and not await run_in_threadpool(
                     media_viewer_allowed, _header(scope, b"cookie"), media.group(1)):
                 return await _refuse(scope, send, 403, b"Sign in with a role that may see this "
                                                        b"file")
-            if self.sign_in and path.rstrip("/").endswith("/auth/logout"):
+            if (self.sign_in and path.rstrip("/").endswith("/auth/logout")
+                    and same_origin_request(scope)):
                 await run_in_threadpool(_record_sign_out, _header(scope, b"cookie"))
         return await self.app(scope, receive, send)
 
-    def _upload_refusal(self, scope, session_id: str) -> tuple[int, bytes] | None:
+    async def _socket(self, scope, receive, send) -> None:
+        """A WebSocket (``/_stcore/stream``): its frames go through a :class:`SocketPolicy` for
+        the person its cookie signs in now (with sign-in; everyone is an admin without it)."""
+        if not self.sign_in:
+            policy = SocketPolicy(ADMIN, None)
+        else:
+            cookie = _header(scope, b"cookie")
+            person = await run_in_threadpool(cookie_person, cookie)
+            policy = SocketPolicy(None if person is None else person[1], cookie)
+        if policy.restricted:
+            client = str((scope.get("client") or ("unknown",))[0])
+            if not _anonymous_sockets.open(client):
+                log.warning("refused a WebSocket without sign-in from %s: it holds %d already",
+                            client, max_anonymous_sockets())
+                return await _refuse(scope, send, 403, b"Too many connections")
+            try:
+                return await policy.serve(self.app, scope, receive, send)
+            finally:
+                _anonymous_sockets.close(client)
+        return await policy.serve(self.app, scope, receive, send)
+
+    def _upload_refusal(self, scope, session_id: str
+                        ) -> tuple[tuple[int, bytes] | None, tuple[str, int] | None]:
+        """Whether an upload to ``session_id`` is refused (status, body), and what it reserved
+        of the session's bounds when it is not (released once Streamlit has its answer)."""
         if self.sign_in:
             person = cookie_person(_header(scope, b"cookie"))
             if person is None or person[1] not in UPLOAD_ROLES:
-                return 403, b"Sign in as an admin to upload files"
+                return (403, b"Sign in as an admin to upload files"), None
         length = _header(scope, b"content-length")
         incoming = int(length) if length and length.isdigit() else max_upload_bytes()
-        count, held = session_uploads(session_id)
-        if count >= MAX_UPLOADS_PER_SESSION or held + incoming > session_upload_bytes():
-            return 413, (b"This session holds too many uploaded files: remove one, or reload "
-                         b"the page")
-        return None
+        if not _upload_reservations.reserve(session_id, incoming):
+            return (413, b"This session holds too many uploaded files: remove one, or reload "
+                         b"the page"), None
+        return None, (session_id, incoming)
 
 
 async def _refuse(scope, send, status: int, body: bytes) -> None:
@@ -181,6 +224,25 @@ def _header(scope, name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
+
+
+def same_origin_request(scope) -> bool:
+    """Whether a request comes from the app's own pages (or the person typed the URL): the
+    browser's ``Sec-Fetch-Site`` is ``same-origin`` or ``none``; without it (older browsers), a
+    ``Referer`` or ``Origin`` must name the request's own host; a request with none of the three
+    is not a browser's cross-site navigation (browsers send one of them) and counts."""
+    fetch_site = _header(scope, b"sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in ("same-origin", "none")
+    host = (_header(scope, b"host") or "").strip().lower()
+    for name in (b"origin", b"referer"):
+        value = _header(scope, name)
+        if value is not None:
+            try:
+                return bool(host) and urlsplit(value).netloc.lower() == host
+            except ValueError:
+                return False
+    return True
 
 
 def is_local_host(host: str | None) -> bool:
@@ -212,6 +274,183 @@ def is_local_origin(origin: str, host: str | None) -> bool:
             and page.path in ("", "/") and page_port == target_port)
 
 
+# ------------------------------------------------------------------------------ WebSockets
+
+#: The largest WebSocket message (bytes) a connection without a signed-in person with a role may
+#: send. The one page such a visitor gets (sign-in, lock, no role) has buttons only: a click's
+#: ``rerun_script`` with the page's widget states and the browser's context is under 2 kB.
+RESTRICTED_MAX_MESSAGE_BYTES = 16 * 1024
+#: What such a connection may send (Streamlit's ``BackMsg`` types); anything else closes it.
+RESTRICTED_MESSAGES = frozenset({"rerun_script", "stop_script", "app_heartbeat"})
+#: Messages that act on every user of the server: admins only; from anyone else they are
+#: dropped (``clear_cache`` empties every user's caches; the others serve development).
+ADMIN_MESSAGES = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
+#: Messages Streamlit itself accepts only in development mode: never passed on.
+NEVER_MESSAGES = frozenset({"debug_disconnect_websocket", "debug_shutdown_runtime"})
+#: A restricted connection's message rate: a burst of this many, then one a second. A browser on
+#: the sign-in page sends a handful (the first run, a click, a rerun on resize).
+RESTRICTED_BURST, RESTRICTED_PER_SECOND = 20, 1.0
+#: WebSocket close codes (RFC 6455): policy violation, message too big.
+CLOSE_POLICY, CLOSE_TOO_BIG = 1008, 1009
+#: ``$COMPASSESS_MAX_ANONYMOUS_SOCKETS``: restricted connections one client address may hold at
+#: once (default :data:`DEFAULT_MAX_ANONYMOUS_SOCKETS`); more are refused before Streamlit
+#: makes a session for them.
+MAX_ANONYMOUS_SOCKETS_ENV = "COMPASSESS_MAX_ANONYMOUS_SOCKETS"
+DEFAULT_MAX_ANONYMOUS_SOCKETS = 16
+
+
+def max_anonymous_sockets() -> int:
+    from compassess_core.errors import InputError
+    from compassess_core.limits import whole_number_from_env
+    try:
+        return whole_number_from_env(MAX_ANONYMOUS_SOCKETS_ENV, DEFAULT_MAX_ANONYMOUS_SOCKETS,
+                                     least=1, unit="connections")
+    except InputError:
+        log.exception("reading %s", MAX_ANONYMOUS_SOCKETS_ENV)
+        return DEFAULT_MAX_ANONYMOUS_SOCKETS
+
+
+class _SocketCounts:
+    """Restricted WebSocket connections open now, by client address."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}
+
+    def open(self, client: str) -> bool:
+        """Count one more for ``client`` unless it holds :func:`max_anonymous_sockets` already."""
+        with self._lock:
+            held = self._open.get(client, 0)
+            if held >= max_anonymous_sockets():
+                return False
+            self._open[client] = held + 1
+            return True
+
+    def close(self, client: str) -> None:
+        with self._lock:
+            held = self._open.get(client, 0) - 1
+            if held > 0:
+                self._open[client] = held
+            else:
+                self._open.pop(client, None)
+
+
+_anonymous_sockets = _SocketCounts()
+
+
+def back_message_type(data: bytes) -> str | None:
+    """The type of the Streamlit ``BackMsg`` in ``data`` (None when it is not one)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    msg = BackMsg()
+    try:
+        msg.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - a frame that does not parse: Streamlit closes it (1002)
+        return None
+    return msg.WhichOneof("type")
+
+
+class SocketPolicy:
+    """What one WebSocket connection may send, decided by the role its cookie gave when it
+    connected (``role``: None for a connection without a signed-in person with a role).
+
+    * Restricted (no role): messages of at most :data:`RESTRICTED_MAX_MESSAGE_BYTES` bytes, of
+      the types in :data:`RESTRICTED_MESSAGES`, at most :data:`RESTRICTED_BURST` in a burst and
+      :data:`RESTRICTED_PER_SECOND` a second after it; anything else closes the connection
+      before Streamlit sees the message (nothing of it is kept: an anonymous visitor's widget
+      state never reaches the session). The first message of the session tells no versions
+      and no path (:func:`scrub_new_session`).
+    * Everyone: :data:`ADMIN_MESSAGES` are passed on only when the cookie's person is an admin
+      at that moment (read afresh); otherwise dropped. :data:`NEVER_MESSAGES` are dropped.
+      Streamlit bounds the size for everyone (``server.maxWidgetStateSize``,
+      ``.streamlit/config.toml``).
+    """
+
+    def __init__(self, role: str | None, cookie: str | None) -> None:
+        self.role, self.cookie = role, cookie
+        self.restricted = role is None
+        self._tokens, self._last = float(RESTRICTED_BURST), time.monotonic()
+        self._closed = False
+
+    def _within_rate(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(float(RESTRICTED_BURST),
+                           self._tokens + (now - self._last) * RESTRICTED_PER_SECOND)
+        self._last = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    async def verdict(self, data: bytes) -> str | int:
+        """``"pass"``, ``"drop"``, or the close code for the message ``data``."""
+        if self.restricted:
+            if len(data) > RESTRICTED_MAX_MESSAGE_BYTES:
+                return CLOSE_TOO_BIG
+            if not self._within_rate():
+                return CLOSE_POLICY
+        kind = back_message_type(data)
+        if self.restricted and kind not in RESTRICTED_MESSAGES:
+            return CLOSE_POLICY
+        if kind in NEVER_MESSAGES:
+            return "drop"
+        if kind in ADMIN_MESSAGES:
+            if self.role != ADMIN:
+                return "drop"
+            if self.cookie is not None:
+                person = await run_in_threadpool(cookie_person, self.cookie)
+                if person is None or person[1] != ADMIN:
+                    return "drop"
+        return "pass"
+
+    async def serve(self, app, scope, receive, send) -> None:
+        async def checked_receive():
+            while True:
+                message = await receive()
+                if message.get("type") != "websocket.receive":
+                    return message
+                data = message.get("bytes")
+                if data is None:
+                    data = (message.get("text") or "").encode("utf-8", "replace")
+                verdict = await self.verdict(data)
+                if verdict == "pass":
+                    return message
+                if verdict == "drop":
+                    log.warning("dropped a WebSocket message for admins from a %s",
+                                "visitor without a role" if self.restricted else self.role)
+                    continue
+                log.warning("closed a WebSocket without sign-in (code %s, %d bytes)", verdict,
+                            len(data))
+                self._closed = True
+                await send({"type": "websocket.close", "code": verdict})
+                return {"type": "websocket.disconnect", "code": verdict}
+
+        async def checked_send(message) -> None:
+            if self._closed:
+                return  # closed here: Streamlit's own close and late messages go nowhere
+            if self.restricted and message.get("type") == "websocket.send" and message.get("bytes"):
+                message = dict(message, bytes=scrub_new_session(message["bytes"]))
+            await send(message)
+
+        await app(scope, checked_receive, checked_send)
+
+
+def scrub_new_session(data: bytes) -> bytes:
+    """A ``ForwardMsg`` for a visitor without a role: a ``new_session`` message loses the
+    server's versions (Streamlit, Python, operating system) and the path of its script."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    msg = ForwardMsg()
+    try:
+        msg.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - not a ForwardMsg: sent as it is
+        return data
+    if msg.WhichOneof("type") != "new_session":
+        return data
+    env = msg.new_session.initialize.environment_info
+    env.streamlit_version = env.python_version = env.server_os = ""
+    msg.new_session.main_script_path = ""
+    return msg.SerializeToString()
+
+
 # ------------------------------------------------------------------------------ uploads
 
 #: Roles that may open a page with a file uploader (Upload, Annotate's Import labels, Scores).
@@ -219,6 +458,42 @@ UPLOAD_ROLES = frozenset({ADMIN})
 #: The most files one session may hold uploaded at once (each page has one uploader; a file
 #: replaced or removed in its uploader is deleted by the browser).
 MAX_UPLOADS_PER_SESSION = 8
+
+
+class _UploadReservations:
+    """Uploads let through and not answered yet, by session: checked and counted under one
+    lock, before the body is read, so parallel uploads cannot all pass the same check (each
+    sees those before it). An upload counts as held from its check on; once Streamlit has
+    stored it, it is in the session's files and its reservation is released."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[int, int]] = {}
+
+    def reserve(self, session_id: str, incoming: int) -> bool:
+        """Reserve one file of ``incoming`` bytes for ``session_id`` unless the files it holds
+        and those reserved would then pass :data:`MAX_UPLOADS_PER_SESSION` files or
+        :func:`session_upload_bytes` bytes."""
+        with self._lock:
+            count, held = session_uploads(session_id)
+            pending_count, pending_bytes = self._pending.get(session_id, (0, 0))
+            if (count + pending_count >= MAX_UPLOADS_PER_SESSION
+                    or held + pending_bytes + incoming > session_upload_bytes()):
+                return False
+            self._pending[session_id] = (pending_count + 1, pending_bytes + incoming)
+            return True
+
+    def release(self, session_id: str, incoming: int) -> None:
+        """The upload :meth:`reserve` let through has its answer."""
+        with self._lock:
+            count, size = self._pending.get(session_id, (0, 0))
+            if count <= 1:
+                self._pending.pop(session_id, None)
+            else:
+                self._pending[session_id] = (count - 1, size - incoming)
+
+
+_upload_reservations = _UploadReservations()
 
 
 def session_upload_bytes() -> int:

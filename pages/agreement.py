@@ -53,20 +53,32 @@ def annotator_agreement() -> None:
             agree = campaign.agreement_of(me.identity)
             cols = st.columns(3)
             cols[0].metric("Your answers", f"{len(own):,}")
-            cols[1].metric("Pairs shared with others", f"{agree['n_items']:,}")
-            if agree.get("withheld", True) and agree["n_items"]:
-                # Fewer than three others: the figure would give their votes away (the engine
-                # withholds it, campaigns.MIN_OTHERS_FOR_AGREEMENT).
-                cols[2].metric("Agreement with the others", "hidden",
-                               help="Shown once at least three other annotators have labelled "
-                                    "pairs you labelled: with fewer, it would tell how each of "
-                                    "them voted.")
+            min_others, batch = agree["min_others"], agree["batch"]
+            if agree["n_items"]:
+                cols[1].metric("Pairs shared with others", f"{agree['n_items']:,}",
+                               help=f"Your pairs that at least {min_others} others "
+                                    f"labelled too, counted in batches of {batch}.")
+                cols[2].metric("Agreement with the others",
+                               fmt(100 * agree["agreement"], ".0f") + " %",
+                               help=f"Share of your votes that matched another annotator's on "
+                                    f"those {agree['n_items']:,} pairs (whole percent); Cohen's "
+                                    f"kappa {fmt(agree['kappa'], '.2f')}, every pair counted in "
+                                    f"both orientations. Refreshed once "
+                                    f"{batch} more of your pairs have been labelled by "
+                                    f"at least {min_others} others.")
+            elif agree.get("withheld", True):
+                # Recomputed after each answer, the figure would tell how a co-annotator voted:
+                # the engine gives it in batches of pairs that several others labelled.
+                hidden_help = (f"Shown once {batch} of your pairs have each been "
+                               f"labelled by at least {min_others} other annotators, "
+                               "and refreshed in such batches: sooner, it would tell how each "
+                               "of them voted.")
+                cols[1].metric("Pairs shared with others", "hidden", help=hidden_help)
+                cols[2].metric("Agreement with the others", "hidden", help=hidden_help)
             else:
-                cols[2].metric("Agreement with the others", fmt(
-                    None if agree["agreement"] != agree["agreement"] else 100 * agree["agreement"],
-                    ".1f") + " %", help=f"Raw agreement (share of your votes the others' votes "
-                                        f"match); Cohen's kappa {fmt(agree['kappa'], '.3f')}, "
-                                        "every pair counted in both orientations")
+                cols[1].metric("Pairs shared with others", "0")
+                cols[2].metric("Agreement with the others", "n/a",
+                               help="You have not answered a pair yet.")
             if len(own):
                 shown = own[["context_id", "candidate_left", "candidate_right", "winner",
                              "comment", "created_at"]]

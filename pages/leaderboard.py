@@ -81,8 +81,8 @@ st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate:
            f"{board.n_boot} bootstrap replicates that resample the {board.n_contexts} contexts, "
            "then the comparisons within each. "
            "P(best): share of replicates in which the system has the highest strength.")
-for note in board.notes:
-    st.caption(f"Note: {note}.")
+for note in board.notes:  # a note may quote a system's name (the baseline's): inert
+    st.caption(f"Note: {plain_message(note)}.")
 
 # The key numbers first (strength and win rate, then the win rate against a baseline), their
 # intervals and the rest after: a 1024 px window shows the system and what ranks it.

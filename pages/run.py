@@ -478,15 +478,15 @@ def progress_panel(run_id: int, was_active: bool) -> None:
     st.session_state.setdefault(SHOWN, {})[run.id] = run.name
     state, done = progress.state, progress.done
     status_slot.markdown(f"**Status: {progress.state_text}** — {STATE_HELP.get(state, '')}")
-    named = plain(f"{run.name} ({run.settings.aspect}): " if others else f"{run.name}: ",
-                  "text")
+    # A bar's text is markdown: the run's name and aspect (user text) go in inert.
+    named = plain(f"{run.name} ({run.settings.aspect})" if others else run.name) + ": "
     progress_slot.progress(progress.fraction or 0.0, text=named + progress.line)
     if others:
         st.caption(f"Judged in one pass with {len(others)} other run(s), one per aspect; "
                    "Cancel and Resume act on all of them.")
         for other, other_progress in others:
             st.progress(other_progress.fraction or 0.0,
-                        text=plain(f"{other.name} ({other.settings.aspect}): ", "text")
+                        text=plain(f"{other.name} ({other.settings.aspect})") + ": "
                         + other_progress.line)
     if progress.message:  # the worker's, a server's or an error's words: plain text
         message_slot.caption(f"Message: {plain(progress.message)}")

@@ -9,6 +9,7 @@ Streamlit's own sign-in (``st.login`` against a real OpenID Connect provider in 
 
 from __future__ import annotations
 
+import secrets
 import time
 
 import pytest
@@ -19,9 +20,12 @@ from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 
+#: Random per run: a fixed secret in a published test suite is a published secret
+#: (``access.PUBLISHED_COOKIE_SECRETS`` refuses the one these tests used before).
+TEST_COOKIE_SECRET = secrets.token_hex(24)
 #: An [auth] section as secrets.toml holds it (never contacted: AppTest.user is the signed-in person).
 AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
-                         "cookie_secret": "test-cookie-secret-0123456789abcdef0123", "client_id": "compassess",
+                         "cookie_secret": TEST_COOKIE_SECRET, "client_id": "compassess",
                          "client_secret": "test-client-secret",
                          "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}}
 #: The issuer of the signed-in person's claims in these tests.
@@ -258,25 +262,28 @@ def test_without_sign_in_only_loopback_is_served(sign_in, address, allow, refuse
 
 
 def test_agreement_with_the_others_is_hidden_below_three_co_annotators(app_env):
-    """With one other annotator the figure would tell an annotator how that person voted."""
+    """With one other annotator the figure would tell an annotator how that person voted: pairs
+    count once three others labelled them, in batches (campaigns.agreement_of)."""
     from compassess_core import api
+    from compassess_core.campaigns import AGREEMENT_BATCH
     store, _ = sample_with_a_run(app_env)
     people = ["ann@example.org", "b@example.org", "c@example.org", "d@example.org"]
     for who in people:
         store.set_role(who, "annotator", "test")
     campaign_for(store, *people)
     campaign = api.Store(store).campaign("round1")
-    pair = tuple(campaign.pairs().iloc[0])
+    pairs = [tuple(p) for p in campaign.pairs().itertuples(index=False)][:AGREEMENT_BATCH]
 
-    def others_label(*who: str) -> None:
+    def label(*who: str) -> None:
         for person in who:
-            campaign.label(person, pair, pair[1])
+            for pair in pairs:
+                campaign.label(person, pair, pair[1])
 
-    campaign.label("ann@example.org", pair, pair[1])
-    others_label("b@example.org")
+    label("ann@example.org", "b@example.org")
     at = app_as("ann@example.org", "pages/agreement.py")
-    assert metric_value(at, "Pairs shared with others") == "1"
+    assert metric_value(at, "Pairs shared with others") == "hidden"
     assert metric_value(at, "Agreement with the others") == "hidden"
-    others_label("c@example.org", "d@example.org")
+    label("c@example.org", "d@example.org")
     at = app_as("ann@example.org", "pages/agreement.py")
-    assert metric_value(at, "Agreement with the others") == "100.0 %"
+    assert metric_value(at, "Pairs shared with others") == str(AGREEMENT_BATCH)
+    assert metric_value(at, "Agreement with the others") == "100 %"

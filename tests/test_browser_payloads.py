@@ -5,7 +5,10 @@ The payloads (Markdown images and links, HTML tags, ``javascript:`` links, bare 
 own icon and math syntax, a bidirectional override, a 250-character id) are the dataset's name
 (uploaded through the Upload page and saved), context and candidate ids, system names, a score
 column's name, the aspect, the run's name and its stored message (what a judge server's error
-body becomes), annotators' names and the guidelines. "Another host" is 127.0.0.2 (loopback, never
+body becomes), annotators' names and the guidelines; a second run of another hostile aspect judged
+in one pass with the first (the Run page's progress bars of runs judged together), and a hostile
+system chosen as the Leaderboard's baseline that another system never met (the note quoting it).
+"Another host" is 127.0.0.2 (loopback, never
 contacted: nothing listens there, and any request to it is recorded by the browser).
 
 Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSER=1``.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -36,10 +40,14 @@ BIDI = "a\u202egnp.exe"
 LONG = "L" * 250
 CANDIDATES = [LINK, JS, BARE, ICON, BIDI, LONG]
 CONTEXTS = [IMG, TAG]
+#: A system only in a context of its own: it never meets the baseline (:data:`ICON`'s system).
+LONER = f"![loner](http://{OUTSIDE}:9/loner.png) **PWN**"
 DATASET = f"<img src=http://{OUTSIDE}:9/ds.png>"  # the upload's file name (its stem)
 SCORE_COLUMN = f"<img src=http://{OUTSIDE}:9/col.png>"
 ASPECT = f"**PWN** [aspect](http://{OUTSIDE}:9/aspect)"
 RUN = f"[run](http://{OUTSIDE}:9/run) <b>PWN</b>"
+ASPECT2 = f"__PWN__ [other aspect](http://{OUTSIDE}:9/aspect2)"
+RUN2 = f"![run2](http://{OUTSIDE}:9/run2.png) **PWN**"
 MESSAGE = f"HTTP 401: <img src=http://{OUTSIDE}:9/msg.png> see [docs](http://{OUTSIDE}:9/msg)"
 ANNOTATORS = [f"![ann](http://{OUTSIDE}:9/ann.png)", "<b>PWN</b>"]
 GUIDELINES = f"Read [this](http://{OUTSIDE}:9/g) <img src=http://{OUTSIDE}:9/g.png>"
@@ -54,6 +62,9 @@ def payload_csv() -> bytes:
         for j, cand in enumerate(CANDIDATES):
             w.writerow([cid, f"Context {k} about things. {TAG}", cand, f"Text {j} {IMG}",
                         ICON if j % 2 else LINK, j + 1, (j * 7) % 5])
+    for j in range(2):
+        w.writerow(["alone", "A context of its own.", f"solo{j}", f"Solo text {j}.",
+                    LONER if j else LINK, j + 1, j])
     return out.getvalue().encode()
 
 
@@ -71,15 +82,27 @@ def store_run_and_labels(db_url: str) -> None:
     settings = RunSettings(dataset=dataset.name, aspect=a.name, aspect_adjective=a.adjective,
                            template_name=t.name, template_text=t.text, primer=t.primer,
                            model="bundled:SmolLM2-135M-Instruct")
-    run_id = store.create_run(RUN, info.id, settings.to_dict())
     rng = np.random.default_rng(1)
     results = [ComparisonResult(PairKey(c.context_id, x.candidate_id, y.candidate_id),
                                 Judgement(float(p), float(np.log(p)), float(np.log(1 - p)), 0.8),
                                 f"h-{c.context_id}-{x.candidate_id}-{y.candidate_id}")
                for c in dataset.contexts for x, y in itertools.permutations(c.candidates, 2)
                for p in [rng.uniform(0.05, 0.95)]]
+    # A second aspect judged in the same pass (one worker, two runs): the Run page draws a bar
+    # per run, each named by its run and aspect. Stored first, so the pages open RUN (newest).
+    a2 = Aspect.from_name(ASPECT2)
+    settings2 = RunSettings(dataset=dataset.name, aspect=a2.name, aspect_adjective=a2.adjective,
+                            template_name=t.name, template_text=t.text, primer=t.primer,
+                            model="bundled:SmolLM2-135M-Instruct")
+    run2_id = store.create_run(RUN2, info.id, settings2.to_dict())
+    store.add_results(run2_id, "comparative", results)
+    store.set_run_status(run2_id, "failed", done=len(results) // 2, total=len(results),
+                         message=MESSAGE)
+    run_id = store.create_run(RUN, info.id, settings.to_dict())
     store.add_results(run_id, "comparative", results)
     store.set_run_status(run_id, "failed", done=len(results), total=len(results), message=MESSAGE)
+    for rid in (run_id, run2_id):
+        store.record_plan(rid, {"run_group": [run_id, run2_id]})
     rows = []
     for ctx in dataset.contexts:
         for (x, y), who in zip(itertools.combinations(ctx.candidate_ids, 2),
@@ -177,6 +200,21 @@ def test_hostile_strings_stay_inert_on_every_page(server):
                 page.get_by_role("option").first.click()
                 settle(page, "The exact prompt sent")
                 check(page, url, "bias comparison", requests)
+        # The progress bars of the two runs judged together, each named by run and aspect.
+        nav(page, "Run")
+        settle(page, "Judged in one pass with 1 other run")
+        bars = page.locator('[data-testid="stProgress"]')
+        assert bars.count() >= 2
+        bar_text = " ".join(bars.all_inner_texts())
+        assert "[run](http://" in bar_text and "![run2](http://" in bar_text, bar_text
+        check(page, url, "progress bars of runs judged together", requests)
+        # The Leaderboard with a hostile system as the baseline: the note quoting it is inert.
+        page.goto(f"{url}/leaderboard?baseline={quote(ICON)}")
+        settle(page, "Against the baseline")
+        settle(page, "never met the baseline")
+        check(page, url, "leaderboard baseline note", requests)
+        note = page.get_by_text("never met the baseline").first.inner_text()
+        assert "**PWN**" in note and "$x^2$" in note, note  # shown as typed
         # Ids display as stored: the bidi override is shown, not obeyed; the long id is whole.
         nav(page, "Rankings")
         settle(page, "Ranking")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import stat
 import subprocess
@@ -35,7 +36,7 @@ from db.store import Store
 from test_app_pages import APP, ROOT, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles, token_times
 
-GOOD_SECRET = "0123456789abcdef0123456789abcdef0123456789abcdef"
+GOOD_SECRET = secrets.token_hex(24)  # random per run: a fixed one would be a published one
 SECRETS_TOML = f"""[auth]
 redirect_uri = "http://127.0.0.1:8501/oauth2callback"
 cookie_secret = "{GOOD_SECRET}"
@@ -123,7 +124,7 @@ def test_every_change_to_the_secrets_file_counts_at_the_next_run_and_request(app
     secrets_file.write_text(SECRETS_TOML.replace('client_id = "compassess"', 'client_id = "comp'))
     assert_locked(open_page.run())
     assert _asgi_status(guard, "/media/0123abcd.csv", old_cookie) == 403
-    rotated = "f" * 64
+    rotated = secrets.token_hex(32)
     secrets_file.write_text(SECRETS_TOML.replace(GOOD_SECRET, rotated))  # fixed, and rotated
     # The open session was signed in under the old secret: it must sign in again.
     open_page.run()
@@ -311,7 +312,13 @@ def test_require_checks_the_role_stored_now(app_env):
 @pytest.mark.parametrize("secret", ["REPLACE-WITH-A-LONG-RANDOM-STRING", "short-but-real",
                                     "replace-me-0123456789abcdef0123456789abcdef", "",
                                     # the trial secret an earlier docs/deploy.md printed
-                                    "a-long-random-test-secret-0123456789"])
+                                    "a-long-random-test-secret-0123456789",
+                                    # the test suite's own fixed secrets of before
+                                    "0123456789abcdef0123456789abcdef0123456789abcdef",
+                                    "test-cookie-secret-0123456789abcdef0123",
+                                    # long enough, but guessable
+                                    "a" * 32, "password" * 4, "f" * 64,
+                                    "my-cookie-secret-is-long-enough-1"])
 def test_unfit_cookie_secret_refused_at_start_and_locks_a_session(app_env, secrets_file, secret):
     from pages import _auth
     secrets_file.write_text(SECRETS_TOML.replace(GOOD_SECRET, secret))

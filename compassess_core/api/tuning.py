@@ -462,18 +462,39 @@ class Tuning:
         Raises
         ------
         InputError
-            An in-memory store, which no other process can reach; or a worker is already
-            working on it.
+            An in-memory store, which no other process can reach; a worker is already working
+            on it; or its judge is served by a server that is not configured here
+            (:attr:`judge_problem`: nothing starts and nothing is requested from it, and the
+            tuning's message says why).
         """
         if self.store.in_memory:
             raise InputError("a worker process cannot reach an in-memory store: open a file or "
                              "a database server with open_store(...)")
+        self.refuse_unconfigured_judge()
         if self.state == "working":
             raise InputError(f"tuning '{self.name}' is already being worked on")
         self.store.backend.set_tuning_status(self.id, "running", message="worker starting")
         return background.start("compassess_core.tuning_worker",
                                 [f"--tuning-id={int(self.id)}"], self.store.url,
                                 Path(log_path or self.worker_log_path), cwd=cwd)
+
+    @property
+    def judge_problem(self) -> str | None:
+        """Why this process may not use the tuning's judge (None: it may): a served judge whose
+        server is not one of the configured servers (``judges.servers``, the allowlist), as for
+        a run (``Run.judge_problem``). A stored tuning's model spec is not trusted: it may come
+        from an imported store or a changed configuration."""
+        from ..judges.servers import served_model_problem
+        return served_model_problem(self.options.model)
+
+    def refuse_unconfigured_judge(self) -> None:
+        """Raise ``InputError`` (and record why as the tuning's message, its status unchanged)
+        when :attr:`judge_problem` says its judge may not be used here."""
+        problem = self.judge_problem
+        if problem is not None:
+            self.store.backend.set_tuning_status(self.id, self.refresh().status,
+                                                 message=problem, heartbeat=False)
+            raise InputError(problem)
 
     def cancel(self) -> None:
         """Ask whoever executes the tuning to stop (the wording run in flight stops after its

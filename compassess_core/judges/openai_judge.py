@@ -67,7 +67,7 @@ from ..errors import CompAssessError, InputError, ModelLoadError
 from ..types import ComparisonPrompt, Judgement
 from .base import collect_judgements, judgements_from_logprobs
 from .servers import (API_KEY_ENV, KEY_BINDINGS, OpenAISpec, api_key_for, parse_spec,
-                      unsent_key_note)
+                      redact_secrets, unsent_key_note)
 
 log = logging.getLogger("compassess.openai")
 
@@ -228,6 +228,7 @@ class _Client:
                          "User-Agent": "compassess"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._keys = (api_key,) if api_key else ()
         self._local = threading.local()
         self._all: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -236,6 +237,11 @@ class _Client:
 
     def __repr__(self) -> str:  # never show headers
         return f"_Client({self.base_url!r})"
+
+    def clean(self, text: str) -> str:
+        """``text`` without this client's key nor any other credential
+        (``servers.redact_secrets``): every message from the server goes through it."""
+        return redact_secrets(text, self._keys)
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -273,11 +279,11 @@ class _Client:
             raise _Retryable(f"no answer within {self.timeout_s:g} s ({type(e).__name__})") from None
         except (http.client.HTTPException, ConnectionError, OSError) as e:
             self._drop_connection()
-            raise _Retryable(f"connection failed ({type(e).__name__}: {e})") from None
+            raise _Retryable(self.clean(f"connection failed ({type(e).__name__}: {e})")) from None
         if resp.getheader("Connection", "").lower() == "close":
             self._drop_connection()
         if resp.status >= 400:
-            message = _error_message(raw)
+            message = self.clean(_error_message(raw))
             if resp.status in RETRY_STATUSES:
                 raise _Retryable(f"HTTP {resp.status}: {message}",
                                  parse_retry_after(resp.getheader("Retry-After")))
@@ -285,8 +291,8 @@ class _Client:
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            raise _Retryable(f"malformed JSON in an HTTP {resp.status} answer "
-                             f"({len(raw)} bytes: {raw[:60]!r})") from None
+            raise _Retryable(self.clean(f"malformed JSON in an HTTP {resp.status} answer "
+                                        f"({len(raw)} bytes: {raw[:60]!r})")) from None
         if not isinstance(data, dict):
             raise _Retryable(f"unexpected JSON answer (a {type(data).__name__}, not an object)")
         return data

@@ -101,6 +101,37 @@ def parse_spec(spec: str) -> OpenAISpec:
     return OpenAISpec(PREFIXES[prefix], url.rstrip("/"), model.strip(), options)
 
 
+#: What replaces a secret in a message.
+REDACTED = "[redacted]"
+#: Credentials that look like one whatever key is configured: an ``Authorization`` value
+#: (``Bearer ...``) and OpenAI-style secret keys (``sk-...``, ``sk-proj-...``).
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+|%20)[A-Za-z0-9._~+/=-]{4,}")
+_SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{6,}")
+#: Configured keys shorter than this are not searched for in messages (they would match words).
+MIN_REDACTED_KEY_CHARS = 6
+
+
+def configured_keys(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every API key set in the environment (:data:`API_KEY_ENV`), bound to a server or not."""
+    env = os.environ if environ is None else environ
+    return [v.strip() for v in (env.get(var, "") for var in API_KEY_ENV) if v.strip()]
+
+
+def redact_secrets(text: str, keys=(), environ: Mapping[str, str] | None = None) -> str:
+    """``text`` (a server's error, an exception's words) with every API key taken out before it
+    is shown, stored or logged: the ``keys`` given, every configured key
+    (:func:`configured_keys`), and anything shaped like a credential (``Bearer ...``,
+    ``sk-...``). A server that echoes the request's key in its error body would otherwise put
+    it on the Run page, in the run's stored message and in the worker's log."""
+    text = str(text)
+    known = {k for k in (*keys, *configured_keys(environ))
+             if k and len(k) >= MIN_REDACTED_KEY_CHARS}
+    for key in sorted(known, key=len, reverse=True):
+        text = text.replace(key, REDACTED)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _SK_KEY.sub(f"sk-{REDACTED}", text)
+
+
 def _redact_url(url: str) -> str:
     # Only for messages about a bad spec: never echo userinfo or a query string.
     parts = urlsplit(url)
