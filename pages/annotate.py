@@ -41,7 +41,8 @@ from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
-                           pick_aspect, pick_dataset, plain, show_problems_table)
+                           default_aspect, pick_aspect, pick_dataset, plain,
+                           show_problems_table)
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -115,10 +116,11 @@ if info is None:
     st.stop()
 dataset_runs = _pairwise_runs(info.id)
 if view.get("run") not in [r.id for r in dataset_runs]:
-    # No run: this dataset's newest run of the aspect in view (any aspect when none is). One of
-    # another dataset (or gone): this dataset's newest, never another dataset's judge.
-    fallback = (run_of_aspect(dataset_runs, view.get("aspect")) if view.get("run") is None
-                else run_of_aspect(dataset_runs, None))
+    # No run: this dataset's newest run of the aspect in view (when none is, of the aspect the
+    # data has the most evidence for: its human labels first). One of another dataset (or
+    # gone): this dataset's newest, never another dataset's judge.
+    fallback = (run_of_aspect(dataset_runs, view.get("aspect") or default_aspect(info.id))
+                if view.get("run") is None else run_of_aspect(dataset_runs, None))
     view.put("run", None if fallback is None else fallback.id)
 run_in_view = next((r for r in dataset_runs if r.id == view.get("run")), None)
 if run_in_view is not None:
