@@ -300,8 +300,8 @@ DEFAULT_MAX_ANONYMOUS_SOCKETS = 16
 
 
 def max_anonymous_sockets() -> int:
+    from compassess_core.api.access import whole_number_from_env
     from compassess_core.errors import InputError
-    from compassess_core.limits import whole_number_from_env
     try:
         return whole_number_from_env(MAX_ANONYMOUS_SOCKETS_ENV, DEFAULT_MAX_ANONYMOUS_SOCKETS,
                                      least=1, unit="connections")

@@ -81,7 +81,8 @@ def test_several_aspects_start_one_worker_and_are_watched_cancelled_and_resumed_
     at = open_page("run")
     shown = bars(at)
     for a in ("coherence", "fluency", "relevance"):     # each run of the pass, with its own bar
-        assert f"pass-{a} ({a}): 4/60 comparisons (7%) · 1.00 comparisons/s · ETA 56 s" in shown
+        # each bar names its run and aspect as inert text (a code span): names are user text
+        assert f"`pass-{a} ({a})`: 4/60 comparisons (7%) · 1.00 comparisons/s · ETA 56 s" in shown
     next(b for b in at.button if b.label == "Cancel").click().run()
     assert all(store.get_run(r.id).cancel_requested for r in runs), "one Cancel stops them all"
     for r in runs:

@@ -240,7 +240,8 @@ def test_rank_and_evaluate_print_what_each_kind_says(tmp_path, capsys):
 
     assert main(["rank", "--run", "pair", "--db", db]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# run pair: win-ratio scores at tau = 0.5000 (20 comparisons)")
+    # rank reads Bradley-Terry at the balanced tau*, as evaluate, leaderboard and the app do
+    assert out.startswith("# run pair: bradley-terry scores at tau = 0.5000 (20 comparisons)")
     assert "ci_low" not in out
     assert main(["rank", "--run", "scored", "--db", db]) == 0
     assert capsys.readouterr().out.startswith(
