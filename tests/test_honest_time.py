@@ -139,6 +139,7 @@ def test_the_eta_starts_at_the_plans_estimate():
 
 # ------------------------------------------------------------------------ the bundled judge
 
+@pytest.mark.model
 def test_the_bundled_judges_estimate_is_within_a_factor_of_two(bundled_model, tmp_path):
     """One tiny run measures the bundled judge; the plan of a second, with other texts (nothing
     cached) of other lengths, is estimated from it and then run: the estimate of its judging
