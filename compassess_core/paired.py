@@ -379,15 +379,25 @@ def paired_accuracy(human: pd.DataFrame, table_a: ComparisonTable, tau_a: float,
     if len(both) == 0:
         raise InputError("no labelled pair with a decisive human majority was judged by both: "
                          "no paired comparison with people")
-    xa, xb = both["correct_a"].to_numpy(), both["correct_b"].to_numpy()
-    ia, ib, d = paired_mean_difference(xa, xb, both["context_id"], n_boot=n_boot, level=level,
-                                       seed=seed)
+    return _paired_units(both["correct_a"].to_numpy(), both["correct_b"].to_numpy(),
+                         both["context_id"], measure="accuracy with the people's decisive majority",
+                         computed_on="labelled pairs judged by both", success="was right",
+                         name_a=name_a, name_b=name_b, n_boot=n_boot, level=level, seed=seed)
+
+
+def _paired_units(xa: FloatArray, xb: FloatArray, contexts, *, measure: str, computed_on: str,
+                  success: str, name_a: str, name_b: str, n_boot: int, level: float,
+                  seed: int) -> PairedDifference:
+    """The :class:`PairedDifference` of two 0/1 outcomes on the same units (pairs) clustered in
+    ``contexts``: means, their difference with its cluster-bootstrap interval, and McNemar's
+    exact test on the discordant units."""
+    ia, ib, d = paired_mean_difference(xa, xb, contexts, n_boot=n_boot, level=level, seed=seed)
     return PairedDifference(
-        measure="accuracy with the people's decisive majority", unit="percentage points",
-        computed_on="labelled pairs judged by both", name_a=name_a, name_b=name_b,
-        value_a=ia.estimate, value_b=ib.estimate, difference=d.estimate, low=d.low, high=d.high,
-        level=float(level), n_boot=int(n_boot), n_contexts=cluster_codes(both["context_id"])[1],
-        n_pairs=len(both), mcnemar=mcnemar_exact(xa, xb), success="was right")
+        measure=measure, unit="percentage points", computed_on=computed_on, name_a=name_a,
+        name_b=name_b, value_a=ia.estimate, value_b=ib.estimate, difference=d.estimate,
+        low=d.low, high=d.high, level=float(level), n_boot=int(n_boot),
+        n_contexts=cluster_codes(contexts)[1], n_pairs=len(xa), mcnemar=mcnemar_exact(xa, xb),
+        success=success)
 
 
 def first_position_units(table: ComparisonTable, tau: float = 0.5) -> pd.DataFrame:
@@ -424,13 +434,9 @@ def paired_first_position(table_a: ComparisonTable, tau_a: float, table_b: Compa
                                                       on=key, suffixes=("_a", "_b"))
     if len(both) == 0:
         raise InputError("no ordered pair was judged by both: nothing to compare")
-    xa, xb = both["first_pos_a"].to_numpy(), both["first_pos_b"].to_numpy()
-    ia, ib, d = paired_mean_difference(xa, xb, both["context_id"], n_boot=n_boot, level=level,
-                                       seed=seed)
-    return PairedDifference(
-        measure="P(A), share of verdicts for the first position", unit="percentage points",
-        computed_on="ordered pairs judged by both", name_a=name_a, name_b=name_b,
-        value_a=ia.estimate, value_b=ib.estimate, difference=d.estimate, low=d.low, high=d.high,
-        level=float(level), n_boot=int(n_boot), n_contexts=cluster_codes(both["context_id"])[1],
-        n_pairs=len(both), mcnemar=mcnemar_exact(xa, xb),
-        success="chose the first position")
+    return _paired_units(both["first_pos_a"].to_numpy(), both["first_pos_b"].to_numpy(),
+                         both["context_id"],
+                         measure="P(A), share of verdicts for the first position",
+                         computed_on="ordered pairs judged by both",
+                         success="chose the first position", name_a=name_a, name_b=name_b,
+                         n_boot=n_boot, level=level, seed=seed)
