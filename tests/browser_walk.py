@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from test_browser import free_port, playwright_api  # skips the module without chromium
+# test_browser skips the module without chromium
+from test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, playwright_api
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
@@ -370,3 +371,18 @@ def options_of(page, label: str) -> list[str]:
     page.keyboard.press("Escape")
     blur(page)
     return texts
+
+
+@contextlib.contextmanager
+def annotate_world(folder: Path):
+    """What a module of Annotate browser tests shares: a store seeded by :func:`seed_store` in
+    ``folder``, one app server on it and one Chromium (``url, db_url, datasets, runs,
+    browser``)."""
+    db_url = f"sqlite:///{folder / 'compassess.db'}"
+    datasets, runs = seed_store(db_url, folder)
+    with app_server(db_url, folder) as url, playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)
+        finally:
+            browser.close()

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api  # noqa: I001 - first: skips
-from browser_walk import (Ledger, Reruns, Screen, app_server, blur, keys_heard, pick_option,
-                          press_and_check, seed_store)
+from test_browser import playwright_api  # noqa: F401, I001 - first: skips
+from browser_walk import (annotate_world, Ledger, Reruns, Screen, blur, keys_heard, pick_option,
+                          press_and_check)
 
 pytestmark = pytest.mark.browser
 
@@ -28,13 +28,8 @@ PACES = (0.3, 1.0)
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("annotate_switch")
-    db_url = f"sqlite:///{folder / 'compassess.db'}"
-    datasets, runs = seed_store(db_url, folder)
-    with app_server(db_url, folder) as url, playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)
-        browser.close()
+    with annotate_world(tmp_path_factory.mktemp("annotate_switch")) as shared:
+        yield shared
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ import random
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api  # noqa: I001 - first: skips
-from browser_walk import (Ledger, Reruns, Screen, app_server, blur, fake_judge_run, keys_heard,
-                          options_of, pick_option, press_and_check, seed_store)
+from test_browser import playwright_api  # noqa: F401, I001 - first: skips
+from browser_walk import (annotate_world, Ledger, Reruns, Screen, blur, fake_judge_run, keys_heard,
+                          options_of, pick_option, press_and_check)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,13 +40,8 @@ WEIGHTS = dict(press=10, switch_dataset=3, switch_run=2, rename=1, delete=1, ope
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("annotate_walk")
-    db_url = f"sqlite:///{folder / 'compassess.db'}"
-    datasets, runs = seed_store(db_url, folder)
-    with app_server(db_url, folder) as url, playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)
-        browser.close()
+    with annotate_world(tmp_path_factory.mktemp("annotate_walk")) as shared:
+        yield shared
 
 
 class Walk:
