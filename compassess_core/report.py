@@ -214,6 +214,11 @@ def _note(text: str, kind: str = "note") -> str:
     return f'<p class="{kind}">{text}</p>'
 
 
+def _missing(heading: str, why: str) -> str:
+    """A section whose result is missing: its heading and a note saying why."""
+    return heading + _note(why)
+
+
 # ------------------------------------------------------------------------------------ charts
 
 class _Charts:
@@ -602,12 +607,11 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
 
 
 def _agreement(audit: RunAudit, charts: _Charts) -> str:
-    out = ["<h3>Agreement with human labels</h3>"]
-    found = audit.agreement
+    heading, found = "<h3>Agreement with human labels</h3>", audit.agreement
     if found is None:
-        out.append(_note(f"No human labels: {_because(audit.no_labels, 'none are stored')}"))
-        return "".join(out)
-    out.append(_rests_on(audit))
+        return _missing(heading,
+                        f"No human labels: {_because(audit.no_labels, 'none are stored')}")
+    out = [heading, _rests_on(audit)]
     s = found.summary
     llm = s["llm_vs_human"]
     out.append(_note(f"Labels: {inert(found.labels)}; {llm['n_pairs_matched']:,} pairs judged by "
@@ -656,11 +660,10 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
 
 
 def _calibration(audit: RunAudit, charts: _Charts) -> str:
-    out = ["<h4>Calibration on the human labels</h4>"]
-    report = audit.calibration
+    heading, report = "<h4>Calibration on the human labels</h4>", audit.calibration
     if report is None:
-        out.append(_note(f"No calibration: {_because(audit.no_calibration, 'no fit')}"))
-        return "".join(out)
+        return _missing(heading, f"No calibration: {_because(audit.no_calibration, 'no fit')}")
+    out = [heading]
     cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
     out.append(_note(f"p_cal = sigmoid((logit p &minus; b) / T), fitted on {cal.n_comparisons:,} "
                      f"comparisons of {cal.n_pairs:,} labelled pairs: bias b = "
@@ -686,12 +689,11 @@ def _calibration(audit: RunAudit, charts: _Charts) -> str:
 
 
 def _evaluation(audit: RunAudit) -> str:
-    out = ["<h3>Evaluation against reference scores</h3>"]
+    heading = "<h3>Evaluation against reference scores</h3>"
     if not audit.evaluations:
-        out.append(_note("The dataset has no reference-score column: no evaluation against "
-                         "reference scores."))
-        return "".join(out)
-    out.append(_rests_on(audit))
+        return _missing(heading, "The dataset has no reference-score column: no evaluation "
+                                 "against reference scores.")
+    out = [heading, _rests_on(audit)]
     rows = []
     for report in audit.evaluations:
         for at, label in ((report.raw, "raw"), (report.debiased, "at tau")):
@@ -791,11 +793,11 @@ def _reasons_block(explanation: Any | None) -> str:
 
 
 def _order_dependent(audit: RunAudit) -> str:
-    out = ["<h3>Most order-dependent comparisons</h3>"]
+    heading = "<h3>Most order-dependent comparisons</h3>"
     if not audit.order_dependent:
-        out.append(_note("No pair was judged in both orders, so order dependence cannot be "
-                         "measured."))
-        return "".join(out)
+        return _missing(heading, "No pair was judged in both orders, so order dependence "
+                                 "cannot be measured.")
+    out = [heading]
     out.append(_note(f"The {len(audit.order_dependent)} most order-dependent of "
                      f"{audit.n_order_pairs:,} pairs judged in both orders: inconsistency = "
                      "|p(first beats second) &minus; (1 &minus; p(second beats first))|, 0 for a "
@@ -815,14 +817,13 @@ def _order_dependent(audit: RunAudit) -> str:
 
 
 def _disputed(audit: RunAudit) -> str:
-    out = ["<h3>Most human-disputed comparisons</h3>"]
+    heading = "<h3>Most human-disputed comparisons</h3>"
     if audit.agreement is None:
-        out.append(_note("No human labels: nothing to dispute."))
-        return "".join(out)
+        return _missing(heading, "No human labels: nothing to dispute.")
     if not audit.disputed:
-        out.append(_note(f"The judge at {inert(_at(audit))} agrees with the humans' majority on "
-                         "every labelled pair it judged."))
-        return "".join(out)
+        return _missing(heading, f"The judge at {inert(_at(audit))} agrees with the humans' "
+                                 "majority on every labelled pair it judged.")
+    out = [heading]
     out.append(_note(f"The {len(audit.disputed)} of {audit.n_disputed:,} pairs where the humans' "
                      f"majority differs from the judge at {inert(_at(audit))}, the judge's most "
                      "confident first."))

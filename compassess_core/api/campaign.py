@@ -17,6 +17,7 @@ from ..annotation import ShownPair
 from ..errors import InputError
 from ..limits import check_name
 from ..types import Dataset
+from .records import info_field
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
@@ -50,38 +51,14 @@ class Campaign:
         return (f"Campaign({self.name!r}, dataset={self.info.dataset!r}, aspect={self.aspect!r}, "
                 f"{self.info.n_pairs} pairs, overlap {self.overlap}, {self.status})")
 
-    @property
-    def id(self) -> int:
-        return self.info.id
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def dataset_name(self) -> str:
-        return self.info.dataset
-
-    @property
-    def aspect(self) -> str:
-        return self.info.aspect
-
-    @property
-    def guidelines(self) -> str:
-        return self.info.guidelines
-
-    @property
-    def overlap(self) -> int:
-        return self.info.overlap
-
-    @property
-    def status(self) -> str:
-        return self.info.status
-
-    @property
-    def annotators(self) -> tuple[str, ...]:
-        """The people assigned to it now."""
-        return self.info.annotators
+    id = info_field("id", "The campaign's id in its store.")
+    name = info_field("name", "The campaign's name (unique in its store).")
+    dataset_name = info_field("dataset", "The name of the dataset whose pairs are labelled.")
+    aspect = info_field("aspect", "What people judge (coherence, overall, ...).")
+    guidelines = info_field("guidelines", "The guidelines shown to its annotators.")
+    overlap = info_field("overlap", "How many people label each pair.")
+    status = info_field("status", "``open`` or ``closed`` (as last read).")
+    annotators = info_field("annotators", "The people assigned to it now (as last read).")
 
     def refresh(self) -> "Campaign":
         """Read the campaign again (status, annotators)."""

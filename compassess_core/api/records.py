@@ -5,9 +5,17 @@ shows names the object as shown; a renamed object refuses the write)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from operator import attrgetter
+from typing import Any, Mapping
 
 from ..errors import ObjectChanged
+
+
+def info_field(field: str, doc: str) -> Any:
+    """A read-only property that reads ``field`` of the object's stored record (``self.info``,
+    as last read): what a run, a tuning and a campaign say of their name, id, status, ..."""
+    return property(attrgetter(f"info.{field}"), doc=doc)
+
 
 @dataclass(frozen=True)
 class LabelsImported:

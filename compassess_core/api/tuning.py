@@ -26,6 +26,7 @@ from ..settings import GenerationOptions, RunSettings, model_short_name
 from ..speed import TimeEstimate
 from ..types import Dataset
 from .progress import _reporter
+from .records import info_field
 
 if TYPE_CHECKING:
     from .run import Run
@@ -142,17 +143,10 @@ class Tuning:
     def __repr__(self) -> str:
         return f"<Tuning {self.name!r}: {self.status}, {len(self.wordings)} wording(s)>"
 
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def id(self) -> int:
-        return self.info.id
-
-    @property
-    def status(self) -> str:
-        return self.info.status
+    name = info_field("name", "The tuning's name (unique in its store).")
+    id = info_field("id", "The tuning's id in its store.")
+    status = info_field("status", "``pending``, ``running``, ``completed``, ``cancelled`` or "
+                                  "``failed`` (as last read).")
 
     @property
     def options(self) -> tuning.TuningOptions:

@@ -39,6 +39,7 @@ from ..run_loop import worker_state
 from ..scoring import ScoringEvaluation
 from ..settings import RunSettings
 from ..types import Dataset
+from .records import info_field
 
 if TYPE_CHECKING:
     from .store import Store
@@ -157,20 +158,10 @@ class Verdicts:
 
     # ------------------------------------------------------------------------ what it is
 
-    @property
-    def name(self) -> str:
-        """The run's name (unique in its store)."""
-        return self.info.name
-
-    @property
-    def id(self) -> int:
-        """The run's id in its store."""
-        return self.info.id
-
-    @property
-    def status(self) -> str:
-        """``pending``, ``running``, ``completed``, ``cancelled`` or ``failed`` (as last read)."""
-        return self.info.status
+    name = info_field("name", "The run's name (unique in its store).")
+    id = info_field("id", "The run's id in its store.")
+    status = info_field("status", "``pending``, ``running``, ``completed``, ``cancelled`` or "
+                                  "``failed`` (as last read).")
 
     @property
     def state(self) -> str:

@@ -17,6 +17,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,6 +211,27 @@ def resolve_storage(dtype: str) -> torch.dtype | None:
     return pair[1] if pair else None
 
 
+@contextmanager
+def _written_whole(out: Path, prefix: str) -> Iterator[Path]:
+    """A temporary folder beside ``out`` for the block to fill (its completion marker last),
+    renamed to ``out`` when the block ends, so a crash never leaves a half-written folder behind;
+    removed instead when the block raises or another process wrote ``out`` meanwhile. Its files
+    are made readable by all: the cache is shared like the models it holds."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{prefix}-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private
+    try:
+        yield tmp
+        for f in tmp.iterdir():
+            f.chmod(0o644)
+        try:
+            tmp.rename(out)
+        except OSError:  # another process wrote it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
     """Convert a GGUF file once to a transformers directory ``converted_dir()/<sha>`` (fp32).
 
@@ -225,9 +248,7 @@ def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
     if (out / _MARKER).is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the models it holds
-    try:
+    with _written_whole(out, sha[:12]) as tmp:
         try:
             if streaming and streams(gguf_architecture(gguf)):
                 convert_streaming(gguf, tmp, _auto_class)
@@ -238,16 +259,7 @@ def convert_gguf(gguf: Path, sha: str, streaming: bool = True) -> Path:
         except Exception as e:  # transformers raises many types for unreadable/unsupported GGUF
             raise ModelLoadError(f"{gguf}: could not read this GGUF file with transformers: "
                                  f"{type(e).__name__}: {e}") from None
-        for f in tmp.iterdir():
-            f.chmod(0o644)
         (tmp / _MARKER).write_text(json.dumps({"file": gguf.name, "sha256": sha}), encoding="utf-8")
-        try:
-            tmp.rename(out)
-        except OSError:  # another process converted it meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
@@ -260,23 +272,12 @@ def narrowed_conversion(folder: Path, dtype: torch.dtype) -> Path:
     out = folder.with_name(f"{folder.name}-{dtype_name(dtype)}")
     if (out / _MARKER).is_file():
         return out
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name[:20]}-", dir=out.parent))
-    tmp.chmod(0o755)
-    try:
+    with _written_whole(out, out.name[:20]) as tmp:
         try:
             narrow_folder(folder, tmp, dtype)
         except OSError as e:
             raise ModelLoadError(f"could not write the {dtype_name(dtype)} copy of {folder}: {e}") from None
-        for f in tmp.iterdir():
-            f.chmod(0o644)
         (tmp / _MARKER).write_bytes((folder / _MARKER).read_bytes())  # last: marks it complete
-        try:
-            tmp.rename(out)
-        except OSError:  # another process wrote it meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
