@@ -448,10 +448,24 @@ class StoreBase:
         cols = (DatasetRow.id, DatasetRow.name, DatasetRow.n_contexts, DatasetRow.n_candidates,
                 DatasetRow.score_columns, DatasetRow.source, DatasetRow.content_hash,
                 DatasetRow.created_at, DatasetRow.text_columns)
-        row = by_name_or_id(conn, select(*cols), DatasetRow, name_or_id)
+        return self._named_row(conn, select(*cols), DatasetRow, name_or_id, "dataset")
+
+    def _named_row(self, conn: Connection, stmt, table, name_or_id: str | int, what: str,
+                   error: type[RunNotFoundError] = RunNotFoundError) -> Row:
+        """The row of ``stmt`` for the ``what`` (dataset, run, tuning) that ``name_or_id`` names
+        (:func:`by_name_or_id`); ``error`` saying so when there is none."""
+        row = by_name_or_id(conn, stmt, table, name_or_id)
         if row is None:
-            raise RunNotFoundError(f"no dataset named or numbered {name_or_id!r} in {self!r}")
+            raise error(f"no {what} named or numbered {name_or_id!r} in {self!r}")
         return row
+
+    def _oldest_first(self, stmt, table, dataset_id: int | None) -> list[Row]:
+        """The rows of ``stmt`` in the order they were made (of one dataset when given)."""
+        stmt = stmt.order_by(table.id)
+        if dataset_id is not None:
+            stmt = stmt.where(table.dataset_id == int(dataset_id))
+        with self._read() as conn:
+            return list(conn.execute(stmt))
 
     def _run_dataset_id(self, conn: Connection, run_id: int) -> int:
         """The dataset of a run.

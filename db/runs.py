@@ -26,7 +26,7 @@ from compassess_core.limits import check_name
 from compassess_core.settings import NON_RESULT_KEYS, label_words_key
 from compassess_core.types import COMPARISON_COLUMNS
 
-from .connection import StoreBase, by_name_or_id, py_float
+from .connection import StoreBase, py_float
 from .results import comparison_select
 from .schema import (RUN_STATUSES, ComparisonRow, ContextRow,
                      DatasetRow, RunRow, utcnow)
@@ -169,20 +169,12 @@ class RunStore(StoreBase):
         RunNotFoundError
             When no run matches.
         """
-        stmt = _run_select()
         with self._read() as conn:
-            row = by_name_or_id(conn, stmt, RunRow, name_or_id)
-        if row is None:
-            raise RunNotFoundError(f"no run named or numbered {name_or_id!r} in {self!r}")
-        return _run_info(row)
+            return _run_info(self._named_row(conn, _run_select(), RunRow, name_or_id, "run"))
 
     def list_runs(self, dataset_id: int | None = None) -> list[RunInfo]:
         """Every run (of one dataset when given), oldest first."""
-        stmt = _run_select().order_by(RunRow.id)
-        if dataset_id is not None:
-            stmt = stmt.where(RunRow.dataset_id == dataset_id)
-        with self._read() as conn:
-            return [_run_info(r) for r in conn.execute(stmt)]
+        return [_run_info(r) for r in self._oldest_first(_run_select(), RunRow, dataset_id)]
 
     # -------------------------------------------------------------------- the judge's identity
 

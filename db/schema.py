@@ -15,7 +15,7 @@ needs a new migration in ``db/migrations/versions`` (``alembic -c db/alembic.ini
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Annotated, Any
 
 from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
                         MetaData, String, Text, UniqueConstraint)
@@ -72,7 +72,22 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[str]: JSON()}
+    type_annotation_map = {datetime: UTCDateTime(), float: Float(), dict[str, Any]: JSON(),
+                           list[str]: JSON()}
+
+
+# The column declarations the tables share (SQLAlchemy's ``Annotated`` declarations); a plain
+# ``Mapped[int]``, ``Mapped[float | None]`` is an Integer, a Float column.
+#: An integer primary key.
+IntKey = Annotated[int, mapped_column(Integer, primary_key=True, autoincrement=True)]
+#: When the row was written (created, updated, added), timezone-aware UTC.
+Timestamp = Annotated[datetime, mapped_column(UTCDateTime(), default=utcnow)]
+
+
+def cascade(table: str, **options: Any) -> Any:
+    """A column referencing ``table``'s id, whose rows go when the referenced row is deleted;
+    ``index=True`` (an index ``ix_<table>_<column>``) where no other index leads with it."""
+    return mapped_column(ForeignKey(f"{table}.id", ondelete="CASCADE"), **options)
 
 
 class DatasetRow(Base):
@@ -82,7 +97,7 @@ class DatasetRow(Base):
     # Ids are never reused after a delete: the store caches id -> key maps per dataset.
     __table_args__ = {"sqlite_autoincrement": True}
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
     content_hash: Mapped[str] = mapped_column(String(128), unique=True)
     source: Mapped[str] = mapped_column(Text, default="")
@@ -90,24 +105,22 @@ class DatasetRow(Base):
     #: The file's names of its context and text columns: they say the task (story, instruction,
     #: ...) the prompts are worded for. NULL for datasets stored before they were kept.
     text_columns: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
-    n_contexts: Mapped[int] = mapped_column(Integer)
-    n_candidates: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    n_contexts: Mapped[int]
+    n_candidates: Mapped[int]
+    created_at: Mapped[Timestamp]
 
 
 class ContextRow(Base):
     """A context (source text) of a dataset; ``position`` keeps file order."""
 
     __tablename__ = "contexts"
-    __table_args__ = (
-        UniqueConstraint("dataset_id", "key"),
-        UniqueConstraint("dataset_id", "position"),
-    )
+    __table_args__ = (UniqueConstraint("dataset_id", "key"),
+                      UniqueConstraint("dataset_id", "position"))
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    dataset_id: Mapped[int] = cascade("datasets")
     key: Mapped[str] = mapped_column(String(255))
-    position: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
 
 
@@ -115,20 +128,17 @@ class CandidateRow(Base):
     """A candidate text of a context; ``dataset_id`` is repeated so a dataset's ids load in one query."""
 
     __tablename__ = "candidates"
-    __table_args__ = (
-        UniqueConstraint("context_id", "key"),
-        UniqueConstraint("context_id", "position"),
-        Index("ix_candidates_dataset_id", "dataset_id"),
-    )
+    __table_args__ = (UniqueConstraint("context_id", "key"),
+                      UniqueConstraint("context_id", "position"))
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    dataset_id: Mapped[int] = cascade("datasets", index=True)
+    context_id: Mapped[int] = cascade("contexts")
     key: Mapped[str] = mapped_column(String(255))
-    position: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
     system: Mapped[str | None] = mapped_column(String(255))
-    source_row: Mapped[int | None] = mapped_column(Integer)
+    source_row: Mapped[int | None]
 
 
 class ReferenceScoreRow(Base):
@@ -136,10 +146,9 @@ class ReferenceScoreRow(Base):
 
     __tablename__ = "reference_scores"
 
-    candidate_id: Mapped[int] = mapped_column(
-        ForeignKey("candidates.id", ondelete="CASCADE"), primary_key=True)
+    candidate_id: Mapped[int] = cascade("candidates", primary_key=True)
     name: Mapped[str] = mapped_column(String(255), primary_key=True)
-    value: Mapped[float | None] = mapped_column(Float)
+    value: Mapped[float | None]
 
 
 class RunRow(Base):
@@ -152,14 +161,13 @@ class RunRow(Base):
 
     __tablename__ = "runs"
     __table_args__ = (
-        Index("ix_runs_dataset_id", "dataset_id"),
         Index("ix_runs_model_key_label_words", "model_key", "label_words"),
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = cascade("datasets", index=True)
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     model: Mapped[str | None] = mapped_column(String(1024))
     model_key: Mapped[str | None] = mapped_column(String(1024))
@@ -168,56 +176,50 @@ class RunRow(Base):
     aspect: Mapped[str | None] = mapped_column(Text)
     template_name: Mapped[str | None] = mapped_column(String(255))
     strategy: Mapped[str | None] = mapped_column(String(64))
-    budget: Mapped[int | None] = mapped_column(Integer)
-    seed: Mapped[int | None] = mapped_column(Integer)
+    budget: Mapped[int | None]
+    seed: Mapped[int | None]
     status: Mapped[str] = mapped_column(String(32), default="pending")
     done: Mapped[int] = mapped_column(Integer, default=0)
-    total: Mapped[int | None] = mapped_column(Integer)
+    total: Mapped[int | None]
     message: Mapped[str | None] = mapped_column(Text)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
-    worker_pid: Mapped[int | None] = mapped_column(Integer)
+    worker_pid: Mapped[int | None]
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # The worker's speed (run units per second of judging) and what planning found.
-    rate: Mapped[float | None] = mapped_column(Float)
+    rate: Mapped[float | None]
     plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Seconds of judging from the first judged batch of the worker's session (judge loading
     # excluded), and the prompt tokens the judge processed per second of it: what a finished run
     # shows, and what the plan of a later run estimates its time from.
-    judge_s: Mapped[float | None] = mapped_column(Float)
-    token_rate: Mapped[float | None] = mapped_column(Float)
+    judge_s: Mapped[float | None]
+    token_rate: Mapped[float | None]
     # What the worker does now (starting, loading, planning, judging) and since when: what the
     # Run page shows with its elapsed time.
     phase: Mapped[str | None] = mapped_column(String(32))
     phase_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
 
 
 class ComparisonRow(Base):
     """One stored judgement of an ordered pair (a first, b second). NULL floats stand for NaN."""
 
     __tablename__ = "comparisons"
-    __table_args__ = (
-        UniqueConstraint("run_id", "a_id", "b_id"),
-        Index("ix_comparisons_prompt_hash", "prompt_hash"),
-        # Every foreign key column is indexed (migration 0008): deleting a candidate or a
-        # context looks its referencing rows up, a full scan of this table per row without one.
-        Index("ix_comparisons_context_id", "context_id"),
-        Index("ix_comparisons_a_id", "a_id"),
-        Index("ix_comparisons_b_id", "b_id"),
-    )
+    __table_args__ = (UniqueConstraint("run_id", "a_id", "b_id"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    a_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    b_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    p: Mapped[float | None] = mapped_column(Float)
-    logp_a: Mapped[float | None] = mapped_column(Float)
-    logp_b: Mapped[float | None] = mapped_column(Float)
-    label_mass: Mapped[float | None] = mapped_column(Float)
-    latency_ms: Mapped[float | None] = mapped_column(Float)
-    prompt_hash: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    id: Mapped[IntKey]
+    run_id: Mapped[int] = cascade("runs")
+    # Every foreign key column is indexed (migration 0008): deleting a candidate or a
+    # context looks its referencing rows up, a full scan of this table per row without one.
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    a_id: Mapped[int] = cascade("candidates", index=True)
+    b_id: Mapped[int] = cascade("candidates", index=True)
+    p: Mapped[float | None]
+    logp_a: Mapped[float | None]
+    logp_b: Mapped[float | None]
+    label_mass: Mapped[float | None]
+    latency_ms: Mapped[float | None]
+    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
+    created_at: Mapped[Timestamp]
 
 
 class HumanJudgementRow(Base):
@@ -235,38 +237,32 @@ class HumanJudgementRow(Base):
     __tablename__ = "human_judgements"
     __table_args__ = (
         Index("ix_human_judgements_dataset_id_aspect", "dataset_id", "aspect"),
-        Index("ix_human_judgements_context_id", "context_id"),
-        Index("ix_human_judgements_annotator", "annotator"),
-        Index("ix_human_judgements_left_id", "left_id"),
-        Index("ix_human_judgements_right_id", "right_id"),
-        Index("ix_human_judgements_campaign_id", "campaign_id"),
         UniqueConstraint("pair_low_id", "pair_high_id", "annotator", "aspect", "revision",
                          name="uq_human_judgements_pair"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    left_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    right_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    dataset_id: Mapped[int] = cascade("datasets")
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    left_id: Mapped[int] = cascade("candidates", index=True)
+    right_id: Mapped[int] = cascade("candidates", index=True)
     # The unordered pair: min and max of left_id and right_id.
-    pair_low_id: Mapped[int] = mapped_column(Integer)
-    pair_high_id: Mapped[int] = mapped_column(Integer)
+    pair_low_id: Mapped[int]
+    pair_high_id: Mapped[int]
     # 0 for a person's first judgement of the pair (and aspect), then 1, 2, ... when asked again.
     revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # "ab": left is the pair's first candidate as sampled, "ba": the display swapped them.
     shown_order: Mapped[str | None] = mapped_column(String(8))
     # compassess_core.types.Outcome values, seen from the left candidate: A, B, tie, skip.
     winner: Mapped[str] = mapped_column(String(8))
-    annotator: Mapped[str] = mapped_column(String(255), default="")
+    annotator: Mapped[str] = mapped_column(String(255), default="", index=True)
     aspect: Mapped[str] = mapped_column(String(255), default="")
-    seconds: Mapped[float | None] = mapped_column(Float)
+    seconds: Mapped[float | None]
     source: Mapped[str] = mapped_column(String(32), default="app")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
     # The annotation campaign the answer was given in (None: the free annotate page or an
     # import); the campaign's own rows are its labels (migration 0009).
-    campaign_id: Mapped[int | None] = mapped_column(
-        ForeignKey("campaigns.id", ondelete="CASCADE"), nullable=True)
+    campaign_id: Mapped[int | None] = cascade("campaigns", nullable=True, index=True)
     # What the person wrote beside their answer (campaigns), None when nothing.
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -276,10 +272,9 @@ class GuidelineRow(Base):
 
     __tablename__ = "guidelines"
 
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+    dataset_id: Mapped[int] = cascade("datasets", primary_key=True)
     text: Mapped[str] = mapped_column(Text, default="")
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[Timestamp]
 
 
 # ------------------------------------------------------------------ prompt scoring (migration 0002)
@@ -292,24 +287,19 @@ class CandidateScoreRow(Base):
     """
 
     __tablename__ = "candidate_scores"
-    __table_args__ = (
-        UniqueConstraint("run_id", "candidate_id"),
-        Index("ix_candidate_scores_prompt_hash", "prompt_hash"),
-        Index("ix_candidate_scores_context_id", "context_id"),
-        Index("ix_candidate_scores_candidate_id", "candidate_id"),
-    )
+    __table_args__ = (UniqueConstraint("run_id", "candidate_id"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    prompt_hash: Mapped[str] = mapped_column(String(128))
-    score_argmax: Mapped[float | None] = mapped_column(Float)
-    score_expected: Mapped[float | None] = mapped_column(Float)
+    id: Mapped[IntKey]
+    run_id: Mapped[int] = cascade("runs")
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    candidate_id: Mapped[int] = cascade("candidates", index=True)
+    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
+    score_argmax: Mapped[float | None]
+    score_expected: Mapped[float | None]
     probabilities: Mapped[list[float]] = mapped_column(JSON, default=list)
-    label_mass: Mapped[float | None] = mapped_column(Float)
-    latency_ms: Mapped[float | None] = mapped_column(Float)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    label_mass: Mapped[float | None]
+    latency_ms: Mapped[float | None]
+    created_at: Mapped[Timestamp]
 
 
 # ------------------------------------------------------------------ absolute scores (migration 0003)
@@ -323,19 +313,17 @@ class SyntheticReferenceRow(Base):
     """
 
     __tablename__ = "synthetic_references"
-    __table_args__ = (
-        UniqueConstraint("context_id", "aspect", "reference_set", "level"),
-    )
+    __table_args__ = (UniqueConstraint("context_id", "aspect", "reference_set", "level"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    context_id: Mapped[int] = cascade("contexts")
     aspect: Mapped[str] = mapped_column(String(255))
     reference_set: Mapped[str] = mapped_column(String(512))
-    level: Mapped[int] = mapped_column(Integer)
+    level: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
     source: Mapped[str] = mapped_column(String(16), default="generated")
     generation: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[Timestamp]
 
 
 class AbsoluteComparisonRow(Base):
@@ -346,30 +334,25 @@ class AbsoluteComparisonRow(Base):
     """
 
     __tablename__ = "absolute_comparisons"
-    __table_args__ = (
-        UniqueConstraint("run_id", "candidate_id", "level", "target_first"),
-        Index("ix_absolute_comparisons_prompt_hash", "prompt_hash"),
-        Index("ix_absolute_comparisons_context_id", "context_id"),
-        Index("ix_absolute_comparisons_candidate_id", "candidate_id"),
-    )
+    __table_args__ = (UniqueConstraint("run_id", "candidate_id", "level", "target_first"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    level: Mapped[int] = mapped_column(Integer)
+    id: Mapped[IntKey]
+    run_id: Mapped[int] = cascade("runs")
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    candidate_id: Mapped[int] = cascade("candidates", index=True)
+    level: Mapped[int]
     target_first: Mapped[bool] = mapped_column(Boolean)
-    p_better: Mapped[float | None] = mapped_column(Float)
-    p_worse: Mapped[float | None] = mapped_column(Float)
-    p_similar: Mapped[float | None] = mapped_column(Float)
-    logp_better: Mapped[float | None] = mapped_column(Float)
-    logp_worse: Mapped[float | None] = mapped_column(Float)
-    logp_similar: Mapped[float | None] = mapped_column(Float)
-    label_mass: Mapped[float | None] = mapped_column(Float)
-    latency_ms: Mapped[float | None] = mapped_column(Float)
-    prompt_hash: Mapped[str] = mapped_column(String(128))
+    p_better: Mapped[float | None]
+    p_worse: Mapped[float | None]
+    p_similar: Mapped[float | None]
+    logp_better: Mapped[float | None]
+    logp_worse: Mapped[float | None]
+    logp_similar: Mapped[float | None]
+    label_mass: Mapped[float | None]
+    latency_ms: Mapped[float | None]
+    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
     reference_hash: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
 
 
 class PersonRow(Base):
@@ -382,12 +365,12 @@ class PersonRow(Base):
 
     __tablename__ = "people"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     identity: Mapped[str] = mapped_column(String(255), unique=True)
     role: Mapped[str] = mapped_column(String(16))
     added_by: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
+    updated_at: Mapped[Timestamp]
 
 
 class SignOutRow(Base):
@@ -401,7 +384,7 @@ class SignOutRow(Base):
 
     identity: Mapped[str] = mapped_column(String(255), primary_key=True)
     signed_out_through: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[Timestamp]
 
 
 # ------------------------------------------------------------ annotation campaigns (migration 0009)
@@ -417,18 +400,16 @@ class CampaignRow(Base):
     each pair (``overlap``) and a pair list fixed when it is created (``campaign_pairs``)."""
 
     __tablename__ = "campaigns"
-    __table_args__ = (Index("ix_campaigns_dataset_id", "dataset_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = cascade("datasets", index=True)
     aspect: Mapped[str] = mapped_column(String(255))
     guidelines: Mapped[str] = mapped_column(Text, default="")
     overlap: Mapped[int] = mapped_column(Integer, default=2)
     selection: Mapped[str] = mapped_column(String(16), default="all")
     seed: Mapped[int] = mapped_column(Integer, default=0)
     created_by: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
     status: Mapped[str] = mapped_column(String(16), default="open")
 
 
@@ -437,14 +418,13 @@ class CampaignAnnotatorRow(Base):
 
     __tablename__ = "campaign_annotators"
     __table_args__ = (UniqueConstraint("campaign_id", "identity",
-                                       name="uq_campaign_annotators_campaign_id"),
-                      Index("ix_campaign_annotators_identity", "identity"))
+                                       name="uq_campaign_annotators_campaign_id"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
-    identity: Mapped[str] = mapped_column(String(255))
+    id: Mapped[IntKey]
+    campaign_id: Mapped[int] = cascade("campaigns")
+    identity: Mapped[str] = mapped_column(String(255), index=True)
     added_by: Mapped[str] = mapped_column(String(255), default="")
-    added_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    added_at: Mapped[Timestamp]
 
 
 class CampaignPairRow(Base):
@@ -452,17 +432,14 @@ class CampaignPairRow(Base):
 
     __tablename__ = "campaign_pairs"
     __table_args__ = (UniqueConstraint("campaign_id", "low_id", "high_id",
-                                       name="uq_campaign_pairs_campaign_id"),
-                      Index("ix_campaign_pairs_context_id", "context_id"),
-                      Index("ix_campaign_pairs_low_id", "low_id"),
-                      Index("ix_campaign_pairs_high_id", "high_id"))
+                                       name="uq_campaign_pairs_campaign_id"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
-    position: Mapped[int] = mapped_column(Integer)
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    low_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    high_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    campaign_id: Mapped[int] = cascade("campaigns")
+    position: Mapped[int]
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    low_id: Mapped[int] = cascade("candidates", index=True)
+    high_id: Mapped[int] = cascade("candidates", index=True)
 
 
 class PanelRow(Base):
@@ -475,17 +452,15 @@ class PanelRow(Base):
     ``calibrated``, ``auto``)."""
 
     __tablename__ = "panels"
-    __table_args__ = (Index("ix_panels_dataset_id", "dataset_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = cascade("datasets", index=True)
     aspect: Mapped[str] = mapped_column(String(255))
     combine: Mapped[str] = mapped_column(String(16), default="poe")
     weights: Mapped[Any] = mapped_column(JSON)
     scaling: Mapped[str] = mapped_column(String(16), default="balanced")
     created_by: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
 
 
 class PanelMemberRow(Base):
@@ -494,13 +469,12 @@ class PanelMemberRow(Base):
     its panels with its runs."""
 
     __tablename__ = "panel_members"
-    __table_args__ = (UniqueConstraint("panel_id", "run_id", name="uq_panel_members_panel_id"),
-                      Index("ix_panel_members_run_id", "run_id"))
+    __table_args__ = (UniqueConstraint("panel_id", "run_id", name="uq_panel_members_panel_id"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    panel_id: Mapped[int] = mapped_column(ForeignKey("panels.id", ondelete="CASCADE"))
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    position: Mapped[int] = mapped_column(Integer)
+    id: Mapped[IntKey]
+    panel_id: Mapped[int] = cascade("panels")
+    run_id: Mapped[int] = cascade("runs", index=True)
+    position: Mapped[int]
 
 
 # ----------------------------------------- tuned wordings and the judge's reasons (migration 0015)
@@ -514,15 +488,15 @@ class TemplateRow(Base):
 
     __tablename__ = "templates"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
     text: Mapped[str] = mapped_column(Text)
     noun: Mapped[str] = mapped_column(String(64))
     tuning: Mapped[str | None] = mapped_column(String(MAX_NAME_LENGTH), nullable=True)
     source: Mapped[str] = mapped_column(Text, default="")
     created_by: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
+    updated_at: Mapped[Timestamp]
 
 
 class TuningRow(Base):
@@ -533,11 +507,9 @@ class TuningRow(Base):
     read. ``status``, ``message``, ``heartbeat_at`` and ``cancel_requested`` as a run's."""
 
     __tablename__ = "tunings"
-    __table_args__ = (Index("ix_tunings_dataset_id", "dataset_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[IntKey]
     name: Mapped[str] = mapped_column(String(MAX_NAME_LENGTH), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = cascade("datasets", index=True)
     aspect: Mapped[str] = mapped_column(Text)
     options: Mapped[dict[str, Any]] = mapped_column(JSON)
     wordings: Mapped[list[Any]] = mapped_column(JSON, default=list)
@@ -546,7 +518,7 @@ class TuningRow(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     created_by: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]
 
 
 class ExplanationRow(Base):
@@ -560,19 +532,16 @@ class ExplanationRow(Base):
     __table_args__ = (
         UniqueConstraint("prompt_hash", "judge_key", "max_tokens",
                          name="uq_explanations_prompt_hash"),
-        Index("ix_explanations_context_id", "context_id"),
-        Index("ix_explanations_a_id", "a_id"),
-        Index("ix_explanations_b_id", "b_id"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id", ondelete="CASCADE"))
-    a_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
-    b_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    id: Mapped[IntKey]
+    context_id: Mapped[int] = cascade("contexts", index=True)
+    a_id: Mapped[int] = cascade("candidates", index=True)
+    b_id: Mapped[int] = cascade("candidates", index=True)
     prompt_hash: Mapped[str] = mapped_column(String(128))
     judge_key: Mapped[str] = mapped_column(String(1024))
-    max_tokens: Mapped[int] = mapped_column(Integer)
+    max_tokens: Mapped[int]
     verdict: Mapped[str] = mapped_column(String(8))
-    p: Mapped[float | None] = mapped_column(Float)
+    p: Mapped[float | None]
     text: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[Timestamp]

@@ -172,18 +172,12 @@ class TuningStore(StoreBase):
             No tuning of that name or id.
         """
         with self._read() as conn:
-            row = by_name_or_id(conn, _tuning_select(), TuningRow, name_or_id)
-        if row is None:
-            raise TuningNotFoundError(f"no tuning named or numbered {name_or_id!r} in {self!r}")
-        return _tuning_info(row)
+            return _tuning_info(self._named_row(conn, _tuning_select(), TuningRow, name_or_id,
+                                                "tuning", TuningNotFoundError))
 
     def list_tunings(self, dataset_id: int | None = None) -> list[TuningInfo]:
         """Every tuning (of one dataset when given), oldest first."""
-        stmt = _tuning_select().order_by(TuningRow.id)
-        if dataset_id is not None:
-            stmt = stmt.where(TuningRow.dataset_id == int(dataset_id))
-        with self._read() as conn:
-            return [_tuning_info(r) for r in conn.execute(stmt)]
+        return [_tuning_info(r) for r in self._oldest_first(_tuning_select(), TuningRow, dataset_id)]
 
     def set_tuning_wordings(self, tuning_id: int, wordings: Sequence[dict]) -> None:
         """Record the wordings a tuning tried or will try (JSON records, in order)."""
