@@ -122,11 +122,40 @@ DEBIAS_HELP = ("decision threshold (eq. 10): none = 0.5; balanced = the global t
                "number in (0, 1)")
 
 
+#: Flags that several commands take with one meaning, by name: ``_shared(p, "method", "json")``
+#: (and ``"db"``, the store's flags).
+SHARED_FLAGS: dict[str, tuple[str, dict]] = {
+    "run": ("--run", dict(required=True, metavar="NAME", help="the stored run's name")),
+    "method": ("--method", dict(default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)),
+    "debias": ("--debias", dict(default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)),
+    "reference": ("--reference", dict(default=None, metavar="COLUMN", help="reference-score column "
+                                      "(default: the aspect's column if present)")),
+    "format": ("--format", dict(default="table", choices=["table", "csv", "json"],
+                                help=RANK_FORMAT_HELP)),
+    "json": ("--json", dict(action="store_true", help="print one JSON object")),
+}
+
+
+def _shared(p: argparse.ArgumentParser, *names: str) -> None:
+    """Add the :data:`SHARED_FLAGS` ``names`` in that order (``db``: :func:`_db_arg`'s)."""
+    for name in names:
+        if name == "db":
+            _db_arg(p)
+        else:
+            flag, options = SHARED_FLAGS[name]
+            p.add_argument(flag, **options)
+
+
+def _named(p: argparse.ArgumentParser, what: str, *shared: str) -> None:
+    """The ``--name`` of the stored object (panel, campaign, tuning) a command acts on, then
+    the ``shared`` flags."""
+    p.add_argument("--name", required=True, metavar="NAME", help=f"the {what}'s name")
+    _shared(p, *shared)
+
+
 def _read_args(p: argparse.ArgumentParser) -> None:
     """Options of the commands that read a run back (rank, evaluate, export)."""
-    p.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
-    p.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
-    p.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    _shared(p, "run", "method", "debias")
     p.add_argument("--score", default="level", choices=list(absolute.SCORES),
                    help="absolute runs: 'level' (calibrated, 1..N) or 'score' (the paper's s)")
     p.add_argument("--threshold", type=float, default=None,
@@ -203,8 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("rank", help="rank the candidates of a run")
     _read_args(k)
-    k.add_argument("--format", default="table", choices=["table", "csv", "json"],
-                   help=RANK_FORMAT_HELP)
+    _shared(k, "format")
     k.add_argument("--context", default=None, metavar="ID", help="only this context")
     k.add_argument("--ci", action="store_true", help="add bootstrap 95%% intervals")
     k.add_argument("--with-humans", action="store_true",
@@ -218,9 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="correlation with reference scores, positional bias, flip rate")
     _read_args(e)
-    e.add_argument("--reference", default=None, metavar="COLUMN",
-                   help="reference-score column (default: the aspect's column if present)")
-    e.add_argument("--json", action="store_true", help="print one JSON object")
+    _shared(e, "reference", "json")
 
     x = sub.add_parser("export", help="write rankings or all comparisons with the run's settings")
     _read_args(x)
@@ -236,11 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lb = sub.add_parser("leaderboard", help="one row per system across all contexts: strength, win "
                         "rate, 95%% context-bootstrap intervals, length bias")
-    lb.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
-    lb.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
-    lb.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
-    lb.add_argument("--reference", default=None, metavar="COLUMN",
-                    help="reference-score column (default: the aspect's column if present)")
+    _shared(lb, "run", "method", "debias", "reference")
     lb.add_argument("--baseline", default=None, metavar="SYSTEM",
                     help="a system: add each system's win rate against it (95%% interval) and "
                          "AlpacaEval 2.0's length-controlled win rate against it (its GLM "
@@ -262,8 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR,
                     help="each run's threshold (none = 0.5; balanced: each run's own tau*; "
                          "balanced-per-context: each run's tau* of each context; or a number)")
-    cp.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(cp)
+    _shared(cp, "json", "db")
 
     rp = sub.add_parser("report", help="the audit report of one or several pairwise runs: one "
                         "self-contained HTML file (setup, leaderboard, positional and length bias, "
@@ -273,8 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a run to report; give it again for several (--run A --run B): each "
                          "gets its section, and runs on the same dataset are compared")
     rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    rp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
-    rp.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    _shared(rp, "method", "debias")
     rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
                     help="context-bootstrap replicates of the leaderboard's 95%% intervals "
                          "(default 200, as the app)")
@@ -294,8 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("datasets", help="list stored datasets")
     _db_arg(d)
     u = sub.add_parser("runs", help="list stored runs")
-    u.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(u)
+    _shared(u, "json", "db")
 
     il = sub.add_parser("import-labels", help="store human A/B labels from a CSV/JSONL file "
                         "(context_id, candidate_a, candidate_b, winner[, annotator])")
@@ -312,10 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(il)
 
     ag = sub.add_parser("agreement", help="LLM vs human labels: accuracy, Cohen's kappa, raw and debiased")
-    ag.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    _shared(ag, "run")
     ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
                     help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
-    ag.add_argument("--debias", default=DEFAULT_DEBIAS, metavar=DEBIAS_METAVAR, help=DEBIAS_HELP)
+    _shared(ag, "debias")
     ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
                     help=f"replicates of the 95%% intervals of accuracy and kappa (cluster "
                          f"bootstrap: contexts, then pairs within them) and the ranking "
@@ -325,23 +344,20 @@ def build_parser() -> argparse.ArgumentParser:
                          "verdict changes with the order is a tie (FastChat's rule)")
     ag.add_argument("--tie-band", type=float, default=0.0, metavar="DELTA",
                     help="also call a tie when |p_avg - 0.5| < DELTA (default 0: no band)")
-    ag.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(ag)
+    _shared(ag, "json", "db")
 
     cal = sub.add_parser("calibrate", help="fit the judge's bias and temperature on human A/B labels; "
                          "accuracy, log-loss and calibration error before and after (held-out folds)")
-    cal.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    _shared(cal, "run")
     cal.add_argument("--aspect", default=None, help="aspect of the human labels (default: the run's)")
     cal.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds of "
                      f"labelled pairs (default {DEFAULT_FOLDS})")
     cal.add_argument("--seed", type=int, default=0, help="seed of the folds")
-    cal.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(cal)
+    _shared(cal, "json", "db")
 
     mo = sub.add_parser("models", help="the judges on this machine (the bundled one and the models "
                         "folder) with size, context window and the speed measured here")
-    mo.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(mo)
+    _shared(mo, "json", "db")
 
     w = sub.add_parser("worker", help="execute (or resume) runs stored in the database from their settings")
     w.add_argument("--run", required=True, metavar="NAME", action="append",
@@ -379,7 +395,7 @@ def _manage_parsers(sub) -> None:
                         "named annotators, several per pair")
     csub = cg.add_subparsers(dest="campaign_command", required=True)
     cc = csub.add_parser("create", help="create an open campaign (its pairs are fixed now)")
-    cc.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    _named(cc, "campaign")
     cc.add_argument("--dataset", required=True, metavar="NAME",
                     help="the stored dataset whose pairs are labelled")
     cc.add_argument("--aspect", required=True, help="what people judge (coherence, overall, ...)")
@@ -402,32 +418,29 @@ def _manage_parsers(sub) -> None:
                     help="who creates it (default: this account)")
     _db_arg(cc)
     ca_ = csub.add_parser("assign", help="assign (or with --remove, unassign) people")
-    ca_.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    _named(ca_, "campaign")
     ca_.add_argument("--annotator", action="append", required=True, metavar="IDENTITY",
                      help="a person to assign (repeat the flag)")
     ca_.add_argument("--remove", action="store_true",
                      help="take them off the campaign (their answers stay)")
     _db_arg(ca_)
     cs = csub.add_parser("status", help="progress per annotator and inter-annotator agreement")
-    cs.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
-    cs.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(cs)
+    _named(cs, "campaign", "json", "db")
     cx = csub.add_parser("export", help="write the campaign's labels (answers and adjudications)")
-    cx.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
+    _named(cx, "campaign")
     cx.add_argument("--format", default="csv", choices=["csv", "json"],
                     help="csv (with a FILE.settings.json sidecar naming the campaign) or json (one "
                          "object, the campaign inside)")
     cx.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
     _db_arg(cx)
     cl = csub.add_parser("close", help="close a campaign: no new answer (adjudication still possible)")
-    cl.add_argument("--name", required=True, metavar="NAME", help="the campaign's name")
-    _db_arg(cl)
+    _named(cl, "campaign", "db")
 
     pn = sub.add_parser("panel", help="panels of judges: several runs on the same dataset and "
                         "aspect combined into one debiased verdict per pair")
     psub = pn.add_subparsers(dest="panel_command", required=True)
     pc = psub.add_parser("create", help="store a panel of two or more runs")
-    pc.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    _named(pc, "panel")
     pc.add_argument("--run", action="append", required=True, metavar="NAME",
                     help="a member run (repeat the flag; at least two)")
     pc.add_argument("--weights", default="equal", metavar="equal|learnt|W,W,...",
@@ -441,34 +454,29 @@ def _manage_parsers(sub) -> None:
                          "on the human labels, or calibrated where labels exist (auto)")
     _db_arg(pc)
     pr = psub.add_parser("rank", help="rank the candidates by the panel's combined verdicts")
-    pr.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
-    pr.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    _named(pr, "panel", "method")
     pr.add_argument("--debias", default="none", metavar="none|balanced|TAU",
                     help="threshold on the combined p (default none: its members are debiased "
                          "already)")
-    pr.add_argument("--format", default="table", choices=["table", "csv", "json"],
-                    help=RANK_FORMAT_HELP)
+    _shared(pr, "format")
     pr.add_argument("--json", action="store_true", help="print one JSON object (as --format json)")
     _db_arg(pr)
     pe = psub.add_parser("evaluate", help="the panel's Spearman and positional bias beside each "
                          "member's, how the members agree, and the panel against its best "
                          "member on the same labelled pairs (paired interval, McNemar's p)")
-    pe.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
-    pe.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    _named(pe, "panel", "method")
     pe.add_argument("--debias", default=DEFAULT_DEBIAS, metavar="none|balanced|TAU",
                     help="threshold on the combined p and on each member's")
-    pe.add_argument("--reference", default=None, metavar="COLUMN",
-                    help="reference-score column (default: the aspect's column if present)")
+    _shared(pe, "reference")
     pe.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                     help="resamples of the paired interval against the best member")
-    pe.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(pe)
+    _shared(pe, "json", "db")
     pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
                          "file (its members, leaderboard, bias, agreement with people, the most "
                          "order-dependent and disputed comparisons with each member's p)")
-    pp.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    _named(pp, "panel")
     pp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    pp.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS), help=METHOD_HELP)
+    _shared(pp, "method")
     pp.add_argument("--debias", default="none", metavar="none|balanced|TAU",
                     help="threshold on the combined p (default none: its members are debiased "
                          "already)")
@@ -478,10 +486,9 @@ def _manage_parsers(sub) -> None:
                     help="a system to report each system's win rate against")
     _db_arg(pp)
     pl = psub.add_parser("list", help="list stored panels")
-    pl.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(pl)
+    _shared(pl, "json", "db")
     pd_ = psub.add_parser("delete", help="delete a panel's definition (its runs stay)")
-    pd_.add_argument("--name", required=True, metavar="NAME", help="the panel's name")
+    _named(pd_, "panel")
     pd_.add_argument("--json", action="store_true", help="print what was deleted as one JSON object")
     _db_arg(pd_)
 
@@ -494,8 +501,7 @@ def _manage_parsers(sub) -> None:
                          "aspect's column)")
     jg.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                     help="bootstrap resamples of the labelled pairs for the 95%% intervals")
-    jg.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(jg)
+    _shared(jg, "json", "db")
 
 
 
@@ -557,11 +563,10 @@ def _tuning_parsers(sub) -> None:
     tl = sub.add_parser("tunings", help="list stored tunings (name, dataset, aspect, status, "
                         "wordings, runs)")
     tl.add_argument("--dataset", default=None, metavar="NAME", help="only this dataset's")
-    tl.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(tl)
+    _shared(tl, "json", "db")
     td = sub.add_parser("delete-tuning", help="delete a stored tuning with the runs of its "
                         "wordings (asks first; the template it saved stays)")
-    td.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    _named(td, "tuning")
     td.add_argument("--yes", action="store_true",
                     help="delete without asking (needed when the input is not a terminal; "
                          "without it the command only prints what would be deleted and exits "
@@ -569,7 +574,7 @@ def _tuning_parsers(sub) -> None:
     _db_arg(td)
     tr = sub.add_parser("rename-tuning", help="give a stored tuning another name (its runs and "
                         "its template follow)")
-    tr.add_argument("--name", required=True, metavar="NAME", help="the tuning's name")
+    _named(tr, "tuning")
     tr.add_argument("--to", required=True, metavar="NEW", help="its new name")
     _db_arg(tr)
 
@@ -580,7 +585,7 @@ def _tuning_parsers(sub) -> None:
 
     ex = sub.add_parser("explain", help="the judge's reasons for its verdict on a stored "
                         "comparison, in both orders (asked once, then stored)")
-    ex.add_argument("--run", required=True, metavar="NAME", help="the stored run's name")
+    _shared(ex, "run")
     ex.add_argument("--context", required=True, metavar="ID", help="the context's id")
     ex.add_argument("--a", required=True, metavar="ID", help="the candidate in position A")
     ex.add_argument("--b", required=True, metavar="ID", help="the candidate in position B")
@@ -588,8 +593,7 @@ def _tuning_parsers(sub) -> None:
                     help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
     ex.add_argument("--stored", action="store_true",
                     help="only print what is stored; never load the judge")
-    ex.add_argument("--json", action="store_true", help="print one JSON object")
-    _db_arg(ex)
+    _shared(ex, "json", "db")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
