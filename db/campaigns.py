@@ -33,7 +33,7 @@ from compassess_core.errors import InputError
 from compassess_core.limits import check_name
 from compassess_core.types import Outcome
 
-from .connection import StoreBase, by_name_or_id, insert_ignore
+from .connection import StoreBase, insert_ignore
 from .labels import JUDGEMENT_KEY, _judgement_row
 from .schema import (CAMPAIGN_SELECTIONS, CAMPAIGN_STATUSES, CampaignAnnotatorRow,
                      CampaignPairRow, CampaignRow, CandidateRow, ContextRow, DatasetRow,
@@ -134,13 +134,8 @@ class CampaignStore(StoreBase):
             return [self._info(conn, i) for i in ids]
 
     def get_campaign(self, name_or_id: str | int) -> CampaignInfo:
-        """A campaign by name (or id).
-
-        Raises
-        ------
-        CampaignError
-            No such campaign.
-        """
+        """A campaign by name (or id, as a number or digits that are no campaign's name); a
+        :class:`CampaignError` when there is none."""
         with self._read() as conn:
             return self._info(conn, self._campaign_id(conn, name_or_id))
 
@@ -278,12 +273,9 @@ class CampaignStore(StoreBase):
                   added_at=utcnow()) for n in names]).all()
         return len(added)
 
-    @staticmethod
-    def _campaign_id(conn, name_or_id: str | int) -> int:
-        found = by_name_or_id(conn, select(CampaignRow.id), CampaignRow, name_or_id)
-        if found is None:
-            raise CampaignError(f"no campaign named '{name_or_id}'")
-        return int(found[0])
+    def _campaign_id(self, conn, name_or_id: str | int) -> int:
+        return int(self._named_row(conn, select(CampaignRow.id), CampaignRow, name_or_id,
+                                   "campaign", CampaignError)[0])
 
     @staticmethod
     def _info(conn, campaign_id: int) -> CampaignInfo:

@@ -451,9 +451,9 @@ class StoreBase:
         return self._named_row(conn, select(*cols), DatasetRow, name_or_id, "dataset")
 
     def _named_row(self, conn: Connection, stmt, table, name_or_id: str | int, what: str,
-                   error: type[RunNotFoundError] = RunNotFoundError) -> Row:
-        """The row of ``stmt`` for the ``what`` (dataset, run, tuning) that ``name_or_id`` names
-        (:func:`by_name_or_id`); ``error`` saying so when there is none."""
+                   error: type[Exception] = RunNotFoundError) -> Row:
+        """The row of ``stmt`` for the ``what`` (dataset, run, tuning, panel, campaign) that
+        ``name_or_id`` names (:func:`by_name_or_id`); ``error`` saying so when there is none."""
         row = by_name_or_id(conn, stmt, table, name_or_id)
         if row is None:
             raise error(f"no {what} named or numbered {name_or_id!r} in {self!r}")

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select
 from compassess_core.errors import InputError
 from compassess_core.limits import check_name
 
-from .connection import StoreBase, by_name_or_id
+from .connection import StoreBase
 from .schema import DatasetRow, PanelMemberRow, PanelRow, RunRow, utcnow
 
 
@@ -88,13 +88,8 @@ class PanelStore(StoreBase):
             return [self._panel_info(conn, i) for i in conn.execute(stmt).scalars().all()]
 
     def get_panel(self, name_or_id: str | int) -> PanelInfo:
-        """A panel by name (or id, as a number or digits that are no panel's name).
-
-        Raises
-        ------
-        PanelNotFoundError
-            No such panel.
-        """
+        """A panel by name (or id, as a number or digits that are no panel's name); a
+        :class:`PanelNotFoundError` when there is none."""
         with self._read() as conn:
             return self._panel_info(conn, self._panel_id(conn, name_or_id))
 
@@ -113,10 +108,8 @@ class PanelStore(StoreBase):
         return {"panels": 1, "panel_members": int(n)}
 
     def _panel_id(self, conn: Connection, name_or_id: str | int) -> int:
-        found = by_name_or_id(conn, select(PanelRow.id), PanelRow, name_or_id)
-        if found is None:
-            raise PanelNotFoundError(f"no panel named '{name_or_id}'")
-        return int(found[0])
+        return int(self._named_row(conn, select(PanelRow.id), PanelRow, name_or_id, "panel",
+                                   PanelNotFoundError)[0])
 
     def _panel_info(self, conn: Connection, panel_id: int) -> PanelInfo:
         p = conn.execute(select(PanelRow.__table__, DatasetRow.name.label("dataset"))

@@ -46,9 +46,18 @@ def _file_key(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+@dataclass(frozen=True, kw_only=True)
 class FileCheck:
-    """What a checked file shows beside its own findings: its ``table`` (None: unreadable) and
-    ``problems``, each with the file, row and column."""
+    """What every checked file shows beside its own findings: its ``file_label`` and
+    ``file_key``, its ``table`` (None: unreadable), the column ``mapping`` checked and the one
+    ``suggested``, and its ``problems``, each with the file, row and column."""
+
+    file_label: str
+    file_key: str
+    table: pd.DataFrame | None = None
+    suggested: Mapping[str, str] = field(default_factory=dict)
+    mapping: Mapping[str, str | None] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
 
     @property
     def columns(self) -> list[str]:
@@ -81,12 +90,6 @@ class UploadCheck(FileCheck):
     ``-``, ...: ``data.MISSING_MARKERS``, read as missing).
     """
 
-    file_label: str
-    file_key: str
-    table: pd.DataFrame | None = None
-    suggested: Mapping[str, str] = field(default_factory=dict)
-    mapping: Mapping[str, str | None] = field(default_factory=dict)
-    problems: tuple[Problem, ...] = ()
     dataset: Dataset | None = None
     markup: MarkupReport | None = None
     stripped: bool = False
@@ -132,15 +135,9 @@ class LabelsCheck(FileCheck):
     says who the labels would be stored as.
     """
 
-    file_label: str
-    file_key: str
     dataset: str
     dataset_id: int
     aspect: str
-    table: pd.DataFrame | None = None
-    suggested: Mapping[str, str] = field(default_factory=dict)
-    mapping: Mapping[str, str | None] = field(default_factory=dict)
-    problems: tuple[Problem, ...] = ()
     labels: tuple[HumanLabel, ...] = ()
     annotators: Mapping[str, int] = field(default_factory=dict)
 
