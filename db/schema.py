@@ -90,6 +90,18 @@ def cascade(table: str, **options: Any) -> Any:
     return mapped_column(ForeignKey(f"{table}.id", ondelete="CASCADE"), **options)
 
 
+class JudgeAnswer:
+    """The columns every stored answer of the judge ends with (a comparison, a prompt score, an
+    absolute comparison): how much of the next-token probability the label words took (NULL:
+    NaN), how long the answer took, the prompt's hash (the cache's key) and when it was stored."""
+
+    label_mass: Mapped[float | None]
+    latency_ms: Mapped[float | None]
+    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
+    #: Last: a table's own columns that follow ``prompt_hash`` say ``sort_order=1``.
+    created_at: Mapped[Timestamp] = mapped_column(sort_order=2)
+
+
 class DatasetRow(Base):
     """One saved candidate file. ``content_hash`` identifies its content (saving is idempotent)."""
 
@@ -200,7 +212,7 @@ class RunRow(Base):
     created_at: Mapped[Timestamp]
 
 
-class ComparisonRow(Base):
+class ComparisonRow(JudgeAnswer, Base):
     """One stored judgement of an ordered pair (a first, b second). NULL floats stand for NaN."""
 
     __tablename__ = "comparisons"
@@ -216,10 +228,6 @@ class ComparisonRow(Base):
     p: Mapped[float | None]
     logp_a: Mapped[float | None]
     logp_b: Mapped[float | None]
-    label_mass: Mapped[float | None]
-    latency_ms: Mapped[float | None]
-    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
-    created_at: Mapped[Timestamp]
 
 
 class HumanJudgementRow(Base):
@@ -326,7 +334,7 @@ class SyntheticReferenceRow(Base):
     updated_at: Mapped[Timestamp]
 
 
-class AbsoluteComparisonRow(Base):
+class AbsoluteComparisonRow(JudgeAnswer, Base):
     """A target candidate compared with the reference of ``level`` (a ``kind="absolute"`` run).
 
     ``target_first``: the candidate was shown first (else the reference). ``p_better`` etc. are
@@ -348,11 +356,7 @@ class AbsoluteComparisonRow(Base):
     logp_better: Mapped[float | None]
     logp_worse: Mapped[float | None]
     logp_similar: Mapped[float | None]
-    label_mass: Mapped[float | None]
-    latency_ms: Mapped[float | None]
-    prompt_hash: Mapped[str] = mapped_column(String(128), index=True)
-    reference_hash: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[Timestamp]
+    reference_hash: Mapped[str] = mapped_column(String(64), sort_order=1)
 
 
 class PersonRow(Base):
