@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Generic, Mapping, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -126,13 +126,28 @@ class Judgement:
     latency_ms: float = float("nan")
 
 
-@dataclass(frozen=True)
-class ComparisonResult:
-    """A judgement tied to its pair, as written to a sink."""
+KeyT = TypeVar("KeyT")
+JudgementT = TypeVar("JudgementT")
 
-    key: PairKey
-    judgement: Judgement
+
+@dataclass(frozen=True)
+class Result(Generic[KeyT, JudgementT]):
+    """A judge's answer tied to what it answered (its ``key``) and the hash of the prompt that
+    asked it, as written to a sink; one subclass per run kind."""
+
+    key: KeyT
+    judgement: JudgementT
     prompt_hash: str
+
+    @property
+    def context_id(self) -> str:
+        """The context of the key (every kind of key names one)."""
+        return self.key.context_id
+
+
+@dataclass(frozen=True)
+class ComparisonResult(Result[PairKey, Judgement]):
+    """A judgement tied to its pair, as written to a sink."""
 
 
 @dataclass(frozen=True)
@@ -196,16 +211,8 @@ class ScoreJudgement:
 
 
 @dataclass(frozen=True)
-class ScoreResult:
+class ScoreResult(Result[CandidateKey, ScoreJudgement]):
     """A scorer's judgement tied to its candidate, as written to a sink."""
-
-    key: CandidateKey
-    judgement: ScoreJudgement
-    prompt_hash: str
-
-    @property
-    def context_id(self) -> str:
-        return self.key.context_id
 
     @property
     def candidate_id(self) -> str:
@@ -273,10 +280,7 @@ class AbsoluteJudgement:
 
 
 @dataclass(frozen=True)
-class AbsoluteResult:
+class AbsoluteResult(Result[AbsoluteKey, AbsoluteJudgement]):
     """An absolute judgement tied to its comparison and the reference text it was made with."""
 
-    key: AbsoluteKey
-    judgement: AbsoluteJudgement
-    prompt_hash: str
     reference_hash: str
