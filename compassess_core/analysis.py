@@ -170,6 +170,7 @@ class TauEffect:
     ``n_contexts``. ``reason``: the same, in words.
     """
 
+    # Fields, then a yes/no property: alike in shape to speed.TimeEstimate by accident.
     method: str
     debias: str
     hard: bool

@@ -48,6 +48,7 @@ class PositionDiagnosis:
         The same at ``tau``.
     """
 
+    # Fields, then yes/no properties: alike in shape to prompts.TaskWording by accident.
     p_a_raw: float
     flip_rate_raw: float
     n_comparisons: int

@@ -77,6 +77,7 @@ class ModelShape:
     disk; ``gguf`` whether the file must be converted on first use.
     """
 
+    # Optional (a header may omit any): alike in shape to RunInfo's, Evaluation's fields by accident.
     parameters: int
     layers: int | None = None
     hidden: int | None = None

@@ -98,6 +98,7 @@ else:
 # Each column: a short label a 1024 px window shows in full, the detail in its help, and the
 # digits its numbers carry (a kappa to 3 places, a Spearman x100 to 1: a column of 15-digit
 # floats says nothing more and pushes the rest off the screen).
+# A table: its entries are alike in shape by design (one per column of the leaderboard).
 COLUMNS = {
     "rank": ("rank", None, None),
     "judge": ("judge", None, "The run or panel of judges."),

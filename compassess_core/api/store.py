@@ -534,6 +534,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         return self._start(dataset, dataset_id, built, name=name, judge=judge, anchors=anchors,
                            progress=progress, model_options=model_options)
 
+    # Repeats score_settings's keywords and run's tail on purpose: help() shows every option.
     def score(self, data: Source | Dataset | int, *, aspect: str | Sequence[str] | None = None,
               references: int = ReferenceOptions.n_levels, anchors: Source | None = None,
               task: str = "auto", variant: str = ReferenceOptions.variant,
