@@ -91,9 +91,9 @@ def cascade(table: str, **options: Any) -> Any:
 
 
 class JudgeAnswer:
-    """The columns every stored answer of the judge ends with (a comparison, a prompt score, an
-    absolute comparison): how much of the next-token probability the label words took (NULL:
-    NaN), how long the answer took, the prompt's hash (the cache's key) and when it was stored."""
+    """The columns a stored comparison and absolute comparison end with: how much of the
+    next-token probability the label words took (NULL: NaN), how long the answer took, the
+    prompt's hash (the cache's key) and when it was stored."""
 
     label_mass: Mapped[float | None]
     latency_ms: Mapped[float | None]
