@@ -83,12 +83,6 @@ def still_open(session: Session, wait: float = 2.0) -> bool:
     return close_code(session, timeout=wait) is None
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap: the server (uvicorn's WebSocket protocol) assembles each message, up to "
-    "server.maxMessageSize, before the guard sees it and closes the connection; on an idle "
-    "machine 16 x 23 MB leave 20-43 MB, with both cores busy up to 112 MB. Closing by the frame "
-    "header (a lower server.maxMessageSize, which also bounds what the server sends) is the fix "
-    "still to make"))
 def test_oversized_anonymous_widget_states_are_closed_and_leave_no_memory(team_server):
     server, _ = team_server
     warm = Session(server)  # the paths warmed up before measuring
@@ -100,7 +94,11 @@ def test_oversized_anonymous_widget_states_are_closed_and_leave_no_memory(team_s
     codes: list[int | None] = [None] * len(sessions)
 
     def attack(k: int) -> None:
-        sessions[k].ws.send(payload)
+        from websockets.exceptions import ConnectionClosed
+        try:
+            sessions[k].ws.send(payload)
+        except (ConnectionClosed, OSError):  # refused while it was still sending
+            pass
         codes[k] = close_code(sessions[k])
 
     threads = [threading.Thread(target=attack, args=(k,)) for k in range(len(sessions))]
@@ -108,7 +106,12 @@ def test_oversized_anonymous_widget_states_are_closed_and_leave_no_memory(team_s
         t.start()
     for t in threads:
         t.join()
-    assert codes == [1009] * len(sessions)
+    # 1009 (message too big) from the frame header; -1: the server closed the TCP connection
+    # with the rest of the 23 MB still in flight, so the client met a reset before it read the
+    # close frame. Either way, closed (None would be a session still open).
+    assert all(code in (1009, -1) for code in codes), codes
+    assert "closed a WebSocket without sign-in (code 1009" not in server.log.read_text(), (
+        "the guard saw an assembled message: the protocol's limit was not applied")
     # What stays: the server's resident memory once it has let go of the closed sessions (on a
     # loaded machine that takes a moment; the issue measured what was still there 20 s later).
     deadline = time.monotonic() + 20
