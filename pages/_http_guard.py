@@ -108,6 +108,10 @@ class HttpGuard:
       request from the app's own pages counts (:func:`same_origin_request`): a link on another
       site cannot end every session of the person (the cookie is SameSite=Lax, so a cross-site
       navigation carries it); Streamlit still clears the cookie in that browser;
+    * a WebSocket's protocol refuses a message over its limit from the frame header, before
+      reading it (:func:`bound_socket_frames`): every connection starts with
+      :data:`RESTRICTED_MAX_MESSAGE_BYTES` (:func:`default_socket_frames`, at the server's
+      start), raised to Streamlit's widget-state bound for a person with a role;
     * a WebSocket's frames go through a :class:`SocketPolicy` for the role its cookie gives:
       without a signed-in person with a role, small sign-in-page messages at a browser's pace
       only (anything else closes it before Streamlit keeps a byte), at most
@@ -366,14 +370,20 @@ def bound_socket_frames(receive, limit: int) -> bool:
 def default_socket_frames(receive, limit: int) -> bool:
     """At the server's start (the ASGI lifespan, before it accepts a connection): every new
     WebSocket connection's protocol starts with ``limit`` (uvicorn's ``ws_max_size``, which
-    Streamlit set from ``server.maxMessageSize``), so even a message sent in the same packet as
-    the handshake, before :func:`bound_socket_frames` runs for it, is refused from its header.
+    Streamlit set from ``server.maxMessageSize``), so a frame that arrives before
+    :func:`bound_socket_frames` has run for its connection is refused from its header too
+    (belt and braces: the guard runs in the connection's first step, before the server reads
+    on).
     ``receive`` is uvicorn's lifespan's, which holds the server's configuration as ``config``.
     Whether it was set."""
     server_config = getattr(getattr(receive, "__self__", None), "config", None)
-    if not isinstance(getattr(server_config, "ws_max_size", None), int):
+    protocol = getattr(server_config, "ws_protocol_class", None)
+    if (not isinstance(getattr(server_config, "ws_max_size", None), int)
+            or getattr(protocol, "__name__", "") != "WebSocketsSansIOProtocol"):
+        # Another server, or another of uvicorn's protocols (whose limit could not be raised
+        # again for a signed-in person): the server's own limit stays.
         log.warning("WebSocket connections start with the server's own message limit: the "
-                    "server is not uvicorn")
+                    "server is not uvicorn with its websockets-sansio protocol")
         return False
     server_config.ws_max_size = limit
     return True
