@@ -6,8 +6,9 @@ must leave room for (``.streamlit/config.toml``, docs/deploy.md).
 A temporary SQLite store holds the bundled sample (3 contexts x 5 candidates) and a 2,000-row
 dataset (400 contexts x 5 candidates, the sample's texts under new ids), each with a completed
 run of every ordered pair (made-up probabilities written straight into the store; 8,000
-comparisons on the large one). ``--only large`` measures the large one's pages only. ``streamlit run app.py`` serves it in local mode; Chromium opens
-every page with each dataset and run in the URL and waits until the page's script has finished.
+comparisons on the large one; ``--only large`` measures its pages only). ``streamlit run
+app.py`` serves it in local mode; Chromium opens every page with each dataset and run in the URL
+and waits until the page's script has finished.
 Every frame on the page's WebSocket is measured as Chromium sees it.
 
 Prints, per page and dataset, the largest message received and sent (bytes), then the largest
