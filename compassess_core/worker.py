@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, TextIO
 
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
+from .judges.servers import redact_secrets
 from .pacing import BatchPacer
 from .run_kinds import RunJob, get_kind, kind_of
 from .run_loop import (LOADING_PHASE, PLANNING_PHASE, Heartbeat, Member, Progress, RunSummary,
@@ -315,7 +316,7 @@ def execute_group_with(sink, dataset, settings: Sequence[RunSettings], judge,
 
 def _mark_failed(sink, run_id: int, e: BaseException) -> None:
     message = str(e) if isinstance(e, CompAssessError) else f"{type(e).__name__}: {e}"
-    sink.set_run_status(run_id, "failed", message=message)
+    sink.set_run_status(run_id, "failed", message=redact_secrets(message))
 
 
 def execute_run(store, run_id: int, *, judge=None, reporter: Reporter | None = None,
@@ -561,10 +562,10 @@ def main(argv: list[str] | None = None) -> int:
                          + ", ".join(f"'{run.name}'" for run in runs))
         return run_to_exit_code(store, [run.id for run in runs], reporter=reporter)
     except InputError as e:
-        print(f"error: {e}", flush=True)
+        print(f"error: {redact_secrets(str(e))}", flush=True)
         return EXIT_INPUT
     except Exception as e:  # noqa: BLE001 - the worker's log shows the reason, not a traceback
-        print(f"error: {type(e).__name__}: {e}", flush=True)
+        print(f"error: {type(e).__name__}: {redact_secrets(str(e))}", flush=True)
         return EXIT_FAILURE
 
 

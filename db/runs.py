@@ -38,6 +38,13 @@ TERMINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 SETTING_COLUMNS = ("model", "label_words", "aspect", "template_name", "strategy", "budget", "seed")
 
 
+def stored_message(message: str) -> str:
+    """A status message as it is stored: without an API key or anything shaped like one
+    (``servers.redact_secrets``). Messages carry exceptions' words, and a judge server may
+    echo the request's key in its error; whoever wrote the message, the store keeps none."""
+    from compassess_core.judges.servers import redact_secrets
+    return redact_secrets(message)
+
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -246,7 +253,7 @@ class RunStore(StoreBase):
             raise InputError(f"unknown run status '{status}'; expected one of "
                              f"{', '.join(RUN_STATUSES)}")
         values: dict[str, Any] = dict(status=status, heartbeat_at=utcnow(), worker_pid=os.getpid())
-        values["message"] = (message if message is not None
+        values["message"] = (stored_message(message) if message is not None
                              else case((RunRow.status == status, RunRow.message), else_=None))
         if done is not None:
             values["done"] = int(done)

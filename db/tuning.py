@@ -22,6 +22,7 @@ from compassess_core.errors import InputError, RunNotFoundError
 from compassess_core.limits import check_name
 
 from .connection import StoreBase, by_name_or_id, insert_ignore, py_float
+from .runs import stored_message
 from .schema import DatasetRow, ExplanationRow, TemplateRow, TuningRow, utcnow
 
 #: States of a tuning (a run's, less ``pending`` once a worker picked it up).
@@ -196,7 +197,8 @@ class TuningStore(StoreBase):
         """
         if status not in TUNING_STATUSES:
             raise InputError(f"unknown tuning status '{status}'")
-        values: dict[str, Any] = dict(status=status, message=message)
+        values: dict[str, Any] = dict(status=status, message=None if message is None
+                                      else stored_message(message))
         if heartbeat:
             values["heartbeat_at"] = utcnow()
         if clear_cancel:

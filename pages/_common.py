@@ -830,14 +830,19 @@ def compare_runs(run_a: AppRun, run_b: AppRun, method: str, debias: str | float)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _dataset(url: str, dataset_id: int):
+def _dataset(url: str, dataset_id: int, made: str | None):
     return api_store().dataset(dataset_id)
 
 
 def cached_dataset(dataset_id: int):
     """A stored dataset (``api.Store.dataset``), read once per process (stored datasets do not
-    change: the same content is stored once)."""
-    return _dataset(db_url(), int(dataset_id))
+    change: the same content is stored once). Keyed by its id and creation stamp: SQLite gives
+    a deleted dataset's id to the next dataset stored, which must not be served the deleted
+    one's contexts."""
+    dataset_id = int(dataset_id)
+    made = next((str(d.created_at) for d in api_store().list_datasets() if d.id == dataset_id),
+                None)
+    return _dataset(db_url(), dataset_id, made)
 
 
 #: The baseline picker's "no baseline" entry.

@@ -108,6 +108,10 @@ class HttpGuard:
       request from the app's own pages counts (:func:`same_origin_request`): a link on another
       site cannot end every session of the person (the cookie is SameSite=Lax, so a cross-site
       navigation carries it); Streamlit still clears the cookie in that browser;
+    * a WebSocket's protocol refuses a message over its limit from the frame header, before
+      reading it (:func:`bound_socket_frames`): every connection starts with
+      :data:`RESTRICTED_MAX_MESSAGE_BYTES` (:func:`default_socket_frames`, at the server's
+      start), raised to Streamlit's widget-state bound for a person with a role;
     * a WebSocket's frames go through a :class:`SocketPolicy` for the role its cookie gives:
       without a signed-in person with a role, small sign-in-page messages at a browser's pace
       only (anything else closes it before Streamlit keeps a byte), at most
@@ -119,10 +123,22 @@ class HttpGuard:
     def __init__(self, app, local: bool, sign_in: bool = False) -> None:
         self.app, self.local, self.sign_in = app, local, sign_in
 
+    def default_frame_limit(self) -> int:
+        """The largest WebSocket message (bytes) a connection may send before the guard knows
+        who it is: :data:`RESTRICTED_MAX_MESSAGE_BYTES` with sign-in, else everyone is an
+        admin and Streamlit's own bound counts (:func:`widget_state_limit`)."""
+        return RESTRICTED_MAX_MESSAGE_BYTES if self.sign_in else widget_state_limit()
+
     async def __call__(self, scope, receive, send) -> None:
         kind = scope.get("type")
+        if kind == "lifespan":
+            # Before the server accepts a connection: every WebSocket starts with the limit of a
+            # connection without a role; _socket raises it for a role holder.
+            default_socket_frames(receive, self.default_frame_limit())
         if kind not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        if kind == "websocket":  # before any await: the first frame's header finds it set
+            bound_socket_frames(receive, self.default_frame_limit())
         if kind == "http":
             send = _with_anti_framing(send)
         notice_secrets_changes()
@@ -170,6 +186,8 @@ class HttpGuard:
             cookie = _header(scope, b"cookie")
             person = await run_in_threadpool(cookie_person, cookie)
             policy = SocketPolicy(None if person is None else person[1], cookie)
+        if not policy.restricted:
+            bound_socket_frames(receive, widget_state_limit())
         if policy.restricted:
             client = str((scope.get("client") or ("unknown",))[0])
             if not _anonymous_sockets.open(client):
@@ -308,6 +326,67 @@ def max_anonymous_sockets() -> int:
     except InputError:
         log.exception("reading %s", MAX_ANONYMOUS_SOCKETS_ENV)
         return DEFAULT_MAX_ANONYMOUS_SOCKETS
+
+
+def widget_state_limit() -> int:
+    """The largest message (bytes) Streamlit itself takes from a browser:
+    ``server.maxWidgetStateSize`` (``.streamlit/config.toml``), which its WebSocket handler
+    applies to every incoming message once it is assembled."""
+    from streamlit.runtime.runtime_util import get_max_widget_state_size_bytes
+    return get_max_widget_state_size_bytes()
+
+
+def _socket_protocol(receive):
+    """The ``websockets`` sans-I/O protocol object parsing the frames of the connection whose
+    ASGI ``receive`` this is (uvicorn's ``websockets-sansio`` implementation, the one Streamlit
+    runs: ``receive`` is a method of uvicorn's protocol, which holds it as ``conn``); None under
+    any other server or implementation."""
+    conn = getattr(getattr(receive, "__self__", None), "conn", None)
+    return conn if isinstance(getattr(conn, "max_message_size", None), int) else None
+
+
+_unbounded_warned = threading.Event()
+
+
+def bound_socket_frames(receive, limit: int) -> bool:
+    """Have the WebSocket protocol refuse any message over ``limit`` bytes from its frame
+    header, before it reads the payload: it closes the connection with 1009 and keeps none of
+    it (the ``websockets`` parser compares each frame's declared length, and a fragmented
+    message's running total, with ``max_message_size`` when the frame's first bytes arrive).
+    Without that hook (another ASGI server) the message is assembled, up to the server's own
+    limit (``server.maxMessageSize``), before :class:`SocketPolicy` closes the connection: the
+    log says so once. Whether it was set."""
+    conn = _socket_protocol(receive)
+    if conn is None:
+        if not _unbounded_warned.is_set():
+            _unbounded_warned.set()
+            log.warning("WebSocket messages are bounded only after they are assembled: the "
+                        "server is not uvicorn's websockets-sansio protocol")
+        return False
+    conn.max_message_size = limit
+    return True
+
+
+def default_socket_frames(receive, limit: int) -> bool:
+    """At the server's start (the ASGI lifespan, before it accepts a connection): every new
+    WebSocket connection's protocol starts with ``limit`` (uvicorn's ``ws_max_size``, which
+    Streamlit set from ``server.maxMessageSize``), so a frame that arrives before
+    :func:`bound_socket_frames` has run for its connection is refused from its header too
+    (belt and braces: the guard runs in the connection's first step, before the server reads
+    on).
+    ``receive`` is uvicorn's lifespan's, which holds the server's configuration as ``config``.
+    Whether it was set."""
+    server_config = getattr(getattr(receive, "__self__", None), "config", None)
+    protocol = getattr(server_config, "ws_protocol_class", None)
+    if (not isinstance(getattr(server_config, "ws_max_size", None), int)
+            or getattr(protocol, "__name__", "") != "WebSocketsSansIOProtocol"):
+        # Another server, or another of uvicorn's protocols (whose limit could not be raised
+        # again for a signed-in person): the server's own limit stays.
+        log.warning("WebSocket connections start with the server's own message limit: the "
+                    "server is not uvicorn with its websockets-sansio protocol")
+        return False
+    server_config.ws_max_size = limit
+    return True
 
 
 class _SocketCounts:

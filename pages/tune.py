@@ -150,12 +150,13 @@ st.session_state.setdefault(WATCH, {})[info.id] = chosen
 @st.cache_data(show_spinner=False, max_entries=32)
 def _result(url: str, tuning_id: int, stored: tuple) -> api.TuningResult:
     """``Tuning.result`` (its bootstrap intervals take a moment), read again only when what it
-    rests on changed: ``stored`` = the tuning's status and message and its runs' counts."""
+    rests on changed: ``stored`` = the tuning's creation stamp (SQLite gives a deleted
+    tuning's id to the next one made), status and message and its runs' counts."""
     return api_store().tuning(tuning_id).result(n_boot=200)
 
 
 def _stored(t) -> tuple:
-    return (t.status, t.info.message, len(t.wordings),
+    return (str(t.info.created_at), t.status, t.info.message, len(t.wordings),
             tuple((k, r.n_comparisons, r.status) for k, r in sorted(t.runs().items())))
 
 

@@ -26,3 +26,28 @@ def test_a_panel_made_again_under_a_reused_id_shows_its_own_members(app_env):
     at.run()
     assert not at.exception, at.exception
     assert list(table(at, "member run")["member run"]) == MEMBERS[1:]
+
+
+def test_a_dataset_stored_again_under_a_reused_id_is_read_anew(app_env):
+    """The pages' dataset cache (Run, Annotate, Campaigns, Tune read through it): a dataset
+    deleted, and another stored in its place under the same id, is served its own contexts
+    (the cache key holds the dataset's creation stamp beside its id)."""
+    import compassess_core as ca
+    from pages._common import cached_dataset
+    from test_app_pages import SAMPLE
+
+    store = ca.open_store(app_env)
+    first = store.add_dataset(SAMPLE, name="data")
+    first_id = next(d.id for d in store.list_datasets() if d.name == "data")
+    assert [c.text for c in cached_dataset(first_id).contexts] == [c.text for c in first.contexts]
+    store.delete_dataset(first_id)
+    # New stores never reuse a dataset id (AUTOINCREMENT), but a store made before they did,
+    # or another database's sequence reset, does: the same as resetting SQLite's counter here.
+    import sqlite3
+    with sqlite3.connect(app_env.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE sqlite_sequence SET seq = 0 WHERE name = 'datasets'")
+    other = store.add_dataset(SAMPLE.parent / "sample_mtbench.csv", name="data")
+    again_id = next(d.id for d in store.list_datasets() if d.name == "data")
+    assert again_id == first_id  # the id was reused: the case at hand
+    assert ([c.text for c in cached_dataset(again_id).contexts]
+            == [c.text for c in other.contexts] != [c.text for c in first.contexts])

@@ -115,3 +115,28 @@ def test_a_run_that_fails_on_it_stores_and_prints_no_key(echoing, db_url, monkey
     shown = "\n".join([out.out, out.err, run.message or "", caplog.text])
     assert "Incorrect API key provided" in shown
     assert KEY not in shown and "sk-proj-AbCdEf" not in shown, shown
+
+
+def test_the_store_keeps_no_key_whoever_writes_the_message(db_url, monkeypatch):
+    """Redaction at the write, not only at the judge: an exception from anywhere (a proxy, a
+    library, a loader) that the worker stores as a run's message, a run's status written
+    directly, and a tuning's message all lose the configured key, ``Bearer ...`` and
+    ``sk-...``."""
+    from compassess_core.data import load_candidates
+    from compassess_core.worker import _mark_failed
+    from db.store import Store
+
+    monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", KEY)
+    store = Store(db_url)
+    dataset_id = store.save_dataset(load_candidates("assets/sample_summeval.csv"))
+    run_id = store.create_run("leaky", dataset_id, {"aspect": "coherence"})
+    said = f"proxy said: key {KEY}, Authorization: Bearer abc.def-123, sk-proj-AbCdEf0123456789"
+    _mark_failed(store, run_id, RuntimeError(said))
+    message = store.get_run(run_id).message
+    assert message.startswith("RuntimeError: proxy said") and REDACTED in message
+    store.set_run_status(run_id, "failed", message=said)
+    tuning_id = store.create_tuning("leaky-tune", dataset_id, "coherence", {})
+    store.set_tuning_status(tuning_id, "failed", message=said)
+    for stored in (store.get_run(run_id).message, store.get_tuning(tuning_id).message):
+        assert KEY not in stored and "abc.def-123" not in stored and "AbCdEf" not in stored, \
+            stored
