@@ -223,11 +223,13 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
         elif canon in by_norm:
             resolved[canon] = by_norm[canon]
         elif canon in CANONICAL:
-            hint = (f"e.g. column_map={{'{canon}': '{suggestions[canon]}'}}"
-                    if canon in suggestions else f"column_map={{'{canon}': '<column>'}}")
+            # Plain words: the app's mapping, the CLI's --map and the API's column_map all say
+            # "map a column to it"; a hint in one of their syntaxes would mislead the others.
+            hint = (f" (the likeliest is '{suggestions[canon]}')" if canon in suggestions
+                    else "")
             problems.append(Problem(
                 file_label, f"missing required column '{canon}'; the file has: {have}. Rename a "
-                f"column or map one to '{canon}' with the column map ({hint})", column=canon,
+                f"column to '{canon}' or map one to it{hint}", column=canon,
                 cause="mapping"))
     used: dict[str, str] = {}
     for canon, col in resolved.items():

@@ -317,9 +317,19 @@ if plan is not None:
             else f"run {plain(plan.default_name)} stores {plan.stored:,} of them already, so "
             f"Start resumes it: {plan.estimate_left.sentence()}" if plan.stored
             else plan.estimate.sentence())
-    top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} context(s); "
-             f"{left}. What is already stored (a resumed run, or the same prompts judged "
-             "before by this model) is not recomputed.", icon=":material/schedule:")
+    if plan.planned and plan.stored >= plan.planned:
+        # Nothing left to judge: say so, with no time and no tokens planned.
+        whose = (f"the runs of these settings ({len(plan.aspects)} aspects)"
+                 if len(plan.aspects) > 1 else f"run {plain(plan.default_name)}")
+        top.success(f"**Complete: {whose} already store{'' if len(plan.aspects) > 1 else 's'} "
+                    f"all {plan.planned:,} {plan.unit}** on {plan.n_contexts} context(s). "
+                    "Nothing is left to judge; open its results on the Rankings or Bias page, "
+                    "or change a setting to plan another run.", icon=":material/task_alt:")
+    else:
+        top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} "
+                 f"context(s); {left}. What is already stored (a resumed run, or the same "
+                 "prompts judged before by this model) is not recomputed.",
+                 icon=":material/schedule:")
     against = (f"the reference column {plan.reference}" if plan.reference is not None else
                "none: no reference column is named for this aspect or a synonym of it (the "
                "result pages start at the first one; choose the right one there)")
