@@ -65,16 +65,31 @@ else:
 
 st.subheader("Runs in the store")
 runs = list_runs()
-if runs:
+# A tuning's runs (one per wording it tried) are listed apart, under their tuning.
+tuned = api_store().tuning_runs()
+
+
+def runs_table(shown: list, **extra) -> None:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
-    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
+    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, **{k: f(r) for k, f in extra.items()},
+                                          dataset=r.info.dataset_name,
                                           status=r.progress(refresh=False).state_text, done=r.info.done,
                                           planned=r.info.total, unit=r.run_kind.unit,
                                           model=r.settings.model, aspect=r.settings.aspect,
-                                          created=r.info.created_at) for r in runs]), into="text"),
+                                          created=r.info.created_at) for r in shown]), into="text"),
                  hide_index=True, width="stretch", placeholder="")
+
+
+own = [r for r in runs if r.id not in tuned]
+if own:
+    runs_table(own)
 else:
     st.info("No run yet: start one on **Run**.")
+if tuned:
+    by_tuning = [r for r in runs if r.id in tuned]
+    with st.expander(f"Runs made by tunings ({len(by_tuning)}: one per wording tried; see "
+                     "**Tune wording**)"):
+        runs_table(by_tuning, tuning=lambda r: tuned[r.id])
 
 
 

@@ -1,0 +1,37 @@
+"""What a walk of the app as a new user found, each checked on the real app (AppTest) and a
+real SQLite store: a tuning's runs listed apart from a person's runs and left out of an aspect's
+count of runs."""
+
+from __future__ import annotations
+
+from compassess_core import api
+from compassess_core.tuning import Wording
+from db.store import Store
+from test_app_pages import SAMPLE, app_env, open_page, seed_run, settings_for  # noqa: F401
+
+
+def _tuning_with_a_run(db_url: str, dataset_id: int) -> int:
+    """A tuning ``tz`` whose wording ``w1`` has its run ``tune-tz-w1`` (completed); its id."""
+    store = api.open_store(db_url)
+    tuning = store.create_tuning(dataset_id, aspect="coherence", name="tz", contexts=2)
+    Store(db_url).set_tuning_wordings(tuning.id, [Wording(
+        key="w1", text="{context} {a} {b} Which is more {aspect}, A or B?", noun="summary",
+        origin="library", label="t1").to_dict()])
+    run_id = Store(db_url).create_run("tune-tz-w1", dataset_id,
+                                      settings_for("sample_summeval", seed=7).to_dict())
+    Store(db_url).set_run_status(run_id, "completed", done=0, total=0)
+    return run_id
+
+
+def test_a_tunings_runs_are_listed_apart_and_not_counted_as_the_aspects_runs(app_env):
+    _, dataset_id, run_id = seed_run(app_env)
+    tuned = _tuning_with_a_run(app_env, dataset_id)
+    store = api.open_store(app_env)
+    assert store.tuning_runs() == {tuned: "tz"}
+    coherence = next(a for a in store.aspects(dataset_id) if a.aspect == "coherence")
+    assert coherence.n_runs == 1 and "1 run" in coherence.evidence
+    at = open_page("home")
+    own, by_tuning = [d.value for d in at.dataframe if "status" in d.value.columns]
+    assert list(own["name"]) == ["hand-run"]
+    assert list(by_tuning["name"]) == ["tune-tz-w1"] and list(by_tuning["tuning"]) == ["tz"]
+    assert any(e.label.startswith("Runs made by tunings (1") for e in at.expander)
