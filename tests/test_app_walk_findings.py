@@ -35,3 +35,36 @@ def test_a_tunings_runs_are_listed_apart_and_not_counted_as_the_aspects_runs(app
     assert list(own["name"]) == ["hand-run"]
     assert list(by_tuning["name"]) == ["tune-tz-w1"] and list(by_tuning["tuning"]) == ["tz"]
     assert any(e.label.startswith("Runs made by tunings (1") for e in at.expander)
+
+
+def test_explain_states_its_time_before_it_starts(app_env):
+    """The comparison view says how long asking for the judge's reasons takes before the
+    button is pressed: the requests of both orders read, and 150 new tokens written for each,
+    at the rate the Run page's estimate uses."""
+    from compassess_core.explanations import explanation_request
+    from tests.fakes import FakeWritingJudge
+    judge = FakeWritingJudge()
+    store = api.open_store(app_env)
+    run = store.run(SAMPLE, aspect="coherence", contexts=1, judge=judge, progress=False,
+                    name="explained")
+    ctx = run.dataset.contexts[0]
+    a, b = ctx.candidate_ids[:2]
+    took = run.explain_estimate(ctx.context_id, a, b)
+    # by hand: each order's request in characters at the estimate's characters per token, and
+    # 150 written tokens each, at its token rate
+    chars = sum(len(explanation_request(run.prompt(ctx.context_id, x, y),
+                                        float(run.comparison(ctx.context_id, x, y)["p"])))
+                for x, y in ((a, b), (b, a)))
+    tokens = chars / took.chars_per_token + 2 * 150
+    assert abs(took.tokens - tokens) < 1e-6
+    assert abs(took.seconds - tokens / took.token_rate) < 1e-9
+    at = open_page("matrix")
+    at.selectbox(key="pick_first").set_value(a).run()
+    at.selectbox(key="pick_second").set_value(b).run()
+    at.button(key="open_pick").click().run()
+    assert not at.exception, at.exception
+    shown = "\n".join(c.value for c in at.caption)
+    assert f"about {took.tokens:,.0f} tokens read and written" in shown
+    assert "Time: at least about" in shown
+    run.explain(ctx.context_id, a, b, judge=judge)   # stored: nothing left to time
+    assert run.explain_estimate(ctx.context_id, a, b).tokens == 0
