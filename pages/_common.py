@@ -35,6 +35,7 @@ from compassess_core.leaderboard import DEFAULT_METHOD
 from pages import _view as view
 from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
+from pages._plain import plain_message
 from pages._store import api_store, db_url  # noqa: F401 - likewise
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -543,12 +544,44 @@ def download_with_settings(columns, data: bytes, sidecar: bytes | None, stem: st
     mime = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
     columns[0].download_button(f"Download {stem.rsplit('-', 1)[-1]}.{fmt}", data,
                                file_name=api.file_name(stem, suffix=f".{fmt}"), mime=mime[fmt],
-                               icon=":material/download:", key=key)
+                               icon=":material/download:", key=key,
+                               on_click="ignore")
     if sidecar is not None:
         columns[1].download_button("Download its settings (.settings.json)", sidecar,
                                    file_name=api.sidecar_name(api.file_name(stem,
                                                                             suffix=f".{fmt}")),
-                                   mime="application/json", key=f"{key}_settings")
+                                   mime="application/json", key=f"{key}_settings",
+                                   on_click="ignore")
+
+
+def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str, made_for: Any,
+                      file_name: str, mime: str, what: str, help: str | None = None) -> None:
+    """A file that takes a while to make (an audit report): a button makes it in the page's
+    run, so an error shows at once under it, in plain words, and the file is then offered as
+    an ordinary download of those bytes. Not Streamlit's deferred download, which makes the
+    file after the click, outside the page: its errors flash for five seconds as "Failed to
+    generate file for download", and a click while the page reruns finds its file id gone
+    ("Deferred file ... not found", nothing on the page). ``made_for``: what the file depends
+    on (run, options); another value asks again. One file per ``key`` is kept in the session."""
+    slot = f"prepared::{key}"
+    kept = st.session_state.get(slot)
+    data = kept[1] if kept is not None and kept[0] == made_for else None
+    if data is None:
+        if not where.button(f"Prepare {what}", key=f"{key}_prepare", icon=":material/build:",
+                            help=help):
+            return
+        st.session_state.pop(slot, None)
+        try:
+            with where.container():
+                with st.spinner(f"Preparing {what} ..."):
+                    data = make()
+        except api.CompAssessError as e:
+            where.error(f"Could not prepare {what}: {plain_message(e)}", icon=":material/error:")
+            return
+        st.session_state[slot] = (made_for, data)
+    # The click only downloads (no rerun), so the file it names stays the one shown.
+    where.download_button(label, data, file_name=file_name, mime=mime, key=key,
+                          icon=":material/download:", on_click="ignore", help=help)
 
 
 # ------------------------------------------------------------------------------------ formatting

@@ -355,11 +355,12 @@ for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/j
                         exported.data, mime=mime, icon=":material/download:",
                         file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
                                                 suffix=f".{fmt_name}"),
-                        key=f"dl_human_{fmt_name}")
+                        key=f"dl_human_{fmt_name}", on_click="ignore")
 report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
                           **summary}, indent=2, default=lambda o: None)
 e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
                    file_name=api.file_name(run.name, "agreement", suffix=".json"),
-                   mime="application/json", icon=":material/download:", key="dl_report")
+                   mime="application/json", icon=":material/download:", key="dl_report",
+                   on_click="ignore")
 st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
            "JSON is what `compassess agreement --run NAME --json` prints.")

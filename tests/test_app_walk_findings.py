@@ -68,3 +68,26 @@ def test_explain_states_its_time_before_it_starts(app_env):
     assert "Time: at least about" in shown
     run.explain(ctx.context_id, a, b, judge=judge)   # stored: nothing left to time
     assert run.explain_estimate(ctx.context_id, a, b).tokens == 0
+
+
+def test_an_error_making_the_report_shows_at_once_under_its_button(app_env, monkeypatch):
+    """The audit report is made in the page's run when asked: an error shows there and then,
+    in plain words, and no download of a file that was never made is offered."""
+    from compassess_core.errors import InputError
+    seed_run(app_env)
+
+    def broken(self, **kw):
+        raise InputError("the store could not be read (disk full)")
+    monkeypatch.setattr(api.Run, "report_html", broken)
+    at = open_page("export")
+    assert "Download the audit report (HTML)" not in [b.proto.label for b in
+                                                        at.get("download_button")]
+    [prepare] = [b for b in at.button if b.label == "Prepare the audit report"]
+    prepare.click().run()
+    assert not at.exception, at.exception
+    assert any("Could not prepare the audit report: the store could not be read (disk full)"
+               in e.value for e in at.error)
+    assert "Download the audit report (HTML)" not in [b.proto.label for b in
+                                                        at.get("download_button")]
+    # every download on the page downloads without a rerun, so its file stays the one shown
+    assert all(b.proto.ignore_rerun for b in at.get("download_button"))

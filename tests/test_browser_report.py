@@ -41,8 +41,9 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
         # The Export page's download is the API's report, byte for byte, at the date it states.
         nav(app, "Export")
         settle(app, "Audit report (one HTML file)")
+        app.get_by_role("button", name="Prepare the audit report").click()
         button = app.get_by_role("button", name="Download the audit report (HTML)")
-        visible(button)
+        visible(button, 120_000)   # made in the page's run, which a busy machine slows
         with app.expect_download(timeout=120_000) as download:
             button.click()
         downloaded = tmp_path / "downloaded.html"
