@@ -91,3 +91,65 @@ def test_an_error_making_the_report_shows_at_once_under_its_button(app_env, monk
                                                         at.get("download_button")]
     # every download on the page downloads without a rerun, so its file stays the one shown
     assert all(b.proto.ignore_rerun for b in at.get("download_button"))
+
+
+# ------------------------------------------------------------------ uploads: proposals, empty texts
+
+#: A data-to-text benchmark laid out as its teams' outputs are: a triple set per id, one output
+#: per team, one team's output empty (it wrote nothing for that input).
+VERBALISATIONS = ("triple_id,triples,team,text\n"
+                  "Id1,Alan Bean | occupation | Test pilot,ADAPT,Alan Bean was a test pilot.\n"
+                  "Id1,Alan Bean | occupation | Test pilot,UPF-FORGe,Alan Bean flew as a test pilot.\n"
+                  "Id1,Alan Bean | occupation | Test pilot,Baseline,\n"
+                  "Id2,Rome | country | Italy,ADAPT,Rome is in Italy.\n"
+                  "Id2,Rome | country | Italy,UPF-FORGe,Rome lies in Italy.\n"
+                  "Id2,Rome | country | Italy,Baseline,Rome is Italy.\n")
+#: Instructions with a task label and one answer per assistant.
+INSTRUCTIONS = ("task,instruction,assistant,output\n"
+                "writing,Write a haiku about rain in spring.,gpt-4,Soft rain on new leaves falls.\n"
+                "writing,Write a haiku about rain in spring.,alpaca-7b,Rain is here today again.\n"
+                "math,What is 12 times 7? Explain briefly.,gpt-4,12 times 7 is 84: 12 x 7 = 84.\n"
+                "math,What is 12 times 7? Explain briefly.,alpaca-7b,It is 84.\n")
+
+
+def test_the_proposals_read_ids_labels_and_texts_from_the_content():
+    from compassess_core.data import read_table, suggest_column_map
+    from compassess_core.labels import suggest_label_map
+    table = read_table(VERBALISATIONS.encode(), file_label="webnlg.csv")
+    assert suggest_column_map(list(table.columns), table) == {
+        "context_id": "triple_id", "context": "triples", "text": "text", "system": "team",
+        "candidate_id": "team"}
+    table = read_table(INSTRUCTIONS.encode(), file_label="instructions.csv")
+    assert suggest_column_map(list(table.columns), table) == {
+        "context_id": "task", "context": "instruction", "text": "output",
+        "system": "assistant", "candidate_id": "assistant"}
+    # a column of short labels or ids is never proposed as a text, whatever else is missing
+    table = read_table(b"item,label,who\nq1,yes,ann\nq1,no,bob\nq2,yes,ann\n", file_label="x.csv")
+    mapping = suggest_column_map(list(table.columns), table)
+    assert "text" not in mapping and "context" not in mapping
+    assert suggest_label_map(["triple_id", "left", "right", "preferred"]) == {
+        "context_id": "triple_id", "candidate_a": "left", "candidate_b": "right",
+        "winner": "preferred"}
+
+
+def test_empty_texts_are_problems_until_the_person_leaves_them_out(app_env):
+    """A file with an empty candidate text: each is a problem naming file, row and column and
+    nothing is saved; ticking the offer leaves those candidates out, the page names the rows,
+    and the stored dataset's source does too."""
+    from streamlit.testing.v1 import AppTest
+    from test_app_pages import APP, texts
+    from test_upload_mapping import upload
+    at = upload(AppTest.from_file(APP, default_timeout=60).run(), "webnlg.csv", VERBALISATIONS)
+    assert "empty text" in texts(at.error) or any(
+        "empty text" in str(v) for d in at.dataframe for v in d.value.astype(str).values.ravel())
+    assert not [b for b in at.button if b.label == "Save to the store"]
+    [offer] = [c for c in at.checkbox if (c.key or "").startswith("drop_empty_")]
+    assert "Leave out the 1 candidate(s) whose text is empty (row(s) 4 of column" in offer.label
+    offer.check().run()
+    assert not at.exception, at.exception
+    assert "left out of the dataset: row(s) 4" in texts(at.warning)
+    assert "No problem found: 2 contexts, 5 candidates" in texts(at.success)
+    [b for b in at.button if b.label == "Save to the store"][0].click().run()
+    [info] = Store(app_env).list_datasets()
+    assert "1 candidate(s) with an empty text left out: row(s) 4" in info.source
+    assert Store(app_env).load_dataset(info.id).n_candidates == 5
