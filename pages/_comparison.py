@@ -16,6 +16,7 @@ from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
 from compassess_core.speed import human_duration
 from pages._auth import recheck, require
 from pages._common import REPO_ROOT, AppRun, _run_handle, db_url, fmt, plain
+from pages._plain import plain_message
 
 # ---------------------------------------------------------------------------- comparison view
 
@@ -106,7 +107,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
                     wrap_lines=True)
         except CompAssessError as e:
             st.warning(f"Could not read the judge's tokenizer to show its chat template: "
-                       f"{plain(str(e))}")
+                       f"{plain_message(e)}")
 
 
 # ------------------------------------------------------------------------ the judge's reasons
@@ -143,7 +144,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
     try:
         found = explain(context_id, first, second)
     except CompAssessError as e:
-        st.caption(f"No reasons to ask for: {plain(str(e))}")
+        st.caption(f"No reasons to ask for: {plain_message(e)}")
         return
     if found.complete:
         _show_reasons(found)
@@ -189,7 +190,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
             workers[key] = run.api.start_explain_worker(context_id, first, second, log,
                                                        cwd=REPO_ROOT)
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
             return
         st.rerun()
 

@@ -38,7 +38,7 @@ from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
 from pages._common import api_store, cached_dataset, list_runs, pick_dataset, pick_id, plain
-from pages._plain import plain_within
+from pages._plain import plain_message, plain_within
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -292,7 +292,7 @@ try:
     if model_options is not None and make_options is not None:
         plan = api_store().plan_run(dataset, make_options(), model_options, also=more_aspects)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
-    top.error(f"These settings cannot run: {plain(str(e))}")
+    top.error(f"These settings cannot run: {plain_message(e)}")
 if plan is not None and plan.preview is not None:
     shown = plan.preview
     if mode == SCORING_MODE:
@@ -338,13 +338,13 @@ if plan is not None:
                              f"against by default: {against}.",
                              [*dataset.text_columns, plan.reference, plan.settings.aspect]))
     if plan.memory is not None and plan.memory.need is not None:
-        top.caption(plain(plan.memory.line()))
+        top.caption(plain_message(plan.memory.line()))
     for line in plan.advice:  # what the CLI prints as warnings
-        top.warning(plain(line))
+        top.warning(plain_message(line))
     if plan.memory is not None and plan.memory.problem:   # loading it would be refused
-        top.error(plain(plan.memory.problem), icon=":material/memory:")
+        top.error(plain_message(plan.memory.problem), icon=":material/memory:")
     if plan.judge_problem:    # the allowlist of served judges: nothing may start
-        top.error(plain(plan.judge_problem))
+        top.error(plain_message(plan.judge_problem))
 run_name = top.text_input("Run name", value=plan.default_name if plan else "",
                           max_chars=MAX_NAME_CHARS,
                           help="Starting a run with an existing name and the same settings resumes "

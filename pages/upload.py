@@ -163,7 +163,7 @@ if check.ignored:
     st.caption("Not used: " + "; ".join(f"{plain(column)} ({why})"
                                         for column, why in check.ignored.items()) + ".")
 if check.name_problem:
-    st.error(f"Choose another dataset name: {plain(check.name_problem)}.", icon=":material/error:")
+    st.error(f"Choose another dataset name: {plain_message(check.name_problem)}", icon=":material/error:")
     st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
     require()  # the person holds the role now (pages/_auth.py)
