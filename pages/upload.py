@@ -50,6 +50,8 @@ def show_problems(check: api.UploadCheck) -> None:
               "columns, or with generated candidate ids); fix the file for the others."
               if check.mapping_at_fault else
               "Fix the file (rows are numbered as a spreadsheet shows them) and upload it again.")
+    if check.empty_texts and not check.dropped_empty:
+        advice += (" Empty candidate texts can also be left out: tick 'Leave out ...' above.")
     st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was saved. "
              f"{advice}", icon=":material/error:")
     show_problems_table(check)
@@ -70,7 +72,8 @@ st.dataframe(plain(table.head(20), into="text"), width="stretch", placeholder=""
 st.subheader("Column mapping")
 columns = first.columns
 column_map: dict[str, str | None] = {}
-cols = st.columns(len(CANONICAL) + len(OPTIONAL))
+# Three to a row: five side by side cut a column name such as conversation_id at 1024 px.
+cols = [box for _ in range(2) for box in st.columns(3)]
 for box, canon in zip(cols, CANONICAL + OPTIONAL):
     # The likely columns first (an id column for an id, free text for context and text).
     options = (([NONE] if canon in OPTIONAL else []) + first.choices(canon)

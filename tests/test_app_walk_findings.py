@@ -1,6 +1,7 @@
 """What a walk of the app as a new user found, each checked on the real app (AppTest) and a
 real SQLite store: a tuning's runs listed apart from a person's runs and left out of an aspect's
-count of runs."""
+count of runs; Explain's time stated before it starts; an error making a report shown at once;
+column proposals read from the content; empty candidate texts left out only when asked."""
 
 from __future__ import annotations
 
@@ -142,6 +143,7 @@ def test_empty_texts_are_problems_until_the_person_leaves_them_out(app_env):
     at = upload(AppTest.from_file(APP, default_timeout=60).run(), "webnlg.csv", VERBALISATIONS)
     assert "empty text" in texts(at.error) or any(
         "empty text" in str(v) for d in at.dataframe for v in d.value.astype(str).values.ravel())
+    assert "tick 'Leave out ...' above" in texts(at.error)   # the way out, said where it is
     assert not [b for b in at.button if b.label == "Save to the store"]
     [offer] = [c for c in at.checkbox if (c.key or "").startswith("drop_empty_")]
     assert "Leave out the 1 candidate(s) whose text is empty (row(s) 4 of column" in offer.label
