@@ -599,16 +599,20 @@ def fmt(value: float | None, spec: str = ".1f", missing: str = "n/a") -> str:
     return format(value, spec)
 
 
-def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
-    """Labels of vertical marker lines ``(x, name, colour)``: lines closer than ``min_gap`` share
-    one label ("0.5 = current tau") so no two labels are drawn over each other."""
+def line_labels(lines, min_gap: float = 0.0005) -> list[tuple[float, str, str]]:
+    """Labels of vertical marker lines ``(x, name, colour)``: lines at the same place (closer
+    than ``min_gap``) share one label ("0.5 = current tau"); a label says where its lines are
+    ("tau* = current tau = 0.496") unless a name is the place itself ("0.5"). Lines near but
+    not at each other keep labels of their own (drawn on rows of their own), so 0.496 never
+    reads as 0.5."""
     merged: list[tuple[float, list[str], str]] = []
     for x, name, color in sorted(lines, key=lambda line: line[0]):
         if merged and abs(x - merged[-1][0]) < min_gap:
             merged[-1][1].append(name)
         else:
             merged.append((x, [name], color))
-    return [(x, " = ".join(names), color) for x, names, color in merged]
+    return [(x, " = ".join(names) + ("" if f"{x:g}" in names else f" = {x:.3f}"), color)
+            for x, names, color in merged]
 
 
 # ------------------------------------------------------------------------------- method control

@@ -155,3 +155,12 @@ def test_empty_texts_are_problems_until_the_person_leaves_them_out(app_env):
     [info] = Store(app_env).list_datasets()
     assert "1 candidate(s) with an empty text left out: row(s) 4" in info.source
     assert Store(app_env).load_dataset(info.id).n_candidates == 5
+
+
+def test_chart_line_labels_say_where_close_lines_are():
+    """A balanced tau of 0.496 beside the 0.5 line: its label says 0.496, never '= 0.5'."""
+    from pages._common import line_labels
+    assert line_labels([(0.5, "0.5", "k"), (0.4957, "tau*", "g"), (0.4957, "current tau", "o")]) \
+        == [(0.4957, "tau* = current tau = 0.496", "g"), (0.5, "0.5", "k")]
+    assert line_labels([(0.5, "0.5", "k"), (0.725, "tau*", "g"), (0.5, "current tau", "o")]) \
+        == [(0.5, "0.5 = current tau", "k"), (0.725, "tau* = 0.725", "g")]
