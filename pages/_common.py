@@ -566,8 +566,9 @@ def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str,
     slot = f"prepared::{key}"
     kept = st.session_state.get(slot)
     data = kept[1] if kept is not None and kept[0] == made_for else None
+    asked = where.empty()   # the Prepare button, gone once the file is made
     if data is None:
-        if not where.button(f"Prepare {what}", key=f"{key}_prepare", icon=":material/build:",
+        if not asked.button(f"Prepare {what}", key=f"{key}_prepare", icon=":material/build:",
                             help=help):
             return
         st.session_state.pop(slot, None)
@@ -575,10 +576,11 @@ def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str,
             with where.container():
                 with st.spinner(f"Preparing {what} ..."):
                     data = make()
-        except api.CompAssessError as e:
+        except api.CompAssessError as e:   # the button stays, for another try
             where.error(f"Could not prepare {what}: {plain_message(e)}", icon=":material/error:")
             return
         st.session_state[slot] = (made_for, data)
+        asked.empty()
     # The click only downloads (no rerun), so the file it names stays the one shown.
     where.download_button(label, data, file_name=file_name, mime=mime, key=key,
                           icon=":material/download:", on_click="ignore", help=help)

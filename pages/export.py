@@ -92,7 +92,7 @@ st.caption(f"One file for a reader who was not here: the setup (data, judge, tem
            "as stored. The same file from the command line:")
 st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "
         + (f"--baseline {shlex.quote(baseline)} " if baseline else "") + "-o report.html",
-        language="bash")
+        language="bash", wrap_lines=True)
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)
@@ -100,4 +100,4 @@ cli = (f"compassess export --run {shlex.quote(run.name)} --what rankings --forma
        f"--method {method} --debias {debias}" + ("" if with_ci else " --no-ci")
        + (" --calibrate" if run.calibration is not None else "") + f" -o rankings.{fmt_choice}")
 st.caption("The same files from the command line (byte for byte):")
-st.code(cli, language="bash")
+st.code(cli, language="bash", wrap_lines=True)   # whole at 1024 px

@@ -164,3 +164,14 @@ def test_chart_line_labels_say_where_close_lines_are():
         == [(0.4957, "tau* = current tau = 0.496", "g"), (0.5, "0.5", "k")]
     assert line_labels([(0.5, "0.5", "k"), (0.725, "tau*", "g"), (0.5, "current tau", "o")]) \
         == [(0.5, "0.5 = current tau", "k"), (0.725, "tau* = 0.725", "g")]
+
+
+def test_a_prepared_report_replaces_its_prepare_button(app_env):
+    seed_run(app_env)
+    at = open_page("export")
+    [prepare] = [b for b in at.button if b.label == "Prepare the audit report"]
+    prepare.click().run()
+    assert not at.exception, at.exception
+    assert not [b for b in at.button if b.label == "Prepare the audit report"]
+    assert "Download the audit report (HTML)" in [b.proto.label for b in
+                                                  at.get("download_button")]
