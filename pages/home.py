@@ -71,13 +71,16 @@ tuned = api_store().tuning_runs()
 
 def runs_table(shown: list, **extra) -> None:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
+    # What tells runs apart first (aspect, status, progress), a long name in a medium column:
+    # at 1024 px a 60-character name pushed them out of sight.
     st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, **{k: f(r) for k, f in extra.items()},
-                                          dataset=r.info.dataset_name,
+                                          aspect=r.settings.aspect,
                                           status=r.progress(refresh=False).state_text, done=r.info.done,
                                           planned=r.info.total, unit=r.run_kind.unit,
-                                          model=r.settings.model, aspect=r.settings.aspect,
+                                          dataset=r.info.dataset_name, model=r.settings.model,
                                           created=r.info.created_at) for r in shown]), into="text"),
-                 hide_index=True, width="stretch", placeholder="")
+                 hide_index=True, width="stretch", placeholder="",
+                 column_config={"name": st.column_config.TextColumn("name", width="medium")})
 
 
 own = [r for r in runs if r.id not in tuned]
