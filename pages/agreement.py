@@ -188,7 +188,8 @@ st.caption("Raw agreement is the share of pairs on which the LLM and the majorit
            "reports); 'with ties' keeps them, a tie agreeing only with a tie. "
            "Kappa is Cohen's kappa with every pair counted in both orientations, so the "
            "candidates' names cannot change it (1 = perfect, 0 = chance: "
-           f"{summary['kappa_chance_model']}). 95% CI: "
+           # its products (d1*d2) as written, not markdown's italics
+           f"{summary['kappa_chance_model'].replace('*', chr(92) + '*')}). 95% CI: "
            f"{summary['intervals']['method']}, {summary['intervals']['n_boot']:,} replicates"
            + ("; tau* re-estimated in each" if llm["debiased"].get("tau_reestimated") else "")
            + " (`compassess agreement` prints the same); below "

@@ -175,3 +175,14 @@ def test_a_prepared_report_replaces_its_prepare_button(app_env):
     assert not [b for b in at.button if b.label == "Prepare the audit report"]
     assert "Download the audit report (HTML)" in [b.proto.label for b in
                                                   at.get("download_button")]
+
+
+def test_the_agreement_methods_show_their_products_not_italics(app_env):
+    """The chance model d1*d2/2 + t1*t2 in the Agreement page's methods: its asterisks are
+    escaped, so markdown shows them instead of setting the rest of the caption in italics."""
+    from test_app_agreement import agreement_page, label_first_article
+    store, dataset_id, _ = seed_run(app_env)
+    label_first_article(store, dataset_id)
+    at = agreement_page()
+    methods = next(c.value for c in at.caption if "chance agreement" in c.value)
+    assert r"d1\*d2/2 + t1\*t2" in methods and r"kappa = 2\*agreement - 1" in methods
