@@ -186,3 +186,17 @@ def test_the_agreement_methods_show_their_products_not_italics(app_env):
     at = agreement_page()
     methods = next(c.value for c in at.caption if "chance agreement" in c.value)
     assert r"d1\*d2/2 + t1\*t2" in methods and r"kappa = 2\*agreement - 1" in methods
+
+
+def test_the_ranking_with_human_labels_is_best_first_in_each_context(app_env):
+    from test_app_agreement import label_first_article
+    store, dataset_id, _ = seed_run(app_env)
+    label_first_article(store, dataset_id)
+    at = open_page("rankings")
+    fused = next(d.value for d in at.dataframe if "n_votes" in d.value.columns)
+    contexts = list(dict.fromkeys(fused["context_id"]))
+    for ctx in contexts:
+        ranks = list(fused.loc[fused["context_id"] == ctx, "rank"])
+        assert ranks == sorted(ranks), (ctx, ranks)
+    # contexts stay in the dataset's order, each one block
+    assert [c for c in fused["context_id"]] == sorted(fused["context_id"], key=contexts.index)
