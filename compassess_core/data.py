@@ -53,15 +53,17 @@ _MAX_ROWS_NAMED = 10
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "context_id": ("id", "doc_id", "document_id", "article_id", "source_id", "passage_id",
                    "dialogue_id", "conversation_id", "question_id", "prompt_id", "example_id",
-                   "item_id"),
+                   "item_id", "triple_id", "task_id", "sample_id", "instance_id", "topic_id"),
     "context": ("source", "document", "doc", "article", "passage", "dialogue", "dialog",
-                "conversation", "question", "prompt", "input"),
+                "conversation", "question", "prompt", "input", "instruction", "triples",
+                "source_text", "input_text"),
     "candidate_id": ("cand_id", "summary_id", "response_id", "output_id", "answer_id",
                      "hypothesis_id", "story_id", "generation_id"),
     "text": ("summary", "response", "output", "candidate", "answer", "hypothesis", "generation",
              "completion", "story", "essay", "continuation", "reply", "model_output",
              "generated_text"),
-    "system": ("model", "system_id", "model_id", "system_name", "model_name"),
+    "system": ("model", "system_id", "model_id", "system_name", "model_name", "team",
+               "assistant", "participant", "submission"),
 }
 
 # Characters an id may not hold (limits.id_problem says why), as a pattern for whole columns.
@@ -92,9 +94,12 @@ def suggest_column_map(columns: Sequence[str], table: pd.DataFrame | None = None
 
     With the file's ``table``, what names leave open is filled from the content: ``text`` is the
     longest free-text column whose values are mostly distinct, ``context`` the longest free-text
-    column whose values repeat (one passage, several candidates); id-like columns (``*_id``) are
-    never proposed as text. Without a ``candidate_id`` column, a system column that names each
-    context's candidates uniquely serves as the id, else :data:`GENERATE_IDS` is proposed.
+    column whose values repeat (one passage, several candidates); id-like columns (``*_id``) and
+    columns of short labels are never proposed as text; a label column that names one passage
+    each is proposed as ``context_id``, one that recurs across contexts once in each as
+    ``system`` (``_suggest_from_content``). Without a ``candidate_id`` column, a system column
+    that names each context's candidates uniquely serves as the id, else :data:`GENERATE_IDS`
+    is proposed.
 
     Parameters
     ----------
@@ -134,20 +139,45 @@ def suggest_column_map(columns: Sequence[str], table: pd.DataFrame | None = None
     return found
 
 
+def _is_prose(values: pd.Series) -> bool:
+    """Whether a column's filled cells read as free text (most hold a space, or they are long),
+    not as labels or ids (``ADAPT``, ``gpt-4``, ``T17``)."""
+    filled = values[values.str.strip() != ""]
+    if filled.empty:
+        return False
+    return bool(filled.str.contains(r"\s", regex=True).mean() >= 0.5
+                or filled.str.len().mean() >= 40)
+
+
 def _suggest_from_content(table: pd.DataFrame, found: dict[str, str], taken: set[str]
                           ) -> dict[str, str]:
-    """``text``/``context``/``candidate_id`` proposals from what the columns hold."""
+    """``text``/``context``/``context_id``/``system``/``candidate_id`` proposals from what the
+    columns hold, for what the names left open.
+
+    * ``text``: the longest free-text column whose values are mostly distinct; ``context``: the
+      longest free-text column whose values repeat. Free text reads as prose (:func:`_is_prose`);
+      id-like columns (``*_id``) and columns of short labels are never proposed as either.
+    * ``context_id``: a column of labels or ids that repeats and names one context text each
+      (``triple_id``, ``task``), an id-like name first.
+    * ``system``: a column of labels that recurs across contexts and names each context's
+      candidates at most once (``team``, ``assistant``).
+    * ``candidate_id``: the system column when it names each context's candidates uniquely,
+      else generated ids.
+    """
     more: dict[str, str] = {}
-    free = []
+    free, labels = [], []
     for col in table.columns:
-        if col in taken or _looks_like_id(str(col)):
+        if col in taken:
             continue
         values = _as_strings(table[col])
         numbers, missing, unparsed = _parse_scores(values)
         filled = int((~missing).sum())
-        if not filled or (filled - int(unparsed.sum())) / filled > 0.5:
-            continue  # empty or numeric: a reference score, not a text
-        free.append((col, float(values.str.len().mean()), values.nunique() / len(values)))
+        numeric = not filled or (filled - int(unparsed.sum())) / filled > 0.5
+        if _looks_like_id(str(col)) or (not numeric and not _is_prose(values)):
+            labels.append(col)     # an id or a short label: never a text
+        elif not numeric:
+            free.append((col, float(values.str.len().mean()), values.nunique() / len(values)))
+        # otherwise empty or numeric: a reference score, not a text
     free.sort(key=lambda item: -item[1])
     if "text" not in found:
         distinct = [c for c, _, unique in free if unique > 0.5]
@@ -157,8 +187,41 @@ def _suggest_from_content(table: pd.DataFrame, found: dict[str, str], taken: set
         repeated = [c for c, _, unique in free if unique <= 0.5 and c != more.get("text")]
         if repeated:
             more["context"] = repeated[0]
+    context = found.get("context") or more.get("context")
+    filled = {c: _as_strings(table[c]).str.strip() for c in labels}
+    if "context_id" not in found:
+        fits = []
+        for col in labels:
+            v = filled[col]
+            if (v == "").any() or v.nunique() >= len(v):
+                continue   # an id of a context repeats, on every row
+            if context is not None:
+                ctx = _as_strings(table[context])
+                if (ctx.groupby(v, sort=False).nunique() > 1).any():
+                    continue   # one id with two passages: not a context's id
+                gap = abs(v.nunique() - ctx.nunique())
+            elif not _looks_like_id(str(col)):
+                continue       # with no passage to check it against, only a name says so
+            else:
+                gap = 0
+            fits.append((not _looks_like_id(str(col)), gap, col))
+        if fits:
+            more["context_id"] = min(fits)[2]
+    ctx_col = found.get("context_id") or more.get("context_id")
+    if "system" not in found and ctx_col is not None:
+        fits = []
+        for col in labels:
+            if col == ctx_col or _looks_like_id(str(col)):
+                continue
+            v = filled[col]
+            if ((v == "").any() or v.nunique() < 2 or v.nunique() >= len(v)
+                    or table.assign(_s=v).duplicated([ctx_col, "_s"]).any()):
+                continue   # a system recurs across contexts, once in each
+            fits.append((v.nunique(), col))
+        if fits:
+            more["system"] = min(fits)[1]
     if "candidate_id" not in found:
-        ctx_col, sys_col = found.get("context_id"), found.get("system")
+        sys_col = found.get("system") or more.get("system")
         if ctx_col is not None and sys_col is not None and not table.duplicated([ctx_col, sys_col]).any():
             more["candidate_id"] = sys_col
         else:
@@ -223,11 +286,13 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
         elif canon in by_norm:
             resolved[canon] = by_norm[canon]
         elif canon in CANONICAL:
-            hint = (f"e.g. column_map={{'{canon}': '{suggestions[canon]}'}}"
-                    if canon in suggestions else f"column_map={{'{canon}': '<column>'}}")
+            # Plain words: the app's mapping, the CLI's --map and the API's column_map all say
+            # "map a column to it"; a hint in one of their syntaxes would mislead the others.
+            hint = (f" (the likeliest is '{suggestions[canon]}')" if canon in suggestions
+                    else "")
             problems.append(Problem(
                 file_label, f"missing required column '{canon}'; the file has: {have}. Rename a "
-                f"column or map one to '{canon}' with the column map ({hint})", column=canon,
+                f"column to '{canon}' or map one to it{hint}", column=canon,
                 cause="mapping"))
     used: dict[str, str] = {}
     for canon, col in resolved.items():
@@ -462,10 +527,27 @@ def _with_generated_ids(df: pd.DataFrame, cols: dict[str, str]) -> tuple[pd.Data
     return out, {**cols, "candidate_id": _GENERATED_COLUMN}
 
 
+def empty_text_rows(df: pd.DataFrame, text_column: str | None) -> list[int]:
+    """The rows (numbered as :func:`source_rows` numbers them) whose ``text_column`` is empty or
+    only whitespace: candidates with nothing to judge (a system that wrote nothing). Empty when
+    the column is not in ``df``."""
+    if text_column is None or text_column not in df.columns:
+        return []
+    empty = (_as_strings(df[text_column]).str.strip() == "").to_numpy()
+    return [int(r) for r in source_rows(df)[empty]]
+
+
+def empty_text_note(rows: Sequence[int]) -> str:
+    """What a dataset's ``source`` says of the candidates left out for an empty text."""
+    return (f"{len(rows):,} candidate(s) with an empty text left out: row(s) "
+            f"{_rows_text(np.asarray(rows))}")
+
+
 def validate_frame(df: pd.DataFrame, *, file_label: str,
                    column_map: Mapping[str, str] | None = None,
                    score_columns: Sequence[str] | None = None,
-                   name: str | None = None) -> tuple[Dataset | None, list[Problem]]:
+                   name: str | None = None,
+                   drop_empty_text: bool = False) -> tuple[Dataset | None, list[Problem]]:
     """Validate a table of candidates and build the dataset when it has no problem.
 
     Checks (each failure is one :class:`Problem` with row and column): required columns present;
@@ -497,6 +579,10 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
         Explicit score columns (``[]`` for none); ``None`` to detect them.
     name
         Dataset name; defaults to the stem of ``file_label``.
+    drop_empty_text
+        Leave out the rows whose text is empty (:func:`empty_text_rows`) instead of reporting
+        each as a problem; the dataset's ``source`` names them (:func:`empty_text_note`). The
+        other checks apply to the rows kept (a context left with one candidate is a problem).
 
     Returns
     -------
@@ -506,6 +592,15 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
     rows = source_rows(df)
     columns = [str(c) for c in df.columns]
     cols, problems = _resolve_columns(columns, column_map, file_label)
+    dropped: list[int] = []
+    if drop_empty_text and "text" in cols and len(df):
+        dropped = empty_text_rows(df, cols["text"])
+        keep = ~np.isin(rows, dropped)
+        df, rows = df[keep], rows[keep]
+        if len(df) == 0:
+            problems.append(Problem(file_label, "every row's text is empty: nothing is left to "
+                                    "compare", column=cols["text"]))
+            return None, sorted_problems(problems)
     if len(df) == 0:
         problems.append(Problem(file_label, "the file has a header but no data rows"))
         return None, sorted_problems(problems)
@@ -561,13 +656,14 @@ def validate_frame(df: pd.DataFrame, *, file_label: str,
     if problems:
         return None, sorted_problems(problems)
     dataset_name = name or Path(file_label).stem or "dataset"
-    return _build(df, cols, score_cols, scores, rows, dataset_name, file_label), []
+    label = f"{file_label} ({empty_text_note(dropped)})" if dropped else file_label
+    return _build(df, cols, score_cols, scores, rows, dataset_name, label), []
 
 
 def load_candidates(source: Source, *, name: str | None = None,
                     column_map: Mapping[str, str] | None = None, file_label: str | None = None,
                     score_columns: Sequence[str] | None = None,
-                    max_bytes: int = MAX_FILE_BYTES) -> Dataset:
+                    max_bytes: int = MAX_FILE_BYTES, drop_empty_text: bool = False) -> Dataset:
     """Load and validate a candidate file (CSV, TSV, JSON Lines or a JSON array of objects).
 
     Parameters
@@ -586,6 +682,9 @@ def load_candidates(source: Source, *, name: str | None = None,
         Reference-score columns; ``None`` detects them (see :func:`validate_frame`).
     max_bytes
         Larger files are refused from their size alone, before reading.
+    drop_empty_text
+        Leave out the candidates whose text is empty, named in the dataset's ``source``
+        (default: each is a problem; :func:`validate_frame`).
 
     Returns
     -------
@@ -599,5 +698,5 @@ def load_candidates(source: Source, *, name: str | None = None,
         With every problem found (reading and validation together).
     """
     return load_table(source, lambda frame, label: validate_frame(
-        frame, file_label=label, column_map=column_map, score_columns=score_columns, name=name),
-        file_label=file_label, max_bytes=max_bytes)
+        frame, file_label=label, column_map=column_map, score_columns=score_columns, name=name,
+        drop_empty_text=drop_empty_text), file_label=file_label, max_bytes=max_bytes)

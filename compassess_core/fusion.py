@@ -376,6 +376,17 @@ class FusedRanking:
         """:func:`fused_correlation` of this ranking with ``reference``."""
         return fused_correlation(self, reference, method)
 
+    def by_rank(self) -> pd.DataFrame:
+        """:attr:`frame` best first: by rank within each context, contexts in the order the
+        frame has them (the dataset's); by rank alone at system level. What the CLI prints
+        and the Rankings page shows."""
+        df = self.frame
+        if "context_id" not in df.columns:
+            return df.sort_values("rank", kind="stable")
+        order = pd.factorize(df["context_id"])[0]
+        return (df.assign(_ctx=order).sort_values(["_ctx", "rank"], kind="stable")
+                .drop(columns="_ctx"))
+
 
 def _resolve(problems: Sequence[FusionInputs], weight: float | None) -> WeightChoice:
     if weight is None:

@@ -44,9 +44,12 @@ DEFAULT_ANNOTATOR = "imported"
 #: human judgements and Chatbot Arena name them ``question_id, model_a, model_b, winner, judge``.
 LABEL_SYNONYMS: dict[str, tuple[str, ...]] = {
     "context_id": ("question_id", "prompt_id", "doc_id", "document_id", "article_id",
-                   "dialogue_id", "conversation_id", "example_id", "item_id", "id"),
-    "candidate_a": ("model_a", "system_a", "candidate_1", "cand_a", "response_a_id", "output_a"),
-    "candidate_b": ("model_b", "system_b", "candidate_2", "cand_b", "response_b_id", "output_b"),
+                   "dialogue_id", "conversation_id", "example_id", "item_id", "triple_id",
+                   "task_id", "sample_id", "instance_id", "id"),
+    "candidate_a": ("model_a", "system_a", "candidate_1", "cand_a", "response_a_id", "output_a",
+                    "left", "candidate_left", "system_left", "model_left"),
+    "candidate_b": ("model_b", "system_b", "candidate_2", "cand_b", "response_b_id", "output_b",
+                    "right", "candidate_right", "system_right", "model_right"),
     "winner": ("preference", "preferred", "choice", "label", "better", "verdict"),
     "annotator": ("judge", "rater", "annotator_id", "worker_id", "user", "labeler"),
 }

@@ -35,6 +35,7 @@ from compassess_core.leaderboard import DEFAULT_METHOD
 from pages import _view as view
 from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
+from pages._plain import plain_message
 from pages._store import api_store, db_url  # noqa: F401 - likewise
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -543,12 +544,46 @@ def download_with_settings(columns, data: bytes, sidecar: bytes | None, stem: st
     mime = {"csv": "text/csv", "json": "application/json", "parquet": "application/octet-stream"}
     columns[0].download_button(f"Download {stem.rsplit('-', 1)[-1]}.{fmt}", data,
                                file_name=api.file_name(stem, suffix=f".{fmt}"), mime=mime[fmt],
-                               icon=":material/download:", key=key)
+                               icon=":material/download:", key=key,
+                               on_click="ignore")
     if sidecar is not None:
         columns[1].download_button("Download its settings (.settings.json)", sidecar,
                                    file_name=api.sidecar_name(api.file_name(stem,
                                                                             suffix=f".{fmt}")),
-                                   mime="application/json", key=f"{key}_settings")
+                                   mime="application/json", key=f"{key}_settings",
+                                   on_click="ignore")
+
+
+def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str, made_for: Any,
+                      file_name: str, mime: str, what: str, help: str | None = None) -> None:
+    """A file that takes a while to make (an audit report): a button makes it in the page's
+    run, so an error shows at once under it, in plain words, and the file is then offered as
+    an ordinary download of those bytes. Not Streamlit's deferred download, which makes the
+    file after the click, outside the page: its errors flash for five seconds as "Failed to
+    generate file for download", and a click while the page reruns finds its file id gone
+    ("Deferred file ... not found", nothing on the page). ``made_for``: what the file depends
+    on (run, options); another value asks again. One file per ``key`` is kept in the session."""
+    slot = f"prepared::{key}"
+    kept = st.session_state.get(slot)
+    data = kept[1] if kept is not None and kept[0] == made_for else None
+    asked = where.empty()   # the Prepare button, gone once the file is made
+    if data is None:
+        if not asked.button(f"Prepare {what}", key=f"{key}_prepare", icon=":material/build:",
+                            help=help):
+            return
+        st.session_state.pop(slot, None)
+        try:
+            with where.container():
+                with st.spinner(f"Preparing {what} ..."):
+                    data = make()
+        except api.CompAssessError as e:   # the button stays, for another try
+            where.error(f"Could not prepare {what}: {plain_message(e)}", icon=":material/error:")
+            return
+        st.session_state[slot] = (made_for, data)
+        asked.empty()
+    # The click only downloads (no rerun), so the file it names stays the one shown.
+    where.download_button(label, data, file_name=file_name, mime=mime, key=key,
+                          icon=":material/download:", on_click="ignore", help=help)
 
 
 # ------------------------------------------------------------------------------------ formatting
@@ -566,16 +601,20 @@ def fmt(value: float | None, spec: str = ".1f", missing: str = "n/a") -> str:
     return format(value, spec)
 
 
-def line_labels(lines, min_gap: float = 0.02) -> list[tuple[float, str, str]]:
-    """Labels of vertical marker lines ``(x, name, colour)``: lines closer than ``min_gap`` share
-    one label ("0.5 = current tau") so no two labels are drawn over each other."""
+def line_labels(lines, min_gap: float = 0.0005) -> list[tuple[float, str, str]]:
+    """Labels of vertical marker lines ``(x, name, colour)``: lines at the same place (closer
+    than ``min_gap``) share one label ("0.5 = current tau"); a label says where its lines are
+    ("tau* = current tau = 0.496") unless a name is the place itself ("0.5"). Lines near but
+    not at each other keep labels of their own (drawn on rows of their own), so 0.496 never
+    reads as 0.5."""
     merged: list[tuple[float, list[str], str]] = []
     for x, name, color in sorted(lines, key=lambda line: line[0]):
         if merged and abs(x - merged[-1][0]) < min_gap:
             merged[-1][1].append(name)
         else:
             merged.append((x, [name], color))
-    return [(x, " = ".join(names), color) for x, names, color in merged]
+    return [(x, " = ".join(names) + ("" if f"{x:g}" in names else f" = {x:.3f}"), color)
+            for x, names, color in merged]
 
 
 # ------------------------------------------------------------------------------- method control

@@ -13,8 +13,10 @@ import streamlit as st
 
 from compassess_core.errors import CompAssessError
 from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
+from compassess_core.speed import human_duration
 from pages._auth import recheck, require
 from pages._common import REPO_ROOT, AppRun, _run_handle, db_url, fmt, plain
+from pages._plain import plain_message
 
 # ---------------------------------------------------------------------------- comparison view
 
@@ -105,7 +107,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
                     wrap_lines=True)
         except CompAssessError as e:
             st.warning(f"Could not read the judge's tokenizer to show its chat template: "
-                       f"{plain(str(e))}")
+                       f"{plain_message(e)}")
 
 
 # ------------------------------------------------------------------------ the judge's reasons
@@ -142,7 +144,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
     try:
         found = explain(context_id, first, second)
     except CompAssessError as e:
-        st.caption(f"No reasons to ask for: {plain(str(e))}")
+        st.caption(f"No reasons to ask for: {plain_message(e)}")
         return
     if found.complete:
         _show_reasons(found)
@@ -166,6 +168,18 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
         st.caption("This run's judge server is not one of the servers configured for this app: "
                    "its reasons cannot be asked for here (`compassess explain` can).")
         return
+    try:   # before it starts: how long it takes, from the Run page's estimator
+        took = run.api.explain_estimate(context_id, first, second)
+        basis = (f"{took.token_rate:,.0f} tokens/s, the median of {took.n_runs} earlier run(s) "
+                 "of this judge here" if took.measured else
+                 f"a rough default of {took.token_rate:,.0f} tokens/s (no run of this judge has "
+                 "measured its speed here yet)")
+        st.caption(f"Time: at least about {human_duration(took.seconds)} once the judge is "
+                   f"loaded (loading it comes first): about {took.tokens:,.0f} tokens read and "
+                   f"written at {basis}. A written token is a pass of the model of its own, so "
+                   "writing usually takes longer than that.")
+    except CompAssessError:
+        pass   # the button below says what stops it
     if st.button("Ask the judge for its reasons (both orders)", icon=":material/psychology:",
                  key=f"explain_{run.id}_{context_id}_{first}_{second}",
                  help="Loads the run's judge in a worker process (not in this server), shows it "
@@ -176,7 +190,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
             workers[key] = run.api.start_explain_worker(context_id, first, second, log,
                                                        cwd=REPO_ROOT)
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
             return
         st.rerun()
 

@@ -92,6 +92,10 @@ _QUOTED = re.compile(r"(?:(?<=^)|(?<=[\s(]))'([^']+)'(?=$|[\s,.;:)])")
 _PROSE = re.compile(r"[^\W_]|[\s,.;()'\"=+?%-]|:(?=\s|$)")
 
 
+#: What markdown reads as the start of a list item (an ordered or a bullet list).
+_LIST_MARKER = re.compile(r"\d+[.)](\s|$)|[-+*](\s|$)")
+
+
 def plain_message(text: Any) -> str:
     """A message of the engine or the API (an error, a note) for markdown, as prose: the names
     it quotes ('name') become inert (:func:`plain`), the words around them stay words. When a
@@ -101,7 +105,8 @@ def plain_message(text: Any) -> str:
     text = re.sub(r"\r\n?|\n", " ", text)
     parts = _QUOTED.split(text)
     words = "".join(parts[0::2])
-    if not text or words[:1].isdigit() or words[:1] in "-+" or \
-            len(_PROSE.findall(words)) != len(words):
+    # A list marker at the start ("1. ", "2) ", "- ", "+ ") would make a list: all inert then;
+    # a count ("1 system(s) met ...") is prose.
+    if not text or _LIST_MARKER.match(words) or len(_PROSE.findall(words)) != len(words):
         return plain(text)
     return "".join(plain(part) if k % 2 else part for k, part in enumerate(parts))

@@ -148,15 +148,21 @@ cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
 SCORES = (("accuracy_without_ties", "Raw agreement", "%"), ("kappa_without_ties", "Kappa", ""),
           ("accuracy_with_ties", "Raw agreement", "%"), ("kappa_with_ties", "Kappa", ""))
+def _count(n: int, noun: str) -> str:
+    """``1 pair``, ``3 pairs``: a count with its noun in the right number."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                           (cols[1], "debiased", f"At the current {at_tau(tau, 4)}")):
     m = llm[which]
     with col.container(border=True):
         st.subheader(title)
         for row, (scope, n_pairs) in enumerate((
-                ("Ties left out", f"{m['n_without_ties']} pairs"),
-                ("Ties kept", f"{m['n_with_ties']} pairs, {m['n_human_ties']} human ties, "
-                              f"{m['n_llm_ties']} LLM ties"))):
+                ("Ties left out", _count(m['n_without_ties'], "pair")),
+                ("Ties kept", f"{_count(m['n_with_ties'], 'pair')}, "
+                              f"{_count(m['n_human_ties'], 'human tie')}, "
+                              f"{_count(m['n_llm_ties'], 'LLM tie')}"))):
             st.caption(f"**{scope}** (on {n_pairs})")
             inner = st.columns(2)
             for k, (key, label, unit) in enumerate(SCORES[2 * row: 2 * row + 2]):
@@ -188,7 +194,8 @@ st.caption("Raw agreement is the share of pairs on which the LLM and the majorit
            "reports); 'with ties' keeps them, a tie agreeing only with a tie. "
            "Kappa is Cohen's kappa with every pair counted in both orientations, so the "
            "candidates' names cannot change it (1 = perfect, 0 = chance: "
-           f"{summary['kappa_chance_model']}). 95% CI: "
+           # its products (d1*d2) as written, not markdown's italics
+           f"{summary['kappa_chance_model'].replace('*', chr(92) + '*')}). 95% CI: "
            f"{summary['intervals']['method']}, {summary['intervals']['n_boot']:,} replicates"
            + ("; tau* re-estimated in each" if llm["debiased"].get("tau_reestimated") else "")
            + " (`compassess agreement` prints the same); below "
@@ -355,11 +362,12 @@ for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/j
                         exported.data, mime=mime, icon=":material/download:",
                         file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
                                                 suffix=f".{fmt_name}"),
-                        key=f"dl_human_{fmt_name}")
+                        key=f"dl_human_{fmt_name}", on_click="ignore")
 report_json = json.dumps({"run": run.name, "labels": f"stored labels for aspect '{aspect}'",
                           **summary}, indent=2, default=lambda o: None)
 e3.download_button("Agreement report (JSON)", report_json.encode("utf-8"),
                    file_name=api.file_name(run.name, "agreement", suffix=".json"),
-                   mime="application/json", icon=":material/download:", key="dl_report")
+                   mime="application/json", icon=":material/download:", key="dl_report",
+                   on_click="ignore")
 st.caption("CSV cells that a spreadsheet would run (=, +, -, @) are prefixed with '. The report "
            "JSON is what `compassess agreement --run NAME --json` prints.")

@@ -182,7 +182,7 @@ def manage(campaign) -> None:
     for col, fmt_ in ((c1, "csv"), (c2, "json")):
         col.download_button(f"Download {fmt_.upper()}", campaign.export_bytes(fmt_).data,
                             file_name=f"campaign-labels.{fmt_}", key=f"export_{fmt_}_{campaign.id}",
-                            icon=":material/download:")
+                            icon=":material/download:", on_click="ignore")
 
 
 def adjudication(campaign) -> None:

@@ -18,9 +18,9 @@ import streamlit as st
 from compassess_core import api
 from compassess_core.api import EXPORT_FORMATS as FORMATS
 from pages._auth import guard
-from pages._common import (at_tau, baseline_control, ci_control, debias_in_use,
+from pages._common import (at_tau, baseline_control, ci_control, db_url, debias_in_use,
                            download_with_settings, is_scoring_run, page_run, partial_warning, plain,
-                           run_controls)
+                           prepared_download, run_controls)
 from pages._judges import probability_source
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -77,12 +77,11 @@ for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
 
 st.subheader("Audit report (one HTML file)")
 baseline = baseline_control(judged, st, "report_baseline_w")
-# Made on click (a deferred download), then cached per run, stored state and options.
-st.download_button("Download the audit report (HTML)",
-                   data=lambda: judged.report_html(method=method, debias=debias,
-                                            baseline=baseline),
-                   file_name=f"{safe}-report.html", mime="text/html", key="dl_report",
-                   icon=":material/description:")
+# Made on request in the page (an error shows under the button), then offered for download.
+prepared_download(st, "Download the audit report (HTML)",
+                  lambda: judged.report_html(method=method, debias=debias, baseline=baseline),
+                  key="dl_report", made_for=(db_url(), judged.id, method, debias, baseline),
+                  file_name=f"{safe}-report.html", mime="text/html", what="the audit report")
 st.caption(f"One file for a reader who was not here: the setup (data, judge, template, aspect, pair "
            f"selection, every setting), the leaderboard with 95% intervals, positional and length "
            f"bias, agreement with human labels and calibration where there are labels, the "
@@ -93,7 +92,7 @@ st.caption(f"One file for a reader who was not here: the setup (data, judge, tem
            "as stored. The same file from the command line:")
 st.code(f"compassess report --run {shlex.quote(judged.name)} --method {method} --debias {debias} "
         + (f"--baseline {shlex.quote(baseline)} " if baseline else "") + "-o report.html",
-        language="bash")
+        language="bash", wrap_lines=True)
 
 st.subheader("Settings recorded with every file")
 st.json(metadata, expanded=False)
@@ -101,4 +100,4 @@ cli = (f"compassess export --run {shlex.quote(run.name)} --what rankings --forma
        f"--method {method} --debias {debias}" + ("" if with_ci else " --no-ci")
        + (" --calibrate" if run.calibration is not None else "") + f" -o rankings.{fmt_choice}")
 st.caption("The same files from the command line (byte for byte):")
-st.code(cli, language="bash")
+st.code(cli, language="bash", wrap_lines=True)   # whole at 1024 px

@@ -65,16 +65,34 @@ else:
 
 st.subheader("Runs in the store")
 runs = list_runs()
-if runs:
+# A tuning's runs (one per wording it tried) are listed apart, under their tuning.
+tuned = api_store().tuning_runs()
+
+
+def runs_table(shown: list, **extra) -> None:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
-    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, dataset=r.info.dataset_name,
+    # What tells runs apart first (aspect, status, progress), a long name in a medium column:
+    # at 1024 px a 60-character name pushed them out of sight.
+    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, **{k: f(r) for k, f in extra.items()},
+                                          aspect=r.settings.aspect,
                                           status=r.progress(refresh=False).state_text, done=r.info.done,
                                           planned=r.info.total, unit=r.run_kind.unit,
-                                          model=r.settings.model, aspect=r.settings.aspect,
-                                          created=r.info.created_at) for r in runs]), into="text"),
-                 hide_index=True, width="stretch", placeholder="")
+                                          dataset=r.info.dataset_name, model=r.settings.model,
+                                          created=r.info.created_at) for r in shown]), into="text"),
+                 hide_index=True, width="stretch", placeholder="",
+                 column_config={"name": st.column_config.TextColumn("name", width="medium")})
+
+
+own = [r for r in runs if r.id not in tuned]
+if own:
+    runs_table(own)
 else:
     st.info("No run yet: start one on **Run**.")
+if tuned:
+    by_tuning = [r for r in runs if r.id in tuned]
+    with st.expander(f"Runs made by tunings ({len(by_tuning)}: one per wording tried; see "
+                     "**Tune wording**)"):
+        runs_table(by_tuning, tuning=lambda r: tuned[r.id])
 
 
 

@@ -106,7 +106,8 @@ if points:
         open_comparison(context_id, ordered_ids[r], ordered_ids[c])
 
 with st.expander("Or choose a comparison by name", expanded=False):
-    a1, a2, a3 = st.columns([2, 2, 1])
+    # Room for the button's label at 1024 px (a fifth of the row cut it to "Open compa...").
+    a1, a2, a3 = st.columns([2, 2, 1.4], vertical_alignment="bottom")
     first = a1.selectbox("First position (A)", ordered_ids, key="pick_first",
                          format_func=lambda c: plain(c, "text"))
     second = a2.selectbox("Second position (B)", [c for c in ordered_ids if c != first],

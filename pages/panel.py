@@ -22,9 +22,9 @@ from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view
 from pages._plain import plain_message
-from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects, fmt,
-                           is_pairwise, judges_stamp, list_runs, method_control, pick_dataset,
-                           pick_object, plain, show_paired)
+from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects,
+                           db_url, fmt, is_pairwise, judges_stamp, list_runs, method_control,
+                           pick_dataset, pick_object, plain, prepared_download, show_paired)
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -253,16 +253,18 @@ with tabs[6]:
     out = jury.export_bytes(what="rankings", fmt="csv", method=method, debias="none", ci=False)
     st.download_button(f"Download the panel's rankings (CSV, {method} at tau = 0.5)", out.data,
                        file_name="panel_rankings.csv", mime="text/csv",
-                       key=f"panel_download_{panel_id}")
-    # Made when the button is pressed (a lazy download, as on Export): the report bootstraps
-    # the leaderboard, which a page that answers in a second must not wait for.
-    st.download_button("Download the panel's audit report (HTML)",
-                       data=lambda: jury.report_html(method=method, debias="none"),
-                       file_name="panel_report.html", mime="text/html",
-                       key=f"panel_report_download_{panel_id}",
-                       help="One self-contained file: the members, leaderboard, bias, agreement "
-                            "with people and the most order-dependent and disputed comparisons "
-                            "with each member's p.")
+                       key=f"panel_download_{panel_id}", on_click="ignore")
+    # Made when asked (as on Export): the report bootstraps the leaderboard, which a page
+    # that answers in a second must not wait for; an error shows under the button.
+    prepared_download(st, "Download the panel's audit report (HTML)",
+                      lambda: jury.report_html(method=method, debias="none"),
+                      key=f"panel_report_download_{panel_id}",
+                      made_for=(db_url(), panel_id, name, method),
+                      file_name="panel_report.html", mime="text/html",
+                      what="the panel's audit report",
+                      help="One self-contained file: the members, leaderboard, bias, agreement "
+                           "with people and the most order-dependent and disputed comparisons "
+                           "with each member's p.")
     st.code(f"compassess panel report --name {shlex.quote(name)} --method {method} "
             "-o panel_report.html", language="bash")
     if st.button("Delete this panel (its runs stay)", key=f"panel_delete_{panel_id}"):

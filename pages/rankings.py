@@ -156,9 +156,11 @@ if reference is not None:
                           for m, r, c, s in rows])
     table.columns = ["metric", "raw (tau = 0.5)", f"current ({at_tau(tau)})"]
     st.dataframe(table, hide_index=True, width="stretch", placeholder="")
-    st.caption(f"Correlations over {ev.contexts_used} context(s) "
-               f"({ev.contexts_skipped} skipped: all reference scores equal); pairwise accuracy on "
-               f"{ev.n_pairs_accuracy:,} pairs; method: {method}.")
+    skipped = (f" ({ev.contexts_skipped} skipped: all reference scores equal)"
+               if ev.contexts_skipped else "")
+    st.caption(f"Correlations over {ev.contexts_used} context(s){skipped}; pairwise accuracy on "
+               f"{ev.n_pairs_accuracy:,} pair{'' if ev.n_pairs_accuracy == 1 else 's'}; "
+               f"method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
 ranking = run.rankings(method=method, debias=tau, ci=with_ci)

@@ -38,7 +38,7 @@ from compassess_core.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
 from pages._common import api_store, cached_dataset, list_runs, pick_dataset, pick_id, plain
-from pages._plain import plain_within
+from pages._plain import plain_message, plain_within
 from pages._judges import catalog_expander, local_model_picker
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -292,7 +292,7 @@ try:
     if model_options is not None and make_options is not None:
         plan = api_store().plan_run(dataset, make_options(), model_options, also=more_aspects)
 except CompAssessError as e:  # e.g. an odd budget for 'symmetric': say so before Start
-    top.error(f"These settings cannot run: {plain(str(e))}")
+    top.error(f"These settings cannot run: {plain_message(e)}")
 if plan is not None and plan.preview is not None:
     shown = plan.preview
     if mode == SCORING_MODE:
@@ -317,9 +317,19 @@ if plan is not None:
             else f"run {plain(plan.default_name)} stores {plan.stored:,} of them already, so "
             f"Start resumes it: {plan.estimate_left.sentence()}" if plan.stored
             else plan.estimate.sentence())
-    top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} context(s); "
-             f"{left}. What is already stored (a resumed run, or the same prompts judged "
-             "before by this model) is not recomputed.", icon=":material/schedule:")
+    if plan.planned and plan.stored >= plan.planned:
+        # Nothing left to judge: say so, with no time and no tokens planned.
+        whose = (f"the runs of these settings ({len(plan.aspects)} aspects)"
+                 if len(plan.aspects) > 1 else f"run {plain(plan.default_name)}")
+        top.success(f"**Complete: {whose} already store{'' if len(plan.aspects) > 1 else 's'} "
+                    f"all {plan.planned:,} {plan.unit}** on {plan.n_contexts} context(s). "
+                    "Nothing is left to judge; open its results on the Rankings or Bias page, "
+                    "or change a setting to plan another run.", icon=":material/task_alt:")
+    else:
+        top.info(f"**Plan: {plan.planned:,} {plan.unit}**{each} on {plan.n_contexts} "
+                 f"context(s); {left}. What is already stored (a resumed run, or the same "
+                 "prompts judged before by this model) is not recomputed.",
+                 icon=":material/schedule:")
     against = (f"the reference column {plan.reference}" if plan.reference is not None else
                "none: no reference column is named for this aspect or a synonym of it (the "
                "result pages start at the first one; choose the right one there)")
@@ -328,13 +338,13 @@ if plan is not None:
                              f"against by default: {against}.",
                              [*dataset.text_columns, plan.reference, plan.settings.aspect]))
     if plan.memory is not None and plan.memory.need is not None:
-        top.caption(plain(plan.memory.line()))
+        top.caption(plain_message(plan.memory.line()))
     for line in plan.advice:  # what the CLI prints as warnings
-        top.warning(plain(line))
+        top.warning(plain_message(line))
     if plan.memory is not None and plan.memory.problem:   # loading it would be refused
-        top.error(plain(plan.memory.problem), icon=":material/memory:")
+        top.error(plain_message(plan.memory.problem), icon=":material/memory:")
     if plan.judge_problem:    # the allowlist of served judges: nothing may start
-        top.error(plain(plan.judge_problem))
+        top.error(plain_message(plan.judge_problem))
 run_name = top.text_input("Run name", value=plan.default_name if plan else "",
                           max_chars=MAX_NAME_CHARS,
                           help="Starting a run with an existing name and the same settings resumes "

@@ -122,7 +122,7 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
 exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name=api.file_name(run.name, "scores", suffix=".csv"),
-                   mime="text/csv", icon=":material/download:")
+                   mime="text/csv", icon=":material/download:", on_click="ignore")
 
 st.subheader("Why this score: the comparisons behind it")
 scored = table[table["n_comparisons"] > 0]

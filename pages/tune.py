@@ -24,6 +24,7 @@ from pages._auth import guard, recheck, require, viewer
 from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset,
                            pick_id, plain, show_paired)
 from pages._judges import local_model_picker
+from pages._plain import plain_message
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -115,7 +116,7 @@ if model:
         st.info(f"Cost: {plan.cost_sentence()}", icon=":material/calculate:")
         st.caption(f"Agreement: {plain(plan.agreement_with)}")
     except CompAssessError as e:
-        st.error(plain(str(e)))
+        st.error(plain_message(e))
 if st.button("Start tuning", type="primary", icon=":material/play_arrow:",
              key=f"tune_start_{info.id}",
              disabled=plan is None):
@@ -129,7 +130,7 @@ if st.button("Start tuning", type="primary", icon=":material/play_arrow:",
             tuning.start_worker(cwd=REPO_ROOT)
         st.session_state.setdefault(WATCH, {})[info.id] = tuning.id
     except CompAssessError as e:
-        st.error(plain(str(e)))
+        st.error(plain_message(e))
 
 st.divider()
 tunings = store.tunings(info.id)
@@ -256,7 +257,7 @@ elif t.status != "completed" or t.state == "stale":
         try:
             store.tuning(chosen).start_worker(cwd=REPO_ROOT)
         except CompAssessError as e:
-            st.error(plain(str(e)))
+            st.error(plain_message(e))
         st.rerun()
 tail = t.worker_log(6)
 if tail:

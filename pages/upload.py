@@ -50,6 +50,8 @@ def show_problems(check: api.UploadCheck) -> None:
               "columns, or with generated candidate ids); fix the file for the others."
               if check.mapping_at_fault else
               "Fix the file (rows are numbered as a spreadsheet shows them) and upload it again.")
+    if check.empty_texts and not check.dropped_empty:
+        advice += (" Empty candidate texts can also be left out: tick 'Leave out ...' above.")
     st.error(f"{len(check.problems)} problem(s) found in {plain(upload.name)}; nothing was saved. "
              f"{advice}", icon=":material/error:")
     show_problems_table(check)
@@ -70,7 +72,8 @@ st.dataframe(plain(table.head(20), into="text"), width="stretch", placeholder=""
 st.subheader("Column mapping")
 columns = first.columns
 column_map: dict[str, str | None] = {}
-cols = st.columns(len(CANONICAL) + len(OPTIONAL))
+# Three to a row: five side by side cut a column name such as conversation_id at 1024 px.
+cols = [box for _ in range(2) for box in st.columns(3)]
 for box, canon in zip(cols, CANONICAL + OPTIONAL):
     # The likely columns first (an id column for an id, free text for context and text).
     options = (([NONE] if canon in OPTIONAL else []) + first.choices(canon)
@@ -100,12 +103,17 @@ st.subheader("Validation report")
 # answer that is a web form): stripping that would change the text people read and label.
 strip_default = first.markup is None or not first.markup.n_documents
 strip = bool(st.session_state.get(strip_key, strip_default))
+# Empty candidate texts (a system that wrote nothing) are problems unless the person chooses to
+# leave those candidates out: never silently.
+drop_key = f"drop_empty_{file_key}"
+drop_empty = bool(st.session_state.get(drop_key, False))
 same = ({k: v for k, v in column_map.items() if v is not None} == dict(first.mapping)
         and not score_columns and name.strip() == Path(upload.name).stem[:MAX_NAME_CHARS]
-        and not (strip and first.markup is not None and first.markup.found))
+        and not (strip and first.markup is not None and first.markup.found)
+        and not (drop_empty and first.empty_texts))
 check = first if same else api_store().check_upload(
     raw_bytes, file_label=upload.name, mapping=column_map, score_columns=score_columns,
-    name=name, strip_markup=strip)   # the file is read again only when a choice differs
+    name=name, strip_markup=strip, drop_empty_text=drop_empty)   # read again only on a change
 markup = check.markup
 if markup is not None and markup.found:
     st.warning(f"HTML markup found in {markup.n_texts:,} of {markup.n_candidates:,} candidate texts "
@@ -125,10 +133,22 @@ if markup is not None and markup.found:
                 "dataset records it in its source"
                 + (f" (removes every tag of the {markup.n_documents:,} HTML text(s) too)"
                    if markup.n_documents else ""), value=strip_default, key=strip_key)
+if check.empty_texts:
+    n_empty, rows = len(check.empty_texts), check.empty_texts
+    shown_rows = ", ".join(f"{r}" for r in rows[:20]) + (", ..." if n_empty > 20 else "")
+    st.checkbox(f"Leave out the {n_empty:,} candidate(s) whose text is empty (row(s) "
+                f"{shown_rows} of column {plain(check.mapping.get('text') or 'text')}): the "
+                "judge has nothing to compare in them. The dataset's source names the rows "
+                "left out; unticked, each is a problem and nothing is saved.",
+                key=drop_key, value=False)
 if check.problems:
     show_problems(check)
     st.stop()
 dataset = check.dataset
+if check.dropped_empty:
+    st.warning(f"{len(check.empty_texts):,} candidate(s) with an empty text are left out of the "
+               f"dataset: row(s) {', '.join(str(r) for r in check.empty_texts)}. Their systems "
+               "are ranked on their other candidates only.", icon=":material/filter_alt:")
 st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_candidates} candidates, "
            f"reference scores: {', '.join(map(plain, dataset.score_columns)) or 'none'}.",
            icon=":material/check_circle:")
@@ -146,7 +166,7 @@ if check.ignored:
     st.caption("Not used: " + "; ".join(f"{plain(column)} ({why})"
                                         for column, why in check.ignored.items()) + ".")
 if check.name_problem:
-    st.error(f"Choose another dataset name: {plain(check.name_problem)}.", icon=":material/error:")
+    st.error(f"Choose another dataset name: {plain_message(check.name_problem)}", icon=":material/error:")
     st.stop()
 if st.button("Save to the store", type="primary", icon=":material/save:"):
     require()  # the person holds the role now (pages/_auth.py)

@@ -58,7 +58,7 @@ def test_the_plan_counts_the_engines_pairs(app_env):
     assert store.list_runs()  # nothing was started by looking
     # settings the engine cannot plan are refused before Start, with the engine's reason
     at.number_input(key="budget_1").set_value(5).run()
-    assert "symmetric' needs an even budget" in texts(at.error)
+    assert "`symmetric` needs an even budget" in texts(at.error)   # prose, the name inert
     assert [b for b in at.button if b.label == "Start"][0].disabled
 
 
@@ -120,7 +120,8 @@ def test_a_selection_that_leaves_candidates_unjudged_is_warned_of_at_planning(ap
                                                              budget=4))
     unjudged = [line for line in advice if "unjudged" in line]
     assert unjudged, advice
-    assert unjudged[0] in texts(at.warning)
+    from pages._plain import plain_message
+    assert plain_message(unjudged[0]) in texts(at.warning)   # the engine's words, as prose
 
 
 def test_the_plan_of_a_partly_stored_run_states_what_is_left_and_a_running_run_is_no_speed(app_env):
@@ -167,3 +168,25 @@ def test_a_finished_runs_line_says_which_session_its_time_is_and_no_button_linge
     at = open_page("run")
     line = " ".join(p.proto.text for p in at.get("progress"))
     assert "2.00 comparisons/s over 30 s of judging (loading the judge not included)" in line
+
+
+def test_the_plan_of_a_complete_run_says_it_is_complete_and_plans_nothing(app_env):
+    """Start with the plan's name would resume a run that stores all 60 comparisons: the page
+    says it is complete, with no time and no tokens planned."""
+    from compassess_core import api
+    from compassess_core.models import BUNDLED_MODEL
+    from compassess_core.options import ComparativeOptions, ModelOptions
+    store, dataset_id, run_id = seed_run(app_env)
+    handle = api.open_store(app_env)
+    plan = handle.plan_run(dataset_id, ComparativeOptions(aspect="coherence"),
+                           ModelOptions(model=BUNDLED_MODEL))
+    complete = handle.create_run(dataset_id, plan.settings)
+    store.add_results(complete.id, "comparative",
+                      list(store.stored_results(run_id, "comparative").values()))
+    store.set_run_status(complete.id, "completed", done=60, total=60)
+    at = open_page("run")
+    shown = texts(at.success)
+    assert f"Complete: run `{plan.default_name}` already stores all 60 comparisons" in shown
+    assert "Nothing is left to judge" in shown
+    assert "Plan:" not in texts(at.info) and "tokens" not in texts(at.info)
+    assert "for 0" not in shown + texts(at.info)

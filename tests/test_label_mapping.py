@@ -86,8 +86,9 @@ def test_odd_names_need_a_mapping_and_a_wrong_one_is_named_as_such(store):
         .to_csv(index=False).encode()
     plain = store.check_labels(body, dataset="sample_summeval", file_label="odd.csv")
     assert not plain.ok and plain.mapping_at_fault
-    assert {p.column for p in plain.problems} == {"context_id", "candidate_a", "candidate_b",
-                                                  "winner"}
+    # left/right are proposed as the two candidates (a side word); qid and pick are not
+    assert (plain.suggested["candidate_a"], plain.suggested["candidate_b"]) == ("left", "right")
+    assert {p.column for p in plain.problems} == {"context_id", "winner"}
     mapping = {"context_id": "qid", "candidate_a": "left", "candidate_b": "right",
                "winner": "pick", "annotator": None}
     assert store.check_labels(body, dataset="sample_summeval", mapping=mapping).ok

@@ -44,6 +44,12 @@ def test_plain_message_is_prose_with_its_quoted_names_inert():
     assert plain_message("dataset 'my data' has no system column: a leaderboard ranks systems.") \
         == "dataset `my data` has no system column: a leaderboard ranks systems."
     assert plain_message("the run's tau is 0.5 (balanced)") == "the run's tau is 0.5 (balanced)"
+    # a count at the start is prose; a list marker is not
+    assert plain_message("1 system(s) met in one context only") == \
+        "1 system(s) met in one context only"
+    for marker in ("2) item", "+ a"):
+        assert plain_message(marker) == plain(marker), marker
+    assert plain_message("-1 point") == "-1 point"     # no list without a space
     # a name holding markdown stays inert, and words that markdown could act on are all code
     assert plain_message("run '**x**' stopped") == "run `**x**` stopped"
     for active in ("see http://e.org now", "a *bold* claim", "an :material/home: icon",

@@ -305,6 +305,9 @@ def test_the_export_page_offers_the_report(app_env):
     seed_run(app_env)
     at = open_page("export")
     assert not at.exception, at.exception
+    [prepare] = [b for b in at.button if b.label == "Prepare the audit report"]
+    prepare.click().run()
+    assert not at.exception, at.exception
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download the audit report (HTML)" in labels
     codes = [c.value for c in at.code]

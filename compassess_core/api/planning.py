@@ -68,7 +68,7 @@ class RunDefaults:
 class DataAspect:
     """An aspect a stored dataset has evidence for (:meth:`Planning.aspects`): ``n_labels``
     human labels of it, the ``reference`` column about it (None: none), ``n_runs`` runs that
-    judged it."""
+    judged it (a tuning's runs of its wordings not counted)."""
 
     aspect: str
     n_labels: int
@@ -283,7 +283,10 @@ class Planning:
         """
         dataset_id, ds = self._stored_dataset(dataset)
         labelled = self.backend.human_judgements_frame(dataset_id, None)["aspect"].value_counts()
-        runs = [r.settings.get("aspect") for r in self.backend.list_runs(dataset_id)]
+        # a tuning's runs (one per wording tried) are the tuning's, not runs a person started
+        tuned = self.tuning_runs(dataset_id)
+        runs = [r.settings.get("aspect") for r in self.backend.list_runs(dataset_id)
+                if r.id not in tuned]
         run_counts = pd.Series([a for a in runs if a], dtype=object).value_counts()
         ranked = rank_aspects({str(a): int(n) for a, n in labelled.items()}, ds.score_columns,
                               [a for a in reversed(runs) if a])

@@ -100,9 +100,9 @@ class RunProgress:
             return (f"{self.rate:.2f} {self.rate_unit} over {self.judged_for} of judging "
                     "(loading the judge not included)")
         return (f"its last session judged {last:,} of them at {self.rate:.2f} {self.rate_unit} "
-                f"in {self.judged_for} (the others were stored before it was resumed, or "
-                "reused from earlier judgements of the same prompts; an earlier session's time "
-                "is not kept)")
+                f"in {self.judged_for}; the other {max(self.done - last, 0):,} were stored "
+                "without judging them then (by an earlier session of this run, or reused from "
+                "this judge's earlier judgements of the same prompts), whose time is not kept")
 
     @property
     def doing(self) -> str | None:

@@ -4,6 +4,7 @@ and deleting it."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -21,6 +22,7 @@ from ..judges.servers import served_model_problem
 from ..prompts import prompt_hash
 from ..report import ShownComparison
 from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
+from ..speed import TimeEstimate, estimate_time
 from ..worker import Reporter
 from .progress import RunProgress, _reporter, phase_of, phase_seconds
 from .settings import _check_at_least
@@ -333,6 +335,30 @@ class Run(Verdicts):
                                              None if stored is None else stored["text"])
         return explanations.Explanation(context_id, first, second, judge_key, int(max_tokens),
                                         order(first, second), order(second, first))
+
+    def explain_estimate(self, context_id: str, first: str, second: str, *,
+                         max_tokens: int = explanations.EXPLAIN_TOKENS) -> TimeEstimate:
+        """How long :meth:`explain` takes on this machine before it starts (loading the judge
+        not included), from the estimator the Run page's plan uses (``speed.estimate_time``:
+        the judge's median prompt tokens per second over its finished runs here, else the
+        rough default): the requests of the orders whose reasons are not stored yet, plus
+        ``max_tokens`` new tokens for each, counted at the same rate. A written token is a pass
+        of the model of its own, so this is the least it takes; zero when all are stored.
+
+        Raises
+        ------
+        InputError
+            What :meth:`explanation` raises.
+        """
+        found = self._explanation(context_id, first, second, max_tokens)
+        missing = [o for o in found.orders if o is not None and o.text is None]
+        work = [(explanations.explanation_request(self.prompt(context_id, o.first, o.second),
+                                                  o.p), 1.0) for o in missing]
+        finished = [r for r in self.store.backend.list_runs() if r.status != "running"]
+        read = estimate_time(work, finished, self.settings.model, self.settings.device)
+        written = float(max_tokens * len(missing))
+        return dataclasses.replace(read, tokens=read.tokens + written,
+                                   seconds=read.seconds + written / read.token_rate)
 
     def explain_log_path(self, context_id: str, first: str, second: str) -> Path:
         """Where the worker that asks the judge for its reasons on one pair writes (beside the

@@ -134,6 +134,12 @@ class Tunings:
         dataset_id = None if dataset is None else self._dataset_id(dataset)
         return [Tuning(self, info) for info in self.backend.list_tunings(dataset_id)]
 
+    def tuning_runs(self, dataset: str | int | None = None) -> dict[int, str]:
+        """The runs tunings made (one per wording tried, ``tune-<name>-<key>``), of one dataset
+        when given: run id -> the name of its tuning. The app lists them apart from the runs a
+        person started and leaves them out of an aspect's count of runs."""
+        return {run.id: t.name for t in self.tunings(dataset) for run in t.runs().values()}
+
     def tunings_frame(self, dataset: str | int | None = None) -> pd.DataFrame:
         """One row per stored tuning (of one dataset when given), oldest first: name, dataset,
         aspect, model, status, state (``working``/``stale`` as a run's), wordings, runs (its

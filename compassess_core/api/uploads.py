@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..data import (Source, column_choices, ignored_columns, load_candidates, missing_scores,
-                    parse_table, source_bytes, source_label, suggest_column_map)
+from ..data import (Source, column_choices, empty_text_rows, ignored_columns, load_candidates,
+                    missing_scores, parse_table, source_bytes, source_label, suggest_column_map)
 from ..errors import InputError, Problem, ValidationError
 from ..labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
                       attribute, load_human_labels, suggest_label_map)
@@ -87,7 +87,10 @@ class UploadCheck(FileCheck):
     ``name_problem`` what is wrong with the dataset's name; ``stored_as`` the ``(id, name)`` of
     a stored dataset with the same content (saving adds nothing then); ``missing_scores`` how
     many candidates have no score in each reference column (an empty cell, ``n/a``, ``NA``,
-    ``-``, ...: ``data.MISSING_MARKERS``, read as missing).
+    ``-``, ...: ``data.MISSING_MARKERS``, read as missing). ``empty_texts``: the rows whose
+    mapped text is empty (a system that wrote nothing), each a problem unless the check was
+    asked to leave them out (``dropped_empty``: then the dataset does not hold them, and its
+    source names them).
     """
 
     dataset: Dataset | None = None
@@ -99,6 +102,8 @@ class UploadCheck(FileCheck):
     name_problem: str | None = None
     stored_as: tuple[int, str] | None = None
     missing_scores: Mapping[str, int] = field(default_factory=dict)
+    empty_texts: tuple[int, ...] = ()
+    dropped_empty: bool = False
 
     @property
     def ok(self) -> bool:
@@ -168,7 +173,8 @@ class Uploads:
     def check_upload(self, source: Source, *, file_label: str | None = None,
                      mapping: Mapping[str, str | None] | None = None,
                      score_columns: Sequence[str] | None = None, strip_markup: bool = False,
-                     name: str | None = None, max_bytes: int | None = None) -> UploadCheck:
+                     name: str | None = None, max_bytes: int | None = None,
+                     drop_empty_text: bool = False) -> UploadCheck:
         """Check a candidate file (a path, its bytes, a file object or a DataFrame) as the
         Upload page does, storing nothing: its rows, the suggested column mapping, every
         problem with ``mapping`` (default: the suggested one), and what would be stored.
@@ -176,7 +182,9 @@ class Uploads:
         ``score_columns``: the reference-score columns (default: every numeric column left);
         ``strip_markup``: strip HTML tags and decode entities before storing (recorded in the
         dataset's source); ``name``: the dataset's name (default: the file's stem);
-        ``max_bytes``: the largest file read (default: the app's upload limit). Save a check
+        ``max_bytes``: the largest file read (default: the app's upload limit);
+        ``drop_empty_text``: leave out the candidates whose text is empty (``empty_texts``; by
+        default each is a problem naming its row), the dataset's source naming them. Save a check
         with :meth:`save_upload`. Never raises for the file's problems: they are in
         ``problems``.
         """
@@ -193,11 +201,16 @@ class Uploads:
         used = dict(suggested if mapping is None else mapping)
         scores = list(score_columns) if score_columns else None
         name = (name or "").strip() or Path(label).stem[:MAX_NAME_CHARS]
+        text_column = used.get("text")
+        empty = tuple(empty_text_rows(table, text_column if text_column in table.columns
+                                      else None))
         found = dict(file_label=label, file_key=key, table=table, suggested=suggested,
-                     mapping=used)
+                     mapping=used, empty_texts=empty,
+                     dropped_empty=bool(drop_empty_text and empty))
         try:
             dataset = load_candidates(raw, name=name, column_map=used, file_label=label,
-                                      score_columns=scores, max_bytes=limit)
+                                      score_columns=scores, max_bytes=limit,
+                                      drop_empty_text=drop_empty_text)
         except ValidationError as err:
             return UploadCheck(**found, problems=tuple(err.problems))
         markup = find_markup(dataset)

@@ -163,18 +163,12 @@ def _human_weight(text: str | None) -> float | None:
 
 def _rank_with_humans(args, run: api.Run) -> int:
     fused = run.fused_rankings(args.level, args.debias, weight=_human_weight(args.human_weight))
-    df = fused.frame.drop(columns=["text"], errors="ignore")
+    # best first: by rank within each context (contexts in the dataset's order), as `rank`
+    df = fused.by_rank().drop(columns=["text"], errors="ignore")
     if args.context and args.level == "context":
         if args.context not in {c.context_id for c in run.dataset.contexts}:
             raise InputError(f"context '{args.context}' is not in dataset '{run.dataset.name}'")
         df = df[df["context_id"] == args.context]
-    # best first: by rank within each context (contexts in the dataset's order), as `rank`
-    if "context_id" in df.columns:
-        order = {c.context_id: k for k, c in enumerate(run.dataset.contexts)}
-        df = df.assign(_ctx=df["context_id"].map(order)).sort_values(
-            ["_ctx", "rank"], kind="stable").drop(columns="_ctx")
-    else:
-        df = df.sort_values("rank", kind="stable")
     choice, tau = fused.choice, run.tau(args.debias)
     weight = "the humans alone" if math.isinf(choice.weight) else f"{choice.weight:g} judge comparisons"
     header = (f"# run {run.name}: {args.level}-level ranking fused from {len(run.results)} judge "
