@@ -124,3 +124,87 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("browser"))
         elif item.get_closest_marker("model"):
             item.add_marker(pytest.mark.xdist_group("model"))
+
+
+# ------------------------------------------------------------- the model mark, enforced
+# `make test-fast` (-m "not model ...") must load no model: a test that loads one without the
+# `model` mark fails, naming what it loaded. Counted in this process (every
+# `judges.loading.load_model`, wrapped when that module is first imported) and in the warm
+# command line's commands (tests/warm_cli.py reports whether a command loaded one).
+
+_LOADING_MODULE = "compassess_core.judges.loading"
+_IN_PROCESS_LOADS: list[str] = []
+
+
+def _count_loads(module) -> None:
+    real = module.load_model
+    if getattr(real, "_counted", False):
+        return
+
+    def load_model(spec, *args, **kwargs):
+        _IN_PROCESS_LOADS.append(str(spec))
+        return real(spec, *args, **kwargs)
+
+    load_model._counted = True
+    load_model.__wrapped__ = real
+    module.load_model = load_model
+
+
+class _CountLoadsOnImport:
+    """A meta-path finder that only wraps ``load_model`` once its module has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _LOADING_MODULE:
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_count(module):
+            exec_module(module)
+            _count_loads(module)
+
+        spec.loader.exec_module = exec_and_count
+        return spec
+
+
+if _LOADING_MODULE in sys.modules:
+    _count_loads(sys.modules[_LOADING_MODULE])
+else:
+    sys.meta_path.insert(0, _CountLoadsOnImport())
+
+
+def _loads_so_far() -> tuple[int, int]:
+    import warm_cli
+    return len(_IN_PROCESS_LOADS), len(warm_cli.LOADS)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    item._model_loads_before = _loads_so_far()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    before = getattr(item, "_model_loads_before", None)
+    if before is not None and not item.get_closest_marker("model") and _loads_so_far() != before:
+        import warm_cli
+        pytest.fail("this test loads a model but is not marked @pytest.mark.model (so "
+                    "`make test-fast` would load it): "
+                    f"{_IN_PROCESS_LOADS[before[0]:] + warm_cli.LOADS[before[1]:]}", pytrace=False)
+    return result
+
+
+# ------------------------------------------------------------------- the warm command line
+# tests/warm_cli.py: `compassess ...` forked from a server that imported the CLI (and, for the
+# tests marked `model`, loaded the bundled judge) once per pytest process.
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if "warm_cli" in sys.modules:
+        sys.modules["warm_cli"].close_all()
