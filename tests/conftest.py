@@ -142,8 +142,9 @@ def _count_loads(module) -> None:
         return
 
     def load_model(spec, *args, **kwargs):
-        _IN_PROCESS_LOADS.append(str(spec))
-        return real(spec, *args, **kwargs)
+        loaded = real(spec, *args, **kwargs)
+        _IN_PROCESS_LOADS.append(str(spec))  # loaded: a refused path is no load
+        return loaded
 
     load_model._counted = True
     load_model.__wrapped__ = real
@@ -208,3 +209,46 @@ def pytest_runtest_call(item):
 def pytest_sessionfinish(session, exitstatus):
     if "warm_cli" in sys.modules:
         sys.modules["warm_cli"].close_all()
+
+
+# ------------------------------------------------------------ the bundled judge, loaded once
+# A test marked `model` that loads the bundled judge in this process (`load_judge(None)`, a run
+# through the API or the app) gets the weights loaded by the first such test of this pytest
+# process: `judges.loading.load_model` of the bundled file is remembered per (device, dtype).
+# The judge around them is built as usual (label words, batch size, token budget); the judges
+# only read the weights and the tokenizer. The modules below test loading itself (conversion,
+# precision, memory) and load as written.
+
+_LOADS_ITSELF = {"test_judge", "test_judge_memory"}
+_BUNDLED_WEIGHTS: dict[tuple[str, str, str], object] = {}
+
+
+@pytest.fixture(autouse=True)
+def bundled_weights_loaded_once(request, monkeypatch):
+    if (not request.node.get_closest_marker("model")
+            or request.module.__name__.rsplit(".", 1)[-1] in _LOADS_ITSELF):
+        yield
+        return
+    from compassess_core.judges import loading
+    from compassess_core.models import default_model_path
+
+    bundled = default_model_path().resolve()
+    load = loading.load_model
+
+    def load_model(spec, device: str = "auto", dtype: str = "auto"):
+        try:
+            same_file = Path(str(spec)).expanduser().resolve() == bundled
+        except OSError:
+            same_file = False
+        if not same_file:
+            return load(spec, device=device, dtype=dtype)
+        dev = loading.resolve_device(device)
+        key = (str(dev), str(loading.resolve_dtype(dtype, dev)), str(loading.resolve_storage(dtype)))
+        if key not in _BUNDLED_WEIGHTS:
+            _BUNDLED_WEIGHTS[key] = load(spec, device=device, dtype=dtype)
+        else:
+            _IN_PROCESS_LOADS.append(str(spec))  # still a load, for the model-mark check
+        return _BUNDLED_WEIGHTS[key]
+
+    monkeypatch.setattr(loading, "load_model", load_model)
+    yield

@@ -83,11 +83,9 @@ def _warm(preload: bool) -> None:
 
     def load_model(spec, device: str = "auto", dtype: str = "auto"):
         k = key(spec, device, dtype)
-        if k in loaded:
-            _LOADS.append(k)
-            return loaded[k]
-        _LOADS.append(k)
-        return real(spec, device=device, dtype=dtype)
+        model = loaded[k] if k in loaded else real(spec, device=device, dtype=dtype)
+        _LOADS.append(k)  # loaded: a refused path is no load
+        return model
 
     loading.load_model = load_model
     path = default_model_path()
