@@ -115,15 +115,62 @@ MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbenc
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests share
-    one worker and the tests that load the real judge the other, so a Streamlit server with its
-    Chromium and a forward pass never fight for the same core; every other test goes to whichever
-    worker is free. Without xdist the groups mean nothing."""
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests of a
+    module share one worker (its one Streamlit server) and so do the tests of a module that load
+    the real judge (its module fixtures load once); every other test goes to whichever worker is
+    free. The work is queued longest first (``_longest_first``), so both workers stay busy to the
+    end. Without xdist the groups mean nothing."""
     for item in items:
+        module = item.nodeid.split("::", 1)[0]
         if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(f"browser:{module}"))
         elif item.get_closest_marker("model"):
-            item.add_marker(pytest.mark.xdist_group("model"))
+            item.add_marker(pytest.mark.xdist_group(f"model:{module}"))
+    items[:] = _longest_first(items)
+
+
+# ------------------------------------------------------------ both workers busy to the end
+# Longest-processing-time first: xdist hands each free worker the next unit of the queue (a group,
+# or one ungrouped test), so the queue is ordered by a unit's expected seconds, longest first;
+# `pytest_configure` keeps xdist from reordering it by test count. The expected seconds are those
+# of `--durations` on this 2-core machine for the slowest tests; any other test counts by its mark.
+# Under two workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the judge's
+# own switch; it changes speed, never results), so a forward pass on one worker does not stall
+# on the core the other worker is using.
+
+_EXPECTED_S = {
+    "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 600,
+    "tests/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 295,
+    "tests/test_browser_state_machine.py": 161,
+    "tests/test_browser_screens.py": 125,
+}
+
+
+def _expected_s(item) -> float:
+    for prefix, seconds in _EXPECTED_S.items():
+        if item.nodeid.startswith(prefix):
+            return seconds
+    if item.get_closest_marker("model") or item.get_closest_marker("browser"):
+        return 20.0
+    return 30.0 if item.get_closest_marker("slow") else 0.5
+
+
+def _longest_first(items: list) -> list:
+    units: dict[str, list] = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        key = group.args[0] if group and group.args else group.kwargs.get("name") if group else None
+        units.setdefault(key or item.nodeid, []).append(item)
+    ordered = sorted(units.values(), key=lambda unit: -sum(_expected_s(i) for i in unit))
+    return [item for unit in ordered for item in unit]
+
+
+def pytest_configure(config):
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False   # the queue is the collection order: longest first
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if int(workers) > 1:
+        os.environ.setdefault("COMPASSESS_THREADS", "1")
 
 
 # ------------------------------------------------------------- the model mark, enforced

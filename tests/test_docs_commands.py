@@ -225,7 +225,7 @@ def test_the_blocks_run_as_written(doc: Path, tmp_path: Path, bundled_model):
     _copy_repository(repo)
     bin_ = _virtualenv_shim(repo, warm=True)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COMPASSESS_") or k in ("COMPASSESS_MODEL_CACHE",)}
+           if not k.startswith("COMPASSESS_") or k in ("COMPASSESS_MODEL_CACHE", "COMPASSESS_THREADS")}
     env.update(COMPASSESS_HOME=str(tmp_path / "home"), PYTHONPATH=str(repo),
                PATH=f"{bin_}:{env.get('PATH', '')}", SOURCE_DATE_EPOCH="0", TQDM_DISABLE="1",
                MPLBACKEND="Agg")
