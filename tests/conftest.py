@@ -126,7 +126,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"browser:{module}"))
         elif item.get_closest_marker("model"):
             item.add_marker(pytest.mark.xdist_group(f"model:{module}"))
-    items[:] = _longest_first(items)
+    if hasattr(config, "workerinput"):   # the order xdist's queue takes; a plain run keeps its own
+        items[:] = _longest_first(items)
 
 
 # ------------------------------------------------------------ both workers busy to the end
