@@ -114,6 +114,7 @@ MTBENCH_CANDIDATES = Path(__file__).resolve().parents[1] / "assets" / "sample_mt
 MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench_labels.csv"
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests of a
     module share one worker (its one Streamlit server) and so do the tests of a module that load
@@ -128,6 +129,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"model:{module}"))
     if hasattr(config, "workerinput"):   # the order xdist's queue takes; a plain run keeps its own
         items[:] = _longest_first(items)
+        _tell_the_scheduler(items)
 
 
 # ------------------------------------------------------------ both workers busy to the end
@@ -167,11 +169,69 @@ def _longest_first(items: list) -> list:
 
 
 def pytest_configure(config):
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
         config.option.loadscopereorder = False   # the queue is the collection order: longest first
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="compassess-xdist-groups-", suffix=".json")
+        os.close(fd)
+        os.environ[_GROUPS_FILE_ENV] = path      # the workers, started after this, inherit it
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
     if int(workers) > 1:
         os.environ.setdefault("COMPASSESS_THREADS", "1")
+
+
+# pytest-xdist's loadgroup puts a test's group into its node id (``item._nodeid``), which pytest 9
+# no longer reads: with `--dist loadgroup` alone every test would be a unit of its own, the
+# browser tests of a module spread over both workers. So each worker writes the groups it
+# collected to a file, and the scheduler (`pytest_xdist_make_scheduler`) reads a test's unit there.
+
+_GROUPS_FILE_ENV = "COMPASSESS_TEST_XDIST_GROUPS"
+
+
+def _tell_the_scheduler(items) -> None:
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if not path:
+        return
+    import json
+    groups = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        if group is not None:
+            groups[item.nodeid] = group.args[0] if group.args else group.kwargs.get("name", "default")
+    mine = f"{path}.{os.getpid()}"
+    Path(mine).write_text(json.dumps(groups), encoding="utf-8")
+    os.replace(mine, path)   # whole or not at all: every worker writes the same map
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if config.getvalue("dist") != "loadgroup" or not path:
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """``--dist loadgroup`` by the groups the workers wrote (see above)."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                try:
+                    self._groups = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+                except (OSError, ValueError):
+                    self._groups = {}
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_unconfigure(config):
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if path and not hasattr(config, "workerinput"):
+        Path(path).unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------- the model mark, enforced
