@@ -188,8 +188,16 @@ def serve(path: str, preload: bool) -> None:
     # server's, and so in the test run's `time`).
     signal.signal(signal.SIGCHLD, _reap)
     print("ready", flush=True)
+    parent = os.getppid()
+    srv.settimeout(5)
     while True:
-        conn, _ = srv.accept()
+        try:
+            conn, _ = srv.accept()
+        except socket.timeout:
+            if os.getppid() != parent:   # the test run is gone (killed): so is this server
+                return
+            continue
+        conn.settimeout(None)
         if os.fork() == 0:
             srv.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
