@@ -123,6 +123,8 @@ def pytest_collection_modifyitems(config, items):
     end. Without xdist the groups mean nothing."""
     for item in items:
         module = item.nodeid.split("::", 1)[0]
+        if item.nodeid.startswith(_UNITS_OF_THEIR_OWN):
+            continue
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.xdist_group(f"browser:{module}"))
         elif item.get_closest_marker("model"):
@@ -140,6 +142,11 @@ def pytest_collection_modifyitems(config, items):
 # Under two workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the judge's
 # own switch; it changes speed, never results), so a forward pass on one worker does not stall
 # on the core the other worker is using.
+
+#: Model tests that share nothing with their module's other tests (each starts its own server
+#: on its own copy of the repository): each is a unit of its own, so the longest can start first
+#: on one worker while the others run on the other.
+_UNITS_OF_THEIR_OWN = ("tests/test_docs_commands.py::test_the_blocks_run_as_written[",)
 
 _EXPECTED_S = {
     "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 600,
