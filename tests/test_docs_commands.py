@@ -12,7 +12,11 @@ Two tiers:
 * fast, no model: every block is well-formed (``bash -n``; Python compiles), every ``compassess``
   command line in a bash block parses with the real argument parser, and every not-run block says
   why;
-* ``model`` + ``slow``: every runnable block executes, on the bundled judge, exit status 0.
+* ``model`` + ``slow``: every runnable block executes, on the bundled judge, exit status 0. The
+  ``compassess`` on the blocks' PATH hands each command line to one warm server per file
+  (``tests/warm_cli.py``): every command still runs in a process of its own, with the block's
+  directory, environment, stdin, stdout and stderr and its own exit status, but torch is imported
+  and the judge loaded once per file, not once per command.
 
 The examples are sized for this by design (the bundled sample: 3 articles x 5 summaries, and the
 MT-Bench sample: 12 questions x 2 answers), so no budget is overridden here.
