@@ -4,8 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 PYTEST_ARGS ?=
-# Both cores: two pytest-xdist workers, the browser tests kept on one and the real-judge tests on
-# the other (tests/conftest.py groups them). `make test XDIST=` runs in one process.
+# Both cores: two pytest-xdist workers; the browser tests of a module share a worker (one app
+# server), and so do a module's real-judge tests; the work is queued longest first and each torch
+# judge computes on one thread (tests/conftest.py). `make test XDIST=` runs in one process.
 XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: setup model run test test-fast bench clean

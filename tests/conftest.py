@@ -114,13 +114,256 @@ MTBENCH_CANDIDATES = Path(__file__).resolve().parents[1] / "assets" / "sample_mt
 MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench_labels.csv"
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests share
-    one worker and the tests that load the real judge the other, so a Streamlit server with its
-    Chromium and a forward pass never fight for the same core; every other test goes to whichever
-    worker is free. Without xdist the groups mean nothing."""
+    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests of a
+    module share one worker (its one Streamlit server) and so do the tests of a module that load
+    the real judge (its module fixtures load once); every other test goes to whichever worker is
+    free. The work is queued longest first (``_longest_first``), so both workers stay busy to the
+    end. Without xdist the groups mean nothing."""
     for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if item.nodeid.startswith(_UNITS_OF_THEIR_OWN):
+            continue
         if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(f"browser:{module}"))
         elif item.get_closest_marker("model"):
-            item.add_marker(pytest.mark.xdist_group("model"))
+            item.add_marker(pytest.mark.xdist_group(f"model:{module}"))
+    if hasattr(config, "workerinput"):   # the order xdist's queue takes; a plain run keeps its own
+        items[:] = _longest_first(items)
+        _tell_the_scheduler(items)
+
+
+# ------------------------------------------------------------ both workers busy to the end
+# Longest-processing-time first: xdist hands each free worker the next unit of the queue (a group,
+# or one ungrouped test), so the queue is ordered by a unit's expected seconds, longest first;
+# `pytest_configure` keeps xdist from reordering it by test count. The expected seconds are those
+# of `--durations` on this 2-core machine for the slowest tests; any other test counts by its mark.
+# Under two workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the judge's
+# own switch; it changes speed, never results), so a forward pass on one worker does not stall
+# on the core the other worker is using.
+
+#: Model tests that share nothing with their module's other tests (each starts its own server
+#: on its own copy of the repository): each is a unit of its own, so the longest can start first
+#: on one worker while the others run on the other.
+_UNITS_OF_THEIR_OWN = ("tests/test_docs_commands.py::test_the_blocks_run_as_written[",)
+
+_EXPECTED_S = {
+    "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 600,
+    "tests/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 295,
+    "tests/test_browser_state_machine.py": 161,
+    "tests/test_browser_screens.py": 125,
+}
+
+
+def _expected_s(item) -> float:
+    for prefix, seconds in _EXPECTED_S.items():
+        if item.nodeid.startswith(prefix):
+            return seconds
+    if item.get_closest_marker("model") or item.get_closest_marker("browser"):
+        return 20.0
+    return 30.0 if item.get_closest_marker("slow") else 0.5
+
+
+def _longest_first(items: list) -> list:
+    units: dict[str, list] = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        key = group.args[0] if group and group.args else group.kwargs.get("name") if group else None
+        units.setdefault(key or item.nodeid, []).append(item)
+    ordered = sorted(units.values(), key=lambda unit: -sum(_expected_s(i) for i in unit))
+    return [item for unit in ordered for item in unit]
+
+
+def pytest_configure(config):
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        config.option.loadscopereorder = False   # the queue is the collection order: longest first
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="compassess-xdist-groups-", suffix=".json")
+        os.close(fd)
+        os.environ[_GROUPS_FILE_ENV] = path      # the workers, started after this, inherit it
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if int(workers) > 1:
+        os.environ.setdefault("COMPASSESS_THREADS", "1")
+
+
+# pytest-xdist's loadgroup puts a test's group into its node id (``item._nodeid``), which pytest 9
+# no longer reads: with `--dist loadgroup` alone every test would be a unit of its own, the
+# browser tests of a module spread over both workers. So each worker writes the groups it
+# collected to a file, and the scheduler (`pytest_xdist_make_scheduler`) reads a test's unit there.
+
+_GROUPS_FILE_ENV = "COMPASSESS_TEST_XDIST_GROUPS"
+
+
+def _tell_the_scheduler(items) -> None:
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if not path:
+        return
+    import json
+    groups = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        if group is not None:
+            groups[item.nodeid] = group.args[0] if group.args else group.kwargs.get("name", "default")
+    mine = f"{path}.{os.getpid()}"
+    Path(mine).write_text(json.dumps(groups), encoding="utf-8")
+    os.replace(mine, path)   # whole or not at all: every worker writes the same map
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if config.getvalue("dist") != "loadgroup" or not path:
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """``--dist loadgroup`` by the groups the workers wrote (see above)."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                try:
+                    self._groups = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+                except (OSError, ValueError):
+                    self._groups = {}
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_unconfigure(config):
+    path = os.environ.get(_GROUPS_FILE_ENV)
+    if path and not hasattr(config, "workerinput"):
+        Path(path).unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------- the model mark, enforced
+# `make test-fast` (-m "not model ...") must load no model: a test that loads one without the
+# `model` mark fails, naming what it loaded. Counted in this process (every
+# `judges.loading.load_model`, wrapped when that module is first imported) and in the warm
+# command line's commands (tests/warm_cli.py reports whether a command loaded one).
+
+_LOADING_MODULE = "compassess_core.judges.loading"
+_IN_PROCESS_LOADS: list[str] = []
+
+
+def _count_loads(module) -> None:
+    real = module.load_model
+    if getattr(real, "_counted", False):
+        return
+
+    def load_model(spec, *args, **kwargs):
+        loaded = real(spec, *args, **kwargs)
+        _IN_PROCESS_LOADS.append(str(spec))  # loaded: a refused path is no load
+        return loaded
+
+    load_model._counted = True
+    load_model.__wrapped__ = real
+    module.load_model = load_model
+
+
+class _CountLoadsOnImport:
+    """A meta-path finder that only wraps ``load_model`` once its module has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _LOADING_MODULE:
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_count(module):
+            exec_module(module)
+            _count_loads(module)
+
+        spec.loader.exec_module = exec_and_count
+        return spec
+
+
+if _LOADING_MODULE in sys.modules:
+    _count_loads(sys.modules[_LOADING_MODULE])
+else:
+    sys.meta_path.insert(0, _CountLoadsOnImport())
+
+
+def _loads_so_far() -> tuple[int, int]:
+    import warm_cli
+    return len(_IN_PROCESS_LOADS), len(warm_cli.LOADS)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    item._model_loads_before = _loads_so_far()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    before = getattr(item, "_model_loads_before", None)
+    if before is not None and not item.get_closest_marker("model") and _loads_so_far() != before:
+        import warm_cli
+        pytest.fail("this test loads a model but is not marked @pytest.mark.model (so "
+                    "`make test-fast` would load it): "
+                    f"{_IN_PROCESS_LOADS[before[0]:] + warm_cli.LOADS[before[1]:]}", pytrace=False)
+    return result
+
+
+# ------------------------------------------------------------------- the warm command line
+# tests/warm_cli.py: `compassess ...` forked from a server that imported the CLI (and, for the
+# tests marked `model`, loaded the bundled judge) once per pytest process.
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if "warm_cli" in sys.modules:
+        sys.modules["warm_cli"].close_all()
+
+
+# ------------------------------------------------------------ the bundled judge, loaded once
+# A test marked `model` that loads the bundled judge in this process (`load_judge(None)`, a run
+# through the API or the app) gets the weights loaded by the first such test of this pytest
+# process: `judges.loading.load_model` of the bundled file is remembered per (device, dtype).
+# The judge around them is built as usual (label words, batch size, token budget); the judges
+# only read the weights and the tokenizer. The modules below test loading itself (conversion,
+# precision, memory) and load as written.
+
+_LOADS_ITSELF = {"test_judge", "test_judge_memory"}
+_BUNDLED_WEIGHTS: dict[tuple[str, str, str], object] = {}
+
+
+@pytest.fixture(autouse=True)
+def bundled_weights_loaded_once(request, monkeypatch):
+    if (not request.node.get_closest_marker("model")
+            or request.module.__name__.rsplit(".", 1)[-1] in _LOADS_ITSELF):
+        yield
+        return
+    from compassess_core.judges import loading
+    from compassess_core.models import default_model_path
+
+    bundled = default_model_path().resolve()
+    load = loading.load_model
+
+    def load_model(spec, device: str = "auto", dtype: str = "auto"):
+        try:
+            same_file = Path(str(spec)).expanduser().resolve() == bundled
+        except OSError:
+            same_file = False
+        if not same_file:
+            return load(spec, device=device, dtype=dtype)
+        dev = loading.resolve_device(device)
+        key = (str(dev), str(loading.resolve_dtype(dtype, dev)), str(loading.resolve_storage(dtype)))
+        if key not in _BUNDLED_WEIGHTS:
+            _BUNDLED_WEIGHTS[key] = load(spec, device=device, dtype=dtype)
+        else:
+            _IN_PROCESS_LOADS.append(str(spec))  # still a load, for the model-mark check
+        return _BUNDLED_WEIGHTS[key]
+
+    monkeypatch.setattr(loading, "load_model", load_model)
+    yield

@@ -286,6 +286,7 @@ def test_stored_absolute_keys(store):
 
 # ---------------------------------------------------------------- the real bundled model
 
+@pytest.mark.model
 def test_real_model_writes_references_and_scores_a_tiny_slice(store, bundled_model):
     from compassess_core.judges import load_judge
     ctx = Context("A0", "The city council approved a new park on Tuesday. Work starts in May and "
@@ -449,6 +450,7 @@ def test_run_page_absolute_mode_creates_an_absolute_run(app_env, monkeypatch):
     assert started == [name]
 
 
+@pytest.mark.model
 def test_cli_score_rank_evaluate_export_on_the_sample(db_url, tmp_path, capsys, bundled_model):
     """``compassess score`` on the sample (1 article, 2 levels, target first, short references)."""
     import json

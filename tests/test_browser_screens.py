@@ -28,7 +28,7 @@ import pytest
 
 from compassess_core import api
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, playwright_api,  # noqa: F401
-                          server, settle, simulate_finished_run)
+                          script_idle, server, simulate_finished_run)
 
 pytestmark = pytest.mark.browser
 
@@ -91,6 +91,21 @@ TABLES_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stDataFr
   .every(t => t.querySelector('canvas'))
   && !document.querySelector('[data-testid="stSkeleton"]')"""
 NO_SPINNER_JS = "() => !document.querySelector('[data-testid=\"stSpinner\"]')"
+#: Every Plotly chart shown drawn (its SVG is there: what a screenshot shows; one in a hidden tab
+#: has no size and is left out).
+CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .filter(c => c.getBoundingClientRect().width > 0)
+  .every(c => c.querySelector('.main-svg'))"""
+
+
+def drawn(page, text: str, timeout_ms: int = 120_000) -> None:
+    """The page has drawn: ``text`` shows, no script runs, no spinner, every table in view and
+    every chart drawn (the states themselves, no fixed wait)."""
+    page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
+    script_idle(page, timeout_ms)
+    page.wait_for_function(NO_SPINNER_JS, timeout=timeout_ms)   # cached reads done
+    page.wait_for_function(TABLES_DRAWN_JS, timeout=60_000)
+    page.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000)
 
 
 def build_store(db_url: str) -> dict:
@@ -155,9 +170,7 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
             page = browser.new_page(viewport={"width": width, "height": height})
             for name, (path, text) in PAGES.items():
                 page.goto(f"{url}/{path}?{link}")
-                settle(page, text, timeout_ms=120_000)
-                page.wait_for_function(NO_SPINNER_JS, timeout=120_000)   # cached reads done
-                page.wait_for_function(TABLES_DRAWN_JS, timeout=60_000)
+                drawn(page, text)
                 cut = page.evaluate(CUT_LABELS_JS)
                 sideways = page.evaluate(SIDEWAYS_JS)
                 problems += [f"{name} at {width}px: {c}" for c in cut]
@@ -174,17 +187,17 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
             upload = tmp_path / "summaries.csv"
             upload.write_text(WITH_MISSING, encoding="utf-8")
             page.goto(f"{url}/upload?{link}")
-            settle(page, "Choose a file")
+            drawn(page, "Choose a file")
             page.locator('input[type="file"]').set_input_files(str(upload))
-            settle(page, "Missing reference scores", timeout_ms=120_000)
+            drawn(page, "Missing reference scores")
             page.get_by_text("Validation report").first.evaluate(
                 "e => e.scrollIntoView({block: 'start'})")
             problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
             save(page, f"page-upload-report-{width}")
             page.goto(f"{url}/campaigns?{link}")
-            settle(page, "Progress per annotator", timeout_ms=120_000)
+            drawn(page, "Progress per annotator")
             page.get_by_role("tab", name="New campaign").click()
-            settle(page, "Campaigns hand pairs to signed-in annotators")
+            drawn(page, "Campaigns hand pairs to signed-in annotators")
             problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
             save(page, f"page-campaigns-new-{width}")
             page.close()

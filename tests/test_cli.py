@@ -18,17 +18,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import warm_cli
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "assets" / "sample_summeval.csv"
 
 pytestmark = pytest.mark.model
 
 
-def cli(*args, db=None, check=True, timeout=900):
-    cmd = [sys.executable, "-m", "compassess_core.cli", *args]
-    if db:
-        cmd += ["--db", db]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+def cli(*args, db=None, check=True, timeout=900, fresh=False):
+    """``compassess ARGS [--db DB]`` in a process of its own: forked from the warm command line
+    with the bundled judge loaded (tests/warm_cli.py), or with ``fresh`` started as
+    ``python -m compassess_core.cli`` (the entry point itself, as the kill and SIGTERM tests below
+    start it)."""
+    cmd = [*args] + (["--db", db] if db else [])
+    if fresh:
+        proc = subprocess.run([sys.executable, "-m", "compassess_core.cli", *cmd],
+                              capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    else:
+        proc = warm_cli.run(*cmd, model=True, cwd=REPO, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\nstdout:{proc.stdout}\nstderr:{proc.stderr}")
     return proc
@@ -163,7 +171,9 @@ def test_sigterm_stops_cleanly_and_marks_run_cancelled(tmp_path, sample, bundled
 def test_bad_input_exit_code_2_names_row_and_column(tmp_path, bundled_model):
     bad = tmp_path / "bad.csv"
     bad.write_text("context_id,context,candidate_id,text\nc1,ctx,a,hello\nc1,ctx,b,   \n", encoding="utf-8")
-    out = cli("run", str(bad), "--aspect", "coherence", "--db", f"sqlite:///{tmp_path / 'x.db'}", check=False)
+    # the entry point itself: `python -m compassess_core.cli` exits 2 on bad input
+    out = cli("run", str(bad), "--aspect", "coherence", "--db", f"sqlite:///{tmp_path / 'x.db'}",
+              check=False, fresh=True)
     assert out.returncode == 2
     assert "row 3" in out.stderr and "'text'" in out.stderr
     missing = cli("rank", "--run", "nope", db=f"sqlite:///{tmp_path / 'x.db'}", check=False)

@@ -4,8 +4,6 @@ scikit-learn), rank correlations and disagreements, and ``compassess compare`` o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ from compassess_core.compare import compare_runs, shared_pairs
 from compassess_core.data import content_hash
 from compassess_core.errors import InputError
 from compassess_core.types import ComparisonTable, Dataset
+import warm_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,9 +90,9 @@ def test_different_datasets_and_no_shared_pair_are_refused(tiny_dataset):
         compare_runs(tiny_dataset, table_of(RUN_A[:2]), tiny_dataset, table_of(RUN_A[2:4]))
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=300)
+def cli(*args: str) -> warm_cli.Completed:
+    """``compassess ARGS`` in a process of its own (forked from the warm command line)."""
+    return warm_cli.run(*args, cwd=REPO, timeout=300)
 
 
 def test_cli_compare_two_stored_runs(db_url):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from compassess_core.settings import RunSettings
 from compassess_core.sink import MemorySink
 from compassess_core.types import Candidate, Context, Dataset
 from fakes import FakeLengthJudge
+import warm_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,10 +116,11 @@ def test_truncated_text_is_the_identity_when_nothing_was_cut():
 
 # ------------------------------------------------------------------------- the real model, CLI
 
-def _cli(*args, db: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args, "--db", db],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env=None if env is None else {**os.environ, **env})
+def _cli(*args, db: str, env: dict | None = None) -> warm_cli.Completed:
+    """``compassess ARGS --db DB`` in a process of its own, forked from the warm command line
+    with the bundled judge loaded."""
+    return warm_cli.run(*args, "--db", db, model=True, cwd=ROOT, timeout=600,
+                        env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.model

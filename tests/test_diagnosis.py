@@ -4,8 +4,6 @@ comparisons) and the partial-run note, and both in ``compassess evaluate``."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -56,12 +54,13 @@ def test_evaluate_prints_the_warning_and_the_partial_run(db_url):
     from tests.test_app_pages import seed_run
     _, _, run_id = seed_run(db_url, run="hand")
     Store(db_url).set_run_status(run_id, "cancelled", done=60, total=90)
-    cmd = [sys.executable, "-m", "compassess_core.cli", "evaluate", "--run", "hand", "--db", db_url]
-    text = subprocess.run(cmd + ["--debias", "none"], capture_output=True, text=True, cwd=REPO).stdout
+    import warm_cli
+    cmd = ["evaluate", "--run", "hand", "--db", db_url]
+    text = warm_cli.run(*cmd, "--debias", "none", cwd=REPO).stdout
     assert "warning: At tau = 0.5 this judge answers by position, not content: the first (A) text " \
            "wins 100% of 60 comparisons." in text
     assert "Remedy: the balanced threshold tau*" in text
     assert "warning: Partial run (cancelled): 60 of 90 planned comparisons" in text
-    out = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, cwd=REPO).stdout)
+    out = json.loads(warm_cli.run(*cmd, "--json", cwd=REPO).stdout)
     assert out["partial_run"].startswith("Partial run (cancelled)")
     assert out["warnings"] and "P(A) = 0.50" in out["warnings"][0]

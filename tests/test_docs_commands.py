@@ -12,7 +12,11 @@ Two tiers:
 * fast, no model: every block is well-formed (``bash -n``; Python compiles), every ``compassess``
   command line in a bash block parses with the real argument parser, and every not-run block says
   why;
-* ``model`` + ``slow``: every runnable block executes, on the bundled judge, exit status 0.
+* ``model`` + ``slow``: every runnable block executes, on the bundled judge, exit status 0. The
+  ``compassess`` on the blocks' PATH hands each command line to one warm server per file
+  (``tests/warm_cli.py``): every command still runs in a process of its own, with the block's
+  directory, environment, stdin, stdout and stderr and its own exit status, but torch is imported
+  and the judge loaded once per file, not once per command.
 
 The examples are sized for this by design (the bundled sample: 3 articles x 5 summaries, and the
 MT-Bench sample: 12 questions x 2 answers), so no budget is overridden here.
@@ -167,14 +171,21 @@ def _copy_repository(dest: Path) -> None:
         "node_modules", "*.egg-info", "build", "dist", ".hypothesis"), symlinks=True)
 
 
-def _virtualenv_shim(repo: Path) -> Path:
+def _virtualenv_shim(repo: Path, warm: bool = False) -> Path:
     """``.venv/bin`` as `make setup` leaves it, pointing at this interpreter: ``python``,
-    ``compassess`` and an ``activate`` that puts it first on PATH."""
+    ``compassess`` and an ``activate`` that puts it first on PATH. ``warm``: ``compassess`` hands
+    its command line to the warm server named by ``$COMPASSESS_WARM_CLI`` (``tests/warm_cli.py``:
+    the command still runs in a process of its own, with this shell's directory, environment and
+    stdin/stdout/stderr, but without importing torch and loading the judge again)."""
     bin_ = repo / ".venv" / "bin"
     bin_.mkdir(parents=True)
     (bin_ / "python").symlink_to(sys.executable)
     script = bin_ / "compassess"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m compassess_core.cli "$@"\n')
+    if warm:
+        import warm_cli
+        script.write_text(f"#!{sys.executable}\n{warm_cli.client_script()}")
+    else:
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m compassess_core.cli "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     (bin_ / "activate").write_text(f'PATH="{bin_}:$PATH"\nexport PATH\nVIRTUAL_ENV="{repo / ".venv"}"\n'
                                    'export VIRTUAL_ENV\n')
@@ -212,15 +223,28 @@ def _groups(blocks: list[Block]) -> list[list[Block]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", RUN_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_blocks_run_as_written(doc: Path, tmp_path: Path, bundled_model):
+    import warm_cli
+
     repo = tmp_path / "clone"
     _copy_repository(repo)
-    bin_ = _virtualenv_shim(repo)
+    bin_ = _virtualenv_shim(repo, warm=True)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COMPASSESS_") or k in ("COMPASSESS_MODEL_CACHE",)}
+           if not k.startswith("COMPASSESS_") or k in ("COMPASSESS_MODEL_CACHE", "COMPASSESS_THREADS")}
     env.update(COMPASSESS_HOME=str(tmp_path / "home"), PYTHONPATH=str(repo),
                PATH=f"{bin_}:{env.get('PATH', '')}", SOURCE_DATE_EPOCH="0", TQDM_DISABLE="1",
                MPLBACKEND="Agg")
     env.pop("VIRTUAL_ENV", None)
+    # One warm command line per file, started in the environment its commands get (the copy on
+    # PYTHONPATH): the file's `compassess` commands are forks of it.
+    server = warm_cli.WarmCli(env=env, cwd=repo, preload=True)
+    env["COMPASSESS_WARM_CLI"] = server.path
+    try:
+        _run_groups(doc, repo, env, tmp_path)
+    finally:
+        server.close()
+
+
+def _run_groups(doc: Path, repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     for group in _groups(blocks_of(doc)):
         first = group[0]
         if first.lang == "bash":

@@ -5,8 +5,6 @@ on a run of the real bundled judge: the sample from a fresh store to one JSON ro
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from compassess_core.errors import InputError
 from compassess_core.leaderboard import (NoSystemsError, context_multiplicity, leaderboard,
                                          system_comparisons, system_strengths, win_rate_matrix)
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
+import warm_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "assets" / "sample_summeval.csv"
@@ -189,9 +188,10 @@ def test_the_leaderboard_follows_tau():
 
 # ------------------------------------------------------------------------------ the command line
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compassess_core.cli", *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=900)
+def cli(*args: str, model: bool = False) -> warm_cli.Completed:
+    """``compassess ARGS`` in a process of its own, forked from the warm command line (``model``:
+    the one with the bundled judge loaded)."""
+    return warm_cli.run(*args, model=model, cwd=REPO, timeout=900)
 
 
 def test_cli_leaderboard_json_csv_and_table(db_url):
@@ -231,7 +231,7 @@ def test_sample_run_with_the_bundled_judge_to_a_json_leaderboard(tmp_path):
     if not default_model_path().is_file():
         pytest.skip(f"bundled model not fetched ({default_model_path()})")
     db = str(tmp_path / "fresh.db")
-    run = cli("run", str(SAMPLE), "--aspect", "coherence", "--run", "s", "--db", db)
+    run = cli("run", str(SAMPLE), "--aspect", "coherence", "--run", "s", "--db", db, model=True)
     assert run.returncode == 0, run.stderr
     out = cli("leaderboard", "--run", "s", "--format", "json", "--db", db)
     assert out.returncode == 0, out.stderr

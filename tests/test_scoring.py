@@ -91,6 +91,7 @@ def scorer(bundled_model):
     s.close()
 
 
+@pytest.mark.model
 def test_real_model_scores_are_distributions(scorer, tiny_dataset):
     aspect = Aspect.from_name("coherence")
     t = scoring_template("s1", aspect)
@@ -109,6 +110,7 @@ def test_real_model_scores_are_distributions(scorer, tiny_dataset):
     assert scorer.model_key.endswith("|scores=1-10")
 
 
+@pytest.mark.model
 def test_real_model_run_is_stored_resumed_and_cached(scorer, store, tiny_dataset):
     import io
     import threading

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
 sys.path.insert(0, str(ROOT / "tests"))
 from openai_server import FakeBackend, OpenAIServer  # noqa: E402
+import warm_cli  # noqa: E402
 
 #: The FAKE writer's rewordings of the question, picked by the request's seed.
 LEADS = ("Of the two texts, which", "Weighing both with care, which", "Overall, which")
@@ -51,14 +51,13 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
         bundled_model, db_url):
     writer = FakeInstructionWriter()
     with OpenAIServer(writer, model_name="writer") as srv:
-        out = subprocess.run(
+        out = warm_cli.run(
             # 3 contexts, one pair in both orders each (the sample's articles are long: a
             # shared CPU judges a comparison in seconds), one written paraphrase
-            [sys.executable, "-m", "compassess_core.cli", "tune", str(SAMPLE), "--aspect",
-             "coherence", "--contexts", "3", "--pairs", "2", "--rounds", "1", "--per-round", "1",
-             "--name", "sample", "--writer", f"openai:{srv.base_url}#writer", "--json",
-             "--db", db_url],
-            capture_output=True, text=True, cwd=ROOT, timeout=3600)
+            "tune", str(SAMPLE), "--aspect",
+            "coherence", "--contexts", "3", "--pairs", "2", "--rounds", "1", "--per-round", "1",
+            "--name", "sample", "--writer", f"openai:{srv.base_url}#writer", "--json",
+            "--db", db_url, model=True, cwd=ROOT, timeout=3600)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     rows = result["wordings"]
