@@ -141,7 +141,6 @@ class Reruns:
         self.sent = 0           # rerun requests the browser sent
         self.pending = False    # a request not yet run to the end
         self._started = False   # a run started after the last request
-        self.finished = 0       # whole script runs the browser saw end successfully
         page.on("websocket", self._socket)
 
     def _socket(self, ws) -> None:
@@ -164,10 +163,9 @@ class Reruns:
         kind = msg.WhichOneof("type")
         if kind == "new_session" and self.pending:
             self._started = True
-        elif kind == "script_finished" and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY:
-            self.finished += 1
-            if self._started:
-                self.pending = False
+        elif (kind == "script_finished" and self._started
+              and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
+            self.pending = False
 
     def wait_sent(self, before: int, timeout_s: float = 15.0) -> bool:
         """Whether the browser asked for a rerun after ``before`` requests (waiting for it)."""
@@ -177,14 +175,6 @@ class Reruns:
                 return False
             self.page.wait_for_timeout(20)   # lets Playwright deliver the socket's events
         return True
-
-    def wait_finished(self, count: int, timeout_s: float = 60.0) -> None:
-        """Wait until the browser has seen ``count`` whole runs end (:attr:`finished`)."""
-        deadline = time.monotonic() + timeout_s
-        while self.finished < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the browser saw {self.finished} runs end, not {count}")
-            self.page.wait_for_timeout(20)
 
     def wait_idle(self, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -212,6 +202,7 @@ class SlowLink:
         self._forward = ForwardMsg
         self.holding = self.everything = self.finished_held = False
         self.held: list = []
+        self.server_finished = 0   # whole runs the app ended successfully (held or not)
         self._browser = None
         page.route_web_socket(re.compile(r"/_stcore/stream"), self._route)
 
@@ -222,12 +213,13 @@ class SlowLink:
         server.on_message(self._from_server)
 
     def _from_server(self, message) -> None:
-        if (self.holding and not self.finished_held
-                and isinstance(message, (bytes, bytearray))):
+        if isinstance(message, (bytes, bytearray)):
             msg = self._forward.FromString(bytes(message))
             if (msg.WhichOneof("type") == "script_finished"
                     and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
-                self.finished_held = True
+                self.server_finished += 1
+                if self.holding:
+                    self.finished_held = True
         if self.holding and (self.everything or self.finished_held):
             self.held.append(message)
         else:
@@ -243,6 +235,15 @@ class SlowLink:
         while not self.finished_held:
             if time.monotonic() > deadline:
                 raise AssertionError("the app never finished the run")
+            page.wait_for_timeout(20)
+
+    def wait_app_finished(self, page, count: int, timeout_s: float = 60.0) -> None:
+        """Wait until the app has ended ``count`` whole runs (:attr:`server_finished`), whether
+        or not the browser has them yet."""
+        deadline = time.monotonic() + timeout_s
+        while self.server_finished < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the app ended {self.server_finished} runs, not {count}")
             page.wait_for_timeout(20)
 
     def release(self) -> None:
