@@ -432,6 +432,49 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
     page.close()
 
 
+@pytest.mark.parametrize("pace", PACES)
+def test_a_start_clicked_on_the_screen_before_a_switch_starts_nothing(app, pace):
+    """Run: Dataset = hanna_user (a FAKE judge chosen), then extra_user; Dataset = hanna_user
+    again and Start clicked ``pace`` s later while the browser still shows extra_user's form and
+    plan (the app has drawn hanna_user's; the link has not brought it yet): no run is created,
+    on either dataset."""
+    from tests.browser_walk import Reruns, SlowLink
+    url, seeded, browser = app
+    page = _page(browser)
+    link = SlowLink(page)
+    reruns = Reruns(page)
+    page.goto(f"{url}/run")
+    settle(page, "Watch run")
+    _switch(page, reruns, "hanna_user")
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    page.get_by_text("local path or .gguf", exact=True).click()
+    reruns.wait_idle()
+    model = page.get_by_role("textbox", name="Model path or hub id")
+    model.fill(FAKE_JUDGE)
+    n = reruns.sent
+    model.press("Enter")
+    assert reruns.wait_sent(n)
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    _switch(page, reruns, "extra_user")
+    _form_matches_plan(page, reruns, "extra_user", seconds=0)
+    before = seeded.run_names()
+
+    link.hold(everything=True)
+    _switch(page, reruns, "hanna_user")
+    link.wait_held(page)
+    page.wait_for_timeout(pace * 1000)
+    assert "(first N of 3)" in (page.evaluate(_FORM_JS)["contexts_label"] or "")  # extra_user's
+    ended = link.server_finished
+    n = reruns.sent
+    page.get_by_role("button", name="Start").click()
+    assert reruns.wait_sent(n), "the click on Start sent nothing"
+    link.wait_app_finished(page, ended + 1)
+    link.release()
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    assert seeded.run_names() == before, "a Start clicked on extra_user's screen created a run"
+    page.close()
+
+
 def test_upload_keeps_an_answer_that_is_an_html_document(app, tmp_path):
     url, seeded, browser = app
     form = ('<form action="/subscribe" method="post"><label for="email">Email</label>'
