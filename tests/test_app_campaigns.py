@@ -244,12 +244,12 @@ def test_local_mode_says_what_campaigns_need_and_the_local_user_labels_their_own
     assert "has no human label and no reference score" not in texts(at.warning)
     at.text_input(key="campaign_name").input("mine").run()
     at.multiselect(key="campaign_annotators").set_value([]).run()
-    create = next(b for b in at.button if b.key == "create_campaign")
+    create = at.button(key=f"create_campaign_{dataset_id}")  # keyed by the dataset shown
     assert create.disabled and "Choose at least one annotator" in texts(at.caption)
     at.multiselect(key="campaign_annotators").set_value([me]).run()
     at.selectbox(key="campaign_selection").set_value("sample").run()
     at.number_input(key="campaign_n_pairs").set_value(3).run()
-    at.button(key="create_campaign").click().run()
+    at.button(key=f"create_campaign_{dataset_id}").click().run()
     assert not at.exception, at.exception
     assert "Campaign `mine` created: 3 pairs for 1 annotator(s); you label them on Annotate." \
         in texts(at.success)
