@@ -186,7 +186,7 @@ def test_a_click_after_a_dataset_switch_goes_to_the_pair_shown_or_nowhere(world,
     ledger = Ledger(world["db_url"], world["datasets"])
     ledger.new_rows()
     run = world["runs"]["sample-coh-fakejudge"]
-    shown = open_page(page, reruns, f"{world['url']}/annotate?run={run}")
+    shown = open_page(page, reruns, f"{world['url']}/annotate?run={run}", keys=False)  # mouse
     assert (shown.dataset, shown.aspect) == ("sample_summeval", "coherence") and shown.has_pair
 
     for target, back in (("instruct_user", "sample_summeval"), ("sample_summeval", None)):
