@@ -15,9 +15,27 @@ own shortcuts are (the page says so: ``SHORTCUT_FOCUS_HINT``), and with Ctrl, Al
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Callable, Iterable
 
 import streamlit as st
+
+#: Between an answer button's own key and the digest of the pair it was drawn for.
+KEY_SEP = "__"
+
+
+def button_key(key: str, token: Any) -> str:
+    """The widget key of answer button ``key`` drawn for the pair ``token`` (JSON-able: what is
+    on screen). A Streamlit button sends only "this key was clicked", and a callback runs with
+    the arguments bound by the latest run that drew that key: with one key for every pair, a
+    click on the pair the browser still showed would carry the pair the server drew since (after
+    a switch of dataset or aspect). Keyed by its pair, a click carries the token of the pair it
+    was drawn for (then refused when that pair is no longer the one held), or, once the server
+    has drawn another pair and forgotten that button, runs nothing at all: it never lands on
+    another pair."""
+    digest = hashlib.sha1(json.dumps(token, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{key}{KEY_SEP}{digest[:16]}"
 
 #: The browser side: one keydown listener for the document (installed once), sending the key and
 #: the token of the latest draw; a draw that is replaced or unmounted stops sending.

@@ -23,11 +23,12 @@ from compassess_core import api
 from compassess_core.errors import CompAssessError
 from compassess_core.types import Outcome
 from pages._auth import Viewer, require
-from pages._answer_keys import answer_keys
+from pages._answer_keys import answer_keys, button_key
 from pages._plain import plain_message
 from pages._common import api_store, aspect_question, cached_dataset, plain
 
-#: Answers in a campaign: (outcome stored, button label, keyboard shortcut, widget key).
+#: Answers in a campaign: (outcome stored, button label, keyboard shortcut, widget key; each
+#: button is keyed by it and the pair it is drawn for, ``_answer_keys.button_key``).
 ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.B.value, "B is better", "B", "answer_b"),
            (Outcome.TIE.value, "Tie", "T", "answer_tie"),
@@ -215,7 +216,7 @@ def annotate(me: Viewer, campaign) -> None:
                  pair=api.PairOnScreen(campaign.info.dataset_id, campaign.aspect, cur["pair"][0],
                                        cur["left"], cur["right"], cur["shown_order"]).as_dict())
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
-        col.button(f"{label} ({key_})", key=wkey, width="stretch",
+        col.button(f"{label} ({key_})", key=button_key(wkey, token), width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
                    on_click=_save, args=(winner, token))
     _undo_button(campaign, buttons[-1])

@@ -36,7 +36,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.labels import KEPT_APART, LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
-from pages._answer_keys import answer_keys
+from pages._answer_keys import answer_keys, button_key
 from pages._auth import guard, page_link, require
 from pages import _view as view
 from pages._plain import plain_message
@@ -51,7 +51,8 @@ MODE_LABELS = {"random": "random pairs",
                "flips": "where the LLM's verdict flips with the order",
                "overlap": "pairs other annotators labelled (for agreement)",
                "informative": "where a label most reduces the ranking's uncertainty"}
-#: Answers: (outcome stored, button label, keyboard shortcut, widget key).
+#: Answers: (outcome stored, button label, keyboard shortcut, widget key; each button is keyed
+#: by it and the pair it is drawn for, ``_answer_keys.button_key``).
 ANSWERS = ((Outcome.A.value, "A is better", "A", "answer_a"),
            (Outcome.B.value, "B is better", "B", "answer_b"),
            (Outcome.TIE.value, "Tie", "T", "answer_tie"),
@@ -322,7 +323,7 @@ def judge_pairs() -> None:
     campaign_view.pair_view(ctx, aspect, by_id[cur["left"]].text, by_id[cur["right"]].text)
     buttons = st.columns(len(ANSWERS) + 1)
     for col, (winner, label, key_, wkey) in zip(buttons, ANSWERS):
-        col.button(f"{label} ({key_})", key=wkey, width="stretch",
+        col.button(f"{label} ({key_})", key=button_key(wkey, token), width="stretch",
                    type="primary" if winner in ("A", "B") else "secondary",
                    on_click=_answer, args=(winner, token, allow_repeat))
     buttons[-1].button(f"Undo ({UNDO_SHORTCUT})", key="undo", help="Undo your last answer",

@@ -108,7 +108,8 @@ def create_form() -> None:
     if why_not:
         st.caption(why_not)
     if st.button("Create campaign", type="primary", icon=":material/add_task:",
-                 disabled=why_not is not None, key="create_campaign"):
+                 disabled=why_not is not None, key=f"create_campaign_{info.id}"):
+        # (keyed by the dataset: a click on the screen of another dataset creates nothing)
         who = require()  # the person holds the role now (pages/_auth.py)
         try:
             made = api_store().create_campaign(

@@ -131,10 +131,11 @@ def _rename(kind: str, target: int, shown: str, box: str) -> None:
         _say(f"Renamed the {kind} {plain(shown)} to {plain(new_name)}.")
 
 
-def _delete(kind: str, target: int, shown: str, its_runs: tuple) -> None:
+def _delete(kind: str, target: int, shown: str, its_runs: tuple, form: str) -> None:
     """Delete the ``kind`` ``target`` shown as ``shown`` when its button was drawn (bound
     then, as for a rename); ``its_runs``: the runs that go with it, which the view then no
-    longer names."""
+    longer names; ``form``: the prefix of its widgets' keys, whose values (the typed name, the
+    open delete box) go with it."""
     require()  # the person holds the role now (pages/_auth.py)
     delete = api_store().delete_run if kind == "run" else api_store().delete_dataset
     try:
@@ -142,6 +143,8 @@ def _delete(kind: str, target: int, shown: str, its_runs: tuple) -> None:
     except CompAssessError as e:
         _say(f"Nothing was deleted: {plain_message(e)}", ok=False)
         return
+    for suffix in ("_new_name", "_delete_open", "_confirm_name"):
+        st.session_state.pop(form + suffix, None)
     # The view no longer names what is gone (a link to it elsewhere says so).
     for field in RUN_FIELDS:
         if view.get(field) in its_runs:
@@ -182,7 +185,11 @@ def manage_section(runs: list, datasets: list) -> None:
                      key=f"manage_target_{kind}", current=targets[kind],
                      on_pick=lambda i: targets.__setitem__(kind, i))
     shown = names[target]   # the name on screen now, bound into the buttons below
-    form = f"manage_{kind}_{target}"  # every widget below belongs to this object
+    # Every widget below belongs to this object: its id and when it was made (a store may give
+    # a deleted object's id to a new one, which must not find the old one's typed name).
+    made = {r.id: r.info.created_at for r in runs} if kind == "run" else \
+        {d.id: d.created_at for d in datasets}
+    form = f"manage_{kind}_{target}_{made[target]:%Y%m%d%H%M%S%f}"
     rename_col, delete_col = st.columns(2)
     with rename_col:
         with st.form(f"{form}_rename", border=True):
@@ -206,7 +213,7 @@ def manage_section(runs: list, datasets: list) -> None:
             if kind == "dataset" else (target,)
         st.button(f"Delete the {kind} for good", type="primary", icon=":material/delete:",
                   disabled=typed != shown, key=f"{form}_delete", on_click=_delete,
-                  args=(kind, target, shown, its_runs))
+                  args=(kind, target, shown, its_runs, form))
 
 
 if viewer().is_admin:

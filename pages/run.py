@@ -352,7 +352,10 @@ run_name = top.text_input("Run name", value=plan.default_name if plan else "",
 bad_name = plan.name_problem(run_name) if plan is not None else None
 if plan is not None and bad_name:
     top.error(plain(bad_name))
+# Start is keyed by the dataset and the plan it was drawn with: a click on the Start of a screen
+# the app has since replaced (another dataset, other settings) starts nothing.
 if top.button("Start", type="primary", icon=":material/play_arrow:",
+              key=f"run_start_{info.id}_{plan.default_name if plan is not None else ''}",
               disabled=plan is None or bad_name is not None or plan.judge_problem is not None
               or (plan.memory is not None and plan.memory.problem is not None)):
     require()  # the person holds the role now (pages/_auth.py)

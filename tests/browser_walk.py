@@ -150,7 +150,9 @@ class Reruns:
     def _on_sent(self, payload) -> None:
         if isinstance(payload, (bytes, bytearray)):
             msg = self._back.FromString(bytes(payload))
-            if msg.WhichOneof("type") == "rerun_script":
+            # A fragment's own timed rerun (a watched live run's progress) is not a request of
+            # the person's: it ends with its own message, not a whole script run's.
+            if msg.WhichOneof("type") == "rerun_script" and not msg.rerun_script.fragment_id:
                 self.sent += 1
                 self.pending, self._started = True, False
 
@@ -180,6 +182,75 @@ class Reruns:
             if time.monotonic() > deadline:
                 raise AssertionError("the app did not finish the rerun the browser asked for")
             self.page.wait_for_timeout(20)
+
+
+class SlowLink:
+    """The page's websocket routed through the test, to act while the browser has not yet
+    received what the app sent (a slow link, a loaded browser: the person acts on the screen
+    they see while the app has moved on).
+
+    After :meth:`hold`, the server's messages are kept from the browser until :meth:`release`
+    delivers them in order: from the next successful end of a whole script run on (the page
+    looks drawn, the app's "run finished" is still on its way), or with ``everything`` from the
+    next message on (the browser still shows the screen before). ``finished_held`` says that
+    the end of a run was held. Install before the page opens the app."""
+
+    def __init__(self, page) -> None:
+        import re
+
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        self._forward = ForwardMsg
+        self.holding = self.everything = self.finished_held = False
+        self.held: list = []
+        self.server_finished = 0   # whole runs the app ended successfully (held or not)
+        self._browser = None
+        page.route_web_socket(re.compile(r"/_stcore/stream"), self._route)
+
+    def _route(self, ws) -> None:
+        server = ws.connect_to_server()
+        self._browser = ws
+        ws.on_message(server.send)
+        server.on_message(self._from_server)
+
+    def _from_server(self, message) -> None:
+        if isinstance(message, (bytes, bytearray)):
+            msg = self._forward.FromString(bytes(message))
+            if (msg.WhichOneof("type") == "script_finished"
+                    and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
+                self.server_finished += 1
+                if self.holding:
+                    self.finished_held = True
+        if self.holding and (self.everything or self.finished_held):
+            self.held.append(message)
+        else:
+            self._browser.send(message)
+
+    def hold(self, everything: bool = False) -> None:
+        self.held, self.finished_held, self.everything = [], False, everything
+        self.holding = True
+
+    def wait_held(self, page, timeout_s: float = 60.0) -> None:
+        """Wait until the end of a run is held back from the browser."""
+        deadline = time.monotonic() + timeout_s
+        while not self.finished_held:
+            if time.monotonic() > deadline:
+                raise AssertionError("the app never finished the run")
+            page.wait_for_timeout(20)
+
+    def wait_app_finished(self, page, count: int, timeout_s: float = 60.0) -> None:
+        """Wait until the app has ended ``count`` whole runs (:attr:`server_finished`), whether
+        or not the browser has them yet."""
+        deadline = time.monotonic() + timeout_s
+        while self.server_finished < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the app ended {self.server_finished} runs, not {count}")
+            page.wait_for_timeout(20)
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        self.holding = self.everything = self.finished_held = False
+        for message in held:
+            self._browser.send(message)
 
 
 #: What the page shows: the sidebar's dataset and aspect boxes, the LLM run box, the question,

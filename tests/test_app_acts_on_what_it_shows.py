@@ -11,6 +11,7 @@ from compassess_core import api
 from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, settings_for, texts  # noqa: F401
+from answer_buttons import answer_button
 
 
 def _other_dataset(url: str) -> int:
@@ -54,7 +55,7 @@ def test_answers_after_a_dataset_switch_and_back_are_stored_under_the_aspect_sho
     box = at.sidebar.selectbox(key=f"aspect_w_{first}").value
     assert _param(at, "aspect") == box
     for key in ("answer_a", "answer_b", "answer_tie"):
-        at.button(key=key).click().run()
+        answer_button(at, key).click().run()
         assert not at.exception, at.exception
     stored = api.open_store(app_env).human_labels(first)
     assert len(stored) == 3 and set(stored["aspect"]) == {box}
@@ -67,7 +68,7 @@ def test_annotate_after_its_dataset_is_deleted_says_so_and_stores_nothing_elsewh
     at = _annotate({"dataset": str(other)})
     assert _dataset_box(at).value == other
     api.open_store(app_env).delete_dataset(other)  # in another tab
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     assert "not in the store" in texts(at.warning) or "Not saved" in texts(at.error) + texts(at.info)
     assert len(api.open_store(app_env).human_labels(first)) == 0
@@ -77,7 +78,7 @@ def test_an_answer_whose_dataset_was_renamed_since_is_refused(app_env):
     _, first, _ = seed_run(app_env)
     at = _annotate()
     api.open_store(app_env).rename_dataset(first, "renamed-elsewhere")
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     assert len(api.open_store(app_env).human_labels(first)) == 0
     assert "is now called `renamed-elsewhere`" in " ".join(

@@ -23,6 +23,7 @@ from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import app_as
+from answer_buttons import answer_button, answer_key, has_answer_button
 
 N_PAIRS = 30  # 3 contexts x C(5, 2)
 ASPECT = "coherence"  # the first aspect the sample has reference scores of (no runs, no labels)
@@ -56,7 +57,7 @@ def shown_pair(at: AppTest) -> tuple[str, str, str]:
 
 
 def answer(at: AppTest, key: str) -> AppTest:
-    at.button(key=key).click().run()
+    answer_button(at, key).click().run()
     assert not at.exception, at.exception
     return at
 
@@ -82,7 +83,7 @@ def test_answer_undo_progress_and_shortcuts(app_env):
     assert not at.sidebar.text_input
     # The keys are heard by pages._answer_keys (each press carries the pair on screen; the
     # browser tests press them); each button names its key.
-    labels = {b.key: b.label for b in at.button}
+    labels = {answer_key(b.key): b.label for b in at.button}
     assert {k: labels[k][-3:] for k in ("answer_a", "answer_b", "answer_tie", "answer_skip", "undo")} \
         == {"answer_a": "(A)", "answer_b": "(B)", "answer_tie": "(T)", "answer_skip": "(S)",
             "undo": "(U)"}
@@ -139,7 +140,7 @@ def test_never_the_same_pair_twice_then_done(app_env):
              df[["context_id", "candidate_left", "candidate_right"]].itertuples(index=False)}
     assert len(df) == N_PAIRS and len(pairs) == N_PAIRS  # every pair exactly once
     assert "You have judged every pair" in texts(at.success)
-    assert not [b for b in at.button if b.key == "answer_a"]
+    assert not has_answer_button(at, "answer_a")
     # Asking for repeats offers them again.
     at.sidebar.checkbox(key="annotate_repeat").check().run()
     answer(at, "answer_a")

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from compassess_core import api
 from test_app_pages import APP, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import app_as
+from answer_buttons import answer_button, answer_key, has_answer_button
 
 ADMIN, ALICE, BOB, EVE = "boss@example.org", "alice@example.org", "bob@example.org", "eve@example.org"
 
@@ -63,9 +64,9 @@ def label_all(who: str, pick) -> AppTest:
     the answer's button key."""
     at = app_as(who, "pages/annotate.py")
     for _ in range(50):
-        if not [b for b in at.button if b.key == "answer_a"]:
+        if not has_answer_button(at, "answer_a"):
             break
-        at.button(key=pick(at)).click().run()
+        answer_button(at, pick(at)).click().run()
         assert not at.exception, at.exception
     return at
 
@@ -83,7 +84,7 @@ def test_campaign_end_to_end_two_annotators_overlap_two(app_env):
     assert "Prefer **faithful** <b>texts</b>." in texts(alice.text)  # guidelines, plain text
     assert f"`{ALICE}`: 0 / 4 judgements done in campaign `round1`" in everything_shown(alice)
     alice.text_input(key="campaign_comment").input("close call")
-    alice.button(key="answer_a").click().run()
+    answer_button(alice, "answer_a").click().run()
     alice = label_all(ALICE, lambda at: "answer_a")
     assert "answered every pair" in texts(alice.success)
     label_all(BOB, lambda at: "answer_tie")
@@ -147,18 +148,18 @@ def test_an_annotator_sees_only_their_campaign_and_nothing_of_the_judge(app_env)
     assert not at.checkbox and not at.radio
     assert not at.sidebar.selectbox and not at.get("file_uploader")
     assert "Import labels" not in [t.label for t in at.tabs]
-    assert [b.key for b in at.button if b.key.startswith("answer_")] == [
+    assert [answer_key(b.key) for b in at.button if b.key.startswith("answer_")] == [
         "answer_a", "answer_b", "answer_tie", "answer_both_bad", "answer_skip"]
     assert at.button(key="undo").disabled
     # A skip stores nothing; both bad does, with the campaign.
-    at.button(key="answer_skip").click().run()
+    answer_button(at, "answer_skip").click().run()
     assert len(s.campaign("mine").labels()) == 0
-    at.button(key="answer_both_bad").click().run()
+    answer_button(at, "answer_both_bad").click().run()
     assert not at.exception, at.exception
     assert s.campaign("mine").labels()["winner"].tolist() == ["both_bad"]
     at.button(key="undo").click().run()  # their own answer only, and the pair comes back
     assert len(s.campaign("mine").labels()) == 0
-    at.button(key="answer_both_bad").click().run()
+    answer_button(at, "answer_both_bad").click().run()
     assert s.campaign("mine").labels()["winner"].tolist() == ["both_bad"]
     # Agreement: their own answers only, no run.
     ag = app_as(ALICE, "pages/agreement.py")
@@ -186,7 +187,7 @@ def test_a_removed_annotators_answer_is_refused(app_env):
     s.create_campaign("round1", "sample_summeval", "coherence", [ALICE, BOB], overlap=2)
     at = app_as(ALICE, "pages/annotate.py")
     s.unassign("round1", [ALICE])  # taken off the campaign while the page is open
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     assert "not assigned" in texts(at.error)
     assert len(s.campaign("round1").labels()) == 0
@@ -194,7 +195,7 @@ def test_a_removed_annotators_answer_is_refused(app_env):
     # Taken off People altogether: refused by the role check before the store is reached.
     bob = app_as(BOB, "pages/annotate.py")
     store.remove_person(BOB)
-    bob.button(key="answer_a").click().run()
+    answer_button(bob, "answer_a").click().run()
     assert "no longer have the rights" in texts(bob.error)
     assert len(s.campaign("round1").labels()) == 0
 
@@ -243,12 +244,12 @@ def test_local_mode_says_what_campaigns_need_and_the_local_user_labels_their_own
     assert "has no human label and no reference score" not in texts(at.warning)
     at.text_input(key="campaign_name").input("mine").run()
     at.multiselect(key="campaign_annotators").set_value([]).run()
-    create = next(b for b in at.button if b.key == "create_campaign")
+    create = at.button(key=f"create_campaign_{dataset_id}")  # keyed by the dataset shown
     assert create.disabled and "Choose at least one annotator" in texts(at.caption)
     at.multiselect(key="campaign_annotators").set_value([me]).run()
     at.selectbox(key="campaign_selection").set_value("sample").run()
     at.number_input(key="campaign_n_pairs").set_value(3).run()
-    at.button(key="create_campaign").click().run()
+    at.button(key=f"create_campaign_{dataset_id}").click().run()
     assert not at.exception, at.exception
     assert "Campaign `mine` created: 3 pairs for 1 annotator(s); you label them on Annotate." \
         in texts(at.success)
@@ -259,7 +260,7 @@ def test_local_mode_says_what_campaigns_need_and_the_local_user_labels_their_own
     at.switch_page("pages/annotate.py").run()
     assert at.selectbox(key="annotate_campaign").options[-1] == "mine"
     at.selectbox(key="annotate_campaign").set_value("mine").run()
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     labels = api.open_store(app_env).campaign("mine").labels()
     assert labels["annotator"].tolist() == [me]

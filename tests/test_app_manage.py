@@ -16,6 +16,7 @@ from compassess_core import api
 from db.store import Store
 from test_app_pages import APP, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import app_as, unreachable
+from answer_buttons import manage_key
 
 
 def home(query: dict | None = None) -> AppTest:
@@ -37,8 +38,9 @@ def param(at: AppTest, name: str):
 
 
 def widget(at: AppTest, kind: str, object_id: int, what: str) -> str:
-    """The key of a Manage widget that belongs to the ``kind`` with id ``object_id``."""
-    return f"manage_{kind}_{object_id}_{what}"
+    """The key of a Manage widget that belongs to the ``kind`` with id ``object_id`` (keyed by
+    its id and its creation time: ``manage_KIND_ID_STAMP_WHAT``), as the page shows it now."""
+    return manage_key(at, kind, object_id, what)
 
 
 def test_rename_a_run_and_a_dataset(app_env):
@@ -194,3 +196,28 @@ def test_after_a_delete_the_picker_shows_no_deleted_run_and_nothing_is_ticked(ap
     assert run_id not in picker.options and picker.value == other
     # the other run's delete box is its own, unticked
     assert not at.checkbox(key=widget(at, "run", other, "delete_open")).value
+
+
+def test_a_deleted_runs_typed_name_is_gone_and_never_confirms_a_new_run_of_its_name(app_env):
+    """The delete box and the typed name belong to the object (its id and creation time) and
+    go with it: a new run given the deleted one's name (the store may even give it the same
+    id) opens with its delete box shut and nothing typed."""
+    store, dataset_id, run_id = seed_run(app_env)
+    other = _second_run(app_env, "another-run", dataset_id)
+    at = home()
+    at.selectbox(key="manage_target_run").set_value(other).run()
+    at.checkbox(key=widget(at, "run", other, "delete_open")).check().run()
+    at.text_input(key=widget(at, "run", other, "confirm_name")).input("another-run").run()
+    button(at, "Delete the run for good").click().run()
+    assert not at.exception, at.exception
+    assert other not in {r.id for r in Store(app_env).list_runs()}
+    assert not [k for k in at.session_state if str(k).startswith(f"manage_run_{other}_")]
+    again = _second_run(app_env, "another-run", dataset_id)
+    at.run()
+    at.selectbox(key="manage_target_run").set_value(again).run()
+    assert not at.exception, at.exception
+    assert not at.checkbox(key=widget(at, "run", again, "delete_open")).value
+    at.checkbox(key=widget(at, "run", again, "delete_open")).check().run()
+    assert at.text_input(key=widget(at, "run", again, "confirm_name")).value == ""
+    assert button(at, "Delete the run for good").disabled
+    assert {r.name for r in Store(app_env).list_runs()} == {"hand-run", "another-run"}

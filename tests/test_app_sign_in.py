@@ -19,6 +19,7 @@ from compassess_core import access
 from compassess_core.data import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+from answer_buttons import answer_button
 
 #: Random per run: a fixed secret in a published test suite is a published secret
 #: (``access.PUBLISHED_COOKIE_SECRETS`` refuses the one these tests used before).
@@ -168,7 +169,7 @@ def test_annotators_labels_carry_the_signed_in_identity_not_the_url(app_env):
     campaign_for(store, "ann@example.org")
     at = app_as("ann@example.org", "pages/annotate.py", query={"annotator": "mallory"})
     assert [t.key for t in at.text_input] == ["campaign_comment"]  # no name box
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     df = store.human_judgements_frame(dataset_id)
     assert df["annotator"].tolist() == ["ann@example.org"]

@@ -38,6 +38,7 @@ from compassess_core.data import load_candidates
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store
 from test_app_pages import APP, SAMPLE, settings_for
+from answer_buttons import answer_key, manage_key
 
 RESULT_PAGES = ("rankings", "bias", "leaderboard", "matrix", "export", "agreement")
 PAGES = ("home", "annotate", "compare", *RESULT_PAGES)
@@ -84,6 +85,11 @@ def _param(at: AppTest, name: str) -> str | None:
 
 def _widget(widgets, key: str):
     return next((w for w in widgets if w.key == key), None)
+
+
+def _answer_button(at, key: str):
+    """The answer button ``key`` on the pair shown (keyed by the pair too), or None."""
+    return next((b for b in at.button if answer_key(b.key) == key), None)
 
 
 class AppActsOnWhatItShows(RuleBasedStateMachine):
@@ -170,7 +176,7 @@ class AppActsOnWhatItShows(RuleBasedStateMachine):
         picker.set_value(run_id).run()
         self.renames += 1
         new = f"home-renamed-{self.renames}"
-        _widget(self.at.text_input, f"manage_run_{run_id}_new_name").input(new)
+        _widget(self.at.text_input, manage_key(self.at, "run", run_id, "new_name")).input(new)
         next(b for b in self.at.button if b.label == "Rename").click().run()
         assert not self.at.exception, self.at.exception
         stored = {r.id: r.name for r in self.store.list_runs()}
@@ -180,13 +186,13 @@ class AppActsOnWhatItShows(RuleBasedStateMachine):
 
     @rule(choice=st.sampled_from(["answer_a", "answer_b", "answer_tie", "answer_skip"]))
     def answer(self, choice: str) -> None:
-        if self.page != "annotate" or _widget(self.at.button, choice) is None:
+        if self.page != "annotate" or _answer_button(self.at, choice) is None:
             return
         dataset_id = _widget(self.at.sidebar.selectbox, "dataset_pick_w").value
         aspect = _widget(self.at.sidebar.selectbox, f"aspect_w_{dataset_id}").value
         shown = self.at.session_state["annotate_current"]
         before = len(self.store.human_labels(dataset_id))
-        _widget(self.at.button, choice).click().run()
+        _answer_button(self.at, choice).click().run()
         labels = self.store.human_labels(dataset_id)
         if len(labels) > before:  # stored: under what the page showed
             newest = labels.sort_values("id").iloc[-1]

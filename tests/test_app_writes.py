@@ -15,6 +15,7 @@ from compassess_core import api
 from compassess_core.markup import find_markup, is_html_document
 from compassess_core.options import ComparativeOptions, ModelOptions
 from test_app_pages import APP, SAMPLE, app_env, seed_run, settings_for, texts  # noqa: F401
+from answer_buttons import manage_key
 
 
 def _open(page: str, query: dict) -> AppTest:
@@ -61,7 +62,7 @@ def test_three_renames_of_a_middle_run_each_rename_it(app_env):
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.selectbox(key="manage_target_run").set_value(middle).run()
     for new in ("m_a", "m_b", "m_c"):
-        at.text_input(key=f"manage_run_{middle}_new_name").input(new)
+        at.text_input(key=manage_key(at, "run", middle, "new_name")).input(new)
         next(b for b in at.button if b.label == "Rename").click().run()
         assert not at.exception, at.exception
         assert {r.id: r.name for r in api.open_store(app_env).list_runs()} == {

@@ -1,7 +1,8 @@
 """Annotate in chromium at a person's pace and faster: every answer is stored on the pair, dataset
 and aspect the page showed when the key was pressed, or not at all (and the page says so).
 
-The sequences a walk through the app found wrong: keys pressed 0.3 s and 1 s after switching the
+The sequences a walk through the app found wrong (and the mouse's: a click on the answer button
+of the pair the browser still shows, while the app has drawn the next dataset's pair): keys pressed 0.3 s and 1 s after switching the
 sidebar's dataset (answers went to the previous dataset's pair, or under another dataset's aspect,
 or nowhere with nothing said), and a run's aspect ignored (a run of engagingness asked about
 coherence and stored its labels there). Each step asserts the store.
@@ -16,8 +17,8 @@ from __future__ import annotations
 import pytest
 
 from test_browser import playwright_api  # noqa: F401, I001 - first: skips
-from browser_walk import (annotate_world, Ledger, Reruns, Screen, blur, keys_heard, pick_option,
-                          press_and_check)
+from browser_walk import (annotate_world, Ledger, Reruns, Screen, SlowLink, blur, keys_heard,
+                          pick_option, press_and_check)
 
 pytestmark = pytest.mark.browser
 
@@ -147,3 +148,79 @@ def test_annotate_asks_about_and_stores_under_the_runs_aspect(walk, world, pace)
         "hanna_user", "engagingness", "Which text is more engaging?"), now
     _, stored = press_and_check(page, reruns, ledger, "A")
     assert [(r["dataset_id"], r["aspect"]) for r in stored] == [(hanna, "engagingness")]
+
+
+def click_answer(page, reruns: Reruns, label: str) -> None:
+    """Click the answer button ``label`` the browser shows now."""
+    n = reruns.sent
+    page.locator('[data-testid="stMain"] [data-testid="stButton"] button').filter(
+        has_text=label).first.click()
+    assert reruns.wait_sent(n), f"the click on {label} sent nothing"
+
+
+def check_click(ledger: Ledger, shown: Screen, letter: str) -> list:
+    """The store after a click on the screen ``shown``: nothing new, or one row on the pair it
+    showed (its context and both texts, the winner of the button)."""
+    fresh = ledger.new_rows()
+    assert len(fresh) <= 1, f"one click stored {len(fresh)} rows: {fresh}"
+    for row in fresh:
+        wrong = ledger.matches(row, shown, letter)
+        wrong = [w for w in wrong if not w.startswith("dataset ")]  # the box moves first
+        ds_of_context = {ds for (ds, ctx, _), _t in ledger.text.items() if ctx == row["context_id"]}
+        assert not wrong and ds_of_context == {row["dataset_id"]}, (
+            f"the click on the pair {shown} stored {row}: {wrong}")
+        ledger.checked.append(row)
+    return fresh
+
+
+@pytest.mark.parametrize("pace", PACES)
+def test_a_click_after_a_dataset_switch_goes_to_the_pair_shown_or_nowhere(world, pace):
+    """Annotate with the mouse: Dataset = instruct_user, then a click on "A is better" ``pace``
+    s later, while the browser still shows the sample's pair (the app has drawn instruct_user's
+    and the link has not brought it yet): the answer is stored on the sample's pair shown, or
+    nowhere; never on instruct_user's pair that the person has not seen. Then, once the new pair
+    is shown, a click stores on it."""
+    page = world["browser"].new_page(viewport={"width": 1400, "height": 1300})
+    link = SlowLink(page)
+    reruns = Reruns(page)
+    ledger = Ledger(world["db_url"], world["datasets"])
+    ledger.new_rows()
+    run = world["runs"]["sample-coh-fakejudge"]
+    shown = open_page(page, reruns, f"{world['url']}/annotate?run={run}", keys=False)  # mouse
+    assert (shown.dataset, shown.aspect) == ("sample_summeval", "coherence") and shown.has_pair
+
+    for target, back in (("instruct_user", "sample_summeval"), ("sample_summeval", None)):
+        before = settled(page, reruns)
+        assert before.has_pair, before
+        # The switch reaches the app; what it draws is held on the way back.
+        link.hold(everything=True)
+        reruns.wait_idle()
+        pick_option(page, "Dataset", f"{target} (")
+        blur(page)
+        link.wait_held(page)
+        page.wait_for_timeout(int(pace * 1000))
+        on_screen = Screen.read(page)
+        assert on_screen.contexts == before.contexts, (on_screen, before)  # the old pair
+        ended = link.server_finished
+        click_answer(page, reruns, "A is better")
+        link.wait_app_finished(page, ended + 1)   # the click's run, its callbacks first
+        link.release()
+        reruns.wait_idle()
+        check_click(ledger, on_screen, "A")
+        # The browser draws what it was held from: the target's pair, then the person reads it.
+        target_id = world["datasets"][target]
+        page.wait_for_function(
+            """(ids) => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdown"]')]
+                 .some(e => { const t = e.innerText.trim();
+                              return t.startsWith('Context ') && ids.includes(t.slice(8).trim()); })""",
+            arg=sorted({ctx for (ds, ctx, _) in ledger.text if ds == target_id}), timeout=60_000)
+        now = settled(page, reruns)
+        assert now.dataset == target and now.has_pair, now
+
+        # The new pair, shown: a click ``pace`` s later stores on it.
+        page.wait_for_timeout(int(pace * 1000))
+        click_answer(page, reruns, "B is better")
+        reruns.wait_idle()
+        stored = check_click(ledger, now, "B")
+        assert stored and stored[0]["dataset_id"] == world["datasets"][target], stored
+    page.close()

@@ -239,7 +239,7 @@ def test_three_renames_in_a_row_of_a_middle_dataset_and_run(app, pace):
                f"the picker shows {old}")
         # The object's own rename form (keyed by its id), drawn in place of another's.
         form = page.locator('[data-testid="stForm"]').filter(
-            has=page.locator(f".st-key-manage_{kind}_{object_id}_new_name"))
+            has=page.locator(f'[class*="st-key-manage_{kind}_{object_id}_"][class*="_new_name"]'))
         visible(form)
         page.wait_for_timeout(pace * 1000)
         before = names_of()
@@ -432,6 +432,49 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
     page.close()
 
 
+@pytest.mark.parametrize("pace", PACES)
+def test_a_start_clicked_on_the_screen_before_a_switch_starts_nothing(app, pace):
+    """Run: Dataset = hanna_user (a FAKE judge chosen), then extra_user; Dataset = hanna_user
+    again and Start clicked ``pace`` s later while the browser still shows extra_user's form and
+    plan (the app has drawn hanna_user's; the link has not brought it yet): no run is created,
+    on either dataset."""
+    from tests.browser_walk import Reruns, SlowLink
+    url, seeded, browser = app
+    page = _page(browser)
+    link = SlowLink(page)
+    reruns = Reruns(page)
+    page.goto(f"{url}/run")
+    settle(page, "Watch run")
+    _switch(page, reruns, "hanna_user")
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    page.get_by_text("local path or .gguf", exact=True).click()
+    reruns.wait_idle()
+    model = page.get_by_role("textbox", name="Model path or hub id")
+    model.fill(FAKE_JUDGE)
+    n = reruns.sent
+    model.press("Enter")
+    assert reruns.wait_sent(n)
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    _switch(page, reruns, "extra_user")
+    _form_matches_plan(page, reruns, "extra_user", seconds=0)
+    before = seeded.run_names()
+
+    link.hold(everything=True)
+    _switch(page, reruns, "hanna_user")
+    link.wait_held(page)
+    page.wait_for_timeout(pace * 1000)
+    assert "(first N of 3)" in (page.evaluate(_FORM_JS)["contexts_label"] or "")  # extra_user's
+    ended = link.server_finished
+    n = reruns.sent
+    page.get_by_role("button", name="Start").click()
+    assert reruns.wait_sent(n), "the click on Start sent nothing"
+    link.wait_app_finished(page, ended + 1)
+    link.release()
+    _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+    assert seeded.run_names() == before, "a Start clicked on extra_user's screen created a run"
+    page.close()
+
+
 def test_upload_keeps_an_answer_that_is_an_html_document(app, tmp_path):
     url, seeded, browser = app
     form = ('<form action="/subscribe" method="post"><label for="email">Email</label>'
@@ -471,80 +514,153 @@ def _plan_text(page) -> str:
     return box.inner_text()
 
 
-def _form_state(page) -> tuple[str, str, str]:
-    """(aspect shown, contexts shown, the plan's line), once the script is idle."""
-    script_idle(page)
-    aspect = page.get_by_role("combobox", name="Aspect").first.input_value()
-    contexts = page.get_by_role("spinbutton", name=re.compile("Contexts to judge")).input_value()
-    return aspect, contexts, _plan_text(page)
+#: The Run form as the browser shows it at this moment: the aspect box, the contexts and budget
+#: fields, the plan's line and the run name the plan proposes.
+_FORM_JS = """() => {
+  const field = (test, label) => {
+    const w = [...document.querySelectorAll(`[data-testid="${test}"]`)].find(e =>
+      (e.querySelector('[data-testid="stWidgetLabel"]')?.innerText || '').trim().startsWith(label));
+    return w ? (w.querySelector('input')?.value ?? null) : null;
+  };
+  const plan = [...document.querySelectorAll('[data-testid="stAlert"]')]
+    .map(e => e.innerText).find(t => t.includes('Plan: ')) || null;
+  const name = [...document.querySelectorAll('[data-testid="stTextInput"]')].find(e =>
+    (e.querySelector('[data-testid="stWidgetLabel"]')?.innerText || '').trim().startsWith('Run name'));
+  return {aspect: field('stSelectbox', 'Aspect'), contexts: field('stNumberInput', 'Contexts to judge'),
+          contexts_label: [...document.querySelectorAll('[data-testid="stWidgetLabel"]')]
+            .map(e => e.innerText).find(t => t.startsWith('Contexts to judge')) || null,
+          budget: field('stNumberInput', 'Budget R'), plan: plan,
+          name: name ? name.querySelector('input').value : null};
+}"""
 
 
-def _form_now(page) -> tuple[str, str]:
-    """(aspect shown, contexts shown) at this moment."""
-    return (page.get_by_role("combobox", name="Aspect").first.input_value(),
-            page.get_by_role("spinbutton", name=re.compile("Contexts to judge")).input_value())
-
-
-def _shows_for_a_while(page, want: tuple[str, str], plan_part: str, seconds: float = 3.0):
-    """The form shows ``want`` and the plan ``plan_part`` at every look for ``seconds`` (a
-    person reads it at once and acts a second later), then once the page is idle."""
+def _form_matches_plan(page, reruns, dataset: str, want: tuple[str, str] | None = None,
+                       seconds: float = 1.0) -> tuple[str, str]:
+    """Once every rerun the browser asked for has run (the page's own state), the form shows
+    what the plan uses: the plan is on the contexts shown and the run name it proposes is of
+    the dataset and aspect shown; and so it stays while a person reads it (``seconds``).
+    ``want``: the (aspect, contexts) the form must show. Returns them."""
+    reruns.wait_idle()
+    # The browser draws what the last run sent a moment after it ends: each field filled.
+    page.wait_for_function(f"() => {{ const f = ({_FORM_JS})(); return !!(f.aspect && f.contexts "
+                           "&& f.plan && f.name); }", timeout=30_000)
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert (_form_now(page), plan_part in _plan_text(page)) == (want, True), (
-            _form_now(page), _plan_text(page))
-        page.wait_for_timeout(250)
-    script_idle(page)
-    assert (_form_now(page), plan_part in _plan_text(page)) == (want, True), (
-        _form_now(page), _plan_text(page))
+    while True:
+        form = page.evaluate(_FORM_JS)
+        shown = (form["aspect"], form["contexts"])
+        problems = []
+        if want is not None and shown != want:
+            problems.append(f"the form shows {shown}, not {want}")
+        if f"on {form['contexts']} context(s)" not in (form["plan"] or ""):
+            problems.append(f"the form shows {form['contexts']} contexts, the plan says "
+                            f"{form['plan']!r}")
+        if not (form["name"] or "").startswith(f"{dataset}-{form['aspect']}-"):
+            problems.append(f"the form shows {dataset}, aspect {form['aspect']}; the plan's run "
+                            f"name is {form['name']!r}")
+        assert not problems, "; ".join(problems) + f" ({form})"
+        if time.monotonic() > deadline:
+            return shown
+        page.wait_for_timeout(200)
 
 
-def _leave_and_come_back(page, pace: float, back_plan: str) -> None:
-    """Run: Dataset = hanna_user, then instruct_user again, each ``pace`` seconds after its
-    plan showed."""
-    _pick(page, "Dataset", "hanna_user")
-    _until(lambda: "on 2 context(s)" in _plan_text(page), "hanna_user's plan on 2 contexts")
-    page.wait_for_timeout(pace * 1000)
-    _pick(page, "Dataset", "instruct_user")
-    _until(lambda: back_plan in _plan_text(page), f"instruct_user's plan again ({back_plan})")
+def _type_pick(page, label: str, text: str) -> None:
+    """Choose ``text`` in the select box ``label`` from the keyboard (click, type, Enter), as a
+    fast person does: a few milliseconds, whatever the page is drawing."""
+    page.get_by_role("combobox", name=label, exact=True).first.click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def _set_number(page, label, value: str) -> None:
+    field = page.get_by_role("spinbutton", name=label)
+    field.fill(value)
+    field.press("Enter")
+
+
+_SEEDS = iter(range(7, 10_000))
+
+
+def _change_seed(page, reruns, tries: int = 3) -> bool:
+    """Change another value of the form (the seed): the values the browser sends with it are
+    the ones it shows, so from here on the shown values are what the plan uses. A field the page
+    redraws while it is typed in may drop the typing (nothing sent): typed again, up to
+    ``tries`` times. Whether a change was sent."""
+    for _ in range(tries):
+        n = reruns.sent
+        _set_number(page, "Seed (pair sampling)", str(next(_SEEDS)))
+        if reruns.wait_sent(n, 5.0):
+            return True
+    return False
+
+
+def _switch(page, reruns, name: str) -> None:
+    n = reruns.sent
+    _pick(page, "Dataset", name)
+    assert reruns.wait_sent(n), f"picking {name} sent nothing"
+
+
+#: hanna_user's form has been drawn: its contexts field says "first N of 2".
+_HANNA_FORM_JS = """() => [...document.querySelectorAll('[data-testid="stWidgetLabel"]')]
+  .some(e => e.innerText.startsWith('Contexts to judge (first N of 2)'))"""
 
 
 @pytest.mark.parametrize("pace", PACES)
 def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
+    """Run: Dataset = instruct_user; hanna_user; instruct_user again (twice, and with a changed
+    value): the form shows instruct_user's values and the plan uses them, after every step.
+    The next action comes ``pace`` s after the page is drawn; also while the browser has not
+    yet received the end of hanna_user's run (``SlowLink``: it then still holds instruct_user's
+    widgets and sends their values with the pick); and without waiting for the page at all.
+    Then a change of another value keeps what is shown."""
+    from tests.browser_walk import Reruns, SlowLink
     url, seeded, browser = app
     page = _page(browser)
+    link = SlowLink(page)
+    reruns = Reruns(page)
     n_runs = len(seeded.run_names())
     page.goto(f"{url}/run")
     settle(page, "Watch run")
-    _pick(page, "Dataset", "instruct_user")
-    _until(lambda: "on 6 context(s)" in _plan_text(page), "instruct_user's plan on 6 contexts")
-    assert _form_now(page) == ("overall", "6")
-    page.wait_for_timeout(pace * 1000)
+    _switch(page, reruns, "instruct_user")
+    assert _form_matches_plan(page, reruns, "instruct_user") == ("overall", "6")
+    want = ("overall", "6")
 
-    # Left untouched and revisited: its own defaults, which the plan uses.
-    _leave_and_come_back(page, pace, "on 6 context(s)")
-    _shows_for_a_while(page, ("overall", "6"), "on 6 context(s)")
+    def away_and_back(in_flight: bool) -> None:
+        if in_flight:
+            link.hold()
+        _switch(page, reruns, "hanna_user")
+        if in_flight:   # hanna_user's page drawn, the end of its run still on its way
+            page.wait_for_function(_HANNA_FORM_JS, timeout=30_000)
+            link.wait_held(page)
+            page.wait_for_timeout(pace * 1000)
+            _switch(page, reruns, "instruct_user")
+            link.release()
+        else:
+            _form_matches_plan(page, reruns, "hanna_user", seconds=0)
+            page.wait_for_timeout(pace * 1000)
+            _switch(page, reruns, "instruct_user")
+        assert _form_matches_plan(page, reruns, "instruct_user", want) == want
+        page.wait_for_timeout(pace * 1000)
+        assert _change_seed(page, reruns), "the seed change sent nothing"
+        assert _form_matches_plan(page, reruns, "instruct_user", want, seconds=0) == want
+        page.wait_for_timeout(pace * 1000)
 
+    # Left untouched and revisited, at the person's pace, then with the page's end in flight.
+    away_and_back(in_flight=False)
+    away_and_back(in_flight=True)
     # Changed, left and revisited: the changed value, which the plan uses.
-    field = page.get_by_role("spinbutton", name=re.compile("Contexts to judge"))
-    field.fill("4")
-    field.press("Enter")
+    _set_number(page, re.compile("Contexts to judge"), "4")
+    want = ("overall", "4")
     _until(lambda: "on 4 context(s)" in _plan_text(page), "the plan on 4 contexts")
+    assert _form_matches_plan(page, reruns, "instruct_user", want) == want
     page.wait_for_timeout(pace * 1000)
-    _leave_and_come_back(page, pace, "on 4 context(s)")
-    _shows_for_a_while(page, ("overall", "4"), "on 4 context(s)")
-    name = page.get_by_role("textbox", name="Run name").input_value()
-    assert name.startswith("instruct_user-overall-"), name
-
-    # A change of another value keeps what is shown (the browser's values are the plan's).
-    seed = page.get_by_role("spinbutton", name="Seed (pair sampling)")
-    seed.fill("5")
-    seed.press("Enter")
-    _until(lambda: page.get_by_role("textbox", name="Run name").input_value() != name,
-           "the run name after the seed")
-    aspect, contexts, plan = _form_state(page)
-    assert (aspect, contexts) == ("overall", "4") and "on 4 context(s)" in plan, (
-        aspect, contexts, plan)
-    assert page.get_by_role("textbox", name="Run name").input_value().startswith(
-        "instruct_user-overall-")
+    away_and_back(in_flight=False)
+    away_and_back(in_flight=True)
+    # Switched without waiting for the page at all: each act ``pace`` s after the one before.
+    _switch(page, reruns, "hanna_user")
+    page.wait_for_timeout(pace * 1000)
+    _type_pick(page, "Dataset", "instruct_user")
+    page.wait_for_timeout(pace * 1000)
+    _change_seed(page, reruns, tries=1)   # typed while the form may be redrawn: sent or not
+    assert _form_matches_plan(page, reruns, "instruct_user", want) == want
     assert len(seeded.run_names()) == n_runs   # nothing was stored by planning
     page.close()

@@ -35,6 +35,7 @@ from compassess_core import access
 from db.store import Store
 from test_app_pages import APP, ROOT, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles, token_times
+from answer_buttons import answer_button, has_answer_button
 
 GOOD_SECRET = secrets.token_hex(24)  # random per run: a fixed one would be a published one
 SECRETS_TOML = f"""[auth]
@@ -233,15 +234,15 @@ def test_a_removed_annotator_cannot_store_a_label(app_env):
     api.Store(store).create_campaign("round1", "sample_summeval", "coherence",
                                      ["ann@example.org"], overlap=1)
     at = app_as("ann@example.org", "pages/annotate.py")
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     assert len(store.human_judgements_frame(dataset_id)) == 1
     store.remove_person("ann@example.org")  # while their page is open
-    at.button(key="answer_b").click().run()
+    answer_button(at, "answer_b").click().run()
     assert len(store.human_judgements_frame(dataset_id)) == 1  # nothing stored
     assert "no longer have the rights" in texts(at.error)
     at.run()  # the next run: the page is closed to them
-    assert not [b for b in at.button if b.key in ("answer_a", "answer_b")]
+    assert not any(has_answer_button(at, k) for k in ("answer_a", "answer_b"))
 
 
 def test_a_demoted_admin_cannot_label_freely_from_a_page_left_open(app_env):
@@ -251,16 +252,16 @@ def test_a_demoted_admin_cannot_label_freely_from_a_page_left_open(app_env):
     store.set_role("boss@example.org", "admin", "test")
     store.set_role("admin@example.org", "admin", "test")
     at = app_as("admin@example.org", "pages/annotate.py")
-    at.button(key="answer_a").click().run()
+    answer_button(at, "answer_a").click().run()
     assert not at.exception, at.exception
     assert len(store.human_judgements_frame(dataset_id)) == 1
     store.set_role("admin@example.org", "annotator", "boss@example.org")
-    at.button(key="answer_b").click().run()
+    answer_button(at, "answer_b").click().run()
     assert not at.exception, at.exception
     assert len(store.human_judgements_frame(dataset_id)) == 1  # nothing stored
     assert "no longer have the rights" in texts(at.error)
     at = app_as("admin@example.org", "pages/annotate.py")  # the annotator's own page now
-    assert not [b for b in at.button if b.key in ("answer_a", "answer_b", "undo")]
+    assert not any(has_answer_button(at, k) for k in ("answer_a", "answer_b", "undo"))
 
 
 def test_a_demoted_admin_cannot_start_a_run(app_env, monkeypatch):

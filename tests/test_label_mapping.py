@@ -17,6 +17,7 @@ from compassess_core import api
 from compassess_core.cli import main
 from compassess_core.labels import suggest_label_map, winner_of
 from test_app_pages import APP, SAMPLE, app_env, texts  # noqa: F401
+from answer_buttons import has_answer_button
 
 MT_NAMES = ["question_id", "model_a", "model_b", "winner", "judge"]
 
@@ -228,4 +229,4 @@ def test_imported_labels_are_not_the_local_users_and_the_counters_follow_at_once
     assert set(store.human_labels("sample_summeval")["annotator"]) == {"imported"}
     assert f"{len(rows)} judgements stored for this aspect" in texts(at.caption)
     assert "You have judged every pair" not in texts(at.success)
-    assert [b for b in at.button if b.key == "answer_a"]
+    assert has_answer_button(at, "answer_a")
