@@ -293,6 +293,9 @@ class Evaluation:
     n_pairs_accuracy: int = 0
     contexts_used: int = 0
     contexts_skipped: int = 0
+    #: Contexts whose ranking gives every candidate the same score (the correlation there is
+    #: undefined: ``metrics.per_context_correlation``).
+    contexts_constant: int = 0
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,8 @@ def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method
                       kendall_x100=kd.mean_x100, system_spearman_x100=system_x100,
                       pooled_spearman_x100=pooled,
                       pairwise_accuracy=(acc_hits / acc_n) if acc_n else None,
-                      n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped)
+                      n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped,
+                      contexts_constant=sp.n_constant_prediction)
 
 
 def check_reference(dataset: Dataset, reference: str | None) -> None:

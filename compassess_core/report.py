@@ -471,7 +471,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
         against = ([f'{_num(r["win_rate_vs_baseline"])} [{_num(r["win_rate_vs_baseline_low"])}, '
                     f'{_num(r["win_rate_vs_baseline_high"])}]', _count(r["n_vs_baseline"]),
                     _lc_cell(r)] if baseline is not None else [])
-        row = [str(int(r["rank"])), inert(r["system"]), *against,
+        row = ["" if pd.isna(r["rank"]) else str(int(r["rank"])), inert(r["system"]), *against,
                f'{_num(r["strength"])} [{_num(r["strength_ci_low"])}, '
                f'{_num(r["strength_ci_high"])}]',
                f'{_num(r["win_rate"])} [{_num(r["win_rate_ci_low"])}, '
