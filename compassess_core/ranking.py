@@ -24,6 +24,7 @@ from scipy.stats import rankdata
 
 from .bias import as_comparisons, debias_probabilities, decisions
 from .errors import InputError
+from .limits import check_bootstrap
 from .solvers import solve_differences
 from .types import FloatArray, IntArray
 
@@ -406,8 +407,7 @@ def bootstrap_ci(method: str | RankingMethod, n: int, i: ArrayLike, j: ArrayLike
     """
     get_method(method)
     n = _check_n(n)
-    if int(n_boot) < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
+    check_bootstrap(n_boot)
     if not 0.0 < level < 1.0:
         raise InputError(f"confidence level must lie in (0, 1), got {level}")
     ii, jj, pp = as_comparisons(i, j, p, n)

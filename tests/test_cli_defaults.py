@@ -309,3 +309,32 @@ def test_resuming_a_finished_run_says_so_and_never_loads_the_judge(db_url, monke
     # the same name with other settings is still refused, not taken for the finished run
     code, _, err = cli(capsys, *one[:-2], "--template", "t2", "--db", db_url)
     assert code == 2 and "already exists" in err
+
+
+# ------------------------------------------------------------- a new user's bad inputs, plainly
+
+def test_bad_inputs_of_a_new_user_are_exit_2_naming_what_and_where(hand_run, tmp_path, capsys):
+    not_a_db = tmp_path / "notes.db"
+    not_a_db.write_text("context_id,text\nx,y\n")
+    odd = tmp_path / "chat.csv"   # a dialogue file whose columns are named otherwise
+    odd.write_text("dialog,history,resp_id,response\nd1,hi,r1,hello\nd1,hi,r2,hey\n")
+    cases = [
+        (("leaderboard", "--run", "hand-run", "--bootstrap", "99999999999", "--db", hand_run),
+         "--bootstrap: 99,999,999,999 replicates: give 1 to 10,000"),
+        (("export", "--run", "hand-run", "--what", "rankings", "--format", "csv", "-o",
+          "/sys/rankings.csv", "--db", hand_run), "/sys/rankings.csv: permission denied"),
+        (("runs", "--db", str(not_a_db)), "cannot open the database"),
+        (("runs", "--db", "postgresql+psycopg://me:s3cret@127.0.0.1:1/none"),
+         "cannot open the database"),
+        (("run", str(odd), "--aspect", "engagingness", "--db", hand_run),
+         "with --map (e.g. --map response=text)"),
+    ]
+    for args, expected in cases:
+        code, out, err = cli(capsys, *args)
+        assert code == 2, (args, err)
+        assert expected in err, (args, err)
+        assert "Traceback" not in err and "COMPASSESS_DEBUG" not in err and "s3cret" not in err
+    assert "column_map=" not in err and "--map dialog=context,response=text" in err
+    # the API bounds the replicates too (a notebook's huge count fails plainly, not by memory)
+    with pytest.raises(api.InputError, match="1..10,000"):
+        api.open_store(hand_run).get_run("hand-run").leaderboard(n_boot=10**9)

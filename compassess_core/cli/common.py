@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -96,4 +97,6 @@ def _output_file(path: str, flag: str = "-o") -> Path:
         raise InputError(f"{flag} {path}: is a folder; give a file name")
     if not out.parent.is_dir():
         raise InputError(f"{flag} {path}: the folder '{out.parent}' does not exist")
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise InputError(f"{flag} {path}: permission denied (choose a file this user may write)")
     return out
