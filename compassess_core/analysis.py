@@ -243,8 +243,10 @@ def _full_design(cc: ContextComparisons) -> bool:
 def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "win-ratio",
                   tau: float = 0.5, with_ci: bool = False, n_boot: int = 200,
                   seed: int = 0) -> pd.DataFrame:
-    """One row per candidate: context_id, rank (1 = best), candidate_id, system, text, score,
-    ci_low, ci_high, n_comparisons, and every reference-score column of the dataset."""
+    """One row per candidate: context_id, rank (1 = best, ties share the smallest; missing,
+    ``<NA>``, for a candidate never compared in its context: unranked, listed last),
+    candidate_id, system, text, score, ci_low, ci_high, n_comparisons, and every
+    reference-score column of the dataset."""
     if method not in ranking.METHODS:
         raise InputError(f"unknown ranking method '{method}'; choose one of {', '.join(ranking.METHODS)}")
     fn = ranking.METHODS[method]
@@ -257,7 +259,9 @@ def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "wi
                                              n_boot=n_boot, seed=seed)
         ranks = ranking.rank_scores(res.scores)
         for k, cand in enumerate(cc.context.candidates):
-            row = dict(context_id=cc.context.context_id, rank=int(ranks[k]),
+            # a candidate never compared in its context is unranked: no rank, not one past last
+            unranked = res.n_comparisons[k] == 0 or not np.isfinite(res.scores[k])
+            row = dict(context_id=cc.context.context_id, rank=pd.NA if unranked else int(ranks[k]),
                        candidate_id=cand.candidate_id, system=cand.system, text=cand.text,
                        score=float(res.scores[k]), ci_low=float(low[k]), ci_high=float(high[k]),
                        n_comparisons=int(res.n_comparisons[k]))
@@ -266,7 +270,7 @@ def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "wi
             rows.append(row)
     cols = ["context_id", "rank", "candidate_id", "system", "text", "score", "ci_low", "ci_high",
             "n_comparisons", *dataset.score_columns]
-    df = pd.DataFrame(rows, columns=cols)
+    df = pd.DataFrame(rows, columns=cols).astype({"rank": "Int64"})
     return df.sort_values(["context_id", "rank"], kind="stable", key=_context_order(dataset)).reset_index(drop=True)
 
 

@@ -253,15 +253,21 @@ def poe_gaussian(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 
                          tau=float(tau))
 
 
+#: Decimals to which :func:`rank_scores` compares scores.
+TIE_DECIMALS = 9
+
+
 def rank_scores(scores: ArrayLike) -> IntArray:
     """Ranks of scores: 1 = best (highest), ties share the smallest rank, NaN ranks last.
+    Scores equal to :data:`TIE_DECIMALS` decimals tie (a solver's float noise, such as
+    Bradley-Terry strengths of 1e-16 and -2e-15 for equal records, is no order).
 
     Examples: ``[0.2, 0.9, 0.2, nan] -> [2, 1, 2, 4]``.
     """
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     ranks = np.empty(len(s), dtype=np.int64)
     ok = ~np.isnan(s)
-    ranks[ok] = rankdata(-s[ok], method="min").astype(np.int64)
+    ranks[ok] = rankdata(-np.round(s[ok], TIE_DECIMALS), method="min").astype(np.int64)
     ranks[~ok] = int(ok.sum()) + 1
     return ranks
 

@@ -514,7 +514,9 @@ def _rankings_summary(audit: RunAudit) -> str:
         return "".join(out) + _note("No ranking: no context has stored comparisons.")
     rows = []
     for context_id, group in frame.groupby("context_id", sort=False):
-        group = group.sort_values("rank", kind="stable")
+        group = group[group["rank"].notna()].sort_values("rank", kind="stable")  # ranked only
+        if group.empty:
+            continue
         best, worst = group.iloc[0], group.iloc[-1]
         rows.append([inert(context_id), f"{len(group):,}",
                      f"{inert(best['candidate_id'])} ({_num(best['score'])})",

@@ -338,3 +338,27 @@ def test_bad_inputs_of_a_new_user_are_exit_2_naming_what_and_where(hand_run, tmp
     # the API bounds the replicates too (a notebook's huge count fails plainly, not by memory)
     with pytest.raises(api.InputError, match="1..10,000"):
         api.open_store(hand_run).get_run("hand-run").leaderboard(n_boot=10**9)
+
+
+def test_a_candidate_never_compared_is_unranked_in_the_per_context_rankings(db_url, capsys):
+    from tests.fakes import FakeLengthJudge
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    run = api.open_store(db_url).run(sample, aspect="coherence", contexts=1, strategy="random",
+                                     budget=2, name="two", judge=FakeLengthJudge(),
+                                     progress=False)
+    frame = run.rankings()
+    never = frame["n_comparisons"] == 0
+    assert never.sum() >= 1 and frame.loc[never, "rank"].isna().all()
+    assert frame.loc[~never, "rank"].notna().all() and never.iloc[-never.sum():].all()  # last
+    # equal records tie, whatever the solver's float noise in their strengths
+    judged = frame.loc[~never]
+    assert (judged.groupby(judged["score"].round(9))["rank"].nunique() == 1).all()
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--format", "csv", "--db", db_url)
+    assert code == 0
+    read = pd.read_csv(io.StringIO(out))
+    assert read.loc[read["n_comparisons"] == 0, "rank"].isna().all()
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--format", "json", "--db", db_url)
+    rows = json.loads(out)["rankings"]
+    assert [r["rank"] for r in rows if not r["n_comparisons"]] == [None] * int(never.sum())
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--db", db_url)
+    assert code == 0 and "<NA>" not in out

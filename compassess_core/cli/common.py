@@ -44,6 +44,8 @@ def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows:
                          indent=2, default=lambda o: None))
     else:
         print(header)
+        if "rank" in df.columns:   # an unranked row (never compared) has a blank rank
+            df = df.assign(rank=df["rank"].astype(object).where(df["rank"].notna(), ""))
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
