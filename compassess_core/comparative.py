@@ -97,6 +97,7 @@ class ComparativeKind:
     is_pairwise = True
     results_page = "rankings"
     ranked_rows = "rankings"
+    completed_is_final = True
 
     def settings(self, dataset: str, options, model) -> RunSettings:
         """The settings of a run on dataset ``dataset`` (its name) from its

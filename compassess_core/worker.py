@@ -343,7 +343,8 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
     cancel = cancel or threading.Event()
     run_ids = list(dict.fromkeys(int(r) for r in run_ids))
     runs = [store.get_run(run_id) for run_id in run_ids]
-    if all(run.status == "completed" for run in runs):
+    if all(run.status == "completed" and kind_of(run.settings).completed_is_final
+           for run in runs):
         return [completed_summary(run, reporter) for run in runs]
     settings = [RunSettings.from_dict(run.settings) for run in runs]
     for run_id in run_ids:

@@ -455,7 +455,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             info = self.backend.get_run(name)
         except CompAssessError:
             return None
-        if info.name != name or info.dataset_id != dataset_id or info.status != "completed":
+        if (info.name != name or info.dataset_id != dataset_id or info.status != "completed"
+                or not kind_of(settings).completed_is_final):
             return None
         ours = json.loads(json.dumps(settings.to_dict(), sort_keys=True))
         if ({k: v for k, v in ours.items() if k not in NON_RESULT_KEYS}
