@@ -7,7 +7,12 @@ same prompts; the table reports comparisons/s, prompt tokens/s, peak memory and 
 p_naive|. The naive pass is slow, so it runs on an evenly spaced sample of each context's prompts
 (``--naive-per-context``); its rate is a per-comparison rate and does not depend on the sample.
 
+On a clone without ``../shared/data`` it judges the app's bundled sample
+(``assets/sample_summeval.csv``, 3 articles x 5 summaries); ``--data CSV`` judges a candidate file
+of your own (the app's columns; ``--task``, ``--aspect`` word its prompts).
+
     .venv/bin/python benchmarks/judge_throughput.py --contexts 1 --candidates 16
+    .venv/bin/python benchmarks/judge_throughput.py --data my_candidates.csv --task dialogue --aspect engagingness
     .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda --contexts 2
     .venv/bin/python benchmarks/judge_throughput.py --random-init qwen2.5-1.5b --device cuda \
         --batch-size 0 --memory-cap-gib 2 --skip-naive
@@ -51,6 +56,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compassess_core.data import load_candidates  # noqa: E402
 from compassess_core.errors import CompAssessError  # noqa: E402
 from compassess_core.judges.loading import LoadedModel, load_model  # noqa: E402
 from compassess_core.judges.transformers_judge import (CausalJudge, Seq2SeqJudge,  # noqa: E402
@@ -60,9 +66,13 @@ from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
 from compassess_core.types import ComparisonPrompt  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
-DATASETS = {  # name -> (file, task, aspect)
+#: The app's bundled sample (3 SummEval articles x 5 summaries), what the script judges on a
+#: clone without the data folder.
+SAMPLE = ROOT / "assets" / "sample_summeval.csv"
+DATASETS = {  # name -> (file, relative to --data-dir unless absolute, task, aspect)
     "summeval": ("summeval.csv", "summary", "coherence"),
     "topicalchat": ("topicalchat_usr.csv", "dialogue", "engagingness"),
+    "sample": (str(SAMPLE), "summary", "coherence"),
 }
 
 #: Randomly initialised stand-ins for GPU throughput runs (shapes of the public configs).
@@ -151,10 +161,14 @@ def load_contexts(name: str, n_contexts: int, n_candidates: int,
     if not path.is_file():
         raise FileNotFoundError(path)
     by_ctx: dict[str, tuple[str, list[str]]] = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for r in csv.DictReader(f):
-            ctx = by_ctx.setdefault(r["context_id"], (r["context"], []))
-            ctx[1].append(r["text"])
+    if Path(file).is_absolute():  # a candidate file of the app's format: validated as a run's
+        for c in load_candidates(path).contexts:
+            by_ctx[c.context_id] = (c.text, [x.text for x in c.candidates])
+    else:
+        with open(path, encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                ctx = by_ctx.setdefault(r["context_id"], (r["context"], []))
+                ctx[1].append(r["text"])
     tpl, asp = builtin_template("t1", task), Aspect.from_name(aspect)
     out = []
     for context, texts in list(by_ctx.values())[:n_contexts]:
@@ -479,7 +493,9 @@ def whole_process(args, datasets: dict) -> int:
                 out = {}
                 for mode in ("engine", "naive"):
                     cmd = [sys.executable, str(Path(__file__).resolve()), "--process-child", mode,
-                           "--model", f"{label}={spec}", "--datasets", name, "--contexts",
+                           "--model", f"{label}={spec}", "--datasets", name,
+                           *(["--data", args.data, "--task", args.task, "--aspect", args.aspect]
+                             if args.data else []), "--contexts",
                            str(args.contexts), "--candidates", str(args.candidates), "--dtype", dtype,
                            "--device", args.device, "--batch-size", str(args.batch_size),
                            "--data-dir", args.data_dir,
@@ -506,7 +522,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", action="append", metavar="NAME=PATH",
                     help="model(s) to run (default: the bundled SmolLM2 and Qwen2.5-Coder-0.5B GGUF)")
-    ap.add_argument("--datasets", default="summeval,topicalchat")
+    ap.add_argument("--datasets",
+                    help=f"comma list of {', '.join(DATASETS)} (default: summeval,topicalchat "
+                         "from --data-dir when it holds them, else the bundled sample "
+                         "assets/sample_summeval.csv)")
+    ap.add_argument("--data", metavar="CSV",
+                    help="a candidate CSV of your own (the app's columns: context_id, context, "
+                         "candidate_id, text, ...) instead of --datasets")
+    ap.add_argument("--task", default="summary",
+                    help="with --data: the task the prompts word (default: summary)")
+    ap.add_argument("--aspect", default="coherence",
+                    help="with --data: the aspect the prompts ask about (default: coherence)")
     ap.add_argument("--contexts", type=int, default=1)
     ap.add_argument("--candidates", type=int, default=16)
     ap.add_argument("--naive-per-context", type=int, default=24,
@@ -531,12 +557,33 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.data:
+        if not Path(args.data).is_file():
+            print(f"error: --data {args.data}: no such file", file=sys.stderr)
+            return 2
+        args.datasets = Path(args.data).stem
+        DATASETS[args.datasets] = (str(Path(args.data).resolve()), args.task, args.aspect)
+    elif args.datasets is None:
+        shared = all((Path(args.data_dir) / DATASETS[n][0]).is_file()
+                     for n in ("summeval", "topicalchat"))
+        args.datasets = "summeval,topicalchat" if shared else "sample"
+        if not shared and not args.process_child:
+            print(f"{args.data_dir} does not hold summeval.csv and topicalchat_usr.csv: "
+                  f"judging the bundled sample {SAMPLE.relative_to(ROOT)} (--data CSV for "
+                  "your own)")
     datasets = {}
     for name in args.datasets.split(","):
+        if name not in DATASETS:
+            print(f"error: --datasets: unknown '{name}'; choose from {', '.join(DATASETS)}",
+                  file=sys.stderr)
+            return 2
         try:
             datasets[name] = load_contexts(name, args.contexts, args.candidates, args.data_dir)
         except FileNotFoundError as e:
-            print(f"skip dataset {name}: {e} not found (../shared/data absent)")
+            print(f"skip dataset {name}: {e} not found")
+        except CompAssessError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     if not datasets:
         return 1
     if args.process_child:

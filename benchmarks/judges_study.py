@@ -343,8 +343,8 @@ def _study_block(title: str, contexts, per_context, args) -> tuple[list[str], di
                          ("fused, random pairs", rnd.fused),
                          ("fused, uncertainty-driven", unc.fused)):
         out.append(f"| {name} | " + " | ".join(f"{v:.1f}" for v in values) + " |")
-    met_r = int((rnd.fused >= np.maximum(rnd.humans, rnd.judge) - 0.5).sum())
-    met_u = int((unc.fused >= np.maximum(unc.humans, unc.judge) - 0.5).sum())
+    met_r = int((rnd.fused >= np.fmax(rnd.humans, rnd.judge) - 0.5).sum())  # no labels: NaN
+    met_u = int((unc.fused >= np.fmax(unc.humans, unc.judge) - 0.5).sum())
     weights = np.median(unc.weights, axis=0)
     out.append(f"\nfused >= the better of humans-only and judge-only (within 0.5) at {met_r} of "
                f"{len(budgets)} budgets with random pairs, {met_u} of {len(budgets)} "

@@ -769,6 +769,7 @@ class AbsoluteKind:
     is_pairwise = False
     results_page = "scores"
     ranked_rows = "scores"
+    completed_is_final = False  # its reference texts may be edited later
 
     def settings(self, dataset: str, options, model) -> RunSettings:
         """The settings of a run on dataset ``dataset`` (its name) from its

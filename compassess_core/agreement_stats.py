@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InputError, LengthMismatchError
+from .limits import check_bootstrap
 from .types import FloatArray, IntArray
 
 __all__ = ["CLASS_NAMES", "N_CLASSES", "X_BETTER", "Y_BETTER", "TIE_CODE", "AGREEMENT_BOOT",
@@ -209,8 +210,7 @@ def context_draws(n_contexts: int, n_boot: int,
                   rng: np.random.Generator) -> IntArray:
     """First stage of the cluster bootstrap: how often each of ``n_contexts`` contexts is drawn
     in each of ``n_boot`` replicates (``n_contexts`` draws with replacement), ``(n_boot, C)``."""
-    if int(n_boot) < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
+    check_bootstrap(n_boot)
     if n_contexts < 1:
         raise InputError("a bootstrap over contexts needs at least one context")
     return rng.multinomial(n_contexts, np.full(n_contexts, 1.0 / n_contexts), size=int(n_boot))

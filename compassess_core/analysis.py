@@ -244,8 +244,10 @@ def _full_design(cc: ContextComparisons) -> bool:
 def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "win-ratio",
                   tau: float = 0.5, with_ci: bool = False, n_boot: int = 200,
                   seed: int = 0) -> pd.DataFrame:
-    """One row per candidate: context_id, rank (1 = best), candidate_id, system, text, score,
-    ci_low, ci_high, n_comparisons, and every reference-score column of the dataset."""
+    """One row per candidate: context_id, rank (1 = best, ties share the smallest; missing,
+    ``<NA>``, for a candidate never compared in its context: unranked, listed last),
+    candidate_id, system, text, score, ci_low, ci_high, n_comparisons, and every
+    reference-score column of the dataset."""
     if method not in ranking.METHODS:
         raise InputError(f"unknown ranking method '{method}'; choose one of {', '.join(ranking.METHODS)}")
     fn = ranking.METHODS[method]
@@ -258,7 +260,9 @@ def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "wi
                                              n_boot=n_boot, seed=seed)
         ranks = ranking.rank_scores(res.scores)
         for k, cand in enumerate(cc.context.candidates):
-            row = dict(context_id=cc.context.context_id, rank=int(ranks[k]),
+            # a candidate never compared in its context is unranked: no rank, not one past last
+            unranked = res.n_comparisons[k] == 0 or not np.isfinite(res.scores[k])
+            row = dict(context_id=cc.context.context_id, rank=pd.NA if unranked else int(ranks[k]),
                        candidate_id=cand.candidate_id, system=cand.system, text=cand.text,
                        score=float(res.scores[k]), ci_low=float(low[k]), ci_high=float(high[k]),
                        n_comparisons=int(res.n_comparisons[k]))
@@ -267,7 +271,7 @@ def rank_contexts(dataset: Dataset, table: ComparisonTable, *, method: str = "wi
             rows.append(row)
     cols = ["context_id", "rank", "candidate_id", "system", "text", "score", "ci_low", "ci_high",
             "n_comparisons", *dataset.score_columns]
-    df = pd.DataFrame(rows, columns=cols)
+    df = pd.DataFrame(rows, columns=cols).astype({"rank": "Int64"})
     return df.sort_values(["context_id", "rank"], kind="stable", key=_context_order(dataset)).reset_index(drop=True)
 
 
@@ -294,6 +298,9 @@ class Evaluation:
     n_pairs_accuracy: int = 0
     contexts_used: int = 0
     contexts_skipped: int = 0
+    #: Contexts whose ranking gives every candidate the same score (the correlation there is
+    #: undefined: ``metrics.per_context_correlation``).
+    contexts_constant: int = 0
 
 
 @dataclass(frozen=True)
@@ -358,7 +365,8 @@ def evaluate_at(dataset: Dataset, parts: Sequence[ContextComparisons], *, method
                       kendall_x100=kd.mean_x100, system_spearman_x100=system_x100,
                       pooled_spearman_x100=pooled,
                       pairwise_accuracy=(acc_hits / acc_n) if acc_n else None,
-                      n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped)
+                      n_pairs_accuracy=acc_n, contexts_used=sp.n_used, contexts_skipped=sp.n_skipped,
+                      contexts_constant=sp.n_constant_prediction)
 
 
 def check_reference(dataset: Dataset, reference: str | None) -> None:

@@ -97,6 +97,7 @@ class ComparativeKind:
     is_pairwise = True
     results_page = "rankings"
     ranked_rows = "rankings"
+    completed_is_final = True
 
     def settings(self, dataset: str, options, model) -> RunSettings:
         """The settings of a run on dataset ``dataset`` (its name) from its
@@ -367,6 +368,12 @@ class ComparativeKind:
               f"{report.n_pairs_both_orders} pairs judged in both orders", file=out)
         if r.contexts_skipped:
             print(f"{r.contexts_skipped} context(s) skipped: all reference scores equal", file=out)
+        for label, e in (("raw", r), ("debiased", d)):
+            if e.contexts_constant:
+                print(f"{label}: in {e.contexts_constant} context(s) the ranking gives every "
+                      "candidate the same score: correlation undefined there ("
+                      + ("n/a: no context has a defined one" if e.contexts_used == 0
+                         else "counted 0 in the mean") + ")", file=out)
         for note in report.notes:
             print(f"note: {note}", file=out)
 

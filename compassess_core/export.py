@@ -50,7 +50,8 @@ def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
+    """A cell as JSON holds it: a missing or undefined number (NaN, pandas' NA) is null."""
+    if v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
         return None
     return v
 

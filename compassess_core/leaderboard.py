@@ -348,7 +348,8 @@ def lc_win_rates_against(strengths: FloatArray, baseline: int) -> FloatArray:
 class Leaderboard:
     """One row per system of a run, and what the rows were computed on.
 
-    ``frame`` columns: ``rank`` (1 = best by strength), ``system``, ``strength`` with
+    ``frame`` columns: ``rank`` (1 = best by strength, ties share the smallest; missing, ``<NA>``,
+    for a system with no comparison in the run: unranked, listed last), ``system``, ``strength`` with
     ``strength_ci_low``/``strength_ci_high``, ``win_rate`` (share, 0-1) with its interval,
     ``p_best`` (share of bootstrap replicates in which the system ranks first),
     ``n_comparisons``, ``n_contexts``, ``mean_length`` (characters), ``lc_strength`` and
@@ -480,8 +481,13 @@ def leaderboard(dataset: Dataset, table: ComparisonTable, *, method: str = DEFAU
     n_contexts = pair_ctx.sum(axis=1)
     lengths, refs = _system_means(dataset, sc, reference)
     lc = length_controlled_strengths(n, sc.i, sc.j, sc.p, sc.len_a, sc.len_b)
+    # A system with no comparison (or no finite strength) is unranked: its rank is missing
+    # (blank in a table, null in JSON), not one past the last.
+    unranked = (counts == 0) | ~np.isfinite(strength)
+    ranks = pd.array(ranking.rank_scores(np.where(unranked, np.nan, strength)), dtype="Int64")
+    ranks[unranked] = pd.NA
     frame = pd.DataFrame({
-        "rank": ranking.rank_scores(strength), "system": list(sc.systems), "strength": strength,
+        "rank": ranks, "system": list(sc.systems), "strength": strength,
         "strength_ci_low": s_low, "strength_ci_high": s_high, "win_rate": wins,
         "win_rate_ci_low": w_low, "win_rate_ci_high": w_high, "p_best": p_best,
         "n_comparisons": counts.astype(np.int64), "n_contexts": n_contexts,

@@ -10,7 +10,8 @@ instead of a database error or a broken display:
 * a **name** (dataset, run) is at most :data:`MAX_NAME_CHARS` printable characters and does not
   start with ``-`` (it would read as an option on a command line);
 * an **aspect** description is at most :data:`MAX_ASPECT_CHARS` printable characters;
-* an **upload** is at most ``COMPASSESS_MAX_UPLOAD_MB`` megabytes (:func:`max_upload_mb`).
+* an **upload** is at most ``COMPASSESS_MAX_UPLOAD_MB`` megabytes (:func:`max_upload_mb`);
+* a **bootstrap** has at most :data:`MAX_BOOTSTRAP` replicates (:func:`check_bootstrap`).
 
 Bidirectional-override characters are allowed in ids (right-to-left data needs marks); the UI
 and the audit report make them visible when they display an id (:func:`visible`, used by
@@ -33,6 +34,8 @@ MAX_ID_CHARS = 255
 MAX_NAME_CHARS = 200
 #: Longest aspect description (the store keeps aspects in 255-character columns).
 MAX_ASPECT_CHARS = 200
+#: Most bootstrap replicates of any interval (memory grows with replicates x comparisons).
+MAX_BOOTSTRAP = 10_000
 #: Largest upload by default, in megabytes (Streamlit's own default).
 DEFAULT_MAX_UPLOAD_MB = 200
 #: Environment variable that sets the largest upload, in megabytes.
@@ -155,3 +158,17 @@ def check_name(value: str, what: str = "name", limit: int = MAX_NAME_CHARS, *,
     if problem is not None:
         raise InputError(problem)
     return value
+
+
+def check_bootstrap(n_boot: int) -> int:
+    """``n_boot`` as a count of bootstrap replicates: a whole number in 1..:data:`MAX_BOOTSTRAP`.
+
+    Raises
+    ------
+    InputError
+        Outside those bounds (a huge count would exhaust memory rather than fail).
+    """
+    if not 1 <= int(n_boot) <= MAX_BOOTSTRAP:
+        raise InputError(f"bootstrap replicates (n_boot) must be in 1..{MAX_BOOTSTRAP:,}, "
+                         f"got {int(n_boot):,}")
+    return int(n_boot)

@@ -6,10 +6,12 @@ skipping contexts whose reference scores are all equal; system-level correlation
 scores; correlation of all candidates pooled; and pairwise accuracy on pairs whose reference scores
 differ (Table 7).
 
-Convention for degenerate inputs (scipy returns NaN for a constant input): a context whose
-*reference* is constant carries no ranking information and is skipped; a constant *prediction*
-against a varying reference is a ranking that says nothing and scores 0, so a judge cannot raise
-its mean by declining to discriminate. Candidates whose prediction or reference is NaN (e.g. never
+Convention for degenerate inputs: a correlation with a constant input is undefined, NaN (as
+scipy returns), shown as n/a. In the mean over contexts, a context whose *reference* is constant
+carries no ranking information and is skipped; a context whose *prediction* is constant against a
+varying reference (a ranking that says nothing) counts 0 there, so a judge cannot raise its mean
+by declining to discriminate, unless no context has a defined correlation: then the mean is NaN
+too (n/a), not a measured 0. Candidates whose prediction or reference is NaN (e.g. never
 compared) are left out of their context.
 
 Pure numpy/scipy: this module must never read or write storage or know about the UI.
@@ -53,6 +55,10 @@ class CorrelationResult:
         Correlation of each context in input order (not x100); NaN for skipped contexts.
     n_used, n_skipped : int
         Contexts that entered the mean / were skipped (constant reference or < 2 candidates).
+    n_constant_prediction : int
+        Contexts with a varying reference whose prediction is constant: their ``per_context``
+        value is NaN (undefined); they enter the mean as 0 when another context has a defined
+        correlation, else nothing does and the mean is NaN.
     method : str
         ``"spearman"`` or ``"kendall"``.
     """
@@ -62,6 +68,7 @@ class CorrelationResult:
     n_used: int
     n_skipped: int
     method: str
+    n_constant_prediction: int = 0
 
 
 def _check_method(method: str) -> None:
@@ -80,8 +87,8 @@ def _aligned(pred: ArrayLike, ref: ArrayLike, where: str) -> tuple[FloatArray, F
 def correlation(pred: ArrayLike, ref: ArrayLike, method: str = "spearman") -> float:
     """Spearman or Kendall (tau-b) correlation, with the module's conventions (not x100).
 
-    NaN pairs are dropped. Returns NaN when fewer than 2 pairs remain or the reference is
-    constant, and 0.0 when only the prediction is constant.
+    NaN pairs are dropped. Returns NaN (undefined) when fewer than 2 pairs remain or either
+    side is constant, as scipy does (without its warning).
 
     Raises
     ------
@@ -94,10 +101,8 @@ def correlation(pred: ArrayLike, ref: ArrayLike, method: str = "spearman") -> fl
     x, y = _aligned(pred, ref, "correlation")
     ok = ~(np.isnan(x) | np.isnan(y))
     x, y = x[ok], y[ok]
-    if len(x) < 2 or np.all(y == y[0]):
+    if len(x) < 2 or np.all(y == y[0]) or np.all(x == x[0]):
         return float("nan")
-    if np.all(x == x[0]):
-        return 0.0
     stat = spearmanr(x, y).statistic if method == "spearman" else kendalltau(x, y).statistic
     return float(stat)
 
@@ -127,13 +132,21 @@ def per_context_correlation(pred: Sequence[ArrayLike], ref: Sequence[ArrayLike],
     if len(pred) != len(ref):
         raise LengthMismatchError(f"{len(pred)} predicted contexts but {len(ref)} reference contexts")
     per: list[float] = []
+    flat = []   # a constant prediction against a varying reference: undefined, counted 0
     for k, (x, y) in enumerate(zip(pred, ref)):
         xa, ya = _aligned(x, y, f"context {k}")
         per.append(correlation(xa, ya, method))
+        ok = ~(np.isnan(xa) | np.isnan(ya))
+        xa, ya = xa[ok], ya[ok]
+        flat.append(len(xa) >= 2 and not np.all(ya == ya[0]) and bool(np.all(xa == xa[0])))
     values = np.array(per, dtype=np.float64)
-    used = ~np.isnan(values)
-    mean = float(100.0 * values[used].mean()) if used.any() else float("nan")
-    return CorrelationResult(mean, per, int(used.sum()), int((~used).sum()), method)
+    defined = ~np.isnan(values)
+    constant = np.array(flat, dtype=bool)
+    used = defined | constant if defined.any() else defined
+    mean = (float(100.0 * np.where(constant, 0.0, values)[used].mean()) if used.any()
+            else float("nan"))
+    return CorrelationResult(mean, per, int(used.sum()), int((~defined & ~constant).sum()),
+                             method, int(constant.sum()))
 
 
 def system_level_correlation(pred: Sequence[ArrayLike], ref: Sequence[ArrayLike],

@@ -133,7 +133,7 @@ class PairedDifference:
         if self.mcnemar is not None:
             m = self.mcnemar
             text += (f"; McNemar's exact p = {m.p_value:.3g} on {m.n_discordant:,} discordant "
-                     f"pairs: {m.n_a_only:,} where only {self.name_a} {self.success}, "
+                     f"pairs ({m.n_a_only:,} where only {self.name_a} {self.success}, "
                      f"{m.n_b_only:,} where only {self.name_b} did)")
         if self.indistinguishable:
             text += "; indistinguishable: the interval holds 0"

@@ -53,6 +53,7 @@ from scipy.special import expit
 from . import agreement
 from .agreement_stats import symmetric_counts
 from .bias import balanced_threshold
+from .limits import MAX_BOOTSTRAP
 from .calibration import (DEFAULT_FOLDS, P_CLIP, Calibration, fit_calibration, fit_on_labels,
                           held_out_folds, log_odds)
 from .errors import InputError
@@ -109,7 +110,7 @@ MEMBER_SCALINGS = ("balanced", "calibrated", "auto")
 #: log-loss summed over labelled comparisons (about one comparison's worth).
 WEIGHT_PRIOR_STRENGTH = 1.0
 #: Most bootstrap resamples of the labelled pairs (memory grows with resamples x pairs).
-MAX_BOOT = 10_000
+MAX_BOOT = MAX_BOOTSTRAP
 #: Classes of a member's pair-level verdict (as ``agreement``): x (first in id order) better, y.
 X_BETTER, Y_BETTER = agreement.X_BETTER, agreement.Y_BETTER
 _PAIR = ["context_id", "x", "y"]

@@ -24,6 +24,7 @@ from scipy.stats import rankdata
 
 from .bias import as_comparisons, debias_probabilities, decisions
 from .errors import InputError
+from .limits import check_bootstrap
 from .solvers import solve_differences
 from .types import FloatArray, IntArray
 
@@ -252,15 +253,21 @@ def poe_gaussian(n: int, i: ArrayLike, j: ArrayLike, p: ArrayLike, tau: float = 
                          tau=float(tau))
 
 
+#: Decimals to which :func:`rank_scores` compares scores.
+TIE_DECIMALS = 9
+
+
 def rank_scores(scores: ArrayLike) -> IntArray:
     """Ranks of scores: 1 = best (highest), ties share the smallest rank, NaN ranks last.
+    Scores equal to :data:`TIE_DECIMALS` decimals tie (a solver's float noise, such as
+    Bradley-Terry strengths of 1e-16 and -2e-15 for equal records, is no order).
 
     Examples: ``[0.2, 0.9, 0.2, nan] -> [2, 1, 2, 4]``.
     """
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     ranks = np.empty(len(s), dtype=np.int64)
     ok = ~np.isnan(s)
-    ranks[ok] = rankdata(-s[ok], method="min").astype(np.int64)
+    ranks[ok] = rankdata(-np.round(s[ok], TIE_DECIMALS), method="min").astype(np.int64)
     ranks[~ok] = int(ok.sum()) + 1
     return ranks
 
@@ -406,8 +413,7 @@ def bootstrap_ci(method: str | RankingMethod, n: int, i: ArrayLike, j: ArrayLike
     """
     get_method(method)
     n = _check_n(n)
-    if int(n_boot) < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
+    check_bootstrap(n_boot)
     if not 0.0 < level < 1.0:
         raise InputError(f"confidence level must lie in (0, 1), got {level}")
     ii, jj, pp = as_comparisons(i, j, p, n)

@@ -476,7 +476,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
         against = ([f'{_num(r["win_rate_vs_baseline"])} [{_num(r["win_rate_vs_baseline_low"])}, '
                     f'{_num(r["win_rate_vs_baseline_high"])}]', _count(r["n_vs_baseline"]),
                     _lc_cell(r)] if baseline is not None else [])
-        row = [str(int(r["rank"])), inert(r["system"]), *against,
+        row = ["" if pd.isna(r["rank"]) else str(int(r["rank"])), inert(r["system"]), *against,
                f'{_num(r["strength"])} [{_num(r["strength_ci_low"])}, '
                f'{_num(r["strength_ci_high"])}]',
                f'{_num(r["win_rate"])} [{_num(r["win_rate_ci_low"])}, '
@@ -519,7 +519,9 @@ def _rankings_summary(audit: RunAudit) -> str:
         return "".join(out) + _note("No ranking: no context has stored comparisons.")
     rows = []
     for context_id, group in frame.groupby("context_id", sort=False):
-        group = group.sort_values("rank", kind="stable")
+        group = group[group["rank"].notna()].sort_values("rank", kind="stable")  # ranked only
+        if group.empty:
+            continue
         best, worst = group.iloc[0], group.iloc[-1]
         rows.append([inert(context_id), f"{len(group):,}",
                      f"{inert(best['candidate_id'])} ({_num(best['score'])})",

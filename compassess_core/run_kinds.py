@@ -70,7 +70,10 @@ class RunKind(Protocol):
     ``label`` the kind in a sentence. ``is_pairwise``: its results are pairwise comparisons
     (what bias, agreement, calibration, leaderboards and run comparisons read);
     ``results_page``: the app page that shows its results (``rankings``, ``scores``);
-    ``ranked_rows``: what ``compassess rank --format json`` calls its rows."""
+    ``ranked_rows``: what ``compassess rank --format json`` calls its rows;
+    ``completed_is_final``: a completed run has nothing left to compute, so resuming it loads
+    no judge (False where stored inputs of a run may change after it completed, such as an
+    absolute run's edited reference texts)."""
 
     name: str
     unit: str
@@ -79,6 +82,7 @@ class RunKind(Protocol):
     is_pairwise: bool
     results_page: str
     ranked_rows: str
+    completed_is_final: bool
 
     def settings(self, dataset: str, options: KindOptions, model: ModelOptions) -> RunSettings:
         """The checked settings of a run on dataset ``dataset`` (its name) from the kind's

@@ -339,6 +339,7 @@ class ScoringKind:
     is_pairwise = False
     results_page = "rankings"
     ranked_rows = "rankings"
+    completed_is_final = True
 
     def settings(self, dataset: str, options, model) -> RunSettings:
         """The settings of a run on dataset ``dataset`` (its name) from its

@@ -725,11 +725,21 @@ def best_in_hindsight(scores: Sequence[WordingScore], *, balanced: bool = False
 
 @dataclass
 class SearchState:
-    """What a greedy search has judged so far (in order) and why it stopped."""
+    """What a greedy search has judged so far (in order) and why it stopped before its last
+    round ("" when it ran every round: :attr:`outcome` says so)."""
 
     scores: list[WordingScore] = field(default_factory=list)
     rounds_done: int = 0
     stopped: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """How the search ended, as a sentence for its reader: "stopped early: <why>" or
+        "finished: ..." (every starting wording and every round judged)."""
+        if self.stopped:
+            return f"stopped early: {self.stopped}"
+        return (f"finished: {len(self.scores)} wording(s) judged, {self.rounds_done} round(s) "
+                "of paraphrases")
 
 
 def greedy_search(start: Sequence[Wording], evaluate: Callable[[Wording], WordingScore],
@@ -776,7 +786,6 @@ def greedy_search(start: Sequence[Wording], evaluate: Callable[[Wording], Wordin
             return state
         if not judge_all(new):
             return state
-    state.stopped = state.stopped or "done"
     return state
 
 

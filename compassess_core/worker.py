@@ -344,6 +344,9 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
     cancel = cancel or threading.Event()
     run_ids = list(dict.fromkeys(int(r) for r in run_ids))
     runs = [store.get_run(run_id) for run_id in run_ids]
+    if all(run.status == "completed" and kind_of(run.settings).completed_is_final
+           for run in runs):
+        return [completed_summary(run, reporter) for run in runs]
     settings = [RunSettings.from_dict(run.settings) for run in runs]
     for run_id in run_ids:
         store.set_run_status(run_id, "running", message="loading the judge", phase=LOADING_PHASE)
@@ -384,6 +387,16 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
         reporter.message(f"judging {len(runs)} runs together: "
                          + ", ".join(f"'{run.name}'" for run in runs))
     return execute_group(jobs, store, reporter=reporter, cancel=cancel, working=working)
+
+
+def completed_summary(run, reporter: Reporter) -> RunSummary:
+    """What resuming a completed run computes: nothing; said, and the judge not loaded (every
+    result of a completed run is stored, and its settings cannot change under its name)."""
+    reporter.message(f"run '{run.name}' is complete: nothing left to compute, so the judge is "
+                     "not loaded")
+    stored = int(run.done or 0)
+    return RunSummary("completed", total=int(run.total or stored), already_stored=stored,
+                      computed=0, cached=0, elapsed_s=0.0)
 
 
 def summary_line(summary: RunSummary, unit: str) -> str:

@@ -40,7 +40,7 @@ from sqlalchemy import (Connection, Engine, Insert, Row, Table, create_engine, e
                         text)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
 from compassess_core.errors import InputError, RunNotFoundError
@@ -339,8 +339,9 @@ class StoreBase:
     Raises
     ------
     InputError
-        When the URL cannot be opened, the database is neither SQLite nor PostgreSQL, or it was
-        written by a newer CompAssess (unknown schema revision).
+        When the URL cannot be opened (no server answers, a file that is no database), the
+        database is neither SQLite nor PostgreSQL, or it was written by a newer CompAssess
+        (unknown schema revision).
     """
 
     def __init__(self, url: str | None = None, *, echo: bool = False):
@@ -357,7 +358,12 @@ class StoreBase:
         # transaction. A file or a server database gives each thread its own connection.
         self._one_connection = (threading.RLock() if isinstance(self.engine.pool, StaticPool)
                                 else nullcontext())
-        self._upgrade()
+        try:
+            self._upgrade()
+        except DatabaseError as e:  # a server that does not answer, a file that is no database
+            self.engine.dispose()
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+            raise InputError(f"cannot open the database {self!r}: {redact_url(reason)}") from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({make_url(self.url).render_as_string(hide_password=True)!r})"

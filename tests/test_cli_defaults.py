@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from compassess_core import api
 from compassess_core.cli import main
 from compassess_core.cli.parser import build_parser
 from test_app_pages import seed_run  # noqa: F401 (a hand-made run on the bundled sample)
@@ -221,7 +223,6 @@ def test_messages_name_what_is_really_there(hand_run, tmp_path, capsys):
 
 
 def test_a_system_with_no_comparison_is_unranked_blank_not_last(db_url, capsys):
-    from compassess_core import api
     from tests.fakes import FakeLengthJudge
     sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
     api.open_store(db_url).run(sample, aspect="coherence", contexts=1, name="one",
@@ -237,3 +238,127 @@ def test_a_system_with_no_comparison_is_unranked_blank_not_last(db_url, capsys):
                        "--bootstrap", "20", "--db", db_url)
     frame = pd.read_csv(io.StringIO(out))
     assert frame.loc[frame["n_comparisons"] == 0, "rank"].isna().all()
+    # the API (what a notebook and the app read) and its downloads say the same: no rank
+    run = api.open_store(db_url).get_run("one")
+    board = run.leaderboard(n_boot=20).frame
+    unjudged = board["n_comparisons"] == 0
+    assert unjudged.sum() == len(rows) - 5 and board.loc[unjudged, "rank"].isna().all()
+    assert list(board.index[unjudged]) == list(range(5, len(board)))   # listed last
+    assert board.loc[~unjudged, "rank"].notna().all()
+    assert [r["rank"] for r in run.leaderboard(n_boot=20).to_dict()["systems"][5:]] == \
+        [None] * (len(rows) - 5)
+    out_csv = pd.read_csv(io.BytesIO(run.leaderboard_bytes("csv", n_boot=20).data))
+    assert out_csv.loc[out_csv["n_comparisons"] == 0, "rank"].isna().all()
+    out_json = json.loads(run.leaderboard_bytes("json", n_boot=20).data)
+    assert [r["rank"] for r in out_json["leaderboard"] if not r["n_comparisons"]] == \
+        [None] * (len(rows) - 5)
+    html = run.report_html(n_boot=20).decode()
+    for system in board.loc[unjudged, "system"]:   # the report's leaderboard: a blank rank
+        assert re.search(rf"<tr><td[^>]*></td><td[^>]*>{system}</td>", html), system
+
+
+def test_an_undefined_correlation_is_n_a_not_0(hand_run, capsys):
+    # at tau = 0.5 the hand-made judge always answers A: every win ratio is 0.5, a constant
+    # ranking, whose correlation with coherence is undefined (scipy: NaN), not 0
+    code, out, err = cli(capsys, "evaluate", "--run", "hand-run", "--method", "win-ratio",
+                         "--debias", "none", "--db", hand_run)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("Spearman x100"))
+    assert row.split()[-2:] == ["n/a", "n/a"], row
+    assert "correlation undefined there (n/a: no context has a defined one)" in out
+    code, out, _ = cli(capsys, "evaluate", "--run", "hand-run", "--method", "win-ratio",
+                       "--debias", "none", "--json", "--db", hand_run)
+    raw = json.loads(out)["raw"]     # JSON: null (NaN is no JSON)
+    assert raw["spearman_x100"] is None and raw["kendall_x100"] is None
+    assert raw["contexts_constant"] == 3 and raw["contexts_used"] == 0
+    ev = api.open_store(hand_run).get_run("hand-run").evaluation("win-ratio", "none")
+    assert ev.raw.spearman_x100 != ev.raw.spearman_x100     # NaN in the API
+    # at the balanced tau* the same judge ranks by coherence: a defined correlation
+    code, out, _ = cli(capsys, "evaluate", "--run", "hand-run", "--method", "win-ratio",
+                       "--db", hand_run)
+    row = next(line for line in out.splitlines() if line.startswith("Spearman x100"))
+    assert row.split()[-1] != "n/a"
+
+
+# ------------------------------------------------------------- resuming a run with nothing left
+
+def test_resuming_a_finished_run_says_so_and_never_loads_the_judge(db_url, monkeypatch, capsys):
+    from compassess_core import worker
+    from tests.fakes import FakeLengthJudge
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    loads = []
+
+    def fake_load(settings):   # a FAKE judge: the test is about what is loaded, not the model
+        loads.append(settings.aspect)
+        return FakeLengthJudge()
+    monkeypatch.setattr(worker, "load_run_judge", fake_load)
+    one = ["run", str(sample), "--aspect", "coherence", "--contexts", "1", "--run", "r",
+           "--db", db_url]
+    two = ["run", str(sample), "--aspect", "coherence,fluency", "--contexts", "1", "--run", "g",
+           "--db", db_url]
+    assert cli(capsys, *one)[0] == 0 and cli(capsys, *two)[0] == 0
+    assert len(loads) == 2
+    for args in (one, two, ("worker", "--run", "r", "--db", db_url),
+                 ("worker", "--run", "g-coherence", "--run", "g-fluency", "--db", db_url)):
+        code, out, err = cli(capsys, *args)
+        assert code == 0, err
+        assert "is complete: nothing left to compute, so the judge is not loaded" in err, err
+        assert "done: 20 comparisons in the run (20 already stored, 0 computed" in err, err
+        assert "judge:" not in err and "about" not in err   # no judge line, no time estimate
+    assert len(loads) == 2
+    # the same name with other settings is still refused, not taken for the finished run
+    code, _, err = cli(capsys, *one[:-2], "--template", "t2", "--db", db_url)
+    assert code == 2 and "already exists" in err
+
+
+# ------------------------------------------------------------- a new user's bad inputs, plainly
+
+def test_bad_inputs_of_a_new_user_are_exit_2_naming_what_and_where(hand_run, tmp_path, capsys):
+    not_a_db = tmp_path / "notes.db"
+    not_a_db.write_text("context_id,text\nx,y\n")
+    odd = tmp_path / "chat.csv"   # a dialogue file whose columns are named otherwise
+    odd.write_text("dialog,history,resp_id,response\nd1,hi,r1,hello\nd1,hi,r2,hey\n")
+    cases = [
+        (("leaderboard", "--run", "hand-run", "--bootstrap", "99999999999", "--db", hand_run),
+         "--bootstrap: 99,999,999,999 replicates: give 1 to 10,000"),
+        (("export", "--run", "hand-run", "--what", "rankings", "--format", "csv", "-o",
+          "/sys/rankings.csv", "--db", hand_run), "/sys/rankings.csv: permission denied"),
+        (("runs", "--db", str(not_a_db)), "cannot open the database"),
+        (("runs", "--db", "postgresql+psycopg://me:s3cret@127.0.0.1:1/none"),
+         "cannot open the database"),
+        (("run", str(odd), "--aspect", "engagingness", "--db", hand_run),
+         "with --map (e.g. --map response=text)"),
+    ]
+    for args, expected in cases:
+        code, out, err = cli(capsys, *args)
+        assert code == 2, (args, err)
+        assert expected in err, (args, err)
+        assert "Traceback" not in err and "COMPASSESS_DEBUG" not in err and "s3cret" not in err
+    assert "column_map=" not in err and "--map dialog=context,response=text" in err
+    # the API bounds the replicates too (a notebook's huge count fails plainly, not by memory)
+    with pytest.raises(api.InputError, match="1..10,000"):
+        api.open_store(hand_run).get_run("hand-run").leaderboard(n_boot=10**9)
+
+
+def test_a_candidate_never_compared_is_unranked_in_the_per_context_rankings(db_url, capsys):
+    from tests.fakes import FakeLengthJudge
+    sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+    run = api.open_store(db_url).run(sample, aspect="coherence", contexts=1, strategy="random",
+                                     budget=2, name="two", judge=FakeLengthJudge(),
+                                     progress=False)
+    frame = run.rankings()
+    never = frame["n_comparisons"] == 0
+    assert never.sum() >= 1 and frame.loc[never, "rank"].isna().all()
+    assert frame.loc[~never, "rank"].notna().all() and never.iloc[-never.sum():].all()  # last
+    # equal records tie, whatever the solver's float noise in their strengths
+    judged = frame.loc[~never]
+    assert (judged.groupby(judged["score"].round(9))["rank"].nunique() == 1).all()
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--format", "csv", "--db", db_url)
+    assert code == 0
+    read = pd.read_csv(io.StringIO(out))
+    assert read.loc[read["n_comparisons"] == 0, "rank"].isna().all()
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--format", "json", "--db", db_url)
+    rows = json.loads(out)["rankings"]
+    assert [r["rank"] for r in rows if not r["n_comparisons"]] == [None] * int(never.sum())
+    code, out, _ = cli(capsys, "rank", "--run", "two", "--db", db_url)
+    assert code == 0 and "<NA>" not in out

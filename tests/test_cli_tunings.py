@@ -82,3 +82,16 @@ def test_tune_without_contexts_fits_a_dataset_smaller_than_the_default(db_url, c
     assert main(["tune", str(SAMPLE), "--aspect", "coherence", "--holdout", "1", "--plan",
                  "--db", db_url]) == 0   # 3 articles: 2 to tune on, 1 held out (default: 8)
     assert "x 60 comparisons (40 on the tuning contexts, 20 held out)" in capsys.readouterr().out
+
+
+def test_a_finished_tune_says_it_finished_and_an_early_stop_says_why(db_url, fake_judge, capsys):
+    assert main([*TUNE, "--name", "done", "--db", db_url]) == 0
+    out = capsys.readouterr().out
+    assert "finished: 7 wording(s) judged, 0 round(s) of paraphrases" in out
+    assert "stopped" not in out
+    # one round asked for, no writer chosen: the search stops before it, and says why
+    assert main([*TUNE[:-4], "--rounds", "1", "--pairs", "4", "--name", "early",
+                 "--db", db_url]) == 0
+    out = capsys.readouterr().out
+    assert "stopped early: no writer" in out and "finished" not in out
+    assert api.open_store(db_url).tuning("early").info.message.startswith("stopped early: ")

@@ -19,7 +19,7 @@ from compassess_core.metrics import (
 # ctx0: identical order -> 1
 # ctx1: pred [1,3,2] vs ref [1,2,3]: d = [0,1,-1], sum d^2 = 2, rho = 1 - 6*2/(3*8) = 0.5
 # ctx2: reference constant -> skipped
-# ctx3: prediction constant against a varying reference -> 0 by convention
+# ctx3: prediction constant against a varying reference -> undefined (NaN), 0 in the mean
 PRED = [np.array([1.0, 2, 3]), np.array([1.0, 3, 2]), np.array([3.0, 1, 2]), np.array([5.0, 5, 5])]
 REF = [np.array([1.0, 2, 3]), np.array([1.0, 2, 3]), np.array([2.0, 2, 2]), np.array([1.0, 2, 3])]
 
@@ -27,9 +27,26 @@ REF = [np.array([1.0, 2, 3]), np.array([1.0, 2, 3]), np.array([2.0, 2, 2]), np.a
 def test_per_context_spearman_skips_constant_reference():
     r = per_context_correlation(PRED, REF)
     assert r.mean_x100 == pytest.approx(100 * (1 + 0.5 + 0) / 3)  # 50.0
-    assert r.n_used == 3 and r.n_skipped == 1
+    assert r.n_used == 3 and r.n_skipped == 1 and r.n_constant_prediction == 1
     assert r.per_context[:2] == pytest.approx([1.0, 0.5])
-    assert math.isnan(r.per_context[2]) and r.per_context[3] == 0.0
+    assert math.isnan(r.per_context[2]) and math.isnan(r.per_context[3])
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall"])
+def test_a_constant_prediction_has_no_correlation_as_scipy_says(method):
+    from scipy import stats
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # scipy warns of the constant input
+        ref = getattr(stats, "spearmanr" if method == "spearman" else "kendalltau")(
+            [5.0, 5, 5], [1.0, 2, 3]).statistic
+    assert math.isnan(ref) and math.isnan(correlation([5.0, 5, 5], [1.0, 2, 3], method))
+    # every context's prediction constant: no mean to take (n/a), not a measured 0
+    r = per_context_correlation([[5.0, 5, 5], [2.0, 2]], [[1.0, 2, 3], [1.0, 2]], method)
+    assert math.isnan(r.mean_x100) and r.n_used == 0 and r.n_constant_prediction == 2
+    assert math.isnan(system_level_correlation([[5.0, 5, 5]], [[1.0, 2, 3]], [["a", "b", "c"]],
+                                               method))
+    assert math.isnan(pooled_correlation([[5.0, 5, 5]], [[1.0, 2, 3]], method))
 
 
 def test_per_context_kendall():

@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from compassess_core import bias, ranking
-from compassess_core.agreement import (majority_vote, normalise_human_labels, pair_probabilities,
-                                       verdicts_at)
-from compassess_core.agreement_stats import _kappa_stat, bootstrap_interval
+from compassess_core.agreement import (bootstrap_interval, majority_vote, normalise_human_labels,
+                                       pair_kappa, pair_probabilities, verdicts_at)
 from compassess_core.analysis import split_by_context
 from compassess_core.metrics import correlation
 from compassess_core.tuning import table_for_contexts
@@ -86,22 +85,33 @@ def spearman_difference(a: pd.Series, b: pd.Series, *, seed: int = 0) -> Differe
     return Difference(float(d.mean()), low, high, len(d))
 
 
+def _pair_kappa_along(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`~compassess_core.agreement.pair_kappa` (the product's kappa: every pair counted in
+    both orientations) of each slice along ``axis``: what a bootstrap's resamples need."""
+    h, llm = np.moveaxis(np.asarray(h), axis, -1), np.moveaxis(np.asarray(llm), axis, -1)
+    flat = zip(h.reshape(-1, h.shape[-1]), llm.reshape(-1, llm.shape[-1]))
+    return np.array([pair_kappa(x, y) for x, y in flat], dtype=np.float64).reshape(h.shape[:-1])
+
+
 def kappa_difference(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0) -> Difference:
-    """kappa(a) - kappa(b) on the labelled pairs both judged, pairs resampled together."""
+    """kappa(a) - kappa(b) (the pair kappa, :func:`kappa_of`) on the labelled pairs both judged,
+    pairs resampled together."""
     m = a.merge(b, on=["context_id", "x", "y", "human"], suffixes=("_a", "_b"))
     if len(m) == 0:
         return Difference(float("nan"), float("nan"), float("nan"), 0)
     h, la, lb = (m[c].to_numpy(np.int64) for c in ("human", "llm_a", "llm_b"))
 
     def stat(h, la, lb, axis=-1):
-        return _kappa_stat(h, la, axis=axis) - _kappa_stat(h, lb, axis=axis)
+        return _pair_kappa_along(h, la, axis) - _pair_kappa_along(h, lb, axis)
     low, high = bootstrap_interval(stat, (h, la, lb), n_boot=N_BOOT, seed=seed)
     return Difference(float(stat(h, la, lb)), low, high, len(m))
 
 
 def kappa_of(v: pd.DataFrame) -> float:
-    """Cohen's kappa of a :func:`label_verdicts` table."""
-    return float(_kappa_stat(v["human"].to_numpy(np.int64), v["llm"].to_numpy(np.int64)))
+    """Cohen's kappa of a :func:`label_verdicts` table as the product computes it
+    (:func:`~compassess_core.agreement.pair_kappa`: the pairs counted in both orientations, so
+    which candidate is x does not change it)."""
+    return float(pair_kappa(v["human"].to_numpy(np.int64), v["llm"].to_numpy(np.int64)))
 
 
 def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:

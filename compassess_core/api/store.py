@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import subprocess
 import time
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import (__version__, absolute, access, analysis, annotation, export, worker)
-from ..data import Source, load_candidates
+from ..data import Source, content_hash, load_candidates
 from ..errors import CompAssessError, InputError, ObjectChanged
 from ..labels import (DEFAULT_ANNOTATOR, annotator_counts, attribute, load_human_labels,
                       store_rows)
@@ -29,7 +30,8 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
 from ..run_loop import STARTING_PHASE, worker_state
-from ..settings import GenerationOptions, ReferenceOptions, RunSettings, run_names
+from ..settings import (NON_RESULT_KEYS, GenerationOptions, ReferenceOptions, RunSettings,
+                        run_names)
 from ..sink import open_store as _open_backend
 from ..speed import TimeEstimate, estimate_time, shared_work
 from ..annotation import ShownPair
@@ -417,6 +419,9 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         reporter = _reporter(progress, kind)
         for line in kind.advice(dataset, settings):
             reporter.message(f"warning: {line}")
+        done = None if references else self._completed_run(dataset, dataset_id, settings, name)
+        if done is not None:  # nothing left: said, and the judge not loaded
+            return done.execute(progress=reporter)
         if model_options.threads:  # process-wide: the judge reads it when it loads
             os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
         judge = judge if judge is not None else worker.load_run_judge(settings)
@@ -431,6 +436,33 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
                          f"{kind.planned_total(dataset, settings):,} {kind.unit}, "
                          f"{self.estimate_time(dataset, settings).sentence()}")
         return run.execute(judge=judge, progress=reporter, chunk_size=model_options.chunk_size)
+
+    def _completed_run(self, dataset: Dataset, dataset_id: int | None, settings: RunSettings,
+                       name: str | None) -> "Run | None":
+        """The stored run that starting ``settings`` on ``dataset`` as ``name`` would resume,
+        when it is completed (nothing is left to compute, so no judge need load); else None.
+        Read only: nothing is stored."""
+        stored = self.backend.list_datasets()
+        if dataset_id is None:  # a file: stored already when a dataset has the same content
+            chash = dataset.content_hash or content_hash(dataset.contexts)
+            dataset_id = next((d.id for d in stored if d.content_hash == chash), None)
+            if dataset_id is None:
+                return None
+        settings = settings.with_changes(
+            dataset=next(d.name for d in stored if d.id == dataset_id))
+        name = settings.default_run_name() if name is None else name
+        try:
+            info = self.backend.get_run(name)
+        except CompAssessError:
+            return None
+        if (info.name != name or info.dataset_id != dataset_id or info.status != "completed"
+                or not kind_of(settings).completed_is_final):
+            return None
+        ours = json.loads(json.dumps(settings.to_dict(), sort_keys=True))
+        if ({k: v for k, v in ours.items() if k not in NON_RESULT_KEYS}
+                != {k: v for k, v in info.settings.items() if k not in NON_RESULT_KEYS}):
+            return None
+        return Run(self, info)
 
     def _start_together(self, dataset: Dataset, dataset_id: int | None,
                         settings: list[RunSettings], *, name: str | None, judge,
@@ -452,6 +484,9 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             kind_of(s).check(s)
             for line in dict.fromkeys(kind_of(s).advice(dataset, s)):
                 reporter.message(f"warning: {s.aspect}: {line}")
+        done = [self._completed_run(dataset, dataset_id, s, n) for s, n in zip(settings, names)]
+        if all(r is not None for r in done):  # nothing left: said, and the judge not loaded
+            return self.execute(done, progress=reporter)
         if model_options.threads:  # process-wide: the judge reads it when it loads
             os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
         judge = judge if judge is not None else worker.load_run_judge(settings[0].with_changes(

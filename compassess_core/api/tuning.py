@@ -355,7 +355,7 @@ class Tuning:
                         f"{picked.fairness_low:.3f}, {picked.fairness_high:.3f}], P(A) raw "
                         f"{picked.p_a_raw:.3f}): {decision.reason}"),
                 created_by=self.info.created_by)
-        backend.set_tuning_status(self.id, "completed", message=state.stopped)
+        backend.set_tuning_status(self.id, "completed", message=state.outcome)
         self.refresh()
         result = self.result(n_boot=n_boot)
         if picked is not None:

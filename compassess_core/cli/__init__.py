@@ -17,6 +17,7 @@ store through ``sink.open_store`` (an entry point): the CLI never imports ``db``
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..errors import InputError, ValidationError
@@ -48,6 +49,23 @@ COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain
             "rename-tuning": cmd_rename_tuning}
 
 
+_PYTHON_HINT = re.compile(r"with the column map \((?:e\.g\. )?column_map=\{'([^']+)': '([^']*)'\}\)")
+
+
+def _as_map_flag(text: str) -> tuple[str, list[str]]:
+    """The engine's message with its Python hints (``column_map={'text': 'response'}``) said as
+    the ``--map`` flag (``--map response=text``), and the suggested ``FILE_COLUMN=OURS`` items."""
+    found: list[str] = []
+
+    def flag(m: re.Match) -> str:
+        ours, theirs = m.group(1), m.group(2)
+        if theirs == "<column>":
+            return f"with --map (--map FILE_COLUMN={ours})"
+        found.append(f"{theirs}={ours}")
+        return f"with --map (e.g. --map {theirs}={ours})"
+    return _PYTHON_HINT.sub(flag, text), found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -56,14 +74,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.naming(_flag(e.field))}", file=sys.stderr)
         return EXIT_INPUT
     except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        if (hasattr(args, "map") and isinstance(e, ValidationError)
-                and any(p.cause == "mapping" for p in e.problems)):
-            # The engine's hint names the Python column_map; on the command line it is --map.
-            example = ("qid=context_id,left=candidate_a,right=candidate_b"
+        mapping = (hasattr(args, "map") and isinstance(e, ValidationError)
+                   and any(p.cause == "mapping" for p in e.problems))
+        # The engine's hint names the Python column_map; on the command line it is --map.
+        text, found = _as_map_flag(str(e)) if mapping else (str(e), [])
+        print(f"error: {text}", file=sys.stderr)
+        if mapping:
+            example = (",".join(found) if found else
+                       "qid=context_id,left=candidate_a,right=candidate_b"
                        if args.command == "import-labels" else "summary=text,doc=context_id")
             print(f"Map the file's columns with --map FILE_COLUMN=OUR_COLUMN,... (e.g. --map "
                   f"{example}).", file=sys.stderr)
+        return EXIT_INPUT
+    except PermissionError as e:  # a file or folder named on the command line: bad input
+        print(f"error: {e.filename or e}: permission denied (choose a file this user may "
+              "read or write)", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
 from .. import api
 from ..errors import InputError
 from ..export import neutralise_frame
+
+
+def _finite(obj):
+    """``obj`` with every NaN or infinite float (an undefined number: n/a) as None, so that the
+    JSON printed is JSON (``NaN`` is not) and an undefined number reads null everywhere."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _dumps(obj, *, indent: int | None = 2, default=lambda o: None) -> str:
+    """JSON as every ``--json`` prints it: undefined numbers (NaN) as null, never ``NaN``."""
+    return json.dumps(_finite(json.loads(json.dumps(obj, default=default))), indent=indent,
+                      allow_nan=False)
 
 
 def _load_run(args) -> api.Run:
@@ -20,10 +40,12 @@ def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows:
     if fmt == "csv":
         neutralise_frame(df).to_csv(sys.stdout, index=False)
     elif fmt == "json":
-        print(json.dumps({"run": run_name, **fields, rows: json.loads(df.to_json(orient="records"))},
+        print(_dumps({"run": run_name, **fields, rows: json.loads(df.to_json(orient="records"))},
                          indent=2, default=lambda o: None))
     else:
         print(header)
+        if "rank" in df.columns:   # an unranked row (never compared) has a blank rank
+            df = df.assign(rank=df["rank"].astype(object).where(df["rank"].notna(), ""))
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
@@ -77,4 +99,6 @@ def _output_file(path: str, flag: str = "-o") -> Path:
         raise InputError(f"{flag} {path}: is a folder; give a file name")
     if not out.parent.is_dir():
         raise InputError(f"{flag} {path}: the folder '{out.parent}' does not exist")
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise InputError(f"{flag} {path}: permission denied (choose a file this user may write)")
     return out

@@ -11,7 +11,7 @@ from ..access import local_identity
 from ..errors import InputError
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _input_file, _nan_none, _output_file, _print_ranking
+from .common import _dumps, _input_file, _nan_none, _output_file, _print_ranking
 from .results import _write_report
 
 
@@ -64,7 +64,7 @@ def cmd_rename_run(args) -> int:
 def cmd_tunings(args) -> int:
     frame = api.open_store(args.db).tunings_frame(args.dataset)
     if args.json:
-        print(json.dumps({"tunings": json.loads(frame.to_json(orient="records",
+        print(_dumps({"tunings": json.loads(frame.to_json(orient="records",
                                                               date_format="iso"))}, indent=2))
     else:
         print(frame.to_string(index=False) if len(frame) else "no tunings stored")
@@ -135,7 +135,7 @@ def cmd_campaign(args) -> int:
             disagreements=len(disputed),
             adjudicated=int(disputed["adjudicated"].notna().sum()) if len(disputed) else 0)
         if args.json:
-            print(json.dumps(summary, indent=2, default=str))
+            print(_dumps(summary, indent=2, default=str))
             return EXIT_OK
         print(f"campaign '{c.name}' ({c.status}): dataset '{c.dataset_name}', aspect "
               f"'{c.aspect}', {c.info.n_pairs} pairs, overlap {c.overlap}; "
@@ -172,13 +172,13 @@ def cmd_panel(args) -> int:
     elif what == "list":
         frame = store.panels()
         if args.json:
-            print(json.dumps({"panels": json.loads(frame.to_json(orient="records"))}, indent=2))
+            print(_dumps({"panels": json.loads(frame.to_json(orient="records"))}, indent=2))
         else:
             print(frame.to_string(index=False) if len(frame) else "no panels stored")
     elif what == "delete":
         deleted = store.delete_panel(args.name)
         if args.json:
-            print(json.dumps({"panel": args.name, "deleted": dataclasses.asdict(deleted),
+            print(_dumps({"panel": args.name, "deleted": dataclasses.asdict(deleted),
                               "summary": str(deleted)}, indent=2))
         else:
             print(f"deleted {deleted}")
@@ -207,7 +207,7 @@ def cmd_panel(args) -> int:
         out["vs_best_member"] = None if vs_best is None else vs_best.to_dict()
         out["vs_best_member_note"] = vs_note
         if args.json:
-            print(json.dumps(out, indent=2, default=lambda o: None))
+            print(_dumps(out, indent=2, default=lambda o: None))
             return EXIT_OK
         evaluations = {p.name: out["panel"], **out["members"]}
         print(f"panel '{p.name}' ({p.combine}, weights {p.weights_mode}); reference "
@@ -231,7 +231,7 @@ def cmd_judges(args) -> int:
     board = api.open_store(args.db).judges(args.dataset, args.aspect, reference=args.reference,
                                            n_boot=args.bootstrap)
     if args.json:
-        print(json.dumps(board.to_dict(), indent=2, default=str))
+        print(_dumps(board.to_dict(), indent=2, default=str))
         return EXIT_OK
     basis = ("Cohen's kappa with the human majority (ties left out; every pair counted in both "
              "orientations, chance = either candidate with probability 1/2) beside the raw "

@@ -10,6 +10,7 @@ from ..agreement import AGREEMENT_BOOT
 from ..calibration import DEFAULT_FOLDS
 from ..explanations import EXPLAIN_TOKENS
 from ..leaderboard import DEFAULT_METHOD
+from ..limits import MAX_BOOTSTRAP
 from ..prompts import TASKS
 from ..ranking import METHODS
 from ..report import EXAMPLES
@@ -20,6 +21,18 @@ from .common import _column_map
 
 
 # ------------------------------------------------------------------------------------ the parser
+
+def _bootstrap(text: str) -> int:
+    """A ``--bootstrap`` count: a whole number in 1..``limits.MAX_BOOTSTRAP`` (argparse names
+    the flag; a huge count would exhaust memory instead of failing plainly)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if not 1 <= value <= MAX_BOOTSTRAP:
+        raise argparse.ArgumentTypeError(f"{value:,} replicates: give 1 to {MAX_BOOTSTRAP:,}")
+    return value
+
 
 #: What the ranking and verdict commands read by default, everywhere (rank, evaluate, export,
 #: leaderboard, compare, report, agreement): the app's Bradley-Terry at the balanced tau*.
@@ -268,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "AlpacaEval 2.0's length-controlled win rate against it (its GLM "
                          "regularised toward the baseline only with its verbose and concise "
                          "rewrites in the run)")
-    lb.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+    lb.add_argument("--bootstrap", type=_bootstrap, default=1000, metavar="B",
                     help="context-bootstrap replicates of the 95%% intervals (default 1000)")
     lb.add_argument("--format", default="table", choices=["table", "csv", "json"],
                     help="table = aligned text with the notes; csv = one row per system; json = "
@@ -295,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "gets its section, and runs on the same dataset are compared")
     rp.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     _shared(rp, "method", "debias")
-    rp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+    rp.add_argument("--bootstrap", type=_bootstrap, default=200, metavar="B",
                     help="context-bootstrap replicates of the leaderboard's 95%% intervals "
                          "(default 200, as the app)")
     rp.add_argument("--examples", type=int, default=EXAMPLES, metavar="N",
@@ -335,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--labels", default="stored", metavar="FILE_OR_STORED",
                     help="a labels file, or 'stored' for the labels in the store (same dataset and aspect)")
     _shared(ag, "debias")
-    ag.add_argument("--bootstrap", type=int, default=AGREEMENT_BOOT, metavar="B",
+    ag.add_argument("--bootstrap", type=_bootstrap, default=AGREEMENT_BOOT, metavar="B",
                     help=f"replicates of the 95%% intervals of accuracy and kappa (cluster "
                          f"bootstrap: contexts, then pairs within them) and the ranking "
                          f"correlation (contexts) (default {AGREEMENT_BOOT})")
@@ -468,7 +481,7 @@ def _manage_parsers(sub) -> None:
     pe.add_argument("--debias", default=DEFAULT_DEBIAS, metavar="none|balanced|TAU",
                     help="threshold on the combined p and on each member's")
     _shared(pe, "reference")
-    pe.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    pe.add_argument("--bootstrap", type=_bootstrap, default=1000, metavar="N",
                     help="resamples of the paired interval against the best member")
     _shared(pe, "json", "db")
     pp = psub.add_parser("report", help="the panel's audit report: one self-contained HTML "
@@ -480,7 +493,7 @@ def _manage_parsers(sub) -> None:
     pp.add_argument("--debias", default="none", metavar="none|balanced|TAU",
                     help="threshold on the combined p (default none: its members are debiased "
                          "already)")
-    pp.add_argument("--bootstrap", type=int, default=200, metavar="B",
+    pp.add_argument("--bootstrap", type=_bootstrap, default=200, metavar="B",
                     help="context-bootstrap replicates of the leaderboard's 95%% intervals")
     pp.add_argument("--baseline", default=None, metavar="SYSTEM",
                     help="a system to report each system's win rate against")
@@ -499,7 +512,7 @@ def _manage_parsers(sub) -> None:
     jg.add_argument("--reference", default=None, metavar="COLUMN",
                     help="without human labels: rank by Spearman with this column (default: the "
                          "aspect's column)")
-    jg.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+    jg.add_argument("--bootstrap", type=_bootstrap, default=1000, metavar="B",
                     help="bootstrap resamples of the labelled pairs for the 95%% intervals")
     _shared(jg, "json", "db")
 

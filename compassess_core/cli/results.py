@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -15,7 +14,7 @@ from ..length_bias import LC_FOLDS
 from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _load_run, _output_file, _print_ranking, _warnings
+from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings
 
 
 # ------------------------------------------------------------------- leaderboard and compare
@@ -29,18 +28,13 @@ def cmd_leaderboard(args) -> int:
         raise InputError(f"{e} (`compassess rank --run {run.name}`)") from e
     warnings = _warnings(run, args.debias)
     reference = board.reference
-    # a system with no comparison in the run is unranked: its rank is blank (null in JSON)
-    unranked = set(board.frame.loc[board.frame["n_comparisons"] == 0, "system"])
-    if args.format == "json":
+    if args.format == "json":  # an unranked system's rank (no comparison in the run) is null
         out = {"run": run.name, "dataset": run.dataset.name, "settings": run.info.settings,
                **board.to_dict(), "warnings": warnings}
-        for row in out["systems"]:
-            if row["system"] in unranked:
-                row["rank"] = None
-        print(json.dumps(out, indent=2))
+        print(_dumps(out, indent=2))
         return EXIT_OK
-    frame = board.frame.astype({"rank": object})
-    frame.loc[frame["system"].isin(unranked), "rank"] = ""
+    frame = board.frame.astype({"rank": object})   # an unranked system's rank is blank
+    frame.loc[frame["rank"].isna(), "rank"] = ""
     if args.format == "csv":
         neutralise_frame(frame).to_csv(sys.stdout, index=False)
         return EXIT_OK
@@ -86,7 +80,7 @@ def cmd_compare(args) -> int:
     result = run_a.compare(run_b, args.method, args.debias)
     partial = [f"{r.name}: {w}" for r in (run_a, run_b) for w in _warnings(r, args.debias)]
     if args.json:
-        print(json.dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
+        print(_dumps({**result.to_dict(run_a.name, run_b.name), "warnings": partial}, indent=2))
         return EXIT_OK
     print(f"runs {run_a.name} (A, {run_a.threshold_label(args.debias)}) and {run_b.name} "
           f"(B, {run_b.threshold_label(args.debias)}) on "
@@ -189,7 +183,7 @@ def cmd_calibrate(args) -> int:
     out = {"run": run.name, "dataset": run.dataset.name, "aspect": aspect,
            "model": run.settings.model, **report.to_dict()}
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(_dumps(out, indent=2))
         return EXIT_OK
     cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
     print(f"run {run.name} vs human labels of aspect '{aspect}': {raw.n_comparisons} comparisons of "
@@ -234,7 +228,7 @@ def cmd_models(args) -> int:
     entries = catalog(runs)
     folder = models_folder()
     if args.json:
-        print(json.dumps({
+        print(_dumps({
             "models_folder": str(folder),
             "models": [dict(name=e.name, model=e.spec, kind=e.kind, available=e.available,
                             path=str(e.path) if e.path else None, size_bytes=e.size_bytes,

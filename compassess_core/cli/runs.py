@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from .. import absolute, api
@@ -11,7 +10,7 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
 from ..run_kinds import build_settings, kind_of
 from ..settings import GenerationOptions
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
-from .common import _load_run, _output_file, _print_ranking, _print_warnings, _warnings
+from .common import _dumps, _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans
 
 
@@ -142,7 +141,7 @@ def cmd_evaluate(args) -> int:
         out["partial_run"] = partial
         if run.calibration is not None:
             out["calibration"] = run.calibration
-        print(json.dumps(out, indent=2, default=lambda o: None))
+        print(_dumps(out, indent=2, default=lambda o: None))
     else:
         kind_of(run.info.settings).print_evaluation(report, sys.stdout)
         if run.calibration is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from ..report_text import fmt as _fmt
 from ..run_kinds import kind_of
 from ..run_loop import PHASE_TEXT, is_active, state_text, worker_state
 from ..worker import EXIT_OK
-from .common import _load_run
+from .common import _dumps, _load_run
 
 
 # -------------------------------------------------------------------------------- the store
@@ -37,7 +36,7 @@ def cmd_runs(args) -> int:
     store = api.open_store(args.db).backend
     runs = store.list_runs()
     if args.json:
-        print(json.dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
+        print(_dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
                                state=worker_state(r), kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
                                n_comparisons=r.n_comparisons, judge=r.judge_key,
@@ -90,7 +89,7 @@ def cmd_agreement(args) -> int:
                           n_boot=args.bootstrap, ties=args.ties, tie_band=args.tie_band)
     summary = {"run": run.name, **found.to_dict()}
     if args.json:
-        print(json.dumps(summary, indent=2, default=lambda o: None))
+        print(_dumps(summary, indent=2, default=lambda o: None))
         return EXIT_OK
     source = found.labels
     llm = summary["llm_vs_human"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from .. import api
 from ..access import local_identity
@@ -10,6 +9,7 @@ from ..errors import InputError, RunCancelled, RunInterrupted
 from ..explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
 from ..tuning import TuningOptions
+from .common import _dumps
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 
 
@@ -41,7 +41,7 @@ def cmd_tune(args) -> int:
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(_dumps(result.to_dict(), indent=2))
         return EXIT_OK
     _print_tuning(result)
     return EXIT_OK
@@ -92,8 +92,8 @@ def _print_tuning(result) -> None:
         print(result.picked.text)
     for line in result.warnings:
         print(f"warning: {line}")
-    if result.message:
-        print(f"stopped: {result.message}")
+    if result.message:  # how it ended: "finished: ..." or "stopped early: <why>"
+        print(result.message)
 
 
 def cmd_templates(args) -> int:
@@ -122,7 +122,7 @@ def cmd_explain(args) -> int:
     else:
         found = run.explain(args.context, args.a, args.b, max_tokens=args.max_tokens)
     if args.json:
-        print(json.dumps(found.to_dict(), indent=2))
+        print(_dumps(found.to_dict(), indent=2))
         return EXIT_OK
     print(f"# {REASONS_LABEL}: {REASONS_NOTE}")
     if found.contradiction is not None:
