@@ -49,21 +49,23 @@ COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain
             "rename-tuning": cmd_rename_tuning}
 
 
-_PYTHON_HINT = re.compile(r"with the column map \((?:e\.g\. )?column_map=\{'([^']+)': '([^']*)'\}\)")
+#: The engine's plain hint ("Rename a column to 'text' or map one to it (the likeliest is
+#: 'response')"), said on the command line as the --map flag that does it.
+_MAP_HINT = re.compile(r"column to '([^']+)' or map one to it(?: \(the likeliest is '([^']*)'\))?")
 
 
 def _as_map_flag(text: str) -> tuple[str, list[str]]:
-    """The engine's message with its Python hints (``column_map={'text': 'response'}``) said as
-    the ``--map`` flag (``--map response=text``), and the suggested ``FILE_COLUMN=OURS`` items."""
+    """The engine's mapping hints said as the ``--map`` flag (``--map response=text``), and the
+    suggested ``FILE_COLUMN=OURS`` items."""
     found: list[str] = []
 
     def flag(m: re.Match) -> str:
         ours, theirs = m.group(1), m.group(2)
-        if theirs == "<column>":
-            return f"with --map (--map FILE_COLUMN={ours})"
+        if not theirs:
+            return f"column to '{ours}' or map one to it with --map (--map FILE_COLUMN={ours})"
         found.append(f"{theirs}={ours}")
-        return f"with --map (e.g. --map {theirs}={ours})"
-    return _PYTHON_HINT.sub(flag, text), found
+        return f"column to '{ours}' or map one to it with --map (e.g. --map {theirs}={ours})"
+    return _MAP_HINT.sub(flag, text), found
 
 
 def main(argv: list[str] | None = None) -> int:
