@@ -47,6 +47,7 @@ from ..tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
+from .jobs import JOB_KINDS, Job, JobStatus
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
 from .planning import (DataAspect, JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
@@ -90,6 +91,7 @@ __all__ = [
     # checking files, planning runs, watching workers
     "UploadCheck", "DatasetSaved", "LabelsCheck", "DataAspect", "RunDefaults", "RunPlan", "PromptPreview",
     "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
+    "Job", "JobStatus", "JOB_KINDS",
     "template_from_text",
     "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
     "EXPORT_FORMATS",
