@@ -453,18 +453,6 @@ def execute_runs_until_stopped(store, run_ids: Sequence[int], *, reporter: Repor
     return summaries
 
 
-def run_to_exit_code(store, run_id: int | Sequence[int], *, reporter: Reporter, judge=None,
-                     chunk_prompts: int | None = None) -> int:
-    """:func:`execute_runs_until_stopped` as an exit code (what a worker process returns)."""
-    run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
-    try:
-        execute_runs_until_stopped(store, run_ids, reporter=reporter, judge=judge,
-                                   chunk_prompts=chunk_prompts)
-    except (RunCancelled, RunInterrupted):
-        return EXIT_INTERRUPTED
-    return EXIT_OK
-
-
 # ------------------------------------------------------------------------- the worker process
 
 def worker_nice() -> int:
@@ -577,7 +565,7 @@ def exit_code(work: Callable[[], object]) -> int:
     try:
         work()
         return EXIT_OK
-    except (RunCancelled, RunInterrupted):
+    except (RunCancelled, RunInterrupted, KeyboardInterrupt):
         print(f"{STOPPED}: everything done is stored; start it again to resume", flush=True)
         return EXIT_INTERRUPTED
     except InputError as e:
@@ -626,7 +614,28 @@ def main(argv: list[str] | None = None) -> int:
         reporter.message(f"worker {os.getpid()} (nice {nice}, {os.environ['COMPASSESS_THREADS']} "
                          f"CPU thread(s)) on {job.name}")
         job.execute(progress=reporter)
-    return exit_code(work)
+    with interrupted_by_sigterm():
+        return exit_code(work)
+
+
+@contextlib.contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """SIGTERM (``Job.cancel`` of a kind without a stored cancel request, or a system
+    stopping) raises ``KeyboardInterrupt``, as Ctrl-C does: the job stops as on a cancel, and
+    says so (a run after its micro-batch in flight, ``stop_on_signals``). The handler before
+    is restored on exit; outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):  # noqa: ANN001
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -358,9 +358,15 @@ class ExplanationJob:
 
     def cancel(self, job: "Job") -> None:
         pid = self.process(job)
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        # Said in its log too: a worker stopped before it could say so itself (still
+        # starting) leaves this line as its last word.
+        with contextlib.suppress(OSError), open(self.log_path(job), "a", encoding="utf-8") as log:
+            log.write(f"{worker.STOPPED}: cancelled on request (process {pid}); start it again "
+                      "to resume\n")
 
 
 #: The kinds of background job, by name: the registry the worker's entry point, ``Store.job``
