@@ -52,9 +52,8 @@ def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
 
 def test_start_creates_the_tuning_and_hands_it_to_a_worker(app_env, monkeypatch):
     started = []
-    monkeypatch.setattr(api.Tuning, "start_worker",
-                        lambda self, log=None, cwd=None: started.append(
-                            (self.name, Path(log or self.worker_log_path).name)))
+    monkeypatch.setattr(api.Job, "start", lambda job, log=None, cwd=None: started.append(
+        (job.store.tuning(job.ids[0]).name, Path(log or job.log_path).name)))
     store = api.open_store(app_env)
     dataset_id = store.dataset_id(store.add_dataset(SAMPLE).name)
     at = open_page("tune")
@@ -101,8 +100,8 @@ def test_the_comparison_view_shows_the_judges_reasons_and_offers_to_ask(app_env,
     class Proc:
         def poll(self):
             return None
-    monkeypatch.setattr(api.Run, "start_explain_worker",
-                        lambda self, cid, f, s, log, **kw: asked.append((cid, f, s)) or Proc())
+    monkeypatch.setattr(api.Job, "start", lambda job, log=None, **kw: asked.append(
+        (job.params["context"], job.params["first"], job.params["second"])) or Proc())
     at.selectbox(key="pick_second").set_value(c).run()
     at.button(key="open_pick").click().run()
     [ask] = [x for x in at.button if x.label.startswith("Ask the judge for its reasons")]
