@@ -9,6 +9,7 @@ timing. The worker's command line and its refusals are tested in the process."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -208,3 +209,33 @@ def test_an_explanation_job_is_started_watched_cancelled_and_resumed(served, db_
     assert done.state == "completed" and done.done == done.total >= 1, job.log(20)
     assert run.explanation(**{"context_id": pair["context"], "first": pair["first"],
                               "second": pair["second"]}).complete
+
+
+@pytest.mark.slow  # a worker process
+def test_the_command_line_starts_watches_cancels_and_resumes_a_job_the_same_way(
+        served, db_url, capsys):
+    from compassess_core.cli import main
+    store = api.open_store(db_url)
+    small_run(store, served.judge, "cli-run")
+    job = store.job("run", "cli-run")
+    served.backend.hold_after(3)
+    assert main(["job", "start", "run", "cli-run", "--db", db_url]) == 0
+    assert "started run 'cli-run': worker process" in capsys.readouterr().out
+    wait_until(lambda: job.status().done, "the run judged nothing")
+    assert main(["job", "cancel", "run", "cli-run", "--db", db_url]) == 0
+    assert "asked run 'cli-run' to stop" in capsys.readouterr().out
+    served.backend.open()
+    wait_for(job, "cancelled")
+    assert main(["job", "status", "run", "cli-run", "--json", "--db", db_url]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["state"] == "cancelled" and said["can_resume"] and said["total"] == 12
+    assert main(["job", "start", "run", "cli-run", "--db", db_url]) == 0   # resumes
+    wait_for(job, "completed")
+    capsys.readouterr()
+    assert main(["job", "status", "run", "cli-run", "--db", db_url]) == 0
+    assert capsys.readouterr().out.strip() == "run 'cli-run': completed, 12/12 comparisons"
+    assert main(["job", "log", "run", "cli-run", "--lines", "50", "--db", db_url]) == 0
+    assert "done: 12 comparisons in the run" in capsys.readouterr().out
+    # a parameter the kind does not take is refused, naming it
+    assert main(["job", "start", "run", "cli-run", "--context", "A0", "--db", db_url]) == 2
+    assert "takes no context" in capsys.readouterr().err

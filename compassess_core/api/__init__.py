@@ -47,7 +47,7 @@ from ..tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
-from .jobs import JOB_KINDS, Job, JobStatus
+from .jobs import JOB_KINDS as _JOB_KINDS, Job, JobStatus
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
 from .planning import (DataAspect, JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
@@ -71,6 +71,8 @@ from ..export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
+#: The kinds of background job of ``Store.job(KIND, target)`` (``compassess job ... KIND``).
+JOB_KINDS: tuple[str, ...] = tuple(_JOB_KINDS)
 #: How the next pair to label is chosen (``Store.next_pair(mode=...)``).
 ANNOTATION_MODES: tuple[str, ...] = tuple(MODES)
 #: Pair-selection strategies of ``Store.run(strategy=...)`` (``compassess run --strategy``).
