@@ -112,18 +112,26 @@ def stop_on_signals(event: threading.Event, working: threading.Event
     nothing to keep) and at a second signal they raise ``KeyboardInterrupt`` at once. Handlers are
     restored on exit; outside the main thread (where Python allows no handlers) the event alone
     is used."""
-    if threading.current_thread() is not threading.main_thread():
-        yield event
-        return
 
     def handler(signum, frame):  # noqa: ANN001
         if event.is_set() or not working.is_set():
             raise KeyboardInterrupt
         event.set()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with signal_handlers(handler, (signal.SIGTERM, signal.SIGINT)):
         yield event
+
+
+@contextlib.contextmanager
+def signal_handlers(handler, signals: Sequence[int]) -> Iterator[None]:
+    """``handler`` for ``signals`` while inside, the handlers before restored on exit; outside
+    the main thread (where Python allows no handlers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -622,21 +630,9 @@ def main(argv: list[str] | None = None) -> int:
 def interrupted_by_sigterm() -> Iterator[None]:
     """SIGTERM (``Job.cancel`` of a kind without a stored cancel request, or a system
     stopping) raises ``KeyboardInterrupt``, as Ctrl-C does: the job stops as on a cancel, and
-    says so (a run after its micro-batch in flight, ``stop_on_signals``). The handler before
-    is restored on exit; outside the main thread nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
+    says so (a run after its micro-batch in flight, ``stop_on_signals``)."""
     def handler(signum, frame):  # noqa: ANN001
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
+    with signal_handlers(handler, (signal.SIGTERM,)):
         yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -130,11 +130,22 @@ class JobKind(Protocol):
     def cancel(self, job: "Job") -> None: ...
 
 
-def _ids(target: Any, one: Callable[[Any], int]) -> tuple[int, ...]:
+def _ids(target: Any, id_of: Callable[[Any], int], *, one: str | None = None
+         ) -> tuple[int, ...]:
+    """The ids of ``target`` (one or a list: objects, names, ids) by ``id_of``, each once;
+    ``one``: the message refusing more than one."""
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     if not targets:
         raise InputError("a job needs at least one target")
-    return tuple(dict.fromkeys(one(t) for t in targets))
+    ids = tuple(dict.fromkeys(id_of(t) for t in targets))
+    if one is not None and len(ids) != 1:
+        raise InputError(one)
+    return ids
+
+
+def _run_ids(store: StoreHandle, target: Any, *, one: str | None = None) -> tuple[int, ...]:
+    return _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.get_run(t).id,
+                one=one)
 
 
 # --------------------------------------------------------------------------------- runs
@@ -149,7 +160,7 @@ class RunJobs:
     params: tuple[JobParam, ...] = ()
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
-        return _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.get_run(t).id)
+        return _run_ids(store, target)
 
     def runs(self, job: "Job") -> list:
         return [job.store.get_run(i) for i in job.ids]
@@ -210,10 +221,8 @@ class TuningJob:
     params: tuple[JobParam, ...] = ()
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
-        ids = _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.tuning(t).id)
-        if len(ids) != 1:
-            raise InputError("a tuning job works on one tuning")
-        return ids
+        return _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.tuning(t).id,
+                    one="a tuning job works on one tuning")
 
     def tuning(self, job: "Job"):
         return job.store.tuning(job.ids[0])
@@ -281,10 +290,7 @@ class ExplanationJob:
                        explanations.EXPLAIN_TOKENS))
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
-        ids = _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.get_run(t).id)
-        if len(ids) != 1:
-            raise InputError("an explanation job works on one run")
-        return ids
+        return _run_ids(store, target, one="an explanation job works on one run")
 
     def pair(self, job: "Job") -> tuple[str, str, str]:
         return job.params["context"], job.params["first"], job.params["second"]

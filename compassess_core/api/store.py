@@ -28,7 +28,7 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
                        for_aspects)
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
-from ..run_loop import STARTING_PHASE, worker_state
+from ..run_loop import worker_state
 from ..settings import GenerationOptions, ReferenceOptions, RunSettings, run_names
 from ..sink import open_store as _open_backend
 from ..speed import TimeEstimate, estimate_time, shared_work
