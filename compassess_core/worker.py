@@ -636,3 +636,7 @@ def interrupted_by_sigterm() -> Iterator[None]:
 
     with signal_handlers(handler, (signal.SIGTERM,)):
         yield
+
+
+if __name__ == "__main__":
+    sys.exit(main())
