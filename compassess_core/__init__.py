@@ -11,7 +11,7 @@ The public names are listed in ``__all__`` (walkthrough: docs/python.md); they l
 :mod:`compassess_core.api` (a package, one module per object) and are imported on first use, so ``import compassess_core`` stays
 cheap (no pandas, torch or transformers until a name is used). ``RANKING_METHODS`` and
 ``SELECTION_STRATEGIES`` are the names ``Run.rankings(method=...)`` and ``Store.run(strategy=...)``
-accept. Its modules load on first use too (``ca.agreement.SMALL_SAMPLE_PAIRS``). Everything else
+accept, ``JOB_KINDS`` the kinds of background job ``Store.job(KIND, target)`` starts. Its modules load on first use too (``ca.agreement.SMALL_SAMPLE_PAIRS``). Everything else
 in the package is internal.
 
 The engine modules of this package must never import ``streamlit`` or the ``db`` package:
@@ -34,6 +34,8 @@ __all__ = [
     # runs: settings, execution, progress
     "Run", "RunSettings", "run_settings", "score_settings", "ProgressBar", "Reporter", "Progress",
     "RunProgress", "RunSummary", "RANKING_METHODS", "SELECTION_STRATEGIES",
+    # background jobs (runs, tunings, the judge's reasons): Store.job(KIND, target)
+    "Job", "JobStatus", "JOB_KINDS",
     # the judge's wording tuned without labels, and its reasons
     "Tuning", "TuningPlan", "TuningResult", "TuningOptions", "Wording", "Explanation",
     "OrderReasons",

@@ -1,19 +1,25 @@
-"""The worker: executes (or resumes) a stored run, in this process or in one of its own.
+"""The worker: every background job's one entry point, and the executor of stored runs.
 
-This is where the engine meets the store: a run's settings and dataset come from the store, its
-kind (``run_kinds``) plans what is missing, and the one run loop (``run_loop.run_plan``) computes
-and stores it. The CLI calls :func:`execute_run` in its own process (``compassess run``); the
-app starts :func:`start_worker`, a separate low-priority process (``python -m
-compassess_core.worker --run-id N``), so pages stay responsive while it computes and a refresh, a
-second browser or another page sees the same run. Information flows one way: the page or the CLI
-creates the run with its settings; the worker only records what it finds out (the judge that ran
-it, what planning found, status, progress and a heartbeat).
+A job is one of the kinds of one registry (``api.jobs.JOB_KINDS``, as ``ranking.METHODS``):
+``run`` (stored runs, several judged together), ``tuning`` (a tuning of the judge's
+instruction) and ``explanation`` (the judge's reasons for its verdicts on one pair). The app,
+the CLI and the API start, watch, cancel and resume every kind the same way
+(``api.Store.job(KIND, target).start()``, ``.status()``, ``.cancel()``), and a job started in
+the background runs here: ``python -m compassess_core.worker KIND --id N [...]`` (:func:`main`),
+a process of its own in a session of its own (it outlives the page that started it), at lower
+priority, with one CPU thread fewer than the cores, its output in a log only its owner may read.
 
-Stopping: SIGTERM, Ctrl-C and the store's cancel request all stop the run after the micro-batch
+A run is where the engine meets the store: its settings and dataset come from the store, its
+kind (``run_kinds``) plans what is missing, and the one run loop (``run_loop.run_plan``)
+computes and stores it (:func:`execute_runs`). Information flows one way: the page or the CLI
+creates the run with its settings; the worker only records what it finds out (the judge that
+ran it, what planning found, status, progress and a heartbeat).
+
+Stopping: SIGTERM, Ctrl-C and the store's cancel request all stop a run after the micro-batch
 in flight (a second signal stops at once); everything computed is stored and the same command
 resumes. The database URL reaches a worker process through its environment, never its command
-line (it may hold a password). The store is reached through ``sink.open_store`` (an entry
-point): this module never imports ``db``.
+line (it may hold a password). The store is reached through the API or ``sink.open_store``
+(an entry point): this module never imports ``db``.
 """
 
 from __future__ import annotations
@@ -27,12 +33,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence, TextIO
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TextIO
 
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .judges.servers import redact_secrets
 from .pacing import BatchPacer
-from .run_kinds import RunJob, get_kind, kind_of
+from .run_kinds import RunJob, kind_of
 from .run_loop import (LOADING_PHASE, PLANNING_PHASE, Heartbeat, Member, Progress, RunSummary,
                        run_group)
 from .settings import RunSettings
@@ -44,6 +50,10 @@ EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 WORKER_NICE = 10
 #: Where a worker process finds its database (never on its command line).
 DATABASE_URL_ENV = "COMPASSESS_DATABASE_URL"
+#: The one entry point of every background job (``python -m compassess_core.worker KIND ...``).
+WORKER_MODULE = "compassess_core.worker"
+#: How a worker's log says it ended, first on its last line (``api.jobs`` reads it back).
+STOPPED, FAILED = "stopped", "error"
 
 
 class Reporter(Protocol):
@@ -103,18 +113,26 @@ def stop_on_signals(event: threading.Event, working: threading.Event
     nothing to keep) and at a second signal they raise ``KeyboardInterrupt`` at once. Handlers are
     restored on exit; outside the main thread (where Python allows no handlers) the event alone
     is used."""
-    if threading.current_thread() is not threading.main_thread():
-        yield event
-        return
 
     def handler(signum, frame):  # noqa: ANN001
         if event.is_set() or not working.is_set():
             raise KeyboardInterrupt
         event.set()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with signal_handlers(handler, (signal.SIGTERM, signal.SIGINT)):
         yield event
+
+
+@contextlib.contextmanager
+def signal_handlers(handler, signals: Sequence[int]) -> Iterator[None]:
+    """``handler`` for ``signals`` while inside, the handlers before restored on exit; outside
+    the main thread (where Python allows no handlers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -302,16 +320,24 @@ def execute_group_with(sink, dataset, settings: Sequence[RunSettings], judge,
     """:func:`execute_group`: runs ``run_ids`` of ``settings`` (one each: e.g. the aspects of one
     dataset) on ``dataset`` judged together by a judge already loaded, resuming from what
     ``sink`` holds."""
-    jobs = []
-    for s, run_id in zip(settings, run_ids, strict=True):
-        kind = kind_of(s)
-        job = RunJob(dataset=dataset, dataset_id=dataset_id, settings=s, judge=judge,
-                     run_id=run_id, stored=sink.stored_results(run_id, kind.name), store=sink,
-                     cancelled=lambda: bool(cancel is not None and cancel.is_set()))
-        if chunk_prompts:
-            job.chunk_prompts = chunk_prompts
-        jobs.append(job)
+    jobs = [run_job(sink, dataset, dataset_id, s, judge, run_id, chunk_prompts=chunk_prompts,
+                    cancelled=lambda: bool(cancel is not None and cancel.is_set()))
+            for s, run_id in zip(settings, run_ids, strict=True)]
     return execute_group(jobs, sink, reporter=reporter, cancel=cancel)
+
+
+def run_job(sink, dataset, dataset_id: int, settings: RunSettings, judge, run_id: int, *,
+            cancelled, chunk_prompts: int | None = None, report=None) -> RunJob:
+    """Run ``run_id`` of ``settings`` on ``dataset`` as its kind plans it (a ``RunJob``): what
+    ``sink`` holds of it already, the judge loaded for it, and ``cancelled`` (a callable) asked
+    between micro-batches."""
+    extra = {} if report is None else {"report": report}
+    job = RunJob(dataset=dataset, dataset_id=dataset_id, settings=settings, judge=judge,
+                 run_id=run_id, stored=sink.stored_results(run_id, kind_of(settings).name),
+                 store=sink, cancelled=cancelled, **extra)
+    if chunk_prompts:
+        job.chunk_prompts = chunk_prompts
+    return job
 
 
 def _mark_failed(sink, run_id: int, e: BaseException) -> None:
@@ -360,19 +386,13 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
             datasets: dict[int, Any] = {}
             jobs = []
             for run, s in zip(runs, settings):
-                kind = kind_of(s)
-                store.record_judge(run.id, kind.judge_key(judge))
+                store.record_judge(run.id, kind_of(s).judge_key(judge))
                 if run.dataset_id not in datasets:
                     datasets[run.dataset_id] = store.load_dataset(run.dataset_id)
-                job = RunJob(dataset=datasets[run.dataset_id], dataset_id=run.dataset_id,
-                             settings=s, judge=judge, run_id=run.id,
-                             stored=store.stored_results(run.id, kind.name), store=store,
-                             report=reporter.message,
-                             cancelled=lambda: cancel.is_set() or any(
-                                 store.cancel_requested(r) for r in run_ids))
-                if chunk_prompts:
-                    job.chunk_prompts = chunk_prompts
-                jobs.append(job)
+                jobs.append(run_job(store, datasets[run.dataset_id], run.dataset_id, s, judge,
+                                    run.id, chunk_prompts=chunk_prompts, report=reporter.message,
+                                    cancelled=lambda: cancel.is_set() or any(
+                                        store.cancel_requested(r) for r in run_ids)))
     except KeyboardInterrupt:
         for run_id in run_ids:
             store.set_run_status(run_id, "cancelled", message="stopped on request while loading "
@@ -455,18 +475,6 @@ def execute_runs_until_stopped(store, run_ids: Sequence[int], *, reporter: Repor
     return summaries
 
 
-def run_to_exit_code(store, run_id: int | Sequence[int], *, reporter: Reporter, judge=None,
-                     chunk_prompts: int | None = None) -> int:
-    """:func:`execute_runs_until_stopped` as an exit code (what a worker process returns)."""
-    run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
-    try:
-        execute_runs_until_stopped(store, run_ids, reporter=reporter, judge=judge,
-                                   chunk_prompts=chunk_prompts)
-    except (RunCancelled, RunInterrupted):
-        return EXIT_INTERRUPTED
-    return EXIT_OK
-
-
 # ------------------------------------------------------------------------- the worker process
 
 def worker_nice() -> int:
@@ -521,11 +529,23 @@ def log_tail(path: Path, n_lines: int = 12) -> str:
     return "\n".join(lines[-n_lines:])
 
 
-def start_process(module: str, args: Sequence[str], database_url: str, log_path: Path, *,
-                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-    """Start ``python -m module args...`` in its own session, writing to ``log_path`` (a file
-    only its owner may read: logs name datasets, models and servers). Arguments that carry a
-    user's text are given as ``--name=value``, so a value starting with ``-`` stays a value."""
+def job_argv(kind: str, ids: Sequence[int], params: Mapping[str, object] | None = None
+             ) -> list[str]:
+    """The worker's arguments for a job of ``kind`` on ``ids`` with its ``params`` (what
+    ``python -m compassess_core.worker`` parses). Every value is given as ``--name=value``, so
+    a user's text starting with ``-`` stays a value."""
+    return [kind, *(f"--id={int(i)}" for i in ids),
+            *(f"--{name.replace('_', '-')}={value}" for name, value in (params or {}).items()
+              if value is not None)]
+
+
+def start_job(kind: str, ids: Sequence[int], params: Mapping[str, object] | None,
+              database_url: str, log_path: Path, *,
+              cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+    """Start ``python -m compassess_core.worker KIND --id=N ...`` (:func:`job_argv`) in its own
+    session (it outlives the page that started it), writing to ``log_path`` (a file only its
+    owner may read: logs name datasets, models and servers). The database URL goes through the
+    environment, never the command line (it may hold a password)."""
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(log_path.parent, 0o700)
     env = dict(os.environ)
@@ -535,51 +555,102 @@ def start_process(module: str, args: Sequence[str], database_url: str, log_path:
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE,
+                                 *job_argv(kind, ids, params)],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=str(cwd or root), env=env)
     # Reaped as soon as it ends, so a long-lived starter keeps no zombie.
-    threading.Thread(target=proc.wait, name=f"reap-{module}", daemon=True).start()
+    threading.Thread(target=proc.wait, name=f"reap-{kind}", daemon=True).start()
     return proc
 
 
 def start_worker(run_id: int | Sequence[int], database_url: str, log_path: Path, *,
                  cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-    """Start a worker process for stored run ``run_id`` (or several, judged together) in its own
-    session (it outlives the page that started it), writing to ``log_path``. The database URL
-    goes through the environment."""
+    """:func:`start_job` of the ``run`` kind: stored run ``run_id`` (or several, judged
+    together) executed in a worker process of its own."""
     run_ids = [int(run_id)] if isinstance(run_id, int) else [int(r) for r in run_id]
-    return start_process("compassess_core.worker", [f"--run-id={r}" for r in run_ids], database_url,
-                 log_path, cwd=cwd)
+    return start_job("run", run_ids, None, database_url, log_path, cwd=cwd)
+
+
+def prepare_process(nice: int | None = None) -> str:
+    """What a worker process does first: lower its priority (the web server's pages come
+    first) and choose its CPU threads; returns its database URL (from the environment)."""
+    lower_priority(worker_nice() if nice is None else nice)
+    os.environ.setdefault("COMPASSESS_THREADS", str(worker_threads()))
+    return os.environ.get(DATABASE_URL_ENV, "")
+
+
+def exit_code(work: Callable[[], object]) -> int:
+    """Do a worker process's ``work`` (a callable) and say how it ended as the CLI's exit code,
+    the reason as the last line of its log (no traceback): 0 done, 2 bad input, 130 stopped on
+    request (everything done is stored), 1 any other failure."""
+    try:
+        work()
+        return EXIT_OK
+    except (RunCancelled, RunInterrupted, KeyboardInterrupt):
+        print(f"{STOPPED}: everything done is stored; start it again to resume", flush=True)
+        return EXIT_INTERRUPTED
+    except InputError as e:
+        # the log is read back on the page: a served judge's error may echo its key
+        print(f"{FAILED}: {redact_secrets(str(e))}", flush=True)
+        return EXIT_INPUT
+    except Exception as e:  # noqa: BLE001 - the worker's log shows the reason, not a traceback
+        print(f"{FAILED}: {type(e).__name__}: {redact_secrets(str(e))}", flush=True)
+        return EXIT_FAILURE
+
+
+def build_parser(kinds: Mapping[str, Any]) -> argparse.ArgumentParser:
+    """The worker's command line: one sub-command per job kind of ``kinds`` (the registry,
+    ``api.jobs.JOB_KINDS``), each with ``--id`` and the kind's own parameters."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {WORKER_MODULE}",
+        description="execute (or resume) a stored job: runs, a tuning, the judge's reasons")
+    sub = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for name, kind in kinds.items():
+        p = sub.add_parser(name, help=kind.description)
+        ids = ("--id", "--run-id") if name == "run" else ("--id",)  # --run-id: the older form
+        p.add_argument(*ids, dest="ids", type=int, required=True, action="append",
+                       metavar="N", help=kind.id_help)
+        for param in kind.params:
+            p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name,
+                           type=param.type, required=param.required, help=param.help)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m compassess_core.worker --run-id N [--run-id M ...]``: execute stored runs
-    (several: judged together), lowered priority."""
-    parser = argparse.ArgumentParser(prog="python -m compassess_core.worker",
-                                     description="execute (or resume) stored runs, together")
-    parser.add_argument("--run-id", type=int, required=True, action="append",
-                        help="a run to execute; several are judged together by one judge")
-    args = parser.parse_args(argv)
+    """``python -m compassess_core.worker KIND --id N [...]``: execute (or resume) one job of a
+    kind of the registry (``api.jobs.JOB_KINDS``: ``run``, ``tuning``, ``explanation``) at
+    lowered priority; ``--run-id N`` alone is a run's job, as before kinds had names."""
+    from .api.jobs import JOB_KINDS
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].startswith("--run-id"):
+        argv = ["run", *argv]
+    args = build_parser(JOB_KINDS).parse_args(argv)
+    params = {p.name: getattr(args, p.name) for p in JOB_KINDS[args.kind].params}
     nice = worker_nice()
-    lower_priority(nice)
-    os.environ.setdefault("COMPASSESS_THREADS", str(worker_threads()))
-    from .sink import open_store
-    try:
-        store = open_store(os.environ.get(DATABASE_URL_ENV) or None)
-        runs = [store.get_run(run_id) for run_id in args.run_id]
-        kind = get_kind(runs[0].settings.get("kind"))
-        reporter = ConsoleReporter(kind.unit, kind.rate_unit, stream=sys.stdout)
-        reporter.message(f"worker {os.getpid()} (nice {nice}, "
-                         f"{os.environ['COMPASSESS_THREADS']} CPU thread(s)) on run(s) "
-                         + ", ".join(f"'{run.name}'" for run in runs))
-        return run_to_exit_code(store, [run.id for run in runs], reporter=reporter)
-    except InputError as e:
-        print(f"error: {redact_secrets(str(e))}", flush=True)
-        return EXIT_INPUT
-    except Exception as e:  # noqa: BLE001 - the worker's log shows the reason, not a traceback
-        print(f"error: {type(e).__name__}: {redact_secrets(str(e))}", flush=True)
-        return EXIT_FAILURE
+    url = prepare_process(nice)
+
+    def work() -> None:
+        from .api import open_store
+        job = open_store(url or None).job(args.kind, args.ids, **params)
+        reporter = job.reporter(sys.stdout)
+        reporter.message(f"worker {os.getpid()} (nice {nice}, {os.environ['COMPASSESS_THREADS']} "
+                         f"CPU thread(s)) on {job.name}")
+        job.execute(progress=reporter)
+    with interrupted_by_sigterm():
+        return exit_code(work)
+
+
+@contextlib.contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """SIGTERM (``Job.cancel`` of a kind without a stored cancel request, or a system
+    stopping) raises ``KeyboardInterrupt``, as Ctrl-C does: the job stops as on a cancel, and
+    says so (a run after its micro-batch in flight, ``stop_on_signals``)."""
+    def handler(signum, frame):  # noqa: ANN001
+        raise KeyboardInterrupt
+
+    with signal_handlers(handler, (signal.SIGTERM,)):
+        yield
 
 
 if __name__ == "__main__":

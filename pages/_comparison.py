@@ -15,7 +15,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
 from compassess_core.speed import human_duration
 from pages._auth import recheck, require
-from pages._common import REPO_ROOT, AppRun, _run_handle, db_url, fmt, plain
+from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, db_url, fmt, plain
 from pages._plain import plain_message
 
 # ---------------------------------------------------------------------------- comparison view
@@ -133,7 +133,7 @@ def _show_reasons(found) -> None:
 def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
     """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``),
     when stored; otherwise a button that asks for them in a worker process
-    (``Run.start_explain_worker``: the judge never runs in the web server) and a view that shows
+    (``Store.job("explanation", ...).start()``: the judge never runs in the web server) and a view that shows
     them once stored. A judge that cannot write says so (the worker's message)."""
     st.markdown(f"**The judge's {REASONS_LABEL}** (it is told its answer, then asked why: "
                 "not how it reached p, which they never change)")
@@ -187,8 +187,8 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
                       "judge that only gives label probabilities cannot write and says so."):
         require()  # loading a model is an admin's action
         try:
-            workers[key] = run.api.start_explain_worker(context_id, first, second, log,
-                                                       cwd=REPO_ROOT)
+            workers[key] = api_store().job("explanation", run.id, context=context_id,
+                                           first=first, second=second).start(log, cwd=REPO_ROOT)
         except CompAssessError as e:
             st.error(plain_message(e))
             return

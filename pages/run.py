@@ -6,8 +6,8 @@ expected scores are stored). All are started, watched, cancelled and resumed the
 
 The run executes outside this script (``compassess worker``), writing comparisons, status and a
 heartbeat to the store; this page only plans the run (``api.Store.plan_run``: settings, size,
-time, wording, advice, the judge allowlist), creates it, starts its worker (``api.Run.
-start_worker``) and polls the store (``api.Run.progress``), so a refresh, another page or a second
+time, wording, advice, the judge allowlist), creates it, starts its worker (``api.Store.
+job("run", ...).start()``) and polls the store (``api.Run.progress``), so a refresh, another page or a second
 browser sees the same run. The form belongs to the dataset on screen: every widget is keyed by the
 dataset's id, so another dataset shows its own values and defaults (``api.Store.run_defaults``),
 and a dataset's values come back with it. The watched run is known by its id, and Cancel and
@@ -375,7 +375,7 @@ if top.button("Start", type="primary", icon=":material/play_arrow:",
             else:
                 to_start.append(run)
         if to_start:   # one worker for them all; a served judge not configured: fail closed
-            api_store().start_worker(to_start)
+            api_store().job("run", to_start).start()
             st.toast(f"Started run {plain(', '.join(r.name for r in to_start))}")
         st.session_state[WATCH] = runs_now[0].id
         view.put("run", runs_now[0].id)
@@ -451,7 +451,7 @@ def _act(run_id: int, action: str) -> bool:
                 if r.progress().active:
                     r.cancel()
         else:   # refuses a live worker and a served judge not configured
-            api_store().start_worker([r for r in group if r.progress().can_resume])
+            api_store().job("run", [r for r in group if r.progress().can_resume]).start()
         return True
     except ObjectChanged as e:
         st.error(plain(str(e)), icon=":material/sync_problem:")

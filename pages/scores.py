@@ -180,7 +180,8 @@ if ref_set != ab.UPLOADED and c2.button("Regenerate this context's references", 
     try:
         fresh = api_store().get_run(run.id, expect_name=run.name)
         if not fresh.progress(refresh=False).active:
-            fresh.start_worker()   # refuses a served judge that is not configured: fail closed
+            # refuses a served judge that is not configured: fail closed
+            api_store().job("run", fresh).start()
         st.success(f"Deleted {n} reference(s) of {plain(ctx_id)}; the run's worker writes new ones "
                    "and rescores.")
     except CompAssessError as e:

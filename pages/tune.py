@@ -5,10 +5,10 @@ T1 only when it beats T1 outside that interval. The pick is saved as a named tem
 Run page, ``compassess run --template NAME`` and the API take.
 
 The page states the cost first (wordings x comparisons, time at this machine's measured speed),
-starts the tuning in a worker process (``python -m compassess_core.tuning_worker``: a judge
-never runs in the web server) and shows the table as it fills from the store (every wording is
+starts the tuning in a worker process (``Store.job("tuning", ...).start()``: ``python -m
+compassess_core.worker tuning``; a judge never runs in the web server) and shows the table as it fills from the store (every wording is
 a run of its own, so a stopped tuning resumes). Everything comes from the Python API
-(``Store.plan_tuning``, ``Store.create_tuning``, ``Tuning.start_worker``, ``Tuning.result``);
+(``Store.plan_tuning``, ``Store.create_tuning``, ``Store.job``, ``Tuning.result``);
 this page computes nothing and shows every user string through ``plain``.
 """
 
@@ -127,7 +127,7 @@ if st.button("Start tuning", type="primary", icon=":material/play_arrow:",
         if tuning.state == "working":
             st.warning(f"Tuning '{plain(tuning.name)}' is already being worked on.")
         else:
-            tuning.start_worker(cwd=REPO_ROOT)
+            store.job("tuning", tuning).start(cwd=REPO_ROOT)
         st.session_state.setdefault(WATCH, {})[info.id] = tuning.id
     except CompAssessError as e:
         st.error(plain_message(e))
@@ -255,7 +255,7 @@ elif t.status != "completed" or t.state == "stale":
     if c1.button("Resume", icon=":material/replay:", key=f"tune_resume_{chosen}"):
         require()
         try:
-            store.tuning(chosen).start_worker(cwd=REPO_ROOT)
+            store.job("tuning", chosen).start(cwd=REPO_ROOT)
         except CompAssessError as e:
             st.error(plain_message(e))
         st.rerun()

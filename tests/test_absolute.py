@@ -433,7 +433,8 @@ def test_run_page_absolute_mode_creates_an_absolute_run(app_env, monkeypatch):
     sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
     store.save_dataset(load_candidates(sample, name="sample_summeval", file_label="s.csv"))
     started = []
-    monkeypatch.setattr(common.api.Run, "start_worker", lambda run, *a, **k: started.append(run.name))
+    monkeypatch.setattr(common.api.Job, "start", lambda job, *a, **k: started.extend(
+        job.store.get_run(i).name for i in job.ids))
     app = str(Path(__file__).resolve().parents[1] / "app.py")
     at = AppTest.from_file(app, default_timeout=60).run()
     at.switch_page("pages/run.py").run()

@@ -58,8 +58,8 @@ def test_several_aspects_start_one_worker_and_are_watched_cancelled_and_resumed_
         app_env, monkeypatch):
     seed_run(app_env)
     started: list[list[str]] = []
-    monkeypatch.setattr(api.Store, "start_worker",
-                        lambda self, runs, *a, **k: started.append([r.name for r in runs]))
+    monkeypatch.setattr(api.Job, "start", lambda job, *a, **k: started.append(
+        [job.store.get_run(i).name for i in job.ids]))
     at = open_page("run")
     more = next(m for m in at.multiselect if m.label == "Also judge in the same pass")
     more.set_value(["fluency", "relevance"]).run()

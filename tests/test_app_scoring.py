@@ -131,8 +131,8 @@ def test_run_page_scoring_mode_creates_a_scoring_run_and_launches_the_worker(app
     at = open_page("run")  # app.py puts the project root on sys.path: pages._common imports
     import pages._common as common
     started: list[tuple[str, int]] = []
-    monkeypatch.setattr(common.api.Run, "start_worker",
-                        lambda run, *a, **k: started.append((run.name, run.id)))
+    monkeypatch.setattr(common.api.Job, "start", lambda job, *a, **k: started.extend(
+        (job.store.get_run(i).name, i) for i in job.ids))
     at.radio(key="run_mode_1").set_value(SCORING_MODE).run()
     assert not at.exception, at.exception
     code = texts(at.code)

@@ -1,5 +1,5 @@
 """The Tune wording page, the judge's reasons in the comparison view, the Run page's saved
-templates and the two background workers, on a real SQLite store (AppTest). The tunings and
+templates and the tuning and explanation jobs of the one worker, on a real SQLite store (AppTest). The tunings and
 runs here are judged by FAKE judges (``tests/fakes.py``) in the test process: the pages and the
 wiring are the point; no model is loaded."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core import api, explain_worker, tuning_worker, worker
+from compassess_core import api, worker
 from tests.fakes import FakeWritingJudge
 from tests.test_app_pages import APP, app_env, open_page, texts  # noqa: F401 - fixture
 
@@ -52,9 +52,8 @@ def test_tune_page_shows_the_cost_the_table_and_the_saved_pick(app_env):
 
 def test_start_creates_the_tuning_and_hands_it_to_a_worker(app_env, monkeypatch):
     started = []
-    monkeypatch.setattr(api.Tuning, "start_worker",
-                        lambda self, log=None, cwd=None: started.append(
-                            (self.name, Path(log or self.worker_log_path).name)))
+    monkeypatch.setattr(api.Job, "start", lambda job, log=None, cwd=None: started.append(
+        (job.store.tuning(job.ids[0]).name, Path(log or job.log_path).name)))
     store = api.open_store(app_env)
     dataset_id = store.dataset_id(store.add_dataset(SAMPLE).name)
     at = open_page("tune")
@@ -101,8 +100,8 @@ def test_the_comparison_view_shows_the_judges_reasons_and_offers_to_ask(app_env,
     class Proc:
         def poll(self):
             return None
-    monkeypatch.setattr(api.Run, "start_explain_worker",
-                        lambda self, cid, f, s, log, **kw: asked.append((cid, f, s)) or Proc())
+    monkeypatch.setattr(api.Job, "start", lambda job, log=None, **kw: asked.append(
+        (job.params["context"], job.params["first"], job.params["second"])) or Proc())
     at.selectbox(key="pick_second").set_value(c).run()
     at.button(key="open_pick").click().run()
     [ask] = [x for x in at.button if x.label.startswith("Ask the judge for its reasons")]
@@ -130,13 +129,13 @@ def test_the_workers_execute_a_tuning_and_store_reasons(app_env, monkeypatch):
     monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
     store = api.open_store(app_env)
     t = store.create_tuning(SAMPLE, aspect="coherence", name="bg", contexts=1, rounds=0)
-    assert tuning_worker.main([f"--tuning-id={t.id}"]) == 0
+    assert worker.main(["tuning", f"--id={t.id}"]) == 0
     assert store.tuning("bg").status == "completed" and len(store.tuning("bg").runs()) == 7
     run = store.get_run("tune-bg-w1")
     ctx = run.dataset.contexts[0]
     a, b = ctx.candidate_ids[:2]
-    assert explain_worker.main([f"--run-id={run.id}", f"--context={ctx.context_id}",
+    assert worker.main(["explanation", f"--id={run.id}", f"--context={ctx.context_id}",
                                 f"--first={a}", f"--second={b}"]) == 0
     assert run.explanation(ctx.context_id, a, b).complete
-    assert explain_worker.main([f"--run-id={run.id}", f"--context={ctx.context_id}",
+    assert worker.main(["explanation", f"--id={run.id}", f"--context={ctx.context_id}",
                                 f"--first={a}", f"--second={a}"]) == 2

@@ -270,7 +270,7 @@ def test_a_demoted_admin_cannot_start_a_run(app_env, monkeypatch):
     store.set_role("admin@example.org", "admin", "test")
     started = []
     import pages._common as common
-    monkeypatch.setattr(common.api.Run, "start_worker", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(common.api.Job, "start", lambda *a, **k: started.append(a))
     at = app_as("admin@example.org", "pages/run.py")
     n_runs = len(store.list_runs())
     store.set_role("admin@example.org", "annotator", "boss@example.org")

@@ -124,7 +124,7 @@ def test_the_worker_command_line_holds_neither_name_nor_database_url(store, tiny
     run_id = store.create_run("name-with-dashes--and spaces", dataset_id, {"model": "m"})
     proc = start_worker(run_id, "postgresql+psycopg://u:s3cret@127.0.0.1:9/x", tmp_path / "w.log")
     proc.wait(timeout=60)
-    assert proc.args[-1] == f"--run-id={run_id}"
+    assert proc.args[-2:] == ["run", f"--id={run_id}"]
     assert not any("s3cret" in a or "dashes" in a for a in proc.args)
     assert "s3cret" not in (tmp_path / "w.log").read_text()
 

@@ -168,7 +168,7 @@ def test_the_run_page_builds_the_settings_the_api_builds(app_env, monkeypatch):
     from db.store import Store
     from test_app_pages import open_page, seed_run
     seed_run(app_env)
-    monkeypatch.setattr(common.api.Run, "start_worker", lambda run, *a, **k: None)
+    monkeypatch.setattr(common.api.Job, "start", lambda job, *a, **k: None)
     at = open_page("run")
     at.selectbox(key="strategy_1").set_value("symmetric").run()
     at.number_input(key="budget_1").set_value(6).run()

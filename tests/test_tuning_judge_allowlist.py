@@ -1,6 +1,6 @@
 """A stored tuning whose judge is a server not configured for this deployment is refused, as a
 run is (``Run.judge_problem``): by ``Tuning.start_worker`` (the Tune page's Start and Resume)
-and by the tuning worker process itself, before any request reaches that server. Real SQLite
+and by the worker process itself (its tuning job), before any request reaches that server. Real SQLite
 store, the real worker process; the "server" is a listening socket that counts connections."""
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def test_a_tuning_on_an_unconfigured_server_is_refused_before_any_request(db_url
     assert again.info.message == tuning.judge_problem and again.state != "working"
     # The worker process, started by hand on the stored tuning, refuses it too.
     env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "compassess_core.tuning_worker",
-                           f"--tuning-id={tuning.id}"], env=env, cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "compassess_core.worker", "tuning",
+                           f"--id={tuning.id}"], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not configured" in done.stdout + done.stderr

@@ -117,7 +117,7 @@ def test_the_app_starts_a_low_priority_worker_without_the_database_url_in_argv(s
             if argv:
                 break
             time.sleep(0.1)
-        assert store.url not in " ".join(argv) and argv[-1] == f"--run-id={rid}"
+        assert store.url not in " ".join(argv) and argv[-2:] == ["run", f"--id={rid}"]
         deadline, nices, group_nices = time.monotonic() + 240, set(), set()
         autogroup = Path(f"/proc/{proc.pid}/autogroup")
         while proc.poll() is None and time.monotonic() < deadline:

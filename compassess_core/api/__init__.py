@@ -47,6 +47,7 @@ from ..tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
+from .jobs import JOB_KINDS as _JOB_KINDS, Job, JobStatus
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard
 from .panel import Panel, PanelMember
 from .planning import (DataAspect, JudgeCatalog, JudgeServers, PromptPreview, RunDefaults, RunPlan,
@@ -70,6 +71,8 @@ from ..export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
+#: The kinds of background job of ``Store.job(KIND, target)`` (``compassess job ... KIND``).
+JOB_KINDS: tuple[str, ...] = tuple(_JOB_KINDS)
 #: How the next pair to label is chosen (``Store.next_pair(mode=...)``).
 ANNOTATION_MODES: tuple[str, ...] = tuple(MODES)
 #: Pair-selection strategies of ``Store.run(strategy=...)`` (``compassess run --strategy``).
@@ -90,6 +93,7 @@ __all__ = [
     # checking files, planning runs, watching workers
     "UploadCheck", "DatasetSaved", "LabelsCheck", "DataAspect", "RunDefaults", "RunPlan", "PromptPreview",
     "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
+    "Job", "JobStatus", "JOB_KINDS",
     "template_from_text",
     "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
     "EXPORT_FORMATS",

@@ -18,11 +18,12 @@ from ..errors import InputError
 from ..limits import check_name
 from ..types import Dataset
 from .records import info_field
+from .handle import StoreHandle
+from .records import check_answer_on_screen
 from .verdicts import Verdicts
 
 if TYPE_CHECKING:
     from .run import Run
-    from .store import Store
 
 # ------------------------------------------------------------------------- a campaign
 
@@ -44,7 +45,7 @@ class Campaign:
     :meth:`Store.campaigns`. Reads go to the store each time (several people answer at once).
     """
 
-    def __init__(self, store: Store, info) -> None:
+    def __init__(self, store: StoreHandle, info) -> None:
         self.store, self.info = store, info
 
     def __repr__(self) -> str:
@@ -151,7 +152,6 @@ class Campaign:
         not that pair, or not on this campaign's dataset and aspect, is refused
         (``ObjectChanged``) and nothing is stored."""
         if shown is not None:
-            from .store import check_answer_on_screen
             check_answer_on_screen(self.info.dataset_id, [dict(row, aspect=self.aspect)], shown)
         return self.store.backend.add_campaign_judgement(self.id, dict(row, source="app"))
 

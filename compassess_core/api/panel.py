@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,9 +22,8 @@ from ..types import ComparisonTable
 from .records import Deleted, check_shown_name
 from .run import Run
 from .verdicts import ExportFile, Verdicts
+from .handle import StoreHandle
 
-if TYPE_CHECKING:
-    from .store import Store
 
 # ------------------------------------------------------------------------- panels of judges
 
@@ -54,7 +53,7 @@ class Panel(Verdicts):
     :meth:`Store.panel` or :meth:`Store.create_panel`.
     """
 
-    def __init__(self, store: Store, info) -> None:
+    def __init__(self, store: StoreHandle, info) -> None:
         self.panel_info = info
         self.member_runs = [Run(store, store.backend.get_run(r)) for r in info.run_ids]
         first = self.member_runs[0]

@@ -1,13 +1,15 @@
 """What the store's writes answer, and the check every write that names an object makes:
 :class:`LabelsImported`, :class:`Deleted` and :func:`check_shown_name` (a page acting on what it
-shows names the object as shown; a renamed object refuses the write)."""
+shows names the object as shown; a renamed object refuses the write), and
+:func:`check_answer_on_screen` (an answer is stored only for the pair its screen showed)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from .. import annotation
 from ..errors import ObjectChanged
 
 
@@ -107,3 +109,17 @@ def check_shown_name(kind: str, object_id: int, name: str, expect_name: str | No
     if expect_name is not None and name != expect_name:
         raise ObjectChanged(f"the {kind} shown as '{expect_name}' is now called '{name}' "
                             f"({kind} id {object_id}): nothing was changed; look again")
+
+
+def check_answer_on_screen(dataset_id: int, rows: Sequence[Mapping],
+                           shown: "annotation.PairOnScreen | Mapping") -> None:
+    """Refuse (``ObjectChanged``) answer rows that are not the pair a person's screen showed when
+    they answered: a key pressed on the screen before a switch of dataset, aspect or pair."""
+    screen = annotation.PairOnScreen.of(shown)
+    for row in rows:
+        wrong = screen.differences(dataset_id, row)
+        if wrong:
+            raise ObjectChanged(
+                f"the answer was given on {screen.describe()}, but the page holds another "
+                f"pair now ({', '.join(wrong)} differ): nothing was stored. Answer the pair "
+                "shown now.")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
-from .. import absolute, background, explanations, worker
+from .. import absolute, explanations, worker
 from ..calibration import calibrated_table, fit_on_labels
 from ..comparative import render_prompt
 from ..context_window import truncated_text
@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..judges.servers import served_model_problem
 from ..prompts import prompt_hash
 from ..report import ShownComparison
-from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active, remaining_s
+from ..run_loop import WORKER_STATE_TEXT, is_active, remaining_s
 from ..speed import TimeEstimate, estimate_time
 from ..worker import Reporter
 from .progress import RunProgress, _reporter, phase_of, phase_seconds
@@ -164,12 +164,9 @@ class Run(Verdicts):
         return served_model_problem(self.settings.model)
 
     def check_startable(self) -> None:
-        """Refuse (``InputError``) what :meth:`start_worker` and ``Store.start_worker`` may not
-        start: a run of an in-memory store, which no other process can reach; a run whose judge
-        server is not configured here; a run with a live worker (read afresh)."""
-        if self.store.in_memory:
-            raise InputError("a worker process cannot reach an in-memory store: open a file or "
-                             "a database server with open_store(...) to run in the background")
+        """Refuse (``InputError``) what a worker may not start (``Store.job("run", ...)
+        .start()``): a run whose judge server is not configured here; a run with a live worker
+        (read afresh)."""
         self.refresh()
         if self.judge_problem is not None:
             raise InputError(self.judge_problem)
@@ -179,7 +176,7 @@ class Run(Verdicts):
     def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Execute the run in a worker process of its own (lower priority, outliving this one),
-        as the app does; it writes progress to the store and its output to ``log_path``
+        as the app does: ``store.job("run", run).start()``; it writes progress to the store and its output to ``log_path``
         (default :meth:`worker_log_path`). :meth:`progress` shows how far it got,
         :meth:`worker_log` what it wrote; :meth:`cancel` stops it.
 
@@ -190,12 +187,7 @@ class Run(Verdicts):
             for the run; or its judge is served by a server that is not configured here
             (:attr:`judge_problem`: nothing starts and nothing is requested from it).
         """
-        self.check_startable()
-        # Marked running first, so a second click or a second browser sees a live worker.
-        self.store.backend.set_run_status(self.id, "running", message="worker starting",
-                                          phase=STARTING_PHASE)
-        return worker.start_worker(self.id, self.store.url,
-                                   Path(log_path or self.worker_log_path), cwd=cwd)
+        return self.store.job("run", self).start(log_path, cwd=cwd)
 
     @property
     def worker_log_path(self) -> Path:
@@ -371,7 +363,8 @@ class Run(Verdicts):
                              max_tokens: int = explanations.EXPLAIN_TOKENS,
                              cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Ask for the judge's reasons (:meth:`explain`) in a process of its own, as the app
-        does (never in the web server): it stores them and writes its output to ``log_path``;
+        does (never in the web server): ``store.job("explanation", run, context=...,
+        first=..., second=...).start()``; it stores them and writes its output to ``log_path``;
         :meth:`explanation` shows them once stored.
 
         Raises
@@ -379,16 +372,8 @@ class Run(Verdicts):
         InputError
             An in-memory store, or what :meth:`explanation` raises.
         """
-        if self.store.in_memory:
-            raise InputError("a worker process cannot reach an in-memory store: open a file or "
-                             "a database server with open_store(...)")
-        self._explanation(context_id, first, second, max_tokens)
-        return background.start(
-            "compassess_core.explain_worker",
-            [f"--run-id={int(self.id)}", f"--context={context_id}", f"--first={first}",
-             f"--second={second}", f"--max-tokens={int(max_tokens)}"],
-            self.store.url,
-            Path(log_path or self.explain_log_path(context_id, first, second)), cwd=cwd)
+        return self.store.job("explanation", self, context=context_id, first=first,
+                              second=second, max_tokens=max_tokens).start(log_path, cwd=cwd)
 
     # ---------------------------------------------------------------- absolute scores
 

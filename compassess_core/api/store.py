@@ -29,7 +29,7 @@ from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, Scorin
                        for_aspects)
 from ..report import EXAMPLES, RunsCompared, render_report
 from ..run_kinds import build_settings, kind_of
-from ..run_loop import STARTING_PHASE, worker_state
+from ..run_loop import worker_state
 from ..settings import (NON_RESULT_KEYS, GenerationOptions, ReferenceOptions, RunSettings,
                         run_names)
 from ..sink import open_store as _open_backend
@@ -38,6 +38,7 @@ from ..annotation import ShownPair
 from ..types import Dataset
 from ..worker import Reporter
 from .progress import _reporter
+from .jobs import Job
 from .run import Run
 from .planning import Planning
 from .settings import _check_at_least, _model_options, _run_options, _score_options
@@ -47,7 +48,8 @@ from .verdicts import ExportFile, Verdicts
 from .campaign import Campaigns
 from .judges_board import JudgesBoard
 from .panel import Panels
-from .records import _DELETED_FIELDS, Deleted, LabelsImported, check_shown_name  # noqa: F401
+from .records import (_DELETED_FIELDS, Deleted, LabelsImported, check_answer_on_screen,  # noqa: F401
+                      check_shown_name)
 
 #: What ``open_store`` takes for a throwaway in-memory store.
 _MEMORY = (":memory:", "sqlite://")
@@ -91,19 +93,6 @@ def open_store(url: str | os.PathLike | None = None) -> "Store":
     return Store(_open_backend(url))
 
 
-
-def check_answer_on_screen(dataset_id: int, rows: Sequence[Mapping],
-                           shown: "annotation.PairOnScreen | Mapping") -> None:
-    """Refuse (``ObjectChanged``) answer rows that are not the pair a person's screen showed when
-    they answered: a key pressed on the screen before a switch of dataset, aspect or pair."""
-    screen = annotation.PairOnScreen.of(shown)
-    for row in rows:
-        wrong = screen.differences(dataset_id, row)
-        if wrong:
-            raise ObjectChanged(
-                f"the answer was given on {screen.describe()}, but the page holds another "
-                f"pair now ({', '.join(wrong)} differ): nothing was stored. Answer the pair "
-                "shown now.")
 
 class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
     """A CompAssess store: datasets, runs and their results, human labels.
@@ -331,8 +320,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
         """Execute stored runs together in one worker process of its own (as the app does for
         several aspects): :meth:`execute` there, writing to ``log_path`` (default: the first
-        run's :attr:`Run.worker_log_path`). A cancel of any of the runs stops the worker; each
-        run resumes on its own or together again. One run: :meth:`Run.start_worker`.
+        run's :attr:`Run.worker_log_path`): ``store.job("run", runs).start()``. A cancel of any
+        of the runs stops the worker; each run resumes on its own or together again.
 
         Raises
         ------
@@ -340,16 +329,23 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             An in-memory store, which no other process can reach; a run with a live worker, or
             whose judge is served by a server that is not configured here (nothing starts).
         """
-        handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
-        if len(handles) == 1:
-            return handles[0].start_worker(log_path, cwd=cwd)
-        for r in handles:  # every run checked before any starts
-            r.check_startable()
-        for r in handles:  # marked running first, so a second click sees a live worker
-            self.backend.set_run_status(r.id, "running", message="worker starting",
-                                        phase=STARTING_PHASE)
-        return worker.start_worker([r.id for r in handles], self.url,
-                                   Path(log_path or handles[0].worker_log_path), cwd=cwd)
+        return self.job("run", runs).start(log_path, cwd=cwd)
+
+    def job(self, kind: str, target, **params) -> Job:
+        """A background job of ``kind`` (``run``, ``tuning``, ``explanation``: the registry
+        ``api.jobs.JOB_KINDS``) on ``target`` (runs, a tuning, a run: objects, names or ids),
+        with the kind's ``params`` (an explanation's ``context``, ``first``, ``second``,
+        ``max_tokens``): the one way the app, the CLI and a notebook start (:meth:`Job.start`,
+        a worker process), execute (:meth:`Job.execute`, here), watch (:meth:`Job.status`,
+        :meth:`Job.log`), cancel (:meth:`Job.cancel`) and resume any of them.
+
+        Raises
+        ------
+        InputError
+            An unknown kind, a target not stored, a parameter the kind does not take or
+            a missing one.
+        """
+        return Job(self, kind, target, params)
 
     def _create_run(self, dataset: Dataset | None, dataset_id: int | None, settings: RunSettings,
                     name: str | None) -> "Run":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 
-from .. import background, paired, tuning, worker
+from .. import paired, tuning, worker
 from ..errors import InputError, RunCancelled, RunInterrupted
 from ..explanations import cannot_write
 from ..options import ComparativeOptions, ModelOptions
@@ -27,10 +27,10 @@ from ..speed import TimeEstimate
 from ..types import Dataset
 from .progress import _reporter
 from .records import info_field
+from .handle import StoreHandle
 
 if TYPE_CHECKING:
     from .run import Run
-    from .store import Store
 
 #: Longest tuning name: its runs are named ``tune-<name>-w<k>`` within a run name's bound.
 MAX_TUNING_NAME = 180
@@ -136,7 +136,7 @@ class Tuning:
     (resuming) it here or in a worker process, cancelling it. Get one from :meth:`Store.tune`,
     :meth:`Store.create_tuning` or :meth:`Store.tuning`."""
 
-    def __init__(self, store: "Store", info) -> None:
+    def __init__(self, store: StoreHandle, info) -> None:
         self.store = store
         self.info = info
 
@@ -449,7 +449,8 @@ class Tuning:
 
     def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-        """Execute (resume) the tuning in a worker process of its own, as the app does; it writes
+        """Execute (resume) the tuning in a worker process of its own, as the app does
+        (``store.job("tuning", tuning).start()``); it writes
         its output to ``log_path`` (default :attr:`worker_log_path`); :meth:`result` shows how
         far it got.
 
@@ -461,16 +462,7 @@ class Tuning:
             (:attr:`judge_problem`: nothing starts and nothing is requested from it, and the
             tuning's message says why).
         """
-        if self.store.in_memory:
-            raise InputError("a worker process cannot reach an in-memory store: open a file or "
-                             "a database server with open_store(...)")
-        self.refuse_unconfigured_judge()
-        if self.state == "working":
-            raise InputError(f"tuning '{self.name}' is already being worked on")
-        self.store.backend.set_tuning_status(self.id, "running", message="worker starting")
-        return background.start("compassess_core.tuning_worker",
-                                [f"--tuning-id={int(self.id)}"], self.store.url,
-                                Path(log_path or self.worker_log_path), cwd=cwd)
+        return self.store.job("tuning", self).start(log_path, cwd=cwd)
 
     @property
     def judge_problem(self) -> str | None:
@@ -549,7 +541,7 @@ __all__ = ["Tuning", "TuningPlan", "TuningResult", "run_name", "default_tuning_n
            "check_tuning_name"]
 
 
-def create_tuning(store: "Store", data, *, aspect: str, name: str | None = None,
+def create_tuning(store: StoreHandle, data, *, aspect: str, name: str | None = None,
                   options: tuning.TuningOptions, created_by: str = "") -> Tuning:
     """Store ``data`` (when it is not stored yet) and a tuning of ``options`` on it, without
     executing it (:meth:`Store.create_tuning`)."""
@@ -565,7 +557,7 @@ def create_tuning(store: "Store", data, *, aspect: str, name: str | None = None,
     return Tuning(store, store.backend.get_tuning(tuning_id))
 
 
-def plan_tuning(store: "Store", dataset_id: int | Dataset, *, aspect: str,
+def plan_tuning(store: StoreHandle, dataset_id: int | Dataset, *, aspect: str,
                 options: tuning.TuningOptions, name: str = "(not stored)") -> TuningPlan:
     """The plan of a tuning not stored yet (what the Tune page shows before Start, and
     ``compassess tune --plan``): on a stored dataset (its id), or on a :class:`Dataset` not

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -40,9 +40,8 @@ from ..scoring import ScoringEvaluation
 from ..settings import RunSettings
 from ..types import Dataset
 from .records import info_field
+from .handle import StoreHandle
 
-if TYPE_CHECKING:
-    from .store import Store
 
 #: Label-file columns that tell a label table (validated like a file) from the store's table.
 _LABEL_FILE_COLUMNS = {"candidate_a", "candidate_b"}
@@ -136,7 +135,7 @@ class Verdicts:
     that makes P(A) = P(B) = 0.5, eq. 10), ``"balanced-per-context"`` or a number in (0, 1).
     """
 
-    def __init__(self, store: Store, info, *, dataset: Dataset | None = None,
+    def __init__(self, store: StoreHandle, info, *, dataset: Dataset | None = None,
                  results: Any = None, parts: tuple | None = None) -> None:
         """``info`` is the store's record of the run. A caller that already holds them (the
         app's caches) may give the ``dataset``, the ``results`` as the run's kind reads them, and

@@ -1,12 +1,12 @@
 """``compassess`` command line: it parses options and prints; the Python API does the work.
 
 One module per group of commands (``parser``, ``runs``, ``stored``, ``results``, ``manage``,
-``tuning``); ``main`` dispatches to them.
+``tuning``, ``jobs``); ``main`` dispatches to them.
 
 Commands: run, score, rank, evaluate, export, leaderboard, compare, report, import-labels,
 agreement, calibrate, models, datasets, runs, delete-run, rename-run, delete-dataset,
 rename-dataset, campaign, panel, judges, tune, tunings, delete-tuning, rename-tuning,
-templates, explain, worker, fetch-model. Exit codes: 0 ok, 2 bad input (message on
+templates, explain, worker, job, fetch-model. Exit codes: 0 ok, 2 bad input (message on
 stderr naming the problem), 1 other failure, 130 interrupted (everything computed so far is stored;
 the same command resumes).
 Every command goes through ``compassess_core.api`` (what a notebook calls), which reaches the
@@ -23,6 +23,7 @@ import sys
 from ..errors import InputError, ValidationError
 from ..options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from .jobs import cmd_job
 from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_delete_tuning,
                      cmd_judges, cmd_panel, cmd_rename_dataset, cmd_rename_run, cmd_rename_tuning,
                      cmd_tunings)
@@ -46,7 +47,7 @@ COMMANDS = {"tune": cmd_tune, "templates": cmd_templates, "explain": cmd_explain
             "delete-run": cmd_delete_run, "rename-run": cmd_rename_run,
             "delete-dataset": cmd_delete_dataset, "rename-dataset": cmd_rename_dataset,
             "tunings": cmd_tunings, "delete-tuning": cmd_delete_tuning,
-            "rename-tuning": cmd_rename_tuning}
+            "rename-tuning": cmd_rename_tuning, "job": cmd_job}
 
 
 #: The engine's plain hint ("Rename a column to 'text' or map one to it (the likeliest is

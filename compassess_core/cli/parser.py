@@ -382,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(w)
     _manage_parsers(sub)
     _tuning_parsers(sub)
+    _job_parsers(sub)
     return parser
 
 
@@ -607,6 +608,32 @@ def _tuning_parsers(sub) -> None:
     ex.add_argument("--stored", action="store_true",
                     help="only print what is stored; never load the judge")
     _shared(ex, "json", "db")
+
+
+def _job_parsers(sub) -> None:
+    """``job start|status|cancel|log KIND NAME``: any background job, the app's way."""
+    from ..api.jobs import JOB_KINDS
+    jb = sub.add_parser("job", help="start a run, a tuning or the judge's reasons in a worker "
+                        "process of its own, as the app does; watch, cancel or resume it")
+    jsub = jb.add_subparsers(dest="job_command", required=True)
+    for action, text in (("start", "start (or resume) it in a worker process; returns at once"),
+                         ("status", "where it stands: state, done/total, its last message"),
+                         ("cancel", "ask its worker to stop (what it did is kept)"),
+                         ("log", "the last lines its worker wrote")):
+        p = jsub.add_parser(action, help=text)
+        p.add_argument("kind", choices=list(JOB_KINDS),
+                       help="run (several names: judged together), tuning, or explanation "
+                            "(a run's name and a pair)")
+        p.add_argument("name", nargs="+", metavar="NAME", help="the stored run's or tuning's name")
+        for param in JOB_KINDS["explanation"].params:
+            p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name, type=param.type,
+                           default=None, help=f"explanation: {param.help}")
+        if action == "status":
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+        if action == "log":
+            p.add_argument("--lines", type=int, default=20, metavar="N",
+                           help="how many of its last lines (default 20)")
+        _db_arg(p)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
