@@ -123,6 +123,11 @@ class TimeEstimate:
     def measured(self) -> bool:
         return self.n_runs > 0
 
+    @property
+    def duration(self) -> str:
+        """``seconds`` in words ("about 3 min" reads ``3 min``): what a page shows."""
+        return human_duration(self.seconds)
+
     def share(self, fraction: float) -> "TimeEstimate":
         """This estimate for ``fraction`` of the work (what is left of a run partly stored)."""
         return replace(self, seconds=self.seconds * fraction, tokens=self.tokens * fraction)

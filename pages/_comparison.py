@@ -13,7 +13,6 @@ import streamlit as st
 
 from compassess_core.errors import CompAssessError
 from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
-from compassess_core.speed import human_duration
 from pages._auth import recheck, require
 from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, db_url, fmt, plain
 from pages._plain import plain_message
@@ -174,7 +173,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
                  "of this judge here" if took.measured else
                  f"a rough default of {took.token_rate:,.0f} tokens/s (no run of this judge has "
                  "measured its speed here yet)")
-        st.caption(f"Time: at least about {human_duration(took.seconds)} once the judge is "
+        st.caption(f"Time: at least about {took.duration} once the judge is "
                    f"loaded (loading it comes first): about {took.tokens:,.0f} tokens read and "
                    f"written at {basis}. A written token is a pass of the model of its own, so "
                    "writing usually takes longer than that.")
