@@ -375,6 +375,9 @@ class _LocalJudge:
             torch.cuda.empty_cache()
 
 
+#: At most this many mask values are kept for reuse (``CausalJudge._causal_after``): 64 MB in fp32.
+MASK_CACHE_ELEMENTS = 1 << 24
+
 #: ``CausalJudge.thin`` on a GPU: up to this many tokens of a candidate's opening are recomputed
 #: per row so that the aspects of a pair's siblings fill one fused pass.
 THIN_ON_GPU = 48
@@ -687,12 +690,13 @@ class CausalJudge(_LocalJudge):
         """The attention mask (1, 1, width, past + width) of ``width`` new tokens after a cache
         of ``past`` tokens: every cached key, then the new ones causally; boolean (True:
         attend) or ``additive`` (:meth:`_attention_mask`). Built once per shape on the device
-        and reused (a few hundred shapes per run at most)."""
+        and reused; the cache of them is emptied when it would hold more than
+        ``MASK_CACHE_ELEMENTS`` values (device memory is for caches and activations)."""
         key = (past, width, additive)
         masks = self.__dict__.setdefault("_masks", {})
         mask = masks.get(key)
         if mask is None:
-            if len(masks) >= 1024:
+            if sum(m.numel() for m in masks.values()) + width * (past + width) > MASK_CACHE_ELEMENTS:
                 masks.clear()
             dev = self.device
             q = torch.arange(width, device=dev)[:, None]
