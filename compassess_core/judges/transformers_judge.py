@@ -675,7 +675,7 @@ class CausalJudge(_LocalJudge):
         elif all(it[2] is kv0 for it in items):
             # One cache for every row, broadcast; the mask is the shape's (``_causal_after``),
             # built once per shape, so transformers builds none per pass.
-            past = int(starts[0])
+            past = int(kv0[0][0].shape[-2])  # the cache's own length (= every row's start)
             mask = self._causal_after(past, width, additive=True).expand(b, -1, -1, -1)
             out = self._base(input_ids=ids, past_key_values=self._make_cache(kv0, b), use_cache=True,
                              attention_mask=mask)
