@@ -274,3 +274,33 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
         passes[thin] = judge.stats["forward_passes"]
     assert passes[48] < passes[0], passes
     assert np.abs(ps[48] - ps[0]).max() < 1e-5
+
+
+@pytest.mark.model
+def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(bundled_model):
+    """With one aspect no prompt ends near its pair's prefix, so nothing is fused: the second
+    texts' shared first words still split a first text's comparisons into small subtrees, and
+    each got a cache of its own in a pass of its own (an H200 ran 64 passes for 240 SummEval
+    comparisons). Looked through (``thin``), their prompts run as suffixes on the first text's
+    cache: fewer passes, the same p as without and as each prompt alone."""
+    from compassess_core.data import load_candidates
+    from compassess_core.judges import load_judge
+    from compassess_core.prompts import builtin_template
+    judge = load_judge(None, batch_size=64)   # a GPU's batch: every waiting prompt in one pass
+    judge.token_budget = 1 << 16
+    ctx = load_candidates(SAMPLE).contexts[0]
+    t1 = builtin_template("t1", "summary")
+    n = len(ctx.candidates)
+    prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
+                         Aspect.from_name("coherence")) for a in range(n) for b in range(n) if a != b]
+    ps, passes = {}, {}
+    for thin in (0, 48):
+        judge.thin = thin
+        judge.stats.update(forward_passes=0)
+        ps[thin] = np.array([j.p for j in judge.judge(prompts)])
+        passes[thin] = judge.stats["forward_passes"]
+    some = slice(None, None, max(1, len(prompts) // 6))
+    alone = np.array([judge.judge([p])[0].p for p in prompts[some]])
+    assert passes[48] < passes[0], passes
+    assert np.abs(ps[48] - ps[0]).max() < 1e-5
+    assert np.abs(ps[48][some] - alone).max() < 1e-5

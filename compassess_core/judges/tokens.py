@@ -126,6 +126,7 @@ class SharedOpeningEncoder:
         order = sorted(range(n), key=texts.__getitem__)
         out: list[list[int] | None] = [None] * n
         cuts: list[tuple[int, int, list[int]]] = []  # (text index, cut, opening ids)
+        tried: list[tuple[list[int], str, int, list[int]]] = []  # (group, first, cut, opening ids)
         at = 0
         while at < n:
             first = texts[order[at]]
@@ -138,13 +139,16 @@ class SharedOpeningEncoder:
             group = order[at:end]
             opening = self._opening(first, shared) if len(group) > 1 else None
             if opening is not None:
-                cut, head = opening
-                if head + self._full([first[cut:]], False)[0] == self._full([first], False)[0]:
-                    cuts += [(i, cut, head) for i in group]
-                    group = []
-            for i in group:
-                cuts.append((i, 0, []))
+                tried.append((group, first, *opening))
+            else:
+                cuts += [(i, 0, []) for i in group]
             at = end
+        # Each group's first text checked against its full tokenisation (one batched call).
+        checks = self._full([first[cut:] for _, first, cut, _ in tried]
+                            + [first for _, first, _, _ in tried], False)
+        for k, (group, _, cut, head) in enumerate(tried):
+            ok = head + checks[k] == checks[len(tried) + k]
+            cuts += [(i, cut, head) if ok else (i, 0, []) for i in group]
         tails = self.encode([texts[i][cut:] for i, cut, _ in cuts], False, depth - 1)
         for (i, _, head), tail in zip(cuts, tails):
             out[i] = head + tail

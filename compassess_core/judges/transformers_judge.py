@@ -375,6 +375,9 @@ class _LocalJudge:
             torch.cuda.empty_cache()
 
 
+#: At most this many mask values are kept for reuse (``CausalJudge._causal_after``): 64 MB in fp32.
+MASK_CACHE_ELEMENTS = 1 << 24
+
 #: ``CausalJudge.thin`` on a GPU: up to this many tokens of a candidate's opening are recomputed
 #: per row so that the aspects of a pair's siblings fill one fused pass.
 THIN_ON_GPU = 48
@@ -406,11 +409,14 @@ class CausalJudge(_LocalJudge):
         forward pass (:meth:`_run_fused`), instead of a cache and then a batch of short suffixes
         on copies of it.
     thin
-        Such prefixes below a child that holds no prompt of its own and is at most this many
-        tokens long join the parent's fused passes (:meth:`_fused_and_cached`). None: 0 on CPU,
-        where the recomputed tokens cost what the saved passes gain (SummEval, four aspects in
-        one pass: the same time within noise at 0, 8 and 16), and ``THIN_ON_GPU`` on a GPU, where
-        a small forward pass costs its launches, not its tokens (an H200 ran one pass per pair).
+        A child prefix at most this many tokens longer than its parent gets no cache of its
+        own: its fusable descendants join the parent's fused passes, and its prompts (and
+        those of its thin descendants) run as suffixes on the parent's cache
+        (:meth:`_fused_and_cached`). None: 0 on CPU, where the recomputed tokens cost what the
+        saved passes gain (SummEval, four aspects in one pass: the same time within noise at
+        0, 8 and 16), and ``THIN_ON_GPU`` on a GPU, where a small forward pass costs its
+        launches, not its tokens (an H200 ran one pass per pair, and with one aspect 64 passes
+        for 240 SummEval comparisons: 3 now).
     window
         Leaves wait in a window of ``window * batch_size`` before being length-sorted into
         batches; larger windows pad less but keep more prefix caches alive. They wait no longer
@@ -664,9 +670,15 @@ class CausalJudge(_LocalJudge):
         self.stats["model_tokens"] += int(lens.sum())
         self.stats["forward_passes"] += 1
         kv0 = items[0][2]
-        if all(it[2] is kv0 for it in items):
-            out = self._base(input_ids=ids, past_key_values=self._make_cache(kv0, b) if kv0 else None,
-                             use_cache=kv0 is not None)
+        if all(it[2] is kv0 for it in items) and kv0 is None:
+            out = self._base(input_ids=ids, use_cache=False)
+        elif all(it[2] is kv0 for it in items):
+            # One cache for every row, broadcast; the mask is the shape's (``_causal_after``),
+            # built once per shape, so transformers builds none per pass.
+            past = int(kv0[0][0].shape[-2])  # the cache's own length (= every row's start)
+            mask = self._causal_after(past, width, additive=True).expand(b, -1, -1, -1)
+            out = self._base(input_ids=ids, past_key_values=self._make_cache(kv0, b), use_cache=True,
+                             attention_mask=mask)
         else:
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
         hidden = out.last_hidden_state
@@ -674,40 +686,71 @@ class CausalJudge(_LocalJudge):
         self._unreported = 0  # handed out now
         return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
 
+    def _causal_after(self, past: int, width: int, additive: bool = False) -> torch.Tensor:
+        """The attention mask (1, 1, width, past + width) of ``width`` new tokens after a cache
+        of ``past`` tokens: every cached key, then the new ones causally; boolean (True:
+        attend) or ``additive`` (:meth:`_attention_mask`). Built once per shape on the device
+        and reused; the cache of them is emptied when it would hold more than
+        ``MASK_CACHE_ELEMENTS`` values (device memory is for caches and activations)."""
+        key = (past, width, additive)
+        masks = self.__dict__.setdefault("_masks", {})
+        mask = masks.get(key)
+        if mask is None:
+            if sum(m.numel() for m in masks.values()) + width * (past + width) > MASK_CACHE_ELEMENTS:
+                masks.clear()
+            dev = self.device
+            q = torch.arange(width, device=dev)[:, None]
+            k = torch.arange(past + width, device=dev)[None, :]
+            mask = (k <= q + past)[None, None]
+            mask = masks[key] = self._attention_mask(mask) if additive else mask
+        return mask
+
     def _mixed_inputs(self, ids: torch.Tensor, items: list, starts: np.ndarray, lens: np.ndarray) -> dict:
         """Inputs of a batch whose rows continue different caches: the caches stacked and
         right-padded with zeros, a 4-D mask (each row's cache up to its own length, then its
         suffix causally) and position ids continuing each row from its cache length.
 
-        The mask and positions are built by broadcasting on the device, not per row, and the
-        mask goes to the attention as it is (transformers builds none: a pass's fixed cost)."""
+        The rows that continue one cache get it in one indexed copy per layer (not one per
+        row), and the mask and positions are built by broadcasting on the device from the
+        shape's causal block (:meth:`_causal_after`); the mask goes to the attention as it is
+        (transformers builds none: a pass's fixed cost)."""
         from transformers import DynamicCache
         b, width = ids.shape
         lmax = int(starts.max())
+        dev = ids.device
         cache = DynamicCache(config=self.model.config)
         ref = next(it[2] for it in items if it[2] is not None)
-        filled = [(r, st, kv) for r, (_, st, kv) in enumerate(items) if kv is not None and st]
+        groups: dict[int, tuple[list, int, list]] = {}  # id(kv) -> (kv, its length, rows)
+        for r, (_, st, kv) in enumerate(items):
+            if kv is not None and st:
+                groups.setdefault(id(kv), (kv, int(st), []))[2].append(r)
+        at = [(kv, st, torch.as_tensor(rows, device=dev) if len(rows) > 1 else rows[0])
+              for kv, st, rows in groups.values()]
         for li, layer in enumerate(cache.layers):
             k0, v0 = ref[li]
             # Zeros, not empty memory: a masked key must not be NaN (NaN * 0 weight is still NaN).
             k = k0.new_zeros((b, k0.shape[1], lmax, k0.shape[3]))
             v = v0.new_zeros((b, v0.shape[1], lmax, v0.shape[3]))
-            for r, st, kv in filled:
-                k[r, :, :st] = kv[li][0][0]
-                v[r, :, :st] = kv[li][1][0]
+            for kv, st, rows in at:
+                k[rows, :, :st] = kv[li][0][0]
+                v[rows, :, :st] = kv[li][1][0]
             layer.lazy_initialization(k, v)
             layer.keys, layer.values = k, v
-        dtype = self.loaded.dtype
-        dev = ids.device
-        low = torch.finfo(dtype).min
+        start = torch.as_tensor(starts, device=dev)
         # Each row sees its cache up to its own length, then its suffix causally.
-        mask = torch.full((b, 1, width, lmax + width), low, dtype=dtype, device=dev)
-        for r in range(b):
-            mask[r, :, :, :int(starts[r])] = 0
-        mask[:, :, :, lmax:] = torch.full((width, width), low, dtype=dtype, device=dev).triu_(1)
-        pos = torch.as_tensor(starts, device=dev)[:, None] + torch.arange(width, device=dev)[None, :]
+        seen = self._causal_after(lmax, width).expand(b, -1, -1, -1).clone()
+        seen[:, 0, :, :lmax] = (torch.arange(lmax, device=dev)[None, :] < start[:, None])[:, None, :]
+        pos = start[:, None] + torch.arange(width, device=dev)[None, :]
         return dict(input_ids=ids, past_key_values=cache, use_cache=True,
-                    attention_mask=mask, position_ids=pos)
+                    attention_mask=self._attention_mask(seen), position_ids=pos)
+
+    def _attention_mask(self, seen: torch.Tensor) -> torch.Tensor:
+        """The additive 4-D mask of ``seen`` (True: attend): 0, or the lowest value of the dtype
+        the model computes in (bf16-weights: fp32). Additive, not boolean: every attention
+        takes it as it is (a boolean mask is converted per layer and pass by SDPA on CPU)."""
+        dtype = self.loaded.dtype
+        return torch.zeros(seen.shape, dtype=dtype, device=seen.device).masked_fill_(
+            ~seen, torch.finfo(dtype).min)
 
     def _run_node(self, seqs, node: PrefixNode, kv, pending: list,
                   label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -717,11 +760,11 @@ class CausalJudge(_LocalJudge):
         before the next wave, so only a wave's caches plus those referenced by pending leaves
         (a window of ``window * batch_size``) are alive at once, whatever the chunk size.
         """
-        pending.extend((i, node.prefix_len, kv) for i in node.leaves)
+        fused, kids, lifted = self._fused_and_cached(seqs, node)
+        pending.extend((i, node.prefix_len, kv) for i in node.leaves + lifted)
         # When one more cache does not fit, the prompts waiting with theirs run first (a GPU
         # near its limit: the sizing left the waiting caches out of its count).
         run_waiting = lambda: self._flush(seqs, pending, label_ids, final=True)  # noqa: E731
-        fused, kids = self._fused_and_cached(seqs, node)
         fused.sort(key=lambda c: self._fused_width(seqs, c, node.prefix_len))
         widths = np.array([self._fused_width(seqs, c, node.prefix_len) for c in fused],
                           dtype=np.int64)
@@ -759,36 +802,38 @@ class CausalJudge(_LocalJudge):
         """Prompts queued with their caches for a micro-batch (what holds memory between passes)."""
         return len(getattr(self, "_pending", ()))
 
-    def _fused_and_cached(self, seqs, node: PrefixNode) -> tuple[list[PrefixNode], list[PrefixNode]]:
+    def _fused_and_cached(self, seqs, node: PrefixNode
+                          ) -> tuple[list[PrefixNode], list[PrefixNode], list[int]]:
         """``node``'s descendants run fused on its cache (:meth:`_fusable` children, and those
-        below a thin child: one with no prompt of its own, at most ``thin`` tokens longer than
-        its parent, whose children are all fused that way), and the children that get a cache
-        of their own (:meth:`_extend`).
+        below a thin child: one at most ``thin`` tokens longer than ``node``), the children
+        that get a cache of their own (:meth:`_extend`), and the prompts of thin children, which
+        run as suffixes on ``node``'s cache with the rest of the waiting prompts (lifted).
 
         Why thin children are looked through: the candidates after a pair's first text share
         the template's words and often their own first words ("the", "a"), which split them
-        into small subtrees; fused per subtree, the waves held one or two pairs and a GPU ran
-        one forward pass per pair. Run from ``node``'s cache, each row recomputes its thin
-        ancestors' few tokens instead (the same keys at the same positions: the same p).
+        into small subtrees; fused or cached per subtree, the waves held one or two pairs and
+        a GPU ran one forward pass per pair (SummEval with one aspect: 64 passes for 240
+        comparisons). Run from ``node``'s cache, each row recomputes its thin ancestors' few
+        tokens instead (the same keys at the same positions: the same p). ``thin`` is 0 on
+        CPU, where nothing is looked through.
         """
         fused: list[PrefixNode] = []
         cached: list[PrefixNode] = []
+        lifted: list[int] = []
 
-        def reach(child: PrefixNode, parent_len: int) -> list[PrefixNode] | None:
+        def reach(child: PrefixNode) -> None:
             if self._fusable(seqs, child):
-                return [child]
-            if child.leaves or not child.children or child.prefix_len - parent_len > self.thin:
-                return None
-            below = [reach(g, child.prefix_len) for g in child.children]
-            return None if any(b is None for b in below) else [n for b in below for n in b]
+                fused.append(child)
+            elif child.prefix_len - node.prefix_len > self.thin:
+                cached.append(child)
+            else:  # thin: its prompts and its children's run from ``node``'s cache
+                lifted.extend(child.leaves)
+                for g in child.children:
+                    reach(g)
 
         for child in node.children:
-            got = reach(child, node.prefix_len)
-            if got is None:
-                cached.append(child)
-            else:
-                fused.extend(got)
-        return fused, cached
+            reach(child)
+        return fused, cached, lifted
 
     def _fusable(self, seqs, node: PrefixNode) -> bool:
         """Whether ``node`` and its prompts' endings run in one pass (:meth:`_run_fused`): no
@@ -843,15 +888,14 @@ class CausalJudge(_LocalJudge):
         seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
         if kv is not None:
             seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool, device=dev), seen], dim=2)
-        dtype = self.loaded.dtype  # what it computes in (bf16-weights: fp32, not its storage)
         self._check_memory(b, b * (base + width))
-        mask = torch.zeros(seen.shape, dtype=dtype, device=dev).masked_fill_(~seen, torch.finfo(dtype).min)
+        mask = self._attention_mask(seen[:, None])
         self.stats["model_tokens"] += model_tokens
         self.stats["forward_passes"] += 1
         from transformers import DynamicCache
         cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
         out = self._base(input_ids=torch.from_numpy(ids).to(dev), past_key_values=cache,
-                         use_cache=True, attention_mask=mask[:, None],
+                         use_cache=True, attention_mask=mask,
                          position_ids=torch.from_numpy(pos).to(dev))
         hidden = out.last_hidden_state
         at_r = torch.tensor(ends_r, device=hidden.device)
