@@ -73,7 +73,7 @@ RUN if [ -n "$PYPI_INDEX_URL" ]; then export PIP_INDEX_URL="$PYPI_INDEX_URL"; fi
  && python -m pip install -q --no-deps /tmp/compassess-build \
  && rm -rf /tmp/compassess-build \
  && compassess fetch-model \
- && python -c "from compassess_core.models import cached_sha256, default_model_path; cached_sha256(default_model_path())" \
+ && python -c "from compassess_core.judges.models import cached_sha256, default_model_path; cached_sha256(default_model_path())" \
  && COMPASSESS_CONVERTED_DIR=/tmp/converted-check python -c "from compassess_core.judges import load_judge; load_judge(None, device='cpu').close()" \
  && rm -rf /tmp/converted-check \
  && chmod -R a+rX,go-w /opt/venv /opt/compassess-cache

@@ -35,8 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
-from compassess_core.settings import RunSettings  # noqa: E402
+from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.runs.settings import RunSettings  # noqa: E402
 from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset, Judgement,  # noqa: E402
                                    PairKey)
 
@@ -56,7 +56,7 @@ def synthetic_dataset(name: str, n_contexts: int, n_candidates: int, rng: np.ran
                                 system=f"sys{k % 8}", scores={"quality": float(rng.normal())})
                       for k in range(n_candidates))
         contexts.append(Context(f"ctx{c:03d}", f"context {c} " + "text " * 200, cands))
-    from compassess_core.data import content_hash
+    from compassess_core.data.candidates import content_hash
     return Dataset(name, tuple(contexts), ("quality",), f"{name}.csv", content_hash(contexts))
 
 
@@ -139,7 +139,7 @@ def prose(n: int, seed: int) -> str:
 
 def live_dataset(rng: np.random.Generator) -> Dataset:
     """24 news-like contexts x 8 summaries (about 250 and 50 words), scores for coherence."""
-    from compassess_core.data import content_hash
+    from compassess_core.data.candidates import content_hash
     contexts = tuple(Context(f"L{c:02d}", prose(250, c), tuple(
         Candidate(f"L{c:02d}-s{k}", prose(40 + 3 * k, 100 * c + k), system=f"sys{k}",
                   scores={"coherence": float(rng.normal())}) for k in range(8)))
@@ -180,7 +180,7 @@ def wait_for(predicate, timeout_s: float, what: str) -> None:
 
 def live(tmp: str) -> int:
     from compassess_core import api
-    from compassess_core.run_loop import JUDGING_PHASE
+    from compassess_core.runs.run_loop import JUDGING_PHASE
     from db.store import Store
     rng = np.random.default_rng(1)
     url = f"sqlite:///{Path(tmp) / 'live.db'}"

@@ -66,7 +66,7 @@ def p_by_key(sink, run_id: int) -> dict:
 
 def timed_group(dataset, aspects, judge, **kw) -> tuple[float, int, list[dict]]:
     """Seconds, model tokens and each run's p of ``aspects`` judged together."""
-    from compassess_core.sink import MemorySink
+    from compassess_core.runs.sink import MemorySink
     from compassess_core.worker import execute_group_with
     sink = MemorySink()
     settings = [settings_for(dataset, a, device=judge.device.type, **kw) for a in aspects]
@@ -83,8 +83,8 @@ def timed_group(dataset, aspects, judge, **kw) -> tuple[float, int, list[dict]]:
 def prefix_shares(judge) -> list[tuple[str, int, int]]:
     """Per built-in wording: (template, tokens two aspects' prompts of one pair share, prompt
     tokens)."""
-    from compassess_core import absolute, scoring
-    from compassess_core.prompts import TASKS, Aspect, builtin_template
+    from compassess_core.runs import absolute, scoring
+    from compassess_core.runs.prompts import TASKS, Aspect, builtin_template
     context, a, b = ("A passage of about forty words. " * 8, "A first summary of it. " * 4,
                      "A second summary of it. " * 4)
     one, two = Aspect.from_name("coherence"), Aspect.from_name("fluency")
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         os.environ["COMPASSESS_THREADS"] = str(args.threads)
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
 
     path = args.data_dir / "summeval.csv"

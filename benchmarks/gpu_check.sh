@@ -44,7 +44,7 @@ trap 'rm -rf "$WORK"' EXIT
 if [ -z "$TOKENIZER" ]; then
   TOKENIZER=$("$PY" - <<'EOF'
 from compassess_core.judges.loading import convert_gguf
-from compassess_core.models import cached_sha256, default_model_path
+from compassess_core.judges.models import cached_sha256, default_model_path
 gguf = default_model_path()
 if not gguf.is_file():
     raise SystemExit(f"no tokenizer: {gguf} is absent; give --tokenizer DIR")

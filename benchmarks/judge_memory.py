@@ -6,7 +6,7 @@ resident set comes from ``os.wait4`` (``ru_maxrss``, as ``/usr/bin/time -v`` rep
 first phase gets an empty model cache (``COMPASSESS_CACHE`` set to a fresh folder), so the GGUF is
 converted; the second reuses that folder. Both judge the same ``--prompts`` SummEval comparisons
 (first article), so "running size" is the model plus a real batch. The estimate of
-``compassess_core.model_catalog.memory_needed`` for the same judge is printed beside the measurement.
+``compassess_core.judges.model_catalog.memory_needed`` for the same judge is printed beside the measurement.
 
     PYTHONPATH=. .venv/bin/python benchmarks/judge_memory.py \\
         --model /work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --dtype fp32
@@ -35,7 +35,7 @@ DATA = ROOT.parent / "shared" / "data" / "summeval.csv"
 
 
 def _prompts(n: int):
-    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.runs.prompts import Aspect, builtin_template
     if not DATA.is_file():
         raise SystemExit(f"{DATA} is absent (../shared/data): nothing to judge")
     texts, context = [], None
@@ -93,9 +93,9 @@ def run_child(args, cache: Path) -> dict:
 
 def estimate(args) -> str:
     try:
-        from compassess_core.model_catalog import memory_needed
+        from compassess_core.judges.model_catalog import memory_needed
     except ImportError:
-        return "(no compassess_core.model_catalog.memory_needed in this checkout)"
+        return "(no compassess_core.judges.model_catalog.memory_needed in this checkout)"
     est = memory_needed(args.model, dtype=args.dtype, device=args.device)
     return est.summary()
 

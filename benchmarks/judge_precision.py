@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from compassess_core.judges.loading import load_model  # noqa: E402
 from compassess_core.judges.transformers_judge import CausalJudge  # noqa: E402
-from compassess_core.models import default_model_path  # noqa: E402
-from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.judges.models import default_model_path  # noqa: E402
+from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "summeval.csv"
 

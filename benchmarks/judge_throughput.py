@@ -56,13 +56,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compassess_core.data import load_candidates  # noqa: E402
+from compassess_core.data.candidates import load_candidates  # noqa: E402
 from compassess_core.errors import CompAssessError  # noqa: E402
 from compassess_core.judges.loading import LoadedModel, load_model  # noqa: E402
 from compassess_core.judges.transformers_judge import (CausalJudge, Seq2SeqJudge,  # noqa: E402
                                                        _FP32Head)
-from compassess_core.models import default_model_path, models_dir  # noqa: E402
-from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.judges.models import default_model_path, models_dir  # noqa: E402
+from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
 from compassess_core.types import ComparisonPrompt  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

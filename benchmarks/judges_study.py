@@ -29,12 +29,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.studies import fusion_study, reproduction  # noqa: E402
-from compassess_core import analysis, calibration  # noqa: E402
-from compassess_core.agreement import llm_vs_human  # noqa: E402
-from compassess_core.bias import balanced_threshold  # noqa: E402
-from compassess_core.comparative import planned_pairs  # noqa: E402
-from compassess_core.scoring import evaluate_scores, score_vectors  # noqa: E402
-from compassess_core.settings import RunSettings  # noqa: E402
+from compassess_core.stats import analysis, calibration  # noqa: E402
+from compassess_core.stats.agreement import llm_vs_human  # noqa: E402
+from compassess_core.stats.bias import balanced_threshold  # noqa: E402
+from compassess_core.runs.comparative import planned_pairs  # noqa: E402
+from compassess_core.runs.scoring import evaluate_scores, score_vectors  # noqa: E402
+from compassess_core.runs.settings import RunSettings  # noqa: E402
 from compassess_core.types import ComparisonTable  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -81,7 +81,7 @@ class Stores:
     """Runs looked up by name over several stores (the first that has it)."""
 
     def __init__(self, urls: list[str]) -> None:
-        from compassess_core.sink import open_store
+        from compassess_core.runs.sink import open_store
         self.stores = [open_store(u) for u in urls]
 
     def find(self, model: str, key: str) -> Found | None:

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from compassess_core.judges.openai_judge import load_openai_judge  # noqa: E402
-from compassess_core.comparative import DEFAULT_CHUNK_PROMPTS  # noqa: E402
+from compassess_core.runs.comparative import DEFAULT_CHUNK_PROMPTS  # noqa: E402
 from compassess_core.types import ComparisonPrompt  # noqa: E402
 
 

@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import compassess_core as ca  # noqa: E402
-from compassess_core import analysis, metrics, panel, ranking  # noqa: E402
-from compassess_core.calibration import fold_of_pairs  # noqa: E402
+from compassess_core.stats import analysis, metrics, panel, ranking  # noqa: E402
+from compassess_core.stats.calibration import fold_of_pairs  # noqa: E402
 from compassess_core.errors import InputError  # noqa: E402
 from compassess_core.types import ComparisonTable  # noqa: E402
 

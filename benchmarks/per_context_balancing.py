@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import compassess_core as ca  # noqa: E402
-from compassess_core.analysis import BALANCED_PER_CONTEXT  # noqa: E402
+from compassess_core.stats.analysis import BALANCED_PER_CONTEXT  # noqa: E402
 from compassess_core.errors import CompAssessError  # noqa: E402
 
 #: The thresholds compared, in the table's order: (debias mode, column label).

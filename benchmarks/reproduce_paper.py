@@ -76,7 +76,7 @@ def cmd_run(args) -> int:
 
 
 def _load(store, name: str):
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.settings import RunSettings
     try:
         run = store.get_run(name)
     except Exception:
@@ -89,8 +89,8 @@ def _fmt(v: float, spec: str = ".1f") -> str:
 
 
 def cmd_tables(args) -> int:
-    from compassess_core.scoring import score_vectors
-    from compassess_core.sink import open_store
+    from compassess_core.runs.scoring import score_vectors
+    from compassess_core.runs.sink import open_store
 
     store = open_store(args.db)
     out: list[str] = []
@@ -311,7 +311,7 @@ def _fits(args) -> dict[str, "rp.JudgeFit"]:
     if not args.db:
         return {f"manual (noise {args.noise}, bias {args.bias})":
                 rp.JudgeFit(args.bias, args.noise, args.slope, args.rho, 0, 0)}
-    from compassess_core.sink import open_store
+    from compassess_core.runs.sink import open_store
     store = open_store(args.db)
     fits = {}
     for label, names in CALIBRATE.items():

@@ -41,7 +41,7 @@ LARGE_CONTEXTS = 400
 
 def seed(folder: Path, db_url: str) -> dict[str, tuple[int, int]]:
     """The two datasets and their runs: name -> (dataset id, run id)."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
 
     sample = pd.read_csv(ROOT / "assets" / "sample_summeval.csv")

@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compassess_core.data import content_hash  # noqa: E402
+from compassess_core.data.candidates import content_hash  # noqa: E402
 from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset,  # noqa: E402
                                    Judgement, PairKey)
 from db.store import Store  # noqa: E402

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 import compassess_core as ca  # noqa: E402
 from benchmarks.studies import tuning_study as ts  # noqa: E402
-from compassess_core import tuning  # noqa: E402
+from compassess_core.runs import tuning  # noqa: E402
 
 #: Where the benchmark files are (``--data``): the shared data folder beside the checkout.
 SHARED = REPO.parent / "shared" / "data"
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args(argv)
     if args.command == "run" and args.models is None:
-        from compassess_core.model_catalog import models_folder
+        from compassess_core.judges.model_catalog import models_folder
         args.models = str(models_folder())
     return {"run": cmd_run, "report": cmd_report}[args.command](args)
 

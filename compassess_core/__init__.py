@@ -15,7 +15,7 @@ accept, ``JOB_KINDS`` the kinds of background job ``Store.job(KIND, target)`` st
 in the package is internal.
 
 The engine modules of this package must never import ``streamlit`` or the ``db`` package:
-results leave the engine only through the :class:`compassess_core.sink.ResultSink` interface.
+results leave the engine only through the :class:`compassess_core.runs.sink.ResultSink` interface.
 """
 
 from __future__ import annotations
@@ -55,6 +55,56 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from .api import *  # noqa: F403
 
 
+#: Modules that lived directly in this package before it was split into packages by concern:
+#: ``ca.agreement`` (notebooks, docs of earlier versions) still finds ``ca.stats.agreement``.
+_MOVED_MODULES: dict[str, str] = {
+    'absolute': 'runs.absolute',
+    'access': 'people.access',
+    'agreement': 'stats.agreement',
+    'agreement_stats': 'stats.agreement_stats',
+    'analysis': 'stats.analysis',
+    'annotation': 'people.annotation',
+    'bias': 'stats.bias',
+    'calibration': 'stats.calibration',
+    'campaigns': 'people.campaigns',
+    'comparative': 'runs.comparative',
+    'compare': 'stats.compare',
+    'context_window': 'runs.context_window',
+    'data': 'data.candidates',
+    'diagnosis': 'stats.diagnosis',
+    'efficient': 'stats.efficient',
+    'explanations': 'runs.explanations',
+    'export': 'data.export',
+    'fusion': 'stats.fusion',
+    'judges_board': 'stats.judges_board',
+    'labels': 'data.labels',
+    'leaderboard': 'stats.leaderboard',
+    'length_bias': 'stats.length_bias',
+    'markup': 'data.markup',
+    'memory': 'judges.memory',
+    'metrics': 'stats.metrics',
+    'model_catalog': 'judges.model_catalog',
+    'models': 'judges.models',
+    'options': 'runs.options',
+    'pacing': 'runs.pacing',
+    'paired': 'stats.paired',
+    'panel': 'stats.panel',
+    'prompts': 'runs.prompts',
+    'ranking': 'stats.ranking',
+    'report': 'report.audit',
+    'run_kinds': 'runs.run_kinds',
+    'run_loop': 'runs.run_loop',
+    'scoring': 'runs.scoring',
+    'selection': 'runs.selection',
+    'settings': 'runs.settings',
+    'sink': 'runs.sink',
+    'solvers': 'stats.solvers',
+    'speed': 'judges.speed',
+    'tables': 'data.tables',
+    'tuning': 'runs.tuning',
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in __all__:
         from . import api
@@ -62,8 +112,10 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     # A module of the package by its attribute (``ca.agreement.SMALL_SAMPLE_PAIRS``), imported
-    # on first use as ``import compassess_core.agreement`` would.
+    # on first use as ``import compassess_core.stats.agreement`` would.
     import importlib.util
+    if name in _MOVED_MODULES:
+        return importlib.import_module(f"{__name__}.{_MOVED_MODULES[name]}")
     if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'compassess_core' has no attribute '{name}'")

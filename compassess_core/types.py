@@ -284,3 +284,19 @@ class AbsoluteResult(Result[AbsoluteKey, AbsoluteJudgement]):
     """An absolute judgement tied to its comparison and the reference text it was made with."""
 
     reference_hash: str
+
+
+#: Aspect presets -> adjective, as in the authors' code. "overall" -> "good", and "more good" is
+#: rewritten to "better" at render time (so "is more good" reads "is better").
+ASPECT_ADJECTIVES: dict[str, str] = {
+    "coherence": "coherent",
+    "consistency": "consistent",
+    "fluency": "fluent",
+    "relevance": "relevant",
+    "naturalness": "natural",
+    "engagingness": "engaging",
+    "understandable": "understandable",
+    "grammar": "grammatically correct",
+    "continuity": "good a continuation",
+    "overall": "good",
+}

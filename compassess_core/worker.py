@@ -37,12 +37,12 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TextIO
 
 from .errors import CompAssessError, InputError, RunCancelled, RunInterrupted
 from .judges.servers import redact_secrets
-from .pacing import BatchPacer
-from .run_kinds import RunJob, kind_of
-from .run_loop import (LOADING_PHASE, PLANNING_PHASE, Heartbeat, Member, Progress, RunSummary,
+from .runs.pacing import BatchPacer
+from .runs.run_kinds import RunJob, kind_of
+from .runs.run_loop import (LOADING_PHASE, PLANNING_PHASE, Heartbeat, Member, Progress, RunSummary,
                        run_group)
-from .settings import RunSettings
-from .speed import characters, estimate_time, shared_work, work_size
+from .runs.settings import RunSettings
+from .judges.speed import characters, estimate_time, shared_work, work_size
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Niceness of a worker process started by the app (COMPASSESS_WORKER_NICE overrides): the model
@@ -149,7 +149,7 @@ def load_run_judge(settings: RunSettings):
         before loading, so a judge that cannot fit is refused with the reason, not killed).
     """
     from .judges import load_judge
-    from .model_catalog import memory_plan
+    from .judges.model_catalog import memory_plan
     memory = memory_plan(settings.model, settings.dtype, settings.device,
                          batch_size=settings.batch_size)
     if memory.problem is not None:

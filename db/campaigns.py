@@ -15,7 +15,7 @@ the pair is one of the campaign's. An admin's adjudication is stored with ``sour
 "adjudication"``: it is the campaign's decision on a disputed pair, never an annotator's vote.
 
 This module must never pick a pair, compute agreement or any statistic
-(``compassess_core.campaigns`` does), and never import a UI.
+(``compassess_core.people.campaigns`` does), and never import a UI.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .schema import (CAMPAIGN_SELECTIONS, CAMPAIGN_STATUSES, CampaignAnnotatorRo
                      CampaignPairRow, CampaignRow, CandidateRow, ContextRow, DatasetRow,
                      HumanJudgementRow, utcnow)
 
-#: The source of an admin's decision on a disputed pair (``compassess_core.agreement.ADJUDICATION``).
+#: The source of an admin's decision on a disputed pair (``compassess_core.stats.agreement.ADJUDICATION``).
 ADJUDICATION = "adjudication"
 #: Columns of ``campaign_judgements_frame``.
 CAMPAIGN_LABEL_COLUMNS = ("id", "context_id", "candidate_left", "candidate_right", "shown_order",

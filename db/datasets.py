@@ -3,7 +3,7 @@
 A dataset is stored as rows of contexts, candidates and reference scores keyed by integers; its
 string ids (the user's file) stay in ``key`` columns. Saving is idempotent on the content hash.
 
-This module must never parse or validate a candidate file (``compassess_core.data`` does) and
+This module must never parse or validate a candidate file (``compassess_core.data.candidates`` does) and
 never touch runs or results. Deleting and renaming a dataset (with its runs): ``db.manage``.
 """
 
@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from compassess_core.data import content_hash as dataset_content_hash
+from compassess_core.data.candidates import content_hash as dataset_content_hash
 from compassess_core.errors import InputError
 from compassess_core.limits import check_name
 from compassess_core.types import Candidate, Context, Dataset

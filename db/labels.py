@@ -7,7 +7,7 @@ stored once per person, unordered pair, aspect and revision (the table's unique 
 that is already stored is a no-op, so importing a file twice, two imports at once or two tabs
 answering the same pair cannot double a label.
 
-This module must never compute agreement or any other statistic (``compassess_core.agreement``
+This module must never compute agreement or any other statistic (``compassess_core.stats.agreement``
 does), never pick which pair a person sees next, and never import a UI.
 """
 

@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from compassess_core.errors import InputError, RunNotFoundError
 from compassess_core.limits import check_name
-from compassess_core.run_loop import is_active, worker_state
+from compassess_core.runs.run_loop import is_active, worker_state
 
 from .connection import StoreBase
 from .schema import Base, DatasetRow, RunRow

@@ -1,7 +1,7 @@
 """Panels of judges in the store: a panel's definition (name, dataset, aspect, how its members
 are combined, their weights, how each member is debiased) and its member runs, in order.
 
-Only the definition is stored; ``compassess_core.panel`` computes the combined verdicts when a
+Only the definition is stored; ``compassess_core.stats.panel`` computes the combined verdicts when a
 panel is read. A run on a panel is not deleted (``db.manage.delete_run`` refuses and names the
 panels); deleting the dataset deletes its panels with its runs.
 

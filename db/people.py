@@ -1,12 +1,12 @@
 """People and their roles in the store: who may use a shared app, as an admin or an annotator,
 and when each last signed out.
 
-A signed-in person's identity (``compassess_core.access.identity_from_claims``) is looked up here
+A signed-in person's identity (``compassess_core.people.access.identity_from_claims``) is looked up here
 on every page; admins add, change and remove people on the People page. There is always at least
 one admin once one exists: the last admin can be neither demoted nor removed.
 
 This module must never decide what a role may do (that is the app's policy,
-``compassess_core.access``), never talk to the identity provider, and never import a UI.
+``compassess_core.people.access``), never talk to the identity provider, and never import a UI.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
 
-from compassess_core.access import ADMIN, ROLES
+from compassess_core.people.access import ADMIN, ROLES
 from compassess_core.errors import InputError
 
 from .connection import StoreBase, insert_ignore, upsert

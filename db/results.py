@@ -5,7 +5,7 @@ has (so they are not computed again), the judgements any earlier run of the same
 the same prompts (the cache), and a way to add results. ``ResultStore`` offers them as
 ``stored_results``, ``cached_results`` and ``add_results``, each taking the kind's name and
 dispatching to its ``ResultTable`` (one per kind, in the style of
-``compassess_core.ranking.METHODS``); analysis reads a whole run back through the same registry
+``compassess_core.stats.ranking.METHODS``); analysis reads a whole run back through the same registry
 (``read_results``).
 
 The three tables share all their plumbing (``_ResultTableBase``): a result record is
@@ -434,7 +434,7 @@ class ResultStore(StoreBase):
 
         A hit needs the same judge identity (``runs.model_key``, set by ``record_judge``) and the
         same label words (``runs.label_words``, the key of
-        ``compassess_core.settings.label_words_key``); the first stored wins. An empty
+        ``compassess_core.runs.settings.label_words_key``); the first stored wins. An empty
         ``model_key`` matches nothing: an unnamed model may be any model.
 
         Raises

@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from compassess_core.errors import InputError, RunNotFoundError
 from compassess_core.limits import check_name
-from compassess_core.settings import NON_RESULT_KEYS, label_words_key
+from compassess_core.runs.settings import NON_RESULT_KEYS, label_words_key
 from compassess_core.types import COMPARISON_COLUMNS
 
 from .connection import StoreBase, py_float
@@ -116,7 +116,7 @@ class RunStore(StoreBase):
         """A new run, or the existing run of that name when it has the same dataset and settings.
 
         Settings are compared after a JSON round trip, ignoring ``batch_size`` and ``device``
-        (``compassess_core.settings.NON_RESULT_KEYS``); the stored ones are updated to the new
+        (``compassess_core.runs.settings.NON_RESULT_KEYS``); the stored ones are updated to the new
         values of those keys. A new run's judge is unknown until ``record_judge``.
 
         Raises

@@ -183,7 +183,7 @@ class RunRow(Base):
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     model: Mapped[str | None] = mapped_column(String(1024))
     model_key: Mapped[str | None] = mapped_column(String(1024))
-    # json.dumps(list(label_words)), the key compassess_core.settings.label_words_key makes.
+    # json.dumps(list(label_words)), the key compassess_core.runs.settings.label_words_key makes.
     label_words: Mapped[str | None] = mapped_column(String(255))
     aspect: Mapped[str | None] = mapped_column(Text)
     template_name: Mapped[str | None] = mapped_column(String(255))
@@ -380,7 +380,7 @@ class PersonRow(Base):
 class SignOutRow(Base):
     """When a person last signed out of a shared app, as the newest ID-token issue time
     (``iat``, seconds since the epoch) that no longer signs them in
-    (``compassess_core.access.signed_out_through``): Streamlit's sign-in cookie outlives a
+    (``compassess_core.people.access.signed_out_through``): Streamlit's sign-in cookie outlives a
     sign-out, so the app refuses a cookie whose token was issued at or before it. One row per
     identity that ever signed out; a person without a role may have one too."""
 
@@ -448,7 +448,7 @@ class CampaignPairRow(Base):
 
 class PanelRow(Base):
     """A panel of judges: two or more runs on one dataset and aspect combined into one verdict
-    per pair (``compassess_core.panel``). Only its definition is stored: the combined
+    per pair (``compassess_core.stats.panel``). Only its definition is stored: the combined
     probabilities are computed when read, like a threshold or a calibration.
 
     ``combine`` is ``poe`` or ``vote``; ``weights`` is ``"equal"``, ``"learnt"`` or one number per
@@ -504,7 +504,7 @@ class TemplateRow(Base):
 
 
 class TuningRow(Base):
-    """A tuning of the judge's instruction (``compassess_core.tuning``): its options and the
+    """A tuning of the judge's instruction (``compassess_core.runs.tuning``): its options and the
     wordings it tried or will try (a JSON list, in order; paraphrases a writer wrote are added
     as they are written, so a resumed tuning judges the same texts). Each wording is judged by a
     run of its own (``tune-<name>-<key>``); the table of scores is computed from those runs when

@@ -23,7 +23,7 @@ an unfit ``cookie_secret`` lock every URL (:func:`lock_page`), never open it. Ev
 changes something starts with :func:`require`, which reads the person's role as stored at that
 moment.
 
-The policy itself (modes, identities, first admins) is ``compassess_core.access``; roles are
+The policy itself (modes, identities, first admins) is ``compassess_core.people.access``; roles are
 stored by ``db.people``. This module must never render a user string as markdown unless through
 ``pages._plain.plain``.
 """

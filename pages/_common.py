@@ -31,7 +31,7 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.leaderboard import DEFAULT_METHOD
+from compassess_core.stats.leaderboard import DEFAULT_METHOD
 from pages import _view as view
 from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
@@ -727,7 +727,7 @@ def data_aspects(dataset_id: int) -> list[api.DataAspect]:
 def aspect_options(dataset_id: int) -> list[str]:
     """Aspects worth offering for a dataset: those its data has evidence for first (labels,
     reference columns, runs: :func:`data_aspects`), then the other presets."""
-    from compassess_core.prompts import ASPECT_ADJECTIVES
+    from compassess_core.runs.prompts import ASPECT_ADJECTIVES
     known = [a.aspect for a in data_aspects(dataset_id)]
     return known + [a for a in ASPECT_ADJECTIVES if a not in known]
 
@@ -784,7 +784,7 @@ def pick_aspect(dataset_id: int, where=st.sidebar, label: str = "Aspect judged",
 def aspect_question(aspect: str) -> str:
     """The question people answer, in the prompts' words ("Which text is more coherent?"), as
     markdown: an own aspect description is shown through :func:`plain`."""
-    from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect
+    from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect
     adjective = Aspect.from_name(aspect).adjective
     if aspect not in ASPECT_ADJECTIVES:
         adjective = plain(adjective)

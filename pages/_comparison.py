@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from compassess_core.errors import CompAssessError
-from compassess_core.explanations import REASONS_LABEL, REASONS_NOTE
+from compassess_core.runs.explanations import REASONS_LABEL, REASONS_NOTE
 from pages._auth import recheck, require
 from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, db_url, fmt, plain
 from pages._plain import plain_message

@@ -8,7 +8,7 @@ page: files under ``/media/`` (downloads, images) and uploads; those are checked
 sign-in cookie (:func:`cookie_person`), the way pages are checked by ``pages/_auth.py``'s gate.
 
 Whether sign-in is required and whether the configuration can be trusted now is
-``pages/_auth.py``'s (``sign_in_required``); the policy itself is ``compassess_core.access``.
+``pages/_auth.py``'s (``sign_in_required``); the policy itself is ``compassess_core.people.access``.
 """
 
 from __future__ import annotations

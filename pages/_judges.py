@@ -19,9 +19,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.calibration import DEFAULT_FOLDS, ECE_BINS
+from compassess_core.stats.calibration import DEFAULT_FOLDS, ECE_BINS
 from compassess_core.errors import InputError
-from compassess_core.fusion import DEFAULT_HUMAN_WEIGHT
+from compassess_core.stats.fusion import DEFAULT_HUMAN_WEIGHT
 from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, at_tau, db_url, fmt, plain, preview, run_controls,

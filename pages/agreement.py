@@ -1,7 +1,7 @@
 """Agreement: how an LLM run agrees with people, and people with each other, on one dataset and
 aspect — raw (tau = 0.5) and at the current tau side by side.
 
-Every number comes from ``compassess_core.agreement`` (``agreement_summary`` is exactly what
+Every number comes from ``compassess_core.stats.agreement`` (``agreement_summary`` is exactly what
 ``compassess agreement`` prints); this page only lays them out, labelled with what they were
 computed on. An annotator sees none of the judge (no run, no probability, no prompt): only, for each
 campaign they are assigned to, their own answers and how they agree with the other annotators'
@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core.agreement import CLASS_NAMES
+from compassess_core.stats.agreement import CLASS_NAMES
 from compassess_core import api
 from pages._auth import guard
 from pages._common import (api_store, at_tau, fmt, judge_warning, page_run, partial_warning, plain,

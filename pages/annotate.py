@@ -7,12 +7,12 @@ texts, and nothing of any judge or other dataset; an annotator without a campaig
 saying so. Admins (and the single-user local app) get the free annotation below (any dataset, the
 modes that read a run, imports) or one of their own campaigns, chosen at the top.
 
-Which pair comes next is ``compassess_core.annotation.next_pairs``'s choice and the left/right
+Which pair comes next is ``compassess_core.people.annotation.next_pairs``'s choice and the left/right
 order is ``annotation.shown_pair``'s coin; every answer (with its screen order and the seconds it
 took) goes to the store in its own transaction, so several people can annotate at once. The
 annotator is the viewer (``pages._auth``: the signed-in person, or the account running a
 single-user app), never a URL parameter or a typed name. Label files are validated by
-``compassess_core.labels``; their labels keep the file's annotator names (``imported`` when it
+``compassess_core.data.labels``; their labels keep the file's annotator names (``imported`` when it
 names none), never the importer's unless they credit themselves or a person explicitly, and a
 file's name that is a person here is kept apart (``labels.attribute``); a file's columns are mapped onto the label columns first
 (``api.Store.check_labels`` suggests the mapping; its widgets are keyed by the dataset and the
@@ -30,10 +30,10 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.access import ADMIN
+from compassess_core.people.access import ADMIN
 from compassess_core.api import ANNOTATION_MODES as MODES
 from compassess_core.errors import CompAssessError
-from compassess_core.labels import KEPT_APART, LABEL_COLUMNS
+from compassess_core.data.labels import KEPT_APART, LABEL_COLUMNS
 from compassess_core.types import Outcome
 from pages import _campaign_annotate as campaign_view
 from pages._answer_keys import answer_keys, button_key

@@ -2,7 +2,7 @@
 histogram, the flip rate, P(A) per context, the length bias (share of wins by the longer text, the
 logistic slope on the log length ratio) and the most order-dependent comparisons.
 
-Every number comes from ``compassess_core.analysis``/``bias``; this page must never compute one.
+Every number comes from ``compassess_core.stats.analysis``/``bias``; this page must never compute one.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from compassess_core import access
-from compassess_core.campaigns import CHOICES, SELECTIONS
+from compassess_core.people import access
+from compassess_core.people.campaigns import CHOICES, SELECTIONS
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view

@@ -6,7 +6,7 @@ the run's audit report, one self-contained HTML file (``Run.report_html``, what
 A prompt-scoring run exports its per-candidate scores (ranked by the G-Eval expected score), the
 same file as ``compassess export --run NAME --what rankings``.
 
-Files are produced by ``compassess_core.export``; this page must never format cells itself.
+Files are produced by ``compassess_core.data.export``; this page must never format cells itself.
 """
 
 from __future__ import annotations

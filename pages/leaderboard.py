@@ -7,7 +7,7 @@ model), each system's win rate against it with its 95% interval and AlpacaEval 2
 length-controlled win rate against it; the votes
 of every pair of systems; and the table as a file with the run's settings.
 
-Every number comes from ``compassess_core.leaderboard`` (cached per run, method, tau, reference);
+Every number comes from ``compassess_core.stats.leaderboard`` (cached per run, method, tau, reference);
 this page must never compute one, and shows system names only in tables and charts.
 """
 
@@ -18,7 +18,7 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.api import EXPORT_FORMATS as FORMATS
-from compassess_core.leaderboard import STRENGTH_UNITS, NoSystemsError
+from compassess_core.stats.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
 from pages._plain import plain_message

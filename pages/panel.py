@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.access import ADMIN
+from compassess_core.people.access import ADMIN
 from compassess_core.errors import CompAssessError
 from pages._auth import guard, require
 from pages import _view as view

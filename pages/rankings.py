@@ -5,7 +5,7 @@ A prompt-scoring run (paper §4.3.2 baseline, one score per candidate) is shown 
 ranked by the G-Eval expected score with the argmax score beside it, and Spearman x100 of both
 against a reference column; the method and tau controls do not apply to it and are not shown.
 
-Every number comes from ``compassess_core.analysis`` / ``compassess_core.scoring`` (cached per run
+Every number comes from ``compassess_core.stats.analysis`` / ``compassess_core.runs.scoring`` (cached per run
 and tau); this page must never compute a score or a correlation itself, and shows candidate texts
 only through ``st.dataframe``.
 """

@@ -23,18 +23,18 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.absolute import DEFAULT_LEVELS, ORDERS, TASKS as ABSOLUTE_TASKS, UPLOADED, \
+from compassess_core.runs.absolute import DEFAULT_LEVELS, ORDERS, TASKS as ABSOLUTE_TASKS, UPLOADED, \
     VARIANTS
 from compassess_core.errors import CompAssessError, InputError, ObjectChanged
 from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS
-from compassess_core.models import BUNDLED_MODEL
-from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
+from compassess_core.judges.models import BUNDLED_MODEL
+from compassess_core.runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
                                      ScoringOptions)
-from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
-from compassess_core.run_loop import STALE_AFTER_S
-from compassess_core.scoring import SCORING_TEMPLATES
-from compassess_core.selection import STRATEGIES
-from compassess_core.settings import GenerationOptions, RunSettings
+from compassess_core.runs.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
+from compassess_core.runs.run_loop import STALE_AFTER_S
+from compassess_core.runs.scoring import SCORING_TEMPLATES
+from compassess_core.runs.selection import STRATEGIES
+from compassess_core.runs.settings import GenerationOptions, RunSettings
 from pages import _view as view
 from pages._auth import guard, recheck, require
 from pages._common import api_store, cached_dataset, list_runs, pick_dataset, pick_id, plain

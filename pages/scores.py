@@ -2,7 +2,7 @@
 quality 1..N), a threshold with pass/fail, the comparisons behind each score, and the references
 themselves (plain text, editable, regenerable, or replaced by uploaded anchors).
 
-Every number comes from ``compassess_core.absolute`` read through the Python API's ``Run`` (as
+Every number comes from ``compassess_core.runs.absolute`` read through the Python API's ``Run`` (as
 ``compassess rank|evaluate`` read it: ``evaluation``, ``rankings``, ``score_range``,
 ``comparisons_behind``, ``reference_set``) and every read/write goes through the Python API's
 ``Store``;
@@ -16,7 +16,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from compassess_core import absolute as ab
+from compassess_core.runs import absolute as ab
 from compassess_core import api
 from compassess_core.api import max_upload_bytes, max_upload_mb
 from compassess_core.errors import CompAssessError, ValidationError

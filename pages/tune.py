@@ -18,8 +18,8 @@ import streamlit as st
 
 from compassess_core import api
 from compassess_core.errors import CompAssessError
-from compassess_core.models import BUNDLED_MODEL
-from compassess_core.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
+from compassess_core.judges.models import BUNDLED_MODEL
+from compassess_core.runs.prompts import ASPECT_ADJECTIVES, TASK_WORDING, TASKS
 from pages._auth import guard, recheck, require, viewer
 from pages._common import (REPO_ROOT, api_store, cached_dataset, db_url, fmt, pick_dataset,
                            pick_id, plain, show_paired)

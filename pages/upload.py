@@ -1,7 +1,7 @@
 """Upload: read a candidate CSV/JSONL, preview it, map its columns, show every validation problem and
 save it all-or-nothing.
 
-Checking is ``api.Store.check_upload`` (reading and validation are ``compassess_core.data``'s,
+Checking is ``api.Store.check_upload`` (reading and validation are ``compassess_core.data.candidates``'s,
 markup ``markup``'s, the task ``prompts``'), saving ``api.Store.save_upload`` (idempotent by
 content). The column mapping belongs to the file: its widgets are keyed by the file's identity
 (``UploadCheck.file_key``), so another file starts from its own suggested mapping. Uploads are
@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.data import CANONICAL, GENERATE_IDS, OPTIONAL
+from compassess_core.data.candidates import CANONICAL, GENERATE_IDS, OPTIONAL
 from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages._auth import guard, require

@@ -45,8 +45,8 @@ REFUSALS = ("Not saved", "already judged")
 def fake_judge_run(db_url: str, dataset_id: int, aspect: str, name: str, seed: int = 0) -> int:
     """A completed run of every ordered pair of ``dataset_id`` with random probabilities (a fake
     judge), stored straight into the store; returns its id."""
-    from compassess_core.prompts import Aspect, builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import Aspect, builtin_template
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from db.store import Store
 
@@ -75,7 +75,7 @@ def fake_judge_run(db_url: str, dataset_id: int, aspect: str, name: str, seed: i
 
 def seed_store(db_url: str, folder: Path) -> tuple[dict[str, int], dict[str, int]]:
     """The datasets of :data:`DATASETS` and the runs of :data:`RUNS`: their ids by name."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
 
     sample = pd.read_csv(SAMPLE)

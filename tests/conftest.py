@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compassess_core.data import content_hash
+from compassess_core.data.candidates import content_hash
 from compassess_core.types import Candidate, Context, Dataset
 
 
@@ -99,7 +99,7 @@ def bundled_model() -> Path:
     Skips with the reason when it is absent, except in CI (COMPASSESS_REQUIRE_MODEL=1), where a
     missing model is a set-up failure.
     """
-    from compassess_core.models import default_model_path
+    from compassess_core.judges.models import default_model_path
 
     path = default_model_path()
     if not path.exists():
@@ -345,7 +345,7 @@ def bundled_weights_loaded_once(request, monkeypatch):
         yield
         return
     from compassess_core.judges import loading
-    from compassess_core.models import default_model_path
+    from compassess_core.judges.models import default_model_path
 
     bundled = default_model_path().resolve()
     load = loading.load_model

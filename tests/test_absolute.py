@@ -1,4 +1,4 @@
-"""Absolute scores from synthetic references (compassess_core.absolute): hand-worked score formulas,
+"""Absolute scores from synthetic references (compassess_core.runs.absolute): hand-worked score formulas,
 the store round trip, the resumable run loop with a fake judge, and the real bundled model on a tiny
 slice (1 context, 2 candidates, 3 references).
 """
@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import absolute as ab
-from compassess_core.absolute import (REFERENCE_FIRST, TARGET_FIRST, AbsoluteKey, Reference)
+from compassess_core.runs import absolute as ab
+from compassess_core.runs.absolute import (REFERENCE_FIRST, TARGET_FIRST, AbsoluteKey, Reference)
 from compassess_core.errors import InputError, ValidationError
-from compassess_core.prompts import Aspect
+from compassess_core.runs.prompts import Aspect
 from compassess_core.types import Candidate, Context, Dataset
 from compassess_core.worker import ConsoleReporter, execute_run
 
@@ -334,8 +334,8 @@ def _seed_absolute_run(url: str):
     """
     from pathlib import Path
 
-    from compassess_core.absolute import AbsoluteJudgement, AbsoluteResult
-    from compassess_core.data import load_candidates
+    from compassess_core.runs.absolute import AbsoluteJudgement, AbsoluteResult
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
 
     sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
@@ -426,7 +426,7 @@ def test_run_page_absolute_mode_creates_an_absolute_run(app_env, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     import pages._common as common
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
 
     store = Store(app_env)

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.agreement: LLM vs human and human vs human agreement, hand-worked and
+"""Tests of compassess_core.stats.agreement: LLM vs human and human vs human agreement, hand-worked and
 against scikit-learn's kappa and the krippendorff package's alpha."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from compassess_core import agreement as ag
+from compassess_core.stats import agreement as ag
 from compassess_core.errors import InputError
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
 
@@ -305,8 +305,8 @@ def test_disagreements_sorted_by_llm_confidence():
 def test_mtbench_labels_against_a_synthetic_llm():
     cand_path, label_path = MTBENCH_CANDIDATES, MTBENCH_LABELS   # the bundled sample
     try:
-        from compassess_core.data import load_candidates
-        from compassess_core.labels import load_human_labels
+        from compassess_core.data.candidates import load_candidates
+        from compassess_core.data.labels import load_human_labels
         dataset = load_candidates(cand_path)
         h = ag.human_table_from_labels(load_human_labels(label_path, dataset))
     except ImportError:

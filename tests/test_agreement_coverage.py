@@ -22,7 +22,7 @@ import pytest
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import expit
 
-from compassess_core import agreement_stats as stats
+from compassess_core.stats import agreement_stats as stats
 
 N_CONTEXTS, PAIRS_PER_CONTEXT = 20, 45
 MU, SIGMA, TIE = np.log(0.7 / 0.3), 1.0, 0.10

@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 
 import compassess_core as ca
 from compassess_core.types import ComparisonTable
-from compassess_core import agreement as ag
-from compassess_core.data import load_candidates
+from compassess_core.stats import agreement as ag
+from compassess_core.data.candidates import load_candidates
 from test_app_agreement import label_first_article
 from test_app_pages import APP, SAMPLE, app_env, seed_run  # noqa: F401
 

@@ -28,9 +28,10 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-from compassess_core import agreement as ag
-from compassess_core import agreement_stats as stats
-from compassess_core import bias, campaigns, panel
+from compassess_core.stats import agreement as ag
+from compassess_core.stats import agreement_stats as stats
+from compassess_core.stats import bias, panel
+from compassess_core.people import campaigns
 from compassess_core.types import ComparisonTable
 
 GRID = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]
@@ -351,7 +352,7 @@ def test_tau_star_is_re_estimated_in_every_replicate_when_it_is_the_threshold():
 def test_the_leaderboard_re_estimates_tau_star_in_each_replicate():
     from scipy.special import expit
 
-    from compassess_core import leaderboard as lb
+    from compassess_core.stats import leaderboard as lb
     from test_leaderboard import full_matrix, make_dataset
 
     rng = np.random.default_rng(5)

@@ -19,8 +19,9 @@ import random
 
 import pytest
 
-from compassess_core import api, campaigns
-from compassess_core.data import content_hash
+from compassess_core import api
+from compassess_core.people import campaigns
+from compassess_core.data.candidates import content_hash
 from compassess_core.types import Candidate, Context, Dataset
 
 ADMIN = "boss@x.org"

@@ -4,7 +4,7 @@ checked against hand-worked values."""
 import numpy as np
 import pytest
 
-from compassess_core import analysis
+from compassess_core.stats import analysis
 from compassess_core.errors import InputError
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
 

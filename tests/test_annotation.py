@@ -1,4 +1,4 @@
-"""Tests of compassess_core.annotation: which pairs to annotate next, and the screen order."""
+"""Tests of compassess_core.people.annotation: which pairs to annotate next, and the screen order."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import agreement as ag
-from compassess_core.annotation import all_pairs, left_right_order, next_pairs, shown_pair
+from compassess_core.stats import agreement as ag
+from compassess_core.people.annotation import all_pairs, left_right_order, next_pairs, shown_pair
 from compassess_core.errors import InputError
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
 

@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 import compassess_core as ca
-from compassess_core.run_loop import FIRST_BATCH_PROMPTS as FIRST
+from compassess_core.runs.run_loop import FIRST_BATCH_PROMPTS as FIRST
 from fakes import FakeLengthJudge
 
 ROOT = Path(__file__).resolve().parents[1]

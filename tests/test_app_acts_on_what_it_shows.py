@@ -8,7 +8,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, settings_for, texts  # noqa: F401
 from answer_buttons import answer_button

@@ -23,7 +23,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.agreement import agreement_summary
+from compassess_core.stats.agreement import agreement_summary
 from test_app_pages import APP, TAU_STAR, app_env, metric, seed_run, texts  # noqa: F401
 
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.access import local_identity
-from compassess_core.data import load_candidates
+from compassess_core.people.access import local_identity
+from compassess_core.data.candidates import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import app_as

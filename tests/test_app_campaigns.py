@@ -221,7 +221,7 @@ def test_local_mode_says_what_campaigns_need_and_the_local_user_labels_their_own
     how to deploy a team; the local user is the one annotator offered and chosen, labels the
     campaign on Annotate; no campaign without an annotator; a warning for an aspect the
     dataset has neither labels nor scores of; the dataset picker follows the link."""
-    from compassess_core.access import local_identity
+    from compassess_core.people.access import local_identity
     store, dataset_id, _ = seed_run(app_env)
     other = api.open_store(app_env).add_dataset(
         "context_id,context,candidate_id,text\nc1,ctx,a,one\nc1,ctx,b,two\n".encode(),

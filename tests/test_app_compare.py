@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compassess_core.compare import compare_runs
+from compassess_core.stats.compare import compare_runs
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store
 from test_app_pages import app_env, metric, open_page, seed_run, texts  # noqa: F401

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from db.store import Store
 from test_app_pages import (APP, SAMPLE, TAU_STAR, app_env, metric, open_page, seed_run,  # noqa: F401
                             settings_for, texts)
@@ -135,7 +135,7 @@ def _results_of(store: Store, run_id: int):
 
 
 def test_exported_rankings_carry_the_intervals_the_page_shows(app_env, monkeypatch):
-    import compassess_core.export as export  # the files the API writes (every page's download)
+    import compassess_core.data.export as export  # the files the API writes (every page's download)
     seed_run(app_env)
     captured = {}
     real = export.table_bytes
@@ -175,7 +175,7 @@ def test_partial_runs_are_labelled_wherever_their_numbers_appear(app_env):
 def _copy_run(store: Store, run_id: int, name: str, **changes) -> int:
     """Another run on the same dataset with the comparisons of ``run_id`` and ``changes`` to
     its settings (another aspect, another template)."""
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.settings import RunSettings
     info = store.get_run(run_id)
     settings = RunSettings.from_dict(info.settings).with_changes(**changes)
     new = store.create_run(name, info.dataset_id, settings.to_dict())

@@ -15,8 +15,8 @@ import math
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core import calibration, fusion
-from compassess_core.bias import balanced_threshold
+from compassess_core.stats import calibration, fusion
+from compassess_core.stats.bias import balanced_threshold
 from test_app_annotate import annotate_page
 from test_app_pages import APP, app_env, metric, seed_run, texts  # noqa: F401
 from test_calibration import label_sample
@@ -111,7 +111,7 @@ def test_annotate_informative_mode_shows_a_most_informative_pair(app_env):
 def test_export_page_writes_calibrated_files_with_the_calibration(app_env, monkeypatch):
     import json
 
-    import compassess_core.export as export  # the files the API writes (every page's download)
+    import compassess_core.data.export as export  # the files the API writes (every page's download)
     store, dataset_id, run_id = seed_run(app_env)
     label_sample(store, dataset_id)
     captured = {}

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from compassess_core.leaderboard import leaderboard
+from compassess_core.stats.leaderboard import leaderboard
 from db.store import Store
 from test_app_pages import SAMPLE, app_env, metric, open_page, seed_run, texts  # noqa: F401
 
@@ -43,7 +43,7 @@ def test_one_row_per_system_with_intervals_equal_to_the_engine(app_env):
 
 
 def test_export_carries_the_table_and_the_runs_settings(app_env, monkeypatch):
-    import compassess_core.export as export  # the files the API writes (every page's download)
+    import compassess_core.data.export as export  # the files the API writes (every page's download)
     seed_run(app_env)
     captured = {}
     real = export.table_bytes

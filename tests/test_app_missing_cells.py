@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store
 from test_app_pages import SAMPLE, app_env, open_page, settings_for  # noqa: F401

@@ -21,9 +21,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data import load_candidates
-from compassess_core.prompts import Aspect, builtin_template
-from compassess_core.settings import RunSettings
+from compassess_core.data.candidates import load_candidates
+from compassess_core.runs.prompts import Aspect, builtin_template
+from compassess_core.runs.settings import RunSettings
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store
 
@@ -272,7 +272,7 @@ def test_bias_page_gauges_flip_rate_and_order_dependence(app_env):
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
 def test_export_files_reread_with_settings(app_env, monkeypatch, fmt):
-    import compassess_core.export as export  # the files the API writes (every page's download)
+    import compassess_core.data.export as export  # the files the API writes (every page's download)
     evil = SAMPLE.read_text(encoding="utf-8").replace(",S3,M14,", ",=1+2,M14,", 1)
     store, _, run_id = seed_run(app_env, source=evil.encode(), name="evil")
     captured: dict[str, tuple[bytes, bytes | None]] = {}
@@ -347,7 +347,7 @@ def test_run_page_preview_and_template_validation(app_env):
 
 
 def test_run_page_offers_resume_for_a_silent_worker(app_env, monkeypatch):
-    from compassess_core import run_loop
+    from compassess_core.runs import run_loop
     store, _, run_id = seed_run(app_env)
     store.set_run_status(run_id, "running", done=10, total=60)
     monkeypatch.setattr(run_loop, "STALE_AFTER_S", -1.0)  # any heartbeat counts as old

@@ -5,7 +5,7 @@ and one person's labels; every number shown equals the Python API's."""
 from __future__ import annotations
 
 import compassess_core as ca
-from compassess_core.leaderboard import DEFAULT_METHOD
+from compassess_core.stats.leaderboard import DEFAULT_METHOD
 from test_app_pages import app_env, metric, open_page  # noqa: F401 - fixture
 from tests.test_panel import SIMULATED, seed_simulated_judges
 

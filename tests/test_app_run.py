@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.models import default_model_path
+from compassess_core.judges.models import default_model_path
 from db.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from compassess_core.comparative import ComparativeKind
-from compassess_core.data import load_candidates
+from compassess_core.runs.comparative import ComparativeKind
+from compassess_core.data.candidates import load_candidates
 from db.store import Store
 from test_app_pages import SAMPLE, app_env, open_page, seed_run, settings_for, texts  # noqa: F401
 
@@ -83,8 +83,8 @@ def test_the_estimate_uses_the_measured_token_rate_of_the_model(app_env):
 def test_the_planned_total_is_what_the_run_then_plans(settings):
     """The number the page shows before Start equals the total of the run the worker executes
     (here with the FAKE judge of tests/fakes.py, which is not what this test is about)."""
-    from compassess_core.run_kinds import kind_of
-    from compassess_core.sink import MemorySink
+    from compassess_core.runs.run_kinds import kind_of
+    from compassess_core.runs.sink import MemorySink
     from compassess_core.worker import execute_with
     from fakes import FakeLengthJudge
     from test_run_loop import comparative, make_dataset
@@ -96,9 +96,9 @@ def test_the_planned_total_is_what_the_run_then_plans(settings):
 
 
 def test_the_planned_total_of_scoring_and_absolute_runs():
-    from compassess_core.absolute import absolute_settings, planned_keys
-    from compassess_core.prompts import Aspect
-    from compassess_core.run_kinds import kind_of
+    from compassess_core.runs.absolute import absolute_settings, planned_keys
+    from compassess_core.runs.prompts import Aspect
+    from compassess_core.runs.run_kinds import kind_of
     from test_run_loop import make_dataset, scoring
 
     dataset = make_dataset(3, 4)
@@ -128,8 +128,8 @@ def test_the_plan_of_a_partly_stored_run_states_what_is_left_and_a_running_run_i
     """Start with the plan's name resumes a run that stores 20 of its 60 comparisons: the plan
     says so and times the 40 left; a run still judging is no earlier run to take a speed from."""
     from compassess_core import api
-    from compassess_core.models import BUNDLED_MODEL
-    from compassess_core.options import ComparativeOptions, ModelOptions
+    from compassess_core.judges.models import BUNDLED_MODEL
+    from compassess_core.runs.options import ComparativeOptions, ModelOptions
     store, dataset_id, run_id = seed_run(app_env)
     handle = api.open_store(app_env)
     plan = handle.plan_run(dataset_id, ComparativeOptions(aspect="coherence"),
@@ -174,8 +174,8 @@ def test_the_plan_of_a_complete_run_says_it_is_complete_and_plans_nothing(app_en
     """Start with the plan's name would resume a run that stores all 60 comparisons: the page
     says it is complete, with no time and no tokens planned."""
     from compassess_core import api
-    from compassess_core.models import BUNDLED_MODEL
-    from compassess_core.options import ComparativeOptions, ModelOptions
+    from compassess_core.judges.models import BUNDLED_MODEL
+    from compassess_core.runs.options import ComparativeOptions, ModelOptions
     store, dataset_id, run_id = seed_run(app_env)
     handle = api.open_store(app_env)
     plan = handle.plan_run(dataset_id, ComparativeOptions(aspect="coherence"),

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from compassess_core import api, run_loop
+from compassess_core import api
+from compassess_core.runs import run_loop
 from compassess_core.api.progress import RunProgress, phase_seconds
 from test_app_pages import app_env, open_page, seed_run, settings_for  # noqa: F401
 

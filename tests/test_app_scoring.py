@@ -22,11 +22,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data import load_candidates
-from compassess_core.models import default_model_path
-from compassess_core.prompts import Aspect
+from compassess_core.data.candidates import load_candidates
+from compassess_core.judges.models import default_model_path
+from compassess_core.runs.prompts import Aspect
 from compassess_core.types import CandidateKey
-from compassess_core.scoring import (ScoreJudgement, ScoreResult, scoring_settings,
+from compassess_core.runs.scoring import (ScoreJudgement, ScoreResult, scoring_settings,
                                      scoring_template)
 from db.store import Store
 
@@ -74,8 +74,8 @@ def seed_scoring_run(url: str, run: str = "score-run") -> tuple[Store, int, int]
 
 def seed_pairwise_run(store: Store, dataset_id: int, run: str = "pair-run") -> int:
     """A small completed pairwise run (p = 0.8 when the first has the higher coherence)."""
-    from compassess_core.prompts import builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import builtin_template
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.types import ComparisonResult, Judgement, PairKey
 
     dataset = store.load_dataset(dataset_id)
@@ -287,7 +287,7 @@ def test_pages_with_a_scoring_and_a_pairwise_run_do_not_fail(app_env, page):
 
 
 def test_export_offers_the_scores_of_a_scoring_run(app_env, monkeypatch):
-    import compassess_core.export as export  # the files the API writes (every page's download)
+    import compassess_core.data.export as export  # the files the API writes (every page's download)
     seed_scoring_run(app_env)
     captured: dict[str, tuple[bytes, bytes | None]] = {}
     real = export.table_bytes

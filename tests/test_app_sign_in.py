@@ -15,8 +15,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core import access
-from compassess_core.data import load_candidates
+from compassess_core.people import access
+from compassess_core.data.candidates import load_candidates
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from answer_buttons import answer_button
@@ -266,7 +266,7 @@ def test_agreement_with_the_others_is_hidden_below_three_co_annotators(app_env):
     """With one other annotator the figure would tell an annotator how that person voted: pairs
     count once three others labelled them, in batches (campaigns.agreement_of)."""
     from compassess_core import api
-    from compassess_core.campaigns import AGREEMENT_BATCH
+    from compassess_core.people.campaigns import AGREEMENT_BATCH
     store, _ = sample_with_a_run(app_env)
     people = ["ann@example.org", "b@example.org", "c@example.org", "d@example.org"]
     for who in people:

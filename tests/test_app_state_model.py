@@ -34,7 +34,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, p
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store
 from test_app_pages import APP, SAMPLE, settings_for

@@ -6,7 +6,7 @@ column proposals read from the content; empty candidate texts left out only when
 from __future__ import annotations
 
 from compassess_core import api
-from compassess_core.tuning import Wording
+from compassess_core.runs.tuning import Wording
 from db.store import Store
 from test_app_pages import SAMPLE, app_env, open_page, seed_run, settings_for  # noqa: F401
 
@@ -42,7 +42,7 @@ def test_explain_states_its_time_before_it_starts(app_env):
     """The comparison view says how long asking for the judge's reasons takes before the
     button is pressed: the requests of both orders read, and 150 new tokens written for each,
     at the rate the Run page's estimate uses."""
-    from compassess_core.explanations import explanation_request
+    from compassess_core.runs.explanations import explanation_request
     from tests.fakes import FakeWritingJudge
     judge = FakeWritingJudge()
     store = api.open_store(app_env)
@@ -114,8 +114,8 @@ INSTRUCTIONS = ("task,instruction,assistant,output\n"
 
 
 def test_the_proposals_read_ids_labels_and_texts_from_the_content():
-    from compassess_core.data import read_table, suggest_column_map
-    from compassess_core.labels import suggest_label_map
+    from compassess_core.data.candidates import read_table, suggest_column_map
+    from compassess_core.data.labels import suggest_label_map
     table = read_table(VERBALISATIONS.encode(), file_label="webnlg.csv")
     assert suggest_column_map(list(table.columns), table) == {
         "context_id": "triple_id", "context": "triples", "text": "text", "system": "team",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
-from compassess_core.markup import find_markup, is_html_document
-from compassess_core.options import ComparativeOptions, ModelOptions
+from compassess_core.data.markup import find_markup, is_html_document
+from compassess_core.runs.options import ComparativeOptions, ModelOptions
 from test_app_pages import APP, SAMPLE, app_env, seed_run, settings_for, texts  # noqa: F401
 from answer_buttons import manage_key
 
@@ -96,7 +96,7 @@ def test_an_answer_that_is_an_html_document_is_found_as_one():
     for prose in ("Hello<br>world", "<p>A paragraph.</p>", "Tom &amp; Jerry",
                   "<b>Bold</b> then words", "a < b and c > d"):
         assert not is_html_document(prose), prose
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     rows = ("context_id,context,candidate_id,text\n"
             f'q1,Write a form.,a,"{form.replace(chr(34), chr(34) * 2)}"\n'
             "q1,Write a form.,b,Use a form element.\n"

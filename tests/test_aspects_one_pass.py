@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compassess_core import api, run_loop
+from compassess_core import api
+from compassess_core.runs import run_loop
 from compassess_core.errors import InputError, RunCancelled
-from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect
-from compassess_core.sink import MemorySink
+from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect
+from compassess_core.runs.sink import MemorySink
 from compassess_core.worker import execute_group_with
 from fakes import FakeLengthJudge
 from test_run_loop import Watch, comparative, make_dataset
@@ -177,7 +178,7 @@ def test_p_of_four_aspects_in_one_pass_equals_four_separate_runs(bundled_model, 
 
 
 def test_scoring_and_absolute_runs_of_several_aspects_share_each_judge_call():
-    from compassess_core.scoring import scoring_settings, scoring_template
+    from compassess_core.runs.scoring import scoring_settings, scoring_template
     from test_run_loop import absolute
 
     class Calls(FakeLengthJudge):
@@ -212,9 +213,9 @@ def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
     their pair (tree attention: each question sees the context, both candidates and itself)
     instead of a cache per pair and a batch of questions on copies of it: the same p as that
     and as each prompt alone."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
-    from compassess_core.prompts import builtin_template
+    from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=8)
     ctx = load_candidates(SAMPLE).contexts[0]
     t1 = builtin_template("t1", "summary")
@@ -255,9 +256,9 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
     own first words, which split them into small subtrees: fused per subtree, a GPU ran one
     forward pass per pair. Looked through (``thin``, on by default on a GPU), the pairs fill
     fewer, larger passes with the same p."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
-    from compassess_core.prompts import builtin_template
+    from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=8)
     assert judge.thin == 0  # CPU default: measured no faster
     ctx = load_candidates(SAMPLE).contexts[0]
@@ -283,9 +284,9 @@ def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(
     each got a cache of its own in a pass of its own (an H200 ran 64 passes for 240 SummEval
     comparisons). Looked through (``thin``), their prompts run as suffixes on the first text's
     cache: fewer passes, the same p as without and as each prompt alone."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
-    from compassess_core.prompts import builtin_template
+    from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=64)   # a GPU's batch: every waiting prompt in one pass
     judge.token_budget = 1 << 16
     ctx = load_candidates(SAMPLE).contexts[0]

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from compassess_core import api
 from compassess_core.cli import main
 from compassess_core.errors import InputError
-from compassess_core.leaderboard import leaderboard
+from compassess_core.stats.leaderboard import leaderboard
 from test_app_pages import APP, app_env, open_page, seed_run, texts  # noqa: F401
 from test_leaderboard import full_matrix, make_dataset, table_of
 

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.bias against hand-worked values (eq. 8-10 of Liusie et al. 2024)."""
+"""Tests of compassess_core.stats.bias against hand-worked values (eq. 8-10 of Liusie et al. 2024)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from compassess_core.bias import (
+from compassess_core.stats.bias import (
     alpha_from_tau,
     balanced_threshold,
     comparison_matrix,

@@ -88,8 +88,8 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
                           logit_of=biased_judge_logit, seed: int = 7) -> str:
     """A complete run on the stored sample with judge-like probabilities ``sigmoid(logit_of(x, y,
     rng))`` for x shown first (by default what a small biased judge produces)."""
-    from compassess_core.prompts import Aspect, builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import Aspect, builtin_template
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from db.store import Store
 

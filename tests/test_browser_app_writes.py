@@ -77,8 +77,8 @@ def _rows(n_contexts: int, n_cands: int, score: str, word: str) -> list[dict]:
 def _finished_run(db_url: str, dataset_id: int, name: str, seed: int) -> int:
     """A complete FAKE run on a stored dataset (judge-like p, no model), stored as a worker
     stores it."""
-    from compassess_core.prompts import Aspect, builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import Aspect, builtin_template
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from db.store import Store
 
@@ -344,7 +344,7 @@ def test_opening_the_run_page_leaves_the_run_in_view_alone(app):
     # A live run of a tuning, the newest run: the Run page must not make it the run in view.
     tuning = seeded.store().create_tuning(sample, aspect="coherence", name="tz",
                                           model=FAKE_JUDGE, contexts=2)
-    from compassess_core.tuning import Wording
+    from compassess_core.runs.tuning import Wording
     Store(seeded.db_url).set_tuning_wordings(tuning.id, [Wording(
         key="w1", text="{context} {a} {b} Which is more {aspect}, A or B?", noun="story",
         origin="library", label="t1").to_dict()])

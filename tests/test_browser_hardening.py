@@ -40,7 +40,7 @@ SAMPLE = ROOT / "assets" / "sample_summeval.csv"
 
 
 def store_sample_and_run(db_url: str):
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
     store = Store(db_url)
     store.save_dataset(load_candidates(SAMPLE, name="sample_summeval"))

@@ -16,7 +16,7 @@ from test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, nav, playwright_api,  #
 
 def test_create_a_panel_and_rank_the_judges_in_chromium(server):
     from compassess_core import api
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
 
     url, db_url = server

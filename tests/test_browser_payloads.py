@@ -70,8 +70,8 @@ def payload_csv() -> bytes:
 
 def store_run_and_labels(db_url: str) -> None:
     """A finished run on the uploaded dataset, its message, labels and guidelines."""
-    from compassess_core.prompts import Aspect, builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import Aspect, builtin_template
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from db.store import Store
 

@@ -139,7 +139,7 @@ def build_store(db_url: str) -> dict:
     store.add_judgements("sample_summeval", rows)
     panel = store.create_panel("jury", ["sample-coherence-t1", "sample-coherence-t2"],
                                created_by="test")
-    from compassess_core.access import local_identity
+    from compassess_core.people.access import local_identity
     campaign = store.create_campaign("round1", "sample_summeval", "coherence", [local_identity()],
                                      overlap=1, pairs="sample", n_pairs=12, created_by="test")
     runs = {r.name: r.id for r in store.list_runs()}

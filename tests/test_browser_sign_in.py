@@ -145,7 +145,7 @@ def assert_only_sign_in(page, path: str) -> None:
 
 
 def store_sample_and_run(db_url: str) -> int:
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from db.store import Store
     dataset_id = Store(db_url).save_dataset(load_candidates(SAMPLE, name="sample_summeval"))
     simulate_finished_run(db_url)

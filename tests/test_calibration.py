@@ -1,4 +1,4 @@
-"""Calibration of a judge on human A/B labels (compassess_core.calibration) and its command line:
+"""Calibration of a judge on human A/B labels (compassess_core.stats.calibration) and its command line:
 hand-worked measures, a simulated judge with a known bias and temperature, scikit-learn's
 logistic regression as the reference fit, and ``compassess calibrate|rank|evaluate|export`` on a
 real SQLite store."""
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from compassess_core import agreement, calibration as cal
+from compassess_core.stats import agreement, calibration as cal
 from compassess_core.cli import main as cli
 from compassess_core.errors import InputError
 from compassess_core.types import ComparisonTable

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import api, campaigns
+from compassess_core import api
+from compassess_core.people import campaigns
 from compassess_core.cli import main
 from compassess_core.errors import InputError
 
@@ -157,7 +158,7 @@ def test_create_refuses_bad_input(api_store):
 
 
 def test_both_bad_counts_as_a_tie_in_agreement():
-    from compassess_core.agreement import human_human_agreement, normalise_human_labels
+    from compassess_core.stats.agreement import human_human_agreement, normalise_human_labels
     df = pd.DataFrame([dict(context_id="d", candidate_left="a", candidate_right="b",
                             winner=w, annotator=who) for w, who in (("both_bad", "p"),
                                                                     ("tie", "q"))])
@@ -257,7 +258,7 @@ def test_agreement_with_the_others_is_withheld_below_three_co_annotators(api_sto
     away (it moves after each shared answer): a pair counts once three others labelled it, and
     the figure covers whole batches of such pairs (tests/test_agreement_privacy.py follows it
     answer by answer)."""
-    from compassess_core.campaigns import AGREEMENT_BATCH, MIN_OTHERS_PER_PAIR
+    from compassess_core.people.campaigns import AGREEMENT_BATCH, MIN_OTHERS_PER_PAIR
     people = [ALICE, BOB, CAROL, "dave@example.org"]
     c = api_store.create_campaign("round1", "tiny", "coherence", people, overlap=4,
                                   created_by=ADMIN)

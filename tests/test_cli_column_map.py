@@ -15,7 +15,7 @@ import pytest
 
 from compassess_core import api
 from compassess_core.cli import main
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from compassess_core.errors import InputError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from compassess_core.compare import compare_runs, shared_pairs
-from compassess_core.data import content_hash
+from compassess_core.stats.compare import compare_runs, shared_pairs
+from compassess_core.data.candidates import content_hash
 from compassess_core.errors import InputError
 from compassess_core.types import ComparisonTable, Dataset
 import warm_cli

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from compassess_core.comparative import ComparativeKind
-from compassess_core.context_window import (RESERVED_TOKENS, TRUNCATION_MARK,
+from compassess_core.runs.comparative import ComparativeKind
+from compassess_core.runs.context_window import (RESERVED_TOKENS, TRUNCATION_MARK,
                                             UNDECLARED_WINDOW_TOKENS, ContextTooLong,
                                             fit_contexts, truncated_text)
-from compassess_core.prompts import Aspect, builtin_template
-from compassess_core.run_kinds import RunJob
-from compassess_core.settings import RunSettings
-from compassess_core.sink import MemorySink
+from compassess_core.runs.prompts import Aspect, builtin_template
+from compassess_core.runs.run_kinds import RunJob
+from compassess_core.runs.settings import RunSettings
+from compassess_core.runs.sink import MemorySink
 from compassess_core.types import Candidate, Context, Dataset
 from fakes import FakeLengthJudge
 import warm_cli

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.data: every validation rule with its exact row and column."""
+"""Tests of compassess_core.data.candidates: every validation rule with its exact row and column."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compassess_core.data import (load_candidates, read_table, suggest_column_map,
+from compassess_core.data.candidates import (load_candidates, read_table, suggest_column_map,
                                   validate_frame)
 from compassess_core.errors import InputError, Problem, ValidationError
 
@@ -182,7 +182,7 @@ def test_bad_score_cells_in_detected_score_column(tmp_path):
 
 
 def test_missing_value_markers_in_a_score_column_are_missing_scores(tmp_path):
-    from compassess_core.data import missing_scores
+    from compassess_core.data.candidates import missing_scores
     markers = ["n/a", "NA", "", "-", " N/A ", "null", "--", "NaN", "#N/A", "?"]
     rows = "".join(f"A{k // 5},c{k // 5},S{k},t,{m},{k}\n" for k, m in enumerate(markers))
     csv = "context_id,context,candidate_id,text,coherence,fluency\n" + rows \

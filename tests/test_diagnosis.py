@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compassess_core.diagnosis import diagnose_position, partial_run_note
+from compassess_core.stats.diagnosis import diagnose_position, partial_run_note
 
 REPO = Path(__file__).resolve().parents[1]
 # 3 candidates, all 6 ordered pairs; the first position always has p > 0.5

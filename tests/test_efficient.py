@@ -1,15 +1,15 @@
-"""PoE and adaptive pair selection (compassess_core.efficient) and their run-loop integration."""
+"""PoE and adaptive pair selection (compassess_core.stats.efficient) and their run-loop integration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compassess_core.efficient import (adaptive_next_pairs, adaptive_pairs_from_matrix, poe_pairs,
+from compassess_core.stats.efficient import (adaptive_next_pairs, adaptive_pairs_from_matrix, poe_pairs,
                                        posterior)
 from compassess_core.errors import InputError, RunCancelled
-from compassess_core.selection import STRATEGIES, max_budget, select_pairs
-from compassess_core.sink import MemorySink
+from compassess_core.runs.selection import STRATEGIES, max_budget, select_pairs
+from compassess_core.runs.sink import MemorySink
 from compassess_core.worker import execute_with
 from fakes import FakeLengthJudge
 
@@ -97,8 +97,8 @@ def score_judge(**kw) -> FakeLengthJudge:
 
 
 def _settings(strategy: str, budget: int):
-    from compassess_core.prompts import Aspect, builtin_template
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.prompts import Aspect, builtin_template
+    from compassess_core.runs.settings import RunSettings
     t = builtin_template("t1")
     a = Aspect.from_name("coherence")
     return RunSettings(dataset="tiny", aspect=a.name, aspect_adjective=a.adjective,

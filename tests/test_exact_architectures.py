@@ -22,7 +22,7 @@ import torch
 
 from compassess_core.judges.loading import LoadedModel
 from compassess_core.judges.transformers_judge import CausalJudge
-from compassess_core.prompts import Aspect, builtin_template
+from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
 
 #: Tolerance on the log-odds log P(A) - log P(B), fp32 on CPU.

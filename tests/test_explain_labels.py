@@ -11,8 +11,8 @@ import pytest
 
 from compassess_core import api
 from compassess_core.cli import main
-from compassess_core.explanations import REASONS_LABEL, Explanation, OrderReasons
-from compassess_core.report import _reasons_block
+from compassess_core.runs.explanations import REASONS_LABEL, Explanation, OrderReasons
+from compassess_core.report.audit import _reasons_block
 from test_app_pages import app_env  # noqa: F401
 from tests.fakes import FakeWritingJudge
 

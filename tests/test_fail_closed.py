@@ -31,7 +31,7 @@ from streamlit.runtime.secrets import secrets_singleton
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.util import patch_config_options
 
-from compassess_core import access
+from compassess_core.people import access
 from db.store import Store
 from test_app_pages import APP, ROOT, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles, token_times
@@ -582,7 +582,7 @@ def test_media_files_remember_the_role_of_the_viewer_they_were_made_for():
     def script():
         import streamlit as st
 
-        from compassess_core.access import ANNOTATOR, SIGN_IN
+        from compassess_core.people.access import ANNOTATOR, SIGN_IN
         from pages import _http_guard
         from pages._auth import VIEWER_KEY, Viewer
         st.session_state[VIEWER_KEY] = Viewer("ann@example.org", ANNOTATOR, SIGN_IN)

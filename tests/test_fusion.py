@@ -1,4 +1,4 @@
-"""Rankings fused from the judge's comparisons and human votes (compassess_core.fusion), the
+"""Rankings fused from the judge's comparisons and human votes (compassess_core.stats.fusion), the
 'informative' annotation mode, ``compassess rank --with-humans``, and the label-budget study
 (benchmarks/studies/fusion_study.py) on simulated judges with known truth."""
 
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.studies import fusion_study, reproduction
-from compassess_core import efficient, fusion, ranking
-from compassess_core.annotation import next_pairs
+from compassess_core.stats import efficient, fusion, ranking
+from compassess_core.people.annotation import next_pairs
 from compassess_core.cli import main as cli
 from compassess_core.errors import InputError
 from test_app_pages import seed_run  # noqa: F401

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from compassess_core import run_loop
-from compassess_core.comparative import ComparativeKind
-from compassess_core.sink import MemorySink
-from compassess_core.speed import (ROUGH_CHARS_PER_TOKEN, ROUGH_TOKENS_PER_S, characters,
+from compassess_core.runs import run_loop
+from compassess_core.runs.comparative import ComparativeKind
+from compassess_core.runs.sink import MemorySink
+from compassess_core.judges.speed import (ROUGH_CHARS_PER_TOKEN, ROUGH_TOKENS_PER_S, characters,
                                    estimate_time, work_size)
 from compassess_core.types import Candidate, Context, Dataset
 from compassess_core.worker import execute_with
@@ -79,8 +79,8 @@ def test_nothing_measured_gives_the_rough_defaults_and_says_so():
 def test_a_first_plan_on_a_gpu_takes_a_gpu_sized_rough_rate(monkeypatch):
     """An H200's first plan said "about 50 min" (a CPU's 200 tokens/s) for what took 2 min: on a
     GPU, cuda or auto resolving to it, the rough default is a GPU's."""
-    from compassess_core import memory
-    from compassess_core.speed import ROUGH_GPU_TOKENS_PER_S
+    from compassess_core.judges import memory
+    from compassess_core.judges.speed import ROUGH_GPU_TOKENS_PER_S
     work = ComparativeKind().prompt_work(story_dataset("s", 20), comparative())
     assert estimate_time(work, [], "fake", device="cuda").token_rate == ROUGH_GPU_TOKENS_PER_S
     monkeypatch.setattr(memory, "resolve_device_name", lambda d: "cuda")
@@ -146,7 +146,7 @@ def test_the_bundled_judges_estimate_is_within_a_factor_of_two(bundled_model, tm
     time must be within a factor of 2 of the time it took."""
     from compassess_core.api import open_store
     from compassess_core.judges import load_judge
-    from compassess_core.run_kinds import kind_of
+    from compassess_core.runs.run_kinds import kind_of
 
     store = open_store(f"sqlite:///{tmp_path / 'time.db'}")
     judge = load_judge(None, batch_size=8)

@@ -17,10 +17,10 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import limits
 from compassess_core.cli import main
-from compassess_core.data import MOSTLY_TEXT, ignored_columns, load_candidates, read_table
+from compassess_core.data.candidates import MOSTLY_TEXT, ignored_columns, load_candidates, read_table
 from compassess_core.errors import InputError, TemplateError, ValidationError
-from compassess_core.labels import load_human_labels
-from compassess_core.prompts import Aspect
+from compassess_core.data.labels import load_human_labels
+from compassess_core.runs.prompts import Aspect
 from db.connection import make_engine, redact_url
 from test_app_pages import APP, app_env, texts  # noqa: F401 - app_env is a fixture
 

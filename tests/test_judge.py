@@ -19,8 +19,8 @@ from compassess_core.judges import Judge, judgements_from_logprobs, load_judge
 from compassess_core.judges.loading import LoadedModel, load_model
 from compassess_core.judges.prefix_tree import count_tokens, plan_prefixes
 from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge
-from compassess_core.models import default_model_path, fetch_default_model
-from compassess_core.prompts import Aspect, builtin_template
+from compassess_core.judges.models import default_model_path, fetch_default_model
+from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -144,7 +144,7 @@ def test_model_key_and_description(judge):
 
 
 def test_model_key_same_for_gguf_and_its_conversion(judge):
-    from compassess_core.models import converted_dir
+    from compassess_core.judges.models import converted_dir
     sha = judge.model_key.split("@sha256:")[1].split("|")[0]
     conv = load_model(converted_dir() / sha, device="cpu", dtype="fp32")
     assert conv.identity == judge.loaded.identity

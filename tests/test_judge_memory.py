@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from compassess_core import memory as mem
-from compassess_core import model_catalog as mc
+from compassess_core.judges import memory as mem
+from compassess_core.judges import model_catalog as mc
 from compassess_core.errors import ModelLoadError
 from compassess_core.judges.loading import LoadedModel, _load_dir, load_model
 from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge, is_out_of_memory
-from compassess_core.models import default_model_path, fetch_default_model
-from compassess_core.prompts import Aspect, builtin_template
+from compassess_core.judges.models import default_model_path, fetch_default_model
+from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
 
 QWEN15 = mem.ModelShape(parameters=1_777_088_000, layers=28, hidden=1536, heads=12, kv_heads=2,

@@ -122,7 +122,7 @@ def test_the_store_keeps_no_key_whoever_writes_the_message(db_url, monkeypatch):
     library, a loader) that the worker stores as a run's message, a run's status written
     directly, and a tuning's message all lose the configured key, ``Bearer ...`` and
     ``sk-...``."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.worker import _mark_failed
     from db.store import Store
 

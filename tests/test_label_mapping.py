@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
 from compassess_core.cli import main
-from compassess_core.labels import suggest_label_map, winner_of
+from compassess_core.data.labels import suggest_label_map, winner_of
 from test_app_pages import APP, SAMPLE, app_env, texts  # noqa: F401
 from answer_buttons import has_answer_button
 

@@ -63,7 +63,7 @@ def test_cli_import_twice_adds_nothing_the_second_time(store, tiny_dataset, tmp_
 IMPORTER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from compassess_core.labels import load_human_labels, store_rows
+    from compassess_core.data.labels import load_human_labels, store_rows
     from db.store import Store
 
     url, dataset_id, labels_path, go = sys.argv[1:5]

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.labels: human pairwise-label import and each validation rule."""
+"""Tests of compassess_core.data.labels: human pairwise-label import and each validation rule."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compassess_core.data import load_candidates
+from compassess_core.data.candidates import load_candidates
 from compassess_core.errors import Problem, ValidationError
-from compassess_core.labels import TIE, HumanLabel, labels_frame, load_human_labels
+from compassess_core.data.labels import TIE, HumanLabel, labels_frame, load_human_labels
 from compassess_core.types import Outcome
 
 from conftest import MTBENCH_CANDIDATES, MTBENCH_LABELS

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from compassess_core.data import content_hash
+from compassess_core.data.candidates import content_hash
 from compassess_core.errors import InputError
-from compassess_core.leaderboard import (NoSystemsError, context_multiplicity, leaderboard,
+from compassess_core.stats.leaderboard import (NoSystemsError, context_multiplicity, leaderboard,
                                          system_comparisons, system_strengths, win_rate_matrix)
 from compassess_core.types import Candidate, ComparisonTable, Context, Dataset
 import warm_cli
@@ -227,7 +227,7 @@ def test_cli_leaderboard_without_systems_exits_2(db_url, tmp_path):
 def test_sample_run_with_the_bundled_judge_to_a_json_leaderboard(tmp_path):
     """The done-when of the feature: on a fresh store, `compassess run` on the sample then
     `compassess leaderboard --format json` prints one row per system with an interval."""
-    from compassess_core.models import default_model_path
+    from compassess_core.judges.models import default_model_path
     if not default_model_path().is_file():
         pytest.skip(f"bundled model not fetched ({default_model_path()})")
     db = str(tmp_path / "fresh.db")

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.length_bias on hand-worked comparisons and a simulated judge with a known
+"""Tests of compassess_core.stats.length_bias on hand-worked comparisons and a simulated judge with a known
 length preference (a judge made up for these tests: its p is a formula of the systems' known
 strengths, the length ratio and a position term)."""
 
@@ -9,10 +9,10 @@ import pytest
 from scipy.special import expit
 
 from compassess_core.errors import InputError, LengthMismatchError
-from compassess_core.length_bias import (fitted_curve, length_bias, length_controlled_strengths,
+from compassess_core.stats.length_bias import (fitted_curve, length_bias, length_controlled_strengths,
                                          length_slope, longer_wins_share, text_lengths,
                                          win_rate_against_field)
-from compassess_core.ranking import bradley_terry
+from compassess_core.stats.ranking import bradley_terry
 
 
 def test_text_lengths_are_characters():

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates, baseline_annotations,
+from compassess_core.stats.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates, baseline_annotations,
                                          instruction_difficulty)
 from test_app_pages import app_env  # noqa: F401
 
@@ -172,9 +172,9 @@ def test_the_leaderboards_column_equals_alpaca_eval_on_the_runs_annotations(hub_
     """End to end: a run of four systems and a baseline over 30 contexts (every pair, both
     orders); the annotations AlpacaEval would see are rebuilt here with pandas from the raw
     comparisons, and its function gives the leaderboard's column to 0.1 points."""
-    from compassess_core.leaderboard import leaderboard
+    from compassess_core.stats.leaderboard import leaderboard
     from test_leaderboard import table_of
-    from compassess_core.data import content_hash
+    from compassess_core.data.candidates import content_hash
     from compassess_core.types import Candidate, Context, Dataset
 
     glm, use = hub_difficulty
@@ -248,7 +248,7 @@ def test_verbose_and_concise_rewrites_of_the_baseline_regularise_as_alpaca_eval(
     """With the judge's verdicts on verbose and concise rewrites of the baseline in the run,
     AlpacaEval's full estimator (length_controlled_v1: those rows join every system's fit with
     weight 0.2 / 2 and not_gamed_baseline = 0) is what the package computes."""
-    from compassess_core.length_bias import LC_ESTIMATOR_REGULARISED, is_gamed_baseline
+    from compassess_core.stats.length_bias import LC_ESTIMATOR_REGULARISED, is_gamed_baseline
 
     glm, use = hub_difficulty
     n_sys, n_ctx = 6, 40

@@ -29,14 +29,14 @@ import pytest
 from sqlalchemy import Table, UniqueConstraint, text, update
 
 import compassess_core as ca
-from compassess_core.absolute import (TARGET_FIRST, AbsoluteJudgement, AbsoluteKey,
+from compassess_core.runs.absolute import (TARGET_FIRST, AbsoluteJudgement, AbsoluteKey,
                                       AbsoluteResult, Reference)
 from compassess_core.api.records import _DELETED_FIELDS
 from compassess_core.cli import main
-from compassess_core.data import content_hash
+from compassess_core.data.candidates import content_hash
 from compassess_core.errors import InputError, RunNotFoundError
-from compassess_core.run_loop import STALE_AFTER_S
-from compassess_core.scoring import ScoreJudgement, ScoreResult
+from compassess_core.runs.run_loop import STALE_AFTER_S
+from compassess_core.runs.scoring import ScoreJudgement, ScoreResult
 from compassess_core.types import (Candidate, CandidateKey, ComparisonResult, Context, Dataset,
                                    Judgement, PairKey)
 from db.schema import Base, RunRow, utcnow

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from compassess_core import memory as mem
-from compassess_core import model_catalog as mc
+from compassess_core.judges import memory as mem
+from compassess_core.judges import model_catalog as mc
 from compassess_core import worker
 from compassess_core.errors import InputError
-from compassess_core.settings import RunSettings
+from compassess_core.runs.settings import RunSettings
 from test_app_pages import app_env, open_page  # noqa: F401
 
 
@@ -21,8 +21,8 @@ def small_machine(monkeypatch):
 
 
 def _bundled_settings() -> RunSettings:
-    from compassess_core.models import BUNDLED_MODEL
-    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.judges.models import BUNDLED_MODEL
+    from compassess_core.runs.prompts import Aspect, builtin_template
     t, a = builtin_template("t1", "summary"), Aspect.from_name("coherence")
     return RunSettings(dataset="d", aspect=a.name, aspect_adjective=a.adjective,
                        template_name=t.name, template_text=t.text, primer=t.primer,

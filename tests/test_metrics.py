@@ -1,4 +1,4 @@
-"""Tests of compassess_core.metrics on hand-worked examples (the paper's evaluation protocol)."""
+"""Tests of compassess_core.stats.metrics on hand-worked examples (the paper's evaluation protocol)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from compassess_core.errors import InputError, LengthMismatchError
-from compassess_core.metrics import (
+from compassess_core.stats.metrics import (
     correlation,
     pairwise_accuracy,
     per_context_correlation,

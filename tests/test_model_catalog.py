@@ -1,4 +1,4 @@
-"""The judges on this machine (compassess_core.model_catalog): headers of real GGUF files and
+"""The judges on this machine (compassess_core.judges.model_catalog): headers of real GGUF files and
 transformers folders written here, the bundled model's header against the loaded judge, speeds
 from recorded runs, ``compassess models`` and the Run page's models-folder picker."""
 
@@ -14,9 +14,9 @@ import pytest
 from safetensors.numpy import save_file
 from streamlit.testing.v1 import AppTest
 
-from compassess_core import model_catalog as mc
+from compassess_core.judges import model_catalog as mc
 from compassess_core.cli import main as cli
-from compassess_core.models import BUNDLED_MODEL
+from compassess_core.judges.models import BUNDLED_MODEL
 from test_app_pages import APP, app_env  # noqa: F401
 
 

@@ -81,7 +81,7 @@ def test_pages_call_the_engine_only_through_the_api():
 def _captured_page_export(monkeypatch, fmt: str) -> dict[str, tuple[bytes, bytes | None]]:
     """The files the Export page offers at its defaults (Bradley-Terry, balanced tau*, 95%
     intervals), as ``export.table_bytes`` (the API's one file writer) produced them."""
-    from compassess_core import export
+    from compassess_core.data import export
     captured: dict[str, tuple[bytes, bytes | None]] = {}
     real = export.table_bytes
 

@@ -27,7 +27,7 @@ from compassess_core.judges.openai_judge import (ServerUnavailableError, label_l
                                                  load_openai_judge, parse_choice, parse_retry_after,
                                                  sampled_probability)
 from compassess_core.judges.servers import parse_spec  # noqa: E402
-from compassess_core.prompts import Aspect, builtin_template  # noqa: E402
+from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
 from compassess_core.types import Candidate, ComparisonPrompt, Context, Dataset  # noqa: E402
 
 KEY = "sk-test-DO-NOT-STORE-1f9c2e"
@@ -235,7 +235,7 @@ def _dataset(n_contexts: int = 3, n_candidates: int = 4) -> Dataset:
 
 
 def test_resume_after_the_server_dies_part_way(store):
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.settings import RunSettings
     from compassess_core.worker import execute_with
 
     ds = _dataset()
@@ -290,8 +290,8 @@ def test_completions_mode_matches_the_local_judge(smol_server, tiny_dataset, mon
     order differs (observed |dp| ~ 1e-6); 1e-4 leaves room without hiding a real mismatch (a
     wrong template or token moves p by > 1e-2).
     """
-    from compassess_core.comparative import render_prompt
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.comparative import render_prompt
+    from compassess_core.runs.settings import RunSettings
 
     monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", KEY)
     monkeypatch.setenv("COMPASSESS_OPENAI_BASE_URL", smol_server.base_url)
@@ -369,7 +369,7 @@ def test_cli_run_end_to_end_never_stores_the_key(smol_server, tiny_dataset, tmp_
 
 def test_a_served_judge_writes_text_through_the_judge_protocol(fake_server):
     from compassess_core.judges.base import TextGenerator
-    from compassess_core.settings import GenerationOptions
+    from compassess_core.runs.settings import GenerationOptions
     judge = fast(fake_server)
     try:
         assert isinstance(judge, TextGenerator)

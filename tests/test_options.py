@@ -21,11 +21,11 @@ import pytest
 import compassess_core as ca
 from compassess_core import api
 from compassess_core.cli import main
-from compassess_core.data import load_candidates
-from compassess_core.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
+from compassess_core.data.candidates import load_candidates
+from compassess_core.runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions,
                                      OptionError, ScoringOptions, run_options)
-from compassess_core.run_kinds import RUN_KINDS, build_settings, get_kind
-from compassess_core.settings import GenerationOptions
+from compassess_core.runs.run_kinds import RUN_KINDS, build_settings, get_kind
+from compassess_core.runs.settings import GenerationOptions
 from fakes import FakeLengthJudge
 from test_app_pages import app_env  # noqa: F401 - the fixture
 

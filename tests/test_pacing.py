@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compassess_core.pacing import (MIN_BATCH_TOKENS, BatchPacer, RateWindow,
+from compassess_core.runs.pacing import (MIN_BATCH_TOKENS, BatchPacer, RateWindow,
                                     batch_token_budget, window_rate)
 
 
@@ -62,7 +62,7 @@ class FakeTimedJudge:
 
 def test_the_pacer_sizes_batches_to_the_target_time_and_gives_the_budget_back(monkeypatch):
     clock = [0.0]
-    monkeypatch.setattr("compassess_core.pacing.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("compassess_core.runs.pacing.time.perf_counter", lambda: clock[0])
     judge = FakeTimedJudge(token_budget=8192)
     pacer = BatchPacer(judge, prior_token_rate=200.0, target_s=2.0)
     assert judge.token_budget == 400                  # the prior: 200 tokens/s x 2 s
@@ -82,7 +82,7 @@ def test_a_judge_without_a_token_budget_is_left_alone():
 
 def test_a_budget_lowered_by_the_judge_is_never_raised_above_again(monkeypatch):
     clock = [0.0]
-    monkeypatch.setattr("compassess_core.pacing.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("compassess_core.runs.pacing.time.perf_counter", lambda: clock[0])
     judge = FakeTimedJudge(token_budget=8192)
     pacer = BatchPacer(judge, prior_token_rate=1000.0, target_s=2.0)
     stream = pacer.paced(judge.stream(6, 1 / 4000, clock))    # fast: the pacer wants 8000
@@ -100,9 +100,9 @@ def test_a_prompt_longer_than_a_micro_batch_runs_in_pieces_a_caller_can_stop_bet
     computes every prompt in pieces and hands out an empty micro-batch after each: the run loop
     looks for a cancel there. p is that of one pass up to fp32 rounding; every prompt still comes
     once."""
-    from compassess_core.data import load_candidates
+    from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
-    from compassess_core.prompts import ASPECT_ADJECTIVES, Aspect, builtin_template
+    from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect, builtin_template
     judge = load_judge(None, batch_size=8)
     ctx = load_candidates("assets/sample_summeval.csv").contexts[0]
     t1 = builtin_template("t1", "summary")
@@ -132,7 +132,7 @@ def test_a_judge_far_faster_than_the_prior_reaches_its_full_budget_in_a_few_batc
     first batch only: the budget then doubles per batch up to what memory allows, instead of
     staying tiny until seconds of tiny batches fill the window."""
     clock = [0.0]
-    monkeypatch.setattr("compassess_core.pacing.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("compassess_core.runs.pacing.time.perf_counter", lambda: clock[0])
     judge = FakeTimedJudge(token_budget=65536)
     pacer = BatchPacer(judge, prior_token_rate=200.0, target_s=2.0)
     for _ in pacer.paced(judge.stream(12, 1 / 100_000, clock)):

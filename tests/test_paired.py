@@ -1,4 +1,4 @@
-"""Paired tests (compassess_core.paired) against references computed another way: McNemar's exact
+"""Paired tests (compassess_core.stats.paired) against references computed another way: McNemar's exact
 test against statsmodels and a hand-worked binomial sum; the paired cluster bootstrap and the
 per-context A-rate interval against simulations with known truth; ZEPO's per-context A-rate
 against a hand-worked case where it differs from the pooled share."""
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from compassess_core import paired
+from compassess_core.stats import paired
 from compassess_core.errors import InputError, LengthMismatchError
 from compassess_core.types import ComparisonTable
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import compassess_core as ca
-from compassess_core import paired
-from compassess_core.analysis import resolve_tau
+from compassess_core.stats import paired
+from compassess_core.stats.analysis import resolve_tau
 from test_app_pages import app_env, open_page  # noqa: F401 - fixture
 from tests.test_panel import SIMULATED, cli, seed_simulated_judges
 

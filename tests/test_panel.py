@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from compassess_core import panel
+from compassess_core.stats import panel
 from compassess_core.errors import InputError
-from compassess_core.solvers import solve_differences
+from compassess_core.stats.solvers import solve_differences
 from compassess_core.types import ComparisonTable
 
 REPO = Path(__file__).resolve().parents[1]

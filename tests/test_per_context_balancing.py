@@ -19,8 +19,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import compassess_core as ca
-from compassess_core import analysis, bias
-from compassess_core.data import load_candidates
+from compassess_core.stats import analysis, bias
+from compassess_core.data.candidates import load_candidates
 from compassess_core.errors import LengthMismatchError
 from compassess_core.types import ComparisonResult, Judgement, PairKey
 from db.store import Store

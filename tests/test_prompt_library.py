@@ -4,8 +4,8 @@ names, and aspect synonyms choosing the reference column."""
 
 import pytest
 
-from compassess_core import absolute, scoring
-from compassess_core.prompts import (TASK_WORDING, TASKS, Aspect, builtin_template,
+from compassess_core.runs import absolute, scoring
+from compassess_core.runs.prompts import (TASK_WORDING, TASKS, Aspect, builtin_template,
                                      canonical_aspect, custom_template, default_aspect,
                                      infer_task, reference_column, resolve_template,
                                      task_from_columns)
@@ -295,7 +295,7 @@ STORY_CSV = (b"prompt_id,story_prompt,model,story,engagement\n"
 
 
 def _story_dataset():
-    from compassess_core.data import load_candidates, read_table, suggest_column_map
+    from compassess_core.data.candidates import load_candidates, read_table, suggest_column_map
     table = read_table(STORY_CSV, file_label="stories.csv")
     return load_candidates(STORY_CSV, name="stories", file_label="stories.csv",
                            column_map=suggest_column_map(list(table.columns), table))
@@ -308,8 +308,8 @@ def test_dataset_keeps_its_text_column_names_in_the_store(store):
 
 
 def test_settings_store_the_task_the_columns_name_unless_one_is_chosen():
-    from compassess_core.options import ComparativeOptions, ModelOptions, ScoringOptions
-    from compassess_core.run_kinds import build_settings
+    from compassess_core.runs.options import ComparativeOptions, ModelOptions, ScoringOptions
+    from compassess_core.runs.run_kinds import build_settings
     model = ModelOptions(model="bundled:SmolLM2-135M-Instruct")
     columns = _story_dataset().text_columns
     auto = build_settings("stories", ComparativeOptions("engagingness", strategy="full"), model,

@@ -3,7 +3,7 @@
 import pytest
 
 from compassess_core.errors import TemplateError
-from compassess_core.prompts import (Aspect, builtin_template, custom_template, prompt_hash,
+from compassess_core.runs.prompts import (Aspect, builtin_template, custom_template, prompt_hash,
                                      resolve_template, validate_template_text)
 
 

@@ -1,4 +1,4 @@
-"""Tests of compassess_core.ranking on hand-worked comparison matrices."""
+"""Tests of compassess_core.stats.ranking on hand-worked comparison matrices."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from compassess_core.errors import InputError, LengthMismatchError
-from compassess_core.ranking import (
+from compassess_core.stats.ranking import (
     METHODS,
     RankingResult,
     average_probability,
@@ -20,7 +20,7 @@ from compassess_core.ranking import (
     rank_scores,
     win_ratio,
 )
-from compassess_core.selection import select_pairs
+from compassess_core.runs.selection import select_pairs
 
 # Full matrix over 3 candidates (row = first position A, column = second B):
 #          0     1     2

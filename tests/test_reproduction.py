@@ -24,7 +24,7 @@ P = {
 
 @pytest.fixture
 def mats(store, tiny_dataset):
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.settings import RunSettings
     ds = store.save_dataset(tiny_dataset)
     s = RunSettings(dataset="tiny", aspect="coherence", aspect_adjective="coherent",
                     template_name="t1", template_text="{context}{a}{b}", primer="Answer: Summary",
@@ -137,7 +137,7 @@ def test_benchmark_tables_command_reads_the_store(store, db_url, tiny_dataset, c
     import importlib.util
     from pathlib import Path
 
-    from compassess_core.settings import RunSettings
+    from compassess_core.runs.settings import RunSettings
     spec = importlib.util.spec_from_file_location(
         "reproduce_paper", Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce_paper.py")
     bench = importlib.util.module_from_spec(spec)

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
-from compassess_core.models import default_model_path
+from compassess_core.judges.models import default_model_path
 from db.store import Store
 from test_app_pages import APP, SAMPLE, app_env, seed_run, settings_for, texts  # noqa: F401
 

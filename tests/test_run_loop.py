@@ -15,14 +15,14 @@ import time
 import numpy as np
 import pytest
 
-from compassess_core import run_loop
-from compassess_core.absolute import Reference, absolute_settings
-from compassess_core.comparative import planned_pairs
+from compassess_core.runs import run_loop
+from compassess_core.runs.absolute import Reference, absolute_settings
+from compassess_core.runs.comparative import planned_pairs
 from compassess_core.errors import RunCancelled
-from compassess_core.prompts import Aspect, builtin_template
-from compassess_core.scoring import scoring_settings, scoring_template
-from compassess_core.settings import RunSettings
-from compassess_core.sink import MemorySink
+from compassess_core.runs.prompts import Aspect, builtin_template
+from compassess_core.runs.scoring import scoring_settings, scoring_template
+from compassess_core.runs.settings import RunSettings
+from compassess_core.runs.sink import MemorySink
 from compassess_core.types import Candidate, Context, Dataset
 from compassess_core.worker import execute_with
 from fakes import FakeLengthJudge
@@ -241,7 +241,7 @@ def test_every_kind_reads_back_ranks_and_evaluates_from_a_memory_sink_as_from_th
         name, settings, sink, total, tmp_path):
     from db.store import Store
 
-    from compassess_core.run_kinds import ReadOptions, get_kind
+    from compassess_core.runs.run_kinds import ReadOptions, get_kind
     ds, kind = make_dataset(), get_kind(name)
     run(ds, settings, FakeLengthJudge(batch_size=4), sink)
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
@@ -268,7 +268,7 @@ def test_every_kind_reads_back_ranks_and_evaluates_from_a_memory_sink_as_from_th
 def test_the_first_judged_batch_is_the_shortest_comparison_of_the_chunk():
     """Long stories: the session's first progress comes after the least work there is, the
     shortest prompt of the first chunk, with the same comparison of the other aspects."""
-    from compassess_core.run_loop import _first_steps, _Part
+    from compassess_core.runs.run_loop import _first_steps, _Part
     from compassess_core.types import ComparisonPrompt
 
     def part(member, aspect):

@@ -1,4 +1,4 @@
-"""Prompt scoring and G-Eval (compassess_core.scoring): token plan, arithmetic, the real model, storage."""
+"""Prompt scoring and G-Eval (compassess_core.runs.scoring): token plan, arithmetic, the real model, storage."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from compassess_core.errors import InputError, TemplateError
-from compassess_core.prompts import Aspect
-from compassess_core.scoring import (ScorePlan, argmax_and_expected, plan_score_tokens,
+from compassess_core.runs.prompts import Aspect
+from compassess_core.runs.scoring import (ScorePlan, argmax_and_expected, plan_score_tokens,
                                      score_distribution, scoring_template)
 
 # A toy tokenizer that splits digits like SmolLM2/Qwen: "Score: 10" -> [.., "1", "0"].
@@ -85,7 +85,7 @@ def test_templates_paper_wording():
 
 @pytest.fixture(scope="module")
 def scorer(bundled_model):
-    from compassess_core.scoring import load_scorer
+    from compassess_core.runs.scoring import load_scorer
     s = load_scorer(None, device="cpu", dtype="fp32", batch_size=4)
     yield s
     s.close()
@@ -116,7 +116,7 @@ def test_real_model_run_is_stored_resumed_and_cached(scorer, store, tiny_dataset
     import threading
 
     from compassess_core.errors import RunCancelled
-    from compassess_core.scoring import scoring_settings
+    from compassess_core.runs.scoring import scoring_settings
     from compassess_core.types import CandidateKey
     from compassess_core.worker import ConsoleReporter, execute_run
 
@@ -175,7 +175,7 @@ def test_cli_scoring_progress_counts_candidates_not_comparisons(db_url, store, t
 def test_cli_pairwise_progress_still_counts_comparisons():
     import io
 
-    from compassess_core.run_loop import Progress
+    from compassess_core.runs.run_loop import Progress
     from compassess_core.worker import ConsoleReporter
 
     out = io.StringIO()

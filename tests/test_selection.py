@@ -1,4 +1,4 @@
-"""Tests of compassess_core.selection (paper §3.4): counts, uniqueness, order, reproducibility."""
+"""Tests of compassess_core.runs.selection (paper §3.4): counts, uniqueness, order, reproducibility."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from compassess_core.errors import InputError
-from compassess_core.selection import STRATEGIES, max_budget, select_pairs
+from compassess_core.runs.selection import STRATEGIES, max_budget, select_pairs
 
 
 def _assert_valid(pairs: np.ndarray, n: int) -> None:

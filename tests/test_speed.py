@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from compassess_core.speed import measured_speed
+from compassess_core.judges.speed import measured_speed
 
 
 def run(model, rate, kind="comparative", device="auto"):

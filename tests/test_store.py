@@ -23,11 +23,11 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from compassess_core.absolute import (REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,
+from compassess_core.runs.absolute import (REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,
                                       AbsoluteKey, AbsoluteResult)
-from compassess_core.data import content_hash
+from compassess_core.data.candidates import content_hash
 from compassess_core.errors import InputError, RunNotFoundError
-from compassess_core.scoring import ScoreJudgement, ScoreResult
+from compassess_core.runs.scoring import ScoreJudgement, ScoreResult
 from compassess_core.types import (Candidate, CandidateKey, ComparisonResult, Context, Dataset,
                                    Judgement, Outcome, PairKey)
 from db.connection import alembic_config
@@ -97,7 +97,7 @@ def run_id(store, tiny_dataset) -> int:
 # ------------------------------------------------------------------------- datasets
 
 def test_store_offers_the_result_sink_of_every_run_kind(store):
-    # What the run loop calls, whatever the kind of run (compassess_core.sink's contract).
+    # What the run loop calls, whatever the kind of run (compassess_core.runs.sink's contract).
     for name in ("record_judge", "stored_results", "cached_results", "add_results",
                  "set_run_status", "cancel_requested"):
         assert callable(getattr(store, name)), name
@@ -131,7 +131,7 @@ def test_round_trip_keeps_nan_score_missing_system_and_no_row(store):
 
 
 def test_empty_content_hash_is_computed(store, tiny_dataset):
-    # as compassess_core.data computes it, so a later save of the same file is recognised
+    # as compassess_core.data.candidates computes it, so a later save of the same file is recognised
     loaded = store.load_dataset(store.save_dataset(dataclasses.replace(tiny_dataset, content_hash="")))
     assert loaded == tiny_dataset
 

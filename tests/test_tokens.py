@@ -20,10 +20,10 @@ def tokenizer():
     from transformers import AutoTokenizer
 
     from compassess_core.judges.loading import convert_gguf
-    from compassess_core.models import cached_sha256, default_model_path
+    from compassess_core.judges.models import cached_sha256, default_model_path
     gguf = default_model_path()
     if not gguf.is_file():
-        from compassess_core.models import fetch_default_model
+        from compassess_core.judges.models import fetch_default_model
         fetch_default_model()
     return AutoTokenizer.from_pretrained(str(convert_gguf(gguf, cached_sha256(gguf))))
 
@@ -44,8 +44,8 @@ def test_the_bundled_tokenizer_shares_openings(tokenizer):
 
 
 def test_real_prompts_get_the_tokenizers_ids(tokenizer):
-    from compassess_core.data import load_candidates
-    from compassess_core.prompts import Aspect, builtin_template
+    from compassess_core.data.candidates import load_candidates
+    from compassess_core.runs.prompts import Aspect, builtin_template
     ds = load_candidates("assets/sample_summeval.csv")
     t1 = builtin_template("t1", "summary")
     texts = []

@@ -1,4 +1,4 @@
-"""The engine of wording tuning (``compassess_core.tuning``): ZEPO's fairness, the candidate
+"""The engine of wording tuning (``compassess_core.runs.tuning``): ZEPO's fairness, the candidate
 wordings, a writer's paraphrases parsed back into templates, the scores of a wording, the pick
 and the greedy search within a budget. Pure functions on hand-made numbers; no judge."""
 
@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core import paired, tuning
+from compassess_core.stats import paired
+from compassess_core.runs import tuning
 from compassess_core.errors import InputError
-from compassess_core.options import OptionError
-from compassess_core.prompts import Aspect, builtin_template, validate_template_text
+from compassess_core.runs.options import OptionError
+from compassess_core.runs.prompts import Aspect, builtin_template, validate_template_text
 from compassess_core.types import ComparisonTable
 
 

@@ -1,7 +1,7 @@
 """Uploading files the project has never seen: the column mapping (a column serving as candidate id
 and system at once, generated ids, text-like columns preferred for ``text``), problems that the
 mapping causes named as such, and HTML markup found, reported and stripped on request. The engine
-(``compassess_core.data``, ``compassess_core.markup``) and the Upload page (AppTest, real store)."""
+(``compassess_core.data.candidates``, ``compassess_core.data.markup``) and the Upload page (AppTest, real store)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data import GENERATE_IDS, load_candidates, read_table, suggest_column_map
+from compassess_core.data.candidates import GENERATE_IDS, load_candidates, read_table, suggest_column_map
 from compassess_core.errors import ValidationError
-from compassess_core.markup import STRIPPED_NOTE, find_markup, strip_dataset_markup, strip_markup
+from compassess_core.data.markup import STRIPPED_NOTE, find_markup, strip_dataset_markup, strip_markup
 from db.store import Store
 from test_app_pages import APP, app_env, texts  # noqa: F401
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compassess_core import run_loop
-from compassess_core.context_window import UNDECLARED_WINDOW_TOKENS
+from compassess_core.runs import run_loop
+from compassess_core.runs.context_window import UNDECLARED_WINDOW_TOKENS
 from compassess_core.errors import InputError, RunCancelled
-from compassess_core.prompts import Aspect, builtin_template
-from compassess_core.settings import RunSettings
+from compassess_core.runs.prompts import Aspect, builtin_template
+from compassess_core.runs.settings import RunSettings
 from compassess_core.types import Candidate, Context, Dataset
 from compassess_core.worker import ConsoleReporter, execute_run, start_worker, worker_threads
 from fakes import FakeLengthJudge

@@ -72,7 +72,7 @@ def _warm(preload: bool) -> None:
 
     import compassess_core.cli  # noqa: F401  (the parser and every command module)
     from compassess_core.judges import loading
-    from compassess_core.models import default_model_path
+    from compassess_core.judges.models import default_model_path
 
     real = loading.load_model
     loaded: dict[tuple[str, str, str], object] = {}

@@ -5,7 +5,7 @@ pairs to label should be chosen. Expert scores stand in for the annotators (an o
 candidate with the higher expert score is preferred, equal scores are a fair coin, and with
 ``error_rate`` each label is flipped with that probability). For every budget the study reports
 Spearman x100 (per-context mean, the paper's protocol, Liusie et al. 2024 §4) against the same
-expert scores of three rankings from :mod:`compassess_core.fusion`: the humans alone (``w = inf``),
+expert scores of three rankings from :mod:`compassess_core.stats.fusion`: the humans alone (``w = inf``),
 the judge alone (``w = 0``) and the two fused (``w`` by leave-one-out cross-validation on the
 labels so far), with the labels chosen at random or by the fused posterior's uncertainty
 (:func:`fusion.label_value`, greedily, one label at a time; the weight it assumes is the one
@@ -21,9 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from compassess_core import analysis, fusion, metrics
-from compassess_core.bias import balanced_threshold, debias_probabilities
-from compassess_core.efficient import NOISE_VAR
+from compassess_core.stats import analysis, fusion, metrics
+from compassess_core.stats.bias import balanced_threshold, debias_probabilities
+from compassess_core.stats.efficient import NOISE_VAR
 from compassess_core.errors import InputError
 from compassess_core.types import ComparisonTable, Dataset, FloatArray, IntArray
 

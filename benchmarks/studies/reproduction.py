@@ -15,11 +15,11 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from compassess_core import bias, ranking
-from compassess_core.efficient import adaptive_pairs_from_matrix, poe_pairs
+from compassess_core.stats import bias, ranking
+from compassess_core.stats.efficient import adaptive_pairs_from_matrix, poe_pairs
 from compassess_core.errors import InputError
-from compassess_core.metrics import correlation
-from compassess_core.selection import max_budget, select_pairs
+from compassess_core.stats.metrics import correlation
+from compassess_core.runs.selection import max_budget, select_pairs
 from compassess_core.types import ComparisonTable, Dataset, FloatArray
 
 CURVE_STRATEGIES = ("random", "no-repeat", "symmetric", "poe", "adaptive")
@@ -131,7 +131,7 @@ class QualityRow:
 
 def quality_row(mats: Sequence[ContextMatrix], method: str = "win-ratio") -> QualityRow:
     """Positional bias and quality raw (tau = 0.5) vs debiased (balanced tau, eq. 10)."""
-    from compassess_core.metrics import pairwise_accuracy
+    from compassess_core.stats.metrics import pairwise_accuracy
 
     tau = pooled_tau(mats)
     allp = np.concatenate([_entries(c.p)[2] for c in mats]) if mats else np.array([])

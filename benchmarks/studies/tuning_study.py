@@ -1,5 +1,5 @@
 """Pure code of the wording-tuning study (``benchmarks/tune_study.py``): does the wording picked
-by fairness alone (ZEPO, ``compassess_core.tuning``) agree better with people than T1 on
+by fairness alone (ZEPO, ``compassess_core.runs.tuning``) agree better with people than T1 on
 contexts the pick never saw, and how close does it come to the best wording in hindsight?
 
 Every number is computed from a wording's stored comparisons on the held-out contexts:
@@ -18,12 +18,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from compassess_core import bias, ranking
-from compassess_core.agreement import (bootstrap_interval, majority_vote, normalise_human_labels,
+from compassess_core.stats import bias, ranking
+from compassess_core.stats.agreement import (bootstrap_interval, majority_vote, normalise_human_labels,
                                        pair_kappa, pair_probabilities, verdicts_at)
-from compassess_core.analysis import split_by_context
-from compassess_core.metrics import correlation
-from compassess_core.tuning import table_for_contexts
+from compassess_core.stats.analysis import split_by_context
+from compassess_core.stats.metrics import correlation
+from compassess_core.runs.tuning import table_for_contexts
 from compassess_core.types import ComparisonTable, Dataset
 
 #: Bootstrap resamples of every interval of the study.
@@ -86,7 +86,7 @@ def spearman_difference(a: pd.Series, b: pd.Series, *, seed: int = 0) -> Differe
 
 
 def _pair_kappa_along(h: np.ndarray, llm: np.ndarray, axis: int = -1) -> np.ndarray:
-    """:func:`~compassess_core.agreement.pair_kappa` (the product's kappa: every pair counted in
+    """:func:`~compassess_core.stats.agreement.pair_kappa` (the product's kappa: every pair counted in
     both orientations) of each slice along ``axis``: what a bootstrap's resamples need."""
     h, llm = np.moveaxis(np.asarray(h), axis, -1), np.moveaxis(np.asarray(llm), axis, -1)
     flat = zip(h.reshape(-1, h.shape[-1]), llm.reshape(-1, llm.shape[-1]))
@@ -109,7 +109,7 @@ def kappa_difference(a: pd.DataFrame, b: pd.DataFrame, *, seed: int = 0) -> Diff
 
 def kappa_of(v: pd.DataFrame) -> float:
     """Cohen's kappa of a :func:`label_verdicts` table as the product computes it
-    (:func:`~compassess_core.agreement.pair_kappa`: the pairs counted in both orientations, so
+    (:func:`~compassess_core.stats.agreement.pair_kappa`: the pairs counted in both orientations, so
     which candidate is x does not change it)."""
     return float(pair_kappa(v["human"].to_numpy(np.int64), v["llm"].to_numpy(np.int64)))
 

@@ -25,25 +25,25 @@ torch and transformers).
 
 from __future__ import annotations
 
-from ..absolute import AbsoluteEvaluation
-from ..analysis import Evaluation, EvaluationReport
-from ..annotation import MODES, PairOnScreen, ShownPair
-from ..calibration import Calibration, CalibrationReport
-from ..compare import RunComparison
-from ..data import load_candidates
-from ..explanations import Explanation, OrderReasons
+from ..runs.absolute import AbsoluteEvaluation
+from ..stats.analysis import Evaluation, EvaluationReport
+from ..people.annotation import MODES, PairOnScreen, ShownPair
+from ..stats.calibration import Calibration, CalibrationReport
+from ..stats.compare import RunComparison
+from ..data.candidates import load_candidates
+from ..runs.explanations import Explanation, OrderReasons
 from ..errors import (CompAssessError, InputError, ObjectChanged, Problem, RunCancelled,
                       RunInterrupted, ValidationError)
-from ..fusion import FusedRanking
-from ..leaderboard import Leaderboard, NoSystemsError
-from ..options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
-from ..ranking import METHODS
-from ..report import RunAudit
-from ..run_loop import Progress, RunSummary
-from ..scoring import ScoringEvaluation
-from ..selection import STRATEGIES
-from ..settings import GenerationOptions, RunSettings
-from ..tuning import TuningOptions, Wording
+from ..stats.fusion import FusedRanking
+from ..stats.leaderboard import Leaderboard, NoSystemsError
+from ..runs.options import AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions
+from ..stats.ranking import METHODS
+from ..report.audit import RunAudit
+from ..runs.run_loop import Progress, RunSummary
+from ..runs.scoring import ScoringEvaluation
+from ..runs.selection import STRATEGIES
+from ..runs.settings import GenerationOptions, RunSettings
+from ..runs.tuning import TuningOptions, Wording
 from ..types import Dataset
 from ..worker import Reporter
 from .campaign import Campaign, CampaignExport
@@ -63,11 +63,11 @@ from .verdicts import Agreement, ExportFile, PositionalBias, Verdicts
 # What a page or a notebook needs beside the objects: an own template from its text (checked:
 # ``TemplateError`` names what is wrong) and the upload limit (``COMPASSESS_MAX_UPLOAD_MB``).
 from ..limits import max_upload_bytes, max_upload_mb
-from ..prompts import custom_template as template_from_text
+from ..runs.prompts import custom_template as template_from_text
 # How a text a person controls is shown inert (bidirectional and control characters as code
 # points), and how a download is named from such names (``export.file_name``).
 from ..limits import visible
-from ..export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
+from ..data.export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)

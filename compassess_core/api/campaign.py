@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 
-from .. import __version__, annotation, campaigns, export
-from ..agreement import HumanAgreement
-from ..annotation import ShownPair
+from .. import __version__
+from ..people import annotation, campaigns
+from ..data import export
+from ..stats.agreement import HumanAgreement
+from ..people.annotation import ShownPair
 from ..errors import InputError
 from ..limits import check_name
 from ..types import Dataset

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TextIO
 
-from .. import explanations, worker
+from ..runs import explanations
+from .. import worker
 from ..errors import InputError
-from ..run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active
+from ..runs.run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active
 from ..worker import ConsoleReporter, Reporter
 from .handle import StoreHandle
 

@@ -1,14 +1,14 @@
 """The leaderboard of judges through the API (``Store.judges``, ``compassess judges``): each run
 and panel on a dataset and aspect read through its own API (:class:`Run`, :class:`Panel`), then
-ranked by ``compassess_core.judges_board``. Wiring only: it computes nothing itself."""
+ranked by ``compassess_core.stats.judges_board``. Wiring only: it computes nothing itself."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .. import panel
+from ..stats import panel
 from ..errors import InputError
-from ..judges_board import JUDGE_COLUMNS, JudgeEntry, JudgesLeaderboard, rank_judges
+from ..stats.judges_board import JUDGE_COLUMNS, JudgeEntry, JudgesLeaderboard, rank_judges
 from .panel import Panel
 from .settings import _check_at_least
 from .verdicts import Verdicts

@@ -1,5 +1,5 @@
 """A panel of judges through the API (:class:`Panel`): its members' stored comparisons fitted
-and combined by ``compassess_core.panel`` (``fit_panel``), read back as a run's verdicts are
+and combined by ``compassess_core.stats.panel`` (``fit_panel``), read back as a run's verdicts are
 (:class:`Verdicts`), with what only a panel has (members, their agreement, held-out p)."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from .. import export, paired, panel  # noqa: F401 - paired: the type vs_best_member returns
-from ..analysis import resolve_tau
-from ..calibration import DEFAULT_FOLDS
+from ..data import export
+from ..stats import paired, panel  # noqa: F401 - paired: the type vs_best_member returns
+from ..stats.analysis import resolve_tau
+from ..stats.calibration import DEFAULT_FOLDS
 from ..errors import InputError
-from ..leaderboard import DEFAULT_METHOD
-from ..report import EXAMPLES, RunAudit, ShownComparison
+from ..stats.leaderboard import DEFAULT_METHOD
+from ..report.audit import EXAMPLES, RunAudit, ShownComparison
 from ..types import ComparisonTable
 from .records import Deleted, check_shown_name
 from .run import Run
@@ -42,7 +43,7 @@ class PanelMember:
 
 class Panel(Verdicts):
     """A panel of judges (``compassess panel``): two or more runs on the same dataset and aspect
-    combined into one debiased verdict per pair (``compassess_core.panel``). It reads back as a
+    combined into one debiased verdict per pair (``compassess_core.stats.panel``). It reads back as a
     run does (:class:`Verdicts`) (``rankings``, ``evaluation``, ``leaderboard``, ``bias``,
     ``positional_bias``, ``agreement``, ``calibrate``, ``export_bytes``...), on the panel's
     combined p; and what only a panel has: :attr:`members`, :meth:`member_agreement`,

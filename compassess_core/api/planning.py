@@ -20,21 +20,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data import Source
+from ..data.candidates import Source
 from ..errors import InputError
 from ..judges.servers import (PREFIXES, ServedEndpoint, configured_servers, model_name_problem,
                               normalise_base_url, served_model_problem)
 from ..limits import MAX_NAME_CHARS, name_problem
-from ..memory import MemoryPlan
-from ..model_catalog import (RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame,
+from ..judges.memory import MemoryPlan
+from ..judges.model_catalog import (RECOMMENDED, ModelEntry, Recommendation, catalog, catalog_frame,
                              memory_plan, models_folder)
-from ..options import ComparativeOptions, KindOptions, ModelOptions, for_aspects, run_options
-from ..prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
+from ..runs.options import ComparativeOptions, KindOptions, ModelOptions, for_aspects, run_options
+from ..runs.prompts import (BUILTIN_TEMPLATES, TASK_WORDING, Aspect, builtin_template,
                        infer_task, rank_aspects, reference_column, task_from_columns)
-from ..run_kinds import build_settings, kind_of
-from ..selection import max_budget
-from ..settings import RunSettings, model_short_name, run_names
-from ..speed import TimeEstimate
+from ..runs.run_kinds import build_settings, kind_of
+from ..runs.selection import max_budget
+from ..runs.settings import RunSettings, model_short_name, run_names
+from ..judges.speed import TimeEstimate
 from ..types import Dataset
 
 #: The variable that pre-selects the app's judge (e.g. docker-compose's vLLM server).

@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..run_kinds import RunKind
-from ..run_loop import JUDGING_PHASE, PHASE_TEXT, Progress, is_active, worker_state
-from ..speed import human_duration
+from ..runs.run_kinds import RunKind
+from ..runs.run_loop import JUDGING_PHASE, PHASE_TEXT, Progress, is_active, worker_state
+from ..judges.speed import human_duration
 from ..worker import Reporter
 
 # ------------------------------------------------------------------------------ progress

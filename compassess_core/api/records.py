@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
-from .. import annotation
+from ..people import annotation
 from ..errors import ObjectChanged
 
 

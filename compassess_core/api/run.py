@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
-from .. import absolute, explanations, worker
-from ..calibration import calibrated_table, fit_on_labels
-from ..comparative import render_prompt
-from ..context_window import truncated_text
+from ..runs import absolute, explanations
+from .. import worker
+from ..stats.calibration import calibrated_table, fit_on_labels
+from ..runs.comparative import render_prompt
+from ..runs.context_window import truncated_text
 from ..errors import InputError
 from ..judges.servers import served_model_problem
-from ..prompts import prompt_hash
-from ..report import ShownComparison
-from ..run_loop import WORKER_STATE_TEXT, is_active, remaining_s
-from ..speed import TimeEstimate, estimate_time
+from ..runs.prompts import prompt_hash
+from ..report.audit import ShownComparison
+from ..runs.run_loop import WORKER_STATE_TEXT, is_active, remaining_s
+from ..judges.speed import TimeEstimate, estimate_time
 from ..worker import Reporter
 from .progress import RunProgress, _reporter, phase_of, phase_seconds
 from .settings import _check_at_least

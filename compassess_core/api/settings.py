@@ -7,12 +7,12 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping
 
-from .. import absolute
+from ..runs import absolute
 from ..errors import InputError
-from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
                        run_options)
-from ..run_kinds import build_settings
-from ..settings import GenerationOptions, ReferenceOptions, RunSettings
+from ..runs.run_kinds import build_settings
+from ..runs.settings import GenerationOptions, ReferenceOptions, RunSettings
 from ..types import Dataset
 
 # -------------------------------------------------------------------------------- settings

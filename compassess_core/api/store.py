@@ -18,23 +18,27 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import (__version__, absolute, access, analysis, annotation, export, worker)
-from ..data import Source, content_hash, load_candidates
+from .. import __version__, worker
+from ..runs import absolute
+from ..people import access, annotation
+from ..stats import analysis
+from ..data import export
+from ..data.candidates import Source, content_hash, load_candidates
 from ..errors import CompAssessError, InputError, ObjectChanged
-from ..labels import (DEFAULT_ANNOTATOR, annotator_counts, attribute, load_human_labels,
+from ..data.labels import (DEFAULT_ANNOTATOR, annotator_counts, attribute, load_human_labels,
                       store_rows)
-from ..leaderboard import DEFAULT_METHOD
+from ..stats.leaderboard import DEFAULT_METHOD
 from ..limits import check_name
-from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
+from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
                        for_aspects)
-from ..report import EXAMPLES, RunsCompared, render_report
-from ..run_kinds import build_settings, kind_of
-from ..run_loop import worker_state
-from ..settings import (NON_RESULT_KEYS, GenerationOptions, ReferenceOptions, RunSettings,
+from ..report.audit import EXAMPLES, RunsCompared, render_report
+from ..runs.run_kinds import build_settings, kind_of
+from ..runs.run_loop import worker_state
+from ..runs.settings import (NON_RESULT_KEYS, GenerationOptions, ReferenceOptions, RunSettings,
                         run_names)
-from ..sink import open_store as _open_backend
-from ..speed import TimeEstimate, estimate_time, shared_work
-from ..annotation import ShownPair
+from ..runs.sink import open_store as _open_backend
+from ..judges.speed import TimeEstimate, estimate_time, shared_work
+from ..people.annotation import ShownPair
 from ..types import Dataset
 from ..worker import Reporter
 from .progress import _reporter

@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 
-from .. import paired, tuning, worker
+from ..stats import paired
+from ..runs import tuning
+from .. import worker
 from ..errors import InputError, RunCancelled, RunInterrupted
-from ..explanations import cannot_write
-from ..options import ComparativeOptions, ModelOptions
-from ..prompts import Aspect, infer_task, reference_column
-from ..run_kinds import build_settings, get_kind, kind_of
-from ..settings import GenerationOptions, RunSettings, model_short_name
-from ..speed import TimeEstimate
+from ..runs.explanations import cannot_write
+from ..runs.options import ComparativeOptions, ModelOptions
+from ..runs.prompts import Aspect, infer_task, reference_column
+from ..runs.run_kinds import build_settings, get_kind, kind_of
+from ..runs.settings import GenerationOptions, RunSettings, model_short_name
+from ..judges.speed import TimeEstimate
 from ..types import Dataset
 from .progress import _reporter
 from .records import info_field
@@ -500,7 +502,7 @@ class Tuning:
         if beat is None:
             return "stale"
         from datetime import datetime, timezone
-        from ..run_loop import STALE_AFTER_S
+        from ..runs.run_loop import STALE_AFTER_S
         age = (datetime.now(timezone.utc) - beat).total_seconds()
         return "working" if age < STALE_AFTER_S else "stale"
 

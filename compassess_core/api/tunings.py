@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data import Source
+from ..data.candidates import Source
 from ..errors import InputError
-from ..prompts import Template, custom_template
-from ..settings import RunSettings
-from ..tuning import TuningOptions
+from ..runs.prompts import Template, custom_template
+from ..runs.settings import RunSettings
+from ..runs.tuning import TuningOptions
 from ..types import Dataset
 from ..worker import Reporter
 from .records import Deleted
@@ -236,7 +236,7 @@ class Tunings:
     def resolve_template(self, spec: str | Template | None) -> str | Template | None:
         """What a run's ``template`` names: ``t1``/``t2``/``s1``/``s2`` and an existing template
         file stay as given; otherwise a named template of the store (a tuning's pick) becomes
-        the :class:`~compassess_core.prompts.Template` it holds; anything else stays (and the
+        the :class:`~compassess_core.runs.prompts.Template` it holds; anything else stays (and the
         run refuses it, naming it)."""
         if spec is None or isinstance(spec, Template):
             return spec

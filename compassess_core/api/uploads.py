@@ -19,14 +19,14 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..data import (Source, column_choices, empty_text_rows, ignored_columns, load_candidates,
+from ..data.candidates import (Source, column_choices, empty_text_rows, ignored_columns, load_candidates,
                     missing_scores, parse_table, source_bytes, source_label, suggest_column_map)
 from ..errors import InputError, Problem, ValidationError
-from ..labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
+from ..data.labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
                       attribute, load_human_labels, suggest_label_map)
 from ..limits import MAX_NAME_CHARS, max_upload_bytes, name_problem
-from ..markup import MarkupReport, find_markup, strip_dataset_markup
-from ..prompts import TASK_WORDING, task_from_columns
+from ..data.markup import MarkupReport, find_markup, strip_dataset_markup
+from ..runs.prompts import TASK_WORDING, task_from_columns
 from ..types import Dataset
 
 

@@ -16,28 +16,31 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .. import __version__, analysis, export, prompts
-from ..absolute import AbsoluteEvaluation
-from ..agreement import (AGREEMENT_BOOT, AgreementReport, HumanAgreement, agreement_summary,
+from .. import __version__
+from ..stats import analysis
+from ..data import export
+from ..runs import prompts
+from ..runs.absolute import AbsoluteEvaluation
+from ..stats.agreement import (AGREEMENT_BOOT, AgreementReport, HumanAgreement, agreement_summary,
                          disagreements, human_human_agreement, human_rankings,
                          human_table_from_labels, llm_vs_human, positional_bias_side_by_side)
-from ..analysis import Evaluation, EvaluationReport
-from ..calibration import DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate
-from ..compare import RunComparison, compare_runs
-from ..data import Source
-from ..diagnosis import PositionDiagnosis, partial_run_note
+from ..stats.analysis import Evaluation, EvaluationReport
+from ..stats.calibration import DEFAULT_FOLDS, Calibration, CalibrationReport, calibrate
+from ..stats.compare import RunComparison, compare_runs
+from ..data.candidates import Source
+from ..stats.diagnosis import PositionDiagnosis, partial_run_note
 from ..errors import InputError
-from ..export import FORMATS
-from ..fusion import FusedRanking, fused_rankings, fused_system_ranking
-from ..labels import load_human_labels
-from ..leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
-from ..length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
+from ..data.export import FORMATS
+from ..stats.fusion import FusedRanking, fused_rankings, fused_system_ranking
+from ..data.labels import load_human_labels
+from ..stats.leaderboard import DEFAULT_METHOD, Leaderboard, NoSystemsError, leaderboard
+from ..stats.length_bias import (LengthBias, comparison_lengths, fitted_curve, length_bias,
                            log2_length_ratio, longer_wins_share)
-from ..report import EXAMPLES, RunAudit, ShownComparison
-from ..run_kinds import ReadOptions, RunKind, kind_of
-from ..run_loop import worker_state
-from ..scoring import ScoringEvaluation
-from ..settings import RunSettings
+from ..report.audit import EXAMPLES, RunAudit, ShownComparison
+from ..runs.run_kinds import ReadOptions, RunKind, kind_of
+from ..runs.run_loop import worker_state
+from ..runs.scoring import ScoringEvaluation
+from ..runs.settings import RunSettings
 from ..types import Dataset
 from .records import info_field
 from .handle import StoreHandle

@@ -21,7 +21,7 @@ import re
 import sys
 
 from ..errors import InputError, ValidationError
-from ..options import OptionError
+from ..runs.options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from .jobs import cmd_job
 from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_delete_tuning,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import api
 from ..errors import InputError
-from ..export import neutralise_frame
+from ..data.export import neutralise_frame
 
 
 def _finite(obj):

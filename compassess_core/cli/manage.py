@@ -6,8 +6,9 @@ import dataclasses
 import json
 import sys
 
-from .. import api, export
-from ..access import local_identity
+from .. import api
+from ..data import export
+from ..people.access import local_identity
 from ..errors import InputError
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK

@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import __version__, absolute, campaigns, panel
-from ..agreement import AGREEMENT_BOOT
-from ..calibration import DEFAULT_FOLDS
-from ..explanations import EXPLAIN_TOKENS
-from ..leaderboard import DEFAULT_METHOD
+from .. import __version__
+from ..runs import absolute
+from ..people import campaigns
+from ..stats import panel
+from ..stats.agreement import AGREEMENT_BOOT
+from ..stats.calibration import DEFAULT_FOLDS
+from ..runs.explanations import EXPLAIN_TOKENS
+from ..stats.leaderboard import DEFAULT_METHOD
 from ..limits import MAX_BOOTSTRAP
-from ..prompts import TASKS
-from ..ranking import METHODS
-from ..report import EXAMPLES
-from ..selection import STRATEGIES
-from ..settings import GenerationOptions, ReferenceOptions, RunSettings
-from ..tuning import TuningOptions
+from ..runs.prompts import TASKS
+from ..stats.ranking import METHODS
+from ..report.audit import EXAMPLES
+from ..runs.selection import STRATEGIES
+from ..runs.settings import GenerationOptions, ReferenceOptions, RunSettings
+from ..runs.tuning import TuningOptions
 from .common import _column_map
 
 

@@ -6,12 +6,12 @@ import math
 import sys
 
 from .. import api
-from ..calibration import ECE_BINS
+from ..stats.calibration import ECE_BINS
 from ..errors import CompAssessError, InputError
-from ..export import neutralise_frame
-from ..leaderboard import STRENGTH_UNITS
-from ..length_bias import LC_FOLDS
-from ..model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
+from ..data.export import neutralise_frame
+from ..stats.leaderboard import STRENGTH_UNITS
+from ..stats.length_bias import LC_FOLDS
+from ..judges.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
 from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings

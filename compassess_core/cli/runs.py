@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from .. import absolute, api
+from ..runs import absolute
+from .. import api
 from ..errors import RunCancelled, RunInterrupted
-from ..options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions, for_aspects, run_options)
-from ..run_kinds import build_settings, kind_of
-from ..settings import GenerationOptions
+from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions, for_aspects, run_options)
+from ..runs.run_kinds import build_settings, kind_of
+from ..runs.settings import GenerationOptions
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 from .common import _dumps, _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from .. import api
-from ..models import default_model_path, fetch_default_model
+from ..judges.models import default_model_path, fetch_default_model
 from ..report_text import fmt as _fmt
-from ..run_kinds import kind_of
-from ..run_loop import PHASE_TEXT, is_active, state_text, worker_state
+from ..runs.run_kinds import kind_of
+from ..runs.run_loop import PHASE_TEXT, is_active, state_text, worker_state
 from ..worker import EXIT_OK
 from .common import _dumps, _load_run
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 
 from .. import api
-from ..access import local_identity
+from ..people.access import local_identity
 from ..errors import InputError, RunCancelled, RunInterrupted
-from ..explanations import REASONS_LABEL, REASONS_NOTE
+from ..runs.explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
-from ..tuning import TuningOptions
+from ..runs.tuning import TuningOptions
 from .common import _dumps
 from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
 

@@ -1,7 +1,11 @@
 """Judge backends: ``load_judge`` picks and loads one; the ``Judge`` protocol is what callers use.
 
 ``load_judge(None)`` is the bundled default model (SmolLM2-135M-Instruct, see
-:mod:`compassess_core.models`). This package must never choose pairs, rank, or store anything.
+:mod:`compassess_core.judges.models`). This package must never choose pairs, rank, or store anything.
+
+
+Rule: may import the vocabulary (``types``, ``errors``, ``limits``); never a run, the
+statistics, ``streamlit`` or ``db`` (``runs.settings`` only for type checking).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import ModelLoadError
-from ..models import default_model_path, fetch_default_model, is_bundled
+from .models import default_model_path, fetch_default_model, is_bundled
 from .base import Judge, judgements_from_logprobs
 
 __all__ = ["Judge", "load_judge", "judgements_from_logprobs"]

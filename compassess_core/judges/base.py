@@ -17,7 +17,7 @@ from ..errors import LengthMismatchError
 from ..types import ComparisonPrompt, FloatArray, IntArray, Judgement
 
 if TYPE_CHECKING:
-    from ..settings import GenerationOptions
+    from ..runs.settings import GenerationOptions
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ModelLoadError
-from ..models import default_model_path, is_bundled
+from .models import default_model_path, is_bundled
 from ..types import ComparisonPrompt
 
 

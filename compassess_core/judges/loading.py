@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError, ModelLoadError
-from ..models import cached_sha256, converted_dir
+from .models import cached_sha256, converted_dir
 
 _MARKER = "compassess_source.json"
 #: "org/name" or "name" as the hub spells model ids; anything else that does not exist is a bad path.
