@@ -370,8 +370,10 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
     cancel = cancel or threading.Event()
     run_ids = list(dict.fromkeys(int(r) for r in run_ids))
     runs = [store.get_run(run_id) for run_id in run_ids]
-    if all(run.status == "completed" and kind_of(run.settings).completed_is_final
-           for run in runs):
+    # Nothing left: say so without loading a judge. A judge handed in is still checked against
+    # the one that made the runs (a caller resuming with another model is told, as always).
+    if judge is None and all(run.status == "completed" and kind_of(run.settings).completed_is_final
+                             for run in runs):
         return [completed_summary(run, reporter) for run in runs]
     settings = [RunSettings.from_dict(run.settings) for run in runs]
     for run_id in run_ids:

@@ -81,7 +81,7 @@ def test_rankings_use_calibrated_p_and_fuse_the_labels(app_env):
     assert metric(at, "One vote counts as") == ("humans only" if math.isinf(w) else f"{w:g}")
     assert metric(at, "Spearman x100 vs `coherence`") == "100.0"
     table = next(d.value for d in at.dataframe if "n_votes" in d.value.columns)
-    assert table["score"].tolist() == pytest.approx(fused.frame["score"].tolist())
+    assert table["score"].tolist() == pytest.approx(fused.by_rank()["score"].tolist())
     at.radio(key="fusion_weight_mode").set_value("humans only").run()
     assert metric(at, "One vote counts as") == "humans only"
     at.radio(key="fusion_level").set_value("system").run()

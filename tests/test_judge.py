@@ -126,6 +126,7 @@ def one_at_a_time(judge, chunks) -> dict[ComparisonPrompt, float]:
     return {p: ref.judge([p])[0].p for chunk in chunks for p in chunk}
 
 
+@pytest.mark.model
 def test_render_applies_chat_template_and_primer(judge):
     p = ComparisonPrompt(text="Which is better?", primer="Answer: Summary")
     text = judge.render(p)
@@ -134,6 +135,7 @@ def test_render_applies_chat_template_and_primer(judge):
     assert text.endswith("<|im_start|>assistant\nAnswer: Summary")
 
 
+@pytest.mark.model
 def test_model_key_and_description(judge):
     assert judge.model_key.startswith(
         "SmolLM2-135M-Instruct.Q4_1.gguf@sha256:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea3737")
@@ -143,6 +145,7 @@ def test_model_key_and_description(judge):
     assert isinstance(judge, Judge)
 
 
+@pytest.mark.model
 def test_model_key_same_for_gguf_and_its_conversion(judge):
     from compassess_core.judges.models import converted_dir
     sha = judge.model_key.split("@sha256:")[1].split("|")[0]
@@ -150,6 +153,7 @@ def test_model_key_same_for_gguf_and_its_conversion(judge):
     assert conv.identity == judge.loaded.identity
 
 
+@pytest.mark.model
 def test_judgements_are_probabilities(judge, chunks):
     res = judge.judge(chunks[0])
     assert len(res) == len(chunks[0])
@@ -163,6 +167,7 @@ def test_judgements_are_probabilities(judge, chunks):
     assert np.mean([j.label_mass for j in res]) > 0.5
 
 
+@pytest.mark.model
 def test_prefix_cached_batches_equal_one_at_a_time(judge, chunks, one_at_a_time):
     for chunk in chunks:
         got = [j.p for j in judge.judge(chunk)]
@@ -171,6 +176,7 @@ def test_prefix_cached_batches_equal_one_at_a_time(judge, chunks, one_at_a_time)
     assert judge.stats["model_tokens"] < judge.stats["prompt_tokens"]
 
 
+@pytest.mark.model
 def test_chunk_spanning_two_contexts(judge, chunks, one_at_a_time):
     mixed = chunks[1][:3] + chunks[0] + chunks[1][3:]  # also out of order
     got = np.array([j.p for j in judge.judge(mixed)])
@@ -178,6 +184,7 @@ def test_chunk_spanning_two_contexts(judge, chunks, one_at_a_time):
     assert np.max(np.abs(got - want)) < 1e-4
 
 
+@pytest.mark.model
 def test_single_prompt_chunk_and_duplicates(judge, chunks, one_at_a_time):
     p = chunks[1][2]
     (single,) = judge.judge([p])
@@ -188,6 +195,7 @@ def test_single_prompt_chunk_and_duplicates(judge, chunks, one_at_a_time):
     assert judge.judge([]) == []
 
 
+@pytest.mark.model
 def test_no_prefix_cache_batched_path(judge, chunks, one_at_a_time):
     plain = CausalJudge(judge.loaded, judge.label_words, batch_size=4, prefix_cache=False)
     got = np.array([j.p for j in plain.judge(chunks[1])])
@@ -195,6 +203,7 @@ def test_no_prefix_cache_batched_path(judge, chunks, one_at_a_time):
     assert np.max(np.abs(got - want)) < 1e-4
 
 
+@pytest.mark.model
 def test_multi_token_label_words_are_rejected(judge):
     with pytest.raises(InputError, match="not a single token"):
         CausalJudge(judge.loaded, (" Apple pie", " B"))
@@ -216,6 +225,7 @@ def test_bad_device_and_dtype():
 
 
 # ---------------------------------------------------------------- seq2seq (tiny random T5)
+@pytest.mark.model
 def test_seq2seq_batched_equals_one_at_a_time(judge):
     from transformers import T5Config, T5ForConditionalGeneration
 

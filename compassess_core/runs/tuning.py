@@ -526,8 +526,12 @@ def reference_agreement(dataset: Dataset, table: ComparisonTable, reference: str
                          dtype=np.float64) for cc in parts]
         corr = per_context_correlation(preds, refs, method="spearman")
         low, high = correlation_interval(corr.per_context, n_boot=n_boot, seed=seed)
-        values.append((corr.mean_x100, low, high, corr.n_used))
-    (raw, raw_low, raw_high, n), (bal, bal_low, bal_high, _) = values
+        # contexts that could be ranked against the reference: a constant prediction counts (n/a)
+        values.append((corr.mean_x100, low, high, corr.n_used + corr.n_constant_prediction))
+    (raw, raw_low, raw_high, n_raw), (bal, bal_low, bal_high, n_bal) = values
+    # A judge whose verdicts rank nothing (every context constant) has an undefined
+    # correlation (n/a), which the table shows, not no agreement at all.
+    n = max(n_raw, n_bal)
     if n == 0:
         return None
     return Agreement("spearman_x100", raw, raw_low, raw_high, bal, bal_low, bal_high, n)
