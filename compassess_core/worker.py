@@ -224,14 +224,8 @@ def execute_group(jobs: Sequence[RunJob], sink, *, reporter: Reporter | None = N
         with Heartbeat(sink, ids):
             for job in jobs:
                 plans.append(kind_of(job.settings).plan(job))
-    except (RunCancelled, KeyboardInterrupt):
-        for run_id in ids:
-            sink.set_run_status(run_id, "cancelled", message="stopped on request before "
-                                "judging; resuming it starts again")
-        raise
     except BaseException as e:
-        for run_id in ids:
-            _mark_failed(sink, run_id, e)
+        _mark_stopped_or_failed(sink, ids, e, "before judging")
         raise
     counter = TokenCounter(getattr(jobs[0].judge, "tokenizer", None))
     works = [kind_of(job.settings).prompt_work(job.dataset, job.settings) for job in jobs]
@@ -395,20 +389,25 @@ def execute_runs(store, run_ids: Sequence[int], *, judge=None, reporter: Reporte
                                     run.id, chunk_prompts=chunk_prompts, report=reporter.message,
                                     cancelled=lambda: cancel.is_set() or any(
                                         store.cancel_requested(r) for r in run_ids)))
-    except KeyboardInterrupt:
-        for run_id in run_ids:
-            store.set_run_status(run_id, "cancelled", message="stopped on request while loading "
-                                 "the judge; resuming it starts again")
-        raise
     except BaseException as e:
-        for run_id in run_ids:
-            _mark_failed(store, run_id, e)
+        _mark_stopped_or_failed(store, run_ids, e, "while loading the judge")
         raise
     reporter.loaded(judge.description)
     if len(runs) > 1:
         reporter.message(f"judging {len(runs)} runs together: "
                          + ", ".join(f"'{run.name}'" for run in runs))
     return execute_group(jobs, store, reporter=reporter, cancel=cancel, working=working)
+
+
+def _mark_stopped_or_failed(sink, run_ids, error: BaseException, when: str) -> None:
+    """Before the loop runs, a stop asked for (Ctrl-C, a cancel) marks the runs cancelled, any
+    other error marks them failed with its message (redacted)."""
+    for run_id in run_ids:
+        if isinstance(error, (RunCancelled, KeyboardInterrupt)):
+            sink.set_run_status(run_id, "cancelled", message=f"stopped on request {when}; "
+                                "resuming it starts again")
+        else:
+            _mark_failed(sink, run_id, error)
 
 
 def completed_summary(run, reporter: Reporter) -> RunSummary:

@@ -352,11 +352,23 @@ run_name = top.text_input("Run name", value=plan.default_name if plan else "",
 bad_name = plan.name_problem(run_name) if plan is not None else None
 if plan is not None and bad_name:
     top.error(plain(bad_name))
+# A run of this name that a live worker is judging now: Start would only say so, so it waits.
+live_run = None
+if plan is not None and not bad_name and len(plan.together) == 1:
+    try:
+        existing = api_store().get_run(run_name.strip())
+        live_run = existing if existing.progress().active else None
+    except CompAssessError:
+        live_run = None   # no run of this name yet: Start creates it
+if live_run is not None:
+    top.caption(f"Run {plain(live_run.name)} is being judged by a live worker now: watch or "
+                "cancel it below; Start is available again when it stops.")
 # Start is keyed by the dataset and the plan it was drawn with: a click on the Start of a screen
 # the app has since replaced (another dataset, other settings) starts nothing.
 if top.button("Start", type="primary", icon=":material/play_arrow:",
               key=f"run_start_{info.id}_{plan.default_name if plan is not None else ''}",
               disabled=plan is None or bad_name is not None or plan.judge_problem is not None
+              or live_run is not None
               or (plan.memory is not None and plan.memory.problem is not None)):
     require()  # the person holds the role now (pages/_auth.py)
     try:

@@ -109,3 +109,31 @@ def test_compassess_runs_says_what_a_live_worker_does(app_env, capsys):
     assert "running (loading the judge)\t20/60 comparisons" in capsys.readouterr().out
     assert main(["runs", "--json", "--db", app_env]) == 0
     assert '"phase": "loading"' in capsys.readouterr().out
+
+
+def test_start_waits_while_a_live_worker_judges_the_run_of_that_name(app_env, monkeypatch):
+    """The walk found Start enabled while the run it names was being judged (pressing it only
+    said so): it is disabled, saying why, until the worker stops."""
+    seed_run(app_env)
+    started: list[list[int]] = []
+    monkeypatch.setattr(api.Job, "start", lambda job, *a, **k: started.append(list(job.ids)))
+    at = open_page("run")
+    name = next(t for t in at.text_input if t.label == "Run name")
+    name.set_value("busy").run()
+    start = next(b for b in at.button if b.label == "Start")
+    assert not start.disabled
+    start.click().run()
+    assert len(started) == 1
+    from db.store import Store
+    store = Store(app_env)
+    run_id = store.get_run("busy").id
+    store.set_run_status(run_id, "running", done=4, total=60, rate=1.0, message="judging",
+                         phase=run_loop.JUDGING_PHASE)
+    at = open_page("run")
+    next(t for t in at.text_input if t.label == "Run name").set_value("busy").run()
+    assert next(b for b in at.button if b.label == "Start").disabled
+    assert any("is being judged by a live worker now" in str(c.value) for c in at.caption)
+    store.set_run_status(run_id, "cancelled")
+    at = open_page("run")
+    next(t for t in at.text_input if t.label == "Run name").set_value("busy").run()
+    assert not next(b for b in at.button if b.label == "Start").disabled
