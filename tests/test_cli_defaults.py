@@ -362,3 +362,12 @@ def test_a_candidate_never_compared_is_unranked_in_the_per_context_rankings(db_u
     assert [r["rank"] for r in rows if not r["n_comparisons"]] == [None] * int(never.sum())
     code, out, _ = cli(capsys, "rank", "--run", "two", "--db", db_url)
     assert code == 0 and "<NA>" not in out
+
+
+
+def test_an_unknown_context_of_any_length_is_named_by_its_start_only(db_url, capsys):
+    """The walk typed a 100 kB --context: the refusal echoed it whole."""
+    seed_run(db_url)[0].close()
+    code, _, err = cli(capsys, "rank", "--run", "hand-run", "--context", "x" * 100_000,
+                       "--db", db_url)
+    assert code == 2 and "100,000 characters" in err and len(err) < 400

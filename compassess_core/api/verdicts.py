@@ -29,6 +29,7 @@ from ..stats.calibration import DEFAULT_FOLDS, Calibration, CalibrationReport, c
 from ..stats.compare import RunComparison, compare_runs
 from ..data.candidates import Source
 from ..stats.diagnosis import PositionDiagnosis, partial_run_note
+from ..limits import MAX_ID_CHARS
 from ..errors import InputError
 from ..data.export import FORMATS
 from ..stats.fusion import FusedRanking, fused_rankings, fused_system_ranking
@@ -307,7 +308,10 @@ class Verdicts:
                                               score=score, threshold=threshold))
         if context is not None:
             if context not in {c.context_id for c in self.dataset.contexts}:
-                raise InputError(f"context '{context}' is not in dataset '{self.dataset.name}'")
+                # an id is at most MAX_ID_CHARS long: a longer value is named by its start only
+                shown = (context if len(context) <= MAX_ID_CHARS
+                         else f"{context[:40]}... ({len(context):,} characters)")
+                raise InputError(f"context '{shown}' is not in dataset '{self.dataset.name}'")
             frame = frame[frame["context_id"] == context].reset_index(drop=True)
         return frame
 
