@@ -253,7 +253,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
         ev = fused.correlation(reference)
         c3.metric(f"Spearman x100 vs {plain(reference)}", fmt(ev.mean_x100),
                   help=f"Per-context Spearman of the fused scores with the reference column, "
-                       f"mean over {ev.n_used} contexts.")
+                       f"mean over {ev.n_used} context(s).")
     frame = fused.by_rank()   # best first in each context, as `compassess rank --with-humans`
     if level == "context":
         frame = frame.assign(text=frame["text"].map(preview))

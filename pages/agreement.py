@@ -287,7 +287,7 @@ human_rank = bundle.human_rankings
 r1, r2 = st.columns([1, 3])
 r1.metric("Spearman x100", fmt(rc["spearman_x100"], ".1f"),
           help=f"Per-context Spearman of the LLM's Bradley-Terry scores (at {at_tau(tau, 4)}) with "
-               f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} contexts")
+               f"Bradley-Terry scores from human judgements alone, over {rc['n_used']} context(s)")
 votes = rc.get("human_votes_per_context")
 r1.caption(f"mean over {rc['n_used']} context(s) with human judgements"
            + ((f" ({votes[0]} human vote(s) in each)" if votes[0] == votes[1] else

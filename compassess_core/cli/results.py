@@ -91,7 +91,7 @@ def cmd_compare(args) -> int:
         ("Pearson r of p on shared pairs", _fmt(result.p_pearson, ".3f")),
         (f"P(A) of {run_a.name} at its tau", _fmt(result.p_a_first, ".3f")),
         (f"P(A) of {run_b.name} at its tau", _fmt(result.p_b_first, ".3f")),
-        (f"rank Spearman x100, mean over {result.n_contexts_ranked} contexts ({result.method})",
+        (f"rank Spearman x100, mean over {result.n_contexts_ranked} context(s) ({result.method})",
          _fmt(result.rank_spearman_x100)),
         (f"system-level Spearman x100 ({result.n_systems} systems)",
          _fmt(result.system_spearman_x100)),

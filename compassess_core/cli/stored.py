@@ -128,7 +128,7 @@ def cmd_agreement(args) -> int:
     rc = summary["ranking_correlation"]
     if rc["n_used"]:
         print(f"LLM vs human-only Bradley-Terry ranking: Spearman x100 {_fmt(rc['spearman_x100'])}"
-              f"{_ci(rc, 'spearman_x100', '.1f')} (mean over {rc['n_used']} contexts)")
+              f"{_ci(rc, 'spearman_x100', '.1f')} (mean over {rc['n_used']} context(s))")
     for line in summary["caution"]:
         print(f"caution: {line}")
     print(f"intervals: {int(100 * summary['intervals']['level'])}% "

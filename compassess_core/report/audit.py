@@ -711,7 +711,7 @@ def _evaluation(audit: RunAudit) -> str:
                        "Kendall x100 (mean per context)", "system-level Spearman x100",
                        "pooled Spearman x100", "pairwise accuracy (share)", "contexts"], rows,
                       caption=f"Scores by {inert(first.method)} on {first.n_comparisons:,} "
-                              f"comparisons over {first.n_contexts:,} contexts."))
+                              f"comparisons over {first.n_contexts:,} context(s)."))
     notes = sorted({str(n) for report in audit.evaluations for n in report.notes})
     for note in notes:
         out.append(_note(inert(note)))
