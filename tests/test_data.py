@@ -163,7 +163,7 @@ def test_context_with_one_candidate(tmp_path):
     csv = "context_id,context,candidate_id,text\nA0,c,S0,t\nA0,c,S1,t\nA1,d,S0,t\n"
     p = only(problems_of(write(tmp_path, "one.csv", csv)))
     assert (p.row, p.column) == (4, "context_id")
-    assert "context 'A1' has only 1 candidate" in p.message
+    assert "context 'A1' has only 1 distinct candidate" in p.message
 
 
 def test_bad_score_cells_in_detected_score_column(tmp_path):
@@ -461,3 +461,13 @@ def test_repeated_header_name(tmp_path):
     csv = "context_id,text,context,candidate_id,text\nA0,a,c,S0,t\nA0,a,c,S1,t\n"
     p = only(problems_of(write(tmp_path, "d.csv", csv)))
     assert (p.row, p.column) == (1, "text") and "columns 2 and 5" in p.message
+
+
+def test_a_context_whose_rows_repeat_one_id_says_so_not_only_one_candidate():
+    """The CLI walk: two rows with one candidate_id read as 'only 1 candidate', a miscount."""
+    csv = ("context_id,context,candidate_id,text\nc1,doc one,a,hello\nc1,doc one,a,world\n"
+           "c2,doc two,x,foo\nc2,doc two,y,bar\n").encode()
+    with pytest.raises(ValidationError) as e:
+        load_candidates(csv, file_label="dup.csv")
+    text = str(e.value)
+    assert "its 2 rows all repeat candidate_id 'a'" in text and "already on row 2" in text

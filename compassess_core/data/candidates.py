@@ -467,13 +467,17 @@ def _group_problems(cids: pd.Series, cands: pd.Series, ctx: pd.Series | None, ro
                 f"{_rows_text(same)} agree with each other, rows {_rows_text(other)} differ; a "
                 "context_id must always carry the same context", row=int(other[0]),
                 column=cols["context"]))
-    counts = sub.groupby("cid", sort=False).agg(n=("cand", "nunique"), row=("row", "first"))
-    for cid, n, row in zip(counts.index, counts["n"], counts["row"]):
+    counts = sub.groupby("cid", sort=False).agg(n=("cand", "nunique"), rows=("row", "size"),
+                                                row=("row", "first"))
+    for cid, n, n_rows, row in zip(counts.index, counts["n"], counts["rows"], counts["row"]):
         if n < 2:
+            # rows that repeat one id are one candidate: say so, or "only 1" reads as a miscount
+            only = sub.loc[sub["cid"] == cid, "cand"].iat[0]
+            held = f" (its {n_rows} rows all repeat candidate_id '{only}')" if n_rows > n else ""
             problems.append(Problem(
-                label, f"context '{cid}' has only {n} candidate; comparative assessment needs "
-                "at least 2 candidates per context", row=int(row), column=cols["context_id"],
-                cause=id_cause if cid in with_repeats else "file"))
+                label, f"context '{cid}' has only {n} distinct candidate{held}; comparative "
+                "assessment needs at least 2 candidates per context", row=int(row),
+                column=cols["context_id"], cause=id_cause if cid in with_repeats else "file"))
     return problems
 
 
