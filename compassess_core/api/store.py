@@ -394,6 +394,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             Bad data, settings, model, or prompts too long for the model (nothing stored).
         """
         model_options = ModelOptions(chunk_size=chunk_size, threads=threads)  # checks them
+        if name is not None:  # before a judge loads (creating the run checks it again)
+            check_name(name, "run name")
         return self._start(*self.read_data(data), settings, name=name, judge=judge,
                            anchors=anchors, progress=progress, model_options=model_options)
 

@@ -6,8 +6,7 @@ import sys
 
 from ..runs import absolute
 from .. import api
-from ..errors import InputError, RunCancelled, RunInterrupted
-from ..limits import name_problem
+from ..errors import RunCancelled, RunInterrupted
 from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, ScoringOptions,
                             for_aspects, run_options)
 from ..runs.run_kinds import build_settings, kind_of
@@ -62,10 +61,6 @@ def _start(args, kind_options: list, anchors: str | None = None) -> int:
     is printed as warnings first; nothing is stored when the judge cannot load or a prompt does
     not fit it) and print its name; several options (one per aspect): one run each, judged
     together, their names printed one a line."""
-    # A bad name is refused before anything loads (the store checks it again when it creates the run).
-    problem = args.run is not None and name_problem(args.run, "run name")
-    if problem:
-        raise InputError(problem)
     model_options = _model_options(args)
     store = api.open_store(args.db)
     dataset, _ = store.read_data(args.data, column_map=args.map)
