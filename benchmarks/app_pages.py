@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
 from compassess_core.runs.settings import RunSettings  # noqa: E402
-from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset, Judgement,  # noqa: E402
-                                   PairKey)
+from compassess_core.types import (Candidate, ComparisonResult, Context, Dataset,  # noqa: E402
+                                   Judgement, PairKey)
 
 PAGES = ("rankings", "matrix", "bias", "export")
 #: Every page of the app, for ``--live``.

@@ -23,8 +23,8 @@ from __future__ import annotations
 import streamlit as st
 
 from compassess_core import api
-from compassess_core.runs.absolute import DEFAULT_LEVELS, ORDERS, TASKS as ABSOLUTE_TASKS, UPLOADED, \
-    VARIANTS
+from compassess_core.runs.absolute import (DEFAULT_LEVELS, ORDERS, TASKS as ABSOLUTE_TASKS,
+                                           UPLOADED, VARIANTS)
 from compassess_core.errors import CompAssessError, InputError, ObjectChanged
 from compassess_core.limits import MAX_ASPECT_CHARS, MAX_NAME_CHARS
 from compassess_core.judges.models import BUNDLED_MODEL

@@ -21,7 +21,8 @@ from streamlit.testing.v1 import AppTest
 from compassess_core.people.access import local_identity
 from compassess_core.data.candidates import load_candidates
 from db.store import Store
-from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+from test_app_pages import (APP, SAMPLE, app_env, seed_run,  # noqa: F401 - app_env is a fixture
+                            texts)
 from test_app_sign_in import app_as
 from answer_buttons import answer_button, answer_key, has_answer_button
 

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core.data.candidates import load_candidates
 from db.store import Store
-from test_app_pages import (APP, SAMPLE, TAU_STAR, app_env, metric, open_page, seed_run,  # noqa: F401
-                            settings_for, texts)
+from test_app_pages import (APP, SAMPLE, TAU_STAR, app_env, metric, open_page,  # noqa: F401
+                            seed_run, settings_for, texts)
 
 RESULT_PAGES = ("rankings", "leaderboard", "matrix", "bias", "compare", "agreement", "export")
 

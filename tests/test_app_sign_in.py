@@ -18,7 +18,8 @@ from streamlit.testing.v1 import AppTest
 from compassess_core.people import access
 from compassess_core.data.candidates import load_candidates
 from db.store import Store
-from test_app_pages import APP, SAMPLE, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
+from test_app_pages import (APP, SAMPLE, app_env, seed_run,  # noqa: F401 - app_env is a fixture
+                            texts)
 from answer_buttons import answer_button
 
 #: Random per run: a fixed secret in a published test suite is a published secret

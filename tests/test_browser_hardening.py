@@ -30,8 +30,8 @@ import pytest
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, settle,  # noqa: F401
                           simulate_finished_run)
 from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
-from test_http_guard import (ADMIN, free_port, local_app, secrets_toml, sign_in_cookie,  # noqa: F401
-                             team_app)
+from test_http_guard import (ADMIN, free_port, local_app, secrets_toml,  # noqa: F401
+                             sign_in_cookie, team_app)
 
 pytestmark = pytest.mark.browser
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav, playwright_api,  # noqa: F401
-                          script_idle, settle, shot, simulate_finished_run)
+from test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav,  # noqa: F401
+                          playwright_api, script_idle, settle, shot, simulate_finished_run)
 
 pytestmark = pytest.mark.browser
 

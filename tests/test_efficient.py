@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compassess_core.stats.efficient import (adaptive_next_pairs, adaptive_pairs_from_matrix, poe_pairs,
-                                       posterior)
+from compassess_core.stats.efficient import (adaptive_next_pairs, adaptive_pairs_from_matrix,
+                                             poe_pairs, posterior)
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.selection import STRATEGIES, max_budget, select_pairs
 from compassess_core.runs.sink import MemorySink

@@ -17,7 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import limits
 from compassess_core.cli import main
-from compassess_core.data.candidates import MOSTLY_TEXT, ignored_columns, load_candidates, read_table
+from compassess_core.data.candidates import (MOSTLY_TEXT, ignored_columns, load_candidates,
+                                             read_table)
 from compassess_core.errors import InputError, TemplateError, ValidationError
 from compassess_core.data.labels import load_human_labels
 from compassess_core.runs.prompts import Aspect

@@ -9,9 +9,10 @@ import pytest
 from scipy.special import expit
 
 from compassess_core.errors import InputError, LengthMismatchError
-from compassess_core.stats.length_bias import (fitted_curve, length_bias, length_controlled_strengths,
-                                         length_slope, longer_wins_share, text_lengths,
-                                         win_rate_against_field)
+from compassess_core.stats.length_bias import (fitted_curve, length_bias,
+                                               length_controlled_strengths, length_slope,
+                                               longer_wins_share, text_lengths,
+                                               win_rate_against_field)
 from compassess_core.stats.ranking import bradley_terry
 
 

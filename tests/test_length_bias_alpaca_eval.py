@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compassess_core.stats.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates, baseline_annotations,
-                                         instruction_difficulty)
+from compassess_core.stats.length_bias import (LC_FOLDS, alpaca_eval_lc_win_rates,
+                                               baseline_annotations, instruction_difficulty)
 from test_app_pages import app_env  # noqa: F401
 
 #: How close the length-controlled win rates must be, in points of a percentage.

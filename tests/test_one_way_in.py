@@ -15,7 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from compassess_core import api
 from compassess_core.cli import main
-from tests.test_app_pages import APP, app_env, metric, open_page, seed_run, texts  # noqa: F401 - fixture
+from tests.test_app_pages import (APP, app_env, metric, open_page, seed_run,  # noqa: F401 - fixture
+                                  texts)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]

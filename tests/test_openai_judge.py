@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_server import FakeBackend, OpenAIServer  # noqa: E402
 
 from compassess_core.errors import InputError, ModelLoadError  # noqa: E402
-from compassess_core.judges.openai_judge import (ServerUnavailableError, label_logprobs,  # noqa: E402
-                                                 load_openai_judge, parse_choice, parse_retry_after,
-                                                 sampled_probability)
+from compassess_core.judges.openai_judge import (ServerUnavailableError,  # noqa: E402
+                                                 label_logprobs, load_openai_judge, parse_choice,
+                                                 parse_retry_after, sampled_probability)
 from compassess_core.judges.servers import parse_spec  # noqa: E402
 from compassess_core.runs.prompts import Aspect, builtin_template  # noqa: E402
 from compassess_core.types import Candidate, ComparisonPrompt, Context, Dataset  # noqa: E402

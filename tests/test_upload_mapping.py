@@ -10,9 +10,11 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data.candidates import GENERATE_IDS, load_candidates, read_table, suggest_column_map
+from compassess_core.data.candidates import (GENERATE_IDS, load_candidates, read_table,
+                                             suggest_column_map)
 from compassess_core.errors import ValidationError
-from compassess_core.data.markup import STRIPPED_NOTE, find_markup, strip_dataset_markup, strip_markup
+from compassess_core.data.markup import (STRIPPED_NOTE, find_markup, strip_dataset_markup,
+                                         strip_markup)
 from db.store import Store
 from test_app_pages import APP, app_env, texts  # noqa: F401
 

@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from compassess_core.stats import bias, ranking
-from compassess_core.stats.agreement import (bootstrap_interval, majority_vote, normalise_human_labels,
-                                       pair_kappa, pair_probabilities, verdicts_at)
+from compassess_core.stats.agreement import (bootstrap_interval, majority_vote,
+                                             normalise_human_labels, pair_kappa, pair_probabilities,
+                                             verdicts_at)
 from compassess_core.stats.analysis import split_by_context
 from compassess_core.stats.metrics import correlation
 from compassess_core.runs.tuning import table_for_contexts

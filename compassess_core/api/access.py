@@ -6,10 +6,11 @@ anything itself."""
 
 from __future__ import annotations
 
-from ..people.access import (ADMIN, ALLOW_ANONYMOUS_ENV, ANNOTATOR, ANONYMOUS, FROM_CONFIGURATION, LOCAL,
-                      ROLES, SIGN_IN, AccessError, anonymous_allowed, configured_admins,
-                      cookie_secret_problem, identity_from_claims, is_loopback, local_identity,
-                      normalise_identity, serving_problem, sign_in_problem, signed_out_through)
+from ..people.access import (ADMIN, ALLOW_ANONYMOUS_ENV, ANNOTATOR, ANONYMOUS, FROM_CONFIGURATION,
+                             LOCAL, ROLES, SIGN_IN, AccessError, anonymous_allowed,
+                             configured_admins, cookie_secret_problem, identity_from_claims,
+                             is_loopback, local_identity, normalise_identity, serving_problem,
+                             sign_in_problem, signed_out_through)
 from ..limits import max_upload_bytes, max_upload_mb, whole_number_from_env
 
 __all__ = ["ADMIN", "ANNOTATOR", "ROLES", "SIGN_IN", "LOCAL", "ANONYMOUS", "FROM_CONFIGURATION",

@@ -52,8 +52,8 @@ from .verdicts import ExportFile, Verdicts
 from .campaign import Campaigns
 from .judges_board import JudgesBoard
 from .panel import Panels
-from .records import (_DELETED_FIELDS, Deleted, LabelsImported, check_answer_on_screen,  # noqa: F401
-                      check_shown_name)
+from .records import (_DELETED_FIELDS, Deleted, LabelsImported,  # noqa: F401
+                      check_answer_on_screen, check_shown_name)
 
 #: What ``open_store`` takes for a throwaway in-memory store.
 _MEMORY = (":memory:", "sqlite://")

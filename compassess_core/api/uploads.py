@@ -19,8 +19,9 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..data.candidates import (Source, column_choices, empty_text_rows, ignored_columns, load_candidates,
-                    missing_scores, parse_table, source_bytes, source_label, suggest_column_map)
+from ..data.candidates import (Source, column_choices, empty_text_rows, ignored_columns,
+                               load_candidates, missing_scores, parse_table, source_bytes,
+                               source_label, suggest_column_map)
 from ..errors import InputError, Problem, ValidationError
 from ..data.labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
                       attribute, load_human_labels, suggest_label_map)

@@ -206,7 +206,8 @@ class _LocalJudge:
         """The micro-batch size when the caller leaves it open: the CPU defaults (sized for
         speed), or on a GPU from its free memory once the weights are on it
         (``memory.batch_sizing``)."""
-        from .memory import CPU_BATCH_SIZE, CPU_TOKEN_BUDGET, Sizing, batch_sizing, shape_from_config
+        from .memory import (CPU_BATCH_SIZE, CPU_TOKEN_BUDGET, Sizing, batch_sizing,
+                             shape_from_config)
         if self.device.type != "cuda":
             return Sizing(CPU_BATCH_SIZE, CPU_TOKEN_BUDGET)
         free, _ = torch.cuda.mem_get_info(self.device)

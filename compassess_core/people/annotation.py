@@ -21,7 +21,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..stats.agreement import as_human_table, normalise_human_labels, pair_probabilities, verdicts_at
+from ..stats.agreement import (as_human_table, normalise_human_labels, pair_probabilities,
+                               verdicts_at)
 from ..errors import InputError
 from ..stats.fusion import informative_pairs
 from ..types import ComparisonTable, Dataset

@@ -39,9 +39,9 @@ from .prompts import TASK_WORDING, Aspect, TaskWording, infer_task, more_adjecti
 from ..report_text import fmt, table
 from .run_loop import WorkPlan
 from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_words_key
-from ..types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST, AbsoluteJudgement,  # noqa: F401
-                    AbsoluteKey, AbsoluteResult, ComparisonPrompt, Context, Dataset, FloatArray,
-                    Reference)
+from ..types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST,  # noqa: F401
+                     AbsoluteJudgement, AbsoluteKey, AbsoluteResult, ComparisonPrompt, Context,
+                     Dataset, FloatArray, Reference)
 
 # ------------------------------------------------------------------------------- vocabulary
 

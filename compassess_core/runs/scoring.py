@@ -549,7 +549,8 @@ def evaluate_scores(dataset: Dataset, table: ScoreTable, reference: str | None) 
     InputError
         ``reference`` is not a score column of the dataset.
     """
-    from ..stats.metrics import per_context_correlation, pooled_correlation, system_level_correlation
+    from ..stats.metrics import (per_context_correlation, pooled_correlation,
+                                 system_level_correlation)
 
     out: dict = {"n_scored": int(len(table)), "reference": reference,
                  "mean_label_mass": float(np.nanmean(table.label_mass)) if len(table) else float("nan")}
