@@ -86,7 +86,10 @@ def bundled_tokenizer():
     from transformers import AutoTokenizer
 
     from compassess_core.judges.loading import convert_gguf
-    from compassess_core.judges.models import cached_sha256, default_model_path
+    try:
+        from compassess_core.judges.models import cached_sha256, default_model_path
+    except ImportError:  # an engine from before the package move (``--ab`` on an old commit)
+        from compassess_core.models import cached_sha256, default_model_path
     gguf = default_model_path()
     if not gguf.is_file():
         raise SystemExit(f"{gguf} absent: fetch the bundled judge first (compassess fetch-model)")
@@ -117,7 +120,10 @@ def tiny_model(tokenizer, layers: int, width: int, device: str, dtype: torch.dty
 def load_chunks(name: str, path: Path, contexts: int, candidates: int, aspects: int) -> list[list]:
     """Per context, every ordered pair of its first ``candidates`` candidates, each asked
     ``aspects`` questions (the prompts of one pair side by side, sorted by first candidate)."""
-    from compassess_core.runs.prompts import Aspect, builtin_template
+    try:
+        from compassess_core.runs.prompts import Aspect, builtin_template
+    except ImportError:  # an engine from before the package move
+        from compassess_core.prompts import Aspect, builtin_template
     _, task, names = SHAPES[name]
     by_ctx: dict[str, tuple[str, list[str]]] = {}
     with open(path, encoding="utf-8", newline="") as f:

@@ -31,6 +31,7 @@ from ..types import ComparisonPrompt, Judgement
 from .base import (collect_judgements, collect_rows, deduplicate, expand_duplicates,
                    judgements_from_logprobs, timed)
 from .loading import LoadedModel, dtype_name, precision_name
+from .direct_decoder import DirectDecoder
 from .prefix_tree import PrefixNode, plan_prefixes
 from .tokens import SharedOpeningEncoder
 
@@ -297,6 +298,10 @@ class _LocalJudge:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         raise NotImplementedError
 
+    def render_all(self, prompts: Sequence[ComparisonPrompt]) -> list[str]:
+        """:meth:`render` of every prompt."""
+        return [self.render(p) for p in prompts]
+
     def _split(self, widths: np.ndarray) -> list[np.ndarray]:
         """Cut length-sorted items into micro-batches within batch_size and token_budget."""
         out, cur = [], []
@@ -312,7 +317,7 @@ class _LocalJudge:
 
     def prompt_tokens(self, prompts: Sequence[ComparisonPrompt]) -> np.ndarray:
         """Exact token counts of prompts as the model sees them (template and primer included)."""
-        return np.array([len(s) for s in self.encode([self.render(p) for p in prompts])],
+        return np.array([len(s) for s in self.encode(self.render_all(prompts))],
                         dtype=np.int64)
 
     def label_stream(self, seqs: list[list[int]],
@@ -341,7 +346,7 @@ class _LocalJudge:
         if not prompts:
             return
         ids = self.label_token_ids(words, prompts[0].primer)
-        seqs = self.encode([self.render(p) for p in prompts])
+        seqs = self.encode(self.render_all(prompts))
         yield from timed(self.label_stream(seqs, ids))
 
     def label_logprobs(self, prompts: Sequence[ComparisonPrompt],
@@ -360,7 +365,7 @@ class _LocalJudge:
         ``latency_ms`` = the micro-batch's time / its size."""
         if not prompts:
             return
-        seqs = self.encode([self.render(p) for p in prompts])
+        seqs = self.encode(self.render_all(prompts))
         for idx, lp, ms in timed(self.label_stream(seqs, self._label_ids)):
             yield idx, judgements_from_logprobs(lp[:, 0], lp[:, 1], ms)
 
@@ -378,6 +383,9 @@ class _LocalJudge:
 
 #: At most this many mask values are kept for reuse (``CausalJudge._causal_after``): 64 MB in fp32.
 MASK_CACHE_ELEMENTS = 1 << 24
+
+#: Rows that may wait for one call of the full-vocabulary head (``CausalJudge._shared_head``).
+HEAD_ROWS = 64
 
 #: ``CausalJudge.thin`` on a GPU: up to this many tokens of a candidate's opening are recomputed
 #: per row so that the aspects of a pair's siblings fill one fused pass.
@@ -427,6 +435,11 @@ class CausalJudge(_LocalJudge):
     memory_guard
         Called with (rows, tokens) before every forward pass (``MemoryGuard``); tests simulate a
         memory limit with it.
+    direct
+        Run the passes with ``direct_decoder.DirectDecoder`` (each row's attention to its
+        cached prefix without a mask or a copy of the cache) where it supports the model
+        (Llama and Qwen2 shapes, fp32 on CPU); None or True: wherever supported, False: never
+        (transformers' forward, the reference the tests compare it with).
     """
 
     kind = "causal"
@@ -434,7 +447,8 @@ class CausalJudge(_LocalJudge):
     def __init__(self, loaded: LoadedModel, label_words: tuple[str, str] = CAUSAL_LABEL_WORDS,
                  batch_size: int | None = 8, token_budget: int | None = 8192,
                  prefix_cache: bool = True, min_saving: int = 32, window: int = 4,
-                 fuse_suffix: int = 48, thin: int | None = None, memory_guard: MemoryGuard | None = None):
+                 fuse_suffix: int = 48, thin: int | None = None, memory_guard: MemoryGuard | None = None,
+                 direct: bool | None = None):
         self._setup(loaded, label_words, batch_size, token_budget, memory_guard)
         self.min_saving = min_saving
         self.window = window
@@ -447,6 +461,13 @@ class CausalJudge(_LocalJudge):
         self._pad_id = self._pad_token_id()
         self.prefix_cache = prefix_cache and self._plain_cache()
         self._encoder = SharedOpeningEncoder(self.tokenizer)
+        supported = DirectDecoder.supports(self.model, self.device, self.loaded.dtype)
+        self._head_shared = False
+        emb = self.model.get_input_embeddings()
+        self._head_weights = int(self._head.weight.numel())
+        self._layer_weights = max(sum(p.numel() for p in self._base.parameters())
+                                  - (emb.weight.numel() if emb is not None else 0), 1)
+        self._direct = DirectDecoder(self.model) if (direct is None or direct) and supported else None
 
     # ------------------------------------------------------------------ rendering and tokens
     def render(self, prompt: ComparisonPrompt) -> str:
@@ -460,6 +481,44 @@ class CausalJudge(_LocalJudge):
                                            add_generation_prompt=True)
             return head + prompt.primer
         return prompt.text + "\n\n" + prompt.primer
+
+    def render_all(self, prompts: Sequence[ComparisonPrompt]) -> list[str]:
+        """:meth:`render` of every prompt, the chat template applied once.
+
+        A template that places the user message verbatim (the same text before and after it,
+        whatever the message: checked with two probe messages with spaces, newlines and
+        template syntax at their edges, which a template that trims, escapes or inspects its
+        content would change) is rendered once and each prompt's text put between its two
+        halves; the first prompt of every call is also checked against a full rendering. Any
+        other template is applied per prompt (:meth:`render`)."""
+        frame = self._chat_frame()
+        if frame is None or not prompts:
+            return [self.render(p) for p in prompts]
+        head, tail = frame
+        out = [head + p.text + tail + p.primer for p in prompts]
+        if out[0] != self.render(prompts[0]):
+            self.__dict__["_frame"] = None  # not verbatim after all: per prompt from now on
+            return [self.render(p) for p in prompts]
+        return out
+
+    def _chat_frame(self) -> tuple[str, str] | None:
+        """(before, after) the user message in the chat template's rendering, when the template
+        places the message verbatim (:meth:`render_all`); None otherwise."""
+        if "_frame" in self.__dict__:
+            return self.__dict__["_frame"]
+        frame = None
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            probes = (" \n{{ x }} probe \u00e9 one\n ", "\n\n{% raw %}' probe\" two ")
+            parts = []
+            for probe in probes:
+                text = tok.apply_chat_template([{"role": "user", "content": probe}], tokenize=False,
+                                               add_generation_prompt=True)
+                parts.append(tuple(text.split(probe)) if text.count(probe) == 1 else None)
+            if parts[0] is not None and parts[0] == parts[1]:
+                frame = parts[0]
+        self.__dict__["_frame"] = frame
+        return frame
 
     # ------------------------------------------------------------------ writing text
     def generate(self, prompts: Sequence[str], options, *,
@@ -571,11 +630,19 @@ class CausalJudge(_LocalJudge):
             self._check_memory(1, hi)
             self.stats["model_tokens"] += hi - lo
             self.stats["forward_passes"] += 1
-            self._base(input_ids=torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device),
-                       past_key_values=cache, use_cache=True)
+            ids = torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device)
+            if self._direct is not None:
+                _, new = self._direct.forward(ids, torch.arange(lo, hi, device=self.device)[None],
+                                              [(kv, slice(None))] if kv is not None else ())
+                kv = new if kv is None else [(torch.cat([k0, k], dim=2), torch.cat([v0, v], dim=2))
+                                             for (k0, v0), (k, v) in zip(kv, new)]
+            else:
+                self._base(input_ids=ids, past_key_values=cache, use_cache=True)
             if hi < end:
                 self._unreported = 0
                 yield self._checkpoint(label_ids)
+        if self._direct is not None:
+            return kv
         return [(layer.keys, layer.values) for layer in cache.layers]
 
     def _extend(self, seqs, nodes: list[PrefixNode], base: int, kv, label_ids) -> Iterator:
@@ -605,6 +672,15 @@ class CausalJudge(_LocalJudge):
         self.stats["model_tokens"] += sum(lens)
         self.stats["forward_passes"] += 1
         self._unreported += sum(lens)
+        if self._direct is not None:
+            pos = torch.arange(base, base + max(lens), device=self.device)[None].expand(len(nodes), -1)
+            _, new = self._direct.forward(ids.to(self.device), pos,
+                                          [(kv, slice(None))] if kv is not None else ())
+            return [[(k[r:r + 1, :, :lens[r]], v[r:r + 1, :, :lens[r]]) if kv is None else
+                     (torch.cat([k0, k[r:r + 1, :, :lens[r]]], dim=2),
+                      torch.cat([v0, v[r:r + 1, :, :lens[r]]], dim=2))
+                     for (k0, v0), (k, v) in zip(kv or [(None, None)] * len(new), new)]
+                    for r in range(len(nodes))]
         cache = self._make_cache(kv, len(nodes)) if kv is not None else DynamicCache(config=self.model.config)
         self._base(input_ids=ids.to(self.device), past_key_values=cache, use_cache=True)
         return [[(layer.keys[r:r + 1, :, :n.prefix_len], layer.values[r:r + 1, :, :n.prefix_len])
@@ -671,7 +747,9 @@ class CausalJudge(_LocalJudge):
         self.stats["model_tokens"] += int(lens.sum())
         self.stats["forward_passes"] += 1
         kv0 = items[0][2]
-        if all(it[2] is kv0 for it in items) and kv0 is None:
+        if self._direct is not None:
+            hidden = self._direct_batch(ids, items, starts)
+        elif all(it[2] is kv0 for it in items) and kv0 is None:
             out = self._base(input_ids=ids, use_cache=False)
         elif all(it[2] is kv0 for it in items):
             # One cache for every row, broadcast; the mask is the shape's (``_causal_after``),
@@ -682,10 +760,25 @@ class CausalJudge(_LocalJudge):
                              attention_mask=mask)
         else:
             out = self._base(**self._mixed_inputs(ids, items, starts, lens))
-        hidden = out.last_hidden_state
+        if self._direct is None:
+            hidden = out.last_hidden_state
         h = hidden[torch.arange(b, device=hidden.device), torch.as_tensor(lens - 1, device=hidden.device)]
         self._unreported = 0  # handed out now
-        return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(h, label_ids)
+        return np.asarray(rows, dtype=np.int64), self._label_rows(h, label_ids)
+
+    def _direct_batch(self, ids: torch.Tensor, items: list, starts: np.ndarray) -> torch.Tensor:
+        """:meth:`_run_batch_now`'s pass on the direct decoder: the rows of each cache attend
+        to it in one call (no copy, no mask), positions continue each row from its cache."""
+        dev = ids.device
+        groups: dict[int, tuple[list, list]] = {}  # id(kv) -> (kv, rows)
+        for r, (_, st, kv) in enumerate(items):
+            if kv is not None and st:
+                groups.setdefault(id(kv), (kv, []))[1].append(r)
+        b, width = ids.shape
+        caches = [(kv, slice(None) if len(rows) == b else torch.as_tensor(rows, device=dev))
+                  for kv, rows in groups.values()]
+        pos = torch.as_tensor(starts, device=dev)[:, None] + torch.arange(width, device=dev)[None, :]
+        return self._direct.forward(ids, pos, caches)[0]
 
     def _causal_after(self, past: int, width: int, additive: bool = False) -> torch.Tensor:
         """The attention mask (1, 1, width, past + width) of ``width`` new tokens after a cache
@@ -887,28 +980,89 @@ class CausalJudge(_LocalJudge):
         order = torch.arange(width, device=dev)
         seen = (order[None, None, :] <= order[None, :, None]) & ((k == -1) | (k == q))
         seen |= (q == -2) & (order[None, None, :] == order[None, :, None])  # a pad sees itself
-        if kv is not None:
-            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool, device=dev), seen], dim=2)
         self._check_memory(b, b * (base + width))
-        mask = self._attention_mask(seen[:, None])
         self.stats["model_tokens"] += model_tokens
         self.stats["forward_passes"] += 1
+        self._unreported = 0  # handed out now
+        at_r = torch.tensor(ends_r, device=dev)
+        at_c = torch.tensor(ends_c, device=dev)
+        if self._direct is not None:  # the tree mask among the row's own tokens only
+            hidden, _ = self._direct.forward(torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev),
+                                             [(kv, slice(None))] if kv is not None else (),
+                                             inner=self._attention_mask(seen[:, None]))
+            return np.asarray(rows, dtype=np.int64), self._label_rows(hidden[at_r, at_c], label_ids)
+        if kv is not None:
+            seen = torch.cat([torch.ones((b, width, base), dtype=torch.bool, device=dev), seen], dim=2)
+        mask = self._attention_mask(seen[:, None])
         from transformers import DynamicCache
         cache = self._make_cache(kv, b) if kv is not None else DynamicCache(config=self.model.config)
         out = self._base(input_ids=torch.from_numpy(ids).to(dev), past_key_values=cache,
                          use_cache=True, attention_mask=mask,
                          position_ids=torch.from_numpy(pos).to(dev))
         hidden = out.last_hidden_state
-        at_r = torch.tensor(ends_r, device=hidden.device)
-        at_c = torch.tensor(ends_c, device=hidden.device)
-        self._unreported = 0  # handed out now
-        return np.asarray(rows, dtype=np.int64), self._head.label_logprobs(hidden[at_r, at_c],
-                                                                           label_ids)
+        return np.asarray(rows, dtype=np.int64), self._label_rows(hidden[at_r, at_c], label_ids)
+
+    def _label_rows(self, hidden: torch.Tensor, label_ids) -> np.ndarray | torch.Tensor:
+        """The label log-probabilities of a pass's last positions, or, while passes share the
+        head (:meth:`_shared_head`), their hidden states, for the head to run on later."""
+        if self._head_shared:
+            return hidden
+        return self._head.label_logprobs(hidden, label_ids)
+
+    def _shared_head(self, stream: Iterator, label_ids) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The passes' hidden states through the full-vocabulary head several passes at a time.
+
+        The fp32 head reads the whole vocabulary matrix once per call whatever the rows (49,152 x
+        576 for SmolLM2), so on CPU a call of 8 rows costs nearly what one of 64 does. When the
+        layers' own arithmetic per pass is smaller than that matrix (a small model, short
+        suffixes), the rows of several passes wait and share one call: at most ``HEAD_ROWS``
+        rows, and only while the passes since the last call computed fewer than ``HEAD_ROWS``
+        times the head's weights in layer weights x tokens, so a judge whose passes are real
+        work (any real judge on CPU: its layers are most of its weights) hands out every pass
+        as before. Checkpoints and the end of the stream hand out what waits. Each row's log-
+        probabilities are its own (the same arithmetic per row in any batch)."""
+        rows_w: list[np.ndarray] = []
+        hid_w: list[torch.Tensor] = []
+        waiting = 0
+        since = self.stats["model_tokens"]
+
+        def hand_out():
+            nonlocal waiting, since
+            out = (np.concatenate(rows_w), self._head.label_logprobs(torch.cat(hid_w), label_ids))
+            rows_w.clear()
+            hid_w.clear()
+            waiting, since = 0, self.stats["model_tokens"]
+            return out
+
+        for rows, values in stream:
+            if isinstance(values, torch.Tensor):
+                rows_w.append(rows)
+                hid_w.append(values)
+                waiting += len(rows)
+                work = (self.stats["model_tokens"] - since) * self._layer_weights
+                if waiting >= HEAD_ROWS or work >= HEAD_ROWS * self._head_weights:
+                    yield hand_out()
+                continue
+            if rows_w:
+                yield hand_out()
+            yield rows, values
+        if rows_w:
+            yield hand_out()
 
     @torch.inference_mode()
     def _unique_stream(self, seqs: list[list[int]],
                        label_ids: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Label log-probabilities of distinct sequences, one forward micro-batch at a time."""
+        """Label log-probabilities of distinct sequences, one forward micro-batch at a time
+        (several when they share the head: :meth:`_shared_head`)."""
+        self._head_shared = True
+        try:
+            yield from self._shared_head(self._planned_stream(seqs, label_ids), label_ids)
+        finally:
+            self._head_shared = False
+
+    def _planned_stream(self, seqs: list[list[int]],
+                        label_ids: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The plan's passes: (rows, label log-probabilities or hidden states) per pass."""
         pending: list = []
         self._pending = pending
         if self.prefix_cache:

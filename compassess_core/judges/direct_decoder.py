@@ -1,0 +1,154 @@
+"""A direct forward pass for Llama-shaped decoders on CPU: the judge's passes without padding masks.
+
+transformers' forward runs a whole batch through one key/value cache object and one 4-D mask:
+a row that continues a cached prefix gets its own copy of that cache (the cache broadcast, then
+concatenated with the row's new keys), and a mask as wide as the cache hides what the row must
+not see. For a small judge on CPU that is most of a comparison's time: the attention reads the
+mask and the copies, and transformers' module code (mask building, cache bookkeeping, keyword
+handling) runs per layer and pass.
+
+``DirectDecoder`` computes the same function from the same modules and weights, with each
+row's attention split in two exact parts (the log-sum-exp merge of Dao et al., "FlashAttention",
+2022, sec. 3.1):
+
+* to its cached prefix: every cached key is visible, so no mask at all; the rows that continue
+  one cache read it in one call, their query heads folded onto the shared key/value heads, the
+  cache never copied;
+* to its own new tokens: causal (or the tree attention of fused passes, a mask only as wide as
+  the new tokens).
+
+The two parts' outputs are combined by their log-sum-exps, which the CPU flash kernel returns:
+``o = (o1 e^(l1 - m) + o2 e^(l2 - m)) / (e^(l1 - m) + e^(l2 - m))``, ``m = max(l1, l2)``, i.e.
+softmax attention over the union of the keys, up to fp32 rounding. Everything else is the
+layers' own modules (norms, projections, rotary embedding, MLP), called in the order their
+``forward`` calls them.
+
+Only for decoders whose layers are exactly that (``DirectDecoder.supports``): Llama (SmolLM2,
+Llama 3) and Qwen2 without sliding windows, fp32 weights on CPU; every other model keeps
+transformers' forward. This module must never decide what to compute, only how.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+#: Decoder layers whose forward is: x + attn(norm1(x)); x + mlp(norm2(x)), rotary q/k, no q/k norm.
+_LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer"}
+_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+
+#: A cache: per layer (keys, values), each (1, key/value heads, cached tokens, head size).
+Cache = Sequence[tuple[torch.Tensor, torch.Tensor]]
+
+
+class DirectDecoder:
+    """The decoder stack of ``model`` run directly (see the module docstring)."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+        cfg = self.base.config
+        self.layers = list(self.base.layers[: cfg.num_hidden_layers])
+        attn = self.layers[0].self_attn
+        self.head_dim = int(attn.head_dim)
+        self.heads = int(cfg.num_attention_heads)
+        self.kv_heads = int(cfg.num_key_value_heads)
+        self.groups = self.heads // self.kv_heads
+
+    @staticmethod
+    def supports(model: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> bool:
+        """Whether ``model`` is a decoder this forward computes exactly (see the module
+        docstring); anything else, or anything unexpected, keeps transformers' forward."""
+        if device.type != "cpu" or dtype != torch.float32:
+            return False
+        try:
+            base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+            cfg = base.config
+            if any(p.dtype != torch.float32 for p in model.parameters()):
+                return False
+            if getattr(cfg, "pretraining_tp", 1) not in (1, None):
+                return False
+            if not all(hasattr(base, a) for a in ("embed_tokens", "rotary_emb", "norm", "layers")):
+                return False
+            for layer in base.layers[: cfg.num_hidden_layers]:
+                attn = layer.self_attn
+                if type(layer).__name__ not in _LAYERS or getattr(attn, "sliding_window", None):
+                    return False
+                if any(type(getattr(attn, n, None)) is not torch.nn.Linear
+                       for n in ("q_proj", "k_proj", "v_proj", "o_proj")):
+                    return False
+                if hasattr(attn, "q_norm") or hasattr(attn, "k_norm"):
+                    return False
+                if attn.head_dim * cfg.num_attention_heads != attn.q_proj.out_features:
+                    return False
+            return cfg.num_attention_heads % cfg.num_key_value_heads == 0
+        except Exception:  # noqa: BLE001 - an unknown layout is simply not supported
+            return False
+
+    @staticmethod
+    def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor,
+                caches: Sequence[tuple[Cache, torch.Tensor | slice]] = (),
+                inner: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """The last hidden states (b, w, hidden) of token rows ``ids`` (b, w) at positions
+        ``pos`` (b, w), and per layer the new tokens' (keys, values), each (b, kv heads, w, head
+        size), as the model's cache holds them.
+
+        ``caches``: (cache, rows) pairs; the rows (an index tensor or a slice) continue that
+        cached prefix and attend to all of it. A row in none starts from nothing. ``inner``:
+        None, each row's new tokens attend causally to each other (right padding after a row's
+        tokens is never seen by them); or an additive mask (b, 1, w, w) among the new tokens.
+        """
+        b, w = ids.shape
+        h = self.base.embed_tokens(ids)
+        cos, sin = self.base.rotary_emb(h, position_ids=pos)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        hd, g = self.head_dim, self.groups
+        new_kv = []
+        for li, layer in enumerate(self.layers):
+            attn = layer.self_attn
+            x = layer.input_layernorm(h)
+            q = attn.q_proj(x).view(b, w, -1, hd).transpose(1, 2)
+            k = attn.k_proj(x).view(b, w, -1, hd).transpose(1, 2)
+            v = attn.v_proj(x).view(b, w, -1, hd).transpose(1, 2)
+            q = (q * cos) + (self._rotate_half(q) * sin)
+            k = (k * cos) + (self._rotate_half(k) * sin)
+            new_kv.append((k, v))
+            kr = k if g == 1 else k[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
+            vr = v if g == 1 else v[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
+            out, lse = _flash(q, kr, vr, 0.0, inner is None, attn_mask=inner, scale=attn.scaling)
+            for cache, rows in caches:
+                out, lse = self._with_cache(q, out, lse, cache[li], rows, attn.scaling)
+            out = out.transpose(1, 2).reshape(b, w, -1)
+            h = h + attn.o_proj(out)
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return self.base.norm(h), new_kv
+
+    def _with_cache(self, q: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                    kv: tuple[torch.Tensor, torch.Tensor], rows, scale: float
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``out``/``lse`` of ``rows`` merged with their attention to the cache ``kv``: the rows'
+        query heads folded onto the cache's key/value heads, one unmasked call, no copy of
+        the cache."""
+        keys, values = kv
+        qr = q[rows]
+        n, _, w, hd = qr.shape
+        kvh, g = self.kv_heads, self.groups
+        folded = qr.reshape(n, kvh, g * w, hd).transpose(0, 1).reshape(1, kvh, n * g * w, hd)
+        o1, l1 = _flash(folded, keys, values, 0.0, False, scale=scale)
+        o1 = o1.reshape(kvh, n, g * w, hd).transpose(0, 1).reshape(n, kvh * g, w, hd)
+        l1 = l1.reshape(kvh, n, g * w).transpose(0, 1).reshape(n, kvh * g, w)
+        o2, l2 = out[rows], lse[rows]
+        m = torch.maximum(l1, l2)
+        e1, e2 = torch.exp(l1 - m), torch.exp(l2 - m)
+        merged = (o1 * e1[..., None] + o2 * e2[..., None]) / (e1 + e2)[..., None]
+        total = m + torch.log(e1 + e2)
+        if isinstance(rows, slice) and rows == slice(None):
+            return merged, total
+        out, lse = out.clone(), lse.clone()
+        out[rows], lse[rows] = merged, total
+        return out, lse
