@@ -91,23 +91,25 @@ class DirectDecoder:
         return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
     def forward(self, ids: torch.Tensor, pos: torch.Tensor,
-                caches: Sequence[tuple[Cache, torch.Tensor | slice]] = (),
+                caches: Sequence[tuple[Cache | None, int, int]] = (),
                 inner: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """The last hidden states (b, w, hidden) of token rows ``ids`` (b, w) at positions
         ``pos`` (b, w), and per layer the new tokens' (keys, values), each (b, kv heads, w, head
         size), as the model's cache holds them.
 
-        ``caches``: (cache, rows) pairs; the rows (an index tensor or a slice) continue that
-        cached prefix and attend to all of it. A row in none starts from nothing. ``inner``:
-        None, each row's new tokens attend causally to each other (right padding after a row's
-        tokens is never seen by them); or an additive mask (b, 1, w, w) among the new tokens.
+        ``caches``: (cache, lo, hi) spans, in row order: rows ``lo:hi`` continue that cached
+        prefix and attend to all of it (None: they start from nothing); no spans, no row has
+        a cache. ``inner``: None, each row's new tokens attend causally to each other (right
+        padding after a row's tokens is never seen by them); or an additive mask (b, 1, w, w)
+        among the new tokens.
         """
         b, w = ids.shape
         h = self.base.embed_tokens(ids)
         cos, sin = self.base.rotary_emb(h, position_ids=pos)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         hd, g = self.head_dim, self.groups
+        spans = [c for c in caches if c[0] is not None]
         new_kv = []
         for li, layer in enumerate(self.layers):
             attn = layer.self_attn
@@ -121,34 +123,42 @@ class DirectDecoder:
             kr = k if g == 1 else k[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
             vr = v if g == 1 else v[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
             out, lse = _flash(q, kr, vr, 0.0, inner is None, attn_mask=inner, scale=attn.scaling)
-            for cache, rows in caches:
-                out, lse = self._with_cache(q, out, lse, cache[li], rows, attn.scaling)
+            if spans:
+                out = self._merge(q, out, lse, caches, li, attn.scaling)
             out = out.transpose(1, 2).reshape(b, w, -1)
             h = h + attn.o_proj(out)
             h = h + layer.mlp(layer.post_attention_layernorm(h))
         return self.base.norm(h), new_kv
 
-    def _with_cache(self, q: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
-                    kv: tuple[torch.Tensor, torch.Tensor], rows, scale: float
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``out``/``lse`` of ``rows`` merged with their attention to the cache ``kv``: the rows'
-        query heads folded onto the cache's key/value heads, one unmasked call, no copy of
-        the cache."""
+    def _to_cache(self, q: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor], scale: float
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention of the rows ``q`` (n, heads, w, head size) to every key of one cache: the
+        query heads folded onto the cache's key/value heads, one unmasked call, the cache
+        never copied. Returns the output (n, heads, w, head size) and its log-sum-exp."""
         keys, values = kv
-        qr = q[rows]
-        n, _, w, hd = qr.shape
+        n, _, w, hd = q.shape
         kvh, g = self.kv_heads, self.groups
-        folded = qr.reshape(n, kvh, g * w, hd).transpose(0, 1).reshape(1, kvh, n * g * w, hd)
-        o1, l1 = _flash(folded, keys, values, 0.0, False, scale=scale)
-        o1 = o1.reshape(kvh, n, g * w, hd).transpose(0, 1).reshape(n, kvh * g, w, hd)
-        l1 = l1.reshape(kvh, n, g * w).transpose(0, 1).reshape(n, kvh * g, w)
-        o2, l2 = out[rows], lse[rows]
-        m = torch.maximum(l1, l2)
-        e1, e2 = torch.exp(l1 - m), torch.exp(l2 - m)
-        merged = (o1 * e1[..., None] + o2 * e2[..., None]) / (e1 + e2)[..., None]
-        total = m + torch.log(e1 + e2)
-        if isinstance(rows, slice) and rows == slice(None):
-            return merged, total
-        out, lse = out.clone(), lse.clone()
-        out[rows], lse[rows] = merged, total
-        return out, lse
+        folded = q.reshape(n, kvh, g * w, hd).transpose(0, 1).reshape(1, kvh, n * g * w, hd)
+        o, lse = _flash(folded, keys, values, 0.0, False, scale=scale)
+        o = o.reshape(kvh, n, g * w, hd).transpose(0, 1).reshape(n, kvh * g, w, hd)
+        return o, lse.reshape(kvh, n, g * w).transpose(0, 1).reshape(n, kvh * g, w)
+
+    def _merge(self, q: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, caches, li: int,
+               scale: float) -> torch.Tensor:
+        """The rows' attention over their cache's keys and their own (``out``, ``lse``): each
+        span's part to its cache, then one log-sum-exp merge for every row (a row without a
+        cache gets weight 0 on that part)."""
+        parts_o, parts_l = [], []
+        for cache, lo, hi in caches:
+            if cache is None:
+                parts_o.append(out.new_zeros((hi - lo, *out.shape[1:])))
+                parts_l.append(lse.new_full((hi - lo, *lse.shape[1:]), float("-inf")))
+            else:
+                o1, l1 = self._to_cache(q[lo:hi], cache[li], scale)
+                parts_o.append(o1)
+                parts_l.append(l1)
+        o1 = parts_o[0] if len(parts_o) == 1 else torch.cat(parts_o)
+        l1 = parts_l[0] if len(parts_l) == 1 else torch.cat(parts_l)
+        m = torch.maximum(l1, lse)
+        e1, e2 = torch.exp(l1 - m).unsqueeze(-1), torch.exp(lse - m).unsqueeze(-1)
+        return (o1 * e1 + out * e2) / (e1 + e2)

@@ -112,6 +112,8 @@ class _FP32Head:
     """
 
     HEAD_ROWS = 16384
+    #: Vocabulary rows per block of the running log-sum-exp on CPU (:meth:`label_logprobs`).
+    CPU_BLOCK = 4096
 
     def __init__(self, model: torch.nn.Module, scale: float = 1.0):
         head = model.get_output_embeddings()
@@ -140,19 +142,43 @@ class _FP32Head:
         return out[:, 0], out[:, 1]
 
     def label_logprobs(self, hidden: torch.Tensor, ids: Sequence[int]) -> np.ndarray:
-        """Log-probabilities (B, k) of ``k`` label tokens under the full fp32 next-token softmax."""
+        """Log-probabilities (B, k) of ``k`` label tokens under the full fp32 next-token softmax.
+
+        On CPU the normaliser is a running log-sum-exp over blocks of ``CPU_BLOCK`` vocabulary
+        rows (each block's logits stay in the core's cache instead of a (B, vocabulary)
+        matrix written to memory and read back three times: 8-rows calls cost the same, 64-120
+        rows 1.6-3.7x less on a loaded machine); the label tokens' logits are computed on their
+        own. The same sum, up to fp32 rounding."""
         h = hidden.float()
         if self.scale != 1.0:
             h = h * self.scale
-        logits = self._logits(h)
+        if self.weight.device.type != "cpu":
+            logits = self._finish(self._logits(h), slice(None))
+            lse = torch.logsumexp(logits, dim=-1)
+            return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
+        w, step = self.weight, self.CPU_BLOCK
+        maxes, sums = [], []
+        for i in range(0, w.shape[0], step):
+            block = self._finish(h @ w[i:i + step].float().T, slice(i, i + step))
+            top = block.amax(dim=-1, keepdim=True).clamp_(min=torch.finfo(torch.float32).min)
+            maxes.append(top)
+            sums.append(block.sub_(top).exp_().sum(dim=-1, keepdim=True))
+        top, sums = torch.cat(maxes, dim=1), torch.cat(sums, dim=1)
+        most = top.amax(dim=-1, keepdim=True)
+        lse = (sums * (top - most).exp()).sum(dim=-1, keepdim=True).log() + most
+        cols = list(ids)
+        labels = self._finish(h @ w[cols].float().T, cols)
+        return (labels - lse).double().cpu().numpy()
+
+    def _finish(self, logits: torch.Tensor, cols) -> torch.Tensor:
+        """The model's own steps after the head's matmul, on the vocabulary columns ``cols``."""
         if self.bias is not None:
-            logits = logits + self.bias
+            logits = logits + self.bias[cols]
         if self.logit_scale is not None:
             logits = logits * self.logit_scale
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
-        lse = torch.logsumexp(logits, dim=-1)
-        return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
+        return logits
 
 
 def _model_key(identity: str, precision: str, label_words: tuple[str, str]) -> str:
@@ -387,6 +413,12 @@ MASK_CACHE_ELEMENTS = 1 << 24
 #: Rows that may wait for one call of the full-vocabulary head (``CausalJudge._shared_head``).
 HEAD_ROWS = 64
 
+#: A forward pass's fixed host cost on CPU in multiply-adds of arithmetic (about a millisecond
+#: of one core: the direct decoder's passes cost 0.7-1 ms of host work each), and the context
+#: length a recomputed token attends to in that estimate (``CausalJudge._cpu_thin``).
+PASS_HOST_MACS = 25_000_000
+THIN_CONTEXT = 1024
+
 #: ``CausalJudge.thin`` on a GPU: up to this many tokens of a candidate's opening are recomputed
 #: per row so that the aspects of a pair's siblings fill one fused pass.
 THIN_ON_GPU = 48
@@ -421,9 +453,10 @@ class CausalJudge(_LocalJudge):
         A child prefix at most this many tokens longer than its parent gets no cache of its
         own: its fusable descendants join the parent's fused passes, and its prompts (and
         those of its thin descendants) run as suffixes on the parent's cache
-        (:meth:`_fused_and_cached`). None: 0 on CPU, where the recomputed tokens cost what the
-        saved passes gain (SummEval, four aspects in one pass: the same time within noise at
-        0, 8 and 16), and ``THIN_ON_GPU`` on a GPU, where a small forward pass costs its
+        (:meth:`_fused_and_cached`). None: on CPU the tokens whose arithmetic costs what a
+        pass costs the host (:meth:`_cpu_thin`: 0 for any real judge, whose recomputed tokens
+        cost more than the saved passes gain; up to 48 for a tiny test model), and
+        ``THIN_ON_GPU`` on a GPU, where a small forward pass costs its
         launches, not its tokens (an H200 ran one pass per pair, and with one aspect 64 passes
         for 240 SummEval comparisons: 3 now).
     window
@@ -453,7 +486,8 @@ class CausalJudge(_LocalJudge):
         self.min_saving = min_saving
         self.window = window
         self.fuse_suffix = fuse_suffix
-        self.thin = thin if thin is not None else (THIN_ON_GPU if self.device.type == "cuda" else 0)
+        self._thin_arg = thin
+        self.thin = thin if thin is not None else THIN_ON_GPU if self.device.type == "cuda" else 0
         # Prompt tokens computed (prefix caches) since the last micro-batch was handed out.
         self._unreported = 0
         self._head = _FP32Head(self.model)
@@ -467,7 +501,22 @@ class CausalJudge(_LocalJudge):
         self._head_weights = int(self._head.weight.numel())
         self._layer_weights = max(sum(p.numel() for p in self._base.parameters())
                                   - (emb.weight.numel() if emb is not None else 0), 1)
+        if self._thin_arg is None and self.device.type != "cuda":
+            self.thin = self._cpu_thin()
         self._direct = DirectDecoder(self.model) if (direct is None or direct) and supported else None
+
+    def _cpu_thin(self) -> int:
+        """``thin`` on CPU: the tokens per row whose arithmetic costs about what a forward
+        pass costs the host (``PASS_HOST_MACS``), at most ``THIN_ON_GPU``. Recomputing a thin
+        prefix's tokens in each of its rows saves that prefix's own pass: worth it for a
+        judge whose layers are tiny, never for a real one (SmolLM2-135M: a token is ~140
+        million multiply-adds, so 0, as before)."""
+        cfg = self.model.config
+        cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        layers = int(getattr(cfg, "num_hidden_layers", 1) or 1)
+        width = int(getattr(cfg, "hidden_size", 1) or 1)
+        per_token = self._layer_weights + 2 * layers * width * THIN_CONTEXT
+        return int(min(THIN_ON_GPU, PASS_HOST_MACS // per_token))
 
     # ------------------------------------------------------------------ rendering and tokens
     def render(self, prompt: ComparisonPrompt) -> str:
@@ -633,7 +682,7 @@ class CausalJudge(_LocalJudge):
             ids = torch.tensor([seq[lo:hi]], dtype=torch.long).to(self.device)
             if self._direct is not None:
                 _, new = self._direct.forward(ids, torch.arange(lo, hi, device=self.device)[None],
-                                              [(kv, slice(None))] if kv is not None else ())
+                                              [(kv, 0, 1)] if kv is not None else ())
                 kv = new if kv is None else [(torch.cat([k0, k], dim=2), torch.cat([v0, v], dim=2))
                                              for (k0, v0), (k, v) in zip(kv, new)]
             else:
@@ -675,7 +724,7 @@ class CausalJudge(_LocalJudge):
         if self._direct is not None:
             pos = torch.arange(base, base + max(lens), device=self.device)[None].expand(len(nodes), -1)
             _, new = self._direct.forward(ids.to(self.device), pos,
-                                          [(kv, slice(None))] if kv is not None else ())
+                                          [(kv, 0, len(nodes))] if kv is not None else ())
             return [[(k[r:r + 1, :, :lens[r]], v[r:r + 1, :, :lens[r]]) if kv is None else
                      (torch.cat([k0, k[r:r + 1, :, :lens[r]]], dim=2),
                       torch.cat([v0, v[r:r + 1, :, :lens[r]]], dim=2))
@@ -733,6 +782,8 @@ class CausalJudge(_LocalJudge):
         stacked, right-padded to the longest, and an attention mask hides each row's cache padding
         while explicit position ids continue each row from its own cache length.
         """
+        if self._direct is not None:
+            items = self._by_cache(items)
         rows = [i for i, _, _ in items]
         starts = np.array([st for _, st, _ in items], dtype=np.int64)
         lens = np.array([len(seqs[i]) for i in rows], dtype=np.int64) - starts
@@ -767,18 +818,25 @@ class CausalJudge(_LocalJudge):
         return np.asarray(rows, dtype=np.int64), self._label_rows(h, label_ids)
 
     def _direct_batch(self, ids: torch.Tensor, items: list, starts: np.ndarray) -> torch.Tensor:
-        """:meth:`_run_batch_now`'s pass on the direct decoder: the rows of each cache attend
-        to it in one call (no copy, no mask), positions continue each row from its cache."""
-        dev = ids.device
-        groups: dict[int, tuple[list, list]] = {}  # id(kv) -> (kv, rows)
-        for r, (_, st, kv) in enumerate(items):
-            if kv is not None and st:
-                groups.setdefault(id(kv), (kv, []))[1].append(r)
-        b, width = ids.shape
-        caches = [(kv, slice(None) if len(rows) == b else torch.as_tensor(rows, device=dev))
-                  for kv, rows in groups.values()]
-        pos = torch.as_tensor(starts, device=dev)[:, None] + torch.arange(width, device=dev)[None, :]
-        return self._direct.forward(ids, pos, caches)[0]
+        """:meth:`_run_batch_now`'s pass on the direct decoder (``items`` grouped by cache:
+        :meth:`_by_cache`): the rows of each cache attend to it in one call (no copy, no
+        mask), positions continue each row from its cache."""
+        spans, lo = [], 0
+        for r in range(1, len(items) + 1):
+            if r == len(items) or items[r][2] is not items[lo][2]:
+                spans.append((items[lo][2] if starts[lo] else None, lo, r))
+                lo = r
+        width = ids.shape[1]
+        pos = torch.as_tensor(starts, device=ids.device)[:, None] + torch.arange(width, device=ids.device)
+        return self._direct.forward(ids, pos, spans)[0]
+
+    @staticmethod
+    def _by_cache(items: list) -> list:
+        """``items`` with the rows of one cache next to each other (in first-seen order)."""
+        first: dict[int, int] = {}
+        for it in items:
+            first.setdefault(id(it[2]), len(first))
+        return sorted(items, key=lambda it: first[id(it[2])])
 
     def _causal_after(self, past: int, width: int, additive: bool = False) -> torch.Tensor:
         """The attention mask (1, 1, width, past + width) of ``width`` new tokens after a cache
@@ -909,7 +967,7 @@ class CausalJudge(_LocalJudge):
         a GPU ran one forward pass per pair (SummEval with one aspect: 64 passes for 240
         comparisons). Run from ``node``'s cache, each row recomputes its thin ancestors' few
         tokens instead (the same keys at the same positions: the same p). ``thin`` is 0 on
-        CPU, where nothing is looked through.
+        CPU for any real judge (:meth:`_cpu_thin`), where nothing is looked through.
         """
         fused: list[PrefixNode] = []
         cached: list[PrefixNode] = []
@@ -988,7 +1046,7 @@ class CausalJudge(_LocalJudge):
         at_c = torch.tensor(ends_c, device=dev)
         if self._direct is not None:  # the tree mask among the row's own tokens only
             hidden, _ = self._direct.forward(torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev),
-                                             [(kv, slice(None))] if kv is not None else (),
+                                             [(kv, 0, b)] if kv is not None else (),
                                              inner=self._attention_mask(seen[:, None]))
             return np.asarray(rows, dtype=np.int64), self._label_rows(hidden[at_r, at_c], label_ids)
         if kv is not None:
