@@ -22,9 +22,12 @@ spends, and what other processes on a shared machine disturb least; on a GPU the
 the engine's speed over the naive recipe's in the same run, the engine's forward passes, and
 max |p_engine - p_naive| (fp32 noise: ~1e-6).
 
-``--profile`` adds a torch profiler summary of one engine run (the first shape): the operators'
-own CPU time (the "kernels": on a CPU every aten operator) against the rest of the wall clock
-(Python: the engine and transformers' module code), and the top operators.
+``--profile`` adds a torch profiler summary of one engine run per aspect count (the first data
+set): the operators' own CPU time (the "kernels": on a CPU every aten operator) against the rest
+of the wall clock (Python: the engine and transformers' module code), the operators split into
+the model's arithmetic (matmuls, attention, the head's normaliser: what the naive recipe
+computes too) and the rest, the steps before the passes (rendering, tokenising, planning) timed
+alone, and the top operators.
 
 ``--ab OLD_ROOT`` runs the same measurement on the engine code of another checkout (a folder
 holding ``compassess_core/``, e.g. an older commit's ``git archive``) in alternating child
@@ -173,22 +176,70 @@ def time_naive(judge, chunks, picks) -> tuple[float, np.ndarray]:
     return (clock(judge.device) - t0) / sum(len(c) for c in sub), ps
 
 
+#: Operators whose own time is the model's arithmetic (what the naive recipe computes too): the
+#: layers' and the head's matmuls, attention, and the head's normaliser (exp, max, sum).
+ARITHMETIC_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                  "aten::_scaled_dot_product_flash_attention_for_cpu",
+                  "aten::_scaled_dot_product_attention_math", "aten::logsumexp", "aten::exp",
+                  "aten::exp_", "aten::amax", "aten::sum")
+
+
+def host_stages(judge, chunks) -> dict[str, float]:
+    """Process CPU seconds per comparison of the engine's steps before any forward pass, best
+    of two: rendering the prompts, tokenising them, deduplicating and planning the prefix tree."""
+    from compassess_core.judges.base import deduplicate
+    from compassess_core.judges.prefix_tree import plan_prefixes
+    render_all = getattr(judge, "render_all", lambda ps: [judge.render(p) for p in ps])
+    n = sum(len(c) for c in chunks)
+    best = {"render": 1e9, "tokenise": 1e9, "plan": 1e9}
+    for _ in range(2):
+        spent = dict.fromkeys(best, 0.0)
+        for c in chunks:
+            t0 = time.process_time()
+            texts = render_all(c)
+            t1 = time.process_time()
+            seqs = judge.encode(texts)
+            t2 = time.process_time()
+            plan_prefixes(deduplicate(seqs)[0], judge.min_saving)
+            t3 = time.process_time()
+            spent["render"] += t1 - t0
+            spent["tokenise"] += t2 - t1
+            spent["plan"] += t3 - t2
+        best = {k: min(best[k], spent[k] / n) for k in best}
+    return best
+
+
 def profile_summary(judge, chunks, top: int = 12) -> str:
     """One engine run under torch's profiler: the operators' own CPU time (and CUDA time on a
-    GPU) against the wall clock; the rest is Python (engine and module code) between them."""
+    GPU) against the wall clock; the rest is Python (engine and module code) between them. The
+    operators are split into the model's arithmetic (``ARITHMETIC_OPS``) and the rest; the
+    steps before the passes (rendering, tokenising, planning) are timed without the profiler."""
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if judge.device.type == "cuda" else [])
     judge.judge(chunks[0][:4])
+    t0 = clock(judge.device)
+    time_engine(judge, chunks)
+    plain = clock(judge.device) - t0
     with profile(activities=acts) as prof:
         t0 = time.perf_counter()
         time_engine(judge, chunks)
         wall = time.perf_counter() - t0
     events = prof.key_averages()
     ops_cpu = sum(e.self_cpu_time_total for e in events) / 1e6
+    arith = sum(e.self_cpu_time_total for e in events if e.key in ARITHMETIC_OPS) / 1e6
     n = sum(len(c) for c in chunks)
     lines = [f"profile of one engine run ({n} comparisons, wall {wall:.3f} s under the profiler):",
              f"  operators' own CPU time {ops_cpu:.3f} s ({100 * ops_cpu / wall:.0f}% of wall); "
-             f"Python and the rest {wall - ops_cpu:.3f} s ({100 * (wall - ops_cpu) / wall:.0f}%)"]
+             f"Python and the rest {wall - ops_cpu:.3f} s ({100 * (wall - ops_cpu) / wall:.0f}%)",
+             f"  of the operators, the model's arithmetic (matmuls, attention, the head's "
+             f"normaliser) {arith:.3f} s ({100 * arith / wall:.0f}% of wall), other operators "
+             f"{ops_cpu - arith:.3f} s ({100 * (ops_cpu - arith) / wall:.0f}%)"]
+    stages = host_stages(judge, chunks)
+    share = 1e6 * plain / n
+    lines.append(f"  without the profiler: {share:.0f} us/cmp; of it (process CPU, best of 2) "
+                 + ", ".join(f"{k} {1e6 * v:.0f}" for k, v in stages.items())
+                 + f" us/cmp; the model's arithmetic (the profiled share) about "
+                 f"{share * arith / wall:.0f} us/cmp")
     if judge.device.type == "cuda":
         kern = sum(getattr(e, "self_device_time_total", 0) or 0 for e in events) / 1e6
         lines.append(f"  GPU kernels {kern:.3f} s ({100 * kern / wall:.0f}% of wall: the GPU's busy share)")
@@ -243,9 +294,9 @@ def measure(args) -> list[dict]:
                   file=sys.stderr, flush=True)
     if args.profile:
         name, path = _first_source(args)
-        chunks = load_chunks(name, path, args.contexts, args.candidates,
-                             max(int(a) for a in args.aspects.split(",")))
-        cells.append(dict(profile=profile_summary(judge, chunks)))
+        for aspects in [int(a) for a in args.aspects.split(",")]:
+            chunks = load_chunks(name, path, args.contexts, args.candidates, aspects)
+            cells.append(dict(profile=f"{name} x{aspects}: " + profile_summary(judge, chunks)))
     return cells
 
 
