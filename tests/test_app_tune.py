@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api, worker
+from compassess_core.runs import executor
 from tests.fakes import FakeWritingJudge
 from tests.test_app_pages import APP, app_env, open_page, texts  # noqa: F401 - fixture
 
@@ -126,7 +127,7 @@ def test_the_run_page_offers_saved_templates(app_env):
 def test_the_workers_execute_a_tuning_and_store_reasons(app_env, monkeypatch):
     monkeypatch.setenv("COMPASSESS_WORKER_NICE", "0")  # the test process keeps its priority
     judge = FakeWritingJudge()
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
     store = api.open_store(app_env)
     t = store.create_tuning(SAMPLE, aspect="coherence", name="bg", contexts=1, rounds=0)
     assert worker.main(["tuning", f"--id={t.id}"]) == 0

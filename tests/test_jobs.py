@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from compassess_core import api, worker
+from compassess_core.api import background
 from compassess_core.api.jobs import JOB_KINDS
 from compassess_core.errors import InputError
 from openai_server import FakeBackend, OpenAIServer
@@ -105,7 +106,7 @@ def test_one_entry_point_serves_every_kind():
                               "--second=-b"])
     assert (args.context, args.second, args.max_tokens) == ("-c", "-b", None)
     # what a starter passes: --name=value, so a value starting with "-" stays a value
-    assert worker.job_argv("explanation", [5], {"context": "-c", "max_tokens": 9}) == [
+    assert background.job_argv("explanation", [5], {"context": "-c", "max_tokens": 9}) == [
         "explanation", "--id=5", "--context=-c", "--max-tokens=9"]
     with pytest.raises(SystemExit):
         parser.parse_args(["explanation", "--id=5"])   # its pair is required

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TextIO
 
 from ..runs import explanations
-from .. import worker
 from ..errors import InputError
 from ..runs.run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active
-from ..worker import ConsoleReporter, Reporter
+from ..runs.executor import ConsoleReporter, Reporter
+from . import background
 from .handle import StoreHandle
 
 #: What a job's state says in words (a run's worker states, which every kind shares).
@@ -332,7 +332,7 @@ class ExplanationJob:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except (OSError, ValueError):
             return None
-        expected = [worker.WORKER_MODULE, *worker.job_argv(self.name, job.ids, job.params)]
+        expected = [background.WORKER_MODULE, *background.job_argv(self.name, job.ids, job.params)]
         return pid if all(a in argv for a in expected) else None
 
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
@@ -356,9 +356,9 @@ class ExplanationJob:
         elif self.process(job) is not None:
             state = "working"
         else:
-            last = worker.log_tail(self.log_path(job), 1)
-            state = ("pending" if not last else "failed" if last.startswith(worker.FAILED)
-                     else "cancelled" if last.startswith(worker.STOPPED) else "stale")
+            last = background.log_tail(self.log_path(job), 1)
+            state = ("pending" if not last else "failed" if last.startswith(background.FAILED)
+                     else "cancelled" if last.startswith(background.STOPPED) else "stale")
             message = last or None
         return JobStatus(self.name, self.name_of(job), state, done, len(found.orders), "orders",
                          message, detail=found)
@@ -372,7 +372,7 @@ class ExplanationJob:
         # Said in its log too: a worker stopped before it could say so itself (still
         # starting) leaves this line as its last word.
         with contextlib.suppress(OSError), open(self.log_path(job), "a", encoding="utf-8") as log:
-            log.write(f"{worker.STOPPED}: cancelled on request (process {pid}); start it again "
+            log.write(f"{background.STOPPED}: cancelled on request (process {pid}); start it again "
                       "to resume\n")
 
 
@@ -451,7 +451,7 @@ class Job:
                              "a database server with open_store(...) to run in the background")
         self.kind.check_startable(self)
         self.kind.mark_starting(self)
-        process = worker.start_job(self.kind.name, self.ids, self.params, self.store.url,
+        process = background.start_job(self.kind.name, self.ids, self.params, self.store.url,
                                    Path(log_path or self.log_path), cwd=cwd)
         self.kind.started(self, process)
         return process
@@ -495,7 +495,7 @@ class Job:
 
     def log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
         """The last ``n_lines`` lines its worker wrote ("" before any)."""
-        return worker.log_tail(Path(log_path or self.log_path), max(int(n_lines), 1))
+        return background.log_tail(Path(log_path or self.log_path), max(int(n_lines), 1))
 
     def reporter(self, stream: TextIO | None = None) -> Reporter:
         """The console reporter of this kind's progress (on ``stream``, default stderr)."""

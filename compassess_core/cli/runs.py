@@ -11,7 +11,8 @@ from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, S
                             for_aspects, run_options)
 from ..runs.run_kinds import build_settings, kind_of
 from ..runs.settings import GenerationOptions
-from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+from ..runs.executor import ConsoleReporter
+from ..worker import EXIT_INTERRUPTED, EXIT_OK
 from .common import _dumps, _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans
 

@@ -10,7 +10,8 @@ from ..runs.explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
 from ..runs.tuning import TuningOptions
 from .common import _dumps
-from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+from ..runs.executor import ConsoleReporter
+from ..worker import EXIT_INTERRUPTED, EXIT_OK
 
 
 def cmd_tune(args) -> int:
