@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         reporter = job.reporter(sys.stdout)
         reporter.message(f"worker {os.getpid()} (nice {nice}, {os.environ['COMPASSESS_THREADS']} "
                          f"CPU thread(s)) on {job.name}")
+        job.recheck()
         job.execute(progress=reporter)
     with interrupted_by_sigterm():
         return exit_code(work)

@@ -28,8 +28,11 @@ from typing import Any, Callable, Mapping, Protocol, TextIO
 from ..runs import explanations
 from ..errors import InputError
 from ..runs.run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active
+from ..runs import executor
 from ..runs.executor import ConsoleReporter, Reporter
 from . import background
+from .progress import _reporter
+from .settings import _check_at_least
 from .handle import StoreHandle
 
 #: What a job's state says in words (a run's worker states, which every kind shares).
@@ -122,6 +125,12 @@ class JobKind(Protocol):
 
     def started(self, job: "Job", process: subprocess.Popen) -> None: ...
 
+    def recheck(self, job: "Job") -> None:
+        """Refuse (``InputError``) in a worker process, before it executes, what a stored job
+        may not do here (a stored job is not trusted: it may come from an imported store or a
+        changed configuration). A command executing what its user just asked checks nothing
+        more."""
+
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter) -> Any: ...
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter: ...
@@ -158,7 +167,9 @@ class RunJobs:
     name = "run"
     description = "execute (or resume) stored runs, several judged together by one judge"
     id_help = "a stored run's id; several are judged together by one judge"
-    params: tuple[JobParam, ...] = ()
+    params = (JobParam("chunk_size", "prompts per judge call (default 128): the scope of the "
+                       "judge's prefix cache; results are stored after every micro-batch", int,
+                       False),)
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
         return _run_ids(store, target)
@@ -184,8 +195,26 @@ class RunJobs:
     def started(self, job: "Job", process: subprocess.Popen) -> None:
         pass
 
+    def recheck(self, job: "Job") -> None:
+        pass   # a run's judge server is checked when it starts (``check_startable``); a worker
+        # started by hand may talk to any server its user chose, but never with another's key
+
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter) -> list:
-        return job.store.execute(list(job.ids), judge=judge, progress=progress)
+        """The runs executed together in this process (``runs.executor``: one judge, loaded
+        once unless given, under signal handlers), returned refreshed: what ``Store.execute``,
+        ``Run.execute``, ``compassess worker`` and the worker process all do."""
+        chunk_size = job.params.get("chunk_size")
+        _check_at_least("chunk_size", chunk_size, 1)
+        runs = self.runs(job)
+        reporter = _reporter(progress, runs[0]._kind)
+        try:
+            executor.execute_runs_until_stopped(job.store.backend, list(job.ids), judge=judge,
+                                                reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return [r.refresh() for r in runs]
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter:
         kind = job.store.get_run(job.ids[0])._kind
@@ -219,7 +248,8 @@ class TuningJob:
     name = "tuning"
     description = "execute (or resume) a stored tuning of the judge's instruction"
     id_help = "the stored tuning's id"
-    params: tuple[JobParam, ...] = ()
+    params = (JobParam("threads", "CPU threads for the model (default: the process's)", int,
+                       False),)
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
         return _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.tuning(t).id,
@@ -248,12 +278,14 @@ class TuningJob:
     def started(self, job: "Job", process: subprocess.Popen) -> None:
         pass
 
-    def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
-        tuning = self.tuning(job)
+    def recheck(self, job: "Job") -> None:
         # Checked again where it executes: a stored tuning is not trusted (it may come from an
         # imported store or a changed configuration), as in ``check_startable``.
-        tuning.refuse_unconfigured_judge()
-        return tuning.execute(judge=judge, progress=progress)
+        self.tuning(job).refuse_unconfigured_judge()
+
+    def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
+        return self.tuning(job).execute(judge=judge, progress=progress,
+                                        threads=job.params.get("threads") or None)
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter:
         return ConsoleReporter("comparisons", stream=stream)
@@ -334,6 +366,9 @@ class ExplanationJob:
             return None
         expected = [background.WORKER_MODULE, *background.job_argv(self.name, job.ids, job.params)]
         return pid if all(a in argv for a in expected) else None
+
+    def recheck(self, job: "Job") -> None:
+        pass   # as a run's: the run's judge, whose server its user chose
 
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
         run = job.store.get_run(job.ids[0])
@@ -483,6 +518,16 @@ class Job:
             What the kind's object refuses.
         """
         return self.kind.execute(self, judge=judge, progress=progress)
+
+    def recheck(self) -> None:
+        """What a worker process checks before it executes the stored job (``JobKind.recheck``).
+
+        Raises
+        ------
+        InputError
+            The job may not be done here (e.g. a tuning's judge server is not configured).
+        """
+        self.kind.recheck(self)
 
     def status(self) -> JobStatus:
         """Where the job stands, read from the store afresh (:class:`JobStatus`)."""

@@ -26,7 +26,7 @@ from ..judges.speed import TimeEstimate, estimate_time
 from ..runs import executor
 from ..runs.executor import Reporter
 from . import background
-from .progress import RunProgress, _reporter, phase_of, phase_seconds
+from .progress import RunProgress, phase_of, phase_seconds
 from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
@@ -132,8 +132,9 @@ class Run(Verdicts):
 
     def execute(self, *, judge=None, progress: bool | Reporter = True,
                 chunk_size: int | None = None) -> "Run":
-        """Execute (or resume) the run in this process: ``compassess worker``. Only what is
-        not stored yet is computed; returns the run, refreshed.
+        """Execute (or resume) the run in this process: ``compassess worker``, the run job's
+        own execution (``store.job("run", run).execute()``). Only what is not stored yet is
+        computed; returns the run, refreshed.
 
         Raises
         ------
@@ -148,14 +149,7 @@ class Run(Verdicts):
             too long (the run is marked failed with the message).
         """
         _check_at_least("chunk_size", chunk_size, 1)
-        reporter = _reporter(progress, self._kind)
-        try:
-            executor.execute_until_stopped(self.store.backend, self.id, judge=judge,
-                                         reporter=reporter, chunk_prompts=chunk_size)
-        finally:
-            close = getattr(reporter, "close", None)
-            if close is not None:
-                close()
+        self.store.job("run", self, chunk_size=chunk_size).execute(judge=judge, progress=progress)
         return self.refresh()
 
     @property

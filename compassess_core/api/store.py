@@ -300,7 +300,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         """Execute (or resume) stored runs together in this process: one judge, loaded once
         (unless given), judges them in one pass, the prompts of the same pair sharing their
         context and candidates in its prefix cache (``runs.executor.execute_runs``); each run is
-        stored, resumable and read back on its own. Returns the runs, refreshed.
+        stored, resumable and read back on its own. Returns the runs, refreshed. The run job's
+        own execution (``store.job("run", runs).execute()``), as the worker process's.
 
         Raises
         ------
@@ -310,14 +311,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         """
         _check_at_least("chunk_size", chunk_size, 1)
         handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
-        reporter = _reporter(progress, handles[0]._kind)
-        try:
-            executor.execute_runs_until_stopped(self.backend, [r.id for r in handles], judge=judge,
-                                              reporter=reporter, chunk_prompts=chunk_size)
-        finally:
-            close = getattr(reporter, "close", None)
-            if close is not None:
-                close()
+        self.job("run", handles, chunk_size=chunk_size).execute(judge=judge, progress=progress)
         return [r.refresh() for r in handles]
 
     def start_worker(self, runs: Sequence["Run | str | int"],
