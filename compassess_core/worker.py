@@ -113,7 +113,8 @@ def build_parser(kinds: Mapping[str, Any]) -> argparse.ArgumentParser:
                        metavar="N", help=kind.id_help)
         for param in kind.params:
             p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name,
-                           type=param.type, required=param.required, help=param.help)
+                           type=param.type, required=param.required, help=param.help,
+                           metavar="N" if param.type is int else "ID")
     return parser
 
 
