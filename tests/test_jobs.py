@@ -328,6 +328,11 @@ def test_the_commands_execute_runs_tunings_and_reasons_through_the_job_with_a_fa
     assert main(["run", str(SAMPLE), "--aspect", "coherence", "--contexts", "1", "--budget",
                  "4", "--strategy", "random", "--run", "cli-run-here", "--db", db_url]) == 0
     assert executed == ["run", "tuning", "explanation", "run"]
+    # `compassess runs` lists each run's own job status, as `compassess job status` reads it
+    capsys.readouterr()
+    assert main(["runs", "--json", "--db", db_url]) == 0
+    listed = {r["name"]: r["state"] for r in json.loads(capsys.readouterr().out)}
+    assert listed["cli-here"] == store.job("run", "cli-here").status().state == "completed"
     # a kind's own parameter on `compassess job`; another kind's is refused, naming it
     assert main(["job", "status", "run", "cli-here", "--chunk-size", "8", "--db", db_url]) == 0
     assert main(["job", "status", "run", "cli-here", "--threads", "2", "--db", db_url]) == 2

@@ -221,15 +221,19 @@ class RunJobs:
         return ConsoleReporter(kind.unit, kind.rate_unit, stream=stream)
 
     def status(self, job: "Job") -> JobStatus:
-        runs = self.runs(job)
-        progress = [r.progress() for r in runs]
+        return self.status_of(self.runs(job))
+
+    def status_of(self, runs: list, *, refresh: bool = True) -> JobStatus:
+        """The status of the job of ``runs`` (``Run`` handles), read afresh unless ``refresh=False``
+        (as the handles were read: a list of runs, read once)."""
+        progress = [r.progress(refresh=refresh) for r in runs]
         states = [p.state for p in progress]
         # Together they are as far as the least advanced: alive while any worker is, else the
         # first of failed, stale, cancelled, pending that any run is in.
         state = next((s for s in ("cancelling", "working", "failed", "stale", "cancelled",
                                   "pending") if s in states), states[0])
         first = next((p for p in progress if p.state == state), progress[0])
-        return JobStatus(self.name, self.name_of(job), state,
+        return JobStatus(self.name, ", ".join(f"'{r.name}'" for r in runs), state,
                          sum(p.done for p in progress), sum(p.total for p in progress),
                          progress[0].unit, first.message,
                          detail=progress[0] if len(progress) == 1 else progress)
@@ -413,7 +417,15 @@ class ExplanationJob:
 
 #: The kinds of background job, by name: the registry the worker's entry point, ``Store.job``
 #: and ``compassess job`` read.
-JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (RunJobs(), TuningJob(), ExplanationJob())}
+_RUNS = RunJobs()
+JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (_RUNS, TuningJob(), ExplanationJob())}
+
+
+def listed_run_status(run) -> JobStatus:
+    """What ``store.job("run", run).status()`` says of a listed run's own job, from the run as
+    it was listed (``Store.list_runs``), without reading it again: what a list of runs shows
+    (``compassess runs``); ``detail`` is its ``RunProgress``."""
+    return _RUNS.status_of([run], refresh=False)
 
 
 def get_job_kind(name: str) -> JobKind:
@@ -547,4 +559,5 @@ class Job:
         return self.kind.reporter(self, stream or sys.stderr)
 
 
-__all__ = ["JOB_KINDS", "Job", "JobKind", "JobParam", "JobStatus", "get_job_kind"]
+__all__ = ["JOB_KINDS", "Job", "JobKind", "JobParam", "JobStatus", "get_job_kind",
+           "listed_run_status"]
