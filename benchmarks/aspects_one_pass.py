@@ -67,7 +67,7 @@ def p_by_key(sink, run_id: int) -> dict:
 def timed_group(dataset, aspects, judge, **kw) -> tuple[float, int, list[dict]]:
     """Seconds, model tokens and each run's p of ``aspects`` judged together."""
     from compassess_core.runs.sink import MemorySink
-    from compassess_core.worker import execute_group_with
+    from compassess_core.runs.executor import execute_group_with
     sink = MemorySink()
     settings = [settings_for(dataset, a, device=judge.device.type, **kw) for a in aspects]
     ids = list(range(1, len(aspects) + 1))

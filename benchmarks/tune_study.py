@@ -109,7 +109,7 @@ class _Log:
     """Progress as log lines (the study runs in the background)."""
 
     def __init__(self) -> None:
-        from compassess_core.worker import ConsoleReporter
+        from compassess_core.runs.executor import ConsoleReporter
         self._console = ConsoleReporter("comparisons", log_every_s=60.0)
 
     def loaded(self, description: str) -> None:

@@ -14,7 +14,7 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from compassess_core.runs.explanations import REASONS_LABEL, REASONS_NOTE
 from pages._auth import recheck, require
-from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, db_url, fmt, plain
+from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, fmt, plain
 from pages._plain import plain_message
 
 # ---------------------------------------------------------------------------- comparison view
@@ -111,10 +111,6 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
 
 # ------------------------------------------------------------------------ the judge's reasons
 
-#: Where the pages keep the explain workers they started (per session): pair key -> process.
-EXPLAIN_WORKERS = "explain_workers"
-
-
 def _show_reasons(found) -> None:
     if found.contradiction is not None:
         st.warning(plain(found.contradiction), icon=":material/sync_problem:")
@@ -127,6 +123,12 @@ def _show_reasons(found) -> None:
                 st.caption("Not asked yet.")
             else:
                 st.text(order.text)
+
+
+def _explain_job(run: AppRun, context_id: str, first: str, second: str):
+    """The background job that asks the run's judge for its reasons on this pair."""
+    return api_store().job("explanation", run.id, context=context_id, first=first,
+                           second=second)
 
 
 def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
@@ -151,18 +153,17 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
                    "tokens per order, greedy); stored with the judge and the prompt, so "
                    "`compassess explain` prints the same text.")
         return
-    key = (db_url(), run.id, context_id, first, second)
-    workers = st.session_state.setdefault(EXPLAIN_WORKERS, {})
-    proc = workers.get(key)
-    log = run.api.explain_log_path(context_id, first, second)
-    if proc is not None and proc.poll() is None:
+    # Watched as every background job is (``Job.status``): live while its worker process runs,
+    # whichever session started it; failed as its log's last line says.
+    job = _explain_job(run, context_id, first, second)
+    status = job.status()
+    if status.active:
         st.fragment(_await_reasons, run_every=2.0)(run, context_id, first, second)
         return
     if any(o.text is not None for o in found.orders):
         _show_reasons(found)
-    if proc is not None and proc.poll() not in (None, 0):
-        st.warning(f"The judge wrote no reasons: {plain(run.api.worker_log(3, log))}",
-                   icon=":material/error:")
+    if status.state == "failed":
+        st.warning(f"The judge wrote no reasons: {plain(job.log(3))}", icon=":material/error:")
     if run.api.judge_problem is not None:
         st.caption("This run's judge server is not one of the servers configured for this app: "
                    "its reasons cannot be asked for here (`compassess explain` can).")
@@ -186,8 +187,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
                       "judge that only gives label probabilities cannot write and says so."):
         require()  # loading a model is an admin's action
         try:
-            workers[key] = api_store().job("explanation", run.id, context=context_id,
-                                           first=first, second=second).start(log, cwd=REPO_ROOT)
+            job.start(cwd=REPO_ROOT)
         except CompAssessError as e:
             st.error(plain_message(e))
             return
@@ -198,10 +198,8 @@ def _await_reasons(run: AppRun, context_id: str, first: str, second: str) -> Non
     """A live view while an explain worker writes: the whole page again once it stored them
     or stopped."""
     recheck()
-    proc = st.session_state.get(EXPLAIN_WORKERS, {}).get(
-        (db_url(), run.id, context_id, first, second))
     found = run.api.explanation(context_id, first, second)
-    if found.complete or proc is None or proc.poll() is not None:
+    if found.complete or not _explain_job(run, context_id, first, second).status().active:
         st.rerun(scope="app")
     st.info("The judge is writing its reasons in a worker process; they show here once "
             "stored.", icon=":material/hourglass_top:")

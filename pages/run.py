@@ -458,10 +458,10 @@ def _act(run_id: int, action: str) -> bool:
     try:
         run = api_store().get_run(run_id, expect_name=shown)
         group = run.judged_with()
-        if action == "cancel":
-            for r in group:
-                if r.progress().active:
-                    r.cancel()
+        if action == "cancel":   # the one job of the group, as `compassess job cancel` does
+            live = [r for r in group if r.progress().active]
+            if live:
+                api_store().job("run", live).cancel()
         else:   # refuses a live worker and a served judge not configured
             api_store().job("run", [r for r in group if r.progress().can_resume]).start()
         return True

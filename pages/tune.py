@@ -243,19 +243,22 @@ def tuning_view(tuning_id: int, live: bool) -> None:
 
 
 t = by_id[chosen]
-working = t.state == "working"
+# Watched, cancelled and resumed as every background job is (``Store.job``: the CLI's
+# ``compassess job`` does the same).
+job_status = store.job("tuning", chosen).status()
+working = job_status.active
 st.fragment(tuning_view, run_every=3.0 if working else None)(chosen, working)
 c1, c2 = st.columns(2)
 if working:
     if c1.button("Cancel", icon=":material/stop:", key=f"tune_cancel_{chosen}"):
         require()
-        store.tuning(chosen).cancel()
+        store.job("tuning", chosen).cancel()
         st.rerun()
-elif t.status != "completed" or t.state == "stale":
+elif job_status.can_resume:
     if c1.button("Resume", icon=":material/replay:", key=f"tune_resume_{chosen}"):
         require()
         try:
-            store.job("tuning", chosen).start(cwd=REPO_ROOT)
+            store.job("tuning", chosen).resume(cwd=REPO_ROOT)
         except CompAssessError as e:
             st.error(plain_message(e))
         st.rerun()

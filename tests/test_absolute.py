@@ -16,7 +16,7 @@ from compassess_core.runs.absolute import (REFERENCE_FIRST, TARGET_FIRST, Absolu
 from compassess_core.errors import InputError, ValidationError
 from compassess_core.runs.prompts import Aspect
 from compassess_core.types import Candidate, Context, Dataset
-from compassess_core.worker import ConsoleReporter, execute_run
+from compassess_core.runs.executor import ConsoleReporter, execute_run
 
 QUIET = ConsoleReporter(stream=io.StringIO())
 

@@ -64,7 +64,7 @@ def test_objects_reach_their_store_through_the_handle_not_the_store_module():
     ("if TYPE_CHECKING:\n    from .store import Store", {"store"}),
     ("def f():\n    from . import store", {"store"}),
     ("import compassess_core.api.store", {"store"}),
-    ("from ..worker import Reporter", set()),
+    ("from ..runs.executor import Reporter", set()),
 ])
 def test_the_reader_sees_every_kind_of_import(tmp_path, source, expected):
     (tmp_path / "store.py").write_text("")

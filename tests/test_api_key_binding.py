@@ -187,7 +187,7 @@ def test_a_worker_resuming_a_run_elsewhere_sends_no_key(bound_server, listener, 
                                                         tiny_dataset, tmp_path):
     """The worker process (as the app starts it) on a run whose URL is not the key's server:
     it may talk to that URL (a CLI user chose it), but never with the key."""
-    from compassess_core.worker import start_worker
+    from compassess_core.api.background import start_worker
 
     dataset_id = store.save_dataset(tiny_dataset)
     settings = settings_for(tiny_dataset.name, contexts=1)

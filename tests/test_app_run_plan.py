@@ -85,7 +85,7 @@ def test_the_planned_total_is_what_the_run_then_plans(settings):
     (here with the FAKE judge of tests/fakes.py, which is not what this test is about)."""
     from compassess_core.runs.run_kinds import kind_of
     from compassess_core.runs.sink import MemorySink
-    from compassess_core.worker import execute_with
+    from compassess_core.runs.executor import execute_with
     from fakes import FakeLengthJudge
     from test_run_loop import comparative, make_dataset
 

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from compassess_core import api, worker
+from compassess_core.runs import executor
 from tests.fakes import FakeWritingJudge
 from tests.test_app_pages import APP, app_env, open_page, texts  # noqa: F401 - fixture
 
@@ -97,11 +98,12 @@ def test_the_comparison_view_shows_the_judges_reasons_and_offers_to_ask(app_env,
     # a pair nobody asked about: a button hands it to a worker process
     asked = []
 
-    class Proc:
-        def poll(self):
-            return None
     monkeypatch.setattr(api.Job, "start", lambda job, log=None, **kw: asked.append(
-        (job.params["context"], job.params["first"], job.params["second"])) or Proc())
+        (job.params["context"], job.params["first"], job.params["second"])))
+    # its worker process, as the job's status finds it (alive once it was started)
+    from compassess_core.api.jobs import JOB_KINDS
+    monkeypatch.setattr(type(JOB_KINDS["explanation"]), "process",
+                        lambda kind, job: 4242 if asked else None)
     at.selectbox(key="pick_second").set_value(c).run()
     at.button(key="open_pick").click().run()
     [ask] = [x for x in at.button if x.label.startswith("Ask the judge for its reasons")]
@@ -126,7 +128,7 @@ def test_the_run_page_offers_saved_templates(app_env):
 def test_the_workers_execute_a_tuning_and_store_reasons(app_env, monkeypatch):
     monkeypatch.setenv("COMPASSESS_WORKER_NICE", "0")  # the test process keeps its priority
     judge = FakeWritingJudge()
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
     store = api.open_store(app_env)
     t = store.create_tuning(SAMPLE, aspect="coherence", name="bg", contexts=1, rounds=0)
     assert worker.main(["tuning", f"--id={t.id}"]) == 0

@@ -19,7 +19,7 @@ from compassess_core.runs import run_loop
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect
 from compassess_core.runs.sink import MemorySink
-from compassess_core.worker import execute_group_with
+from compassess_core.runs.executor import execute_group_with
 from fakes import FakeLengthJudge
 from test_run_loop import Watch, comparative, make_dataset
 
@@ -131,8 +131,9 @@ def test_the_api_judges_a_list_of_aspects_in_one_pass_and_each_run_reads_back(tm
 
 def test_the_cli_splits_aspects_at_commas_and_a_worker_takes_several_runs(tmp_path, capsys,
                                                                           monkeypatch):
-    from compassess_core import cli, worker
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: CountingJudge(batch_size=8))
+    from compassess_core import cli
+    from compassess_core.runs import executor
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: CountingJudge(batch_size=8))
     db = f"sqlite:///{tmp_path / 'g.db'}"
     rc = cli.main(["run", SAMPLE, "--aspect", "coherence, fluency", "--contexts", "1",
                    "--strategy", "random", "--budget", "4", "--run", "two", "--db", db])

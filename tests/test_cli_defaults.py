@@ -283,7 +283,7 @@ def test_an_undefined_correlation_is_n_a_not_0(hand_run, capsys):
 # ------------------------------------------------------------- resuming a run with nothing left
 
 def test_resuming_a_finished_run_says_so_and_never_loads_the_judge(db_url, monkeypatch, capsys):
-    from compassess_core import worker
+    from compassess_core.runs import executor
     from tests.fakes import FakeLengthJudge
     sample = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
     loads = []
@@ -291,7 +291,7 @@ def test_resuming_a_finished_run_says_so_and_never_loads_the_judge(db_url, monke
     def fake_load(settings):   # a FAKE judge: the test is about what is loaded, not the model
         loads.append(settings.aspect)
         return FakeLengthJudge()
-    monkeypatch.setattr(worker, "load_run_judge", fake_load)
+    monkeypatch.setattr(executor, "load_run_judge", fake_load)
     one = ["run", str(sample), "--aspect", "coherence", "--contexts", "1", "--run", "r",
            "--db", db_url]
     two = ["run", str(sample), "--aspect", "coherence,fluency", "--contexts", "1", "--run", "g",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compassess_core import api, worker
+from compassess_core import api
+from compassess_core.runs import executor
 from compassess_core.cli import main
 from tests.fakes import FakeWritingJudge
 
@@ -22,7 +23,7 @@ TUNE = ["tune", str(SAMPLE), "--aspect", "coherence", "--contexts", "1", "--roun
 @pytest.fixture
 def fake_judge(monkeypatch):
     judge = FakeWritingJudge()
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
     return judge
 
 

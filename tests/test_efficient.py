@@ -10,7 +10,7 @@ from compassess_core.stats.efficient import (adaptive_next_pairs, adaptive_pairs
 from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.selection import STRATEGIES, max_budget, select_pairs
 from compassess_core.runs.sink import MemorySink
-from compassess_core.worker import execute_with
+from compassess_core.runs.executor import execute_with
 from fakes import FakeLengthJudge
 
 

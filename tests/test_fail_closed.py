@@ -459,14 +459,14 @@ def test_store_file_and_folder_are_the_owners_only(tmp_path, monkeypatch):
 
 
 def test_one_private_worker_log_per_run_id(tmp_path, monkeypatch):
-    from compassess_core import worker
-    from compassess_core.worker import worker_log_path
+    from compassess_core.api import background
+    from compassess_core.api.background import worker_log_path
     monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
     # Names that a file name would spell alike ("a/b", "a_b") get their own logs.
     assert worker_log_path(7).name == "worker-7.log"
     assert worker_log_path(7) != worker_log_path(8)
     log = worker_log_path(7)
-    proc = worker.start_worker(7, f"sqlite:///{tmp_path / 'none.db'}", log)
+    proc = background.start_worker(7, f"sqlite:///{tmp_path / 'none.db'}", log)
     proc.wait(timeout=120)
     assert _mode(log.parent) == 0o700
     assert _mode(log) == 0o600

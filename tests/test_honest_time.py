@@ -18,7 +18,7 @@ from compassess_core.runs.sink import MemorySink
 from compassess_core.judges.speed import (ROUGH_CHARS_PER_TOKEN, ROUGH_TOKENS_PER_S, characters,
                                    estimate_time, work_size)
 from compassess_core.types import Candidate, Context, Dataset
-from compassess_core.worker import execute_with
+from compassess_core.runs.executor import execute_with
 from fakes import FakeLengthJudge
 from test_app_pages import app_env, open_page, seed_run, texts  # noqa: F401
 from test_run_loop import comparative, make_dataset

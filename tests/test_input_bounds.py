@@ -119,7 +119,7 @@ def test_dataset_names_and_aspects_are_bounded(store, tiny_dataset):
 
 def test_the_worker_command_line_holds_neither_name_nor_database_url(store, tiny_dataset,
                                                                      tmp_path):
-    from compassess_core.worker import start_worker
+    from compassess_core.api.background import start_worker
 
     dataset_id = store.save_dataset(tiny_dataset)
     run_id = store.create_run("name-with-dashes--and spaces", dataset_id, {"model": "m"})

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from compassess_core import api, worker
+from compassess_core.api import background
 from compassess_core.api.jobs import JOB_KINDS
-from compassess_core.errors import InputError
+from compassess_core.errors import InputError, RunCancelled
+from compassess_core.runs import executor
+from fakes import FakeWritingJudge
 from openai_server import FakeBackend, OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +108,7 @@ def test_one_entry_point_serves_every_kind():
                               "--second=-b"])
     assert (args.context, args.second, args.max_tokens) == ("-c", "-b", None)
     # what a starter passes: --name=value, so a value starting with "-" stays a value
-    assert worker.job_argv("explanation", [5], {"context": "-c", "max_tokens": 9}) == [
+    assert background.job_argv("explanation", [5], {"context": "-c", "max_tokens": 9}) == [
         "explanation", "--id=5", "--context=-c", "--max-tokens=9"]
     with pytest.raises(SystemExit):
         parser.parse_args(["explanation", "--id=5"])   # its pair is required
@@ -134,7 +137,7 @@ def test_the_one_call_refuses_what_no_job_can_do(db_url, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # worker processes
-def test_a_run_job_is_started_watched_cancelled_and_resumed(served, db_url):
+def test_a_run_job_is_started_watched_cancelled_and_resumed_with_a_fake_served_judge(served, db_url):
     store = api.open_store(db_url)
     run = small_run(store, served.judge, "bg-run")
     job = store.job("run", run)
@@ -162,7 +165,7 @@ def test_a_run_job_is_started_watched_cancelled_and_resumed(served, db_url):
 
 
 @pytest.mark.slow  # worker processes
-def test_a_tuning_job_is_started_watched_cancelled_and_resumed(served, db_url):
+def test_a_tuning_job_is_started_watched_cancelled_and_resumed_with_a_fake_served_judge(served, db_url):
     store = api.open_store(db_url)
     tuning = store.create_tuning(SAMPLE, aspect="coherence", name="bg-tune", contexts=1,
                                  pairs=2, rounds=0, model=served.judge)
@@ -184,7 +187,7 @@ def test_a_tuning_job_is_started_watched_cancelled_and_resumed(served, db_url):
 
 
 @pytest.mark.slow  # worker processes
-def test_an_explanation_job_is_started_watched_cancelled_and_resumed(served, db_url):
+def test_an_explanation_job_is_started_watched_cancelled_and_resumed_with_a_fake_served_judge(served, db_url):
     store = api.open_store(db_url)
     run = small_run(store, served.judge, "explained")
     store.job("run", run).execute(progress=False)   # here, as a command does
@@ -212,7 +215,7 @@ def test_an_explanation_job_is_started_watched_cancelled_and_resumed(served, db_
 
 
 @pytest.mark.slow  # a worker process
-def test_the_command_line_starts_watches_cancels_and_resumes_a_job_the_same_way(
+def test_the_command_line_starts_watches_cancels_and_resumes_a_job_the_same_way_fake_judge(
         served, db_url, capsys):
     from compassess_core.cli import main
     store = api.open_store(db_url)
@@ -239,3 +242,98 @@ def test_the_command_line_starts_watches_cancels_and_resumes_a_job_the_same_way(
     # a parameter the kind does not take is refused, naming it
     assert main(["job", "start", "run", "cli-run", "--context", "A0", "--db", db_url]) == 2
     assert "takes no context" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- the same jobs executed in this process
+
+def test_each_kind_executes_cancels_and_resumes_here_through_the_one_job_with_a_fake_judge(
+        db_url, tmp_path, monkeypatch):
+    """``Job.execute`` (what the worker process and the commands run) of each kind, here, with
+    a FAKE writing judge: status before, a cancel through ``Job.cancel`` stops it with what was
+    done kept, the status says it can resume, and executing it again completes it."""
+    monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
+    judge = FakeWritingJudge(batch_size=2)
+    store = api.open_store(db_url)
+    # run: cancelled after its second micro-batch, resumed
+    run = small_run(store, "fake-judge", "here")
+    job = store.job("run", run)
+    assert (job.status().state, job.status().done) == ("pending", 0)
+    judge.on_batch = lambda k: job.cancel() if k == 2 else None
+    with pytest.raises(RunCancelled):
+        job.execute(judge=judge, progress=False)
+    stopped = job.status()
+    assert stopped.state == "cancelled" and stopped.can_resume and 0 < stopped.done < 12
+    judge.on_batch = None
+    [done_run] = job.execute(judge=judge, progress=False)
+    status = job.status()
+    assert (status.state, status.done, status.total) == ("completed", 12, 12)
+    assert done_run.n_comparisons == 12 and not status.can_resume
+    # tuning: cancelled in its second wording, resumed
+    tuning = store.create_tuning(SAMPLE, aspect="coherence", name="here-tune", contexts=1,
+                                 pairs=2, rounds=0, model="fake-judge")
+    job = store.job("tuning", tuning)
+    assert job.status().state == "pending"   # its wordings are made when it first executes
+    first = len(judge.batches)   # the judge counts its micro-batches over its life
+    judge.on_batch = lambda k: job.cancel() if k == first + 3 else None
+    with pytest.raises(RunCancelled):
+        job.execute(judge=judge, progress=False)
+    stopped = job.status()
+    assert stopped.state == "cancelled" and stopped.can_resume and stopped.done < 7
+    judge.on_batch = None
+    result = job.execute(judge=judge, progress=False)
+    assert result.status == "completed"
+    assert (job.status().state, job.status().done) == ("completed", 7)
+    # explanation: asked once, then complete (no worker to cancel here)
+    row = done_run.comparisons().iloc[0]
+    job = store.job("explanation", done_run, context=row["context_id"], first=row["a_id"],
+                    second=row["b_id"])
+    assert job.status().state == "pending" and job.status().done == 0
+    found = job.execute(judge=judge, progress=False)
+    assert found.complete and job.status().state == "completed"
+    assert job.status().done == job.status().total >= 1
+
+
+def test_the_commands_execute_runs_tunings_and_reasons_through_the_job_with_a_fake_judge(
+        db_url, tmp_path, monkeypatch, capsys):
+    """``compassess worker``, ``tune``, ``explain`` (and ``run``) execute the registry's job in
+    their own process, as the worker process does: ``Job.execute`` of each kind (a FAKE judge
+    loaded in place of the model)."""
+    from compassess_core.cli import main
+    monkeypatch.setenv("COMPASSESS_HOME", str(tmp_path / "home"))
+    judge = FakeWritingJudge()
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
+    executed, depth = [], []
+    real = api.Job.execute
+
+    def spy(job, **kw):   # the jobs a command executes (a tuning's own wording runs left out)
+        if not depth:
+            executed.append(job.kind.name)
+        depth.append(job)
+        try:
+            return real(job, **kw)
+        finally:
+            depth.pop()
+    monkeypatch.setattr(api.Job, "execute", spy)
+    store = api.open_store(db_url)
+    small_run(store, "fake-judge", "cli-here")
+    assert main(["worker", "--run", "cli-here", "--chunk-size", "4", "--db", db_url]) == 0
+    assert store.get_run("cli-here").n_comparisons == 12
+    assert main(["tune", str(SAMPLE), "--aspect", "coherence", "--contexts", "1", "--holdout",
+                 "1", "--rounds", "0", "--pairs", "2", "--name", "cli-tune", "--db",
+                 db_url]) == 0
+    row = store.get_run("cli-here").comparisons().iloc[0]
+    assert main(["explain", "--run", "cli-here", "--context", row["context_id"], "--a",
+                 row["a_id"], "--b", row["b_id"], "--db", db_url]) == 0
+    assert "in position A" in capsys.readouterr().out
+    assert main(["run", str(SAMPLE), "--aspect", "coherence", "--contexts", "1", "--budget",
+                 "4", "--strategy", "random", "--run", "cli-run-here", "--db", db_url]) == 0
+    assert executed == ["run", "tuning", "explanation", "run"]
+    # `compassess runs` lists each run's own job status, as `compassess job status` reads it
+    capsys.readouterr()
+    assert main(["runs", "--json", "--db", db_url]) == 0
+    listed = {r["name"]: r["state"] for r in json.loads(capsys.readouterr().out)}
+    assert listed["cli-here"] == store.job("run", "cli-here").status().state == "completed"
+    # a kind's own parameter on `compassess job`; another kind's is refused, naming it
+    assert main(["job", "status", "run", "cli-here", "--chunk-size", "8", "--db", db_url]) == 0
+    assert main(["job", "status", "run", "cli-here", "--threads", "2", "--db", db_url]) == 2
+    assert "takes no threads" in capsys.readouterr().err

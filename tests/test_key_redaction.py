@@ -123,7 +123,7 @@ def test_the_store_keeps_no_key_whoever_writes_the_message(db_url, monkeypatch):
     directly, and a tuning's message all lose the configured key, ``Bearer ...`` and
     ``sk-...``."""
     from compassess_core.data.candidates import load_candidates
-    from compassess_core.worker import _mark_failed
+    from compassess_core.runs.executor import _mark_failed
     from db.store import Store
 
     monkeypatch.setenv("COMPASSESS_OPENAI_API_KEY", KEY)

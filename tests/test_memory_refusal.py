@@ -1,6 +1,6 @@
 """A judge that cannot fit in this machine's memory is refused before it loads, with the reason:
 the Run page's plan says what it needs against what is available and Start stays disabled; the
-API, the CLI and the worker refuse to load it (``worker.load_run_judge``). The available memory
+API, the CLI and the worker refuse to load it (``runs.executor.load_run_judge``). The available memory
 is simulated small; nothing is loaded."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from compassess_core.judges import memory as mem
 from compassess_core.judges import model_catalog as mc
-from compassess_core import worker
+from compassess_core.runs import executor
 from compassess_core.errors import InputError
 from compassess_core.runs.settings import RunSettings
 from test_app_pages import app_env, open_page  # noqa: F401
@@ -33,7 +33,7 @@ def test_loading_a_judge_that_does_not_fit_is_refused_with_the_reason(small_mach
     if mc.memory_plan(_bundled_settings().model).need is None:
         pytest.skip("the bundled model's header is not on this machine")
     with pytest.raises(InputError, match=r"needs about .* GB of memory .* 0\.2 GB of memory available"):
-        worker.load_run_judge(_bundled_settings())
+        executor.load_run_judge(_bundled_settings())
 
 
 def test_the_run_page_shows_the_memory_line_and_disables_start_when_it_does_not_fit(

@@ -236,7 +236,7 @@ def _dataset(n_contexts: int = 3, n_candidates: int = 4) -> Dataset:
 
 def test_resume_after_the_server_dies_part_way(store):
     from compassess_core.runs.settings import RunSettings
-    from compassess_core.worker import execute_with
+    from compassess_core.runs.executor import execute_with
 
     ds = _dataset()
     t, a = builtin_template("t1"), Aspect.from_name("coherence")

@@ -1,7 +1,9 @@
 """The engine's packages import each other one way only, and each says its rule.
 
 ``compassess_core`` is split by concern (``data``, ``judges``, ``stats``, ``runs``, ``people``,
-``report``; the wiring: ``api``, ``cli`` and the ``worker`` entry point). Every import
+``report``; the wiring: ``api``, ``cli`` and the ``worker`` entry point, which imports the API
+and is never imported by it: the API starts a worker as a process, ``python -m
+compassess_core.worker``, through ``api.background``). Every import
 between them is read from the source (``ast``, no import runs) and held against ``ALLOWED``: a
 new arrow is a decision, made here in one line, not an accident. Imports only a type checker
 sees (under ``if TYPE_CHECKING:``) are left out: they cost nothing at run time.
@@ -32,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "people": {"stats"},
     "report": {"data", "judges", "stats", "runs"},
     "worker": ENGINE | {"api"},
-    "api": ENGINE | {"worker"},
+    "api": ENGINE,          # never the worker: the worker imports the API, not the reverse
     "cli": ENGINE | {"api", "worker"},
     "__init__": {"api"},
     "__main__": {"cli"},
@@ -139,6 +141,33 @@ def test_the_allowed_arrows_have_no_circle():
         for nxt in ALLOWED.get(node, set()) - {"__init__"}:
             visit(nxt, stack + (node,))
 
-    for engine_part in ENGINE | {"vocabulary"}:
-        visit(engine_part, ())
+    for part in ALLOWED:
+        visit(part, ())
     assert seen == {}
+
+
+def test_the_imports_between_parts_have_no_circle():
+    """What the source imports, part to part (the wiring included: ``worker`` -> ``api`` but
+    never ``api`` -> ``worker``), sorts one way: ``graphlib`` finds no circle."""
+    import graphlib
+    graph: dict[str, set[str]] = {}
+    for path in SOURCES:
+        src = part_of(module_name(path))
+        graph.setdefault(src, set()).update(
+            part_of(target) for _, target in imports_of(path)
+            if target.startswith("compassess_core.") and part_of(target) != src)
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"import circle between parts: {' -> '.join(e.args[1])}") from None
+    assert "api" in graph["worker"] and "worker" not in graph["api"]
+
+
+def test_the_worker_is_the_thin_entry_point():
+    """``worker.py`` parses a job's command line and hands it to its kind: the run executor
+    lives in ``runs.executor``, the starting of worker processes in ``api.background``."""
+    tree = ast.parse((PKG / "worker.py").read_text())
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert {"main", "build_parser", "exit_code"} <= defined
+    assert not defined & {"execute_runs", "execute_group", "ConsoleReporter", "start_job",
+                          "load_run_judge"}

@@ -24,7 +24,7 @@ from compassess_core.runs.scoring import scoring_settings, scoring_template
 from compassess_core.runs.settings import RunSettings
 from compassess_core.runs.sink import MemorySink
 from compassess_core.types import Candidate, Context, Dataset
-from compassess_core.worker import execute_with
+from compassess_core.runs.executor import execute_with
 from fakes import FakeLengthJudge
 
 

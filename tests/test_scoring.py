@@ -118,7 +118,7 @@ def test_real_model_run_is_stored_resumed_and_cached(scorer, store, tiny_dataset
     from compassess_core.errors import RunCancelled
     from compassess_core.runs.scoring import scoring_settings
     from compassess_core.types import CandidateKey
-    from compassess_core.worker import ConsoleReporter, execute_run
+    from compassess_core.runs.executor import ConsoleReporter, execute_run
 
     aspect = Aspect.from_name("coherence")
     t = scoring_template("s2", aspect)
@@ -155,11 +155,11 @@ def test_real_model_run_is_stored_resumed_and_cached(scorer, store, tiny_dataset
 def test_cli_scoring_progress_counts_candidates_not_comparisons(db_url, store, tiny_dataset,
                                                                 monkeypatch, capsys):
     """`compassess run --mode scoring` reports candidates scored (a FAKE causal judge, no model)."""
-    from compassess_core import worker
+    from compassess_core.runs import executor
     from compassess_core.cli import main
     from fakes import FakeLengthJudge
 
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: FakeLengthJudge())
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: FakeLengthJudge())
     store.save_dataset(tiny_dataset)
     code = main(["run", "tiny", "--mode", "scoring", "--aspect", "coherence", "--template", "s2",
                  "--run", "fake-scoring", "--db", db_url])
@@ -176,7 +176,7 @@ def test_cli_pairwise_progress_still_counts_comparisons():
     import io
 
     from compassess_core.runs.run_loop import Progress
-    from compassess_core.worker import ConsoleReporter
+    from compassess_core.runs.executor import ConsoleReporter
 
     out = io.StringIO()
     ConsoleReporter(stream=out).progress(Progress(2, 2, 2, 0, 1.0, 2.0, 0.0))

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compassess_core import api, worker
+from compassess_core import api
+from compassess_core.runs import executor
 from compassess_core.cli import main
 from compassess_core.errors import InputError, RunCancelled
 from tests.fakes import FakeLengthJudge, FakeWritingJudge
@@ -127,7 +128,7 @@ def test_a_cancelled_tuning_stops_and_resumes(store):
 
 def test_cli_tune_templates_and_run_by_template_name(db_url, monkeypatch, capsys):
     judge = FakeWritingJudge()
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
     assert main(["tune", str(SAMPLE), "--aspect", "coherence", "--contexts", "1", "--holdout",
                  "1", "--rounds", "0", "--name", "cli", "--plan", "--db", db_url]) == 0
     assert "x 40 comparisons (20 on the tuning contexts, 20 held out)" in capsys.readouterr().out
@@ -213,7 +214,7 @@ def test_cli_explain_prints_the_stored_text_and_the_report_shows_it(db_url, monk
     assert main(["explain", "--run", "fake-run", "--context", ctx.context_id, "--a", a, "--b", b,
                  "--stored", "--db", db_url]) == 0
     assert "(no reasons stored yet)" in capsys.readouterr().out
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: judge)
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: judge)
     assert main(["explain", "--run", "fake-run", "--context", ctx.context_id, "--a", a, "--b", b,
                  "--json", "--db", db_url]) == 0
     data = json.loads(capsys.readouterr().out)

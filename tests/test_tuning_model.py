@@ -95,10 +95,11 @@ def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_wr
 def test_cli_tune_writer_is_a_served_model_not_the_judge(db_url, monkeypatch, capsys):
     """``--writer openai:...`` with a FAKE judge that cannot write (the wiring is the point):
     the paraphrases come from the served writer, whole instructions, and are judged."""
-    from compassess_core import api, worker
+    from compassess_core import api
+    from compassess_core.runs import executor
     from compassess_core.cli import main
     from tests.fakes import FakeLengthJudge
-    monkeypatch.setattr(worker, "load_run_judge", lambda settings: FakeLengthJudge())
+    monkeypatch.setattr(executor, "load_run_judge", lambda settings: FakeLengthJudge())
     writer = FakeInstructionWriter()
     with OpenAIServer(writer, model_name="writer") as srv:
         code = main(["tune", str(SAMPLE), "--aspect", "coherence", "--contexts", "1",

@@ -21,7 +21,9 @@ from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.runs.settings import RunSettings
 from compassess_core.types import Candidate, Context, Dataset
-from compassess_core.worker import ConsoleReporter, execute_run, start_worker, worker_threads
+from compassess_core.runs.executor import ConsoleReporter, execute_run
+from compassess_core.api.background import start_worker
+from compassess_core.worker import worker_threads
 from fakes import FakeLengthJudge
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@
 One module per object: :class:`Store` (``store``) mirrors the store and the CLI's verbs that
 write (``run``, ``score``, ``import-labels``...); :class:`Verdicts` (``verdicts``) what a run and
 a panel read back as (``rank``, ``evaluate``, ``leaderboard``, ``export``, ``agreement``,
-``report``); :class:`Run` (``run``) a stored run of one judge and ``worker``
+``report``); :class:`Run` (``run``) a stored run of one judge and its execution
 (:meth:`Run.execute`); :class:`Panel` (``panel``), :class:`Campaign` (``campaign``), the
 leaderboard of judges (``judges_board``), the settings of a run (``settings``) and its progress
 bar (``progress``), a tuning of the judge's instruction (``tuning``: :class:`Tuning`). The CLI and the app's pages call this package, so the three give the same
@@ -45,7 +45,7 @@ from ..runs.selection import STRATEGIES
 from ..runs.settings import GenerationOptions, RunSettings
 from ..runs.tuning import TuningOptions, Wording
 from ..types import Dataset
-from ..worker import Reporter
+from ..runs.executor import Reporter
 from .campaign import Campaign, CampaignExport
 from .jobs import JOB_KINDS as _JOB_KINDS, Job, JobStatus
 from .judges_board import JUDGE_COLUMNS, JudgesLeaderboard

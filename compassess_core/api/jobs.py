@@ -26,10 +26,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TextIO
 
 from ..runs import explanations
-from .. import worker
 from ..errors import InputError
 from ..runs.run_loop import STARTING_PHASE, WORKER_STATE_TEXT, is_active
-from ..worker import ConsoleReporter, Reporter
+from ..runs import executor
+from ..runs.executor import ConsoleReporter, Reporter
+from . import background
+from .progress import _reporter
+from .settings import _check_at_least
 from .handle import StoreHandle
 
 #: What a job's state says in words (a run's worker states, which every kind shares).
@@ -122,6 +125,12 @@ class JobKind(Protocol):
 
     def started(self, job: "Job", process: subprocess.Popen) -> None: ...
 
+    def recheck(self, job: "Job") -> None:
+        """Refuse (``InputError``) in a worker process, before it executes, what a stored job
+        may not do here (a stored job is not trusted: it may come from an imported store or a
+        changed configuration). A command executing what its user just asked checks nothing
+        more."""
+
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter) -> Any: ...
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter: ...
@@ -158,7 +167,9 @@ class RunJobs:
     name = "run"
     description = "execute (or resume) stored runs, several judged together by one judge"
     id_help = "a stored run's id; several are judged together by one judge"
-    params: tuple[JobParam, ...] = ()
+    params = (JobParam("chunk_size", "prompts per judge call (default 128): the scope of the "
+                       "judge's prefix cache; results are stored after every micro-batch", int,
+                       False),)
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
         return _run_ids(store, target)
@@ -184,23 +195,45 @@ class RunJobs:
     def started(self, job: "Job", process: subprocess.Popen) -> None:
         pass
 
+    def recheck(self, job: "Job") -> None:
+        pass   # a run's judge server is checked when it starts (``check_startable``); a worker
+        # started by hand may talk to any server its user chose, but never with another's key
+
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter) -> list:
-        return job.store.execute(list(job.ids), judge=judge, progress=progress)
+        """The runs executed together in this process (``runs.executor``: one judge, loaded
+        once unless given, under signal handlers), returned refreshed: what ``Store.execute``,
+        ``Run.execute``, ``compassess worker`` and the worker process all do."""
+        chunk_size = job.params.get("chunk_size")
+        _check_at_least("chunk_size", chunk_size, 1)
+        runs = self.runs(job)
+        reporter = _reporter(progress, runs[0]._kind)
+        try:
+            executor.execute_runs_until_stopped(job.store.backend, list(job.ids), judge=judge,
+                                                reporter=reporter, chunk_prompts=chunk_size)
+        finally:
+            close = getattr(reporter, "close", None)
+            if close is not None:
+                close()
+        return [r.refresh() for r in runs]
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter:
         kind = job.store.get_run(job.ids[0])._kind
         return ConsoleReporter(kind.unit, kind.rate_unit, stream=stream)
 
     def status(self, job: "Job") -> JobStatus:
-        runs = self.runs(job)
-        progress = [r.progress() for r in runs]
+        return self.status_of(self.runs(job))
+
+    def status_of(self, runs: list, *, refresh: bool = True) -> JobStatus:
+        """The status of the job of ``runs`` (``Run`` handles), read afresh unless ``refresh=False``
+        (as the handles were read: a list of runs, read once)."""
+        progress = [r.progress(refresh=refresh) for r in runs]
         states = [p.state for p in progress]
         # Together they are as far as the least advanced: alive while any worker is, else the
         # first of failed, stale, cancelled, pending that any run is in.
         state = next((s for s in ("cancelling", "working", "failed", "stale", "cancelled",
                                   "pending") if s in states), states[0])
         first = next((p for p in progress if p.state == state), progress[0])
-        return JobStatus(self.name, self.name_of(job), state,
+        return JobStatus(self.name, ", ".join(f"'{r.name}'" for r in runs), state,
                          sum(p.done for p in progress), sum(p.total for p in progress),
                          progress[0].unit, first.message,
                          detail=progress[0] if len(progress) == 1 else progress)
@@ -219,7 +252,8 @@ class TuningJob:
     name = "tuning"
     description = "execute (or resume) a stored tuning of the judge's instruction"
     id_help = "the stored tuning's id"
-    params: tuple[JobParam, ...] = ()
+    params = (JobParam("threads", "CPU threads for the model (default: the process's)", int,
+                       False),)
 
     def ids_of(self, store: StoreHandle, target: Any) -> tuple[int, ...]:
         return _ids(target, lambda t: int(t.id) if hasattr(t, "id") else store.tuning(t).id,
@@ -248,12 +282,14 @@ class TuningJob:
     def started(self, job: "Job", process: subprocess.Popen) -> None:
         pass
 
-    def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
-        tuning = self.tuning(job)
+    def recheck(self, job: "Job") -> None:
         # Checked again where it executes: a stored tuning is not trusted (it may come from an
         # imported store or a changed configuration), as in ``check_startable``.
-        tuning.refuse_unconfigured_judge()
-        return tuning.execute(judge=judge, progress=progress)
+        self.tuning(job).refuse_unconfigured_judge()
+
+    def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
+        return self.tuning(job).execute(judge=judge, progress=progress,
+                                        threads=job.params.get("threads") or None)
 
     def reporter(self, job: "Job", stream: TextIO) -> Reporter:
         return ConsoleReporter("comparisons", stream=stream)
@@ -332,8 +368,11 @@ class ExplanationJob:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except (OSError, ValueError):
             return None
-        expected = [worker.WORKER_MODULE, *worker.job_argv(self.name, job.ids, job.params)]
+        expected = [background.WORKER_MODULE, *background.job_argv(self.name, job.ids, job.params)]
         return pid if all(a in argv for a in expected) else None
+
+    def recheck(self, job: "Job") -> None:
+        pass   # as a run's: the run's judge, whose server its user chose
 
     def execute(self, job: "Job", *, judge: Any, progress: bool | Reporter):
         run = job.store.get_run(job.ids[0])
@@ -356,9 +395,9 @@ class ExplanationJob:
         elif self.process(job) is not None:
             state = "working"
         else:
-            last = worker.log_tail(self.log_path(job), 1)
-            state = ("pending" if not last else "failed" if last.startswith(worker.FAILED)
-                     else "cancelled" if last.startswith(worker.STOPPED) else "stale")
+            last = background.log_tail(self.log_path(job), 1)
+            state = ("pending" if not last else "failed" if last.startswith(background.FAILED)
+                     else "cancelled" if last.startswith(background.STOPPED) else "stale")
             message = last or None
         return JobStatus(self.name, self.name_of(job), state, done, len(found.orders), "orders",
                          message, detail=found)
@@ -372,13 +411,21 @@ class ExplanationJob:
         # Said in its log too: a worker stopped before it could say so itself (still
         # starting) leaves this line as its last word.
         with contextlib.suppress(OSError), open(self.log_path(job), "a", encoding="utf-8") as log:
-            log.write(f"{worker.STOPPED}: cancelled on request (process {pid}); start it again "
+            log.write(f"{background.STOPPED}: cancelled on request (process {pid}); start it again "
                       "to resume\n")
 
 
 #: The kinds of background job, by name: the registry the worker's entry point, ``Store.job``
 #: and ``compassess job`` read.
-JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (RunJobs(), TuningJob(), ExplanationJob())}
+_RUNS = RunJobs()
+JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (_RUNS, TuningJob(), ExplanationJob())}
+
+
+def listed_run_status(run) -> JobStatus:
+    """What ``store.job("run", run).status()`` says of a listed run's own job, from the run as
+    it was listed (``Store.list_runs``), without reading it again: what a list of runs shows
+    (``compassess runs``); ``detail`` is its ``RunProgress``."""
+    return _RUNS.status_of([run], refresh=False)
 
 
 def get_job_kind(name: str) -> JobKind:
@@ -451,7 +498,7 @@ class Job:
                              "a database server with open_store(...) to run in the background")
         self.kind.check_startable(self)
         self.kind.mark_starting(self)
-        process = worker.start_job(self.kind.name, self.ids, self.params, self.store.url,
+        process = background.start_job(self.kind.name, self.ids, self.params, self.store.url,
                                    Path(log_path or self.log_path), cwd=cwd)
         self.kind.started(self, process)
         return process
@@ -484,6 +531,16 @@ class Job:
         """
         return self.kind.execute(self, judge=judge, progress=progress)
 
+    def recheck(self) -> None:
+        """What a worker process checks before it executes the stored job (``JobKind.recheck``).
+
+        Raises
+        ------
+        InputError
+            The job may not be done here (e.g. a tuning's judge server is not configured).
+        """
+        self.kind.recheck(self)
+
     def status(self) -> JobStatus:
         """Where the job stands, read from the store afresh (:class:`JobStatus`)."""
         return self.kind.status(self)
@@ -495,11 +552,12 @@ class Job:
 
     def log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
         """The last ``n_lines`` lines its worker wrote ("" before any)."""
-        return worker.log_tail(Path(log_path or self.log_path), max(int(n_lines), 1))
+        return background.log_tail(Path(log_path or self.log_path), max(int(n_lines), 1))
 
     def reporter(self, stream: TextIO | None = None) -> Reporter:
         """The console reporter of this kind's progress (on ``stream``, default stderr)."""
         return self.kind.reporter(self, stream or sys.stderr)
 
 
-__all__ = ["JOB_KINDS", "Job", "JobKind", "JobParam", "JobStatus", "get_job_kind"]
+__all__ = ["JOB_KINDS", "Job", "JobKind", "JobParam", "JobStatus", "get_job_kind",
+           "listed_run_status"]

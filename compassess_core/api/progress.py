@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from ..runs.run_kinds import RunKind
 from ..runs.run_loop import JUDGING_PHASE, PHASE_TEXT, Progress, is_active, worker_state
 from ..judges.speed import human_duration
-from ..worker import Reporter
+from ..runs.executor import Reporter
 
 # ------------------------------------------------------------------------------ progress
 

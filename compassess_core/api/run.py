@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Mapping
 import pandas as pd
 
 from ..runs import absolute, explanations
-from .. import worker
 from ..stats.calibration import calibrated_table, fit_on_labels
 from ..runs.comparative import render_prompt
 from ..runs.context_window import truncated_text
@@ -24,8 +23,10 @@ from ..runs.prompts import prompt_hash
 from ..report.audit import ShownComparison
 from ..runs.run_loop import WORKER_STATE_TEXT, is_active, remaining_s
 from ..judges.speed import TimeEstimate, estimate_time
-from ..worker import Reporter
-from .progress import RunProgress, _reporter, phase_of, phase_seconds
+from ..runs import executor
+from ..runs.executor import Reporter
+from . import background
+from .progress import RunProgress, phase_of, phase_seconds
 from .settings import _check_at_least
 from .verdicts import Verdicts, _pairwise_only
 
@@ -131,8 +132,9 @@ class Run(Verdicts):
 
     def execute(self, *, judge=None, progress: bool | Reporter = True,
                 chunk_size: int | None = None) -> "Run":
-        """Execute (or resume) the run in this process: ``compassess worker``. Only what is
-        not stored yet is computed; returns the run, refreshed.
+        """Execute (or resume) the run in this process: ``compassess worker``, the run job's
+        own execution (``store.job("run", run).execute()``). Only what is not stored yet is
+        computed; returns the run, refreshed.
 
         Raises
         ------
@@ -147,14 +149,7 @@ class Run(Verdicts):
             too long (the run is marked failed with the message).
         """
         _check_at_least("chunk_size", chunk_size, 1)
-        reporter = _reporter(progress, self._kind)
-        try:
-            worker.execute_until_stopped(self.store.backend, self.id, judge=judge,
-                                         reporter=reporter, chunk_prompts=chunk_size)
-        finally:
-            close = getattr(reporter, "close", None)
-            if close is not None:
-                close()
+        self.store.job("run", self, chunk_size=chunk_size).execute(judge=judge, progress=progress)
         return self.refresh()
 
     @property
@@ -193,7 +188,7 @@ class Run(Verdicts):
     @property
     def worker_log_path(self) -> Path:
         """Where this run's worker processes write (``$COMPASSESS_HOME/logs/worker-<id>.log``)."""
-        return worker.worker_log_path(self.id)
+        return background.worker_log_path(self.id)
 
     def worker_log(self, n_lines: int = 12, log_path: str | os.PathLike | None = None) -> str:
         """The last ``n_lines`` lines its worker wrote ("" before any): the newest log of the
@@ -204,7 +199,7 @@ class Run(Verdicts):
             existing = [p for p in paths if p.exists()]
             log_path = (max(existing, key=lambda p: p.stat().st_mtime) if existing
                         else self.worker_log_path)
-        return worker.log_tail(Path(log_path), n_lines)
+        return background.log_tail(Path(log_path), n_lines)
 
     def progress(self, *, refresh: bool = True) -> RunProgress:
         """Where the run stands: its worker state, done and total, the worker's rate, the time
@@ -281,7 +276,7 @@ class Run(Verdicts):
         if found.complete:
             return found
         if judge is None:
-            judge = worker.load_run_judge(self.settings)
+            judge = executor.load_run_judge(self.settings)
         why = explanations.cannot_write(judge)
         if why is not None:
             raise InputError(why)

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, worker
+from .. import __version__
 from ..runs import absolute
 from ..people import access, annotation
 from ..stats import analysis
@@ -40,7 +40,8 @@ from ..runs.sink import open_store as _open_backend
 from ..judges.speed import TimeEstimate, estimate_time, shared_work
 from ..people.annotation import ShownPair
 from ..types import Dataset
-from ..worker import Reporter
+from ..runs import executor
+from ..runs.executor import Reporter
 from .progress import _reporter
 from .jobs import Job
 from .run import Run
@@ -298,8 +299,9 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
                 progress: bool | Reporter = True, chunk_size: int | None = None) -> list["Run"]:
         """Execute (or resume) stored runs together in this process: one judge, loaded once
         (unless given), judges them in one pass, the prompts of the same pair sharing their
-        context and candidates in its prefix cache (``worker.execute_runs``); each run is
-        stored, resumable and read back on its own. Returns the runs, refreshed.
+        context and candidates in its prefix cache (``runs.executor.execute_runs``); each run is
+        stored, resumable and read back on its own. Returns the runs, refreshed. The run job's
+        own execution (``store.job("run", runs).execute()``), as the worker process's.
 
         Raises
         ------
@@ -309,14 +311,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
         """
         _check_at_least("chunk_size", chunk_size, 1)
         handles = [r if isinstance(r, Run) else self.get_run(r) for r in runs]
-        reporter = _reporter(progress, handles[0]._kind)
-        try:
-            worker.execute_runs_until_stopped(self.backend, [r.id for r in handles], judge=judge,
-                                              reporter=reporter, chunk_prompts=chunk_size)
-        finally:
-            close = getattr(reporter, "close", None)
-            if close is not None:
-                close()
+        self.job("run", handles, chunk_size=chunk_size).execute(judge=judge, progress=progress)
         return [r.refresh() for r in handles]
 
     def start_worker(self, runs: Sequence["Run | str | int"],
@@ -426,7 +421,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             return done.execute(progress=reporter)
         if model_options.threads:  # process-wide: the judge reads it when it loads
             os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
-        judge = judge if judge is not None else worker.load_run_judge(settings)
+        judge = judge if judge is not None else executor.load_run_judge(settings)
         kind.preflight(dataset, settings, judge)
         run = self._create_run(dataset, dataset_id, settings, name)
         if references:
@@ -479,7 +474,7 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             raise InputError("anchor texts belong to one aspect: score several aspects with "
                              "anchors one run at a time")
         names = run_names(name, settings)
-        worker.check_one_judge(settings, names)
+        executor.check_one_judge(settings, names)
         kind = kind_of(settings[0])
         reporter = _reporter(progress, kind)
         for s in settings:
@@ -491,8 +486,8 @@ class Store(Uploads, Planning, Campaigns, Panels, JudgesBoard, Tunings):
             return self.execute(done, progress=reporter)
         if model_options.threads:  # process-wide: the judge reads it when it loads
             os.environ["COMPASSESS_THREADS"] = str(model_options.threads)
-        judge = judge if judge is not None else worker.load_run_judge(settings[0].with_changes(
-            batch_size=worker.largest_batch_size(settings)))
+        judge = judge if judge is not None else executor.load_run_judge(settings[0].with_changes(
+            batch_size=executor.largest_batch_size(settings)))
         for s in settings:
             kind_of(s).preflight(dataset, s, judge)
         if dataset_id is None:

@@ -18,7 +18,8 @@ import pandas as pd
 
 from ..stats import paired
 from ..runs import tuning
-from .. import worker
+from ..runs import executor
+from . import background
 from ..errors import InputError, RunCancelled, RunInterrupted
 from ..runs.explanations import cannot_write
 from ..runs.options import ComparativeOptions, ModelOptions
@@ -320,7 +321,7 @@ class Tuning:
             start = [w for w in self.wordings if w.round == 0]
             first = self.settings(dataset, start[0])
             if judge is None:
-                judge = worker.load_run_judge(first)
+                judge = executor.load_run_judge(first)
             kind_of(first).preflight(dataset, first, judge)
             why_not = None
             if writer is None and o.rounds:
@@ -443,11 +444,11 @@ class Tuning:
     def worker_log_path(self) -> Path:
         """Where this tuning's worker processes write (``$COMPASSESS_HOME/logs/tuning-<id>.log``,
         beside the runs' worker logs)."""
-        return worker.worker_log_path(self.id).parent / f"tuning-{int(self.id)}.log"
+        return background.worker_log_path(self.id).parent / f"tuning-{int(self.id)}.log"
 
     def worker_log(self, n_lines: int = 6) -> str:
         """The last ``n_lines`` lines its worker wrote ("" before any)."""
-        return worker.log_tail(self.worker_log_path, max(int(n_lines), 1))
+        return background.log_tail(self.worker_log_path, max(int(n_lines), 1))
 
     def start_worker(self, log_path: str | os.PathLike | None = None, *,
                      cwd: str | os.PathLike | None = None) -> subprocess.Popen:

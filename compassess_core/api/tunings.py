@@ -15,7 +15,7 @@ from ..runs.prompts import Template, custom_template
 from ..runs.settings import RunSettings
 from ..runs.tuning import TuningOptions
 from ..types import Dataset
-from ..worker import Reporter
+from ..runs.executor import Reporter
 from .records import Deleted
 from .tuning import (Tuning, TuningPlan, TuningResult, check_tuning_name, create_tuning,
                      plan_tuning, run_name)

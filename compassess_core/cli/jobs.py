@@ -14,7 +14,8 @@ from ..worker import EXIT_OK
 
 
 def _job(args) -> api.Job:
-    given = {p.name: getattr(args, p.name) for p in JOB_KINDS["explanation"].params}
+    given = {p.name: getattr(args, p.name, None) for kind in JOB_KINDS.values()
+             for p in kind.params}
     params = {name: value for name, value in given.items() if value is not None}
     return api.open_store(args.db).job(args.kind, list(args.name), **params)
 

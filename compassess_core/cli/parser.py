@@ -628,9 +628,10 @@ def _job_parsers(sub) -> None:
                        help="run (several names: judged together), tuning, or explanation "
                             "(a run's name and a pair)")
         p.add_argument("name", nargs="+", metavar="NAME", help="the stored run's or tuning's name")
-        for param in JOB_KINDS["explanation"].params:
-            p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name, type=param.type,
-                           default=None, help=f"explanation: {param.help}")
+        for kind in JOB_KINDS.values():   # each kind's parameters; another kind's is refused
+            for param in kind.params:
+                p.add_argument(f"--{param.name.replace('_', '-')}", dest=param.name,
+                               type=param.type, default=None, help=f"{kind.name}: {param.help}")
         if action == "status":
             p.add_argument("--json", action="store_true", help="print one JSON object")
         if action == "log":

@@ -11,7 +11,8 @@ from ..runs.options import (AbsoluteOptions, ComparativeOptions, ModelOptions, S
                             for_aspects, run_options)
 from ..runs.run_kinds import build_settings, kind_of
 from ..runs.settings import GenerationOptions
-from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+from ..runs.executor import ConsoleReporter
+from ..worker import EXIT_INTERRUPTED, EXIT_OK
 from .common import _dumps, _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans
 
@@ -90,12 +91,11 @@ def cmd_score(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    store = api.open_store(args.db)
-    runs = [store.get_run(name) for name in args.run]
-    kind = kind_of(runs[0].info.settings)
+    """The run job executed in this process, as the worker process executes it (``Job.execute``;
+    ``compassess job start run NAME`` hands it to one instead)."""
+    job = api.open_store(args.db).job("run", list(args.run), chunk_size=args.chunk_size)
     try:
-        store.execute(runs, progress=ConsoleReporter(kind.unit, kind.rate_unit),
-                      chunk_size=args.chunk_size)
+        job.execute(progress=job.reporter())
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     return EXIT_OK

@@ -9,7 +9,8 @@ from .. import api
 from ..judges.models import default_model_path, fetch_default_model
 from ..report_text import fmt as _fmt
 from ..runs.run_kinds import kind_of
-from ..runs.run_loop import PHASE_TEXT, is_active, state_text, worker_state
+from ..runs.run_loop import PHASE_TEXT
+from ..api.jobs import listed_run_status
 from ..worker import EXIT_OK
 from .common import _dumps, _load_run
 
@@ -33,29 +34,28 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    store = api.open_store(args.db).backend
-    runs = store.list_runs()
+    # Each run's own job status (what `compassess job status run NAME` says), from one listing.
+    listed = [(run.info, listed_run_status(run)) for run in api.open_store(args.db).list_runs()]
     if args.json:
         print(_dumps([dict(name=r.name, dataset=r.dataset_name, status=r.status,
-                               state=worker_state(r), kind=kind_of(r.settings).name,
+                               state=job.state, kind=kind_of(r.settings).name,
                                unit=kind_of(r.settings).unit, done=r.done, total=r.total,
                                n_comparisons=r.n_comparisons, judge=r.judge_key,
                                rate=r.rate, judge_s=r.judge_s, token_rate=r.token_rate,
-                               phase=r.phase if is_active(worker_state(r)) else None,
+                               phase=r.phase if job.active else None,
                                phase_at=(r.phase_at.isoformat() if r.phase_at is not None
-                                         and is_active(worker_state(r)) else None))
-                          for r in runs], indent=2))
+                                         and job.active else None))
+                          for r, job in listed], indent=2))
         return EXIT_OK
-    for r in runs:
+    for r, job in listed:
         # the state, not the stored status: a run whose worker died is not "running"; a run
         # that ended says its rate over its seconds of judging (its last session)
         kind = kind_of(r.settings)
         took = (f", {r.rate:.2f} {kind.rate_unit} over {r.judge_s:.0f} s of judging"
-                if r.rate and r.judge_s and not is_active(worker_state(r)) else "")
-        doing = (f" ({PHASE_TEXT.get(r.phase, r.phase)})" if r.phase and is_active(worker_state(r))
-                 else "")
-        print(f"{r.name}\t{r.dataset_name}\t{state_text(r)}{doing}\t{r.done}/{r.total or '?'} "
-              f"{kind.unit}{took}")
+                if r.rate and r.judge_s and not job.active else "")
+        doing = f" ({PHASE_TEXT.get(r.phase, r.phase)})" if r.phase and job.active else ""
+        print(f"{r.name}\t{r.dataset_name}\t{job.detail.state_text}{doing}\t"
+              f"{r.done}/{r.total or '?'} {kind.unit}{took}")
     return EXIT_OK
 
 

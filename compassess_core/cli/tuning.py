@@ -10,7 +10,7 @@ from ..runs.explanations import REASONS_LABEL, REASONS_NOTE
 from ..report_text import fmt as _fmt, table as _table
 from ..runs.tuning import TuningOptions
 from .common import _dumps
-from ..worker import EXIT_INTERRUPTED, EXIT_OK, ConsoleReporter
+from ..worker import EXIT_INTERRUPTED, EXIT_OK
 
 
 def cmd_tune(args) -> int:
@@ -35,9 +35,11 @@ def cmd_tune(args) -> int:
         per_round=args.per_round, budget=args.budget, seed=args.seed,
         batch_size=args.batch_size, device=args.device, dtype=args.dtype,
         truncate_context=args.truncate_context, writer=args.writer, created_by=local_identity())
+    # The tuning job executed in this process, as the worker process executes it
+    # (``compassess job start tuning NAME`` hands it to one instead).
+    job = store.job("tuning", tuning, threads=args.threads or None)
     try:
-        result = tuning.execute(progress=ConsoleReporter("comparisons"),
-                                threads=args.threads or None)
+        result = job.execute(progress=job.reporter())
     except (RunCancelled, RunInterrupted):
         return EXIT_INTERRUPTED
     if args.json:
@@ -116,11 +118,14 @@ def cmd_templates(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    run = api.open_store(args.db).get_run(args.run)
+    store = api.open_store(args.db)
     if args.stored:
-        found = run.explanation(args.context, args.a, args.b, max_tokens=args.max_tokens)
-    else:
-        found = run.explain(args.context, args.a, args.b, max_tokens=args.max_tokens)
+        found = store.get_run(args.run).explanation(args.context, args.a, args.b,
+                                                    max_tokens=args.max_tokens)
+    else:   # the explanation job executed in this process, as the worker process executes it
+        job = store.job("explanation", args.run, context=args.context, first=args.a,
+                        second=args.b, max_tokens=args.max_tokens)
+        found = job.execute(progress=job.reporter())
     if args.json:
         print(_dumps(found.to_dict(), indent=2))
         return EXIT_OK
