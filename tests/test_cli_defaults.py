@@ -156,6 +156,65 @@ def test_a_db_in_a_folder_that_does_not_exist_is_an_error_unless_create_is_given
     assert target.exists()
 
 
+def test_a_missing_db_file_is_refused_by_every_command_that_reads_the_store(tmp_path, capsys,
+                                                                             monkeypatch):
+    """`compassess runs --db typo.db` in an existing folder said "no runs" from a new empty
+    store: every command that only reads or changes what is stored refuses a --db file that
+    does not exist (exit 2, naming it), creating nothing; the commands that bring data in
+    (run, import-labels, campaign create, ...) still create it, and --create starts one."""
+    from compassess_core.cli.common import CREATES_STORE, NEEDS_NO_STORE, command_name
+
+    monkeypatch.chdir(tmp_path)
+    reading = []
+    for path, parser in parsers(build_parser()):
+        if path and "--db" in parser._option_string_actions:
+            args = argparse.Namespace(command=path[0], **{
+                d: path[1] for d in ("campaign_command", "panel_command", "job_command")
+                if len(path) > 1 and d.startswith(path[0])})
+            if command_name(args) not in CREATES_STORE | NEEDS_NO_STORE:
+                reading.append(path)
+    assert {("runs",), ("rank",), ("export",), ("leaderboard",), ("compare",), ("report",),
+            ("agreement",), ("judges",), ("tunings",), ("explain",), ("panel", "list"),
+            ("campaign", "status"), ("job", "status")} <= set(reading)
+    for db in ("typo.db", "sqlite:///typo.db", f"sqlite:///{tmp_path / 'typo.db'}"):
+        code, out, err = cli(capsys, "runs", "--db", db)
+        assert code == 2 and out == "", err
+        assert err.startswith(f"error: --db {db}: no store at ") and "typo.db" in err
+        assert "--create" in err and "Traceback" not in err
+    # each reading command, with the arguments it requires
+    required = {"--run": "r", "--name": "n", "--dataset": "d", "--aspect": "coherence",
+                "--to": "t", "-o": "out.html", "--context": "c"}
+    for path in reading:
+        parser = dict(parsers(build_parser()))[path]
+        argv = [*path]
+        for action in parser._actions:
+            if action.required and action.option_strings:
+                flag = next((f for f in action.option_strings if f in required),
+                            action.option_strings[0])
+                value = (next(iter(action.choices)) if action.choices
+                         else required.get(flag, "x"))
+                argv += [flag, value] * (2 if action.nargs in ("+", "*") else 1)
+            elif action.required and not action.option_strings and action.choices:
+                argv.append(next(iter(action.choices)))
+            elif action.required and not action.option_strings:
+                argv.append("x")
+        code, _, err = cli(capsys, *argv, "--db", "typo.db")
+        assert code == 2 and "no store at typo.db" in err, (argv, err)
+    assert not (tmp_path / "typo.db").exists()
+    # `models` needs no store and leaves a missing one uncreated
+    assert cli(capsys, "models", "--db", "typo.db")[0] == 0
+    assert not (tmp_path / "typo.db").exists()
+    # a command that brings data in creates the store; --create starts an empty one
+    labels = tmp_path / "labels.csv"
+    labels.write_text("context_id,candidate_a,candidate_b,winner\nq,a,b,A\n")
+    code, _, err = cli(capsys, "import-labels", str(labels), "--dataset", "none",
+                       "--aspect", "overall", "--db", "made.db")
+    assert "no store at" not in err and (tmp_path / "made.db").exists()
+    code, out, err = cli(capsys, "runs", "--db", "typo.db", "--create")
+    assert code == 0 and (tmp_path / "typo.db").exists(), err
+    assert "no store at" not in cli(capsys, "runs", "--db", "typo.db")[2]
+
+
 # ---------------------------------------------------------------------------------- panels
 
 def test_panel_rank_evaluate_list_delete_take_json(hand_run, capsys):

@@ -83,7 +83,8 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
                         "file in $COMPASSESS_HOME); a file whose folder does not exist is an error "
                         "unless --create is given")
     p.add_argument("--create", action="store_true",
-                   help="create the folder of a --db file that does not exist yet")
+                   help="create a --db file that does not exist yet (and its folder): a command "
+                        "that only reads the store refuses a missing file without it")
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from ..stats.length_bias import LC_FOLDS
 from ..judges.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings
+from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings, sqlite_file
 
 
 # ------------------------------------------------------------------- leaderboard and compare
@@ -221,8 +221,9 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_models(args) -> int:
-    try:
-        runs = api.open_store(args.db).backend.list_runs()
+    try:  # a --db file that does not exist is left uncreated: no measured speeds
+        missing = sqlite_file(args.db) is not None and not sqlite_file(args.db).exists()
+        runs = [] if missing else api.open_store(args.db).backend.list_runs()
     except CompAssessError:
         runs = []  # the list of models does not need the store; only measured speeds do
     entries = catalog(runs)
