@@ -21,7 +21,7 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages._auth import guard, require
 from pages import _view as view
-from pages._plain import plain_message
+from pages._plain import plain_message, plain_within
 from pages._common import api_store, plain, show_problems_table
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -89,6 +89,8 @@ for box, canon in zip(cols, CANONICAL + OPTIONAL):
                                  "order." if canon in ("candidate_id", "system")
                                  else None))
     column_map[canon] = None if chosen in (NONE, None) else chosen
+if first.context_why and column_map.get("context") == first.mapping.get("context"):
+    st.caption(plain_within(first.context_why, first.columns))  # why this context, not another
 used = {c for c in column_map.values() if c is not None}
 score_columns = st.multiselect(
     "Reference-score columns", [c for c in columns if c not in used],
