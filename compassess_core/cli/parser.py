@@ -611,7 +611,7 @@ def _tuning_parsers(sub) -> None:
                     help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
     ex.add_argument("--stored", action="store_true",
                     help="only print what is stored; never load the judge")
-    _shared(ex, "json", "db")
+    _shared(ex, "debias", "json", "db")
 
 
 def _job_parsers(sub) -> None:

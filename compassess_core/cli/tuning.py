@@ -118,9 +118,11 @@ def cmd_templates(args) -> int:
 def cmd_explain(args) -> int:
     run = api.open_store(args.db).get_run(args.run)
     if args.stored:
-        found = run.explanation(args.context, args.a, args.b, max_tokens=args.max_tokens)
+        found = run.explanation(args.context, args.a, args.b, max_tokens=args.max_tokens,
+                                debias=args.debias)
     else:
-        found = run.explain(args.context, args.a, args.b, max_tokens=args.max_tokens)
+        found = run.explain(args.context, args.a, args.b, max_tokens=args.max_tokens,
+                            debias=args.debias)
     if args.json:
         print(_dumps(found.to_dict(), indent=2))
         return EXIT_OK
@@ -129,8 +131,7 @@ def cmd_explain(args) -> int:
         print(f"# ! {found.contradiction}")
     print()
     for order in found.orders:
-        print(f"{order.first} in position A, {order.second} in B: p = {order.p:.3f}, the judge "
-              f"answered {order.verdict}; its {REASONS_LABEL}:")
+        print(f"{found.summary(order)}; its {REASONS_LABEL}:")
         print(order.text if order.text is not None else "(no reasons stored yet)")
         print()
     if found.reverse is None:

@@ -784,8 +784,7 @@ def _reasons_block(explanation: Any | None) -> str:
               if o.text is not None]
     if not orders:
         return ""
-    parts = "".join(f'<p class="label">With {inert(o.first)} in position A (p = {_num(o.p)}, '
-                    f"the judge answered {inert(o.verdict)}):</p>"
+    parts = "".join(f'<p class="label">{inert(explanation.summary(o))}:</p>'
                     f'<pre class="prompt">{inert(o.text)}</pre>' for o in orders)
     flag = ("" if explanation.contradiction is None else
             f'<div class="warning"><strong>Contradiction.</strong> '
