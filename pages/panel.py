@@ -188,6 +188,11 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
+    # A number that is undefined (no reference column, no pair judged in both orders) says
+    # n/a, not an empty cell or NaN: the numbers as text, each with its own decimals.
+    digits = dict(spearman_x100=".1f", kendall_x100=".1f", p_a_raw=".3f", p_a_debiased=".3f",
+                  flip_rate=".3f")
+    rows = [{k: fmt(v, digits[k]) if k in digits else v for k, v in r.items()} for r in rows]
     shown = plain(pd.DataFrame(rows), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="",
                  column_config=column_labels(shown))
