@@ -37,6 +37,7 @@ from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._plain import plain_message
 from pages._store import api_store, db_url  # noqa: F401 - likewise
+from compassess_core.report_text import counted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
@@ -296,7 +297,8 @@ def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):
 
 
 def _dataset_label(d) -> str:
-    return f"{plain(d.name, 'text')} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
+    return (f"{plain(d.name, 'text')} ({counted(d.n_contexts, 'context')}, "
+            f"{counted(d.n_candidates, 'candidate')})")
 
 
 def is_pairwise(run) -> bool:
@@ -474,7 +476,7 @@ def tau_control(run: AppRun) -> float | str:
     current = (run.threshold_label(PER_CONTEXT) if per_context
                else f"tau = {tau:.4f}{marker}")
     st.sidebar.caption(f"Current {current}; global tau* = {tau_star:.4f} on "
-                       f"{run.n_comparisons:,} comparisons.")
+                       f"{counted(run.n_comparisons, 'comparison')}.")
     return tau
 
 
@@ -706,7 +708,7 @@ def running_or_partial_note(run, where=st) -> None:
     info = run.info
     if run.progress(refresh=False).active:
         where.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
-                   f"{info.total or '?'} comparisons stored): numbers here use what is stored "
+                   f"{counted(info.total or '?', 'comparison')} stored): numbers here use what is stored "
                    "so far.", icon=":material/hourglass_top:")
     else:
         partial_warning(run, where)

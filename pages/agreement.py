@@ -24,6 +24,7 @@ from pages._common import (api_store, at_tau, fmt, judge_warning, page_run, part
                            show_chart, tau_control)
 from pages._comparison import comparison_view
 from pages._judges import calibration_section
+from compassess_core.report_text import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -61,7 +62,8 @@ def annotator_agreement() -> None:
                 cols[2].metric("Agreement with the others",
                                fmt(100 * agree["agreement"], ".0f") + " %",
                                help=f"Share of your votes that matched another annotator's on "
-                                    f"those {agree['n_items']:,} pairs (whole percent); Cohen's "
+                                    f"those {counted(agree['n_items'], 'pair')} (whole percent); "
+                                    f"Cohen's "
                                     f"kappa {fmt(agree['kappa'], '.2f')}, every pair counted in "
                                     f"both orientations. Refreshed once "
                                     f"{batch} more of your pairs have been labelled by "
@@ -242,7 +244,7 @@ elif hh.n_items == 0:
 else:
     h1, h2, h3, h4 = st.columns(4)
     h1.metric("Pairs labelled by 2+ annotators", f"{hh.n_items:,}",
-              help=f"{hh.n_annotators} annotators share at least one pair")
+              help=f"{counted(hh.n_annotators, 'annotator')} share at least one pair")
     h2.metric("Raw agreement between people", fmt(100 * hh.percent_agreement, ".1f") + " %",
               help="Share of agreeing annotator pairs over all shared pairs (3 classes)")
     h3.metric("Cohen's kappa (2 annotators)",
@@ -252,7 +254,8 @@ else:
     h4.metric("Krippendorff's alpha (nominal)", fmt(hh.krippendorff_alpha, ".3f"),
               help="Any number of annotators, missing labels allowed; every pair counted in "
                    "both orientations")
-    st.caption(f"On {hh.n_items} pairs labelled by at least two of {hh.n_annotators} annotators; "
+    st.caption(f"On {counted(hh.n_items, 'pair')} labelled by at least two of "
+               f"{counted(hh.n_annotators, 'annotator')}; "
                "classes: first-listed better / second-listed better / tie.")
     if len(hh.pairwise):
         st.dataframe(plain(hh.pairwise, "text"), hide_index=True, width="stretch",
@@ -358,7 +361,7 @@ st.header("Exports")
 e1, e2, e3 = st.columns(3)
 for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
     exported = api_store().human_labels_bytes(run.info.dataset_id, aspect, fmt_name)
-    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)",
+    col.download_button(f"Human judgements ({fmt_name.upper()}, {counted(len(human), 'row')})",
                         exported.data, mime=mime, icon=":material/download:",
                         file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
                                                 suffix=f".{fmt_name}"),

@@ -22,6 +22,7 @@ from pages._common import (at_tau, baseline_control, ci_control, db_url, debias_
                            download_with_settings, is_scoring_run, page_run, partial_warning, plain,
                            prepared_download, run_controls)
 from pages._judges import probability_source
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -37,7 +38,7 @@ if is_scoring_run(run):
     partial_warning(run)
     fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
     done = int(run.info.done or 0)
-    st.subheader(f"Scores per candidate ({done:,} candidates scored)")
+    st.subheader(f"Scores per candidate ({counted(done, 'candidate')} scored)")
     exported = run.export_bytes(what="rankings", fmt=fmt_choice, which="expected")
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-scores",
                            fmt_choice, "dl_scores")

@@ -17,6 +17,7 @@ from pages._auth import guard, require, viewer
 from pages._plain import plain_message
 from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, column_labels, list_runs,
                            pick_id, plain)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -46,8 +47,9 @@ if load:
         st.error(f"Could not load the sample: {plain_message(e)}")
     else:
         view.put("dataset", api_store().dataset_id(dataset.name))
-        st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store ({len(dataset.contexts)} contexts, "
-                   f"{dataset.n_candidates} candidates). Next: start a run.")
+        st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store "
+                   f"({counted(len(dataset.contexts), 'context')}, "
+                   f"{counted(dataset.n_candidates, 'candidate')}). Next: start a run.")
         st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
 
 st.subheader("Datasets in the store")

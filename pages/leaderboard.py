@@ -25,6 +25,7 @@ from pages._plain import plain_message
 from pages._common import (at_tau, baseline_control, default_reference_index,
                            download_with_settings, fmt, length_bias_metrics, plain,
                            result_page_header, show_chart)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -74,11 +75,12 @@ m[1].metric("Comparisons", f"{board.n_comparisons:,}",
 m[2].metric("Contexts", f"{board.n_contexts:,}", help="The clusters the bootstrap resamples.")
 m[3].metric("Spearman x100", fmt(board.system_spearman_x100),
             help="System level: Spearman correlation (x100) of the systems' strengths with their mean "
-                 f"{plain(reference or '')} score, over {len(frame)} systems (needs a "
+                 f"{plain(reference or '')} score, over {counted(len(frame), 'system')} (needs a "
                  "reference column and 3+ systems).")
 st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate: share of a "
            f"system's comparisons it won (eq. 10 at tau). {level} intervals: percentiles of "
-           f"{board.n_boot} bootstrap replicates that resample the {board.n_contexts} contexts, "
+           f"{board.n_boot} bootstrap replicates that resample the "
+           f"{counted(board.n_contexts, 'context')}, "
            "then the comparisons within each. "
            "P(best): share of replicates in which the system has the highest strength.")
 for note in board.notes:  # a note may quote a system's name (the baseline's): inert

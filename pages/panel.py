@@ -25,6 +25,7 @@ from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects,
                            db_url, fmt, is_pairwise, judges_stamp, list_runs, method_control,
                            pick_dataset, pick_object, plain, prepared_download, show_paired)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -151,10 +152,12 @@ m = st.columns(4)
 m[0].metric("Comparisons", f"{len(jury.probabilities()):,}",
             help="Combined comparisons: ordered pairs at least one member judged.")
 m[1].metric("Fleiss' kappa", fmt(agree.fleiss_kappa, ".2f"),
-            help=f"Of the members' verdicts, over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
+            help=f"Of the members' verdicts, over the {counted(agree.n_pairs_all, 'pair')} every "
+                 f"member judged (verdicts per "
                  "unordered pair, each member at its own tau*).")
 m[2].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".2f"),
-            help=f"Nominal, over the {agree.n_pairs_alpha:,} pairs two or more members judged.")
+            help=f"Nominal, over the {counted(agree.n_pairs_alpha, 'pair')} two or more members "
+                 f"judged.")
 m[3].metric("Split pairs", f"{len(split):,}",
             help=f"Pairs where the members' verdicts differ, of {agree.n_pairs:,} unordered "
                  "pairs.")
@@ -223,7 +226,7 @@ with tabs[3]:
                 help=f"Share of the {pos.n_comparisons:,} combined comparisons won by the first "
                      "position.")
     b[1].metric("Flip rate at tau = 0.5", fmt(pos.flip_rate, ".2f"),
-                help=f"Over the {pos.n_pairs_both_orders:,} pairs judged in both orders.")
+                help=f"Over the {counted(pos.n_pairs_both_orders, 'pair')} judged in both orders.")
     b[2].metric("tau* of the combined p", fmt(pos.tau_star, ".3f"))
 with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "

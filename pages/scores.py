@@ -25,6 +25,7 @@ from pages._auth import guard, require
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, pick_object, plain,
                            preview, show_chart, show_problems_table)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -64,7 +65,7 @@ dataset_id = run.info.dataset_id
 
 st.caption(f"Aspect {plain(settings.aspect)}, {n_levels} reference levels, orders: {', '.join(orders)}, "
            f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
-           f"{len(frame):,} comparisons stored ({run.info.status}).")
+           f"{counted(len(frame), 'comparison')} stored ({run.info.status}).")
 if run.progress(refresh=False).active:
     st.info("The run is still working: scores appear as candidates complete.", icon=":material/hourglass_top:")
 else:

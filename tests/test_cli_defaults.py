@@ -430,3 +430,26 @@ def test_an_unknown_context_of_any_length_is_named_by_its_start_only(db_url, cap
     code, _, err = cli(capsys, "rank", "--run", "hand-run", "--context", "x" * 100_000,
                        "--db", db_url)
     assert code == 2 and "100,000 characters" in err and len(err) < 400
+
+
+# ---------------------------------------------------------------------------------- counts
+
+def test_a_count_of_one_takes_the_singular(db_url, capsys):
+    """'1 context', not '1 contexts': the shared counted() and what datasets, evaluate and
+    leaderboard print for a dataset of one context."""
+    from compassess_core.report_text import counted
+    from test_app_pages import SAMPLE
+
+    assert [counted(n, "pair") for n in (0, 1, 2, 1200, None, "?")] == [
+        "0 pairs", "1 pair", "2 pairs", "1,200 pairs", "? pairs", "? pairs"]
+    assert counted(1, "person", "people") == "1 person" and counted(3, "person", "people") == "3 people"
+    one = pd.read_csv(SAMPLE)
+    one = one[one["context_id"] == one["context_id"].iloc[0]]
+    seed_run(db_url, source=one.to_csv(index=False).encode(), name="one_article",
+             run="one-run")[0].close()
+    code, out, err = cli(capsys, "datasets", "--db", db_url)
+    assert code == 0 and "one_article\t1 context\t5 candidates\t" in out, out
+    code, out, err = cli(capsys, "evaluate", "--run", "one-run", "--db", db_url)
+    assert code == 0 and "comparisons over 1 context;" in out, out
+    code, out, err = cli(capsys, "leaderboard", "--run", "one-run", "--db", db_url)
+    assert code == 0 and "over 1 context;" in out and "1 contexts" not in out, out
