@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -589,6 +590,62 @@ def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str,
 
 
 # ------------------------------------------------------------------------------------ formatting
+
+#: Characters of a name a chart's axis shows before it is cut (the hover shows it whole).
+AXIS_LABEL_CHARS = 22
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "\u2026" + text[len(text) - (limit - 1 - head):]
+
+
+def axis_labels(names, limit: int = AXIS_LABEL_CHARS) -> list[str]:
+    """Names as a chart's axis shows them, escaped for plotly: whole when every one fits
+    ``limit`` characters; else the part that tells them apart, with an ellipsis for what they
+    all share (``…sweep-M14-checkpoint`` beside ``…sweep-M2-checkpoint``: a run sweep's names
+    differ in the middle), cut in its middle when still too long; two alike get ``#k``. The
+    hover text shows every name whole."""
+    texts = [" ".join(str(n).split()) for n in names]
+    if all(len(t) <= limit for t in texts):
+        return [plain(t, "plotly") for t in texts]
+    prefix = os.path.commonprefix(texts) if len(texts) > 1 else ""
+    suffix = os.path.commonprefix([t[::-1] for t in texts])[::-1] if len(texts) > 1 else ""
+    prefix, suffix = (prefix if len(prefix) >= 4 else ""), (suffix if len(suffix) >= 4 else "")
+    out = []
+    for t in texts:
+        core = t[len(prefix):len(t) - len(suffix)] if len(t) > len(prefix) + len(suffix) else t
+        if core is not t:
+            # keep a little of what they share, as far as the limit allows
+            room = limit - len(core) - 1
+            lead = prefix[len(prefix) - max(0, room // 2):] if prefix and room > 1 else ""
+            tail = suffix[:max(0, room - len(lead) - 1)] if suffix and room > 1 else ""
+            core = ("\u2026" if len(lead) < len(prefix) else "") + lead + core + tail + (
+                "\u2026" if len(tail) < len(suffix) else "")
+        out.append(_cut_middle(core, limit))
+    seen: dict[str, int] = {}
+    for k, label in enumerate(out):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            out[k] = _cut_middle(label, limit - 3) + f" #{seen[label]}"
+    return [plain(t, "plotly") for t in out]
+
+
+def square_chart_layout(labels: list[str], cell_px: int = 34, min_px: int = 260,
+                        max_px: int = 1100) -> dict:
+    """Height and margins of a square matrix chart of ``len(labels)`` rows and columns, sized
+    from their count and the longest axis label (in characters, at about 7 px each; x labels
+    turned 45 degrees take about 5 px of height per character): the cells never shrink below
+    readable as names get long or many."""
+    n = max(len(labels), 1)
+    longest = max((len(str(t)) for t in labels), default=1)
+    left = min(20 + 7 * longest, 240)
+    bottom = min(30 + 5 * longest, 200)
+    height = max(min_px, min(max_px, cell_px * n + bottom + 60))
+    return dict(height=height, margin=dict(l=left, r=10, t=10, b=bottom))
+
 
 def preview(text: str | None, n: int = PREVIEW_CHARS) -> str:
     if text is None:
