@@ -90,6 +90,29 @@ def test_one_context_column_is_proposed_the_one_that_is_one_passage_per_context(
     assert suggest_column_map(list(both.columns), both)["context"] == "dialog"
 
 
+def test_a_column_named_context_is_kept_and_a_side_by_side_pair_file_is_named_as_such():
+    """From a walk with files no test had used: TopicalChat's original JSON (one dialogue per
+    row, its responses nested) keeps its `context` column as the context, not a repeated column
+    of annotators' initials; LLMBar's MT-Bench JSON (input, output_1, output_2, label) is told
+    that it holds a pair per row and what a candidate file needs instead."""
+    import json
+
+    dialogues = json.dumps([{"context": f"dialogue {k} so far , about jazz", "fact": "a fact",
+                             "annotators": "['sm', 'me', 'er']",
+                             "responses": [{"response": "yes", "model": "m1"}]}
+                            for k in range(4)]).encode()
+    table = read_table(dialogues, file_label="tc_usr_data.json")
+    assert suggest_column_map(list(table.columns), table)["context"] == "context"
+    pairs = json.dumps([{"input": f"Question {k}?", "output_1": f"Answer one to {k}.",
+                         "output_2": f"Answer two to {k}.", "label": "1"}
+                        for k in range(3)]).encode()
+    with pytest.raises(ValidationError) as err:
+        load_candidates(pairs, file_label="llmbar.json")
+    said = str(err.value)
+    assert "two candidates side by side ('output_1' and 'output_2')" in said, said
+    assert "one row per candidate" in said and "import-labels" in said
+
+
 def test_one_column_may_be_candidate_id_and_system():
     ds = load_candidates(STORIES.encode(), file_label="stories.csv",
                          column_map={"context_id": "prompt_id", "context": "prompt",

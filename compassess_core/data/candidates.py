@@ -140,6 +140,23 @@ def suggest_column_map(columns: Sequence[str], table: pd.DataFrame | None = None
     return found
 
 
+_PAIR_ENDS = (("_1", "_2"), ("_a", "_b"), ("1", "2"), ("_left", "_right"), ("_x", "_y"))
+
+
+def side_by_side(columns: Sequence[str]) -> tuple[str, str] | None:
+    """Two columns that hold a pair's two candidates side by side (``output_1``/``output_2``,
+    ``response_a``/``response_b``: a pairwise preference file such as MT-Bench's or LLMBar's),
+    or None: what a file of one row per candidate is not."""
+    keys = {column_key(c): c for c in columns}
+    for key, col in keys.items():
+        for first, second in _PAIR_ENDS:
+            if key.endswith(first) and len(key) > len(first):
+                other = keys.get(key[: -len(first)] + second)
+                if other is not None and not _looks_like_id(col):
+                    return col, other
+    return None
+
+
 def _fits_context(table: pd.DataFrame, col: str, context_id: str | None) -> bool:
     """Whether ``col`` reads as the passage the candidates answer: free text (not an id or a
     short label), filled, and the same on every row of one ``context_id`` (with none, repeated:
@@ -168,9 +185,11 @@ def _context_candidates(table: pd.DataFrame, found: Mapping[str, str]) -> list[s
 def _recheck_context(table: pd.DataFrame, found: dict[str, str], taken: set[str]) -> None:
     """A context column proposed by its name (``dialog``) that does not read as one passage per
     context (it differs between the rows of one context_id, or holds ids) gives way to the
-    column that does (``history``), when there is one; the name-matched column is then free."""
+    column that does (``history``), when there is one; the name-matched column is then free. A
+    column named ``context`` itself is never second-guessed."""
     col = found.get("context")
-    if col is None or _fits_context(table, col, found.get("context_id")):
+    if (col is None or column_key(col) == "context"   # named so: the file says it is
+            or _fits_context(table, col, found.get("context_id"))):
         return
     better = _context_candidates(table, found)
     if better:
@@ -364,6 +383,13 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
             # "map a column to it"; a hint in one of their syntaxes would mislead the others.
             hint = (f" (the likeliest is '{suggestions[canon]}')" if canon in suggestions
                     else "")
+            pair = side_by_side(columns)
+            if pair is not None and canon == "context_id":
+                hint += (f". This file holds two candidates side by side ('{pair[0]}' and "
+                         f"'{pair[1]}'): a candidate file has one row per candidate (context_id, "
+                         "context, candidate_id, text), so give each of the two a row of its "
+                         "own; a column saying which one people preferred is a human label, "
+                         "stored with import-labels")
             problems.append(Problem(
                 file_label, f"missing required column '{canon}'; the file has: {have}. Rename a "
                 f"column to '{canon}' or map one to it{hint}", column=canon,
