@@ -277,6 +277,11 @@ def pick_id(where, label: str, ids: list, label_of: Callable[[Any], str], *, key
 
     chosen = where.selectbox(label, list(offered), key=key, on_change=picked, args=(offered,),
                              format_func=label_of, **options)
+    if (where is st.sidebar and chosen in offered
+            and len(str(label_of(chosen))) > SHOWN_IN_PICKER):
+        # A select box shows its choice on one line, cut (its list wraps: app.py's style): a
+        # long name (a run sweep's, a dataset's) is written out below it, where it wraps.
+        where.caption(plain(str(label_of(chosen))))
     return chosen if chosen in offered else None
 
 
@@ -346,16 +351,14 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
                          where=where, label=label, not_offered=not_offered)
     if chosen is None:
         return None
-    shown = run_label(offered[chosen])
-    if len(shown) > SHOWN_IN_PICKER:   # the box cuts a long name: say it in full below
-        where.caption(plain(shown))
     if field == "run":
         # The run in view names its dataset too: Panel, Judges, Annotate and Run open on it.
         view.put("dataset", offered[chosen].info.dataset_id)
     return AppRun(offered[chosen])
 
 
-#: Characters of a picked object's label that a sidebar picker shows whole at its default width.
+#: Characters of a picked object's label that a sidebar picker shows whole at its default width
+#: (a longer one is written out below the box: ``pick_id``).
 SHOWN_IN_PICKER = 30
 
 
@@ -880,6 +883,26 @@ COLUMN_LABELS = {
 }
 
 
+def fit_columns(frame: pd.DataFrame, config: dict | None = None, *, wide=(), pin=()) -> dict:
+    """A ``column_config`` for ``frame`` that fits the width a 1024 px window leaves a table
+    beside the sidebar (about 650 px: Streamlit's ``small`` columns are 75 px, ``medium`` 200
+    px), so the table does not scroll sideways there: every column ``small`` but the ``wide``
+    ones (``medium``: a name, a text), the ``pin`` ones pinned (they stay in view where a table
+    has too many columns to fit). ``config``'s own labels, formats and help are kept; a cell
+    cut short shows whole where it is clicked."""
+    config = dict(config or {})
+    out = {}
+    for col in frame.columns:
+        given = config.get(col)
+        cfg = dict(given) if isinstance(given, dict) else dict(st.column_config.Column(
+            given if isinstance(given, str) else None))
+        cfg["width"] = "medium" if col in wide else "small"
+        if col in pin:
+            cfg["pinned"] = True
+        out[col] = cfg
+    return out
+
+
 def column_labels(frame: pd.DataFrame, digits: int = 3) -> dict:
     """A ``column_config`` that names each column of ``frame`` as a person reads it
     (:data:`COLUMN_LABELS`) and shows its fractional numbers with ``digits`` decimals."""
@@ -1028,7 +1051,10 @@ def show_paired(where, tests, *, key: str, caption: str = "") -> None:
     number = {c: st.column_config.NumberColumn(c, format="%.2f")
               for c in frame.columns if c.startswith(("A value", "B value", "A - B", "95%"))}
     number["McNemar exact p"] = st.column_config.NumberColumn("McNemar exact p", format="%.3g")
-    where.dataframe(plain(frame, "text"), hide_index=True, width="stretch", key=key,
-                    column_config=number, placeholder="")
+    shown = plain(frame, "text")
+    # Many columns: small ones, the two things compared pinned (they stay in view at 1024 px).
+    where.dataframe(shown, hide_index=True, width="stretch", key=key, placeholder="",
+                    column_config=fit_columns(shown, number, pin=[c for c in ("A", "B")
+                                                                  if c in shown.columns]))
     where.caption(" ".join([caption] * bool(caption) + [
         plain_within(t.sentence(), [t.name_a, t.name_b]) + "." for t in tests]))

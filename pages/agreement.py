@@ -20,7 +20,7 @@ import streamlit as st
 from compassess_core.stats.agreement import CLASS_NAMES
 from compassess_core import api
 from pages._auth import guard
-from pages._common import (api_store, at_tau, fmt, judge_warning, page_run, partial_warning, plain,
+from pages._common import (api_store, at_tau, fit_columns, fmt, judge_warning, page_run, partial_warning, plain,
                            show_chart, tau_control)
 from pages._comparison import comparison_view
 from pages._judges import calibration_section
@@ -277,8 +277,10 @@ show_chart(b1, fig, key="bias_chart", width="stretch")
 with b2:
     st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
                                                           "n": "judgements"}), "text"),
-                 hide_index=True, width="stretch",
-                 column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
+                 hide_index=True, width="stretch", placeholder="",
+                 column_config={"share first/left": st.column_config.NumberColumn(
+                     format="%.3f", width="small"), "judgements": st.column_config.NumberColumn(
+                     width="small")})
     st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
                "out) that picked the left text. LLM: P(A), the share of comparisons won by the "
                "first position (eq. 8), raw and at the current tau (eq. 10).")
@@ -308,9 +310,10 @@ if len(human_rank):
                    on="candidate_id", suffixes=(" (people)", " (LLM)"))
             .sort_values("rank (people)"))
     side = side.rename(columns={"n_comparisons": "human votes"})
-    r2.dataframe(plain(side, "text"), hide_index=True, width="stretch",
-                 column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
-                                "score (LLM)": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
+    r2.dataframe(plain(side, "text"), hide_index=True, width="stretch", placeholder="",
+                 column_config=fit_columns(side, {  # fits its column at 1024 px
+                     "score (people)": st.column_config.NumberColumn(format="%.3f"),
+                     "score (LLM)": st.column_config.NumberColumn(format="%.3f")}))
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
                f"LLM's from its comparisons at {at_tau(tau, 4)}. Rank 1 = best.")
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages import _view as view
 from pages._auth import guard
-from pages._common import (PER_CONTEXT, at_tau, fmt, length_bias_metrics, line_labels, plain,
+from pages._common import (PER_CONTEXT, at_tau, fit_columns, fmt, length_bias_metrics, line_labels, plain,
                            result_page_header, show_chart, tau_effect_note, use_balanced_tau,
                            use_per_context_tau)
 from pages._comparison import comparison_view, open_comparison
@@ -167,10 +167,11 @@ if top.empty:
 event = st.dataframe(
     plain(top, into="text"), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
     key="dep_table",
-    column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
-                   "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
-                   "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
-                   "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}, placeholder="")
+    column_config=fit_columns(top, {  # fits 1024 px
+        "p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
+        "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
+        "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
+        "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}), placeholder="")
 st.caption(f"The {len(top)} most order-dependent of {counted(len(dep), 'pair')} judged in both "
            f"orders; "
            "select a row (or pick below) to open the comparison.")

@@ -19,7 +19,7 @@ from compassess_core import api
 from compassess_core.api import EXPORT_FORMATS as FORMATS
 from pages._auth import guard
 from pages._common import (at_tau, baseline_control, ci_control, db_url, debias_in_use,
-                           download_with_settings, is_scoring_run, page_run, partial_warning, plain,
+                           download_with_settings, fit_columns, is_scoring_run, page_run, partial_warning, plain,
                            prepared_download, run_controls)
 from pages._judges import probability_source
 from compassess_core.report_text import counted
@@ -73,7 +73,11 @@ for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-{what}",
                            fmt_choice, f"dl_{what}")
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; the first rows:")
-    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch", placeholder="")
+    first = plain(exported.frame.head(10), into="text")
+    # Every column of the file: wider than 1024 px, so what names a row stays in view.
+    st.dataframe(first, hide_index=True, width="stretch", placeholder="",
+                 column_config=fit_columns(first, pin=[c for c in first.columns
+                                                       if c in ("context_id", "candidate_id")]))
     metadata = metadata or exported.metadata
 
 st.subheader("Audit report (one HTML file)")

@@ -23,7 +23,7 @@ from pages._auth import guard, require
 from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects,
-                           db_url, fmt, is_pairwise, judges_stamp, list_runs, method_control,
+                           db_url, fit_columns, fmt, is_pairwise, judges_stamp, list_runs, method_control,
                            pick_dataset, pick_object, plain, prepared_download, show_paired)
 from compassess_core.report_text import counted
 
@@ -141,10 +141,12 @@ except CompAssessError as e:
 st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(members['aspect'])}: {members['combine']}, weights "
            f"{plain(str(members['weights']))}.")
-st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
+member_table = plain(pd.DataFrame(members["members"]), into="text").rename(columns={
     "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
-    "n_comparisons": "comparisons"}), hide_index=True, key=f"panel_members_table_{panel_id}",
-    placeholder="")
+    "n_comparisons": "comparisons"})
+st.dataframe(member_table, hide_index=True, key=f"panel_members_table_{panel_id}",
+             placeholder="", column_config=fit_columns(  # fits 1024 px
+                 member_table, wide=("member run",)))
 
 agree = jury.member_agreement()
 split = jury.split_pairs()
@@ -198,7 +200,7 @@ with tabs[1]:
     rows = [{k: fmt(v, digits[k]) if k in digits else v for k, v in r.items()} for r in rows]
     shown = plain(pd.DataFrame(rows), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="",
-                 column_config=column_labels(shown))
+                 column_config=fit_columns(shown, column_labels(shown), wide=("judge",)))
     st.markdown("**The panel against its best member**")
     vs_best, vs_note = jury.vs_best_member()
     if vs_best is not None:

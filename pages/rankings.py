@@ -183,8 +183,10 @@ st.dataframe(
                                                help=f"{method} score at {at_tau(tau)}"),
         "ci_low": st.column_config.NumberColumn("CI 2.5%", format="%.4f"),
         "ci_high": st.column_config.NumberColumn("CI 97.5%", format="%.4f"),
-        "text": st.column_config.TextColumn("text (preview)", width="large"),
+        "text": st.column_config.TextColumn("text (preview)", width="medium"),
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
+        # the candidate stays in view where the table scrolls sideways (at 1024 px)
+        "candidate_id": st.column_config.TextColumn("candidate_id", pinned=True),
     }, placeholder="")
 st.caption(f"{counted(len(shown), 'candidate')}; click a column header to sort. Scores: {method} "
            f"at "
