@@ -453,3 +453,38 @@ def test_a_count_of_one_takes_the_singular(db_url, capsys):
     assert code == 0 and "comparisons over 1 context;" in out, out
     code, out, err = cli(capsys, "leaderboard", "--run", "one-run", "--db", db_url)
     assert code == 0 and "over 1 context;" in out and "1 contexts" not in out, out
+
+
+def test_rank_prints_missing_values_blank_and_leaves_out_an_empty_system_column(db_url, capsys):
+    """From a walk with SummEval's original JSONL (no system column, a symmetric budget leaving
+    most summaries unjudged): `rank` printed a column of None and NaN scores; a missing value
+    is blank and a column with nothing in it is left out (CSV and JSON keep every column)."""
+    import numpy as np
+
+    from compassess_core.data.candidates import load_candidates
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+    from db.store import Store
+    from test_app_pages import SAMPLE, settings_for
+
+    frame = pd.read_csv(SAMPLE).drop(columns=["system"])
+    dataset = load_candidates(frame.to_csv(index=False).encode(), name="no_systems",
+                              file_label="no_systems.csv")
+    store = Store(db_url)
+    run_id = store.create_run("partial", store.save_dataset(dataset),
+                              settings_for(dataset.name).to_dict())
+    ctx = dataset.contexts[0]
+    left_out = ctx.candidates[-1].candidate_id
+    results = [ComparisonResult(PairKey(ctx.context_id, x.candidate_id, y.candidate_id),
+                                Judgement(0.7, float(np.log(0.42)), float(np.log(0.18)), 0.6),
+                                f"h-{x.candidate_id}-{y.candidate_id}")
+               for x in ctx.candidates for y in ctx.candidates
+               if x is not y and left_out not in (x.candidate_id, y.candidate_id)]
+    store.add_results(run_id, "comparative", results)
+    store.set_run_status(run_id, "completed", done=len(results), total=len(results))
+    code, out, err = cli(capsys, "rank", "--run", "partial", "--db", db_url)
+    assert code == 0, err
+    assert "None" not in out and "NaN" not in out and " system " not in out.splitlines()[1], out
+    [row] = [line for line in out.splitlines() if f" {left_out} " in line]
+    assert row.split()[:2] == [ctx.context_id, left_out], row   # blank rank and score
+    code, out, err = cli(capsys, "rank", "--run", "partial", "--format", "csv", "--db", db_url)
+    assert "system" in out.splitlines()[0]

@@ -46,7 +46,10 @@ def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows:
         print(header)
         if "rank" in df.columns:   # an unranked row (never compared) has a blank rank
             df = df.assign(rank=df["rank"].astype(object).where(df["rank"].notna(), ""))
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        # A column with nothing in it (no system in the file) is left out, and a missing value
+        # (an unranked candidate's score, a missing reference score) is blank, not None or NaN.
+        df = df[[c for c in df.columns if df[c].notna().any()]]
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}", na_rep=""))
 
 
 def _nan_none(x):
