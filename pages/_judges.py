@@ -133,7 +133,7 @@ def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
     cal = calibrated.calibration
     st.sidebar.caption(f"Calibrated on {cal['n_pairs']} human-labelled pairs "
                        f"({counted(cal['n_comparisons'], 'comparison')}): bias {cal['bias']:.3f} "
-                       f"log-odds, "
+                       "log-odds, "
                        f"temperature {cal['temperature']:.3f}. Threshold on the calibrated p: "
                        f"{at_tau(tau, 4)}.")
     return calibrated, tau
@@ -188,7 +188,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
     c3.metric("Held-out accuracy per comparison", fmt(100 * held.accuracy, ".1f") + " %",
               delta=f"{100 * (held.accuracy - raw.accuracy):+.1f} pts vs raw",
               help=f"On {counted(held.n_comparisons, 'comparison')} of labelled pairs, each fold "
-                   f"calibrated "
+                   "calibrated "
                    f"by a fit on the other {report.folds - 1} folds.")
     rows = [("accuracy per comparison (p > 0.5)", "accuracy", ".3f"),
             ("log-loss per comparison (nats; 0.693 = a coin)", "log_loss", ".3f"),
@@ -201,7 +201,7 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
                           for label, key, spec in rows])
     st.dataframe(table, hide_index=True, width="stretch", placeholder="")
     st.caption(f"On {counted(raw.n_comparisons, 'comparison')} of {counted(held.n_pairs, 'pair')} "
-               f"of aspect "
+               "of aspect "
                f"{plain(aspect)} with a decisive human majority (both orders of a pair in the "
                "same fold). Per comparison: y = 1 when people preferred the text shown first. Pair "
                "level: the order-averaged verdict against the majority, as above. "
@@ -269,7 +269,7 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
                                 "n_votes": st.column_config.NumberColumn("human votes")}, placeholder="")
     st.caption(f"{counted(len(frame), 'row')}; scores: the posterior mean of one Gaussian product "
-               f"of experts "
+               "of experts "
                f"over {run.n_comparisons:,} judge comparisons at {at_tau(tau)}"
                f"{' (p calibrated)' if run.calibration is not None else ''} and {choice.n_votes} "
                f"human votes of {plain(run.settings.aspect)}; sd: its posterior standard "

@@ -45,7 +45,7 @@ def gauge(value: float, title: str) -> go.Figure:
 
 
 st.caption(f"P(A): share of {counted(n_p, 'comparison')} won by the first position (eq. 8); P(B) = "
-           f"1 - P(A). "
+           "1 - P(A). "
            "The black mark is 0.5, an unbiased judge; the green band is 0.45-0.55.")
 g = st.columns(4)
 for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
@@ -59,7 +59,7 @@ m[1].metric(f"P(A) at {at_tau(tau)}", fmt(cur_a, ".2f"))
 # Short labels, the detail in the help: four metrics side by side must fit a 1024 px window.
 m[2].metric("Flip rate", fmt(position.flip_rate, ".1%"),
             help=f"At {at_tau(tau)}: share of {counted(position.n_pairs_both_orders, 'pair')} "
-                 f"judged in "
+                 "judged in "
                  "both orders whose verdict changes with the order.")
 m[3].metric("tau* (global)", f"{position.tau_star:.3f}",
             help="The balancing threshold of all comparisons together (eq. 10).")
@@ -86,7 +86,7 @@ with left:
                        yaxis_title="comparisons", bargap=0.05)
     show_chart(st, hist, key="hist", width="stretch")
     st.caption(f"{counted(n_p, 'comparison')}; right of a line = the first position wins at that "
-               f"threshold.")
+               "threshold.")
 with right:
     per = run.bias(debias=tau)
     st.markdown(f"**P(A) per context** at {at_tau(tau)}")
@@ -125,7 +125,7 @@ st.dataframe(plain(per, into="text"), hide_index=True, width="stretch",
                  "n_comparisons": st.column_config.NumberColumn("comparisons"),
                  "n_pairs_both_orders": st.column_config.NumberColumn("pairs in both orders")}, placeholder="")
 st.caption(f"{counted(len(per), 'context')} at {at_tau(tau)}; P(A) = share of the context's "
-           f"comparisons "
+           "comparisons "
            "won by the first position (eq. 8); flip rate over the context's pairs judged in "
            "both orders.")
 
@@ -138,7 +138,7 @@ l1.metric("Position at equal length (log-odds)", fmt(lb.position_log_odds, "+.3f
           help="The intercept of the same fit: log-odds of 'A wins' for texts of equal length "
                "(0 = no positional bias).")
 l1.caption(f"On {counted(lb.n_comparisons, 'comparison')}; lengths in characters; mean |log2 "
-           f"length "
+           "length "
            f"ratio| {fmt(lb.mean_log2_ratio_abs, '.2f')}. Length-adjusted system strengths "
            "and, against a baseline, AlpacaEval 2.0's length-controlled win rate are on the "
            "**Leaderboard**.")
@@ -173,7 +173,7 @@ event = st.dataframe(
         "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
         "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}), placeholder="")
 st.caption(f"The {len(top)} most order-dependent of {counted(len(dep), 'pair')} judged in both "
-           f"orders; "
+           "orders; "
            "select a row (or pick below) to open the comparison.")
 rows = event.selection.rows if event and hasattr(event, "selection") else []
 labels = [plain(f"{k + 1}. {r.context_id}: {r.first} vs {r.second}", "text")

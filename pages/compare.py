@@ -80,10 +80,10 @@ m[3].metric("Pairs with different verdicts", f"{len(cmp.disagreements):,}")
 r = st.columns(4)
 r[0].metric("P(A), run A", fmt(cmp.p_a_first, ".2f"),
             help=f"Share of run A's {counted(cmp.n_a, 'comparison')} won by the first position at "
-                 f"its tau.")
+                 "its tau.")
 r[1].metric("P(A), run B", fmt(cmp.p_b_first, ".2f"),
             help=f"Share of run B's {counted(cmp.n_b, 'comparison')} won by the first position at "
-                 f"its tau.")
+                 "its tau.")
 r[2].metric("Rank Spearman x100 per context", fmt(cmp.rank_spearman_x100),
             help=f"Spearman of the two runs' {method} scores within each context, mean over "
                  f"{counted(cmp.n_contexts_ranked, 'context')}.")

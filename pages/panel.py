@@ -159,7 +159,7 @@ m[1].metric("Fleiss' kappa", fmt(agree.fleiss_kappa, ".2f"),
                  "unordered pair, each member at its own tau*).")
 m[2].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".2f"),
             help=f"Nominal, over the {counted(agree.n_pairs_alpha, 'pair')} two or more members "
-                 f"judged.")
+                 "judged.")
 m[3].metric("Split pairs", f"{len(split):,}",
             help=f"Pairs where the members' verdicts differ, of {agree.n_pairs:,} unordered "
                  "pairs.")

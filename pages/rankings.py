@@ -39,7 +39,7 @@ def scoring_rankings(run) -> None:
     st.caption(f"Prompt-scoring run (paper §4.3.2 baseline): template {plain(settings.template_name)}, "
                f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
                f"{counted(done, 'candidate')} scored ({plain(status)}). The model scores each "
-               f"candidate "
+               "candidate "
                "alone, 1–10.")
     if run.progress(refresh=False).active:
         st.info(f"Run {plain(run.name)} is still running "
@@ -189,7 +189,7 @@ st.dataframe(
         "candidate_id": st.column_config.TextColumn("candidate_id", pinned=True),
     }, placeholder="")
 st.caption(f"{counted(len(shown), 'candidate')}; click a column header to sort. Scores: {method} "
-           f"at "
+           "at "
            f"{at_tau(tau)}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
            "previews (full texts on Matrix and in exports).")
 

@@ -68,7 +68,7 @@ file_key = first.file_key
 
 st.subheader("Preview")
 st.caption(f"{counted(len(table), 'row')} x {len(table.columns)} columns; the first 20 rows (row = "
-           f"line in the file).")
+           "line in the file).")
 st.dataframe(plain(table.head(20), into="text"), width="stretch", placeholder="")
 
 st.subheader("Column mapping")
@@ -122,7 +122,7 @@ markup = check.markup
 if markup is not None and markup.found:
     st.warning(f"HTML markup found in {markup.n_texts:,} of {markup.n_candidates:,} candidate texts "
                f"and {markup.n_contexts_marked:,} of {counted(markup.n_contexts, 'context')}. The "
-               f"judge "
+               "judge "
                "reads it as part of the text unless it is stripped. Examples:",
                icon=":material/code:")
     st.code("\n".join(markup.examples), language=None)

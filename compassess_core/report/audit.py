@@ -488,7 +488,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
             row.append(_num(r.get("mean_reference")))
         rows.append(row)
     caption = (f"{counted(len(frame), 'system')}, {counted(board.n_comparisons, 'comparison')} "
-               f"over "
+               "over "
                f"{counted(board.n_contexts, 'context')}; strength = {inert(info['strength_unit'])} "
                f"at {inert(_at(audit))}; {pct}% percentile intervals of {board.n_boot:,} "
                "bootstrap replicates (contexts resampled, then the comparisons within each).")
@@ -539,10 +539,10 @@ def _positional_bias(audit: RunAudit, charts: _Charts) -> str:
     pb = audit.position
     out = ["<h3>Positional bias</h3>",
            _note(f"P(A): share of {counted(pb.n_comparisons, 'comparison')} won by the first "
-                 f"position "
+                 "position "
                  "(eq. 8); P(B) = 1 &minus; P(A); 0.5 = no positional bias. Flip rate: share of "
                  f"the {counted(pb.n_pairs_both_orders, 'pair')} judged in both orders whose "
-                 f"verdict "
+                 "verdict "
                  "changes with the order.")]
     diagnosis = audit.diagnosis
     out.append(_table(
@@ -607,7 +607,7 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
                                               lb.tau), 300))
         shown = min(len(audit.length_points), MAX_SCATTER_POINTS)
         out.append(_note(f"{shown:,} of {counted(len(audit.length_points), 'comparison')} shown "
-                         f"(evenly "
+                         "(evenly "
                          "spaced in stored order when there are more); the curve is the logistic "
                          f"fit; dashed: {inert(_at(audit))}."))
     return "".join(out)
@@ -622,7 +622,7 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
     s = found.summary
     llm = s["llm_vs_human"]
     out.append(_note(f"Labels: {inert(found.labels)}; {counted(llm['n_pairs_matched'], 'pair')} "
-                     f"judged by "
+                     "judged by "
                      f"both the judge and people ({llm['n_judgements']:,} human judgements, "
                      f"{llm['n_skipped']:,} skips left out); the judge's verdict on a pair is its "
                      "order-averaged p at the threshold, the humans' their majority."))
@@ -651,7 +651,7 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
                                           "the left text")]
     if hh["n_items"]:
         facts.append(("Human vs human", f"{counted(hh['n_items'], 'pair')} with several "
-                                        f"annotators: "
+                                        "annotators: "
                                         f"raw agreement {_num(hh['percent_agreement'])} "
                                         "(share), "
                                         f"Krippendorff's alpha {_num(hh['krippendorff_alpha'])}"
@@ -808,7 +808,7 @@ def _order_dependent(audit: RunAudit) -> str:
     out = [heading]
     out.append(_note(f"The {len(audit.order_dependent)} most order-dependent of "
                      f"{counted(audit.n_order_pairs, 'pair')} judged in both orders: inconsistency "
-                     f"= "
+                     "= "
                      "|p(first beats second) &minus; (1 &minus; p(second beats first))|, 0 for a "
                      "judge that ignores the order."))
     for k, shown in enumerate(audit.order_dependent, 1):
