@@ -181,7 +181,8 @@ with tabs[0]:
                "already); rank 1 = best in its context.")
     shown = plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="",
-                 column_config=column_labels(shown))
+                 column_config={c: dict(cfg, pinned=c == "candidate_id" or None)  # in view
+                                for c, cfg in column_labels(shown).items()})
 with tabs[1]:
     ev = jury.member_evaluations()
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
