@@ -267,7 +267,13 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                  column_config={"score": st.column_config.NumberColumn("fused score", format="%.4f"),
                                 "sd": st.column_config.NumberColumn("posterior sd", format="%.4f"),
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
-                                "n_votes": st.column_config.NumberColumn("human votes")}, placeholder="")
+                                "n_votes": st.column_config.NumberColumn("human votes"),
+                                # in view while the table scrolls sideways (at 1024 px)
+                                "candidate_id": st.column_config.TextColumn("candidate_id",
+                                                                            pinned=True),
+                                "text": st.column_config.TextColumn("text (preview)",
+                                                                    width="medium")},
+                 placeholder="")
     st.caption(f"{counted(len(frame), 'row')}; scores: the posterior mean of one Gaussian product "
                "of experts "
                f"over {run.n_comparisons:,} judge comparisons at {at_tau(tau)}"

@@ -119,7 +119,11 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
              height=min(35 * (len(shown) + 1) + 3, 420),
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
-                            "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
+                            # in view while the table scrolls sideways (at 1024 px)
+                            "candidate_id": st.column_config.TextColumn("candidate_id",
+                                                                        pinned=True),
+                            "text": st.column_config.TextColumn("text (preview)", width="medium")},
+             placeholder="")
 exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name=api.file_name(run.name, "scores", suffix=".csv"),
