@@ -45,12 +45,16 @@ if str(ROOT) not in sys.path:
 
 #: The app's layout beside Streamlit's defaults (Streamlit 1.67's element names): narrower page
 #: margins, so a 1024 px window shows a table's key columns, and labels of metrics that wrap
-#: onto a second line instead of ending in an ellipsis.
+#: onto a second line instead of ending in an ellipsis; a select box's long options (a run's
+#: name) wrap in its list instead of being cut.
 LAYOUT_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding: 3rem 2rem 4rem 2rem; }
 [data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   height: auto !important; }
+[role="listbox"] [role="option"] { height: auto !important; min-height: 2.5rem; }
+[role="listbox"] [role="option"] > div { white-space: normal !important;
+  overflow-wrap: anywhere; height: auto !important; overflow: visible !important; }
 </style>"""
 
 if __name__ == "__main__":

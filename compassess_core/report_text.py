@@ -31,3 +31,13 @@ def table(rows: list[tuple[str, ...]], head: tuple[str, ...] | None = None,
     for name, *values in rows:
         print(f"{name:{w}}  " + "  ".join(f"{v:>{widths[k]}}" for k, v in enumerate(values)),
               file=out)
+
+
+def counted(n, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: ``1 context``, ``3 contexts``, ``1,200
+    pairs`` (``plural``: default the noun with an s); a missing count as ``?``."""
+    many = plural or noun + "s"
+    if n is None or isinstance(n, str):
+        return f"{n or '?'} {many}"
+    shown = f"{int(n):,}" if float(n).is_integer() else str(n)
+    return f"{shown} {noun if n == 1 else many}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -37,6 +38,7 @@ from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._plain import plain_message
 from pages._store import api_store, db_url  # noqa: F401 - likewise
+from compassess_core.report_text import counted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"
@@ -275,6 +277,11 @@ def pick_id(where, label: str, ids: list, label_of: Callable[[Any], str], *, key
 
     chosen = where.selectbox(label, list(offered), key=key, on_change=picked, args=(offered,),
                              format_func=label_of, **options)
+    if (where is st.sidebar and chosen in offered
+            and len(str(label_of(chosen))) > SHOWN_IN_PICKER):
+        # A select box shows its choice on one line, cut (its list wraps: app.py's style): a
+        # long name (a run sweep's, a dataset's) is written out below it, where it wraps.
+        where.caption(plain(str(label_of(chosen))))
     return chosen if chosen in offered else None
 
 
@@ -296,7 +303,8 @@ def pick_dataset(where=st.sidebar, label: str = "Dataset", on_change=None):
 
 
 def _dataset_label(d) -> str:
-    return f"{plain(d.name, 'text')} ({d.n_contexts} contexts, {d.n_candidates} candidates)"
+    return (f"{plain(d.name, 'text')} ({counted(d.n_contexts, 'context')}, "
+            f"{counted(d.n_candidates, 'candidate')})")
 
 
 def is_pairwise(run) -> bool:
@@ -343,16 +351,14 @@ def pick_run(where=st.sidebar, label: str = "Run", need_comparisons: bool = True
                          where=where, label=label, not_offered=not_offered)
     if chosen is None:
         return None
-    shown = run_label(offered[chosen])
-    if len(shown) > SHOWN_IN_PICKER:   # the box cuts a long name: say it in full below
-        where.caption(plain(shown))
     if field == "run":
         # The run in view names its dataset too: Panel, Judges, Annotate and Run open on it.
         view.put("dataset", offered[chosen].info.dataset_id)
     return AppRun(offered[chosen])
 
 
-#: Characters of a picked object's label that a sidebar picker shows whole at its default width.
+#: Characters of a picked object's label that a sidebar picker shows whole at its default width
+#: (a longer one is written out below the box: ``pick_id``).
 SHOWN_IN_PICKER = 30
 
 
@@ -474,7 +480,7 @@ def tau_control(run: AppRun) -> float | str:
     current = (run.threshold_label(PER_CONTEXT) if per_context
                else f"tau = {tau:.4f}{marker}")
     st.sidebar.caption(f"Current {current}; global tau* = {tau_star:.4f} on "
-                       f"{run.n_comparisons:,} comparisons.")
+                       f"{counted(run.n_comparisons, 'comparison')}.")
     return tau
 
 
@@ -587,6 +593,62 @@ def prepared_download(where, label: str, make: Callable[[], bytes], *, key: str,
 
 
 # ------------------------------------------------------------------------------------ formatting
+
+#: Characters of a name a chart's axis shows before it is cut (the hover shows it whole).
+AXIS_LABEL_CHARS = 22
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "\u2026" + text[len(text) - (limit - 1 - head):]
+
+
+def axis_labels(names, limit: int = AXIS_LABEL_CHARS) -> list[str]:
+    """Names as a chart's axis shows them, escaped for plotly: whole when every one fits
+    ``limit`` characters; else the part that tells them apart, with an ellipsis for what they
+    all share (``…sweep-M14-checkpoint`` beside ``…sweep-M2-checkpoint``: a run sweep's names
+    differ in the middle), cut in its middle when still too long; two alike get ``#k``. The
+    hover text shows every name whole."""
+    texts = [" ".join(str(n).split()) for n in names]
+    if all(len(t) <= limit for t in texts):
+        return [plain(t, "plotly") for t in texts]
+    prefix = os.path.commonprefix(texts) if len(texts) > 1 else ""
+    suffix = os.path.commonprefix([t[::-1] for t in texts])[::-1] if len(texts) > 1 else ""
+    prefix, suffix = (prefix if len(prefix) >= 4 else ""), (suffix if len(suffix) >= 4 else "")
+    out = []
+    for t in texts:
+        core = t[len(prefix):len(t) - len(suffix)] if len(t) > len(prefix) + len(suffix) else t
+        if core is not t:
+            # keep a little of what they share, as far as the limit allows
+            room = limit - len(core) - 1
+            lead = prefix[len(prefix) - max(0, room // 2):] if prefix and room > 1 else ""
+            tail = suffix[:max(0, room - len(lead) - 1)] if suffix and room > 1 else ""
+            core = ("\u2026" if len(lead) < len(prefix) else "") + lead + core + tail + (
+                "\u2026" if len(tail) < len(suffix) else "")
+        out.append(_cut_middle(core, limit))
+    seen: dict[str, int] = {}
+    for k, label in enumerate(out):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            out[k] = _cut_middle(label, limit - 3) + f" #{seen[label]}"
+    return [plain(t, "plotly") for t in out]
+
+
+def square_chart_layout(labels: list[str], cell_px: int = 34, min_px: int = 260,
+                        max_px: int = 1100) -> dict:
+    """Height and margins of a square matrix chart of ``len(labels)`` rows and columns, sized
+    from their count and the longest axis label (in characters, at about 7 px each; x labels
+    turned 45 degrees take about 5 px of height per character): the cells never shrink below
+    readable as names get long or many."""
+    n = max(len(labels), 1)
+    longest = max((len(str(t)) for t in labels), default=1)
+    left = min(20 + 7 * longest, 240)
+    bottom = min(30 + 5 * longest, 200)
+    height = max(min_px, min(max_px, cell_px * n + bottom + 60))
+    return dict(height=height, margin=dict(l=left, r=10, t=10, b=bottom))
+
 
 def preview(text: str | None, n: int = PREVIEW_CHARS) -> str:
     if text is None:
@@ -706,7 +768,7 @@ def running_or_partial_note(run, where=st) -> None:
     info = run.info
     if run.progress(refresh=False).active:
         where.info(f"Run {plain(run.name)} is still running ({info.n_comparisons:,}/"
-                   f"{info.total or '?'} comparisons stored): numbers here use what is stored "
+                   f"{counted(info.total or '?', 'comparison')} stored): numbers here use what is stored "
                    "so far.", icon=":material/hourglass_top:")
     else:
         partial_warning(run, where)
@@ -819,6 +881,26 @@ COLUMN_LABELS = {
     "percent_agreement": "agreement", "annotator_a": "annotator A", "annotator_b": "annotator B",
     "member_a": "member A", "member_b": "member B", "reference_scores": "reference scores",
 }
+
+
+def fit_columns(frame: pd.DataFrame, config: dict | None = None, *, wide=(), pin=()) -> dict:
+    """A ``column_config`` for ``frame`` that fits the width a 1024 px window leaves a table
+    beside the sidebar (about 650 px: Streamlit's ``small`` columns are 75 px, ``medium`` 200
+    px), so the table does not scroll sideways there: every column ``small`` but the ``wide``
+    ones (``medium``: a name, a text), the ``pin`` ones pinned (they stay in view where a table
+    has too many columns to fit). ``config``'s own labels, formats and help are kept; a cell
+    cut short shows whole where it is clicked."""
+    config = dict(config or {})
+    out = {}
+    for col in frame.columns:
+        given = config.get(col)
+        cfg = dict(given) if isinstance(given, dict) else dict(st.column_config.Column(
+            given if isinstance(given, str) else None))
+        cfg["width"] = "medium" if col in wide else "small"
+        if col in pin:
+            cfg["pinned"] = True
+        out[col] = cfg
+    return out
 
 
 def column_labels(frame: pd.DataFrame, digits: int = 3) -> dict:
@@ -969,7 +1051,10 @@ def show_paired(where, tests, *, key: str, caption: str = "") -> None:
     number = {c: st.column_config.NumberColumn(c, format="%.2f")
               for c in frame.columns if c.startswith(("A value", "B value", "A - B", "95%"))}
     number["McNemar exact p"] = st.column_config.NumberColumn("McNemar exact p", format="%.3g")
-    where.dataframe(plain(frame, "text"), hide_index=True, width="stretch", key=key,
-                    column_config=number, placeholder="")
+    shown = plain(frame, "text")
+    # Many columns: small ones, the two things compared pinned (they stay in view at 1024 px).
+    where.dataframe(shown, hide_index=True, width="stretch", key=key, placeholder="",
+                    column_config=fit_columns(shown, number, pin=[c for c in ("A", "B")
+                                                                  if c in shown.columns]))
     where.caption(" ".join([caption] * bool(caption) + [
         plain_within(t.sentence(), [t.name_a, t.name_b]) + "." for t in tests]))

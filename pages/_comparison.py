@@ -14,8 +14,8 @@ import streamlit as st
 from compassess_core.errors import CompAssessError
 from compassess_core.runs.explanations import REASONS_LABEL, REASONS_NOTE
 from pages._auth import recheck, require
-from pages._common import REPO_ROOT, AppRun, _run_handle, api_store, fmt, plain
-from pages._plain import plain_message
+from pages._common import (REPO_ROOT, AppRun, _run_handle, api_store, debias_in_use, fmt, plain)
+from pages._plain import plain_message, plain_within
 
 # ---------------------------------------------------------------------------- comparison view
 
@@ -35,6 +35,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
     """Both texts side by side, the exact prompt, p in both orders, label mass and a flip flag
     (``Run.comparison`` and ``Run.prompt``); ``tau`` as the tau control gives it (per-context
     balancing: this context's own tau*, ``Run.thresholds``)."""
+    debias = debias_in_use()   # the tau control's mode: the reasons' verdicts read there too
     if isinstance(tau, str):
         tau = run.thresholds(debias=tau).get(context_id, 0.5)
     ctx = run.dataset.context(context_id)
@@ -81,7 +82,7 @@ def comparison_view(run: AppRun, context_id: str, first: str, second: str,
         st.warning("This ordered pair was not compared in this run.")
     else:
         st.info("The swapped order was not compared in this run, so a flip cannot be checked.")
-    explanation_view(run, context_id, first, second)
+    explanation_view(run, context_id, first, second, debias=debias)
     kept = run.truncated_contexts.get(context_id)
     prompt = run.prompt(context_id, first, second)
     if kept is not None:
@@ -117,8 +118,8 @@ def _show_reasons(found) -> None:
     cols = st.columns(len(found.orders))
     for col, order in zip(cols, found.orders):
         with col:
-            st.markdown(f"**{plain(order.first)} in position A** (p = {order.p:.3f}, the judge "
-                        f"answered {order.verdict}; its {REASONS_LABEL})")
+            st.markdown(f"**{plain(order.first)} in position A**")
+            st.caption(plain_within(found.summary(order), [order.first, order.second]))
             if order.text is None:
                 st.caption("Not asked yet.")
             else:
@@ -126,14 +127,17 @@ def _show_reasons(found) -> None:
 
 
 def _explain_job(run: AppRun, context_id: str, first: str, second: str):
-    """The background job that asks the run's judge for its reasons on this pair."""
+    """The background job that asks the run's judge for its reasons on this pair (what it
+    stores does not depend on the threshold the page reads the verdicts at)."""
     return api_store().job("explanation", run.id, context=context_id, first=first,
                            second=second)
 
 
-def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> None:
-    """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``),
-    when stored; otherwise a button that asks for them in a worker process
+def explanation_view(run: AppRun, context_id: str, first: str, second: str,
+                     debias: str | float = "balanced") -> None:
+    """The judge's reasons for its verdicts on this pair in both orders (``Run.explanation``,
+    each order's verdict read at ``debias`` beside the judge's own answer), when stored;
+    otherwise a button that asks for them in a worker process
     (``Store.job("explanation", ...).start()``: the judge never runs in the web server) and a view that shows
     them once stored. A judge that cannot write says so (the worker's message)."""
     st.markdown(f"**The judge's {REASONS_LABEL}** (it is told its answer, then asked why: "
@@ -143,7 +147,7 @@ def explanation_view(run: AppRun, context_id: str, first: str, second: str) -> N
         st.caption("A panel has no judge of its own: open a member run to ask its judge.")
         return
     try:
-        found = explain(context_id, first, second)
+        found = explain(context_id, first, second, debias=debias)
     except CompAssessError as e:
         st.caption(f"No reasons to ask for: {plain_message(e)}")
         return

@@ -26,6 +26,7 @@ from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, at_tau, db_url, fmt, plain, preview, run_controls,
                            show_chart)
+from compassess_core.report_text import counted
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"
@@ -131,7 +132,8 @@ def probability_source(run: AppRun, tau: float) -> tuple[AppRun, float]:
         tau = calibrated.tau("balanced")
     cal = calibrated.calibration
     st.sidebar.caption(f"Calibrated on {cal['n_pairs']} human-labelled pairs "
-                       f"({cal['n_comparisons']} comparisons): bias {cal['bias']:.3f} log-odds, "
+                       f"({counted(cal['n_comparisons'], 'comparison')}): bias {cal['bias']:.3f} "
+                       "log-odds, "
                        f"temperature {cal['temperature']:.3f}. Threshold on the calibrated p: "
                        f"{at_tau(tau, 4)}.")
     return calibrated, tau
@@ -178,25 +180,28 @@ def calibration_section(run: AppRun, human: pd.DataFrame, aspect: str) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric("Bias b (log-odds)", f"{cal.bias:.3f}",
               help="Positional bias of the judge in log-odds: > 0 favours the first position. "
-                   f"Fitted on all {cal.n_pairs} labelled pairs ({cal.n_comparisons} comparisons).")
+                   f"Fitted on all {cal.n_pairs} labelled pairs "
+                   f"({counted(cal.n_comparisons, 'comparison')}).")
     c2.metric("Temperature T", f"{cal.temperature:.3f}",
               help="> 1: the judge is over-confident (its p are pulled towards 0.5); < 1: "
                    "under-confident. p_cal = sigmoid((logit p - b) / T).")
     c3.metric("Held-out accuracy per comparison", fmt(100 * held.accuracy, ".1f") + " %",
               delta=f"{100 * (held.accuracy - raw.accuracy):+.1f} pts vs raw",
-              help=f"On {held.n_comparisons} comparisons of labelled pairs, each fold calibrated "
+              help=f"On {counted(held.n_comparisons, 'comparison')} of labelled pairs, each fold "
+                   "calibrated "
                    f"by a fit on the other {report.folds - 1} folds.")
     rows = [("accuracy per comparison (p > 0.5)", "accuracy", ".3f"),
             ("log-loss per comparison (nats; 0.693 = a coin)", "log_loss", ".3f"),
             (f"expected calibration error ({ECE_BINS} bins of p)", "ece", ".3f"),
-            (f"pair accuracy, ties left out ({held.n_pairs} pairs)", "pair_accuracy", ".3f"),
+            (f"pair accuracy, ties left out ({counted(held.n_pairs, 'pair')})", "pair_accuracy", ".3f"),
             ("pair Cohen's kappa, ties left out", "pair_kappa", ".3f")]
     table = pd.DataFrame([{"measure": label, "raw (tau = 0.5)": fmt(getattr(raw, key), spec),
                            f"balanced tau* = {report.tau:.3f}, no labels": fmt(getattr(deb, key), spec),
                            f"calibrated ({report.folds}-fold held out)": fmt(getattr(held, key), spec)}
                           for label, key, spec in rows])
     st.dataframe(table, hide_index=True, width="stretch", placeholder="")
-    st.caption(f"On {raw.n_comparisons} comparisons of {held.n_pairs} pairs of aspect "
+    st.caption(f"On {counted(raw.n_comparisons, 'comparison')} of {counted(held.n_pairs, 'pair')} "
+               "of aspect "
                f"{plain(aspect)} with a decisive human majority (both orders of a pair in the "
                "same fold). Per comparison: y = 1 when people preferred the text shown first. Pair "
                "level: the order-averaged verdict against the majority, as above. "
@@ -262,8 +267,15 @@ def fused_section(run: AppRun, tau: float, reference: str | None) -> None:
                  column_config={"score": st.column_config.NumberColumn("fused score", format="%.4f"),
                                 "sd": st.column_config.NumberColumn("posterior sd", format="%.4f"),
                                 "n_comparisons": st.column_config.NumberColumn("judge comparisons"),
-                                "n_votes": st.column_config.NumberColumn("human votes")}, placeholder="")
-    st.caption(f"{len(frame):,} rows; scores: the posterior mean of one Gaussian product of experts "
+                                "n_votes": st.column_config.NumberColumn("human votes"),
+                                # in view while the table scrolls sideways (at 1024 px)
+                                "candidate_id": st.column_config.TextColumn("candidate_id",
+                                                                            pinned=True),
+                                "text": st.column_config.TextColumn("text (preview)",
+                                                                    width="medium")},
+                 placeholder="")
+    st.caption(f"{counted(len(frame), 'row')}; scores: the posterior mean of one Gaussian product "
+               "of experts "
                f"over {run.n_comparisons:,} judge comparisons at {at_tau(tau)}"
                f"{' (p calibrated)' if run.calibration is not None else ''} and {choice.n_votes} "
                f"human votes of {plain(run.settings.aspect)}; sd: its posterior standard "

@@ -20,10 +20,11 @@ import streamlit as st
 from compassess_core.stats.agreement import CLASS_NAMES
 from compassess_core import api
 from pages._auth import guard
-from pages._common import (api_store, at_tau, fmt, judge_warning, page_run, partial_warning, plain,
+from pages._common import (api_store, at_tau, fit_columns, fmt, judge_warning, page_run, partial_warning, plain,
                            show_chart, tau_control)
 from pages._comparison import comparison_view
 from pages._judges import calibration_section
+from compassess_core.report_text import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -61,7 +62,8 @@ def annotator_agreement() -> None:
                 cols[2].metric("Agreement with the others",
                                fmt(100 * agree["agreement"], ".0f") + " %",
                                help=f"Share of your votes that matched another annotator's on "
-                                    f"those {agree['n_items']:,} pairs (whole percent); Cohen's "
+                                    f"those {counted(agree['n_items'], 'pair')} (whole percent); "
+                                    f"Cohen's "
                                     f"kappa {fmt(agree['kappa'], '.2f')}, every pair counted in "
                                     f"both orientations. Refreshed once "
                                     f"{batch} more of your pairs have been labelled by "
@@ -242,7 +244,7 @@ elif hh.n_items == 0:
 else:
     h1, h2, h3, h4 = st.columns(4)
     h1.metric("Pairs labelled by 2+ annotators", f"{hh.n_items:,}",
-              help=f"{hh.n_annotators} annotators share at least one pair")
+              help=f"{counted(hh.n_annotators, 'annotator')} share at least one pair")
     h2.metric("Raw agreement between people", fmt(100 * hh.percent_agreement, ".1f") + " %",
               help="Share of agreeing annotator pairs over all shared pairs (3 classes)")
     h3.metric("Cohen's kappa (2 annotators)",
@@ -252,7 +254,8 @@ else:
     h4.metric("Krippendorff's alpha (nominal)", fmt(hh.krippendorff_alpha, ".3f"),
               help="Any number of annotators, missing labels allowed; every pair counted in "
                    "both orientations")
-    st.caption(f"On {hh.n_items} pairs labelled by at least two of {hh.n_annotators} annotators; "
+    st.caption(f"On {counted(hh.n_items, 'pair')} labelled by at least two of "
+               f"{counted(hh.n_annotators, 'annotator')}; "
                "classes: first-listed better / second-listed better / tie.")
     if len(hh.pairwise):
         st.dataframe(plain(hh.pairwise, "text"), hide_index=True, width="stretch",
@@ -274,8 +277,10 @@ show_chart(b1, fig, key="bias_chart", width="stretch")
 with b2:
     st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
                                                           "n": "judgements"}), "text"),
-                 hide_index=True, width="stretch",
-                 column_config={"share first/left": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
+                 hide_index=True, width="stretch", placeholder="",
+                 column_config={"share first/left": st.column_config.NumberColumn(
+                     format="%.3f", width="small"), "judgements": st.column_config.NumberColumn(
+                     width="small")})
     st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
                "out) that picked the left text. LLM: P(A), the share of comparisons won by the "
                "first position (eq. 8), raw and at the current tau (eq. 10).")
@@ -305,9 +310,10 @@ if len(human_rank):
                    on="candidate_id", suffixes=(" (people)", " (LLM)"))
             .sort_values("rank (people)"))
     side = side.rename(columns={"n_comparisons": "human votes"})
-    r2.dataframe(plain(side, "text"), hide_index=True, width="stretch",
-                 column_config={"score (people)": st.column_config.NumberColumn(format="%.3f"),
-                                "score (LLM)": st.column_config.NumberColumn(format="%.3f")}, placeholder="")
+    r2.dataframe(plain(side, "text"), hide_index=True, width="stretch", placeholder="",
+                 column_config=fit_columns(side, {  # fits its column at 1024 px
+                     "score (people)": st.column_config.NumberColumn(format="%.3f"),
+                     "score (LLM)": st.column_config.NumberColumn(format="%.3f")}))
     r2.caption("Both by Bradley-Terry: people's from their votes alone (a tie = half a win), the "
                f"LLM's from its comparisons at {at_tau(tau, 4)}. Rank 1 = best.")
 
@@ -358,7 +364,7 @@ st.header("Exports")
 e1, e2, e3 = st.columns(3)
 for col, fmt_name, mime in ((e1, "csv", "text/csv"), (e2, "json", "application/json")):
     exported = api_store().human_labels_bytes(run.info.dataset_id, aspect, fmt_name)
-    col.download_button(f"Human judgements ({fmt_name.upper()}, {len(human):,} rows)",
+    col.download_button(f"Human judgements ({fmt_name.upper()}, {counted(len(human), 'row')})",
                         exported.data, mime=mime, icon=":material/download:",
                         file_name=api.file_name(run.dataset.name, aspect, "human-judgements",
                                                 suffix=f".{fmt_name}"),

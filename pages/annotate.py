@@ -43,6 +43,7 @@ from pages._plain import plain_message
 from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            default_aspect, pick_aspect, pick_dataset, plain,
                            show_problems_table)
+from compassess_core.report_text import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -406,7 +407,8 @@ def import_labels() -> None:
         show_problems(check)
         return
     named = list(check.annotators)
-    st.success(f"No problem found: {len(check.labels)} labels for dataset {plain(info.name)}.",
+    st.success(f"No problem found: {counted(len(check.labels), 'label')} for dataset "
+               f"{plain(info.name)}.",
                icon=":material/check_circle:")
     # A file speaks for its own annotators, never for a person here (the importer included)
     # unless the importer credits that person explicitly (labels.attribute).

@@ -13,10 +13,11 @@ import streamlit as st
 
 from pages import _view as view
 from pages._auth import guard
-from pages._common import (PER_CONTEXT, at_tau, fmt, length_bias_metrics, line_labels, plain,
+from pages._common import (PER_CONTEXT, at_tau, fit_columns, fmt, length_bias_metrics, line_labels, plain,
                            result_page_header, show_chart, tau_effect_note, use_balanced_tau,
                            use_per_context_tau)
 from pages._comparison import comparison_view, open_comparison
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -43,7 +44,8 @@ def gauge(value: float, title: str) -> go.Figure:
     return fig
 
 
-st.caption(f"P(A): share of {n_p:,} comparisons won by the first position (eq. 8); P(B) = 1 - P(A). "
+st.caption(f"P(A): share of {counted(n_p, 'comparison')} won by the first position (eq. 8); P(B) = "
+           "1 - P(A). "
            "The black mark is 0.5, an unbiased judge; the green band is 0.45-0.55.")
 g = st.columns(4)
 for col, value, title, key in ((g[0], raw_a, "P(A) raw (tau = 0.5)", "g_raw_a"),
@@ -56,7 +58,8 @@ m[0].metric("P(A) raw", fmt(raw_a, ".2f"))
 m[1].metric(f"P(A) at {at_tau(tau)}", fmt(cur_a, ".2f"))
 # Short labels, the detail in the help: four metrics side by side must fit a 1024 px window.
 m[2].metric("Flip rate", fmt(position.flip_rate, ".1%"),
-            help=f"At {at_tau(tau)}: share of {position.n_pairs_both_orders:,} pairs judged in "
+            help=f"At {at_tau(tau)}: share of {counted(position.n_pairs_both_orders, 'pair')} "
+                 "judged in "
                  "both orders whose verdict changes with the order.")
 m[3].metric("tau* (global)", f"{position.tau_star:.3f}",
             help="The balancing threshold of all comparisons together (eq. 10).")
@@ -82,7 +85,8 @@ with left:
     hist.update_layout(height=340, margin=dict(l=10, r=10, t=12 + 16 * len(labels), b=10),
                        yaxis_title="comparisons", bargap=0.05)
     show_chart(st, hist, key="hist", width="stretch")
-    st.caption(f"{n_p:,} comparisons; right of a line = the first position wins at that threshold.")
+    st.caption(f"{counted(n_p, 'comparison')}; right of a line = the first position wins at that "
+               "threshold.")
 with right:
     per = run.bias(debias=tau)
     st.markdown(f"**P(A) per context** at {at_tau(tau)}")
@@ -94,7 +98,7 @@ with right:
     bar.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_range=[0, 1],
                       xaxis_type="category")
     show_chart(st, bar, key="per_context", width="stretch")
-    st.caption(f"{len(per)} contexts; dashed line: 0.5. P(A) per context from "
+    st.caption(f"{counted(len(per), 'context')}; dashed line: 0.5. P(A) per context from "
                f"{fmt(position.p_a_context_min, '.2f')} to "
                f"{fmt(position.p_a_context_max, '.2f')} at "
                f"{at_tau(tau)} (each context's share of its own comparisons won by the first "
@@ -120,7 +124,8 @@ st.dataframe(plain(per, into="text"), hide_index=True, width="stretch",
                  "flip_rate": st.column_config.NumberColumn("flip rate", format="%.3f"),
                  "n_comparisons": st.column_config.NumberColumn("comparisons"),
                  "n_pairs_both_orders": st.column_config.NumberColumn("pairs in both orders")}, placeholder="")
-st.caption(f"{len(per)} contexts at {at_tau(tau)}; P(A) = share of the context's comparisons "
+st.caption(f"{counted(len(per), 'context')} at {at_tau(tau)}; P(A) = share of the context's "
+           "comparisons "
            "won by the first position (eq. 8); flip rate over the context's pairs judged in "
            "both orders.")
 
@@ -132,7 +137,8 @@ length_bias_metrics(l1, lb, tau=tau)
 l1.metric("Position at equal length (log-odds)", fmt(lb.position_log_odds, "+.3f"),
           help="The intercept of the same fit: log-odds of 'A wins' for texts of equal length "
                "(0 = no positional bias).")
-l1.caption(f"On {lb.n_comparisons:,} comparisons; lengths in characters; mean |log2 length "
+l1.caption(f"On {counted(lb.n_comparisons, 'comparison')}; lengths in characters; mean |log2 "
+           "length "
            f"ratio| {fmt(lb.mean_log2_ratio_abs, '.2f')}. Length-adjusted system strengths "
            "and, against a baseline, AlpacaEval 2.0's length-controlled win rate are on the "
            "**Leaderboard**.")
@@ -161,11 +167,13 @@ if top.empty:
 event = st.dataframe(
     plain(top, into="text"), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
     key="dep_table",
-    column_config={"p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
-                   "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
-                   "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
-                   "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}, placeholder="")
-st.caption(f"The {len(top)} most order-dependent of {len(dep):,} pairs judged in both orders; "
+    column_config=fit_columns(top, {  # fits 1024 px
+        "p_first_second": st.column_config.NumberColumn("p(first beats second)", format="%.3f"),
+        "p_second_first": st.column_config.NumberColumn("p(second beats first)", format="%.3f"),
+        "inconsistency": st.column_config.NumberColumn("|p_ij - (1 - p_ji)|", format="%.3f"),
+        "flips": st.column_config.CheckboxColumn(f"flips at {at_tau(tau)}")}), placeholder="")
+st.caption(f"The {len(top)} most order-dependent of {counted(len(dep), 'pair')} judged in both "
+           "orders; "
            "select a row (or pick below) to open the comparison.")
 rows = event.selection.rows if event and hasattr(event, "selection") else []
 labels = [plain(f"{k + 1}. {r.context_id}: {r.first} vs {r.second}", "text")

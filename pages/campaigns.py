@@ -22,6 +22,7 @@ from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, column_labels,
                            data_aspects, default_aspect, fmt, pick_dataset, pick_object, plain)
+from compassess_core.report_text import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -120,14 +121,15 @@ def create_form() -> None:
             st.error(f"Not created: {plain_message(e)}")
             return
         view.put("campaign", made.id)
-        st.success(f"Campaign {plain(made.name)} created: {made.info.n_pairs} pairs for "
+        st.success(f"Campaign {plain(made.name)} created: {counted(made.info.n_pairs, 'pair')} for "
                    f"{len(made.annotators)} annotator(s)"
                    + ("; you label them on Annotate." if me.identity in made.annotators else "."))
 
 
 def manage(campaign) -> None:
     st.caption(f"Dataset {plain(campaign.dataset_name)}, aspect {plain(campaign.aspect)}, "
-               f"{campaign.info.n_pairs} pairs ({SELECTION_LABELS[campaign.info.selection]}), "
+               f"{counted(campaign.info.n_pairs, 'pair')} "
+               f"({SELECTION_LABELS[campaign.info.selection]}), "
                f"overlap {campaign.overlap}, created by {plain(campaign.info.created_by)}; "
                f"{campaign.status}.")
     progress = campaign.progress()
@@ -136,7 +138,7 @@ def manage(campaign) -> None:
     cols[0].metric("Pairs fully labelled", f"{campaign.completed()} / {campaign.info.n_pairs}")
     cols[1].metric("Percent agreement", fmt(None if agree.n_items == 0 else
                                             agree.percent_agreement, ".1%"),
-                   help=f"On {agree.n_items} pairs labelled by 2 or more annotators"
+                   help=f"On {counted(agree.n_items, 'pair')} labelled by 2 or more annotators"
                         + (" (none yet)." if agree.n_items == 0 else "."))
     cols[2].metric("Cohen's kappa", fmt(agree.cohen_kappa, ".3f"),
                    help="of the two annotators, when exactly two share pairs")

@@ -18,6 +18,7 @@ from pages._common import (AppRun, compare_runs, data_range, debias_in_use, fmt,
                            judge_warning, list_runs, pick_object, plain, result_page_header,
                            running_or_partial_note, show_chart, show_paired)
 from pages._comparison import comparison_view
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -64,7 +65,7 @@ st.caption(f"A = run {plain(run_a.name)} at {run_a.threshold_label(debias, 3)}; 
            "threshold mode applied to each run: balanced = each run's own tau*; balanced per "
            "context = each run's tau* of each context, and p in the scatter are then eq. 9's "
            f"reweighted p, decided at 0.5). {cmp.n_shared:,} ordered pairs were judged by both "
-           f"({cmp.n_a:,} comparisons "
+           f"({counted(cmp.n_a, 'comparison')} "
            f"in A, {cmp.n_b:,} in B).")
 m = st.columns(4)
 m[0].metric("Verdict agreement", fmt(cmp.agreement, ".1%"),
@@ -78,12 +79,14 @@ m[2].metric("Pearson r of p", fmt(cmp.p_pearson, ".3f"),
 m[3].metric("Pairs with different verdicts", f"{len(cmp.disagreements):,}")
 r = st.columns(4)
 r[0].metric("P(A), run A", fmt(cmp.p_a_first, ".2f"),
-            help=f"Share of run A's {cmp.n_a:,} comparisons won by the first position at its tau.")
+            help=f"Share of run A's {counted(cmp.n_a, 'comparison')} won by the first position at "
+                 "its tau.")
 r[1].metric("P(A), run B", fmt(cmp.p_b_first, ".2f"),
-            help=f"Share of run B's {cmp.n_b:,} comparisons won by the first position at its tau.")
+            help=f"Share of run B's {counted(cmp.n_b, 'comparison')} won by the first position at "
+                 "its tau.")
 r[2].metric("Rank Spearman x100 per context", fmt(cmp.rank_spearman_x100),
             help=f"Spearman of the two runs' {method} scores within each context, mean over "
-                 f"{cmp.n_contexts_ranked} contexts.")
+                 f"{counted(cmp.n_contexts_ranked, 'context')}.")
 r[3].metric("System-level Spearman x100", fmt(cmp.system_spearman_x100),
             help=f"Spearman of the two runs' system strengths ({method}) over {cmp.n_systems} "
                  "systems; n/a without systems (or fewer than 3).")

@@ -19,9 +19,10 @@ from compassess_core import api
 from compassess_core.api import EXPORT_FORMATS as FORMATS
 from pages._auth import guard
 from pages._common import (at_tau, baseline_control, ci_control, db_url, debias_in_use,
-                           download_with_settings, is_scoring_run, page_run, partial_warning, plain,
+                           download_with_settings, fit_columns, is_scoring_run, page_run, partial_warning, plain,
                            prepared_download, run_controls)
 from pages._judges import probability_source
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -37,7 +38,7 @@ if is_scoring_run(run):
     partial_warning(run)
     fmt_choice = st.radio("Format", FORMATS, horizontal=True, key="export_format", help=FORMAT_HELP)
     done = int(run.info.done or 0)
-    st.subheader(f"Scores per candidate ({done:,} candidates scored)")
+    st.subheader(f"Scores per candidate ({counted(done, 'candidate')} scored)")
     exported = run.export_bytes(what="rankings", fmt=fmt_choice, which="expected")
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-scores",
                            fmt_choice, "dl_scores")
@@ -72,7 +73,11 @@ for what, label in (("rankings", f"Rankings ({method}, {at_tau(tau)})"),
     download_with_settings(st.columns(2), exported.data, exported.sidecar, f"{safe}-{what}",
                            fmt_choice, f"dl_{what}")
     st.caption(f"{len(exported.data) / 1024:,.0f} KiB; the first rows:")
-    st.dataframe(plain(exported.frame.head(10), into="text"), hide_index=True, width="stretch", placeholder="")
+    first = plain(exported.frame.head(10), into="text")
+    # Every column of the file: wider than 1024 px, so what names a row stays in view.
+    st.dataframe(first, hide_index=True, width="stretch", placeholder="",
+                 column_config=fit_columns(first, pin=[c for c in first.columns
+                                                       if c in ("context_id", "candidate_id")]))
     metadata = metadata or exported.metadata
 
 st.subheader("Audit report (one HTML file)")

@@ -15,8 +15,9 @@ from compassess_core.limits import MAX_NAME_CHARS
 from pages import _view as view
 from pages._auth import guard, require, viewer
 from pages._plain import plain_message
-from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, column_labels, list_runs,
-                           pick_id, plain)
+from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, column_labels, fit_columns,
+                           list_runs, pick_id, plain)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -46,8 +47,9 @@ if load:
         st.error(f"Could not load the sample: {plain_message(e)}")
     else:
         view.put("dataset", api_store().dataset_id(dataset.name))
-        st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store ({len(dataset.contexts)} contexts, "
-                   f"{dataset.n_candidates} candidates). Next: start a run.")
+        st.success(f"Sample dataset '{SAMPLE_NAME}' is in the store "
+                   f"({counted(len(dataset.contexts), 'context')}, "
+                   f"{counted(dataset.n_candidates, 'candidate')}). Next: start a run.")
         st.page_link("pages/run.py", label="Go to Run", icon=":material/play_arrow:")
 
 st.subheader("Datasets in the store")
@@ -58,8 +60,9 @@ if datasets:
                                      reference_scores=", ".join(d.score_columns),
                                      source=d.source, saved=d.created_at) for d in datasets]),
                   into="text")
-    st.dataframe(shown, hide_index=True, width="stretch", placeholder="",
-                 column_config=column_labels(shown))
+    st.dataframe(shown, hide_index=True, width="stretch", placeholder="",   # fits 1024 px
+                 column_config=fit_columns(shown, column_labels(shown), wide=("name",),
+                                           pin=("name",)))
 else:
     st.info("No dataset yet: load the sample above or upload your own file on **Upload**.")
 
@@ -73,14 +76,15 @@ def runs_table(shown: list, **extra) -> None:
     # `done` is the run loop's own count, right for every kind; n_comparisons counts pairs only.
     # What tells runs apart first (aspect, status, progress), a long name in a medium column:
     # at 1024 px a 60-character name pushed them out of sight.
-    st.dataframe(plain(pd.DataFrame([dict(id=r.id, name=r.name, **{k: f(r) for k, f in extra.items()},
-                                          aspect=r.settings.aspect,
-                                          status=r.progress(refresh=False).state_text, done=r.info.done,
-                                          planned=r.info.total, unit=r.run_kind.unit,
-                                          dataset=r.info.dataset_name, model=r.settings.model,
-                                          created=r.info.created_at) for r in shown]), into="text"),
-                 hide_index=True, width="stretch", placeholder="",
-                 column_config={"name": st.column_config.TextColumn("name", width="medium")})
+    frame = plain(pd.DataFrame([dict(id=r.id, name=r.name, **{k: f(r) for k, f in extra.items()},
+                                     aspect=r.settings.aspect,
+                                     status=r.progress(refresh=False).state_text, done=r.info.done,
+                                     planned=r.info.total, unit=r.run_kind.unit,
+                                     dataset=r.info.dataset_name, model=r.settings.model,
+                                     created=r.info.created_at) for r in shown]), into="text")
+    # Small columns but the name, pinned: at 1024 px the rest scrolls beside it.
+    st.dataframe(frame, hide_index=True, width="stretch", placeholder="",
+                 column_config=fit_columns(frame, wide=("name",), pin=("name",)))
 
 
 own = [r for r in runs if r.id not in tuned]

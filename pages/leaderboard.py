@@ -13,6 +13,7 @@ this page must never compute one, and shows system names only in tables and char
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -22,9 +23,10 @@ from compassess_core.stats.leaderboard import STRENGTH_UNITS, NoSystemsError
 from pages._auth import guard
 from pages import _view as view
 from pages._plain import plain_message
-from pages._common import (at_tau, baseline_control, default_reference_index,
+from pages._common import (at_tau, axis_labels, baseline_control, default_reference_index,
                            download_with_settings, fmt, length_bias_metrics, plain,
-                           result_page_header, show_chart)
+                           result_page_header, show_chart, square_chart_layout)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -74,11 +76,12 @@ m[1].metric("Comparisons", f"{board.n_comparisons:,}",
 m[2].metric("Contexts", f"{board.n_contexts:,}", help="The clusters the bootstrap resamples.")
 m[3].metric("Spearman x100", fmt(board.system_spearman_x100),
             help="System level: Spearman correlation (x100) of the systems' strengths with their mean "
-                 f"{plain(reference or '')} score, over {len(frame)} systems (needs a "
+                 f"{plain(reference or '')} score, over {counted(len(frame), 'system')} (needs a "
                  "reference column and 3+ systems).")
 st.caption(f"Strength: {unit}, method {board.method} at {at_tau(tau)}. Win rate: share of a "
            f"system's comparisons it won (eq. 10 at tau). {level} intervals: percentiles of "
-           f"{board.n_boot} bootstrap replicates that resample the {board.n_contexts} contexts, "
+           f"{board.n_boot} bootstrap replicates that resample the "
+           f"{counted(board.n_contexts, 'context')}, "
            "then the comparisons within each. "
            "P(best): share of replicates in which the system has the highest strength.")
 for note in board.notes:  # a note may quote a system's name (the baseline's): inert
@@ -188,18 +191,28 @@ with left:
     st.subheader("Head to head")
     matrix = board.win_matrix
     names = [plain(str(name), "plotly") for name in matrix.index]  # plotly reads labels as HTML
+    # Long system names are cut to what tells them apart on the axes and shown whole in the hover;
+    # positions on numeric axes, so two names cut alike stay two rows.
+    cut = axis_labels([str(name) for name in matrix.index])
     shares = matrix.to_numpy()
+    n = len(names)
+    full = np.asarray(names, dtype=object)
     heat = go.Figure(go.Heatmap(
-        z=shares, x=names, y=names, zmin=0.0, zmax=1.0, zmid=0.5, colorscale="RdBu",
+        z=shares, x=list(range(n)), y=list(range(n)), zmin=0.0, zmax=1.0, zmid=0.5,
+        colorscale="RdBu", customdata=np.stack([np.tile(full[:, None], (1, n)),
+                                                np.tile(full[None, :], (n, 1))], axis=-1),
         text=[[fmt(v, ".0%", "") for v in row] for row in shares], texttemplate="%{text}",
         hoverongaps=False,
         colorbar=dict(title="row wins", tickformat=".0%"),
-        hovertemplate="%{y} beats %{x} in %{z:.1%} of their comparisons<extra></extra>"))
+        hovertemplate="%{customdata[0]} beats %{customdata[1]} in %{z:.1%} of their "
+                      "comparisons<extra></extra>"))
     # The opponents' axis at the bottom: plotly's toolbar (top right, on hover) never covers
-    # its title.
-    heat.update_layout(height=min(900, 160 + 40 * len(names)), margin=dict(l=10, r=10, t=10, b=10),
-                       xaxis=dict(title="opponent", type="category", side="bottom"),
-                       yaxis=dict(title="system", type="category", autorange="reversed"))
+    # its title. The figure grows with the number of systems and the longest label.
+    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=cut, showgrid=False,
+                 zeroline=False, automargin=True)
+    heat.update_layout(**square_chart_layout(cut),
+                       xaxis=dict(title="opponent", side="bottom", tickangle=-45, **ticks),
+                       yaxis=dict(title="system", autorange="reversed", **ticks))
     show_chart(st, heat, key="board_heatmap", width="stretch")
     st.caption(f"Share of the comparisons between the row system and the column system (both "
                f"orders, all contexts) won by the row system at {at_tau(tau)}; empty where "

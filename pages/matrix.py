@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._auth import guard
-from pages._common import (at_tau, centred_range, plain, result_page_header, show_chart)
+from pages._common import (at_tau, axis_labels, centred_range, plain, result_page_header,
+                           show_chart)
 from pages._comparison import comparison_view, open_comparison
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
@@ -64,7 +65,10 @@ size = len(ordered_ids)
 step = max(1, size // 40)
 # Plotly reads tick and hover labels as HTML: ids are escaped for it.
 shown_ids = [plain(c, "plotly") for c in ordered_ids]
-ticks = dict(tickmode="array", tickvals=list(range(0, size, step)), ticktext=shown_ids[::step])
+# Long ids are cut to what tells them apart on the axes and shown whole in the hover.
+cut_ids = axis_labels(ordered_ids)
+ticks = dict(tickmode="array", tickvals=list(range(0, size, step)), ticktext=cut_ids[::step],
+             automargin=True)
 fig = go.Figure()
 colorbar = (dict(title=what, tickvals=[0.25, 0.75], ticktext=list(DECISION_LABELS))
             if mode == "decision" else dict(title=what))
@@ -84,7 +88,9 @@ fig.add_trace(go.Scattergl(
                    if size <= 60 else "row %{y} (first), column %{x} (second)<br>")
                   + "value: %{marker.color:.3f}<extra></extra>",
     showlegend=False))
-fig.update_layout(height=min(900, 220 + 22 * size), margin=dict(l=10, r=10, t=30, b=10),
+longest = max((len(c) for c in cut_ids[::step]), default=1)
+fig.update_layout(height=min(900, 220 + 22 * size + 4 * longest),
+                  margin=dict(l=10, r=10, t=30 + 5 * longest, b=10),
                   xaxis=dict(title="second position (B)", side="top", range=[-0.5, size - 0.5],
                              showgrid=False, zeroline=False, **ticks),
                   yaxis=dict(title="first position (A)", autorange="reversed", showgrid=False,

@@ -23,8 +23,9 @@ from pages._auth import guard, require
 from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects,
-                           db_url, fmt, is_pairwise, judges_stamp, list_runs, method_control,
+                           db_url, fit_columns, fmt, is_pairwise, judges_stamp, list_runs, method_control,
                            pick_dataset, pick_object, plain, prepared_download, show_paired)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -140,10 +141,12 @@ except CompAssessError as e:
 st.caption(f"Panel {plain(name)} on dataset {plain(dataset.name)}, aspect "
            f"{plain(members['aspect'])}: {members['combine']}, weights "
            f"{plain(str(members['weights']))}.")
-st.dataframe(plain(pd.DataFrame(members["members"]), into="text").rename(columns={
+member_table = plain(pd.DataFrame(members["members"]), into="text").rename(columns={
     "run": "member run", "weight": "weight (sums to 1)", "scaling": "how its p was debiased",
-    "n_comparisons": "comparisons"}), hide_index=True, key=f"panel_members_table_{panel_id}",
-    placeholder="")
+    "n_comparisons": "comparisons"})
+st.dataframe(member_table, hide_index=True, key=f"panel_members_table_{panel_id}",
+             placeholder="", column_config=fit_columns(  # fits 1024 px
+                 member_table, wide=("member run",)))
 
 agree = jury.member_agreement()
 split = jury.split_pairs()
@@ -151,10 +154,12 @@ m = st.columns(4)
 m[0].metric("Comparisons", f"{len(jury.probabilities()):,}",
             help="Combined comparisons: ordered pairs at least one member judged.")
 m[1].metric("Fleiss' kappa", fmt(agree.fleiss_kappa, ".2f"),
-            help=f"Of the members' verdicts, over the {agree.n_pairs_all:,} pairs every member judged (verdicts per "
+            help=f"Of the members' verdicts, over the {counted(agree.n_pairs_all, 'pair')} every "
+                 f"member judged (verdicts per "
                  "unordered pair, each member at its own tau*).")
 m[2].metric("Krippendorff's alpha", fmt(agree.krippendorff_alpha, ".2f"),
-            help=f"Nominal, over the {agree.n_pairs_alpha:,} pairs two or more members judged.")
+            help=f"Nominal, over the {counted(agree.n_pairs_alpha, 'pair')} two or more members "
+                 "judged.")
 m[3].metric("Split pairs", f"{len(split):,}",
             help=f"Pairs where the members' verdicts differ, of {agree.n_pairs:,} unordered "
                  "pairs.")
@@ -176,7 +181,8 @@ with tabs[0]:
                "already); rank 1 = best in its context.")
     shown = plain(ranks.drop(columns=["text", "ci_low", "ci_high"], errors="ignore"), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_rankings_{panel_id}", placeholder="",
-                 column_config=column_labels(shown))
+                 column_config={c: dict(cfg, pinned=c == "candidate_id" or None)  # in view
+                                for c, cfg in column_labels(shown).items()})
 with tabs[1]:
     ev = jury.member_evaluations()
     rows = [dict(judge=judge, spearman_x100=e["debiased"]["spearman_x100"],
@@ -188,9 +194,14 @@ with tabs[1]:
                f"{plain(str(ev['panel']['reference']))} (Spearman and Kendall x100, mean over "
                "contexts); P(A) raw (tau = 0.5) and debiased; flip rate over pairs judged both "
                "ways.")
+    # A number that is undefined (no reference column, no pair judged in both orders) says
+    # n/a, not an empty cell or NaN: the numbers as text, each with its own decimals.
+    digits = dict(spearman_x100=".1f", kendall_x100=".1f", p_a_raw=".3f", p_a_debiased=".3f",
+                  flip_rate=".3f")
+    rows = [{k: fmt(v, digits[k]) if k in digits else v for k, v in r.items()} for r in rows]
     shown = plain(pd.DataFrame(rows), into="text")
     st.dataframe(shown, hide_index=True, key=f"panel_evaluation_{panel_id}", placeholder="",
-                 column_config=column_labels(shown))
+                 column_config=fit_columns(shown, column_labels(shown), wide=("judge",)))
     st.markdown("**The panel against its best member**")
     vs_best, vs_note = jury.vs_best_member()
     if vs_best is not None:
@@ -218,7 +229,7 @@ with tabs[3]:
                 help=f"Share of the {pos.n_comparisons:,} combined comparisons won by the first "
                      "position.")
     b[1].metric("Flip rate at tau = 0.5", fmt(pos.flip_rate, ".2f"),
-                help=f"Over the {pos.n_pairs_both_orders:,} pairs judged in both orders.")
+                help=f"Over the {counted(pos.n_pairs_both_orders, 'pair')} judged in both orders.")
     b[2].metric("tau* of the combined p", fmt(pos.tau_star, ".3f"))
 with tabs[4]:
     st.caption("Agreement of the members' verdicts per unordered pair (each at its own tau*): "

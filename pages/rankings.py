@@ -19,6 +19,7 @@ from pages._auth import guard
 from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_scoring_run,
                            page_run, partial_warning, plain, preview, tau_effect_note)
 from pages._judges import fused_section, run_with_probability_source
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -37,10 +38,12 @@ def scoring_rankings(run) -> None:
                     "there are no comparisons to aggregate or debias.", icon=":material/info:")
     st.caption(f"Prompt-scoring run (paper §4.3.2 baseline): template {plain(settings.template_name)}, "
                f"aspect {plain(settings.aspect)}, model {plain(settings.model)}; "
-               f"{done:,} candidates scored ({plain(status)}). The model scores each candidate "
+               f"{counted(done, 'candidate')} scored ({plain(status)}). The model scores each "
+               "candidate "
                "alone, 1–10.")
     if run.progress(refresh=False).active:
-        st.info(f"Run {plain(run.name)} is still running ({done:,}/{run.info.total or '?'} candidates scored): "
+        st.info(f"Run {plain(run.name)} is still running "
+                f"({done:,}/{counted(run.info.total or '?', 'candidate')} scored): "
                 "numbers here use what is stored so far.", icon=":material/hourglass_top:")
     else:
         partial_warning(run)
@@ -81,7 +84,7 @@ def scoring_rankings(run) -> None:
         st.dataframe(table, hide_index=True, width="stretch", placeholder="")
         st.caption(f"Spearman x100 against {plain(reference)} over {g['contexts_used']} context(s) "
                    f"({g['contexts_skipped']} skipped: constant scores or reference); "
-                   f"{ev['n_scored']:,} candidates scored; the same numbers as "
+                   f"{counted(ev['n_scored'], 'candidate')} scored; the same numbers as "
                    "`compassess evaluate --run NAME`.")
 
     st.subheader("Ranking by " + RANK_BY[which] + ("" if context == ALL else f" of {plain(context)}"))
@@ -132,13 +135,13 @@ raw = run.evaluation_at(debias=0.5, method=method, reference=reference)
 n_ctx = len(run.context_ids)
 m1, m2, m3 = st.columns(3)
 m1.metric(f"P(A) at {at_tau(tau)}", fmt(ev.p_a, ".2f"),
-          help=f"Share of {n:,} comparisons won by the first position (eq. 8); "
+          help=f"Share of {counted(n, 'comparison')} won by the first position (eq. 8); "
                "0.50 means no positional bias.")
 m2.metric("P(B)", fmt(ev.p_b, ".2f"), help="Share won by the second position.")
 m3.metric("tau* (balanced)", f"{run.tau_star:.3f}",
           help="The balancing threshold: the median of all p_ij, at which P(A) = P(B) = 0.5 "
                "(eq. 10).")
-st.caption(f"P(A): share of {n:,} comparisons won by the first position, over "
+st.caption(f"P(A): share of {counted(n, 'comparison')} won by the first position, over "
            f"{n_ctx} context(s), at {at_tau(tau)}.")
 tau_effect_note(run, tau, method)
 
@@ -180,10 +183,13 @@ st.dataframe(
                                                help=f"{method} score at {at_tau(tau)}"),
         "ci_low": st.column_config.NumberColumn("CI 2.5%", format="%.4f"),
         "ci_high": st.column_config.NumberColumn("CI 97.5%", format="%.4f"),
-        "text": st.column_config.TextColumn("text (preview)", width="large"),
+        "text": st.column_config.TextColumn("text (preview)", width="medium"),
         "n_comparisons": st.column_config.NumberColumn("comparisons", help="comparisons this candidate took part in"),
+        # the candidate stays in view where the table scrolls sideways (at 1024 px)
+        "candidate_id": st.column_config.TextColumn("candidate_id", pinned=True),
     }, placeholder="")
-st.caption(f"{len(shown):,} candidates; click a column header to sort. Scores: {method} at "
+st.caption(f"{counted(len(shown), 'candidate')}; click a column header to sort. Scores: {method} "
+           "at "
            f"{at_tau(tau)}{' on p calibrated on human labels' if run.calibration else ''}; texts are "
            "previews (full texts on Matrix and in exports).")
 

@@ -25,6 +25,7 @@ from pages._auth import guard, require
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, pick_object, plain,
                            preview, show_chart, show_problems_table)
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -64,7 +65,7 @@ dataset_id = run.info.dataset_id
 
 st.caption(f"Aspect {plain(settings.aspect)}, {n_levels} reference levels, orders: {', '.join(orders)}, "
            f"label words {' / '.join(w.strip() for w in settings.label_words)}; "
-           f"{len(frame):,} comparisons stored ({run.info.status}).")
+           f"{counted(len(frame), 'comparison')} stored ({run.info.status}).")
 if run.progress(refresh=False).active:
     st.info("The run is still working: scores appear as candidates complete.", icon=":material/hourglass_top:")
 else:
@@ -118,7 +119,11 @@ st.dataframe(plain(shown[columns], into="text"), hide_index=True, width="stretch
              height=min(35 * (len(shown) + 1) + 3, 420),
              column_config={"level": st.column_config.NumberColumn("level", format="%.3f"),
                             "score": st.column_config.NumberColumn("score s", format="%.3f"),
-                            "text": st.column_config.TextColumn("text (preview)", width="large")}, placeholder="")
+                            # in view while the table scrolls sideways (at 1024 px)
+                            "candidate_id": st.column_config.TextColumn("candidate_id",
+                                                                        pinned=True),
+                            "text": st.column_config.TextColumn("text (preview)", width="medium")},
+             placeholder="")
 exported = run.export_bytes(what="rankings", fmt="csv", score=score, threshold=threshold)
 st.download_button("Download scores with pass/fail (CSV)", exported.data,
                    file_name=api.file_name(run.name, "scores", suffix=".csv"),

@@ -21,8 +21,9 @@ from compassess_core.errors import CompAssessError
 from compassess_core.limits import MAX_NAME_CHARS
 from pages._auth import guard, require
 from pages import _view as view
-from pages._plain import plain_message
+from pages._plain import plain_message, plain_within
 from pages._common import api_store, plain, show_problems_table
+from compassess_core.report_text import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -66,7 +67,8 @@ table = first.table
 file_key = first.file_key
 
 st.subheader("Preview")
-st.caption(f"{len(table):,} rows x {len(table.columns)} columns; the first 20 rows (row = line in the file).")
+st.caption(f"{counted(len(table), 'row')} x {len(table.columns)} columns; the first 20 rows (row = "
+           "line in the file).")
 st.dataframe(plain(table.head(20), into="text"), width="stretch", placeholder="")
 
 st.subheader("Column mapping")
@@ -89,6 +91,8 @@ for box, canon in zip(cols, CANONICAL + OPTIONAL):
                                  "order." if canon in ("candidate_id", "system")
                                  else None))
     column_map[canon] = None if chosen in (NONE, None) else chosen
+if first.context_why and column_map.get("context") == first.mapping.get("context"):
+    st.caption(plain_within(first.context_why, first.columns))  # why this context, not another
 used = {c for c in column_map.values() if c is not None}
 score_columns = st.multiselect(
     "Reference-score columns", [c for c in columns if c not in used],
@@ -117,7 +121,8 @@ check = first if same else api_store().check_upload(
 markup = check.markup
 if markup is not None and markup.found:
     st.warning(f"HTML markup found in {markup.n_texts:,} of {markup.n_candidates:,} candidate texts "
-               f"and {markup.n_contexts_marked:,} of {markup.n_contexts:,} contexts. The judge "
+               f"and {markup.n_contexts_marked:,} of {counted(markup.n_contexts, 'context')}. The "
+               "judge "
                "reads it as part of the text unless it is stripped. Examples:",
                icon=":material/code:")
     st.code("\n".join(markup.examples), language=None)
@@ -149,13 +154,14 @@ if check.dropped_empty:
     st.warning(f"{len(check.empty_texts):,} candidate(s) with an empty text are left out of the "
                f"dataset: row(s) {', '.join(str(r) for r in check.empty_texts)}. Their systems "
                "are ranked on their other candidates only.", icon=":material/filter_alt:")
-st.success(f"No problem found: {len(dataset.contexts)} contexts, {dataset.n_candidates} candidates, "
+st.success(f"No problem found: {counted(len(dataset.contexts), 'context')}, "
+           f"{counted(dataset.n_candidates, 'candidate')}, "
            f"reference scores: {', '.join(map(plain, dataset.score_columns)) or 'none'}.",
            icon=":material/check_circle:")
 if check.missing_scores:
     st.info("Missing reference scores (empty cells, or n/a, NA, - and the like), read as missing "
             "and left out of every correlation: "
-            + "; ".join(f"{plain(column)} {n:,} of {dataset.n_candidates:,} candidates"
+            + "; ".join(f"{plain(column)} {n:,} of {counted(dataset.n_candidates, 'candidate')}"
                         for column, n in check.missing_scores.items()) + ".",
             icon=":material/info:")
 if check.task is not None:  # what the Run page's wording 'auto' will choose for this file

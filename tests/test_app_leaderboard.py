@@ -119,3 +119,49 @@ def test_with_a_baseline_strength_and_win_rate_stay_first(app_env):
     heat = json_.loads(next(c for c in at.get("plotly_chart")
                             if c.proto.id and "board_heatmap" in c.proto.id).proto.spec)
     assert heat["layout"]["xaxis"]["side"] == "bottom"
+
+
+#: A system name of 60 characters that shares its start with every other one (a sweep of runs).
+LONG = "meta-llama/Llama-3.1-70B-Instruct-finetuned-sweep-{}-checkpoint"
+
+
+def test_the_head_to_head_cuts_long_names_on_the_axes_and_grows_with_the_systems(app_env):
+    """Long system names that differ in the middle (a sweep's runs): each axis label is cut to
+    the part that tells them apart, with an ellipsis for what they share, and the hover names
+    both systems whole; the figure is sized
+    from the number of systems and the longest label, not squeezed into a fixed box."""
+    import json as json_
+
+    frame = pd.read_csv(SAMPLE)
+    frame["system"] = [LONG.format(s) for s in frame["system"]]
+    seed_run(app_env, source=frame.to_csv(index=False).encode(), name="long_names")
+    at = open_page("leaderboard")
+    assert not at.exception, at.exception
+    heat = json_.loads(next(c for c in at.get("plotly_chart")
+                            if c.proto.id and "board_heatmap" in c.proto.id).proto.spec)
+    layout, trace = heat["layout"], heat["data"][0]
+    names = sorted(set(frame["system"]))
+    shown = layout["xaxis"]["ticktext"]
+    assert layout["yaxis"]["ticktext"] == shown and len(shown) == len(names)
+    assert max(len(t) for t in shown) <= 22 and len(set(shown)) == len(names), shown
+    assert all("sweep-M" in t and t.startswith("\u2026") for t in shown), shown
+    hovered = {name for row in trace["customdata"] for pair in row for name in pair}
+    assert hovered == set(names)
+    assert "%{customdata[0]} beats %{customdata[1]}" in trace["hovertemplate"]
+    assert layout["height"] >= 34 * len(names) and layout["margin"]["l"] >= 7 * 22
+
+
+def test_axis_labels_keep_short_names_and_cut_long_ones_to_what_tells_them_apart():
+    from pages._common import axis_labels, square_chart_layout
+
+    assert axis_labels(["M14", "M2"]) == ["M14", "M2"]
+    assert axis_labels(["a" * 10 + "b" * 40 + "c" * 10]) == ["a" * 10 + "\u2026b" + "c" * 10]
+    two = axis_labels(["gpt-4o-2024-08-06-with-a-long-system-prompt",
+                       "claude-3-5-sonnet-20241022-long-variant"])
+    assert two == ["gpt-4o-202\u2026stem-prompt", "claude-3-5\u2026ong-variant"]
+    sweep = axis_labels([f"{'x' * 30}-{k}-{'y' * 30}" for k in ("A", "B")])
+    assert len(set(sweep)) == 2 and all(len(t) <= 22 for t in sweep)
+    assert axis_labels(["<b>x</b>"]) == ["&lt;b&gt;x&lt;/b&gt;"]   # plotly reads labels as HTML
+    small, large = square_chart_layout(["M1"] * 3), square_chart_layout(["M1"] * 20)
+    assert large["height"] > small["height"]
+    assert square_chart_layout(["x" * 22] * 3)["margin"]["b"] > small["margin"]["b"]

@@ -393,3 +393,24 @@ def test_run_page_warns_about_a_budget_below_one_comparison_per_candidate(app_en
     assert "A budget of 4 is below one comparison per candidate (5 in the largest context)" in texts(at.warning)
     at.number_input(key="budget_1").set_value(10).run()
     assert "below one comparison per candidate" not in texts(at.warning)
+
+
+def test_a_long_name_in_a_sidebar_picker_is_written_out_below_it(app_env):
+    """A select box shows its choice on one cut line: a run or a dataset named with 60
+    characters is written out in full below its sidebar box (where it wraps), a short one is
+    not repeated; the box still offers the objects by id."""
+    long_data = "topicalchat-usr-engagingness-heldout-sample-2024-11-27-v2"
+    long_run = "tc-engagingness-t1-smollm2-135m-instruct-bf16-sweep-7"
+    _, dataset_id, run_id = seed_run(app_env, name=long_data, run=long_run)
+    at = open_page("rankings")
+    below = [c.value for c in at.sidebar.caption]
+    assert any(long_run in c and "completed" in c for c in below), below
+    assert at.sidebar.selectbox(key="run_pick_w").value == run_id   # keyed and valued by id
+    at.switch_page("pages/panel.py").run()
+    assert not at.exception, at.exception
+    assert any(long_data in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    seed_run(app_env, name="short", run="r2")
+    at = open_page("rankings")
+    at.sidebar.selectbox(key="run_pick_w").set_value(
+        next(r.id for r in Store(app_env).list_runs() if r.name == "r2")).run()
+    assert not [c.value for c in at.sidebar.caption if "r2 [" in c.value]

@@ -50,7 +50,7 @@ def test_panel_page_creates_a_panel_and_shows_what_the_api_reads(app_env):
     assert len(table(at, "member_1")) == 3
     assert len(table(at, "n_for_x")) == len(panel.split_pairs())
     ev = table(at, "spearman_x100")
-    assert ev.loc[0, "spearman_x100"] == panel.evaluation().debiased.spearman_x100
+    assert ev.loc[0, "spearman_x100"] == f"{panel.evaluation().debiased.spearman_x100:.1f}"
     assert metric(at, "Panel vs people: Cohen's kappa without ties") == \
         f"{panel.agreement().report.debiased.majority.kappa_without_ties:.3f}"
     labels = {b.proto.label for b in at.get("download_button")}
@@ -158,3 +158,31 @@ def test_every_panel_table_shows_a_bidi_control_as_its_code_point(app_env, tmp_p
         cells = [str(c) for c in frame.columns] + [str(v) for v in frame.to_numpy().ravel()]
         assert not [c for c in cells if "\u202e" in c], list(frame.columns)
     assert all("⟨U+202E⟩" in c for c in table(at, "rank")["candidate_id"])
+
+
+def test_the_evaluation_table_says_n_a_where_a_number_is_undefined(app_env, tmp_path):
+    """A dataset without reference scores (no Spearman) and a member that judged no pair in
+    both orders (no flip rate): the Panel page's evaluation table says n/a there, never NaN
+    or an empty cell. The judge is FAKE (lengths): this is about the table."""
+    import pandas as pd
+
+    from tests.fakes import FakeLengthJudge
+    from test_app_pages import SAMPLE
+
+    bare = tmp_path / "no_reference.csv"
+    pd.read_csv(SAMPLE).drop(columns=["coherence", "consistency", "fluency", "relevance"]
+                             ).to_csv(bare, index=False)
+    store = ca.open_store(app_env)
+    store.run(bare, aspect="coherence", strategy="no-repeat", budget=1, name="one-order",
+              judge=FakeLengthJudge(), progress=False)
+    store.run(bare, aspect="coherence", name="both-orders", judge=FakeLengthJudge(),
+              progress=False)
+    store.create_panel("jury", ["one-order", "both-orders"], created_by="test")
+    at = open_page("panel")
+    assert not at.exception, at.exception
+    ev = table(at, "flip_rate").set_index("judge")
+    assert set(ev["spearman_x100"]) == set(ev["kendall_x100"]) == {"n/a"}
+    assert ev.loc["one-order", "flip_rate"] == "n/a"
+    assert ev.loc["both-orders", "flip_rate"] != "n/a"
+    shown = ev.drop(columns=["comparisons"]).astype(str).to_numpy().ravel()
+    assert not any(v.lower() in ("nan", "", "none") for v in shown), shown

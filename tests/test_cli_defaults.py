@@ -156,6 +156,65 @@ def test_a_db_in_a_folder_that_does_not_exist_is_an_error_unless_create_is_given
     assert target.exists()
 
 
+def test_a_missing_db_file_is_refused_by_every_command_that_reads_the_store(tmp_path, capsys,
+                                                                             monkeypatch):
+    """`compassess runs --db typo.db` in an existing folder said "no runs" from a new empty
+    store: every command that only reads or changes what is stored refuses a --db file that
+    does not exist (exit 2, naming it), creating nothing; the commands that bring data in
+    (run, import-labels, campaign create, ...) still create it, and --create starts one."""
+    from compassess_core.cli.common import CREATES_STORE, NEEDS_NO_STORE, command_name
+
+    monkeypatch.chdir(tmp_path)
+    reading = []
+    for path, parser in parsers(build_parser()):
+        if path and "--db" in parser._option_string_actions:
+            args = argparse.Namespace(command=path[0], **{
+                d: path[1] for d in ("campaign_command", "panel_command", "job_command")
+                if len(path) > 1 and d.startswith(path[0])})
+            if command_name(args) not in CREATES_STORE | NEEDS_NO_STORE:
+                reading.append(path)
+    assert {("runs",), ("rank",), ("export",), ("leaderboard",), ("compare",), ("report",),
+            ("agreement",), ("judges",), ("tunings",), ("explain",), ("panel", "list"),
+            ("campaign", "status"), ("job", "status")} <= set(reading)
+    for db in ("typo.db", "sqlite:///typo.db", f"sqlite:///{tmp_path / 'typo.db'}"):
+        code, out, err = cli(capsys, "runs", "--db", db)
+        assert code == 2 and out == "", err
+        assert err.startswith(f"error: --db {db}: no store at ") and "typo.db" in err
+        assert "--create" in err and "Traceback" not in err
+    # each reading command, with the arguments it requires
+    required = {"--run": "r", "--name": "n", "--dataset": "d", "--aspect": "coherence",
+                "--to": "t", "-o": "out.html", "--context": "c"}
+    for path in reading:
+        parser = dict(parsers(build_parser()))[path]
+        argv = [*path]
+        for action in parser._actions:
+            if action.required and action.option_strings:
+                flag = next((f for f in action.option_strings if f in required),
+                            action.option_strings[0])
+                value = (next(iter(action.choices)) if action.choices
+                         else required.get(flag, "x"))
+                argv += [flag, value] * (2 if action.nargs in ("+", "*") else 1)
+            elif action.required and not action.option_strings and action.choices:
+                argv.append(next(iter(action.choices)))
+            elif action.required and not action.option_strings:
+                argv.append("x")
+        code, _, err = cli(capsys, *argv, "--db", "typo.db")
+        assert code == 2 and "no store at typo.db" in err, (argv, err)
+    assert not (tmp_path / "typo.db").exists()
+    # `models` needs no store and leaves a missing one uncreated
+    assert cli(capsys, "models", "--db", "typo.db")[0] == 0
+    assert not (tmp_path / "typo.db").exists()
+    # a command that brings data in creates the store; --create starts an empty one
+    labels = tmp_path / "labels.csv"
+    labels.write_text("context_id,candidate_a,candidate_b,winner\nq,a,b,A\n")
+    code, _, err = cli(capsys, "import-labels", str(labels), "--dataset", "none",
+                       "--aspect", "overall", "--db", "made.db")
+    assert "no store at" not in err and (tmp_path / "made.db").exists()
+    code, out, err = cli(capsys, "runs", "--db", "typo.db", "--create")
+    assert code == 0 and (tmp_path / "typo.db").exists(), err
+    assert "no store at" not in cli(capsys, "runs", "--db", "typo.db")[2]
+
+
 # ---------------------------------------------------------------------------------- panels
 
 def test_panel_rank_evaluate_list_delete_take_json(hand_run, capsys):
@@ -371,3 +430,61 @@ def test_an_unknown_context_of_any_length_is_named_by_its_start_only(db_url, cap
     code, _, err = cli(capsys, "rank", "--run", "hand-run", "--context", "x" * 100_000,
                        "--db", db_url)
     assert code == 2 and "100,000 characters" in err and len(err) < 400
+
+
+# ---------------------------------------------------------------------------------- counts
+
+def test_a_count_of_one_takes_the_singular(db_url, capsys):
+    """'1 context', not '1 contexts': the shared counted() and what datasets, evaluate and
+    leaderboard print for a dataset of one context."""
+    from compassess_core.report_text import counted
+    from test_app_pages import SAMPLE
+
+    assert [counted(n, "pair") for n in (0, 1, 2, 1200, None, "?")] == [
+        "0 pairs", "1 pair", "2 pairs", "1,200 pairs", "? pairs", "? pairs"]
+    assert counted(1, "person", "people") == "1 person" and counted(3, "person", "people") == "3 people"
+    one = pd.read_csv(SAMPLE)
+    one = one[one["context_id"] == one["context_id"].iloc[0]]
+    seed_run(db_url, source=one.to_csv(index=False).encode(), name="one_article",
+             run="one-run")[0].close()
+    code, out, err = cli(capsys, "datasets", "--db", db_url)
+    assert code == 0 and "one_article\t1 context\t5 candidates\t" in out, out
+    code, out, err = cli(capsys, "evaluate", "--run", "one-run", "--db", db_url)
+    assert code == 0 and "comparisons over 1 context;" in out, out
+    code, out, err = cli(capsys, "leaderboard", "--run", "one-run", "--db", db_url)
+    assert code == 0 and "over 1 context;" in out and "1 contexts" not in out, out
+
+
+def test_rank_prints_missing_values_blank_and_leaves_out_an_empty_system_column(db_url, capsys):
+    """From a walk with SummEval's original JSONL (no system column, a symmetric budget leaving
+    most summaries unjudged): `rank` printed a column of None and NaN scores; a missing value
+    is blank and a column with nothing in it is left out (CSV and JSON keep every column)."""
+    import numpy as np
+
+    from compassess_core.data.candidates import load_candidates
+    from compassess_core.types import ComparisonResult, Judgement, PairKey
+    from db.store import Store
+    from test_app_pages import SAMPLE, settings_for
+
+    frame = pd.read_csv(SAMPLE).drop(columns=["system"])
+    dataset = load_candidates(frame.to_csv(index=False).encode(), name="no_systems",
+                              file_label="no_systems.csv")
+    store = Store(db_url)
+    run_id = store.create_run("partial", store.save_dataset(dataset),
+                              settings_for(dataset.name).to_dict())
+    ctx = dataset.contexts[0]
+    left_out = ctx.candidates[-1].candidate_id
+    results = [ComparisonResult(PairKey(ctx.context_id, x.candidate_id, y.candidate_id),
+                                Judgement(0.7, float(np.log(0.42)), float(np.log(0.18)), 0.6),
+                                f"h-{x.candidate_id}-{y.candidate_id}")
+               for x in ctx.candidates for y in ctx.candidates
+               if x is not y and left_out not in (x.candidate_id, y.candidate_id)]
+    store.add_results(run_id, "comparative", results)
+    store.set_run_status(run_id, "completed", done=len(results), total=len(results))
+    code, out, err = cli(capsys, "rank", "--run", "partial", "--db", db_url)
+    assert code == 0, err
+    assert "None" not in out and "NaN" not in out and " system " not in out.splitlines()[1], out
+    [row] = [line for line in out.splitlines() if f" {left_out} " in line]
+    assert row.split()[:2] == [ctx.context_id, left_out], row   # blank rank and score
+    code, out, err = cli(capsys, "rank", "--run", "partial", "--format", "csv", "--db", db_url)
+    assert "system" in out.splitlines()[0]

@@ -83,3 +83,47 @@ def test_the_comparison_view_labels_the_reasons_and_flags_the_contradiction(app_
     assert any(REASONS_LABEL in m.value for m in at.markdown)
     assert "told the answer it gave" in texts(at.caption)
     assert "contradicts itself" in texts(at.warning)
+    # each order's verdict as the page's rankings read it (the balanced tau* = 0.9 here: B),
+    # beside the answer the reasons explain
+    assert ("verdict at the run's balanced tau* = 0.9000 (as its rankings): B"
+            in texts(at.caption)), texts(at.caption)
+    assert "the judge's own answer at tau = 0.5, which its reasons explain: A" in texts(at.caption)
+
+
+def test_explain_reads_the_verdict_at_the_runs_balanced_tau_star_and_says_so(db_url, capsys):
+    """A judge that answers A in every order (p in 0.55-0.95, by the prompt): its rankings read
+    the balanced tau* (the median p), so `explain` gives each order's verdict at that tau* by
+    default, says which tau it used, and keeps the answer at 0.5 as what the reasons explain;
+    --debias none reads 0.5, the same way every ranking command takes it."""
+    import json
+    import zlib
+
+    judge = FakeWritingJudge(p_of=lambda prompt: 0.55 + 0.4 * (zlib.crc32(prompt.text.encode())
+                                                                % 1000) / 1000)
+    store = api.open_store(db_url)
+    run = store.run(SAMPLE, aspect="coherence", contexts=1, strategy="symmetric", budget=4,
+                    name="positional", judge=judge, progress=False)
+    tau = run.tau("balanced")
+    table = run.comparisons()
+    row = table[table["p"] < tau].iloc[0]   # the judge answered A; the run's verdict is B
+    ctx, first, second = row["context_id"], row["a_id"], row["b_id"]
+    found = run.explain(ctx, first, second, max_tokens=40, judge=judge)
+    assert found.tau == pytest.approx(tau) and found.debias == "balanced"
+    assert (found.forward.verdict, found.forward.at_tau) == ("A", "B")
+    assert "Summary A" in found.forward.text     # the reasons explain the answer it gave
+    argv = ["explain", "--run", "positional", "--context", ctx, "--a", first, "--b", second,
+            "--max-tokens", "40", "--stored", "--db", db_url]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (f"verdict at the run's balanced tau* = {tau:.4f} (as its rankings): B ({second}); "
+            "the judge's own answer at tau = 0.5, which its reasons explain: A") in out, out
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["tau"] == pytest.approx(tau) and d["orders"][0]["verdict_at_tau"] == "B"
+    assert main([*argv, "--debias", "none"]) == 0
+    assert "verdict at tau = 0.5 (no debiasing): A" in capsys.readouterr().out
+    # the same default as every command that reads a ranking
+    from compassess_core.cli.parser import parse_args
+    assert (parse_args(["rank", "--run", "r"]).debias
+            == parse_args(["explain", "--run", "r", "--context", "c", "--a", "x", "--b", "y"]).debias
+            == "balanced")

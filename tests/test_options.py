@@ -234,7 +234,7 @@ def test_rank_and_evaluate_print_what_each_kind_says(tmp_path, capsys):
 
     assert main(["evaluate", "--run", "pair", "--db", db]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("run pair: 20 comparisons over 1 contexts") and "balancing threshold" in out
+    assert out.startswith("run pair: 20 comparisons over 1 context;") and "balancing threshold" in out
     assert main(["evaluate", "--run", "scored", "--db", db]) == 0
     assert capsys.readouterr().out.startswith("scoring run scored: 5 candidates scored")
 

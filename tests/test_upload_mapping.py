@@ -10,8 +10,8 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from compassess_core.data.candidates import (GENERATE_IDS, load_candidates, read_table,
-                                             suggest_column_map)
+from compassess_core.data.candidates import (GENERATE_IDS, context_reason, load_candidates,
+                                             read_table, suggest_column_map)
 from compassess_core.errors import ValidationError
 from compassess_core.data.markup import (STRIPPED_NOTE, find_markup, strip_dataset_markup,
                                          strip_markup)
@@ -52,6 +52,65 @@ def test_free_text_columns_are_found_by_content_when_names_do_not_say():
     mapping = suggest_column_map(list(table.columns), table)
     assert mapping["context"] == "passage" and mapping["text"] == "reply_text"
     assert "pid" not in mapping.values() or mapping.get("context_id") == "pid"
+
+
+#: A TopicalChat-shaped dialogue file: each context's history, and a `dialog` column that holds
+#: the history with the candidate's turn (different on every row of one context).
+DIALOGUES = ("context_id,history,dialog,response,model,engagingness\n"
+             "c1,hi . do you like jazz ?,hi . do you like jazz ? yes I love it,yes I love it,m1,3\n"
+             "c1,hi . do you like jazz ?,hi . do you like jazz ? not really,not really,m2,2\n"
+             "c2,what did you read lately ?,what did you read lately ? a novel,a novel,m1,2\n"
+             "c2,what did you read lately ?,what did you read lately ? the news today,"
+             "the news today,m2,1\n")
+
+
+def test_one_context_column_is_proposed_the_one_that_is_one_passage_per_context():
+    """`dialog` is a context name, but it differs between the rows of one context id: the
+    column that is the same passage on every row (`history`) is proposed, once, and one line
+    says why; `dialog` as ids is passed over the same way."""
+    table = read_table(DIALOGUES.encode(), file_label="dialogues.csv")
+    mapping = suggest_column_map(list(table.columns), table)
+    assert mapping["context"] == "history" and "dialog" not in mapping.values()
+    assert (mapping["context_id"], mapping["text"], mapping["system"]) == ("context_id",
+                                                                           "response", "model")
+    assert context_reason(table, mapping) == (
+        "history is the context: the same passage on every row of one context_id; dialog "
+        "differs between those rows, so it is not one passage.")
+    load_candidates(DIALOGUES.encode(), column_map=mapping)   # the proposal loads as it is
+    as_ids = table.assign(dialog=table["context_id"].radd("dialogue-"))
+    mapping = suggest_column_map(list(as_ids.columns), as_ids)
+    assert mapping["context"] == "history"
+    assert "dialog holds ids or short labels" in context_reason(as_ids, mapping)
+    # a file whose only context-named column is the passage needs no explanation
+    plain_file = table.drop(columns=["dialog"])
+    assert context_reason(plain_file, suggest_column_map(list(plain_file.columns),
+                                                         plain_file)) is None
+    # where the name-matched column is one passage per context, it stays the proposal
+    both = table.assign(dialog=table["history"])
+    assert suggest_column_map(list(both.columns), both)["context"] == "dialog"
+
+
+def test_a_column_named_context_is_kept_and_a_side_by_side_pair_file_is_named_as_such():
+    """From a walk with files no test had used: TopicalChat's original JSON (one dialogue per
+    row, its responses nested) keeps its `context` column as the context, not a repeated column
+    of annotators' initials; LLMBar's MT-Bench JSON (input, output_1, output_2, label) is told
+    that it holds a pair per row and what a candidate file needs instead."""
+    import json
+
+    dialogues = json.dumps([{"context": f"dialogue {k} so far , about jazz", "fact": "a fact",
+                             "annotators": "['sm', 'me', 'er']",
+                             "responses": [{"response": "yes", "model": "m1"}]}
+                            for k in range(4)]).encode()
+    table = read_table(dialogues, file_label="tc_usr_data.json")
+    assert suggest_column_map(list(table.columns), table)["context"] == "context"
+    pairs = json.dumps([{"input": f"Question {k}?", "output_1": f"Answer one to {k}.",
+                         "output_2": f"Answer two to {k}.", "label": "1"}
+                        for k in range(3)]).encode()
+    with pytest.raises(ValidationError) as err:
+        load_candidates(pairs, file_label="llmbar.json")
+    said = str(err.value)
+    assert "two candidates side by side ('output_1' and 'output_2')" in said, said
+    assert "one row per candidate" in said and "import-labels" in said
 
 
 def test_one_column_may_be_candidate_id_and_system():
@@ -182,6 +241,17 @@ def test_page_says_why_each_column_is_not_used_and_shows_the_entity_example(app_
     assert "`engagement` (numbers, not chosen as a reference score)" in shown, shown
     assert "`note` (mostly text, so not a reference score)" in shown, shown
     assert "(`&amp;` -> `&`)" in at.checkbox(key=strip_key(at)).label
+
+
+def test_page_proposes_one_context_and_says_why_in_one_line(app_env):
+    at = upload(AppTest.from_file(APP, default_timeout=60).run(), "dialogues.csv", DIALOGUES)
+    assert shown_mapping(at)["context"] == "history"
+    assert at.selectbox(key=map_key(at, "context")).options[0] == "history"
+    why = [c.value for c in at.caption if "is the context" in c.value]
+    assert len(why) == 1 and "`dialog` differs between those rows" in why[0], why
+    assert "`history` is the context" in why[0]
+    at.selectbox(key=map_key(at, "context")).set_value("dialog").run()
+    assert "is the context" not in texts(at.caption)   # said of history only
 
 
 def test_a_new_file_starts_from_its_own_suggested_mapping(app_env):

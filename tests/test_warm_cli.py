@@ -28,7 +28,7 @@ def server():
 
 def test_a_command_gets_the_callers_directory_environment_and_exit_status(server, tmp_path):
     db = "sqlite:///x.db"  # relative: the caller's directory
-    out = server.run(["runs", "--json", "--db", db], cwd=tmp_path)
+    out = server.run(["runs", "--json", "--db", db, "--create"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [] and (tmp_path / "x.db").exists()
     bad = server.run(["rank", "--run", "nope", "--db", db], cwd=tmp_path)
@@ -52,7 +52,7 @@ def test_the_shim_on_path_runs_the_command_as_a_shell_would(server, tmp_path):
     env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}",
            "COMPASSESS_WARM_CLI": server.path}
     script = ("set -e -o pipefail\n"
-              "compassess runs --json --db sqlite:///s.db | head -c 2 > first.txt\n"
+              "compassess runs --json --db sqlite:///s.db --create | head -c 2 > first.txt\n"
               "if compassess rank --run nope --db sqlite:///s.db 2> err.txt; then exit 9; fi\n"
               "echo \"status $?\"\n")
     proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,

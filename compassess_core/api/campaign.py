@@ -23,6 +23,7 @@ from .records import info_field
 from .handle import StoreHandle
 from .records import check_answer_on_screen
 from .verdicts import Verdicts
+from ..report_text import counted
 
 if TYPE_CHECKING:
     from .run import Run
@@ -52,7 +53,7 @@ class Campaign:
 
     def __repr__(self) -> str:
         return (f"Campaign({self.name!r}, dataset={self.info.dataset!r}, aspect={self.aspect!r}, "
-                f"{self.info.n_pairs} pairs, overlap {self.overlap}, {self.status})")
+                f"{counted(self.info.n_pairs, 'pair')}, overlap {self.overlap}, {self.status})")
 
     id = info_field("id", "The campaign's id in its store.")
     name = info_field("name", "The campaign's name (unique in its store).")

@@ -242,9 +242,12 @@ class Run(Verdicts):
 
     @_pairwise_only("the judge's reasons")
     def explanation(self, context_id: str, first: str, second: str, *,
-                    max_tokens: int = explanations.EXPLAIN_TOKENS) -> explanations.Explanation:
+                    max_tokens: int = explanations.EXPLAIN_TOKENS,
+                    debias: str | float = "balanced") -> explanations.Explanation:
         """The judge's stored reasons for its verdicts on ``first`` against ``second``, in both
-        orders (the texts are None where none is stored yet); nothing is computed.
+        orders (the texts are None where none is stored yet); nothing is computed. Each order's
+        verdict is also read at the threshold ``debias`` names (default: the balanced tau*, as
+        the rankings), beside the answer the judge gave at 0.5, which its reasons explain.
 
         Raises
         ------
@@ -252,18 +255,20 @@ class Run(Verdicts):
             Not a pairwise run, the run has no recorded judge yet, or ``first`` was not compared
             with ``second`` in that order.
         """
-        return self._explanation(context_id, first, second, max_tokens)
+        return self._explanation(context_id, first, second, max_tokens, debias)
 
     @_pairwise_only("the judge's reasons")
     def explain(self, context_id: str, first: str, second: str, *,
                 max_tokens: int = explanations.EXPLAIN_TOKENS,
-                judge=None) -> explanations.Explanation:
+                judge=None, debias: str | float = "balanced") -> explanations.Explanation:
         """Ask the run's judge for the reasons of its verdicts on ``first`` (position A) against
         ``second``, in both orders the run judged (``compassess explain``): its own prompt, the
         answer it gave and a request for its reasons, at most ``max_tokens`` tokens, greedy.
         What is stored already is not asked again; what is written is stored with the judge's
         key and the prompt's hash, so every run of that judge on that prompt shows it. The
-        comparison's p never changes. ``judge``: the run's judge already loaded.
+        comparison's p never changes. ``judge``: the run's judge already loaded; ``debias``:
+        the threshold the run's verdicts are read at beside the judge's answer
+        (:meth:`explanation`).
 
         Raises
         ------
@@ -272,7 +277,7 @@ class Run(Verdicts):
             that cannot write text (a classifier; the message says so), a judge that is not the
             one that ran the run, or a bad ``max_tokens``.
         """
-        found = self._explanation(context_id, first, second, max_tokens)
+        found = self._explanation(context_id, first, second, max_tokens, debias)
         if found.complete:
             return found
         if judge is None:
@@ -296,10 +301,10 @@ class Run(Verdicts):
                 prompt_hash=prompt_hash(prompt), judge_key=found.judge_key,
                 max_tokens=max_tokens, verdict=order.verdict, p=order.p,
                 text=explanations.clean_reply(reply))
-        return self._explanation(context_id, first, second, max_tokens)
+        return self._explanation(context_id, first, second, max_tokens, debias)
 
-    def _explanation(self, context_id: str, first: str, second: str,
-                     max_tokens: int) -> explanations.Explanation:
+    def _explanation(self, context_id: str, first: str, second: str, max_tokens: int,
+                     debias: str | float = "balanced") -> explanations.Explanation:
         _check_at_least("max_tokens", max_tokens, 1)
         if max_tokens > explanations.MAX_EXPLAIN_TOKENS:
             raise InputError(f"max_tokens must be at most {explanations.MAX_EXPLAIN_TOKENS}, "
@@ -320,9 +325,12 @@ class Run(Verdicts):
             stored = self.store.backend.get_explanation(
                 prompt_hash(self.prompt(context_id, a, b)), judge_key, max_tokens)
             return explanations.OrderReasons(a, b, p, explanations.verdict(p),
-                                             None if stored is None else stored["text"])
+                                             None if stored is None else stored["text"],
+                                             explanations.decided(p, tau))
+        tau = float(self.thresholds(debias)[context_id])
         return explanations.Explanation(context_id, first, second, judge_key, int(max_tokens),
-                                        order(first, second), order(second, first))
+                                        order(first, second), order(second, first), tau=tau,
+                                        debias=debias)
 
     def explain_estimate(self, context_id: str, first: str, second: str, *,
                          max_tokens: int = explanations.EXPLAIN_TOKENS) -> TimeEstimate:

@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..data.candidates import (Source, column_choices, empty_text_rows, ignored_columns,
-                               load_candidates, missing_scores, parse_table, source_bytes,
+from ..data.candidates import (Source, column_choices, context_reason, empty_text_rows,
+                               ignored_columns, load_candidates, missing_scores, parse_table, source_bytes,
                                source_label, suggest_column_map)
 from ..errors import InputError, Problem, ValidationError
 from ..data.labels import (LABEL_COLUMNS, OPTIONAL_LABEL_COLUMNS, HumanLabel, annotator_counts,
@@ -91,7 +91,8 @@ class UploadCheck(FileCheck):
     ``-``, ...: ``data.MISSING_MARKERS``, read as missing). ``empty_texts``: the rows whose
     mapped text is empty (a system that wrote nothing), each a problem unless the check was
     asked to leave them out (``dropped_empty``: then the dataset does not hold them, and its
-    source names them).
+    source names them). ``context_why``: one line on why the mapped context column is the
+    context when another column's name says context too (``dialog`` beside ``history``).
     """
 
     dataset: Dataset | None = None
@@ -105,6 +106,7 @@ class UploadCheck(FileCheck):
     missing_scores: Mapping[str, int] = field(default_factory=dict)
     empty_texts: tuple[int, ...] = ()
     dropped_empty: bool = False
+    context_why: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -207,7 +209,8 @@ class Uploads:
                                       else None))
         found = dict(file_label=label, file_key=key, table=table, suggested=suggested,
                      mapping=used, empty_texts=empty,
-                     dropped_empty=bool(drop_empty_text and empty))
+                     dropped_empty=bool(drop_empty_text and empty),
+                     context_why=context_reason(table, used))
         try:
             dataset = load_candidates(raw, name=name, column_map=used, file_label=label,
                                       score_columns=scores, max_bytes=limit,

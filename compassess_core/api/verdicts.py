@@ -45,6 +45,7 @@ from ..runs.settings import RunSettings
 from ..types import Dataset
 from .records import info_field
 from .handle import StoreHandle
+from ..report_text import counted
 
 
 #: Label-file columns that tell a label table (validated like a file) from the store's table.
@@ -689,7 +690,7 @@ class Verdicts:
         else:
             human = human_table_from_labels(load_human_labels(labels, self.dataset))
             source = (os.fspath(labels) if isinstance(labels, (str, os.PathLike))
-                      else f"{len(human)} labels")
+                      else f"{counted(len(human), 'label')}")
         if len(human) == 0:
             raise InputError(f"no human labels for dataset '{self.dataset.name}' and aspect "
                              f"'{aspect}'; import some or annotate "

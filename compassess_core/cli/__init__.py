@@ -23,6 +23,7 @@ import sys
 from ..errors import InputError, ValidationError
 from ..runs.options import OptionError
 from ..worker import EXIT_FAILURE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from .common import missing_store
 from .jobs import cmd_job
 from .manage import (cmd_campaign, cmd_delete_dataset, cmd_delete_run, cmd_delete_tuning,
                      cmd_judges, cmd_panel, cmd_rename_dataset, cmd_rename_run, cmd_rename_tuning,
@@ -71,6 +72,10 @@ def _as_map_flag(text: str) -> tuple[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    refused = missing_store(args)
+    if refused is not None:  # a mistyped --db, not a new empty store
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_INPUT
     try:
         return COMMANDS[args.command](args)
     except OptionError as e:  # named by its flag

@@ -46,7 +46,10 @@ def _print_ranking(df, fmt: str, run_name: str, fields: dict, header: str, rows:
         print(header)
         if "rank" in df.columns:   # an unranked row (never compared) has a blank rank
             df = df.assign(rank=df["rank"].astype(object).where(df["rank"].notna(), ""))
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        # A column with nothing in it (no system in the file) is left out, and a missing value
+        # (an unranked candidate's score, a missing reference score) is blank, not None or NaN.
+        df = df[[c for c in df.columns if df[c].notna().any()]]
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}", na_rep=""))
 
 
 def _nan_none(x):
@@ -102,3 +105,49 @@ def _output_file(path: str, flag: str = "-o") -> Path:
     if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise InputError(f"{flag} {path}: permission denied (choose a file this user may write)")
     return out
+
+
+#: The commands that bring new data into a store and so may start one: a ``--db`` naming a
+#: SQLite file that does not exist yet creates it (its folder too with ``--create``). Every other
+#: command reads or changes what is stored, and a store that does not exist holds nothing: a
+#: mistyped ``--db`` is refused instead of answered from a new empty store ("no runs").
+CREATES_STORE = frozenset({"run", "score", "tune", "import-labels", "worker", "campaign create",
+                           "job start"})
+#: Commands that need no store (``models`` reads measured speeds from one only when it exists).
+NEEDS_NO_STORE = frozenset({"models", "fetch-model"})
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """The command as typed: ``runs``, ``campaign create``, ``panel rank``, ``job start``."""
+    sub = next((getattr(args, d) for d in ("campaign_command", "panel_command", "job_command")
+                if getattr(args, d, None)), None)
+    return f"{args.command} {sub}" if sub else args.command
+
+
+def sqlite_file(db: str | None) -> Path | None:
+    """The SQLite file a ``--db`` names (a path ending in .db, .sqlite or .sqlite3, or a
+    ``sqlite:///`` URL); None for no ``--db``, an in-memory store or another database (a
+    PostgreSQL URL is not a file)."""
+    if db is None:
+        return None
+    text = db.strip()
+    if text.lower().startswith("sqlite:///"):
+        path = text[len("sqlite:///"):].split("?", 1)[0]
+        return None if not path or path == ":memory:" else Path(path).expanduser()
+    if "://" not in text and text.lower().endswith((".db", ".sqlite", ".sqlite3")):
+        return Path(text).expanduser()
+    return None
+
+
+def missing_store(args: argparse.Namespace) -> str | None:
+    """Why the command cannot run on the store its ``--db`` names (a SQLite file that does not
+    exist, for a command that only reads or changes what is stored, without ``--create``), as a
+    plain message naming the path; None when it may run."""
+    file = sqlite_file(getattr(args, "db", None))
+    name = command_name(args)
+    if (file is None or file.exists() or getattr(args, "create", False)
+            or name in CREATES_STORE or name in NEEDS_NO_STORE):
+        return None
+    return (f"--db {args.db}: no store at {file} (`compassess {name}` creates none: "
+            "`compassess run` or `import-labels` does, or give --create to start an empty store "
+            "there)")

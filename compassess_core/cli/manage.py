@@ -14,6 +14,7 @@ from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
 from .common import _dumps, _input_file, _nan_none, _output_file, _print_ranking
 from .results import _write_report
+from ..report_text import counted
 
 
 # ------------------------------------------------------------------- managing what is stored
@@ -108,7 +109,7 @@ def cmd_campaign(args) -> int:
                                   overlap=args.overlap, pairs=args.pairs, n_pairs=args.n_pairs,
                                   guidelines=guidelines, created_by=created_by, seed=args.seed,
                                   run=args.run)
-        print(f"created campaign '{c.name}': {c.info.n_pairs} pairs of dataset "
+        print(f"created campaign '{c.name}': {counted(c.info.n_pairs, 'pair')} of dataset "
               f"'{c.dataset_name}', aspect '{c.aspect}', overlap {c.overlap}, annotators: "
               f"{', '.join(c.annotators) or '(none yet)'}")
     elif what == "assign":
@@ -139,7 +140,7 @@ def cmd_campaign(args) -> int:
             print(_dumps(summary, indent=2, default=str))
             return EXIT_OK
         print(f"campaign '{c.name}' ({c.status}): dataset '{c.dataset_name}', aspect "
-              f"'{c.aspect}', {c.info.n_pairs} pairs, overlap {c.overlap}; "
+              f"'{c.aspect}', {counted(c.info.n_pairs, 'pair')}, overlap {c.overlap}; "
               f"{summary['completed_pairs']} pairs fully labelled")
         if summary["annotators"]:
             _table([(str(r["annotator"]), "yes" if r["assigned"] else "no", str(r["labelled"]),
@@ -219,9 +220,9 @@ def cmd_panel(args) -> int:
                 for name, e in evaluations.items()],
                head=("Spearman", "P(A) raw", "P(A) deb.", "flip rate", "compared"))
         print(f"members' agreement: Fleiss' kappa {_fmt(agree.fleiss_kappa, '.2f')} on "
-              f"{agree.n_pairs_all} pairs all judged; Krippendorff's alpha "
-              f"{_fmt(agree.krippendorff_alpha, '.2f')} on {agree.n_pairs_alpha} pairs; "
-              f"{out['n_split_pairs']} pairs split")
+              f"{counted(agree.n_pairs_all, 'pair')} all judged; Krippendorff's alpha "
+              f"{_fmt(agree.krippendorff_alpha, '.2f')} on {counted(agree.n_pairs_alpha, 'pair')}; "
+              f"{counted(out['n_split_pairs'], 'pair')} split")
         print("panel vs its best member (paired, A - B on the same pairs, 95% cluster-bootstrap "
               "interval over contexts): "
               + (vs_best.sentence() if vs_best is not None else vs_note))
@@ -237,7 +238,7 @@ def cmd_judges(args) -> int:
     basis = ("Cohen's kappa with the human majority (ties left out; every pair counted in both "
              "orientations, chance = either candidate with probability 1/2) beside the raw "
              "agreement, 95% cluster-bootstrap intervals (contexts, then labelled pairs; tau* "
-             f"re-estimated in each) ({board.n_labels} labels)" if board.basis == "kappa"
+             f"re-estimated in each) ({counted(board.n_labels, 'label')})" if board.basis == "kappa"
              else f"Spearman x100 with reference column '{board.reference}' (no human labels)")
     print(f"judges of dataset '{board.dataset}', aspect '{board.aspect}', ranked by {basis}")
     rows = []
@@ -274,4 +275,4 @@ def _print_paired_with_best(board) -> None:
         mark = "; indistinguishable from the best" if test.indistinguishable else ""
         print(f"  {name}: {100 * test.difference:+.1f} [{100 * test.low:+.1f}, "
               f"{100 * test.high:+.1f}] pp, p = {test.mcnemar.p_value:.3g} "
-              f"({test.n_pairs:,} pairs in {test.n_contexts} contexts){mark}")
+              f"({counted(test.n_pairs, 'pair')} in {counted(test.n_contexts, 'context')}){mark}")

@@ -83,7 +83,8 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
                         "file in $COMPASSESS_HOME); a file whose folder does not exist is an error "
                         "unless --create is given")
     p.add_argument("--create", action="store_true",
-                   help="create the folder of a --db file that does not exist yet")
+                   help="create a --db file that does not exist yet (and its folder): a command "
+                        "that only reads the store refuses a missing file without it")
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:
@@ -610,7 +611,7 @@ def _tuning_parsers(sub) -> None:
                     help=f"tokens the judge may write per order (default {EXPLAIN_TOKENS})")
     ex.add_argument("--stored", action="store_true",
                     help="only print what is stored; never load the judge")
-    _shared(ex, "json", "db")
+    _shared(ex, "debias", "json", "db")
 
 
 def _job_parsers(sub) -> None:

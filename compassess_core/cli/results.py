@@ -14,7 +14,8 @@ from ..stats.length_bias import LC_FOLDS
 from ..judges.model_catalog import RECOMMENDED, catalog, catalog_frame, models_folder
 from ..report_text import fmt as _fmt, table as _table
 from ..worker import EXIT_OK
-from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings
+from .common import _dumps, _load_run, _output_file, _print_ranking, _warnings, sqlite_file
+from ..report_text import counted
 
 
 # ------------------------------------------------------------------- leaderboard and compare
@@ -39,8 +40,9 @@ def cmd_leaderboard(args) -> int:
         neutralise_frame(frame).to_csv(sys.stdout, index=False)
         return EXIT_OK
     lb, lc = board.length, board.length_controlled
-    print(f"# run {run.name}: {len(frame)} systems, {board.n_comparisons:,} comparisons over "
-          f"{board.n_contexts} contexts; strength = {STRENGTH_UNITS[board.method]} at "
+    print(f"# run {run.name}: {counted(len(frame), 'system')}, "
+          f"{counted(board.n_comparisons, 'comparison')} over "
+          f"{counted(board.n_contexts, 'context')}; strength = {STRENGTH_UNITS[board.method]} at "
           f"{run.threshold_label(args.debias)}; win rate = share of comparisons won; "
           f"{int(board.level * 100)}% intervals from {board.n_boot} bootstrap replicates "
           "(contexts resampled, then the comparisons within each)")
@@ -58,9 +60,9 @@ def cmd_leaderboard(args) -> int:
     if board.system_spearman_x100 is not None:
         print(f"system-level Spearman x100 of strength vs mean '{reference}': "
               f"{_fmt(board.system_spearman_x100)} (Kendall x100 {_fmt(board.system_kendall_x100)}, "
-              f"{len(frame)} systems)")
+              f"{counted(len(frame), 'system')})")
     print(f"length bias: the longer text wins {_fmt(100 * lb.longer_wins)}% of "
-          f"{lb.n_length_differs:,} comparisons ({run.threshold_label(args.debias)}); "
+          f"{counted(lb.n_length_differs, 'comparison')} ({run.threshold_label(args.debias)}); "
           f"{_fmt(lb.slope_per_doubling, '+.3f')} log-odds per doubling of len(A)/len(B); "
           f"joint length-adjusted GLM (lc_strength, lc_win_rate; CompAssess's, not AlpacaEval's): "
           f"length term {_fmt(lc.length_coef, '+.3f')}, "
@@ -93,12 +95,12 @@ def cmd_compare(args) -> int:
         (f"P(A) of {run_b.name} at its tau", _fmt(result.p_b_first, ".3f")),
         (f"rank Spearman x100, mean over {result.n_contexts_ranked} context(s) ({result.method})",
          _fmt(result.rank_spearman_x100)),
-        (f"system-level Spearman x100 ({result.n_systems} systems)",
+        (f"system-level Spearman x100 ({counted(result.n_systems, 'system')})",
          _fmt(result.system_spearman_x100)),
     ])
     _print_paired(result)
     dis = result.disagreements
-    print(f"{len(dis):,} pairs with different verdicts; the most confident first:")
+    print(f"{counted(len(dis), 'pair')} with different verdicts; the most confident first:")
     if len(dis):
         print(dis.head(20)[["context_id", "first", "second", "p_a", "p_b", "winner_a", "winner_b"]]
               .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -186,7 +188,8 @@ def cmd_calibrate(args) -> int:
         print(_dumps(out, indent=2))
         return EXIT_OK
     cal, raw, deb, held = report.calibration, report.raw, report.debiased, report.calibrated
-    print(f"run {run.name} vs human labels of aspect '{aspect}': {raw.n_comparisons} comparisons of "
+    print(f"run {run.name} vs human labels of aspect '{aspect}': "
+          f"{counted(raw.n_comparisons, 'comparison')} of "
           f"{cal.n_pairs} labelled pairs; {report.folds}-fold cross-validation by pair (seed "
           f"{report.seed})")
     spread = out["fold_spread"]
@@ -221,8 +224,9 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_models(args) -> int:
-    try:
-        runs = api.open_store(args.db).backend.list_runs()
+    try:  # a --db file that does not exist is left uncreated: no measured speeds
+        missing = sqlite_file(args.db) is not None and not sqlite_file(args.db).exists()
+        runs = [] if missing else api.open_store(args.db).backend.list_runs()
     except CompAssessError:
         runs = []  # the list of models does not need the store; only measured speeds do
     entries = catalog(runs)

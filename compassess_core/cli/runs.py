@@ -15,6 +15,7 @@ from ..runs.executor import ConsoleReporter
 from ..worker import EXIT_INTERRUPTED, EXIT_OK
 from .common import _dumps, _load_run, _output_file, _print_ranking, _print_warnings, _warnings
 from .results import _calibration_note, _rank_with_humans
+from ..report_text import counted
 
 
 # ------------------------------------------------------------------------------- starting runs
@@ -122,7 +123,8 @@ def cmd_rank(args) -> int:
     if run.calibration is not None:
         header += _calibration_note(run.calibration)
     if "pass" in df.columns:  # absolute scores at a threshold
-        header += (f"\n# {int(df['pass'].sum())}/{len(df)} candidates pass at {args.score} "
+        header += (f"\n# {int(df['pass'].sum())}/{counted(len(df), 'candidate')} pass at "
+                   f"{args.score} "
                    f">= {args.threshold:g}")
     _print_ranking(df, args.format, run.name, fields, header, kind.ranked_rows)
     # On stderr for csv and json, which other programs read; with the table otherwise.

@@ -13,6 +13,7 @@ from ..runs.run_loop import PHASE_TEXT
 from ..api.jobs import listed_run_status
 from ..worker import EXIT_OK
 from .common import _dumps, _load_run
+from ..report_text import counted
 
 
 # -------------------------------------------------------------------------------- the store
@@ -28,7 +29,8 @@ def cmd_fetch_model(args) -> int:
 def cmd_datasets(args) -> int:
     store = api.open_store(args.db).backend
     for d in store.list_datasets():
-        print(f"{d.name}\t{d.n_contexts} contexts\t{d.n_candidates} candidates\t"
+        print(f"{d.name}\t{counted(d.n_contexts, 'context')}\t"
+              f"{counted(d.n_candidates, 'candidate')}\t"
               f"scores: {', '.join(d.score_columns) or '-'}")
     return EXIT_OK
 
@@ -93,7 +95,7 @@ def cmd_agreement(args) -> int:
         return EXIT_OK
     source = found.labels
     llm = summary["llm_vs_human"]
-    print(f"run {run.name} vs {source}: {llm['n_pairs_matched']} pairs judged by both "
+    print(f"run {run.name} vs {source}: {counted(llm['n_pairs_matched'], 'pair')} judged by both "
           f"({llm['n_judgements']} human judgements, {llm['n_skipped']} skips left out)")
     tie_rule = ("the LLM never says tie" if llm["ties"] == "none" and not llm["tie_band"] else
                 "LLM ties: " + ", ".join(
@@ -107,7 +109,8 @@ def cmd_agreement(args) -> int:
         print(f"{at:>8} ({where}): accuracy {_fmt(m['accuracy_without_ties'], '.3f')}"
               f"{_ci(m, 'accuracy_without_ties')} / kappa "
               f"{_fmt(m['kappa_without_ties'], '.3f')}{_ci(m, 'kappa_without_ties')} without ties "
-              f"(n = {m['n_without_ties']} pairs); accuracy {_fmt(m['accuracy_with_ties'], '.3f')}"
+              f"(n = {counted(m['n_without_ties'], 'pair')}); accuracy "
+              f"{_fmt(m['accuracy_with_ties'], '.3f')}"
               f"{_ci(m, 'accuracy_with_ties')} / kappa {_fmt(m['kappa_with_ties'], '.3f')}"
               f"{_ci(m, 'kappa_with_ties')} with ties (n = {m['n_with_ties']}, "
               f"{m['n_human_ties']} human ties, {m['n_llm_ties']} LLM ties)")
@@ -122,7 +125,7 @@ def cmd_agreement(args) -> int:
           f"{pb['llm_p_a_debiased']:.3f} at {llm['debiased']['threshold']}")
     hh = summary["human_human"]
     if hh["n_items"]:
-        print(f"human vs human on {hh['n_items']} pairs: raw agreement "
+        print(f"human vs human on {counted(hh['n_items'], 'pair')}: raw agreement "
               f"{_pct(hh['percent_agreement'])}, Krippendorff's alpha {_fmt(hh['krippendorff_alpha'], '.3f')}"
               + (f", Cohen's kappa {hh['cohen_kappa']:.3f}" if hh["cohen_kappa"] is not None else ""))
     rc = summary["ranking_correlation"]

@@ -121,11 +121,16 @@ def cmd_explain(args) -> int:
     store = api.open_store(args.db)
     if args.stored:
         found = store.get_run(args.run).explanation(args.context, args.a, args.b,
-                                                    max_tokens=args.max_tokens)
+                                                    max_tokens=args.max_tokens,
+                                                    debias=args.debias)
     else:   # the explanation job executed in this process, as the worker process executes it
         job = store.job("explanation", args.run, context=args.context, first=args.a,
                         second=args.b, max_tokens=args.max_tokens)
-        found = job.execute(progress=job.reporter())
+        job.execute(progress=job.reporter())
+        # what it stored, with each order's verdict read at the threshold asked for
+        found = store.get_run(args.run).explanation(args.context, args.a, args.b,
+                                                    max_tokens=args.max_tokens,
+                                                    debias=args.debias)
     if args.json:
         print(_dumps(found.to_dict(), indent=2))
         return EXIT_OK
@@ -134,8 +139,7 @@ def cmd_explain(args) -> int:
         print(f"# ! {found.contradiction}")
     print()
     for order in found.orders:
-        print(f"{order.first} in position A, {order.second} in B: p = {order.p:.3f}, the judge "
-              f"answered {order.verdict}; its {REASONS_LABEL}:")
+        print(f"{found.summary(order)}; its {REASONS_LABEL}:")
         print(order.text if order.text is not None else "(no reasons stored yet)")
         print()
     if found.reverse is None:

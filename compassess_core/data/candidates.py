@@ -55,7 +55,8 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
                    "item_id", "triple_id", "task_id", "sample_id", "instance_id", "topic_id"),
     "context": ("source", "document", "doc", "article", "passage", "dialogue", "dialog",
                 "conversation", "question", "prompt", "input", "instruction", "triples",
-                "source_text", "input_text"),
+                "source_text", "input_text", "history", "dialogue_history", "dialog_history",
+                "conversation_history", "chat_history"),
     "candidate_id": ("cand_id", "summary_id", "response_id", "output_id", "answer_id",
                      "hypothesis_id", "story_id", "generation_id"),
     "text": ("summary", "response", "output", "candidate", "answer", "hypothesis", "generation",
@@ -134,8 +135,101 @@ def suggest_column_map(columns: Sequence[str], table: pd.DataFrame | None = None
                 taken.add(col)
                 break
     if table is not None and len(table):
+        _recheck_context(table, found, taken)
         found.update(_suggest_from_content(table, found, taken))
     return found
+
+
+_PAIR_ENDS = (("_1", "_2"), ("_a", "_b"), ("1", "2"), ("_left", "_right"), ("_x", "_y"))
+
+
+def side_by_side(columns: Sequence[str]) -> tuple[str, str] | None:
+    """Two columns that hold a pair's two candidates side by side (``output_1``/``output_2``,
+    ``response_a``/``response_b``: a pairwise preference file such as MT-Bench's or LLMBar's),
+    or None: what a file of one row per candidate is not."""
+    keys = {column_key(c): c for c in columns}
+    for key, col in keys.items():
+        for first, second in _PAIR_ENDS:
+            if key.endswith(first) and len(key) > len(first):
+                other = keys.get(key[: -len(first)] + second)
+                if other is not None and not _looks_like_id(col):
+                    return col, other
+    return None
+
+
+def _fits_context(table: pd.DataFrame, col: str, context_id: str | None) -> bool:
+    """Whether ``col`` reads as the passage the candidates answer: free text (not an id or a
+    short label), filled, and the same on every row of one ``context_id`` (with none, repeated:
+    one passage, several candidates)."""
+    values = _as_strings(table[col])
+    if _looks_like_id(col) or not _is_prose(values) or (values.str.strip() == "").any():
+        return False
+    if context_id is not None and context_id in table.columns:
+        return bool((values.groupby(_as_strings(table[context_id]), sort=False).nunique()
+                     <= 1).all())
+    return values.nunique() <= 0.5 * len(values)
+
+
+def _context_candidates(table: pd.DataFrame, found: Mapping[str, str]) -> list[str]:
+    """The file's columns that could be the context (:func:`_fits_context`) and are not mapped
+    to another canonical name; named ones (a context synonym) first, then the longest."""
+    used = {c for k, c in found.items() if k != "context"}
+    ctx_id = found.get("context_id")
+    named = set(_SYNONYMS["context"]) | {"context"}
+    fits = [str(c) for c in table.columns
+            if str(c) not in used and _fits_context(table, str(c), ctx_id)]
+    return sorted(fits, key=lambda c: (column_key(c) not in named,
+                                       -float(_as_strings(table[c]).str.len().mean())))
+
+
+def _recheck_context(table: pd.DataFrame, found: dict[str, str], taken: set[str]) -> None:
+    """A context column proposed by its name (``dialog``) that does not read as one passage per
+    context (it differs between the rows of one context_id, or holds ids) gives way to the
+    column that does (``history``), when there is one; the name-matched column is then free. A
+    column named ``context`` itself is never second-guessed."""
+    col = found.get("context")
+    if (col is None or column_key(col) == "context"   # named so: the file says it is
+            or _fits_context(table, col, found.get("context_id"))):
+        return
+    better = _context_candidates(table, found)
+    if better:
+        taken.discard(col)
+        found["context"] = better[0]
+        taken.add(better[0])
+
+
+def context_reason(table: pd.DataFrame | None, mapping: Mapping[str, str | None]) -> str | None:
+    """One line on why the mapped context column is the context, when another text column's
+    name says context too (``dialog`` beside ``history``); None when no other column does."""
+    col = mapping.get("context")
+    if table is None or not col or col not in table.columns:
+        return None
+    ctx_id = mapping.get("context_id")
+    ctx_id = ctx_id if ctx_id in table.columns else None
+    if not _fits_context(table, col, ctx_id):
+        return None   # not one passage per context: the validation report says what is wrong
+    used = {c for k, c in mapping.items() if c and k != "context"}
+    others = [str(c) for c in table.columns
+              if str(c) not in used and str(c) != col
+              and column_key(str(c)) in (*_SYNONYMS["context"], "context")]
+    if not others:
+        return None
+    where = f"every row of one {ctx_id}" if ctx_id else "the rows of one context"
+    short = [c for c in others if _looks_like_id(c) or not _is_prose(_as_strings(table[c]))]
+    same = [c for c in others if c not in short and _fits_context(table, c, ctx_id)]
+    differ = [c for c in others if c not in short and c not in same]
+    told = [f"{col} is the context: the same passage on {where}"]
+    if short:
+        told.append(f"{', '.join(short)} {'holds' if len(short) == 1 else 'hold'} ids or short "
+                    "labels, not a passage")
+    if differ:
+        told.append(f"{', '.join(differ)} {'differs' if len(differ) == 1 else 'differ'} "
+                    f"between those rows, so {'it is' if len(differ) == 1 else 'they are'} not "
+                    "one passage")
+    if same:
+        told.append(f"{', '.join(same)} also {'repeats' if len(same) == 1 else 'repeat'}: "
+                    "choose it if the judge should read it instead")
+    return "; ".join(told) + "."
 
 
 def _is_prose(values: pd.Series) -> bool:
@@ -289,6 +383,13 @@ def _resolve_columns(columns: list[str], column_map: Mapping[str, str] | None,
             # "map a column to it"; a hint in one of their syntaxes would mislead the others.
             hint = (f" (the likeliest is '{suggestions[canon]}')" if canon in suggestions
                     else "")
+            pair = side_by_side(columns)
+            if pair is not None and canon == "context_id":
+                hint += (f". This file holds two candidates side by side ('{pair[0]}' and "
+                         f"'{pair[1]}'): a candidate file has one row per candidate (context_id, "
+                         "context, candidate_id, text), so give each of the two a row of its "
+                         "own; a column saying which one people preferred is a human label, "
+                         "stored with import-labels")
             problems.append(Problem(
                 file_label, f"missing required column '{canon}'; the file has: {have}. Rename a "
                 f"column to '{canon}' or map one to it{hint}", column=canon,

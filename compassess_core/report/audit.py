@@ -40,6 +40,7 @@ import pandas as pd
 from ..runs.explanations import REASONS_LABEL, REASONS_NOTE
 from ..limits import visible
 from ..types import ComparisonPrompt, Dataset
+from ..report_text import counted
 
 __all__ = ["ShownComparison", "RunAudit", "RunsCompared", "inert", "render_report",
            "EXAMPLES", "CONTENT_SECURITY_POLICY"]
@@ -395,7 +396,7 @@ def _setup(audit: RunAudit, version: str, generated: str) -> str:
         ("Content hash", inert(ds.content_hash) or "n/a"),
         ("Contexts", f"{len(ds.contexts):,} in the dataset; {audit.n_contexts:,} with stored "
                      "comparisons"),
-        ("Candidates", f"{ds.n_candidates:,} ({len(systems):,} systems)"),
+        ("Candidates", f"{ds.n_candidates:,} ({counted(len(systems), 'system')})"),
         ("Reference columns", ", ".join(inert(c) for c in ds.score_columns) or "none"),
     ]
     judge = [
@@ -486,8 +487,9 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
         if ref is not None:
             row.append(_num(r.get("mean_reference")))
         rows.append(row)
-    caption = (f"{len(frame):,} systems, {board.n_comparisons:,} comparisons over "
-               f"{board.n_contexts:,} contexts; strength = {inert(info['strength_unit'])} "
+    caption = (f"{counted(len(frame), 'system')}, {counted(board.n_comparisons, 'comparison')} "
+               "over "
+               f"{counted(board.n_contexts, 'context')}; strength = {inert(info['strength_unit'])} "
                f"at {inert(_at(audit))}; {pct}% percentile intervals of {board.n_boot:,} "
                "bootstrap replicates (contexts resampled, then the comparisons within each).")
     if baseline is not None:
@@ -500,7 +502,7 @@ def _leaderboard(audit: RunAudit, charts: _Charts) -> str:
         out.append(_note(f"System-level Spearman x100 of strength against the mean "
                          f"&lsquo;{inert(ref)}&rsquo;: {_num(board.system_spearman_x100, '.1f')} "
                          f"(Kendall x100 {_num(board.system_kendall_x100, '.1f')}) over "
-                         f"{len(frame):,} systems."))
+                         f"{counted(len(frame), 'system')}."))
     for note in board.notes:
         out.append(_note(inert(note)))
     out.append(charts.html(_leaderboard_figure(frame, info["strength_unit"], board.level),
@@ -536,9 +538,11 @@ def _rankings_summary(audit: RunAudit) -> str:
 def _positional_bias(audit: RunAudit, charts: _Charts) -> str:
     pb = audit.position
     out = ["<h3>Positional bias</h3>",
-           _note(f"P(A): share of {pb.n_comparisons:,} comparisons won by the first position "
+           _note(f"P(A): share of {counted(pb.n_comparisons, 'comparison')} won by the first "
+                 "position "
                  "(eq. 8); P(B) = 1 &minus; P(A); 0.5 = no positional bias. Flip rate: share of "
-                 f"the {pb.n_pairs_both_orders:,} pairs judged in both orders whose verdict "
+                 f"the {counted(pb.n_pairs_both_orders, 'pair')} judged in both orders whose "
+                 "verdict "
                  "changes with the order.")]
     diagnosis = audit.diagnosis
     out.append(_table(
@@ -585,7 +589,7 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
         ("Position at equal length", f"{_num(lb.position_log_odds, '+.3f')} log-odds of "
                                      "&lsquo;A wins&rsquo; (the same fit's intercept)"),
         ("Lengths", f"characters; mean |log2 length ratio| {_num(lb.mean_log2_ratio_abs, '.2f')} "
-                    f"over {lb.n_comparisons:,} comparisons"),
+                    f"over {counted(lb.n_comparisons, 'comparison')}"),
     ])]
     board = audit.leaderboard
     if board is not None:
@@ -602,7 +606,8 @@ def _length_bias(audit: RunAudit, charts: _Charts) -> str:
         out.append(charts.html(_length_figure(audit.length_points, audit.length_curve,
                                               lb.tau), 300))
         shown = min(len(audit.length_points), MAX_SCATTER_POINTS)
-        out.append(_note(f"{shown:,} of {len(audit.length_points):,} comparisons shown (evenly "
+        out.append(_note(f"{shown:,} of {counted(len(audit.length_points), 'comparison')} shown "
+                         "(evenly "
                          "spaced in stored order when there are more); the curve is the logistic "
                          f"fit; dashed: {inert(_at(audit))}."))
     return "".join(out)
@@ -616,7 +621,8 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
     out = [heading, _rests_on(audit)]
     s = found.summary
     llm = s["llm_vs_human"]
-    out.append(_note(f"Labels: {inert(found.labels)}; {llm['n_pairs_matched']:,} pairs judged by "
+    out.append(_note(f"Labels: {inert(found.labels)}; {counted(llm['n_pairs_matched'], 'pair')} "
+                     "judged by "
                      f"both the judge and people ({llm['n_judgements']:,} human judgements, "
                      f"{llm['n_skipped']:,} skips left out); the judge's verdict on a pair is its "
                      "order-averaged p at the threshold, the humans' their majority."))
@@ -644,7 +650,8 @@ def _agreement(audit: RunAudit, charts: _Charts) -> str:
                                           f"{_count(pb['human_n'])} decisive judgements went to "
                                           "the left text")]
     if hh["n_items"]:
-        facts.append(("Human vs human", f"{hh['n_items']:,} pairs with several annotators: "
+        facts.append(("Human vs human", f"{counted(hh['n_items'], 'pair')} with several "
+                                        "annotators: "
                                         f"raw agreement {_num(hh['percent_agreement'])} "
                                         "(share), "
                                         f"Krippendorff's alpha {_num(hh['krippendorff_alpha'])}"
@@ -704,7 +711,7 @@ def _evaluation(audit: RunAudit) -> str:
             rows.append([inert(report.reference), f"{label} ({where})",
                          _num(at.spearman_x100, ".1f"), _num(at.kendall_x100, ".1f"),
                          _num(at.system_spearman_x100, ".1f"), _num(at.pooled_spearman_x100, ".1f"),
-                         f"{_num(at.pairwise_accuracy)} ({at.n_pairs_accuracy:,} pairs)",
+                         f"{_num(at.pairwise_accuracy)} ({counted(at.n_pairs_accuracy, 'pair')})",
                          f"{at.contexts_used:,} used, {at.contexts_skipped:,} skipped"])
     first = audit.evaluations[0]
     out.append(_table(["reference column", "judge read", "Spearman x100 (mean per context)",
@@ -784,8 +791,7 @@ def _reasons_block(explanation: Any | None) -> str:
               if o.text is not None]
     if not orders:
         return ""
-    parts = "".join(f'<p class="label">With {inert(o.first)} in position A (p = {_num(o.p)}, '
-                    f"the judge answered {inert(o.verdict)}):</p>"
+    parts = "".join(f'<p class="label">{inert(explanation.summary(o))}:</p>'
                     f'<pre class="prompt">{inert(o.text)}</pre>' for o in orders)
     flag = ("" if explanation.contradiction is None else
             f'<div class="warning"><strong>Contradiction.</strong> '
@@ -801,7 +807,8 @@ def _order_dependent(audit: RunAudit) -> str:
                                  "cannot be measured.")
     out = [heading]
     out.append(_note(f"The {len(audit.order_dependent)} most order-dependent of "
-                     f"{audit.n_order_pairs:,} pairs judged in both orders: inconsistency = "
+                     f"{counted(audit.n_order_pairs, 'pair')} judged in both orders: inconsistency "
+                     "= "
                      "|p(first beats second) &minus; (1 &minus; p(second beats first))|, 0 for a "
                      "judge that ignores the order."))
     for k, shown in enumerate(audit.order_dependent, 1):
@@ -826,7 +833,8 @@ def _disputed(audit: RunAudit) -> str:
         return _missing(heading, f"The judge at {inert(_at(audit))} agrees with the humans' "
                                  "majority on every labelled pair it judged.")
     out = [heading]
-    out.append(_note(f"The {len(audit.disputed)} of {audit.n_disputed:,} pairs where the humans' "
+    out.append(_note(f"The {len(audit.disputed)} of {counted(audit.n_disputed, 'pair')} where the "
+                     f"humans' "
                      f"majority differs from the judge at {inert(_at(audit))}, the judge's most "
                      "confident first."))
     for k, shown in enumerate(audit.disputed, 1):
@@ -870,7 +878,7 @@ def _comparisons(compared: Sequence[RunsCompared]) -> str:
             continue
         out.append(_pairs([
             ("Ordered pairs judged by both", f"{result.n_shared:,} (of {result.n_a:,} and "
-                                             f"{result.n_b:,} comparisons)"),
+                                             f"{counted(result.n_b, 'comparison')})"),
             ("Thresholds", inert(c.thresholds) if c.thresholds
              else f"A: tau = {result.tau_a:.4f}; B: tau = {result.tau_b:.4f}"),
             ("Verdict agreement", f"{_num(result.agreement)} (share of shared pairs)"),
@@ -881,7 +889,7 @@ def _comparisons(compared: Sequence[RunsCompared]) -> str:
              f"{_num(result.rank_spearman_x100, '.1f')} (mean over {result.n_contexts_ranked:,} "
              "contexts)"),
             ("System-level Spearman x100", f"{_num(result.system_spearman_x100, '.1f')} "
-                                           f"({result.n_systems:,} systems)"),
+                                           f"({counted(result.n_systems, 'system')})"),
         ]))
         dis = result.disagreements
         if len(dis):

@@ -42,6 +42,7 @@ from .settings import GenerationOptions, ReferenceOptions, RunSettings, label_wo
 from ..types import (ABSOLUTE_COLUMNS, REFERENCE_FIRST, TARGET_FIRST,  # noqa: F401
                      AbsoluteJudgement, AbsoluteKey, AbsoluteResult, ComparisonPrompt, Context,
                      Dataset, FloatArray, Reference)
+from ..report_text import counted
 
 # ------------------------------------------------------------------------------- vocabulary
 
@@ -947,11 +948,12 @@ class AbsoluteKind:
         frame, _ = results
         return (f"# run {run}: absolute scores ('{fields['score']}'; level = calibrated "
                 f"1..{settings.reference_options.n_levels}, score = the paper's s) from "
-                f"{len(frame)} comparisons with references")
+                f"{counted(len(frame), 'comparison')} with references")
 
     def print_evaluation(self, ev, out) -> None:
         """``compassess evaluate``'s text: correlations, label probabilities, the pass rate."""
-        print(f"absolute scores ('{ev.score}') for {ev.n_scored}/{ev.n_candidates} candidates; "
+        print(f"absolute scores ('{ev.score}') for "
+              f"{ev.n_scored}/{counted(ev.n_candidates, 'candidate')}; "
               f"reference column: {ev.reference or 'none'}", file=out)
         rows = [("sample-level Spearman x100 (per-context mean)", fmt(ev.sample_spearman_x100)),
                 ("sample-level Kendall x100 (per-context mean)", fmt(ev.sample_kendall_x100)),

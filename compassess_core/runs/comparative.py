@@ -30,6 +30,7 @@ from .run_loop import WorkPlan
 from .selection import OUTCOME_DEPENDENT, STRATEGIES, max_budget, select_pairs
 from .settings import RunSettings, label_words_key
 from ..types import ComparisonPrompt, ComparisonResult, Context, Dataset, IntArray, PairKey
+from ..report_text import counted
 
 #: Prompts per judge call, rounded up to whole first-candidate groups: large enough that the judge
 #: reuses a context's key/value prefix for many pairs (a SummEval article is 2 calls); what is
@@ -339,13 +340,15 @@ class ComparativeKind:
                        n_rows: int) -> str:
         """What ``compassess rank`` prints above the table (``fields``: the ranking's metadata)."""
         at = fields.get("threshold") or f"tau = {fields['tau']:.4f}"
-        return f"# run {run}: {fields['method']} scores at {at} ({len(results)} comparisons)"
+        return (f"# run {run}: {fields['method']} scores at {at} "
+                f"({counted(len(results), 'comparison')})")
 
     def print_evaluation(self, report, out) -> None:
         """``compassess evaluate``'s text: raw and debiased numbers side by side."""
         r, d = report.raw, report.debiased
-        print(f"run {report.run}: {report.n_comparisons} comparisons over {report.n_contexts} "
-              f"contexts; ranking method {report.method}; reference column: "
+        print(f"run {report.run}: {counted(report.n_comparisons, 'comparison')} over "
+              f"{counted(report.n_contexts, 'context')}; ranking method {report.method}; "
+              "reference column: "
               f"{report.reference or 'none'}", file=out)
         table([
             ("threshold tau", fmt(r.tau, ".4f"),
@@ -365,7 +368,7 @@ class ComparativeKind:
             print(f"debiased at {report.threshold} (eq. 10 applied context by context)", file=out)
         print(f"balancing threshold tau* = {report.balanced_tau:.4f}; flip rate (verdict changes "
               f"with order, tau = 0.5) = {fmt(report.flip_rate, '.3f')} over "
-              f"{report.n_pairs_both_orders} pairs judged in both orders", file=out)
+              f"{counted(report.n_pairs_both_orders, 'pair')} judged in both orders", file=out)
         if r.contexts_skipped:
             print(f"{r.contexts_skipped} context(s) skipped: all reference scores equal", file=out)
         for label, e in (("raw", r), ("debiased", d)):
@@ -379,4 +382,4 @@ class ComparativeKind:
 
     def summary_line(self, info) -> str:
         """How much a stored run holds, as a run picker shows it (``info``: the store's record)."""
-        return f"{info.n_comparisons or 0} comparisons"
+        return f"{counted(info.n_comparisons or 0, 'comparison')}"

@@ -74,17 +74,38 @@ def cannot_write(judge) -> str | None:
     return None
 
 
+def decided(p: float, tau: float) -> str:
+    """The run's verdict at the decision threshold ``tau`` (eq. 10): ``A`` when ``p > tau``,
+    else ``B`` (what its rankings read at that threshold)."""
+    return "A" if p > tau else "B"
+
+
+def threshold_words(tau: float, debias: str | float) -> str:
+    """The threshold a verdict was read at, in words: ``the run's balanced tau* = 0.9731 (as
+    its rankings)``, ``tau = 0.5 (no debiasing)``, ``tau = 0.6``."""
+    if debias == "balanced":
+        return f"the run's balanced tau* = {tau:.4f} (as its rankings)"
+    if debias == "balanced-per-context":
+        return f"this context's tau* = {tau:.4f}"
+    if debias == "none":
+        return "tau = 0.5 (no debiasing)"
+    return f"tau = {tau:.4g}"
+
+
 @dataclass(frozen=True)
 class OrderReasons:
     """The judge's reasons for one order of a pair: ``first`` in position A, ``p`` its stored
-    probability, ``verdict`` the answer it gave (``A``/``B``, eq. 3 at 0.5), ``text`` what it
-    wrote (None: not asked yet)."""
+    probability, ``verdict`` the answer it gave (``A``/``B``, eq. 3 at 0.5: the answer its
+    reasons explain), ``text`` what it wrote (None: not asked yet), ``at_tau`` the run's verdict
+    at the explanation's threshold (:attr:`Explanation.tau`, the balanced tau* by default: what
+    the rankings read; None: not given)."""
 
     first: str
     second: str
     p: float
     verdict: str
     text: str | None
+    at_tau: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +113,9 @@ class Explanation:
     """The judge's reasons for its verdicts on a pair, in both orders: ``forward`` (``first``
     in position A) and ``reverse`` (``second`` in position A; None when the run did not judge
     that order). ``judge_key`` is the judge that wrote them (the run's), ``max_tokens`` their
-    bound; ``complete`` when every judged order has its text."""
+    bound; ``complete`` when every judged order has its text. ``tau`` is the threshold each
+    order's ``at_tau`` verdict was read at and ``debias`` what named it (the run's balanced tau*
+    by default, the threshold its rankings read at)."""
 
     context_id: str
     first: str
@@ -101,6 +124,22 @@ class Explanation:
     max_tokens: int
     forward: OrderReasons
     reverse: OrderReasons | None
+    tau: float = 0.5
+    debias: str | float = "none"
+
+    @property
+    def threshold(self) -> str:
+        """The threshold of the ``at_tau`` verdicts, in words (:func:`threshold_words`)."""
+        return threshold_words(self.tau, self.debias)
+
+    def summary(self, order: OrderReasons) -> str:
+        """One order in one sentence: p, the run's verdict at :attr:`threshold` and the answer
+        the judge gave (at 0.5), which its reasons explain."""
+        at = order.at_tau if order.at_tau is not None else decided(order.p, self.tau)
+        winner = order.first if at == "A" else order.second
+        return (f"{order.first} in position A, {order.second} in B: p = {order.p:.3f}; verdict "
+                f"at {self.threshold}: {at} ({winner}); the judge's own answer at tau = 0.5, "
+                f"which its reasons explain: {order.verdict}")
 
     @property
     def orders(self) -> tuple[OrderReasons, ...]:
@@ -134,7 +173,10 @@ class Explanation:
     def to_dict(self) -> dict:
         return dict(context_id=self.context_id, first=self.first, second=self.second,
                     judge_key=self.judge_key, max_tokens=self.max_tokens, kind=REASONS_LABEL,
+                    tau=self.tau, debias=self.debias, threshold=self.threshold,
                     same_position_in_both_orders=self.same_position,
                     contradiction=self.contradiction,
                     orders=[dict(first=o.first, second=o.second, p=o.p, verdict=o.verdict,
+                                 verdict_at_tau=(o.at_tau if o.at_tau is not None
+                                                 else decided(o.p, self.tau)),
                                  text=o.text) for o in self.orders])

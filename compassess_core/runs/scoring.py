@@ -37,6 +37,7 @@ from .run_loop import WorkPlan
 from .settings import RunSettings, label_words_key
 from ..types import (CandidateKey, ComparisonPrompt, Context, Dataset, FloatArray,  # noqa: F401
                     ScoreJudgement, ScoreResult, ScoreTable)
+from ..report_text import counted
 
 #: Scores the templates ask for.
 SCORES: tuple[int, ...] = tuple(range(1, 11))
@@ -454,12 +455,14 @@ class ScoringKind:
     def ranking_header(self, run: str, results, settings: RunSettings, fields: dict,
                        n_rows: int) -> str:
         """What ``compassess rank`` prints above the table."""
-        return f"# scoring run {run}: ranked by the G-Eval expected score ({n_rows} candidates)"
+        return (f"# scoring run {run}: ranked by the G-Eval expected score "
+                f"({counted(n_rows, 'candidate')})")
 
     def print_evaluation(self, report, out) -> None:
         """``compassess evaluate``'s text: prompt scoring (argmax) and G-Eval (expected)."""
         n = report.numbers
-        print(f"scoring run {report.run}: {n['n_scored']} candidates scored; reference column: "
+        print(f"scoring run {report.run}: {counted(n['n_scored'], 'candidate')} scored; "
+              "reference column: "
               f"{n['reference'] or 'none'}; mean mass on the scores 1-10: "
               f"{fmt(n['mean_label_mass'], '.3f')}", file=out)
         for label, name in (("prompt_scoring", "prompt scoring (argmax)"),
