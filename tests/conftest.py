@@ -301,11 +301,13 @@ def _loads_so_far() -> tuple[int, int]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     item._model_loads_before = _loads_so_far()
+    _phase_starts(item)
     return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
+    _phase_starts(item)
     result = yield
     before = getattr(item, "_model_loads_before", None)
     if before is not None and not item.get_closest_marker("model") and _loads_so_far() != before:
@@ -319,6 +321,12 @@ def pytest_runtest_call(item):
 # ------------------------------------------------------------------- the warm command line
 # tests/warm_cli.py: `compassess ...` forked from a server that imported the CLI (and, for the
 # tests marked `model`, loaded the bundled judge) once per pytest process.
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    _phase_starts(item)
+    return (yield)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -367,3 +375,70 @@ def bundled_weights_loaded_once(request, monkeypatch):
 
     monkeypatch.setattr(loading, "load_model", load_model)
     yield
+
+
+# ------------------------------------------------------------------ where the CPU goes
+# `pytest --cpu-durations=N` lists the N tests that used the most CPU seconds (user + system) and
+# the CPU seconds per test file (0: every test). CPU, not wall time: on a machine shared with
+# other processes a test's wall time says how busy the machine was, its CPU time what the test
+# costs. A test's CPU is this process's, that of the children it waited for (a subprocess, a
+# server stopped in its teardown) and that of the warm command line's commands it sent
+# (tests/warm_cli.py). Measured in the process that runs the test (an xdist worker), reported by
+# the one that prints the summary.
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="show the N tests that used the most CPU seconds, and the CPU seconds "
+                          "per file (N=0: every test)")
+
+
+def _cpu_s() -> float:
+    import resource
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    warm = sys.modules.get("warm_cli")
+    return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+            + (sum(warm.CPU_S) if warm is not None else 0.0))
+
+
+def _phase_starts(item) -> None:
+    if item.config.getoption("cpu_durations") is not None:
+        item._cpu_phase_start = _cpu_s()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    start = getattr(item, "_cpu_phase_start", None)
+    if start is not None:
+        report.user_properties.append(("cpu_s", _cpu_s() - start))
+        item._cpu_phase_start = None
+    return report
+
+
+_CPU_BY_TEST: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _CPU_BY_TEST[report.nodeid] = _CPU_BY_TEST.get(report.nodeid, 0.0) + value
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n = config.getoption("cpu_durations")
+    if n is None or not _CPU_BY_TEST:
+        return
+    by_file: dict[str, float] = {}
+    for nodeid, seconds in _CPU_BY_TEST.items():
+        by_file[nodeid.split("::", 1)[0]] = by_file.get(nodeid.split("::", 1)[0], 0.0) + seconds
+    tests = sorted(_CPU_BY_TEST.items(), key=lambda kv: -kv[1])
+    files = sorted(by_file.items(), key=lambda kv: -kv[1])
+    write = terminalreporter.write_line
+    terminalreporter.section(f"CPU seconds (user + system), {len(tests)} tests, "
+                             f"{sum(_CPU_BY_TEST.values()):.1f} s in all")
+    for nodeid, seconds in tests[:n or None]:
+        write(f"{seconds:8.2f}s cpu  {nodeid}")
+    terminalreporter.section("CPU seconds per file")
+    for path, seconds in files[:n or None]:
+        write(f"{seconds:8.2f}s cpu  {path}")
