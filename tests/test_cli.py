@@ -42,7 +42,7 @@ def cli(*args, db=None, check=True, timeout=900, fresh=False):
     return proc
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sample():
     """The bundled sample: 3 articles x 5 summaries (20 ordered pairs per article), with the
     SummEval expert scores; the repository ships it, so nothing here skips on a clone."""
