@@ -109,6 +109,40 @@ def bundled_model() -> Path:
     return path
 
 
+#: The SummEval sample the repository ships: 3 articles (about 2,400 characters each) x 5 summaries.
+SUMMEVAL_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+
+
+def short_articles(dest: Path, chars: int = 400) -> Path:
+    """The bundled SummEval sample with each article cut to its opening sentences (at most
+    ``chars`` characters, about 100 tokens instead of 550), written as ``dest/sample_summeval.csv``
+    (the same dataset name, candidates, systems and scores). For real-judge tests whose subject is
+    not what the articles say (the run loop, the command line, tuning, one-pass aspects): the
+    judge reads every article token of every comparison, so a comparison costs about a third."""
+    import pandas as pd
+
+    frame = pd.read_csv(SUMMEVAL_SAMPLE, dtype=str, keep_default_na=False)
+    frame["context"] = frame["context"].map(lambda text: _opening(text, chars))
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / SUMMEVAL_SAMPLE.name
+    frame.to_csv(out, index=False)
+    return out
+
+
+def _opening(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return text
+    cut = text[:chars]
+    end = cut.rfind(". ")
+    return cut[:end + 1] if end > 0 else cut
+
+
+@pytest.fixture(scope="session")
+def short_summeval(tmp_path_factory) -> Path:
+    """``short_articles`` once per session."""
+    return short_articles(tmp_path_factory.mktemp("short-summeval"))
+
+
 #: The MT-Bench sample with expert labels the repository ships (assets/README.md).
 MTBENCH_CANDIDATES = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench.csv"
 MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench_labels.csv"
