@@ -209,7 +209,7 @@ _EXPECTED_S = {
     "tests/test_browser_sign_in.py": 49,
     "tests/test_browser_payloads.py": 48,
     "tests/test_judge_memory.py::test_streamed_conversion_equals_transformers_gguf_loading": 62,
-    "tests/test_leaderboard.py::test_sample_run_with_the_bundled_judge": 37,
+    "tests/test_leaderboard.py::test_sample_run_with_the_bundled_judge": 27,
     "tests/test_browser.py::test_click_through_the_app_in_chromium": 29,
     "tests/test_aspects_one_pass.py::test_thin_prefixes_are_looked_through": 31,
     "tests/test_aspects_one_pass.py::test_thin_prefixes_lift_their_prompts": 27,
