@@ -5,8 +5,11 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 PYTEST_ARGS ?=
 # Both cores: two pytest-xdist workers; the browser tests of a module share a worker (one app
-# server), and so do a module's real-judge tests; the work is queued longest first and each torch
-# judge computes on one thread (tests/conftest.py). `make test XDIST=` runs in one process.
+# server), and so do a module's real-judge tests that share a judge its fixtures load once; the
+# work is queued longest first and each torch judge computes on one thread (tests/conftest.py).
+# `make test XDIST=` runs in one process.
+# Where the time goes: `make test PYTEST_ARGS="--durations=30 --cpu-durations=30"` (CPU seconds
+# per test and per file, which a machine loaded by other work does not inflate as it does wall time).
 XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: setup model run test test-fast bench clean

@@ -109,6 +109,40 @@ def bundled_model() -> Path:
     return path
 
 
+#: The SummEval sample the repository ships: 3 articles (about 2,400 characters each) x 5 summaries.
+SUMMEVAL_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
+
+
+def short_articles(dest: Path, chars: int = 400) -> Path:
+    """The bundled SummEval sample with each article cut to its opening sentences (at most
+    ``chars`` characters, about 100 tokens instead of 550), written as ``dest/sample_summeval.csv``
+    (the same dataset name, candidates, systems and scores). For real-judge tests whose subject is
+    not what the articles say (the run loop, the command line, tuning, one-pass aspects): the
+    judge reads every article token of every comparison, so a comparison costs about a third."""
+    import pandas as pd
+
+    frame = pd.read_csv(SUMMEVAL_SAMPLE, dtype=str, keep_default_na=False)
+    frame["context"] = frame["context"].map(lambda text: _opening(text, chars))
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / SUMMEVAL_SAMPLE.name
+    frame.to_csv(out, index=False)
+    return out
+
+
+def _opening(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return text
+    cut = text[:chars]
+    end = cut.rfind(". ")
+    return cut[:end + 1] if end > 0 else cut
+
+
+@pytest.fixture(scope="session")
+def short_summeval(tmp_path_factory) -> Path:
+    """``short_articles`` once per session."""
+    return short_articles(tmp_path_factory.mktemp("short-summeval"))
+
+
 #: The MT-Bench sample with expert labels the repository ships (assets/README.md).
 MTBENCH_CANDIDATES = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench.csv"
 MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbench_labels.csv"
@@ -117,42 +151,88 @@ MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbenc
 @pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests of a
-    module share one worker (its one Streamlit server) and so do the tests of a module that load
-    the real judge (its module fixtures load once); every other test goes to whichever worker is
-    free. The work is queued longest first (``_longest_first``), so both workers stay busy to the
-    end. Without xdist the groups mean nothing."""
+    module share one worker (its one Streamlit server), and so do the real-judge tests of a module
+    that share a fixture of the module wider than one test (``_module_fixtures``: a judge or a
+    server loaded once per module or session); every other test, a real-judge test that loads
+    through the process-wide caches included (``bundled_weights_loaded_once``, the warm command
+    line), is a unit of its own and goes to whichever worker is free. The work is queued longest
+    first (``_longest_first``), so both workers stay busy to the end. Without xdist the groups
+    mean nothing."""
     for item in items:
         module = item.nodeid.split("::", 1)[0]
-        if item.nodeid.startswith(_UNITS_OF_THEIR_OWN):
-            continue
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.xdist_group(f"browser:{module}"))
-        elif item.get_closest_marker("model"):
+        elif item.get_closest_marker("model") and _module_fixtures(item):
             item.add_marker(pytest.mark.xdist_group(f"model:{module}"))
     if hasattr(config, "workerinput"):   # the order xdist's queue takes; a plain run keeps its own
         items[:] = _longest_first(items)
         _tell_the_scheduler(items)
 
 
+def _module_fixtures(item) -> list[str]:
+    """The fixtures wider than one test that ``item`` uses and its own module defines (a
+    session fixture of conftest.py, as ``bundled_model``, is one per worker whatever the order)."""
+    module = item.nodeid.split("::", 1)[0]
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    return sorted({name for name, defs in info.name2fixturedefs.items() for d in defs
+                   if d.scope != "function" and d.baseid == module})
+
+
 # ------------------------------------------------------------ both workers busy to the end
-# Longest-processing-time first: xdist hands each free worker the next unit of the queue (a group,
-# or one ungrouped test), so the queue is ordered by a unit's expected seconds, longest first;
-# `pytest_configure` keeps xdist from reordering it by test count. The expected seconds are those
-# of `--durations` on this 2-core machine for the slowest tests; any other test counts by its mark.
+# Longest-processing-time first: xdist hands each worker the next unit of the queue (a group, or
+# one ungrouped test) when it has two tests or fewer left, so the queue is ordered by a unit's
+# expected seconds, longest first; `pytest_configure` keeps xdist from reordering it by test
+# count. The expected seconds are `--durations` of `make test` on this 2-core machine for every
+# test that took 10 s or more; any other test counts by its mark. The queue's tail is then
+# hundreds of tests under a second, which even out the two workers' ends.
 # Under two workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the judge's
 # own switch; it changes speed, never results), so a forward pass on one worker does not stall
 # on the core the other worker is using.
 
-#: Model tests that share nothing with their module's other tests (each starts its own server
-#: on its own copy of the repository): each is a unit of its own, so the longest can start first
-#: on one worker while the others run on the other.
-_UNITS_OF_THEIR_OWN = ("tests/test_docs_commands.py::test_the_blocks_run_as_written[",)
-
+#: Seconds per test whose node id starts with the key (a test, a parametrized family, or every
+#: test of a module): its wall time in two `make test` runs on this machine, scaled by its CPU
+#: seconds after/before (`--cpu-durations`) where a test was made cheaper since; the first key
+#: that matches counts. Only the order they make matters.
 _EXPECTED_S = {
-    "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 600,
-    "tests/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 295,
-    "tests/test_browser_state_machine.py": 161,
-    "tests/test_browser_screens.py": 125,
+    "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 146,
+    "tests/test_docs_commands.py::test_the_blocks_run_as_written[docs/panels.md]": 31,
+    "tests/test_docs_commands.py::test_the_blocks_run_as_written[docs/annotate.md]": 18,
+    "tests/test_browser_state_machine.py": 131,
+    "tests/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 119,
+    "tests/test_browser_screens.py": 63,
+    "tests/test_tuning_model.py::test_cli_tune_on_the_sample": 28,
+    "tests/test_browser_app_writes.py::test_a_revisited_run_form_shows_what_the_plan_uses": 53,
+    "tests/test_browser_annotate.py::test_two_annotators_at_once_in_chromium": 52,
+    "tests/test_browser_view_state.py": 51,
+    "tests/test_browser_sign_in.py": 49,
+    "tests/test_browser_payloads.py": 48,
+    "tests/test_judge_memory.py::test_streamed_conversion_equals_transformers_gguf_loading": 62,
+    "tests/test_leaderboard.py::test_sample_run_with_the_bundled_judge": 27,
+    "tests/test_browser.py::test_click_through_the_app_in_chromium": 29,
+    "tests/test_aspects_one_pass.py::test_thin_prefixes_are_looked_through": 31,
+    "tests/test_aspects_one_pass.py::test_thin_prefixes_lift_their_prompts": 27,
+    "tests/test_aspects_one_pass.py::test_the_aspects_of_a_pair_run_with_the_pair": 13,
+    "tests/test_aspects_one_pass.py::test_p_of_four_aspects_in_one_pass": 13,
+    "tests/test_cli.py::test_run_evaluate_rank_export_on_real_model": 27,
+    "tests/test_cli.py::test_kill_mid_run_then_resume_recomputes_nothing": 20,
+    "tests/test_cli.py::test_sigterm_stops_cleanly_and_marks_run_cancelled": 19,
+    "tests/test_browser_prompt_library.py": 25,
+    "tests/test_browser_app_writes.py::test_three_renames_in_a_row": 19,
+    "tests/test_browser_app_writes.py::test_a_start_clicked_on_the_screen_before_a_switch": 15,
+    "tests/test_http_guard.py::test_uploads_need_an_admin": 21,
+    "tests/test_browser_report.py": 17,
+    "tests/test_explain_model.py": 13,
+    "tests/test_browser_leaderboard.py": 16,
+    "tests/test_app_run.py::test_cancel_then_resume_from_the_page": 15,
+    "tests/test_browser_hardening.py::test_a_cookie_copied_before_sign_out": 15,
+    "tests/test_browser_annotate_switch.py::test_a_click_after_a_dataset_switch": 14,
+    "tests/test_app_scoring.py::test_scoring_run_from_the_page_with_the_bundled_model": 13,
+    "tests/test_browser_hardening.py::test_a_page_load_makes_no_request": 13,
+    "tests/test_browser_annotate_switch.py::test_annotate_asks_about": 12,
+    "tests/test_judge.py::test_grouped_query_attention_on_cpu": 12,
+    "tests/test_worker.py::test_the_app_starts_a_low_priority_worker": 12,
 }
 
 
@@ -161,8 +241,8 @@ def _expected_s(item) -> float:
         if item.nodeid.startswith(prefix):
             return seconds
     if item.get_closest_marker("model") or item.get_closest_marker("browser"):
-        return 20.0
-    return 30.0 if item.get_closest_marker("slow") else 0.5
+        return 10.0
+    return 20.0 if item.get_closest_marker("slow") else 0.5
 
 
 def _longest_first(items: list) -> list:
@@ -301,11 +381,13 @@ def _loads_so_far() -> tuple[int, int]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     item._model_loads_before = _loads_so_far()
+    _phase_starts(item)
     return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
+    _phase_starts(item)
     result = yield
     before = getattr(item, "_model_loads_before", None)
     if before is not None and not item.get_closest_marker("model") and _loads_so_far() != before:
@@ -319,6 +401,12 @@ def pytest_runtest_call(item):
 # ------------------------------------------------------------------- the warm command line
 # tests/warm_cli.py: `compassess ...` forked from a server that imported the CLI (and, for the
 # tests marked `model`, loaded the bundled judge) once per pytest process.
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    _phase_starts(item)
+    return (yield)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -367,3 +455,70 @@ def bundled_weights_loaded_once(request, monkeypatch):
 
     monkeypatch.setattr(loading, "load_model", load_model)
     yield
+
+
+# ------------------------------------------------------------------ where the CPU goes
+# `pytest --cpu-durations=N` lists the N tests that used the most CPU seconds (user + system) and
+# the CPU seconds per test file (0: every test). CPU, not wall time: on a machine shared with
+# other processes a test's wall time says how busy the machine was, its CPU time what the test
+# costs. A test's CPU is this process's, that of the children it waited for (a subprocess, a
+# server stopped in its teardown) and that of the warm command line's commands it sent
+# (tests/warm_cli.py). Measured in the process that runs the test (an xdist worker), reported by
+# the one that prints the summary.
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="show the N tests that used the most CPU seconds, and the CPU seconds "
+                          "per file (N=0: every test)")
+
+
+def _cpu_s() -> float:
+    import resource
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    warm = sys.modules.get("warm_cli")
+    return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+            + (sum(warm.CPU_S) if warm is not None else 0.0))
+
+
+def _phase_starts(item) -> None:
+    if item.config.getoption("cpu_durations") is not None:
+        item._cpu_phase_start = _cpu_s()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    start = getattr(item, "_cpu_phase_start", None)
+    if start is not None:
+        report.user_properties.append(("cpu_s", _cpu_s() - start))
+        item._cpu_phase_start = None
+    return report
+
+
+_CPU_BY_TEST: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _CPU_BY_TEST[report.nodeid] = _CPU_BY_TEST.get(report.nodeid, 0.0) + value
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n = config.getoption("cpu_durations")
+    if n is None or not _CPU_BY_TEST:
+        return
+    by_file: dict[str, float] = {}
+    for nodeid, seconds in _CPU_BY_TEST.items():
+        by_file[nodeid.split("::", 1)[0]] = by_file.get(nodeid.split("::", 1)[0], 0.0) + seconds
+    tests = sorted(_CPU_BY_TEST.items(), key=lambda kv: -kv[1])
+    files = sorted(by_file.items(), key=lambda kv: -kv[1])
+    write = terminalreporter.write_line
+    terminalreporter.section(f"CPU seconds (user + system), {len(tests)} tests, "
+                             f"{sum(_CPU_BY_TEST.values()):.1f} s in all")
+    for nodeid, seconds in tests[:n or None]:
+        write(f"{seconds:8.2f}s cpu  {nodeid}")
+    terminalreporter.section("CPU seconds per file")
+    for path, seconds in files[:n or None]:
+        write(f"{seconds:8.2f}s cpu  {path}")

@@ -31,7 +31,7 @@ def wait_for(store: Store, name: str, statuses: set[str], timeout_s: float = 240
         run = store.get_run(name)
         if run.status in statuses:
             return run
-        time.sleep(1.0)
+        time.sleep(0.2)
     raise AssertionError(f"run {name} still {store.get_run(name).status} after {timeout_s} s")
 
 

@@ -325,7 +325,7 @@ def test_scoring_run_from_the_page_with_the_bundled_model(app_env):
     [run] = store.list_runs()
     deadline = time.monotonic() + 240
     while store.get_run(run.id).status not in ("completed", "failed") and time.monotonic() < deadline:
-        time.sleep(1.0)
+        time.sleep(0.2)
     done = store.get_run(run.id)
     assert done.status == "completed", done.message
     assert (done.done, done.total) == (5, 5) and done.judge_key.endswith("|scores=1-10")

@@ -5,7 +5,9 @@ same pair go to the judge in one call (sharing the context and both candidates i
 cache); a cancel of any run stops the group and every run resumes. The loop's wiring is
 checked with the FAKE judge of ``tests/fakes.py`` (verdicts are a pure function of the prompt,
 so grouped and separate results must be equal exactly); p against separate runs with the real
-bundled judge (marker ``model``).
+bundled judge (marker ``model``), on the bundled sample with its articles cut to their opening
+sentences (``short_summeval`` in tests/conftest.py: what the prompts share is checked, not what
+the articles say).
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ def test_the_cli_splits_aspects_at_commas_and_a_worker_takes_several_runs(tmp_pa
 # ------------------------------------------------------------------------ the bundled judge
 
 @pytest.mark.model
-def test_p_of_four_aspects_in_one_pass_equals_four_separate_runs(bundled_model, tmp_path):
+def test_p_of_four_aspects_in_one_pass_equals_four_separate_runs(bundled_model, tmp_path,
+                                                                short_summeval):
     """SummEval's four aspects on the sample, judged in one pass and in four separate runs by the
     real bundled judge: the same comparisons, p equal up to fp32 rounding. The tolerance is
     the judge's own: one run's p moves by up to a few 1e-6 with its batch size alone (a batch's
@@ -161,11 +164,11 @@ def test_p_of_four_aspects_in_one_pass_equals_four_separate_runs(bundled_model, 
     store = api.open_store(f"sqlite:///{tmp_path / 'p.db'}")
     judge = load_judge(None, batch_size=8)
     common = dict(contexts=2, strategy="random", budget=6, seed=3, judge=judge, progress=False)
-    together = store.run(SAMPLE, aspect=list(ASPECTS), name="one-pass", **common)
+    together = store.run(short_summeval, aspect=list(ASPECTS), name="one-pass", **common)
     worst = 0.0
     for run in together:
-        alone = store.run(SAMPLE, aspect=run.settings.aspect, name=f"alone-{run.settings.aspect}",
-                          **common)
+        alone = store.run(short_summeval, aspect=run.settings.aspect,
+                          name=f"alone-{run.settings.aspect}", **common)
         a = run.comparisons().set_index(["context_id", "a_id", "b_id"])["p"]
         b = alone.comparisons().set_index(["context_id", "a_id", "b_id"])["p"]
         assert len(a) == len(b) == 12 and a.index.sort_values().equals(b.index.sort_values())
@@ -209,7 +212,7 @@ def test_scoring_and_absolute_runs_of_several_aspects_share_each_judge_call():
 
 
 @pytest.mark.model
-def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
+def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model, short_summeval):
     """Prompts that differ only in the question (the aspects of one pair) run as one row with
     their pair (tree attention: each question sees the context, both candidates and itself)
     instead of a cache per pair and a batch of questions on copies of it: the same p as that
@@ -218,7 +221,7 @@ def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
     from compassess_core.judges import load_judge
     from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=8)
-    ctx = load_candidates(SAMPLE).contexts[0]
+    ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     pairs = [(0, 1), (0, 2), (2, 3)]
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
@@ -252,7 +255,8 @@ def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model):
 
 
 @pytest.mark.model
-def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bundled_model):
+def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bundled_model,
+                                                                             short_summeval):
     """After a pair's first text, the second texts share the template's words and often their
     own first words, which split them into small subtrees: fused per subtree, a GPU ran one
     forward pass per pair. Looked through (``thin``, on by default on a GPU), the pairs fill
@@ -262,7 +266,7 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
     from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=8)
     assert judge.thin == 0  # CPU default: measured no faster
-    ctx = load_candidates(SAMPLE).contexts[0]
+    ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     n = len(ctx.candidates)
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
@@ -279,7 +283,8 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
 
 
 @pytest.mark.model
-def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(bundled_model):
+def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(bundled_model,
+                                                                               short_summeval):
     """With one aspect no prompt ends near its pair's prefix, so nothing is fused: the second
     texts' shared first words still split a first text's comparisons into small subtrees, and
     each got a cache of its own in a pass of its own (an H200 ran 64 passes for 240 SummEval
@@ -290,7 +295,7 @@ def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(
     from compassess_core.runs.prompts import builtin_template
     judge = load_judge(None, batch_size=64)   # a GPU's batch: every waiting prompt in one pass
     judge.token_budget = 1 << 16
-    ctx = load_candidates(SAMPLE).contexts[0]
+    ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     n = len(ctx.candidates)
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,

@@ -30,7 +30,8 @@ SAMPLE = ROOT / "assets" / "sample_summeval.csv"
 
 class GatedFakeBackend(FakeBackend):
     """FAKE served model (``FakeBackend``'s answers) that answers ``open_for`` more requests,
-    then holds every other one until :meth:`open` (or a minute passes)."""
+    then holds every other one until :meth:`open` (or five minutes pass, however loaded the
+    machine: the fixture opens it in its teardown)."""
 
     def __init__(self) -> None:
         super().__init__(latency_s=0.0)
@@ -54,7 +55,7 @@ class GatedFakeBackend(FakeBackend):
             held = self.open_for is not None and self.answered >= self.open_for
             self.answered += 1
         if held:
-            self.gate.wait(60)
+            self.gate.wait(300)
         return super().generate(*args, **kw)
 
 

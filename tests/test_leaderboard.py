@@ -224,14 +224,18 @@ def test_cli_leaderboard_without_systems_exits_2(db_url, tmp_path):
 
 
 @pytest.mark.model
-def test_sample_run_with_the_bundled_judge_to_a_json_leaderboard(tmp_path):
+def test_sample_run_with_the_bundled_judge_to_a_json_leaderboard(tmp_path, short_summeval):
     """The done-when of the feature: on a fresh store, `compassess run` on the sample then
-    `compassess leaderboard --format json` prints one row per system with an interval."""
+    `compassess leaderboard --format json` prints one row per system with an interval. The
+    sample's 9 systems and 60 comparisons, its articles cut to their opening sentences
+    (tests/conftest.py: the leaderboard is checked, not what the articles say; the README's
+    commands run the same two on the whole articles)."""
     from compassess_core.judges.models import default_model_path
     if not default_model_path().is_file():
         pytest.skip(f"bundled model not fetched ({default_model_path()})")
     db = str(tmp_path / "fresh.db")
-    run = cli("run", str(SAMPLE), "--aspect", "coherence", "--run", "s", "--db", db, model=True)
+    run = cli("run", str(short_summeval), "--aspect", "coherence", "--run", "s", "--db", db,
+              model=True)
     assert run.returncode == 0, run.stderr
     out = cli("leaderboard", "--run", "s", "--format", "json", "--db", db)
     assert out.returncode == 0, out.stderr

@@ -32,6 +32,7 @@ from compassess_core.types import (Candidate, CandidateKey, ComparisonResult, Co
                                    Judgement, Outcome, PairKey)
 from db.connection import alembic_config
 from db.store import Store, default_database_url
+from start_line import WAIT_FOR_GO, release_together
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = '[" A", " B"]'
@@ -838,11 +839,11 @@ def test_in_memory_store_takes_turns_between_a_writer_and_its_heartbeat(tiny_dat
 
 _OPEN_AND_WRITE = textwrap.dedent("""
     import sys, time
+    from pathlib import Path
     from compassess_core.types import ComparisonResult, Judgement, PairKey
     from db.store import Store
-    url, start_at, run_id, which = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    while time.time() < start_at:
-        time.sleep(0.001)
+    url, go, run_id, which = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+""") + WAIT_FOR_GO + textwrap.dedent("""
     store = Store(url)
     if run_id:
         # 60 small transactions of 3 pairs each; the two processes write disjoint pairs
@@ -856,34 +857,36 @@ _OPEN_AND_WRITE = textwrap.dedent("""
 """)
 
 
-def _spawn(url: str, start_at: float, run_id: int, which: int) -> subprocess.Popen:
+def _spawn(url: str, go: Path, run_id: int, which: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
-    return subprocess.Popen([sys.executable, "-c", _OPEN_AND_WRITE, url, str(start_at),
+    return subprocess.Popen([sys.executable, "-c", _OPEN_AND_WRITE, url, str(go),
                              str(run_id), str(which)], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait(procs: list[subprocess.Popen]) -> None:
+def _together(url: str, go: Path, run_id: int) -> None:
+    """Two processes that open ``url`` (and write to run ``run_id``) at one instant: released
+    once both have imported everything (tests/start_line.py), however loaded the machine is."""
+    procs = [_spawn(url, go, run_id, w) for w in (0, 1)]
+    release_together(go, procs)
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        out, err = p.communicate(timeout=300)
         assert p.returncode == 0 and out.strip() == "ok", err
 
 
-def test_two_processes_migrate_a_fresh_database_at_once(db_url):
-    start_at = time.time() + 3.0  # both processes are importing by then and open together
-    _wait([_spawn(db_url, start_at, 0, w) for w in (0, 1)])
+def test_two_processes_migrate_a_fresh_database_at_once(db_url, tmp_path):
+    _together(db_url, tmp_path / "go", 0)
     s = Store(db_url)
     with s.engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [migration_head()]
     s.close()
 
 
-def test_concurrent_writers_in_two_processes_lose_nothing(store):
+def test_concurrent_writers_in_two_processes_lose_nothing(store, tmp_path):
     ds = _big_dataset(10, 40)
     rid = store.create_run("shared", store.save_dataset(ds), settings(dataset="big"))
-    start_at = time.time() + 3.0
-    _wait([_spawn(store.url, start_at, rid, w) for w in (0, 1)])
+    _together(store.url, tmp_path / "go", rid)
     t = store.comparison_table(rid)
     assert len(t) == 2 * 60 * 3
     assert len(set(zip(t.context_ids, t.a_ids, t.b_ids))) == 360

@@ -48,13 +48,15 @@ class FakeInstructionWriter(FakeBackend):
 @pytest.mark.model
 @pytest.mark.slow
 def test_cli_tune_on_the_sample_reports_intervals_keeps_t1_and_takes_a_served_writer(
-        bundled_model, db_url):
+        bundled_model, db_url, short_summeval):
     writer = FakeInstructionWriter()
     with OpenAIServer(writer, model_name="writer") as srv:
         out = warm_cli.run(
-            # 3 contexts, one pair in both orders each (the sample's articles are long: a
-            # shared CPU judges a comparison in seconds), one written paraphrase
-            "tune", str(SAMPLE), "--aspect",
+            # 3 contexts, one pair in both orders each, one written paraphrase; the sample with
+            # its articles cut to their opening sentences (tests/conftest.py: short_articles):
+            # what is checked is the tuning, not what the articles say, and a comparison of a
+            # whole article costs seconds on a shared CPU
+            "tune", str(short_summeval), "--aspect",
             "coherence", "--contexts", "3", "--pairs", "2", "--rounds", "1", "--per-round", "1",
             "--name", "sample", "--writer", f"openai:{srv.base_url}#writer", "--json",
             "--db", db_url, model=True, cwd=ROOT, timeout=3600)
