@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
-                          choose, server, settle, shot, simulate_finished_run)
+                          at_rest, choose, server, settle, shot, simulate_finished_run)
 from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -176,7 +176,7 @@ def test_two_annotators_at_once_in_chromium(team_server):
         admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
         # The page scrolls inside Streamlit's own container: a tall window shows it whole.
         admin.set_viewport_size({"width": 1400, "height": 4200})
-        admin.wait_for_timeout(1500)
+        at_rest(admin)   # the charts drawn again at the new size
         shot(admin, "agreement")
         browser.close()
     for name in ("annotate", "agreement"):

@@ -37,8 +37,8 @@ import numpy as np
 import pytest
 
 from compassess_core import api
-from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav,  # noqa: F401
-                                playwright_api, script_idle, settle, visible)
+from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, at_rest, free_port,  # noqa: F401
+                                nav, playwright_api, script_idle, settle, visible)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -418,7 +418,7 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
                   if len(seeded.run_names()) == len(before) + 2 else None, "two runs stored")
     script_idle(page)
     _until(lambda: base in _box_text(page, "Watch run"), "the new run watched")
-    page.wait_for_timeout(1000)
+    at_rest(page)   # every frame up to the new run's page drawn has been watched
     page.evaluate("() => { window.__stopWatch = true; }")
     mixed = page.evaluate("() => window.__mixed")
     assert not mixed, f"the previous run's 60/60 under the new run's name: {mixed[:3]}"
@@ -495,7 +495,7 @@ def test_upload_keeps_an_answer_that_is_an_html_document(app, tmp_path):
     visible(page.get_by_text(re.compile(r"are HTML themselves")).first)
     strip = page.get_by_role("checkbox", name=re.compile("Strip HTML tags"))
     assert not strip.is_checked()
-    page.wait_for_timeout(1000)
+    at_rest(page)
     page.get_by_role("button", name="Save to the store").click()
     settle(page, "Saved as dataset")
     dataset = seeded.store().dataset(seeded.store().dataset_id("llmbar_html"))

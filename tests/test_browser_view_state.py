@@ -33,6 +33,16 @@ def _current_tau(page) -> str:
     return re.search(r"Current tau = (\d\.\d{4})", caption.inner_text()).group(1)
 
 
+#: The page shows a P(A) metric at the current tau the sidebar shows.
+_TAU_AND_P_A_AGREE_JS = r"""() => {
+  const m = document.body.innerText.match(/Current tau = (\d\.\d{4})/);
+  if (!m) return false;
+  const label = 'P(A) at tau = ' + Number(m[1]).toFixed(3);
+  return [...document.querySelectorAll('[data-testid="stMetric"]')]
+    .some(e => e.innerText.includes(label));
+}"""
+
+
 def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
     """The sidebar's current tau and the page's P(A) at that tau, once the page shows both for
     the same tau (key presses on the slider queue reruns; the sidebar may be drawn first)."""
@@ -44,9 +54,13 @@ def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
         found = page.locator('[data-testid="stMetric"]').filter(has_text=label)
         if found.count():
             return tau, found.first.locator('[data-testid="stMetricValue"]').inner_text()
-        if time.monotonic() > deadline:
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
             raise AssertionError(f"no metric {label!r} on the page")
-        page.wait_for_timeout(500)
+        try:   # until the page shows a P(A) at the tau it shows (then read both again)
+            page.wait_for_function(_TAU_AND_P_A_AGREE_JS, timeout=left_s * 1000)
+        except playwright_api.TimeoutError:
+            raise AssertionError(f"no metric {label!r} on the page") from None
 
 
 def _load_sample(page, url: str) -> None:
