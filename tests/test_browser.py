@@ -43,6 +43,24 @@ if not CHROMIUM.exists():
 playwright_api = pytest.importorskip("playwright.sync_api", reason="python package playwright missing")
 
 
+@pytest.fixture(scope="module")
+def chromium_browser():
+    """One Chromium for the tests of a module (each test opens its own contexts)."""
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def chromium(chromium_browser):
+    """The module's Chromium; the contexts (and so the pages and sessions) a test opened are
+    closed after it."""
+    yield chromium_browser
+    for context in chromium_browser.contexts:
+        context.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,8 +138,8 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
     return name
 
 
-#: Streamlit's script states (``data-test-script-state`` on the app's root, ``stApp``, in Streamlit's
-#: frontend App.tsx) in which no script runs and none is asked for: ``initial`` (not connected
+#: Streamlit's script states (``data-test-script-state`` on the app's root, ``stApp``, in
+#: Streamlit's frontend App.tsx) in which no script runs and none is asked for: ``initial`` (not connected
 #: yet), ``rerunRequested``, ``running`` and ``stopRequested`` are not among them.
 SCRIPT_IDLE_STATES = ("notRunning", "compilationError")
 
