@@ -139,8 +139,8 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
 
 
 #: Streamlit's script states (``data-test-script-state`` on the app's root, ``stApp``, in
-#: Streamlit's frontend App.tsx) in which no script runs and none is asked for: ``initial`` (not connected
-#: yet), ``rerunRequested``, ``running`` and ``stopRequested`` are not among them.
+#: Streamlit's frontend App.tsx) in which no script runs and none is asked for: ``initial``
+#: (not connected yet), ``rerunRequested``, ``running`` and ``stopRequested`` are not.
 SCRIPT_IDLE_STATES = ("notRunning", "compilationError")
 
 #: The page at rest, read from what Streamlit's frontend marks: no script runs or is asked for,
@@ -209,6 +209,12 @@ def poll_until(page, check, what: str, timeout_s: float = 30.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"never reached: {what}")
         page.wait_for_timeout(20)   # the poll's tick: Playwright delivers events meanwhile
+
+
+def pause_as_a_person(page, seconds: float) -> None:
+    """A person's pause between two acts: test input (the app may still be redrawing, which is
+    what such a test is about), never a wait for the app's state."""
+    page.wait_for_timeout(int(seconds * 1000))
 
 
 def next_frame(page) -> None:

@@ -24,7 +24,8 @@ import random
 
 import pytest
 
-from test_browser import at_rest, playwright_api  # noqa: F401, I001 - first: skips
+from test_browser import (at_rest, pause_as_a_person,  # noqa: F401, I001 - first: skips
+                          playwright_api)
 from browser_walk import (annotate_world, Ledger, Reruns, Screen, blur, fake_judge_run, keys_heard,
                           pick_one_of, press_and_check)
 
@@ -115,7 +116,7 @@ class Walk:
             self.idle()
             at_rest(self.page)
         else:
-            self.page.wait_for_timeout(int(pace * 1000))   # test input: a pace, not a wait
+            pause_as_a_person(self.page, pace)
         if not Screen.read(self.page).has_pair:
             self.idle()
             if not Screen.read(self.page).has_pair:
