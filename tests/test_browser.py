@@ -174,6 +174,7 @@ STEADY_JS = """([token, need]) => {
   return w.__steadyN >= need;
 }""" % AT_REST_JS
 
+
 def at_rest(page, timeout_ms: int = 30_000, need: int = 3) -> None:
     """Wait until the page is at rest (:data:`AT_REST_JS`) and stays so over ``need`` readings
     0.1 s apart: what a screenshot or an assertion about the page should see."""
