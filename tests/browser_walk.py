@@ -118,7 +118,7 @@ def app_server(db_url: str, folder: Path):
                     if time.monotonic() > deadline or proc.poll() is not None:
                         raise AssertionError("streamlit did not start: "
                                              + log_path.read_text()[-2000:]) from None
-                    time.sleep(0.3)
+                    time.sleep(0.1)   # the next look at the health endpoint
             yield url
         finally:
             proc.terminate()

@@ -85,7 +85,7 @@ def server(tmp_path: Path, db_url: str):
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                 break
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.1)   # the next look at the health endpoint
     else:
         proc.terminate()
         raise AssertionError(f"streamlit did not start: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")

@@ -164,7 +164,7 @@ def app(tmp_path_factory):
                 proc.terminate()
                 raise AssertionError("streamlit did not start: "
                                      + (folder / "streamlit.log").read_text()[-2000:]) from None
-            time.sleep(0.5)
+            time.sleep(0.1)   # the next look at the health endpoint
     try:
         with playwright_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
