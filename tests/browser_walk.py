@@ -118,7 +118,7 @@ def app_server(db_url: str, folder: Path):
                     if time.monotonic() > deadline or proc.poll() is not None:
                         raise AssertionError("streamlit did not start: "
                                              + log_path.read_text()[-2000:]) from None
-                    time.sleep(0.3)
+                    time.sleep(0.1)   # the next look at the health endpoint
             yield url
         finally:
             proc.terminate()
@@ -435,13 +435,13 @@ def pick_option(page, label: str, option_text: str, exact: bool = False) -> None
         page.locator('[role="option"]').filter(has_text=option_text).first.click()
 
 
-def options_of(page, label: str) -> list[str]:
-    """The options a sidebar box offers (opened and closed again)."""
+def pick_one_of(page, label: str, choose) -> str:
+    """Open the sidebar box ``label`` once, pick the option ``choose(texts)`` names among those
+    it offers (exact text), and return it."""
     _open_box(page, label)
-    texts = page.locator('[role="option"]').all_inner_texts()
-    page.keyboard.press("Escape")
-    blur(page)
-    return texts
+    choice = choose(page.locator('[role="option"]').all_inner_texts())
+    page.get_by_role("option", name=choice, exact=True).first.click()
+    return choice
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,24 @@ if not CHROMIUM.exists():
                 "set COMPASSESS_REQUIRE_BROWSER=1 to make this a failure", allow_module_level=True)
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="python package playwright missing")
+
+
+@pytest.fixture(scope="module")
+def chromium_browser():
+    """One Chromium for the tests of a module (each test opens its own contexts)."""
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def chromium(chromium_browser):
+    """The module's Chromium; the contexts (and so the pages and sessions) a test opened are
+    closed after it."""
+    yield chromium_browser
+    for context in chromium_browser.contexts:
+        context.close()
 
 
 def free_port() -> int:
@@ -66,7 +85,7 @@ def server(tmp_path: Path, db_url: str):
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                 break
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.1)   # the next look at the health endpoint
     else:
         proc.terminate()
         raise AssertionError(f"streamlit did not start: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")
@@ -119,19 +138,90 @@ def simulate_finished_run(db_url: str, name: str = "sample-coherence-t1", templa
     return name
 
 
+#: Streamlit's script states (``data-test-script-state`` on the app's root, ``stApp``, in
+#: Streamlit's frontend App.tsx) in which no script runs and none is asked for: ``initial``
+#: (not connected yet), ``rerunRequested``, ``running`` and ``stopRequested`` are not.
+SCRIPT_IDLE_STATES = ("notRunning", "compilationError")
+
+#: The page at rest, read from what Streamlit's frontend marks: no script runs or is asked for,
+#: no element of the run before is still shown greyed (``data-stale="true"``, what Streamlit
+#: marks until the new run draws or drops it), no spinner, every Plotly chart shown has drawn its
+#: SVG (one in a hidden tab has no size and is left out), every image loaded (but a lazy one
+#: below the window, which the browser has not asked for).
+AT_REST_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || !%s.includes(app.getAttribute('data-test-script-state'))) return false;
+  if (document.querySelector('[data-stale="true"], [data-testid="stSpinner"]')) return false;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+    .filter(c => c.getBoundingClientRect().width > 0);
+  if (!charts.every(c => c.querySelector('.main-svg'))) return false;
+  return [...document.images].every(i => i.complete || (i.loading === 'lazy'
+    && i.getBoundingClientRect().top > window.innerHeight));   // a lazy one below: not asked for
+}""" % list(SCRIPT_IDLE_STATES)
+
+#: At rest and unchanged over ``need`` readings in a row (the same elements, charts and text):
+#: a page that reruns once after its first draw (a component that reports its value, a link
+#: updated) is caught moving. ``token`` is new for every wait, so no earlier wait counts.
+STEADY_JS = """([token, need]) => {
+  const w = window;
+  if (w.__steadyToken !== token) { w.__steadyToken = token; w.__steadySig = null; w.__steadyN = 0; }
+  if (!(%s)()) { w.__steadySig = null; w.__steadyN = 0; return false; }
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sig = [document.querySelectorAll('[data-testid]').length,
+               document.querySelectorAll('.main-svg').length,
+               main ? main.innerText.length : 0].join(':');
+  if (sig === w.__steadySig) w.__steadyN += 1; else { w.__steadySig = sig; w.__steadyN = 1; }
+  return w.__steadyN >= need;
+}""" % AT_REST_JS
+
+
+def at_rest(page, timeout_ms: int = 30_000, need: int = 3) -> None:
+    """Wait until the page is at rest (:data:`AT_REST_JS`) and stays so over ``need`` readings
+    0.1 s apart: what a screenshot or an assertion about the page should see."""
+    page.wait_for_function(STEADY_JS, arg=[uuid.uuid4().hex, need], polling=100,
+                           timeout=timeout_ms)
+
+
 def settle(page, text: str, timeout_ms: int = 30_000) -> None:
+    """Wait until ``text`` shows and the page is at rest (:func:`at_rest`): the script done,
+    nothing greyed, every chart drawn."""
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
-    script_idle(page, timeout_ms)
-    page.wait_for_timeout(1500)   # then for plots to draw (what a screenshot shows)
+    at_rest(page, timeout_ms)
 
 
 def script_idle(page, timeout_ms: int = 30_000) -> None:
-    """Wait until no script runs: Streamlit shows a running indicator while the script works.
-    (Streamlit 1.67 shows "Stop" there while a script runs, older versions "Running".)"""
+    """Wait until no script runs and none is asked for (Streamlit's ``data-test-script-state``
+    on ``stApp``, :data:`SCRIPT_IDLE_STATES`)."""
     page.wait_for_function(
-        "() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
-        " return !w || !(w.innerText.includes('Running') || w.innerText.includes('Stop')); }",
-        timeout=timeout_ms)
+        "(idle) => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        " return !!app && idle.includes(app.getAttribute('data-test-script-state')); }",
+        arg=list(SCRIPT_IDLE_STATES), timeout=timeout_ms)
+
+
+def poll_until(page, check, what: str, timeout_s: float = 30.0):
+    """Wait for a state only Python sees (what Playwright's events brought, the store): check
+    ``check()`` every 20 ms while Playwright delivers the page's events, until it is truthy
+    (returned); fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never reached: {what}")
+        page.wait_for_timeout(20)   # the poll's tick: Playwright delivers events meanwhile
+
+
+def pause_as_a_person(page, seconds: float) -> None:
+    """A person's pause between two acts: test input (the app may still be redrawing, which is
+    what such a test is about), never a wait for the app's state."""
+    page.wait_for_timeout(int(seconds * 1000))
+
+
+def next_frame(page) -> None:
+    """Wait until the browser has drawn the next frame (what an event just changed is on the
+    screen)."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def choose(page, option: str, nth: int = 0, timeout_ms: int = 30_000) -> None:

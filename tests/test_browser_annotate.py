@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
-                          choose, server, settle, shot, simulate_finished_run)
+                          at_rest, choose, chromium, chromium_browser, server, settle, shot,
+                          simulate_finished_run)
 from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -71,7 +72,7 @@ def more_labels(db_url: str, dataset_id: int) -> None:
     store.add_human_judgements(dataset_id, rows)
 
 
-def test_two_annotators_at_once_in_chromium(team_server):
+def test_two_annotators_at_once_in_chromium(chromium, team_server):
     from db.store import Store
 
     url, db_url = team_server
@@ -80,105 +81,103 @@ def test_two_annotators_at_once_in_chromium(team_server):
     for who in ("alice", "bob"):
         store.set_role(f"{who}@example.org", "annotator", "test")
     from compassess_core import api
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        # The admin creates the campaign and assigns both annotators on the Campaigns page.
-        admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
-        sign_in(admin, url, "admin@example.org")
-        nav(admin, "Campaigns")
-        admin.get_by_role("tab", name="New campaign").click()
-        settle(admin, "Create campaign")
-        admin.get_by_label("Campaign name").fill("round1")
-        # the aspect is not typed: the one the sample has reference scores of is chosen already
-        for who in ("alice", "bob"):
-            choose(admin, who)
-        admin.get_by_role("button", name="Create campaign").click()
-        settle(admin, "Campaign round1 created")
-        campaign = api.Store(store).campaign("round1")
-        assert campaign.overlap == 2 and campaign.aspect == "coherence"
-        assert sorted(campaign.annotators) == ["alice@example.org", "bob@example.org"]
-        pages = {}
-        for who in ("alice", "bob"):
-            context = browser.new_context(viewport={"width": 1400, "height": 1300})
-            page = context.new_page()
-            sign_in(page, url, f"{who}@example.org")
-            page.goto(f"{url}/annotate")
-            pages[who] = page
-        for who, page in pages.items():
-            settle(page, "Which text is more coherent?")
-            page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").wait_for(timeout=30_000)  # visible, waiting for a slow rerun
-            wait_done(page, who, 0)
-        alice, bob = pages["alice"], pages["bob"]
-        df_who = {"alice": "alice@example.org", "bob": "bob@example.org"}
+    browser = chromium
+    # The admin creates the campaign and assigns both annotators on the Campaigns page.
+    admin = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+    sign_in(admin, url, "admin@example.org")
+    nav(admin, "Campaigns")
+    admin.get_by_role("tab", name="New campaign").click()
+    settle(admin, "Create campaign")
+    admin.get_by_label("Campaign name").fill("round1")
+    # the aspect is not typed: the one the sample has reference scores of is chosen already
+    for who in ("alice", "bob"):
+        choose(admin, who)
+    admin.get_by_role("button", name="Create campaign").click()
+    settle(admin, "Campaign round1 created")
+    campaign = api.Store(store).campaign("round1")
+    assert campaign.overlap == 2 and campaign.aspect == "coherence"
+    assert sorted(campaign.annotators) == ["alice@example.org", "bob@example.org"]
+    pages = {}
+    for who in ("alice", "bob"):
+        context = browser.new_context(viewport={"width": 1400, "height": 1300})
+        page = context.new_page()
+        sign_in(page, url, f"{who}@example.org")
+        page.goto(f"{url}/annotate")
+        pages[who] = page
+    for who, page in pages.items():
+        settle(page, "Which text is more coherent?")
+        page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").wait_for(timeout=30_000)  # visible, waiting for a slow rerun
+        wait_done(page, who, 0)
+    alice, bob = pages["alice"], pages["bob"]
+    df_who = {"alice": "alice@example.org", "bob": "bob@example.org"}
 
-        # Interleaved answers: buttons for alice, keyboard shortcuts for bob.
-        for k in range(1, 4):
-            alice.get_by_role("button", name="A is better").click()
-            # Focus the page itself (not a text box, where a letter would be typed) first.
-            bob.get_by_role("heading", name="Annotate").first.click()
-            bob.keyboard.press("b" if k < 3 else "t")
-            wait_done(alice, "alice", k)
-            wait_done(bob, "bob", k)
-
-        df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
-        assert sorted(df.loc[df["annotator"] == df_who["alice"], "winner"]) == ["A", "A", "A"]
-        assert sorted(df.loc[df["annotator"] == df_who["bob"], "winner"]) == ["B", "B", "tie"]
-        assert set(df["shown_order"]) <= {"ab", "ba"} and (df["seconds"] > 0).all()
-        for who in ("alice", "bob"):  # never the same pair twice to one person
-            mine = df.loc[df["annotator"] == df_who[who]]
-            assert len({(c, frozenset((a, b))) for c, a, b in
-                        mine[["context_id", "candidate_left", "candidate_right"]]
-                        .itertuples(index=False)}) == 3
-
-        alice.get_by_role("button", name="Undo").click()
-        wait_done(alice, "alice", 2)
-        df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
-        assert (df["annotator"] == df_who["alice"]).sum() == 2
-        assert (df["annotator"] == df_who["bob"]).sum() == 3
+    # Interleaved answers: buttons for alice, keyboard shortcuts for bob.
+    for k in range(1, 4):
         alice.get_by_role("button", name="A is better").click()
-        wait_done(alice, "alice", 3)
-        shot(alice, "annotate")
+        # Focus the page itself (not a text box, where a letter would be typed) first.
+        bob.get_by_role("heading", name="Annotate").first.click()
+        bob.keyboard.press("b" if k < 3 else "t")
+        wait_done(alice, "alice", k)
+        wait_done(bob, "bob", k)
 
-        # An annotator's Agreement page holds their own campaign answers only, nothing of a run.
-        nav(bob, "Agreement")
-        settle(bob, "Your answers")
-        body = bob.locator("body").inner_text()
-        assert "round1" in body and "sample-coherence-t1" not in body and "alice" not in body
-        # Alice and Bob disagree on one pair; the admin adjudicates it on Campaigns and exports.
-        pair = campaign.queue("alice@example.org")[0]
-        campaign.label("alice@example.org", pair, pair[1])
-        campaign.label("bob@example.org", pair, pair[2])
-        admin.reload()
-        nav(admin, "Campaigns")
-        settle(admin, "Pairs fully labelled")
-        settle(admin, "Adjudication")
-        assert "Krippendorff" in admin.locator("body").inner_text()
-        admin.get_by_role("button", name="Save decision").first.click()
-        settle(admin, "Decision stored")
-        ruled = campaign.labels()
-        ruled = ruled.loc[ruled["source"] == "adjudication"]
-        assert ruled["annotator"].tolist() == ["admin@example.org"]
-        with admin.expect_download() as download:
-            admin.get_by_role("button", name="Download CSV").click()
-        assert b"adjudication" in open(download.value.path(), "rb").read()
-        # The file is served to the signed-in admin only: the same URL without the cookie is refused.
-        assert "/media/" in download.value.url
-        assert httpx.get(download.value.url).status_code == 403
-        shot(admin, "campaigns")
+    df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
+    assert sorted(df.loc[df["annotator"] == df_who["alice"], "winner"]) == ["A", "A", "A"]
+    assert sorted(df.loc[df["annotator"] == df_who["bob"], "winner"]) == ["B", "B", "tie"]
+    assert set(df["shown_order"]) <= {"ab", "ba"} and (df["seconds"] > 0).all()
+    for who in ("alice", "bob"):  # never the same pair twice to one person
+        mine = df.loc[df["annotator"] == df_who[who]]
+        assert len({(c, frozenset((a, b))) for c, a, b in
+                    mine[["context_id", "candidate_left", "candidate_right"]]
+                    .itertuples(index=False)}) == 3
 
-        more_labels(db_url, dataset_id)
-        # An admin (from COMPASSESS_ADMINS) sees everyone's agreement with the run.
-        nav(admin, "Agreement")
-        settle(admin, "LLM vs humans (majority vote)")
-        admin.get_by_text("balanced (tau*").first.click()
-        settle(admin, "At the current tau = 0.")
-        admin.get_by_text("Ties left out").first.wait_for(timeout=30_000)  # a slow rerun
-        admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
-        # The page scrolls inside Streamlit's own container: a tall window shows it whole.
-        admin.set_viewport_size({"width": 1400, "height": 4200})
-        admin.wait_for_timeout(1500)
-        shot(admin, "agreement")
-        browser.close()
+    alice.get_by_role("button", name="Undo").click()
+    wait_done(alice, "alice", 2)
+    df = Store(db_url).human_judgements_frame(dataset_id, "coherence")
+    assert (df["annotator"] == df_who["alice"]).sum() == 2
+    assert (df["annotator"] == df_who["bob"]).sum() == 3
+    alice.get_by_role("button", name="A is better").click()
+    wait_done(alice, "alice", 3)
+    shot(alice, "annotate")
+
+    # An annotator's Agreement page holds their own campaign answers only, nothing of a run.
+    nav(bob, "Agreement")
+    settle(bob, "Your answers")
+    body = bob.locator("body").inner_text()
+    assert "round1" in body and "sample-coherence-t1" not in body and "alice" not in body
+    # Alice and Bob disagree on one pair; the admin adjudicates it on Campaigns and exports.
+    pair = campaign.queue("alice@example.org")[0]
+    campaign.label("alice@example.org", pair, pair[1])
+    campaign.label("bob@example.org", pair, pair[2])
+    admin.reload()
+    nav(admin, "Campaigns")
+    settle(admin, "Pairs fully labelled")
+    settle(admin, "Adjudication")
+    assert "Krippendorff" in admin.locator("body").inner_text()
+    admin.get_by_role("button", name="Save decision").first.click()
+    settle(admin, "Decision stored")
+    ruled = campaign.labels()
+    ruled = ruled.loc[ruled["source"] == "adjudication"]
+    assert ruled["annotator"].tolist() == ["admin@example.org"]
+    with admin.expect_download() as download:
+        admin.get_by_role("button", name="Download CSV").click()
+    assert b"adjudication" in open(download.value.path(), "rb").read()
+    # The file is served to the signed-in admin only: the same URL without the cookie is refused.
+    assert "/media/" in download.value.url
+    assert httpx.get(download.value.url).status_code == 403
+    shot(admin, "campaigns")
+
+    more_labels(db_url, dataset_id)
+    # An admin (from COMPASSESS_ADMINS) sees everyone's agreement with the run.
+    nav(admin, "Agreement")
+    settle(admin, "LLM vs humans (majority vote)")
+    admin.get_by_text("balanced (tau*").first.click()
+    settle(admin, "At the current tau = 0.")
+    admin.get_by_text("Ties left out").first.wait_for(timeout=30_000)  # a slow rerun
+    admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
+    # The page scrolls inside Streamlit's own container: a tall window shows it whole.
+    admin.set_viewport_size({"width": 1400, "height": 4200})
+    at_rest(admin)   # the charts drawn again at the new size
+    shot(admin, "agreement")
     for name in ("annotate", "agreement"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name
 
@@ -187,25 +186,23 @@ def test_two_annotators_at_once_in_chromium(team_server):
     ("annotate?annotator=alice", "annotate?annotator=bob", "rankings", "agreement", "export"),
     ("scores", "matrix", "bias", "upload", "run", ""),
 ], ids=["annotate-rankings-agreement-export", "others"])
-def test_deep_links_first_on_a_fresh_server_in_chromium(server, links):
+def test_deep_links_first_on_a_fresh_server_in_chromium(chromium, server, links):
     """The first requests of a fresh server are deep links, opened at the same instant: each page
     comes up at once inside app.py's navigation (its titles in the sidebar, not Streamlit's legacy
     list of pages/*.py, where pages/_common.py shows as "common"), with no reload and no retry."""
     url, _ = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        pages = []
-        for link in links:
-            page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
-            # No waiting for the load: the sessions start together.
-            page.goto(f"{url}/{link}", wait_until="commit")
-            pages.append((link, page))
-        for link, page in pages:
-            title = TITLES[link.split("?")[0]]
-            page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
-            sidebar = page.locator('[data-testid="stSidebarNav"]')
-            sidebar.get_by_text("Agreement", exact=True).wait_for(timeout=10_000)
-            assert sidebar.get_by_text("common", exact=True).count() == 0, link
-            assert page.get_by_text("Page not found").count() == 0, link
-            assert not page.locator('[data-testid="stException"]').count(), link
-        browser.close()
+    browser = chromium
+    pages = []
+    for link in links:
+        page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+        # No waiting for the load: the sessions start together.
+        page.goto(f"{url}/{link}", wait_until="commit")
+        pages.append((link, page))
+    for link, page in pages:
+        title = TITLES[link.split("?")[0]]
+        page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+        sidebar = page.locator('[data-testid="stSidebarNav"]')
+        sidebar.get_by_text("Agreement", exact=True).wait_for(timeout=10_000)
+        assert sidebar.get_by_text("common", exact=True).count() == 0, link
+        assert page.get_by_text("Page not found").count() == 0, link
+        assert not page.locator('[data-testid="stException"]').count(), link

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import playwright_api  # noqa: F401, I001 - first: skips
+from test_browser import pause_as_a_person, playwright_api  # noqa: F401, I001 - first: skips
 from browser_walk import (annotate_world, Ledger, Reruns, Screen, SlowLink, blur, keys_heard,
                           pick_option, press_and_check)
 
@@ -65,7 +65,7 @@ def switch_dataset(page, reruns: Reruns, name: str, pace: float) -> None:
     reruns.wait_idle()
     pick_option(page, "Dataset", f"{name} (")
     blur(page)
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
 
 
 @pytest.mark.parametrize("pace", PACES)
@@ -87,14 +87,14 @@ def test_keys_after_a_dataset_switch_go_to_the_pair_shown_or_nowhere(walk, world
     press_and_check(page, reruns, ledger, "B")
     now = settled(page, reruns)
     assert (now.dataset, now.aspect) == ("sample_summeval", "coherence"), now
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     _, stored = press_and_check(page, reruns, ledger, "T")
     assert stored and stored[0]["aspect"] == "coherence", stored  # settled: stored, as shown
 
     # Dataset = instruct_user, press A: never on the sample's pair.
     switch_dataset(page, reruns, "instruct_user", pace)
     press_and_check(page, reruns, ledger, "A")
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     _, stored = press_and_check(page, reruns, ledger, "B")
     assert stored and stored[0]["dataset_id"] == world["datasets"]["instruct_user"], stored
     assert {r["aspect"] for r in ledger.checked} <= {"coherence", "overall"}, ledger.checked
@@ -109,7 +109,7 @@ def test_annotate_asks_about_and_stores_under_the_runs_aspect(walk, world, pace)
     shown = open_page(page, reruns, f"{world['url']}/annotate?run={runs['hanna-eng-fakejudge']}")
     assert (shown.dataset, shown.aspect) == ("hanna_user", "engagingness"), shown
     assert shown.run == "hanna-eng-fakejudge" and shown.question == "Which text is more engaging?"
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     _, stored = press_and_check(page, reruns, ledger, "A")
     assert [(r["dataset_id"], r["aspect"]) for r in stored] == [(hanna, "engagingness")]
 
@@ -118,7 +118,7 @@ def test_annotate_asks_about_and_stores_under_the_runs_aspect(walk, world, pace)
     shown = open_page(page, reruns, f"{world['url']}/annotate?run={runs['hanna-coh-fakejudge']}")
     assert (shown.aspect, shown.run) == ("coherence", "hanna-coh-fakejudge"), shown
     assert shown.question == "Which text is more coherent?"
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     _, stored = press_and_check(page, reruns, ledger, "B")
     assert [(r["dataset_id"], r["aspect"]) for r in stored] == [(hanna, "coherence")]
 
@@ -126,7 +126,7 @@ def test_annotate_asks_about_and_stores_under_the_runs_aspect(walk, world, pace)
     reruns.wait_idle()
     pick_option(page, "LLM run", "hanna-eng-fakejudge")
     blur(page)
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     press_and_check(page, reruns, ledger, "T")
     now = settled(page, reruns)
     assert (now.aspect, now.run) == ("engagingness", "hanna-eng-fakejudge"), now
@@ -141,7 +141,7 @@ def test_annotate_asks_about_and_stores_under_the_runs_aspect(walk, world, pace)
     assert reruns.wait_sent(n)
     reruns.wait_idle()  # a page change, not the change under test: the pair is there first
     keys_heard(page)
-    page.wait_for_timeout(int(pace * 1000))
+    pause_as_a_person(page, pace)
     press_and_check(page, reruns, ledger, "B")
     now = settled(page, reruns)
     assert (now.dataset, now.aspect, now.question) == (
@@ -198,7 +198,7 @@ def test_a_click_after_a_dataset_switch_goes_to_the_pair_shown_or_nowhere(world,
         pick_option(page, "Dataset", f"{target} (")
         blur(page)
         link.wait_held(page)
-        page.wait_for_timeout(int(pace * 1000))
+        pause_as_a_person(page, pace)
         on_screen = Screen.read(page)
         assert on_screen.contexts == before.contexts, (on_screen, before)  # the old pair
         ended = link.server_finished
@@ -218,7 +218,7 @@ def test_a_click_after_a_dataset_switch_goes_to_the_pair_shown_or_nowhere(world,
         assert now.dataset == target and now.has_pair, now
 
         # The new pair, shown: a click ``pace`` s later stores on it.
-        page.wait_for_timeout(int(pace * 1000))
+        pause_as_a_person(page, pace)
         click_answer(page, reruns, "B is better")
         reruns.wait_idle()
         stored = check_click(ledger, now, "B")

@@ -37,8 +37,9 @@ import numpy as np
 import pytest
 
 from compassess_core import api
-from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav,  # noqa: F401
-                                playwright_api, script_idle, settle, visible)
+from tests.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, at_rest, free_port,  # noqa: F401
+                                nav, pause_as_a_person, playwright_api, script_idle, settle,
+                                visible)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -163,7 +164,7 @@ def app(tmp_path_factory):
                 proc.terminate()
                 raise AssertionError("streamlit did not start: "
                                      + (folder / "streamlit.log").read_text()[-2000:]) from None
-            time.sleep(0.5)
+            time.sleep(0.1)   # the next look at the health endpoint
     try:
         with playwright_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -241,13 +242,13 @@ def test_three_renames_in_a_row_of_a_middle_dataset_and_run(app, pace):
         form = page.locator('[data-testid="stForm"]').filter(
             has=page.locator(f'[class*="st-key-manage_{kind}_{object_id}_"][class*="_new_name"]'))
         visible(form)
-        page.wait_for_timeout(pace * 1000)
+        pause_as_a_person(page, pace)
         before = names_of()
         tag = str(pace).replace(".", "")
         for step in ("a", "b", "c"):
             new = f"{old[:6]}_{tag}{step}"
             form.get_by_role("textbox", name=f"New name of the {kind}").fill(new)
-            page.wait_for_timeout(pace * 1000)
+            pause_as_a_person(page, pace)
             form.get_by_role("button", name="Rename").click()
             # The store: this object, and only this object, renamed.
             expected = {**before, object_id: new}
@@ -262,7 +263,7 @@ def test_three_renames_in_a_row_of_a_middle_dataset_and_run(app, pace):
             visible(page.get_by_text(f"to {new}.").first)
             assert names_of() == expected
             before = expected
-            page.wait_for_timeout(pace * 1000)
+            pause_as_a_person(page, pace)
     page.close()
 
 
@@ -418,7 +419,7 @@ def test_start_shows_the_new_run_only_and_names_each_aspects_run_once(app):
                   if len(seeded.run_names()) == len(before) + 2 else None, "two runs stored")
     script_idle(page)
     _until(lambda: base in _box_text(page, "Watch run"), "the new run watched")
-    page.wait_for_timeout(1000)
+    at_rest(page)   # every frame up to the new run's page drawn has been watched
     page.evaluate("() => { window.__stopWatch = true; }")
     mixed = page.evaluate("() => window.__mixed")
     assert not mixed, f"the previous run's 60/60 under the new run's name: {mixed[:3]}"
@@ -462,7 +463,7 @@ def test_a_start_clicked_on_the_screen_before_a_switch_starts_nothing(app, pace)
     link.hold(everything=True)
     _switch(page, reruns, "hanna_user")
     link.wait_held(page)
-    page.wait_for_timeout(pace * 1000)
+    pause_as_a_person(page, pace)
     assert "(first N of 3)" in (page.evaluate(_FORM_JS)["contexts_label"] or "")  # extra_user's
     ended = link.server_finished
     n = reruns.sent
@@ -495,7 +496,7 @@ def test_upload_keeps_an_answer_that_is_an_html_document(app, tmp_path):
     visible(page.get_by_text(re.compile(r"are HTML themselves")).first)
     strip = page.get_by_role("checkbox", name=re.compile("Strip HTML tags"))
     assert not strip.is_checked()
-    page.wait_for_timeout(1000)
+    at_rest(page)
     page.get_by_role("button", name="Save to the store").click()
     settle(page, "Saved as dataset")
     dataset = seeded.store().dataset(seeded.store().dataset_id("llmbar_html"))
@@ -560,7 +561,7 @@ def _form_matches_plan(page, reruns, dataset: str, want: tuple[str, str] | None 
         assert not problems, "; ".join(problems) + f" ({form})"
         if time.monotonic() > deadline:
             return shown
-        page.wait_for_timeout(200)
+        page.wait_for_timeout(200)   # the next reading while a person reads (``seconds``)
 
 
 def _type_pick(page, label: str, text: str) -> None:
@@ -631,18 +632,18 @@ def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
         if in_flight:   # hanna_user's page drawn, the end of its run still on its way
             page.wait_for_function(_HANNA_FORM_JS, timeout=30_000)
             link.wait_held(page)
-            page.wait_for_timeout(pace * 1000)
+            pause_as_a_person(page, pace)
             _switch(page, reruns, "instruct_user")
             link.release()
         else:
             _form_matches_plan(page, reruns, "hanna_user", seconds=0)
-            page.wait_for_timeout(pace * 1000)
+            pause_as_a_person(page, pace)
             _switch(page, reruns, "instruct_user")
         assert _form_matches_plan(page, reruns, "instruct_user", want) == want
-        page.wait_for_timeout(pace * 1000)
+        pause_as_a_person(page, pace)
         assert _change_seed(page, reruns), "the seed change sent nothing"
         assert _form_matches_plan(page, reruns, "instruct_user", want, seconds=0) == want
-        page.wait_for_timeout(pace * 1000)
+        pause_as_a_person(page, pace)
 
     # Left untouched and revisited, at the person's pace, then with the page's end in flight.
     away_and_back(in_flight=False)
@@ -652,14 +653,14 @@ def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
     want = ("overall", "4")
     _until(lambda: "on 4 context(s)" in _plan_text(page), "the plan on 4 contexts")
     assert _form_matches_plan(page, reruns, "instruct_user", want) == want
-    page.wait_for_timeout(pace * 1000)
+    pause_as_a_person(page, pace)
     away_and_back(in_flight=False)
     away_and_back(in_flight=True)
     # Switched without waiting for the page at all: each act ``pace`` s after the one before.
     _switch(page, reruns, "hanna_user")
-    page.wait_for_timeout(pace * 1000)
+    pause_as_a_person(page, pace)
     _type_pick(page, "Dataset", "instruct_user")
-    page.wait_for_timeout(pace * 1000)
+    pause_as_a_person(page, pace)
     _change_seed(page, reruns, tries=1)   # typed while the form may be redrawn: sent or not
     assert _form_matches_plan(page, reruns, "instruct_user", want) == want
     assert len(seeded.run_names()) == n_runs   # nothing was stored by planning

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, settle,  # noqa: F401
-                          simulate_finished_run)
+from test_browser import (CHROMIUM, CHROMIUM_ARGS, chromium, chromium_browser,  # noqa: F401
+                          nav, playwright_api, settle, simulate_finished_run)
 from test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 from test_http_guard import (ADMIN, free_port, local_app, secrets_toml,  # noqa: F401
                              sign_in_cookie, team_app)
@@ -61,7 +61,7 @@ def body(page) -> str:
 
 
 def test_the_run_page_stops_streaming_for_a_removed_person_or_a_broken_configuration(
-        team_app, db_url):
+        chromium, team_app, db_url):
     server, secrets_file, cookie_secret = team_app
     store = store_sample_and_run(db_url)
     store.set_role(ADMIN, "admin", "test")
@@ -72,43 +72,39 @@ def test_the_run_page_stops_streaming_for_a_removed_person_or_a_broken_configura
         store.set_run_status(run.id, "running", done=done, total=400)
 
     progress(8)
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        watcher = signed_in_page(browser, server, "watcher@example.org", cookie_secret)
-        admin = signed_in_page(browser, server, ADMIN, cookie_secret)
-        for page in (watcher, admin):
-            page.goto(f"{server.url}/run")
-            page.get_by_text("8/400 comparisons").first.wait_for(timeout=60_000)
-        progress(12)
-        watcher.get_by_text("12/400 comparisons").first.wait_for(timeout=30_000)  # it streams
-        # Removed while the page streams: the next tick gives the no-role page, no progress.
-        store.remove_person("watcher@example.org")
-        progress(48)
-        watcher.get_by_text("nobody has given this account a role yet").wait_for(timeout=30_000)
-        assert "/400 comparisons" not in body(watcher) and "Worker log" not in body(watcher)
-        admin.get_by_text("48/400 comparisons").first.wait_for(timeout=30_000)
-        # A secrets file that no longer parses: the open page locks at its next tick.
-        secrets_file.write_text(secrets_toml(server.port, cookie_secret).replace("[auth]",
-                                                                                 "[auth"))
-        progress(60)
-        admin.get_by_text("Configuration error").first.wait_for(timeout=30_000)
-        assert "/400 comparisons" not in body(admin) and "Worker log" not in body(admin)
-        browser.close()
+    browser = chromium
+    watcher = signed_in_page(browser, server, "watcher@example.org", cookie_secret)
+    admin = signed_in_page(browser, server, ADMIN, cookie_secret)
+    for page in (watcher, admin):
+        page.goto(f"{server.url}/run")
+        page.get_by_text("8/400 comparisons").first.wait_for(timeout=60_000)
+    progress(12)
+    watcher.get_by_text("12/400 comparisons").first.wait_for(timeout=30_000)  # it streams
+    # Removed while the page streams: the next tick gives the no-role page, no progress.
+    store.remove_person("watcher@example.org")
+    progress(48)
+    watcher.get_by_text("nobody has given this account a role yet").wait_for(timeout=30_000)
+    assert "/400 comparisons" not in body(watcher) and "Worker log" not in body(watcher)
+    admin.get_by_text("48/400 comparisons").first.wait_for(timeout=30_000)
+    # A secrets file that no longer parses: the open page locks at its next tick.
+    secrets_file.write_text(secrets_toml(server.port, cookie_secret).replace("[auth]",
+                                                                             "[auth"))
+    progress(60)
+    admin.get_by_text("Configuration error").first.wait_for(timeout=30_000)
+    assert "/400 comparisons" not in body(admin) and "Worker log" not in body(admin)
 
 
-def test_an_annotator_gets_403_for_an_admins_export(team_app, db_url):
+def test_an_annotator_gets_403_for_an_admins_export(chromium, team_app, db_url):
     server, _, cookie_secret = team_app
     store = store_sample_and_run(db_url)
     store.set_role("ann@example.org", "annotator", ADMIN)
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        admin = signed_in_page(browser, server, ADMIN, cookie_secret)
-        admin.goto(f"{server.url}/export")
-        settle(admin, "Download rankings.csv")
-        with admin.expect_download() as download:
-            admin.get_by_role("button", name="Download rankings.csv").click()
-        url = download.value.url
-        browser.close()
+    browser = chromium
+    admin = signed_in_page(browser, server, ADMIN, cookie_secret)
+    admin.goto(f"{server.url}/export")
+    settle(admin, "Download rankings.csv")
+    with admin.expect_download() as download:
+        admin.get_by_role("button", name="Download rankings.csv").click()
+    url = download.value.url
     assert "/media/" in url
 
     def fetch(identity: str | None) -> int:
@@ -120,61 +116,58 @@ def test_an_annotator_gets_403_for_an_admins_export(team_app, db_url):
     assert fetch(None) == 403
 
 
-def test_an_admin_uploads_through_the_browser_with_the_guard_in_front(team_app, db_url):
+def test_an_admin_uploads_through_the_browser_with_the_guard_in_front(chromium, team_app,
+                                                                    db_url):
     """The file uploader's own request carries the sign-in cookie: an admin's upload passes."""
     from db.store import Store
     server, _, cookie_secret = team_app
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        admin = signed_in_page(browser, server, ADMIN, cookie_secret)
-        admin.goto(f"{server.url}/upload")
-        settle(admin, "Upload candidates")
-        admin.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
-            str(SAMPLE))
-        settle(admin, "No problem found")
-        admin.get_by_role("button", name="Save to the store").click()
-        settle(admin, "Saved as dataset")
-        browser.close()
+    browser = chromium
+    admin = signed_in_page(browser, server, ADMIN, cookie_secret)
+    admin.goto(f"{server.url}/upload")
+    settle(admin, "Upload candidates")
+    admin.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
+        str(SAMPLE))
+    settle(admin, "No problem found")
+    admin.get_by_role("button", name="Save to the store").click()
+    settle(admin, "Saved as dataset")
     assert [d.name for d in Store(db_url).list_datasets()] == ["sample_summeval"]
 
 
-def test_a_cookie_copied_before_sign_out_is_refused_after_it(team_server):
+def test_a_cookie_copied_before_sign_out_is_refused_after_it(chromium, team_server):
     from db.store import Store
 
     url, db_url = team_server
     store_sample_and_run(db_url)
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1300, "height": 1000})
-        page = context.new_page()
-        sign_in(page, url, ADMIN)
-        copied = context.cookies()
-        nav(page, "Export")
-        settle(page, "Download rankings.csv")
-        with page.expect_download() as download:
-            page.get_by_role("button", name="Download rankings.csv").click()
-        media = download.value.url
-        cookie_header = "; ".join(f"{c['name']}={c['value']}" for c in copied)
-        assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 200
-        page.get_by_role("button", name="Sign out").click()
-        page.get_by_role("button", name="End session").click(timeout=30_000)
-        page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
-        assert Store(db_url).signed_out_through(ADMIN) is not None
-        # Someone kept a copy of the cookie: after the sign-out it opens nothing.
-        thief = browser.new_context(viewport={"width": 1300, "height": 1000})
-        thief.add_cookies(copied)
-        stolen = thief.new_page()
-        stolen.goto(f"{url}/export")
-        stolen.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
-        stolen.get_by_text("you signed out since this sign-in").wait_for(timeout=30_000)
-        assert "Download rankings.csv" not in body(stolen)
-        assert stolen.locator('[data-testid="stSidebarNav"]').count() == 0
-        assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 403
-        # Signing in again works (a new token, issued after the sign-out).
-        sign_in(page, url, ADMIN)
-        nav(page, "Export")
-        settle(page, "Download rankings.csv")
-        browser.close()
+    browser = chromium
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    page = context.new_page()
+    sign_in(page, url, ADMIN)
+    copied = context.cookies()
+    nav(page, "Export")
+    settle(page, "Download rankings.csv")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download rankings.csv").click()
+    media = download.value.url
+    cookie_header = "; ".join(f"{c['name']}={c['value']}" for c in copied)
+    assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 200
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="End session").click(timeout=30_000)
+    page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+    assert Store(db_url).signed_out_through(ADMIN) is not None
+    # Someone kept a copy of the cookie: after the sign-out it opens nothing.
+    thief = browser.new_context(viewport={"width": 1300, "height": 1000})
+    thief.add_cookies(copied)
+    stolen = thief.new_page()
+    stolen.goto(f"{url}/export")
+    stolen.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+    stolen.get_by_text("you signed out since this sign-in").wait_for(timeout=30_000)
+    assert "Download rankings.csv" not in body(stolen)
+    assert stolen.locator('[data-testid="stSidebarNav"]').count() == 0
+    assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 403
+    # Signing in again works (a new token, issued after the sign-out).
+    sign_in(page, url, ADMIN)
+    nav(page, "Export")
+    settle(page, "Download rankings.csv")
 
 
 class _OtherSite:
@@ -203,7 +196,7 @@ class _OtherSite:
         self.httpd.server_close()
 
 
-def test_another_origin_can_neither_frame_the_app_nor_open_its_websocket(local_app):
+def test_another_origin_can_neither_frame_the_app_nor_open_its_websocket(chromium, local_app):
     """A page on another localhost port: its frame of the app stays empty (anti-framing headers)
     and its WebSocket to the app is refused (local mode checks the Origin)."""
     app = local_app.url
@@ -216,37 +209,33 @@ def test_another_origin_can_neither_frame_the_app_nor_open_its_websocket(local_a
   ws.onclose = () => {{ window.socket = window.socket || "refused"; }};
 </script></body></html>""")
     try:
-        with playwright_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(site.url)
-            page.wait_for_function("() => window.socket !== undefined", timeout=30_000)
-            assert page.evaluate("window.socket") == "refused"
-            page.wait_for_function("() => window.frameLoaded === true", timeout=30_000)
-            [framed] = [f for f in page.frames if f != page.main_frame]
-            assert not framed.url.startswith(app)  # chromium shows its error page instead
-            assert framed.locator('[data-testid="stApp"]').count() == 0
-            # The app's own page opens its WebSocket (and frames itself) as before.
-            page.goto(app)
-            settle(page, "Try it in a minute")
-            browser.close()
+        browser = chromium
+        page = browser.new_page()
+        page.goto(site.url)
+        page.wait_for_function("() => window.socket !== undefined", timeout=30_000)
+        assert page.evaluate("window.socket") == "refused"
+        page.wait_for_function("() => window.frameLoaded === true", timeout=30_000)
+        [framed] = [f for f in page.frames if f != page.main_frame]
+        assert not framed.url.startswith(app)  # chromium shows its error page instead
+        assert framed.locator('[data-testid="stApp"]').count() == 0
+        # The app's own page opens its WebSocket (and frames itself) as before.
+        page.goto(app)
+        settle(page, "Try it in a minute")
     finally:
         site.close()
 
 
-def test_a_page_load_makes_no_request_outside_the_apps_origin(local_app, db_url):
+def test_a_page_load_makes_no_request_outside_the_apps_origin(chromium, local_app, db_url):
     store_sample_and_run(db_url)
     app = urlsplit(local_app.url)
     requests: list[str] = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        page.on("request", lambda r: requests.append(r.url))
-        for path, heading in (("", "Try it in a minute"), ("rankings", "Rankings"),
-                              ("annotate", "Annotate"), ("bias", "Positional bias audit")):
-            page.goto(f"{local_app.url}/{path}")
-            settle(page, heading)
-        browser.close()
+    browser = chromium
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.on("request", lambda r: requests.append(r.url))
+    for path, heading in (("", "Try it in a minute"), ("rankings", "Rankings"),
+                          ("annotate", "Annotate"), ("bias", "Positional bias audit")):
+        page.goto(f"{local_app.url}/{path}")
+        settle(page, heading)
     outside = sorted({u for u in requests if urlsplit(u).scheme not in ("data", "blob")
                       and (urlsplit(u).scheme, urlsplit(u).netloc) != (app.scheme, app.netloc)
                       and urlsplit(u).scheme not in ("ws", "wss")})

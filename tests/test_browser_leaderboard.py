@@ -16,7 +16,7 @@ import pytest
 from compassess_core import api
 
 from test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
-                          settle, shot, simulate_finished_run, visible)
+                          script_idle, settle, shot, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +32,7 @@ def choose_first_option(page, label: str, tries: int = 4) -> None:
             page.get_by_role("option").first.click(timeout=5_000)
             return
         except playwright_api.TimeoutError:
-            page.wait_for_timeout(1_000)
+            script_idle(page)   # the rerun that closed the list has ended: open it again
     raise AssertionError(f"the selectbox {label!r} did not open")
 
 

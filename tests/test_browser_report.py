@@ -20,7 +20,7 @@ import pytest
 from compassess_core import api
 from compassess_core.cli import main
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
-                          settle, shot, simulate_finished_run, visible)
+                          next_frame, poll_until, settle, shot, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
 
@@ -59,9 +59,7 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
         app.on("download", lambda d: arrived.append(d))
         app.get_by_role("button", name="Download rankings.csv").click()
         button.click()
-        deadline = datetime.now(timezone.utc).timestamp() + 60
-        while len(arrived) < 2 and datetime.now(timezone.utc).timestamp() < deadline:
-            app.wait_for_timeout(250)          # polling for the state, not a fixed wait
+        poll_until(app, lambda: len(arrived) >= 2, "both downloads arrived", timeout_s=60)
         names = sorted(d.suggested_filename for d in arrived)
         assert len(names) == 2 and names[0].endswith("rankings.csv") \
             and names[1].endswith("-report.html"), names
@@ -83,8 +81,10 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
         page.on("request", lambda r: requests.append(r.url))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.goto(written.as_uri())
-        page.locator(".js-plotly-plot svg.main-svg").first.wait_for(timeout=30_000)
-        page.wait_for_timeout(1500)
+        page.wait_for_function(   # every chart of the file drawn (its SVG), none still to come
+            "() => { const c = [...document.querySelectorAll('.js-plotly-plot')];"
+            " return c.length >= 4 && c.every(e => e.querySelector('svg.main-svg')); }",
+            timeout=30_000)
         # every chart drew: the leaderboard, the p histogram, P(A) per context, the length scatter
         assert page.locator(".js-plotly-plot").count() == 4
         assert page.locator(".js-plotly-plot svg.main-svg").count() >= 4
@@ -92,7 +92,7 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
         page.locator("details summary").filter(has_text="The exact prompt").first.click()
         visible(page.get_by_text("Summary A:").first)
         page.locator(".js-plotly-plot").first.hover()
-        page.wait_for_timeout(500)
+        next_frame(page)   # the hover handled and drawn: anything it fetched is requested
         shot(page, "report")
         offline.close()
         browser.close()

@@ -57,7 +57,7 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str) -> None:
             urllib.request.urlopen(url, timeout=2).read()
             return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.1)   # the next look at the server
     proc.terminate()
     raise AssertionError(f"{what} did not start: {log.read_text()[-2000:]}")
 

@@ -2,7 +2,8 @@
 when its key was pressed.
 
 A seeded sequence of steps, each one of: switch the sidebar's dataset, switch the LLM run, press
-an answer key (0.05 s, 0.3 s or 1 s after the step before: faster than, and at, a person's pace),
+an answer key (0.05 s or 0.3 s after the step before, faster than a person and a fast one, while
+the app may still redraw; or once the page is at rest, what a person at a usual pace sees),
 rename a dataset or a run (in "another tab": through the API), delete a run (another one is
 judged by the fake judge in its place), open a link (``/annotate?run=N`` or ``?dataset=N``, also
 to a deleted run). After every key press the store is checked: at most one new row, and that row
@@ -23,16 +24,20 @@ import random
 
 import pytest
 
-from test_browser import playwright_api  # noqa: F401, I001 - first: skips
+from test_browser import (at_rest, pause_as_a_person,  # noqa: F401, I001 - first: skips
+                          playwright_api)
 from browser_walk import (annotate_world, Ledger, Reruns, Screen, blur, fake_judge_run, keys_heard,
-                          options_of, pick_option, press_and_check)
+                          pick_one_of, press_and_check)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 STEPS = int(os.environ.get("COMPASSESS_BROWSER_STEPS", "200"))
 SEED = int(os.environ.get("COMPASSESS_BROWSER_SEED", "20261127"))
-#: Seconds between a step and the key pressed after it.
-PACES = (0.05, 0.3, 1.0)
+#: When the key is pressed after the step before: 0.05 s or 0.3 s later (test input: a pace
+#: faster than a person's, the app may still be redrawing, which is the point), or once the page
+#: is at rest (Streamlit idle, nothing greyed, steady: what a person at a usual pace sees).
+AT_REST = "at rest"
+PACES = (0.05, 0.3, AT_REST)
 ASPECTS = ("coherence", "overall", "engagingness", "fluency")
 #: How often each step is drawn.
 WEIGHTS = dict(press=10, switch_dataset=3, switch_run=2, rename=1, delete=1, open_link=2)
@@ -93,8 +98,7 @@ class Walk:
         self.idle()
         # What the box offers (a dataset renamed in another tab keeps its old name here until
         # the page runs again).
-        choice = self.rng.choice(options_of(self.page, "Dataset"))
-        pick_option(self.page, "Dataset", choice, exact=True)
+        choice = pick_one_of(self.page, "Dataset", self.rng.choice)
         blur(self.page)
         self.log.append(f"dataset {choice}")
 
@@ -102,15 +106,17 @@ class Walk:
         self.idle()
         if not Screen.read(self.page).run:
             return
-        options = options_of(self.page, "LLM run")
-        choice = self.rng.choice(options)
-        pick_option(self.page, "LLM run", choice, exact=True)
+        choice = pick_one_of(self.page, "LLM run", self.rng.choice)
         blur(self.page)
         self.log.append(f"run {choice}")
 
     def press(self) -> None:
         pace = self.rng.choice(PACES)
-        self.page.wait_for_timeout(int(pace * 1000))   # a person's pace, not a wait for state
+        if pace == AT_REST:
+            self.idle()
+            at_rest(self.page)
+        else:
+            pause_as_a_person(self.page, pace)
         if not Screen.read(self.page).has_pair:
             self.idle()
             if not Screen.read(self.page).has_pair:
@@ -120,7 +126,8 @@ class Walk:
         _, stored = press_and_check(self.page, self.reruns, self.ledger, letter)
         self.presses += 1
         self.stored += len(stored)
-        self.log.append(f"press {letter} after {pace} s: {'stored' if stored else 'refused'}")
+        when = pace if pace == AT_REST else f"after {pace} s"
+        self.log.append(f"press {letter} {when}: {'stored' if stored else 'refused'}")
         self.check_run_aspect()
 
     def rename(self) -> None:

@@ -33,6 +33,16 @@ def _current_tau(page) -> str:
     return re.search(r"Current tau = (\d\.\d{4})", caption.inner_text()).group(1)
 
 
+#: The page shows a P(A) metric at the current tau the sidebar shows.
+_TAU_AND_P_A_AGREE_JS = r"""() => {
+  const m = document.body.innerText.match(/Current tau = (\d\.\d{4})/);
+  if (!m) return false;
+  const label = 'P(A) at tau = ' + Number(m[1]).toFixed(3);
+  return [...document.querySelectorAll('[data-testid="stMetric"]')]
+    .some(e => e.innerText.includes(label));
+}"""
+
+
 def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
     """The sidebar's current tau and the page's P(A) at that tau, once the page shows both for
     the same tau (key presses on the slider queue reruns; the sidebar may be drawn first)."""
@@ -44,9 +54,13 @@ def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
         found = page.locator('[data-testid="stMetric"]').filter(has_text=label)
         if found.count():
             return tau, found.first.locator('[data-testid="stMetricValue"]').inner_text()
-        if time.monotonic() > deadline:
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
             raise AssertionError(f"no metric {label!r} on the page")
-        page.wait_for_timeout(500)
+        try:   # until the page shows a P(A) at the tau it shows (then read both again)
+            page.wait_for_function(_TAU_AND_P_A_AGREE_JS, timeout=left_s * 1000)
+        except playwright_api.TimeoutError:
+            raise AssertionError(f"no metric {label!r} on the page") from None
 
 
 def _load_sample(page, url: str) -> None:
@@ -134,7 +148,9 @@ def _start_a_run_and_come_back(page) -> None:
     watched = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
     assert earlier not in watched.inner_text()
     assert watched.inner_text().split(" [")[0] == name
-    visible(page.get_by_text(re.compile(r"\d+/2 comparisons")).first, 60_000)
+    # The worker loads the judge (torch and the weights) before its first "N/2": minutes on a
+    # machine loaded by other work, where the page says "0 comparisons · loading the judge".
+    visible(page.get_by_text(re.compile(r"\d+/2 comparisons")).first, 240_000)
     assert page.get_by_role("combobox", name="Selection strategy").input_value() == "symmetric"
     budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
     assert budget.input_value() == "2"
