@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from compassess_core.stats.leaderboard import lc_win_rates_against  # noqa: E402
 from compassess_core.stats.length_bias import (alpaca_eval_lc_win_rates,  # noqa: E402
                                                baseline_annotations, length_controlled_strengths)
-from test_length_bias_alpaca_eval import (_alpaca_glm, _annotations_frame,  # noqa: E402
+from tests.stats.test_length_bias_alpaca_eval import (_alpaca_glm, _annotations_frame,  # noqa: E402
                                           _simulated_run)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from test_http_guard import (ADMIN, Server, Session, free_port, secrets_toml,  # noqa: E402
+from tests.people.test_http_guard import (ADMIN, Server, Session, free_port, secrets_toml,  # noqa: E402
                              sign_in_cookie)
 
 #: Sessions, and reruns each (under the guard's burst for a connection without a role).

@@ -28,8 +28,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from browser_walk import Reruns, app_server, fake_judge_run  # noqa: E402
-from test_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser_walk import Reruns, app_server, fake_judge_run  # noqa: E402
+from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 #: The pages (their URL paths) and whether they take the run in the URL.
 PAGES = ("", "upload", "run", "leaderboard", "rankings", "scores", "matrix", "bias", "compare",

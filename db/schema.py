@@ -9,7 +9,7 @@ scanning a whole table once per deleted row.
 
 This module must never issue SQL or hold a connection: it only describes tables. A change here
 needs a new migration in ``db/migrations/versions`` (``alembic -c db/alembic.ini revision
---autogenerate``); ``tests/test_store.py`` fails when the two disagree.
+--autogenerate``); ``tests/db/test_store.py`` fails when the two disagree.
 """
 
 from __future__ import annotations

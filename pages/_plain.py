@@ -3,7 +3,7 @@
 
 Missing values show empty everywhere: :func:`plain` empties a table's missing texts, and every
 ``st.dataframe`` of the pages passes ``placeholder=""``, without which Streamlit prints the word
-"None" for a missing number (an unjudged candidate's score); ``tests/test_app_missing_cells.py``
+"None" for a missing number (an unjudged candidate's score); ``tests/app/test_app_missing_cells.py``
 checks both.
 
 A module of its own so that the sign-in gate (``pages/_auth.py``) and the page helpers

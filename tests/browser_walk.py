@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 # test_browser skips the module without chromium
-from test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, playwright_api
+from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, playwright_api
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"

@@ -196,43 +196,43 @@ def _module_fixtures(item) -> list[str]:
 #: seconds after/before (`--cpu-durations`) where a test was made cheaper since; the first key
 #: that matches counts. Only the order they make matters.
 _EXPECTED_S = {
-    "tests/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 146,
-    "tests/test_docs_commands.py::test_the_blocks_run_as_written[docs/panels.md]": 31,
-    "tests/test_docs_commands.py::test_the_blocks_run_as_written[docs/annotate.md]": 18,
-    "tests/test_browser_state_machine.py": 131,
-    "tests/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 119,
-    "tests/test_browser_screens.py": 63,
-    "tests/test_tuning_model.py::test_cli_tune_on_the_sample": 28,
-    "tests/test_browser_app_writes.py::test_a_revisited_run_form_shows_what_the_plan_uses": 53,
-    "tests/test_browser_annotate.py::test_two_annotators_at_once_in_chromium": 52,
-    "tests/test_browser_view_state.py": 51,
-    "tests/test_browser_sign_in.py": 49,
-    "tests/test_browser_payloads.py": 48,
-    "tests/test_judge_memory.py::test_streamed_conversion_equals_transformers_gguf_loading": 62,
-    "tests/test_leaderboard.py::test_sample_run_with_the_bundled_judge": 27,
-    "tests/test_browser.py::test_click_through_the_app_in_chromium": 29,
-    "tests/test_aspects_one_pass.py::test_thin_prefixes_are_looked_through": 31,
-    "tests/test_aspects_one_pass.py::test_thin_prefixes_lift_their_prompts": 27,
-    "tests/test_aspects_one_pass.py::test_the_aspects_of_a_pair_run_with_the_pair": 13,
-    "tests/test_aspects_one_pass.py::test_p_of_four_aspects_in_one_pass": 13,
-    "tests/test_cli.py::test_run_evaluate_rank_export_on_real_model": 27,
-    "tests/test_cli.py::test_kill_mid_run_then_resume_recomputes_nothing": 20,
-    "tests/test_cli.py::test_sigterm_stops_cleanly_and_marks_run_cancelled": 19,
-    "tests/test_browser_prompt_library.py": 25,
-    "tests/test_browser_app_writes.py::test_three_renames_in_a_row": 19,
-    "tests/test_browser_app_writes.py::test_a_start_clicked_on_the_screen_before_a_switch": 15,
-    "tests/test_http_guard.py::test_uploads_need_an_admin": 21,
-    "tests/test_browser_report.py": 17,
-    "tests/test_explain_model.py": 13,
-    "tests/test_browser_leaderboard.py": 16,
-    "tests/test_app_run.py::test_cancel_then_resume_from_the_page": 15,
-    "tests/test_browser_hardening.py::test_a_cookie_copied_before_sign_out": 15,
-    "tests/test_browser_annotate_switch.py::test_a_click_after_a_dataset_switch": 14,
-    "tests/test_app_scoring.py::test_scoring_run_from_the_page_with_the_bundled_model": 13,
-    "tests/test_browser_hardening.py::test_a_page_load_makes_no_request": 13,
-    "tests/test_browser_annotate_switch.py::test_annotate_asks_about": 12,
-    "tests/test_judge.py::test_grouped_query_attention_on_cpu": 12,
-    "tests/test_worker.py::test_the_app_starts_a_low_priority_worker": 12,
+    "tests/docs/test_docs_commands.py::test_the_blocks_run_as_written[README.md]": 146,
+    "tests/docs/test_docs_commands.py::test_the_blocks_run_as_written[docs/panels.md]": 31,
+    "tests/docs/test_docs_commands.py::test_the_blocks_run_as_written[docs/annotate.md]": 18,
+    "tests/browser/test_browser_state_machine.py": 131,
+    "tests/api/test_api.py::test_the_docs_walkthrough_runs_on_the_bundled_model": 119,
+    "tests/browser/test_browser_screens.py": 63,
+    "tests/runs/test_tuning_model.py::test_cli_tune_on_the_sample": 28,
+    "tests/browser/test_browser_app_writes.py::test_a_revisited_run_form_shows_what_the_plan_uses": 53,
+    "tests/browser/test_browser_annotate.py::test_two_annotators_at_once_in_chromium": 52,
+    "tests/browser/test_browser_view_state.py": 51,
+    "tests/browser/test_browser_sign_in.py": 49,
+    "tests/browser/test_browser_payloads.py": 48,
+    "tests/judges/test_judge_memory.py::test_streamed_conversion_equals_transformers_gguf_loading": 62,
+    "tests/stats/test_leaderboard.py::test_sample_run_with_the_bundled_judge": 27,
+    "tests/browser/test_browser.py::test_click_through_the_app_in_chromium": 29,
+    "tests/judges/test_aspects_one_pass.py::test_thin_prefixes_are_looked_through": 31,
+    "tests/judges/test_aspects_one_pass.py::test_thin_prefixes_lift_their_prompts": 27,
+    "tests/judges/test_aspects_one_pass.py::test_the_aspects_of_a_pair_run_with_the_pair": 13,
+    "tests/judges/test_aspects_one_pass.py::test_p_of_four_aspects_in_one_pass": 13,
+    "tests/cli/test_cli.py::test_run_evaluate_rank_export_on_real_model": 27,
+    "tests/cli/test_cli.py::test_kill_mid_run_then_resume_recomputes_nothing": 20,
+    "tests/cli/test_cli.py::test_sigterm_stops_cleanly_and_marks_run_cancelled": 19,
+    "tests/browser/test_browser_prompt_library.py": 25,
+    "tests/browser/test_browser_app_writes.py::test_three_renames_in_a_row": 19,
+    "tests/browser/test_browser_app_writes.py::test_a_start_clicked_on_the_screen_before_a_switch": 15,
+    "tests/people/test_http_guard.py::test_uploads_need_an_admin": 21,
+    "tests/browser/test_browser_report.py": 17,
+    "tests/runs/test_explain_model.py": 13,
+    "tests/browser/test_browser_leaderboard.py": 16,
+    "tests/app/test_app_run.py::test_cancel_then_resume_from_the_page": 15,
+    "tests/browser/test_browser_hardening.py::test_a_cookie_copied_before_sign_out": 15,
+    "tests/browser/test_browser_annotate_switch.py::test_a_click_after_a_dataset_switch": 14,
+    "tests/app/test_app_scoring.py::test_scoring_run_from_the_page_with_the_bundled_model": 13,
+    "tests/browser/test_browser_hardening.py::test_a_page_load_makes_no_request": 13,
+    "tests/browser/test_browser_annotate_switch.py::test_annotate_asks_about": 12,
+    "tests/judges/test_judge.py::test_grouped_query_attention_on_cpu": 12,
+    "tests/api/test_worker.py::test_the_app_starts_a_low_priority_worker": 12,
 }
 
 
@@ -374,7 +374,7 @@ else:
 
 
 def _loads_so_far() -> tuple[int, int]:
-    import warm_cli
+    from tests import warm_cli
     return len(_IN_PROCESS_LOADS), len(warm_cli.LOADS)
 
 
@@ -391,7 +391,7 @@ def pytest_runtest_call(item):
     result = yield
     before = getattr(item, "_model_loads_before", None)
     if before is not None and not item.get_closest_marker("model") and _loads_so_far() != before:
-        import warm_cli
+        from tests import warm_cli
         pytest.fail("this test loads a model but is not marked @pytest.mark.model (so "
                     "`make test-fast` would load it): "
                     f"{_IN_PROCESS_LOADS[before[0]:] + warm_cli.LOADS[before[1]:]}", pytrace=False)

@@ -3,7 +3,7 @@ has already imported torch and transformers and loaded the bundled judge.
 
 ``python -m compassess_core.cli`` imports torch and transformers and loads the judge before it
 does anything: seconds per command, a minute per README block, on this machine. The tests that
-run the command line (``tests/test_docs_commands.py``, the ``cli(...)`` helpers) start one server
+run the command line (``tests/docs/test_docs_commands.py``, the ``cli(...)`` helpers) start one server
 (``WarmCli``) and send it each command: it forks, and the child is the command, with the caller's
 working directory, environment, stdin, stdout and stderr (the file descriptors themselves, passed
 over a Unix socket) and its own exit status, so a command sees what it would see started fresh.
@@ -13,7 +13,7 @@ usual. What the process imported at start (``PYTHONPATH``, ``TQDM_*``, ``MPLBACK
 from the environment the server was started with.
 
 The entry point itself (``python -m compassess_core.cli``, its signals and exit codes) keeps
-real subprocess tests in ``tests/test_cli.py``.
+real subprocess tests in ``tests/cli/test_cli.py``.
 
 Every reply says whether the command loaded a model, so a test without the ``model`` mark that
 loads one through the command line fails (``tests/conftest.py``).
@@ -325,7 +325,7 @@ def close_all() -> None:
 CLIENT = """\
 import os, sys
 sys.path.insert(0, {here!r})
-import warm_cli
+from tests import warm_cli
 code, _ = warm_cli.request(os.environ["COMPASSESS_WARM_CLI"], sys.argv[1:], cwd=os.getcwd(),
                            env={{k: v for k, v in os.environ.items() if k != "COMPASSESS_WARM_CLI"}})
 sys.exit(code)

@@ -2,7 +2,7 @@
 reach its store: a :class:`StoreHandle`. ``store.Store`` is one; the objects are given it when
 they are made and never import ``store`` (nor each other's modules for it), so the API package
 has no import circle: ``store`` imports the objects' modules, never the reverse
-(``tests/test_api_imports.py`` checks it).
+(``tests/api/test_api_imports.py`` checks it).
 
 This module imports nothing of the API: it is the bottom of the package.
 """

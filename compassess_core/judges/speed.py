@@ -23,7 +23,7 @@ import numpy as np
 ROUGH_CHARS_PER_TOKEN = 4.0
 #: Prompt tokens per second of judging when no run of the model measured its own: a round figure
 #: between what the bundled 135M judge measured on the shared 2-core development machine under
-#: other load (11-53 tokens/s, tests/test_honest_time.py's runs) and what its comparisons/s on a
+#: other load (11-53 tokens/s, tests/runs/test_honest_time.py's runs) and what its comparisons/s on a
 #: quiet one imply (docs/results.md section 4: several hundred). Only an order of magnitude: the
 #: Run page says so; a larger model is slower, a GPU much faster.
 ROUGH_TOKENS_PER_S = 200.0

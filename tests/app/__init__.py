@@ -1,0 +1,1 @@
+"""Tests of the pages through Streamlit's AppTest (app.py and pages/)."""

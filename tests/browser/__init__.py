@@ -1,0 +1,1 @@
+"""Tests of the real app in Chromium (one server per module)."""

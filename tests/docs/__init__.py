@@ -1,0 +1,1 @@
+"""Tests of the commands of README.md and docs/ as written, and the benchmarks' imports."""

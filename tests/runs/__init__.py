@@ -1,0 +1,1 @@
+"""Tests of compassess_core/runs."""
