@@ -38,7 +38,7 @@ from pages._auth import page_link
 from pages._plain import plain  # noqa: F401 - the pages import it from here too
 from pages._plain import plain_message
 from pages._store import api_store, db_url  # noqa: F401 - likewise
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATH = REPO_ROOT / "assets" / "sample_summeval.csv"

@@ -26,7 +26,7 @@ from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, at_tau, db_url, fmt, plain, preview, run_controls,
                            show_chart)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 #: The Rankings sidebar choice of probabilities.
 RAW, CALIBRATED = "as the judge gave them", "calibrated on human labels"

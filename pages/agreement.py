@@ -24,7 +24,7 @@ from pages._common import (api_store, at_tau, fit_columns, fmt, judge_warning, p
                            show_chart, tau_control)
 from pages._comparison import comparison_view
 from pages._judges import calibration_section
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 
@@ -275,12 +275,15 @@ fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10),
                   yaxis=dict(title="share won by the first / left position", range=[0, 1.1]))
 show_chart(b1, fig, key="bias_chart", width="stretch")
 with b2:
-    st.dataframe(plain(bias.reset_index().rename(columns={"share_first": "share first/left",
-                                                          "n": "judgements"}), "text"),
-                 hide_index=True, width="stretch", placeholder="",
-                 column_config={"share first/left": st.column_config.NumberColumn(
-                     format="%.3f", width="small"), "judgements": st.column_config.NumberColumn(
-                     width="small")})
+    shown = plain(bias.reset_index().rename(columns={"share_first": "share first/left",
+                                                     "n": "judgements"}), "text")
+    # Half of what a 1024 px window leaves is about 315 px: who judged gets 150 of them (a
+    # longer name shows whole where its cell is clicked), the two numbers a small column each.
+    st.dataframe(shown, hide_index=True, width="stretch", placeholder="",
+                 column_config={shown.columns[0]: st.column_config.Column(width=150),
+                                "share first/left": st.column_config.NumberColumn(
+                                    format="%.3f", width="small"),
+                                "judgements": st.column_config.NumberColumn(width="small")})
     st.caption("People: share of their decisive app judgements (ties, skips and imported labels left "
                "out) that picked the left text. LLM: P(A), the share of comparisons won by the "
                "first position (eq. 8), raw and at the current tau (eq. 10).")

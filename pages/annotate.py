@@ -43,7 +43,7 @@ from pages._plain import plain_message
 from pages._common import (AppRun, api_store, as_shown, cached_dataset, list_runs,
                            default_aspect, pick_aspect, pick_dataset, plain,
                            show_problems_table)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

@@ -17,7 +17,7 @@ from pages._common import (PER_CONTEXT, at_tau, fit_columns, fmt, length_bias_me
                            result_page_header, show_chart, tau_effect_note, use_balanced_tau,
                            use_per_context_tau)
 from pages._comparison import comparison_view, open_comparison
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

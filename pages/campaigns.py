@@ -22,7 +22,7 @@ from pages import _view as view
 from pages._plain import plain_message
 from pages._common import (api_store, aspect_label, aspect_options, cached_dataset, column_labels,
                            data_aspects, default_aspect, fmt, pick_dataset, pick_object, plain)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 me = guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

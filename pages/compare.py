@@ -18,7 +18,7 @@ from pages._common import (AppRun, compare_runs, data_range, debias_in_use, fmt,
                            judge_warning, list_runs, pick_object, plain, result_page_header,
                            running_or_partial_note, show_chart, show_paired)
 from pages._comparison import comparison_view
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

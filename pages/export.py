@@ -22,7 +22,7 @@ from pages._common import (at_tau, baseline_control, ci_control, db_url, debias_
                            download_with_settings, fit_columns, is_scoring_run, page_run, partial_warning, plain,
                            prepared_download, run_controls)
 from pages._judges import probability_source
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

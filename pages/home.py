@@ -17,7 +17,7 @@ from pages._auth import guard, require, viewer
 from pages._plain import plain_message
 from pages._common import (SAMPLE_NAME, SAMPLE_PATH, api_store, column_labels, fit_columns,
                            list_runs, pick_id, plain)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

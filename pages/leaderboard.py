@@ -26,7 +26,7 @@ from pages._plain import plain_message
 from pages._common import (at_tau, axis_labels, baseline_control, default_reference_index,
                            download_with_settings, fmt, length_bias_metrics, plain,
                            result_page_header, show_chart, square_chart_layout)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

@@ -25,7 +25,7 @@ from pages._plain import plain_message
 from pages._common import (AppRun, api_store, aspect_label, column_labels, data_aspects,
                            db_url, fit_columns, fmt, is_pairwise, judges_stamp, list_runs, method_control,
                            pick_dataset, pick_object, plain, prepared_download, show_paired)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

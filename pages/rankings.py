@@ -19,7 +19,7 @@ from pages._auth import guard
 from pages._common import (at_tau, ci_control, default_reference_index, fmt, is_scoring_run,
                            page_run, partial_warning, plain, preview, tau_effect_note)
 from pages._judges import fused_section, run_with_probability_source
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

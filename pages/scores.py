@@ -25,7 +25,7 @@ from pages._auth import guard, require
 from pages._plain import plain_message
 from pages._common import (AppRun, api_store, fmt, list_runs, partial_warning, pick_object, plain,
                            preview, show_chart, show_problems_table)
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

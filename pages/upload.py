@@ -23,7 +23,7 @@ from pages._auth import guard, require
 from pages import _view as view
 from pages._plain import plain_message, plain_within
 from pages._common import api_store, plain, show_problems_table
-from compassess_core.report_text import counted
+from compassess_core.api import counted
 
 guard(__file__)  # signed in, with a role that may open this page (pages/_auth.py)
 

@@ -325,7 +325,7 @@ def close_all() -> None:
 CLIENT = """\
 import os, sys
 sys.path.insert(0, {here!r})
-from tests import warm_cli
+import warm_cli
 code, _ = warm_cli.request(os.environ["COMPASSESS_WARM_CLI"], sys.argv[1:], cwd=os.getcwd(),
                            env={{k: v for k, v in os.environ.items() if k != "COMPASSESS_WARM_CLI"}})
 sys.exit(code)

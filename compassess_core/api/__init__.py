@@ -68,6 +68,9 @@ from ..runs.prompts import custom_template as template_from_text
 # points), and how a download is named from such names (``export.file_name``).
 from ..limits import visible
 from ..data.export import FORMATS as EXPORT_FORMATS, file_name, sidecar_name
+# How a count is written in a sentence ("1 context", "3 contexts"), the same on every page, in
+# the command line and in the report.
+from ..report_text import counted
 
 #: Ranking methods of ``Run.rankings(method=...)`` (``compassess rank --method``).
 RANKING_METHODS: tuple[str, ...] = tuple(METHODS)
@@ -95,6 +98,6 @@ __all__ = [
     "JudgeCatalog", "JudgeServers", "judge_servers", "RunProgress", "has_live_worker",
     "Job", "JobStatus", "JOB_KINDS",
     "template_from_text",
-    "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name",
+    "max_upload_mb", "max_upload_bytes", "visible", "file_name", "sidecar_name", "counted",
     "EXPORT_FORMATS",
 ]

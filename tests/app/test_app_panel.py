@@ -139,7 +139,7 @@ def test_every_panel_table_shows_a_bidi_control_as_its_code_point(app_env, tmp_p
     as ``⟨U+202E⟩`` in every table of the Panel page (``pages/_plain.plain``), never raw."""
     import pandas as pd
 
-    import tests.test_panel as panel_tests
+    import tests.stats.test_panel as panel_tests
     sample = pd.read_csv(panel_tests.SAMPLE)
     for column in ("context_id", "candidate_id", "system"):
         sample[column] = sample[column].astype(str) + "\u202e" + "x"

@@ -100,9 +100,9 @@ CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stPlotly
 
 #: Tables, by the heading above them, that fit the width a 1024 px window leaves beside the
 #: sidebar (Streamlit's grid scrolls inside itself: the page does not, so SIDEWAYS_JS misses it).
-#: Wider tables by design (the leaderboard, the paired tests, the exports' first rows) pin what
-#: names a row instead.
-FIT_AT_1024 = ("Datasets in the store", "Runs in the store", "Most order-dependent comparisons",
+#: Wider tables by design (the leaderboard, the paired tests, the exports' first rows, the runs
+#: of the store with their ten columns) pin what names a row instead.
+FIT_AT_1024 = ("Datasets in the store", "Most order-dependent comparisons",
                "Positional bias: people vs the LLM", "Rankings: people alone vs the LLM")
 #: Each table in view that scrolls sideways inside itself: the heading above it and by how much.
 TABLES_SIDEWAYS_JS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
@@ -125,6 +125,28 @@ def drawn(page, text: str, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(NO_SPINNER_JS, timeout=timeout_ms)   # cached reads done
     page.wait_for_function(TABLES_DRAWN_JS, timeout=60_000)
     page.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000)
+    tables_laid_out(page)
+
+
+#: Each table's grid: its width and how far it scrolls inside itself (the grid sizes its
+#: columns after it first draws, so these change for a while after the table shows).
+TABLE_LAYOUT_JS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(t => {
+    const s = t.querySelector('.dvn-scroller');
+    return [t.getBoundingClientRect().width, s ? s.scrollWidth : -1, s ? s.clientWidth : -1]; })"""
+
+
+def tables_laid_out(page, timeout_s: float = 60.0) -> None:
+    """Wait until every table's layout is the same in three readings in a row: the grid has
+    sized its columns (what the sideways check measures)."""
+    import time
+    readings: list = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-3:]
+        if len(readings) == 3 and readings[0] == readings[1] == readings[2]:
+            return
+        page.wait_for_timeout(100)   # a poll interval between readings, not a wait for a state
+    raise AssertionError(f"the tables' layout kept changing for {timeout_s:.0f} s: {readings}")
 
 
 def build_store(db_url: str) -> dict:

@@ -488,3 +488,23 @@ def test_rank_prints_missing_values_blank_and_leaves_out_an_empty_system_column(
     assert row.split()[:2] == [ctx.context_id, left_out], row   # blank rank and score
     code, out, err = cli(capsys, "rank", "--run", "partial", "--format", "csv", "--db", db_url)
     assert "system" in out.splitlines()[0]
+
+
+def test_a_notebook_reads_rankings_and_exports_at_the_defaults_of_the_commands():
+    """``Run.rankings()``, ``export()`` and ``evaluation()`` with no options read as ``compassess
+    rank``, ``export`` and ``evaluate`` do (Bradley-Terry at the balanced tau*), and a panel,
+    whose p are its members' debiased verdicts, at 0.5."""
+    import inspect
+
+    from compassess_core.cli.parser import parse_args
+
+    for command, method in (("rank", api.Verdicts.rankings), ("export", api.Verdicts.export),
+                            ("evaluate", api.Verdicts.evaluation)):
+        argv = [command, "--run", "r"] + (["--what", "rankings", "--format", "csv", "-o", "x.csv"]
+                                          if command == "export" else [])
+        args = parse_args(argv)
+        params = inspect.signature(method).parameters
+        assert params["method"].default == args.method, command
+        debias = params["debias"].default
+        assert (debias if debias is not None else api.Verdicts.default_debias) == args.debias
+    assert api.Verdicts.default_debias == "balanced" and api.Panel.default_debias == "none"
