@@ -54,6 +54,9 @@ class Panel(Verdicts):
     :meth:`Store.panel` or :meth:`Store.create_panel`.
     """
 
+    #: A panel's p are its members' debiased verdicts combined: read at 0.5 unless told.
+    default_debias = "none"
+
     def __init__(self, store: StoreHandle, info) -> None:
         self.panel_info = info
         self.member_runs = [Run(store, store.backend.get_run(r)) for r in info.run_ids]

@@ -140,6 +140,17 @@ class Verdicts:
     that makes P(A) = P(B) = 0.5, eq. 10), ``"balanced-per-context"`` or a number in (0, 1).
     """
 
+    #: The threshold a ranking or export reads at when none is named: the balanced tau*, the
+    #: default of the app and of every command, so a notebook reads the same ranking.
+    default_debias: str = "balanced"
+
+    def _debias(self, debias: str | float | None) -> str | float:
+        """``debias`` as given, else :attr:`default_debias` (scoring and absolute runs have no
+        threshold: ``"none"``)."""
+        if debias is not None:
+            return debias
+        return self.default_debias if self._kind.is_pairwise else "none"
+
     def __init__(self, store: StoreHandle, info, *, dataset: Dataset | None = None,
                  results: Any = None, parts: tuple | None = None) -> None:
         """``info`` is the store's record of the run. A caller that already holds them (the
@@ -287,14 +298,15 @@ class Verdicts:
         view, parts_at, _ = self._at(debias)
         return analysis.tau_effect(self._split()[0], view, parts_at, method)
 
-    def rankings(self, method: str = "win-ratio", debias: str | float = "none", *,
+    def rankings(self, method: str = DEFAULT_METHOD, debias: str | float | None = None, *,
                  ci: bool = False, context: str | None = None, which: str = "expected",
                  score: str = "level", threshold: float | None = None) -> pd.DataFrame:
         """One row per candidate, ranked within its context (rank 1 = best): ``compassess rank``.
 
         Comparative runs: ``method`` (:data:`RANKING_METHODS`: win ratio, eq. 6; average
         probability; Bradley-Terry; product of experts) at the threshold ``debias``, with
-        bootstrap 95% intervals when ``ci``. Scoring runs: ranked by ``which`` (``expected``
+        bootstrap 95% intervals when ``ci``; by default Bradley-Terry at :attr:`default_debias`
+        (a run's balanced tau*), as ``compassess rank`` and the app. Scoring runs: ranked by ``which`` (``expected``
         = G-Eval, ``argmax``). Absolute runs: by ``score`` (``level``, calibrated 1..N, or the
         paper's ``score``), with ``pass`` at ``score >= threshold`` when given. ``context``:
         one context only. Every reference-score column of the dataset is alongside.
@@ -304,6 +316,7 @@ class Verdicts:
         InputError
             An unknown method, threshold, score or context.
         """
+        debias = self._debias(debias)
         frame = self._kind.rank(self.dataset, self.results,
                                 self._options(method=method, debias=debias, ci=ci, which=which,
                                               score=score, threshold=threshold))
@@ -316,7 +329,7 @@ class Verdicts:
             frame = frame[frame["context_id"] == context].reset_index(drop=True)
         return frame
 
-    def ranking_metadata(self, method: str = "win-ratio", debias: str | float = "none", *,
+    def ranking_metadata(self, method: str = DEFAULT_METHOD, debias: str | float | None = None, *,
                          which: str = "expected", score: str = "level",
                          threshold: float | None = None) -> dict:
         """How :meth:`rankings` with these options ranks (what a rankings export records):
@@ -326,7 +339,7 @@ class Verdicts:
             return {"method": "g-eval expected score" if which == "expected" else "argmax score"}
         if self.kind == "absolute":
             return {"score": score, "threshold": threshold}
-        view = self._at(debias)[0]
+        view = self._at(self._debias(debias))[0]
         fields = {"method": method, "debias": view.debias,
                   "tau": None if view.per_context else view.tau}
         if view.per_context:
@@ -336,7 +349,7 @@ class Verdicts:
             fields["calibration"] = self.calibration
         return fields
 
-    def evaluation(self, method: str = "win-ratio", debias: str | float = "balanced", *,
+    def evaluation(self, method: str = DEFAULT_METHOD, debias: str | float = "balanced", *,
                    reference: str | None = None, score: str = "level",
                    threshold: float | None = None
                    ) -> EvaluationReport | ScoringEvaluation | AbsoluteEvaluation:
@@ -712,8 +725,8 @@ class Verdicts:
             disagreements=disagreements(human, at, tau, ties=ties, tie_band=tie_band),
             threshold=label)
 
-    def export_bytes(self, what: str = "rankings", fmt: str = "csv", *, method: str = "win-ratio",
-                     debias: str | float = "none", ci: bool = True, which: str = "expected",
+    def export_bytes(self, what: str = "rankings", fmt: str = "csv", *,
+                     method: str = DEFAULT_METHOD, debias: str | float | None = None, ci: bool = True, which: str = "expected",
                      score: str = "level", threshold: float | None = None) -> ExportFile:
         """The export of the rankings (as :meth:`rankings` with these options, with 95%
         intervals when ``ci``) or of every stored result (``what="comparisons"``), as the bytes of
@@ -732,6 +745,7 @@ class Verdicts:
                              "(or name the file with one of those suffixes)")
         meta = {"run": self.name, "dataset": self.dataset.name, "settings": self.info.settings,
                 "judge": self.info.judge_key, "compassess_version": __version__}
+        debias = self._debias(debias)
         if what == "rankings":
             frame = self.rankings(method, debias, ci=ci, which=which, score=score,
                                   threshold=threshold)
@@ -761,8 +775,8 @@ class Verdicts:
         return ExportFile(data=data, sidecar=sidecar, frame=frame, metadata=meta)
 
     def export(self, path: str | os.PathLike, what: str = "rankings", *,
-               format: str | None = None, method: str = "win-ratio",
-               debias: str | float = "none", ci: bool = True, which: str = "expected",
+               format: str | None = None, method: str = DEFAULT_METHOD,
+               debias: str | float | None = None, ci: bool = True, which: str = "expected",
                score: str = "level", threshold: float | None = None) -> list[Path]:
         """Write :meth:`export_bytes` to ``path`` (``format``: ``csv``, ``json`` or ``parquet``,
         default from the file's suffix) and, for CSV and Parquet, its ``.settings.json`` sidecar
