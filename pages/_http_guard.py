@@ -160,7 +160,7 @@ class HttpGuard:
             upload = _UPLOAD_PATH.search(path)
             if upload and method in ("PUT", "POST"):
                 refusal, reserved = await run_in_threadpool(self._upload_refusal, scope,
-                                                            upload.group(1))
+                                                            upload.group(1), upload.group(2))
                 if refusal is not None:
                     return await _refuse(scope, send, *refusal)
                 try:
@@ -200,8 +200,8 @@ class HttpGuard:
                 _anonymous_sockets.close(client)
         return await policy.serve(self.app, scope, receive, send)
 
-    def _upload_refusal(self, scope, session_id: str
-                        ) -> tuple[tuple[int, bytes] | None, tuple[str, int] | None]:
+    def _upload_refusal(self, scope, session_id: str, file_id: str
+                        ) -> tuple[tuple[int, bytes] | None, tuple[str, str] | None]:
         """Whether an upload to ``session_id`` is refused (status, body), and what it reserved
         of the session's bounds when it is not (released once Streamlit has its answer)."""
         if self.sign_in:
@@ -210,10 +210,10 @@ class HttpGuard:
                 return (403, b"Sign in as an admin to upload files"), None
         length = _header(scope, b"content-length")
         incoming = int(length) if length and length.isdigit() else max_upload_bytes()
-        if not _upload_reservations.reserve(session_id, incoming):
+        if not _upload_reservations.reserve(session_id, file_id, incoming):
             return (413, b"This session holds too many uploaded files: remove one, or reload "
                          b"the page"), None
-        return None, (session_id, incoming)
+        return None, (session_id, file_id)
 
 
 async def _refuse(scope, send, status: int, body: bytes) -> None:
@@ -540,36 +540,41 @@ MAX_UPLOADS_PER_SESSION = 8
 
 
 class _UploadReservations:
-    """Uploads let through and not answered yet, by session: checked and counted under one
-    lock, before the body is read, so parallel uploads cannot all pass the same check (each
-    sees those before it). An upload counts as held from its check on; once Streamlit has
-    stored it, it is in the session's files and its reservation is released."""
+    """Uploads let through and not answered yet, by session and file id: checked and counted
+    under one lock, before the body is read, so parallel uploads cannot all pass the same check
+    (each sees those before it). An upload counts as held from its check on; once Streamlit has
+    stored it, it is in the session's files and its reservation is released. A file counts once
+    while it is both stored and not yet released (the moment between the two), so a session is
+    never refused a file it may still hold."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[int, int]] = {}
+        self._pending: dict[str, dict[str, int]] = {}
 
-    def reserve(self, session_id: str, incoming: int) -> bool:
-        """Reserve one file of ``incoming`` bytes for ``session_id`` unless the files it holds
-        and those reserved would then pass :data:`MAX_UPLOADS_PER_SESSION` files or
+    def reserve(self, session_id: str, file_id: str, incoming: int) -> bool:
+        """Reserve file ``file_id`` of ``incoming`` bytes for ``session_id`` unless the files it
+        holds and those reserved would then pass :data:`MAX_UPLOADS_PER_SESSION` files or
         :func:`session_upload_bytes` bytes."""
         with self._lock:
-            count, held = session_uploads(session_id)
-            pending_count, pending_bytes = self._pending.get(session_id, (0, 0))
-            if (count + pending_count >= MAX_UPLOADS_PER_SESSION
-                    or held + pending_bytes + incoming > session_upload_bytes()):
+            held = session_upload_sizes(session_id)
+            pending = self._pending.setdefault(session_id, {})
+            files = set(held) | set(pending) | {file_id}
+            size = (sum(n for f, n in held.items() if f not in pending and f != file_id)
+                    + sum(n for f, n in pending.items() if f != file_id) + incoming)
+            if len(files) > MAX_UPLOADS_PER_SESSION or size > session_upload_bytes():
+                if not pending:
+                    self._pending.pop(session_id, None)
                 return False
-            self._pending[session_id] = (pending_count + 1, pending_bytes + incoming)
+            pending[file_id] = incoming
             return True
 
-    def release(self, session_id: str, incoming: int) -> None:
+    def release(self, session_id: str, file_id: str) -> None:
         """The upload :meth:`reserve` let through has its answer."""
         with self._lock:
-            count, size = self._pending.get(session_id, (0, 0))
-            if count <= 1:
+            pending = self._pending.get(session_id, {})
+            pending.pop(file_id, None)
+            if not pending:
                 self._pending.pop(session_id, None)
-            else:
-                self._pending[session_id] = (count - 1, size - incoming)
 
 
 _upload_reservations = _UploadReservations()
@@ -580,14 +585,15 @@ def session_upload_bytes() -> int:
     return 2 * max_upload_bytes()
 
 
-def session_uploads(session_id: str) -> tuple[int, int]:
-    """How many files, and bytes, Streamlit holds uploaded for ``session_id`` now."""
+def session_upload_sizes(session_id: str) -> dict[str, int]:
+    """The files Streamlit holds uploaded for ``session_id`` now: bytes by file id."""
     from streamlit import runtime
     if not runtime.exists():
-        return 0, 0
+        return {}
     manager = runtime.get_instance().uploaded_file_mgr
     held = dict(getattr(manager, "file_storage", {}).get(session_id) or {})
-    return len(held), sum(len(f.data) for f in held.values())
+    return {str(file_id): len(f.data) for file_id, f in held.items()}
+
 
 
 # ------------------------------------------------------------------------------ media files

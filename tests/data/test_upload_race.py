@@ -69,3 +69,25 @@ def test_parallel_uploads_cannot_pass_the_byte_bound(small_server):
         assert statuses.count(204) == 2 and statuses.count(413) == 4, statuses
     finally:
         admin.close()
+
+
+def test_a_file_stored_but_not_yet_released_counts_once(monkeypatch):
+    """The moment between Streamlit storing an upload and its reservation being released: the
+    file is both held and reserved, and counts once, so the session's last allowed file passes
+    (counted twice, a parallel upload was refused with one file to spare)."""
+    import pages._http_guard as guard
+
+    held: dict[str, int] = {}
+    monkeypatch.setattr(guard, "session_upload_sizes", lambda session_id: dict(held))
+    book = guard._UploadReservations()
+    bound = guard.MAX_UPLOADS_PER_SESSION
+    for k in range(bound - 2):            # stored and released
+        assert book.reserve("s", f"f{k}", 10)
+        held[f"f{k}"] = 10
+        book.release("s", f"f{k}")
+    assert book.reserve("s", "stored", 10)
+    held["stored"] = 10                   # stored, its reservation not released yet
+    assert book.reserve("s", "last", 10)  # bound - 1 files held or reserved: this one passes
+    assert not book.reserve("s", "one-too-many", 10)
+    book.release("s", "stored")
+    assert not book.reserve("s", "one-too-many", 10)   # still the bound, released or not
