@@ -150,21 +150,16 @@ cols = st.columns(2)
 #: (key in the summary, metric label, unit); shown in this order, ties left out first.
 SCORES = (("accuracy_without_ties", "Raw agreement", "%"), ("kappa_without_ties", "Kappa", ""),
           ("accuracy_with_ties", "Raw agreement", "%"), ("kappa_with_ties", "Kappa", ""))
-def _count(n: int, noun: str) -> str:
-    """``1 pair``, ``3 pairs``: a count with its noun in the right number."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 for col, which, title in ((cols[0], "raw", "Raw (tau = 0.5)"),
                           (cols[1], "debiased", f"At the current {at_tau(tau, 4)}")):
     m = llm[which]
     with col.container(border=True):
         st.subheader(title)
         for row, (scope, n_pairs) in enumerate((
-                ("Ties left out", _count(m['n_without_ties'], "pair")),
-                ("Ties kept", f"{_count(m['n_with_ties'], 'pair')}, "
-                              f"{_count(m['n_human_ties'], 'human tie')}, "
-                              f"{_count(m['n_llm_ties'], 'LLM tie')}"))):
+                ("Ties left out", counted(m['n_without_ties'], "pair")),
+                ("Ties kept", f"{counted(m['n_with_ties'], 'pair')}, "
+                              f"{counted(m['n_human_ties'], 'human tie')}, "
+                              f"{counted(m['n_llm_ties'], 'LLM tie')}"))):
             st.caption(f"**{scope}** (on {n_pairs})")
             inner = st.columns(2)
             for k, (key, label, unit) in enumerate(SCORES[2 * row: 2 * row + 2]):

@@ -162,7 +162,7 @@ if reference is not None:
     skipped = (f" ({ev.contexts_skipped} skipped: all reference scores equal)"
                if ev.contexts_skipped else "")
     st.caption(f"Correlations over {ev.contexts_used} context(s){skipped}; pairwise accuracy on "
-               f"{ev.n_pairs_accuracy:,} pair{'' if ev.n_pairs_accuracy == 1 else 's'}; "
+               f"{counted(ev.n_pairs_accuracy, 'pair')}; "
                f"method: {method}.")
 
 st.subheader("Ranking" + ("" if context == ALL else f" of {plain(context)}"))
