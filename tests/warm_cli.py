@@ -7,6 +7,8 @@ run the command line (``tests/docs/test_docs_commands.py``, the ``cli(...)`` hel
 (``WarmCli``) and send it each command: it forks, and the child is the command, with the caller's
 working directory, environment, stdin, stdout and stderr (the file descriptors themselves, passed
 over a Unix socket) and its own exit status, so a command sees what it would see started fresh.
+A Python script (``python -c CODE ARGS``, the docs' ``python`` blocks) is sent the same way and
+forked the same way (``WarmCli.run(..., python=CODE)``).
 The one difference: ``judges.loading.load_model`` returns the copy loaded at start when asked
 for the same model, device and dtype (the same file: the same weights); any other model loads as
 usual. What the process imported at start (``PYTHONPATH``, ``TQDM_*``, ``MPLBACKEND``) comes
@@ -117,14 +119,19 @@ def _run_command(request: dict, fds: list[int]) -> int:
                                   line_buffering=os.isatty(1), write_through=False)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
-    sys.argv = ["compassess", *request["argv"]]
+    python = request.get("python")   # `python -c CODE ARGV...` instead of `compassess ARGV...`
+    sys.argv = ["-c", *request["argv"]] if python is not None else ["compassess", *request["argv"]]
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     import torch
     torch.set_num_threads(_THREADS[0] if _THREADS else 1)
     from compassess_core.cli import main
     try:
-        code = main(request["argv"])
+        if python is not None:
+            exec(compile(python, "<string>", "exec"), {"__name__": "__main__"})
+            code = 0
+        else:
+            code = main(request["argv"])
     except SystemExit as e:
         code = e.code
     except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, status 1
@@ -228,14 +235,15 @@ class Completed:
 
 def request(path: str, argv: list[str], *, cwd: str | os.PathLike, env: dict[str, str],
             stdin: int = 0, stdout: int = 1, stderr: int = 2,
-            timeout: float | None = None) -> tuple[int, bool]:
-    """Run ``compassess ARGV`` in the server at ``path`` on these file descriptors; its exit
-    status and whether it loaded a model."""
+            timeout: float | None = None, python: str | None = None) -> tuple[int, bool]:
+    """Run ``compassess ARGV`` (``python``: ``python -c PYTHON ARGV``) in the server at ``path``
+    on these file descriptors; its exit status and whether it loaded a model."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
         conn.connect(path)
         socket.send_fds(conn, [b"f"], [stdin, stdout, stderr])
-        _send_msg(conn, {"argv": list(argv), "cwd": str(cwd), "env": dict(env)})
+        _send_msg(conn, {"argv": list(argv), "cwd": str(cwd), "env": dict(env),
+                         **({"python": python} if python is not None else {})})
         reply = _recv_msg(conn)
     if reply["loaded_model"]:
         LOADS.append(list(argv))
@@ -271,7 +279,10 @@ class WarmCli:
             raise RuntimeError(f"the warm command line did not start:\n{self.log.read_text()[-4000:]}")
 
     def run(self, argv, *, cwd: str | os.PathLike = ROOT, env: dict[str, str] | None = None,
-            input: str | None = None, timeout: float | None = None) -> Completed:
+            input: str | None = None, timeout: float | None = None,
+            python: str | None = None) -> Completed:
+        """``python``: run ``python -c PYTHON ARGV`` instead (a script that imports
+        ``compassess_core``, as the docs' Python blocks, forked warm like a command)."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
                 tempfile.TemporaryFile() as inp:
             if input is not None:
@@ -280,7 +291,7 @@ class WarmCli:
             code, loaded = request(self.path, [str(a) for a in argv], cwd=cwd,
                                    env=dict(os.environ) if env is None else env,
                                    stdin=inp.fileno(), stdout=out.fileno(), stderr=err.fileno(),
-                                   timeout=timeout)
+                                   timeout=timeout, python=python)
             out.seek(0)
             err.seek(0)
             return Completed([str(a) for a in argv], code, out.read().decode(errors="replace"),

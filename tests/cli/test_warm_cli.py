@@ -60,3 +60,20 @@ def test_the_shim_on_path_runs_the_command_as_a_shell_would(server, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "first.txt").read_text() == "[]"
     assert "nope" in (tmp_path / "err.txt").read_text()
+
+
+def test_a_python_script_runs_as_python_c_would(server, tmp_path):
+    """The docs' Python blocks: ``python -c CODE ARGS`` forked from the server, with the
+    caller's directory, environment and arguments, its output and exit status; an exception is
+    a traceback and status 1."""
+    code = ("import os, sys\nimport compassess_core as ca\n"
+            "print(sys.argv[1:], os.getcwd(), os.environ['DOCS_X'])\n"
+            "print(type(ca.open_store('runs.db')).__name__)\n")
+    env = {**os.environ, "DOCS_X": "seen"}
+    out = server.run(["a", "b"], cwd=tmp_path, env=env, python=code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == f"['a', 'b'] {tmp_path} seen"
+    assert (tmp_path / "runs.db").exists() and not out.loaded_model
+    failed = server.run([], cwd=tmp_path, env=env, python="raise ValueError('cell 3 broke')\n")
+    assert failed.returncode == 1 and "ValueError: cell 3 broke" in failed.stderr
+    assert server.run([], cwd=tmp_path, env=env, python="import sys; sys.exit(4)").returncode == 4

@@ -16,7 +16,9 @@ Two tiers:
   ``compassess`` on the blocks' PATH hands each command line to one warm server per file
   (``tests/warm_cli.py``): every command still runs in a process of its own, with the block's
   directory, environment, stdin, stdout and stderr and its own exit status, but torch is imported
-  and the judge loaded once per file, not once per command.
+  and the judge loaded once per file, not once per command. The Python blocks go to the same
+  server (``python -c`` forked warm: a process of their own, in the file's directory and
+  environment).
 
 The examples are sized for this by design (the bundled sample: 3 articles x 5 summaries, and the
 MT-Bench sample: 12 questions x 2 answers), so no budget is overridden here.
@@ -239,22 +241,27 @@ def test_the_blocks_run_as_written(doc: Path, tmp_path: Path, bundled_model):
     server = warm_cli.WarmCli(env=env, cwd=repo, preload=True)
     env["COMPASSESS_WARM_CLI"] = server.path
     try:
-        _run_groups(doc, repo, env, tmp_path)
+        _run_groups(doc, repo, env, tmp_path, server)
     finally:
         server.close()
 
 
-def _run_groups(doc: Path, repo: Path, env: dict[str, str], tmp_path: Path) -> None:
+def _run_groups(doc: Path, repo: Path, env: dict[str, str], tmp_path: Path, server) -> None:
     for group in _groups(blocks_of(doc)):
         first = group[0]
         if first.lang == "bash":
-            cmd = ["bash", "-e", "-o", "pipefail", "-c", first.code]
+            proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", first.code], cwd=repo,
+                                  env=env, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=1800)
         else:
+            # `python -c DRIVER cells.json`, forked from the file's warm server like its
+            # commands: a process of its own, the same directory and environment, torch
+            # imported and the judge loaded already.
             cells = tmp_path / f"cells-{first.line}.json"
             cells.write_text(json.dumps([[b.where, b.code] for b in group]))
-            cmd = [sys.executable, "-c", _PYTHON_DRIVER, str(cells)]
-        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=1800)
+            proc = server.run([str(cells)], cwd=repo,
+                              env={k: v for k, v in env.items() if k != "COMPASSESS_WARM_CLI"},
+                              timeout=1800, python=_PYTHON_DRIVER)
         assert proc.returncode == 0, (
             f"{first.where} ({first.lang}) exited {proc.returncode}\n--- code\n"
             + "".join(b.code for b in group)
