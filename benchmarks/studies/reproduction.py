@@ -84,7 +84,8 @@ def spearman_x100(mats: Sequence[ContextMatrix], *, method: str = "win-ratio", t
                   against: Sequence[FloatArray] | None = None) -> float:
     """Per-context Spearman of the ranking from (a subset of) each matrix with the reference,
     averaged over contexts, x100 (§4 of Liusie et al. 2024). Contexts with a constant reference
-    are skipped. Candidates a subset never compared get their context's mean score (the PoE
+    are skipped; a constant ranking against a varying one counts 0 (as
+    :func:`compassess_core.stats.metrics.per_context_correlation`). Candidates a subset never compared get their context's mean score (the PoE
     prior mean / a neutral win ratio), so every budget is judged on all candidates: dropping them
     would score small budgets on an easier, smaller set.
 
@@ -98,7 +99,11 @@ def spearman_x100(mats: Sequence[ContextMatrix], *, method: str = "win-ratio", t
             continue
         s = fn(len(c.ref), i, j, p, tau=tau).scores
         s = np.where(np.isnan(s), np.nanmean(s), s)
-        r = correlation(s, c.ref if against is None else against[k])
+        ref = c.ref if against is None else against[k]
+        r = correlation(s, ref)
+        if np.isnan(r) and np.ptp(ref) > 0 and np.ptp(s) == 0:
+            r = 0.0   # a constant ranking against a varying reference: counted 0, as the engine's
+                      # per_context_correlation counts it (and as the tables of 2026-11-21 did)
         if not np.isnan(r):
             vals.append(r)
     return float(100.0 * np.mean(vals)) if vals else float("nan")
