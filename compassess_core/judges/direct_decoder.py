@@ -20,8 +20,11 @@ row's attention split in two exact parts (the log-sum-exp merge of Dao et al., "
 The two parts' outputs are combined by their log-sum-exps, which the CPU flash kernel returns:
 ``o = (o1 e^(l1 - m) + o2 e^(l2 - m)) / (e^(l1 - m) + e^(l2 - m))``, ``m = max(l1, l2)``, i.e.
 softmax attention over the union of the keys, up to fp32 rounding. Everything else is the
-layers' own modules (norms, projections, rotary embedding, MLP), called in the order their
-``forward`` calls them.
+layers' own weights and operators (norms, projections, rotary embedding, MLP), in the order
+their ``forward`` applies them, without the module wrappers: the projections as ``F.linear`` on
+their weights, Llama's and Qwen2's RMSNorm as the one ``F.rms_norm`` operator (the same
+formula; the mean summed in its own order), the rotation as a roll (one operator for
+``rotate_half``'s slice, negation and concatenation).
 
 Only for decoders whose layers are exactly that (``DirectDecoder.supports``): Llama (SmolLM2,
 Llama 3) and Qwen2 without sliding windows, fp32 weights on CPU; every other model keeps
@@ -33,6 +36,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 
 #: Decoder layers whose forward is: x + attn(norm1(x)); x + mlp(norm2(x)), rotary q/k, no q/k norm.
 _LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer"}
@@ -54,6 +58,36 @@ class DirectDecoder:
         self.heads = int(cfg.num_attention_heads)
         self.kv_heads = int(cfg.num_key_value_heads)
         self.groups = self.heads // self.kv_heads
+        # The modules' own weights, called without their module wrappers (a pass's fixed host
+        # cost on a small judge): the same operators on the same tensors.
+        self._norms = [self._norm_of(m) for layer in self.layers
+                       for m in (layer.input_layernorm, layer.post_attention_layernorm)]
+        self._final_norm = self._norm_of(self.base.norm)
+        self._mlps = [self._mlp_of(layer.mlp, cfg) for layer in self.layers]
+
+    @staticmethod
+    def _norm_of(norm: torch.nn.Module):
+        """``norm`` as ``x -> F.rms_norm(x, weight, eps)`` when it is Llama's or Qwen2's RMSNorm
+        (``weight * x / sqrt(mean(x^2) + eps)`` in fp32: the same formula in one operator, the
+        mean summed in its own order), else the module itself."""
+        w, eps = getattr(norm, "weight", None), getattr(norm, "variance_epsilon", None)
+        if type(norm).__name__ not in ("LlamaRMSNorm", "Qwen2RMSNorm") or w is None or eps is None:
+            return norm
+        shape = (int(w.shape[0]),)
+        return lambda x: F.rms_norm(x, shape, w, float(eps))
+
+    @staticmethod
+    def _mlp_of(mlp: torch.nn.Module, cfg):
+        """``mlp`` as ``down(silu(gate(x)) * up(x))`` on its linear layers' weights (what its
+        ``forward`` computes) when it is that (a SiLU gated MLP of plain linear layers), else
+        the module itself."""
+        parts = [getattr(mlp, n, None) for n in ("gate_proj", "up_proj", "down_proj")]
+        if (type(mlp).__name__ not in ("LlamaMLP", "Qwen2MLP") or getattr(cfg, "hidden_act", None) != "silu"
+                or any(type(m) is not torch.nn.Linear for m in parts)):
+            return mlp
+        gate, up, down = parts
+        return lambda x: F.linear(F.silu(F.linear(x, gate.weight, gate.bias)) * F.linear(x, up.weight, up.bias),
+                                  down.weight, down.bias)
 
     @staticmethod
     def supports(model: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> bool:
@@ -85,11 +119,6 @@ class DirectDecoder:
         except Exception:  # noqa: BLE001 - an unknown layout is simply not supported
             return False
 
-    @staticmethod
-    def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
     def forward(self, ids: torch.Tensor, pos: torch.Tensor,
                 caches: Sequence[tuple[Cache | None, int, int]] = (),
                 inner: torch.Tensor | None = None
@@ -109,16 +138,20 @@ class DirectDecoder:
         cos, sin = self.base.rotary_emb(h, position_ids=pos)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         hd, g = self.head_dim, self.groups
+        half = hd // 2
+        # rotate_half(x) * sin = roll(x, half) * (sin with its first half negated): the same
+        # products (a negation is exact), two operators fewer per rotation.
+        sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
         spans = [c for c in caches if c[0] is not None]
         new_kv = []
         for li, layer in enumerate(self.layers):
             attn = layer.self_attn
-            x = layer.input_layernorm(h)
-            q = attn.q_proj(x).view(b, w, -1, hd).transpose(1, 2)
-            k = attn.k_proj(x).view(b, w, -1, hd).transpose(1, 2)
-            v = attn.v_proj(x).view(b, w, -1, hd).transpose(1, 2)
-            q = (q * cos) + (self._rotate_half(q) * sin)
-            k = (k * cos) + (self._rotate_half(k) * sin)
+            x = self._norms[2 * li](h)
+            q = F.linear(x, attn.q_proj.weight, attn.q_proj.bias).view(b, w, -1, hd).transpose(1, 2)
+            k = F.linear(x, attn.k_proj.weight, attn.k_proj.bias).view(b, w, -1, hd).transpose(1, 2)
+            v = F.linear(x, attn.v_proj.weight, attn.v_proj.bias).view(b, w, -1, hd).transpose(1, 2)
+            q = (q * cos) + (q.roll(half, -1) * sin)
+            k = (k * cos) + (k.roll(half, -1) * sin)
             new_kv.append((k, v))
             kr = k if g == 1 else k[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
             vr = v if g == 1 else v[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
@@ -126,9 +159,9 @@ class DirectDecoder:
             if spans:
                 out = self._merge(q, out, lse, caches, li, attn.scaling)
             out = out.transpose(1, 2).reshape(b, w, -1)
-            h = h + attn.o_proj(out)
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
-        return self.base.norm(h), new_kv
+            h = h + F.linear(out, attn.o_proj.weight, attn.o_proj.bias)
+            h = h + self._mlps[li](self._norms[2 * li + 1](h))
+        return self._final_norm(h), new_kv
 
     def _to_cache(self, q: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor], scale: float
                   ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,6 +192,8 @@ class DirectDecoder:
                 parts_l.append(l1)
         o1 = parts_o[0] if len(parts_o) == 1 else torch.cat(parts_o)
         l1 = parts_l[0] if len(parts_l) == 1 else torch.cat(parts_l)
+        # (o1 e^l1 + o2 e^l2) / (e^l1 + e^l2) = o2 + (o1 - o2) sigmoid(l1 - l2): three operators
+        # (a row without a cache: l1 = -inf, weight 0).
         m = torch.maximum(l1, lse)
         e1, e2 = torch.exp(l1 - m).unsqueeze(-1), torch.exp(lse - m).unsqueeze(-1)
         return (o1 * e1 + out * e2) / (e1 + e2)

@@ -18,11 +18,23 @@ pre-tokens after it up to the cut; each prompt tokenises only what follows the c
 for tokenizers whose pipeline is exactly that (no normaliser, byte-level pre-tokenisation by a
 regular expression without lookbehind); the first prompt of every group is also checked
 against a full tokenisation, and anything else is tokenised in full.
+
+For GPT-2's byte-level pre-tokeniser alone (SmolLM2) every text is instead cut into lines, each
+distinct line tokenised once: a comparison's second candidate and its question then cost once
+per candidate, not once per pair. The cut is made before a newline that is followed by an ASCII
+letter; that is a pre-token boundary on both sides whatever precedes it. GPT-2's expression
+(``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``) matches
+the newline alone (``\\s+`` stops before the letter, ``\\s+(?!\\S)`` cannot end on it), no
+pattern but the whitespace ones crosses a newline, and the whitespace run before the newline
+is ``\\s+(?!\\S)`` both followed by the newline and at the end of its line alone; the letter
+starts a pre-token in both. (Llama 3's expression keeps punctuation with the newlines after
+it, so its tokenizers keep the shared openings.)
 """
 
 from __future__ import annotations
 
 import json
+from itertools import chain
 from typing import Sequence
 
 #: Texts share an opening worth reusing when it is at least this many characters long.
@@ -86,6 +98,12 @@ class SharedOpeningEncoder:
                        and spec.get("model", {}).get("type") == "BPE"
                        and not spec.get("model", {}).get("dropout")
                        and not getattr(tokenizer, "split_special_tokens", False))
+        pre = spec.get("pre_tokenizer") or {}
+        # Lines (the module docstring): GPT-2's byte-level expression alone, no added token
+        # that holds a newline (the tokenizer cuts at added tokens first).
+        self.lines = (self.shares and pre.get("type") == "ByteLevel"
+                      and pre.get("use_regex", True) and not pre.get("add_prefix_space")
+                      and not any("\n" in a for a in self.added))
 
     def _full(self, texts: Sequence[str], add: bool) -> list[list[int]]:
         if not texts:
@@ -115,7 +133,7 @@ class SharedOpeningEncoder:
         return starts[k], head
 
     def encode(self, texts: Sequence[str], add_special_tokens: bool,
-               depth: int = 3) -> list[list[int]]:
+               depth: int = 3, lines: bool = True) -> list[list[int]]:
         """Token ids of each text, as ``tokenizer(texts, add_special_tokens=...)`` gives them.
 
         What follows a cut is tokenised the same way again (``depth`` levels): after the
@@ -123,6 +141,10 @@ class SharedOpeningEncoder:
         n = len(texts)
         if not self.shares or add_special_tokens or n < 2 or depth < 1:
             return self._full(texts, add_special_tokens)
+        if self.lines and lines:
+            out = self._by_lines(texts)
+            if out is not None:
+                return out
         order = sorted(range(n), key=texts.__getitem__)
         out: list[list[int] | None] = [None] * n
         cuts: list[tuple[int, int, list[int]]] = []  # (text index, cut, opening ids)
@@ -149,7 +171,30 @@ class SharedOpeningEncoder:
         for k, (group, _, cut, head) in enumerate(tried):
             ok = head + checks[k] == checks[len(tried) + k]
             cuts += [(i, cut, head) if ok else (i, 0, []) for i in group]
-        tails = self.encode([texts[i][cut:] for i, cut, _ in cuts], False, depth - 1)
+        tails = self.encode([texts[i][cut:] for i, cut, _ in cuts], False, depth - 1, lines=False)
         for (i, _, head), tail in zip(cuts, tails):
             out[i] = head + tail
         return out  # type: ignore[return-value]
+
+    def _by_lines(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """Each text cut before every newline followed by an ASCII letter (the module
+        docstring), each distinct line tokenised once (one batched call), the ids joined; the
+        first text is checked against its full tokenisation (None: it differs)."""
+        cut = [_lines(t) for t in texts]
+        distinct = list(dict.fromkeys(chain.from_iterable(cut)))
+        done = self._full(distinct + [texts[0]], False)
+        ids = dict(zip(distinct, done))
+        out = [list(chain.from_iterable(ids[s] for s in parts)) for parts in cut]
+        return out if out[0] == done[-1] else None
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` cut before each newline that is followed by an ASCII letter."""
+    pieces = text.split("\n")
+    out = [pieces[0]]
+    for p in pieces[1:]:
+        if p[:1].isascii() and p[:1].isalpha():
+            out.append("\n" + p)
+        else:
+            out[-1] += "\n" + p
+    return out

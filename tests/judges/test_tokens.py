@@ -82,3 +82,24 @@ def test_random_texts_with_shared_openings_get_the_tokenizers_ids(tokenizer, ope
     assert len(start) >= MIN_SHARED_CHARS // 2  # mostly above it: the opening is shared
     enc = SharedOpeningEncoder(tokenizer)
     assert enc.encode(texts, False) == full(tokenizer, texts)
+
+
+def test_the_bundled_tokenizer_cuts_lines(tokenizer):
+    assert SharedOpeningEncoder(tokenizer).lines
+
+
+_LINE_PIECES = st.sampled_from(["\n", "\n\n", " \n", "\r\n", "\t\n", "\u00a0\n", "\u2028", "\x0b", "\x1c",
+                                "\u3000", " ", "  ", "A", "Summary B:", "the", " the", "x", "1", "'s",
+                                ".", " .", "!", "é", "日本", "<|im_end|>", "<|im_start|>", "\nuser",
+                                "\nHello", "\n't", "\n1", "\n.", "\n é"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(_LINE_PIECES, min_size=0, max_size=40).map("".join), min_size=2,
+                      max_size=8))
+def test_texts_cut_into_lines_get_the_tokenizers_ids(tokenizer, texts):
+    """Lines (cut before a newline and an ASCII letter) tokenised alone and joined: the
+    tokenizer's ids of the whole texts, whatever whitespace or token surrounds the cut."""
+    enc = SharedOpeningEncoder(tokenizer)
+    assert enc._by_lines(texts) == full(tokenizer, texts)
+    assert enc.encode(texts, False) == full(tokenizer, texts)
