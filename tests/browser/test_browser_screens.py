@@ -145,7 +145,7 @@ def tables_laid_out(page, timeout_s: float = 60.0) -> None:
         readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-3:]
         if len(readings) == 3 and readings[0] == readings[1] == readings[2]:
             return
-        page.wait_for_timeout(100)   # a poll interval between readings, not a wait for a state
+        page.wait_for_timeout(50)   # a poll interval between readings, not a wait for a state
     raise AssertionError(f"the tables' layout kept changing for {timeout_s:.0f} s: {readings}")
 
 
@@ -202,80 +202,78 @@ def save(page, name: str) -> None:
                 DOCS_IMG / f"{name}.png", optimize=True)
 
 
-def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
+def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium):
     url, db_url = server
     ids = build_store(db_url)
     link = "&".join(f"{k}={v}" for k, v in ids.items() if k != "long_run")
     problems = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        for width, height in WIDTHS.items():
-            page = browser.new_page(viewport={"width": width, "height": height})
-            for name, (path, text) in PAGES.items():
-                page.goto(f"{url}/{path}?{link}")
-                drawn(page, text)
-                cut = page.evaluate(CUT_LABELS_JS)
-                sideways = page.evaluate(SIDEWAYS_JS)
-                problems += [f"{name} at {width}px: {c}" for c in cut]
-                if sideways > 0:
-                    problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
-                problems += [f"{name} at {width}px: table under {t['head']!r} scrolls "
-                             f"{t['over']}px sideways" for t in page.evaluate(TABLES_SIDEWAYS_JS)
-                             if t["head"] in FIT_AT_1024]
-                save(page, f"page-{name}-{width}")
-                if name in CHARTS:
-                    chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
-                    chart.locator(".main-svg").first.wait_for()
-                    chart.evaluate("e => e.scrollIntoView({block: 'center'})")
-                    save(page, f"page-{name}-chart-{width}")
-            # A run named with 72 characters: its sidebar box shows one cut line, so the name
-            # is written out below it, and the box's list wraps it instead of cutting it.
-            page.goto(f"{url}/rankings?run={ids['long_run']}")
-            drawn(page, "Agreement with")
-            sidebar = page.locator('[data-testid="stSidebar"]')
-            if not sidebar.get_by_text(LONG_RUN, exact=False).count():
-                problems.append(f"the long run name is not written out at {width}px")
-            box = sidebar.locator('[data-testid="stSelectbox"]').first
-            box.evaluate("e => e.scrollIntoView({block: 'center'})")
-            box.locator('button[aria-label="Open"]').click()
-            option = page.locator('[role="option"]').filter(has_text=LONG_RUN).first
-            option.wait_for(timeout=30_000)
-            clipped = option.evaluate(
-                "o => [...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1"
-                " || e.scrollHeight > e.clientHeight + 1)")
-            if clipped or option.evaluate("o => o.getBoundingClientRect().height") < 50:
-                problems.append(f"the run list cuts the long run name at {width}px")
-            save(page, f"page-run-list-{width}")
-            page.keyboard.press("Escape")
-            # Two states a newcomer meets: the validation report of a file with missing
-            # scores, and a new campaign in local mode.
-            upload = tmp_path / "summaries.csv"
-            upload.write_text(WITH_MISSING, encoding="utf-8")
-            page.goto(f"{url}/upload?{link}")
-            drawn(page, "Choose a file")
-            page.locator('input[type="file"]').set_input_files(str(upload))
-            drawn(page, "Missing reference scores")
-            page.get_by_text("Validation report").first.evaluate(
-                "e => e.scrollIntoView({block: 'start'})")
-            problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
-            save(page, f"page-upload-report-{width}")
-            page.goto(f"{url}/campaigns?{link}")
-            drawn(page, "Progress per annotator")
-            page.get_by_role("tab", name="New campaign").click()
-            drawn(page, "Campaigns hand pairs to signed-in annotators")
-            problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
-            save(page, f"page-campaigns-new-{width}")
-            page.close()
-        report = tmp_path / "report.html"
-        report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(report.as_uri())
-        page.locator(".plotly").first.wait_for(timeout=60_000)
-        if page.evaluate(SIDEWAYS_JS) > 0:
-            problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
-        save(page, "report-1280")
-        page.get_by_text("Histogram of the").first.evaluate(
-            "e => e.scrollIntoView({block: 'end'})")   # the histogram above its caption
-        save(page, "report-chart-1280")
-        browser.close()
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    for width, height in WIDTHS.items():
+        page = browser.new_page(viewport={"width": width, "height": height})
+        for name, (path, text) in PAGES.items():
+            page.goto(f"{url}/{path}?{link}")
+            drawn(page, text)
+            cut = page.evaluate(CUT_LABELS_JS)
+            sideways = page.evaluate(SIDEWAYS_JS)
+            problems += [f"{name} at {width}px: {c}" for c in cut]
+            if sideways > 0:
+                problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
+            problems += [f"{name} at {width}px: table under {t['head']!r} scrolls "
+                         f"{t['over']}px sideways" for t in page.evaluate(TABLES_SIDEWAYS_JS)
+                         if t["head"] in FIT_AT_1024]
+            save(page, f"page-{name}-{width}")
+            if name in CHARTS:
+                chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
+                chart.locator(".main-svg").first.wait_for()
+                chart.evaluate("e => e.scrollIntoView({block: 'center'})")
+                save(page, f"page-{name}-chart-{width}")
+        # A run named with 72 characters: its sidebar box shows one cut line, so the name
+        # is written out below it, and the box's list wraps it instead of cutting it.
+        page.goto(f"{url}/rankings?run={ids['long_run']}")
+        drawn(page, "Agreement with")
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        if not sidebar.get_by_text(LONG_RUN, exact=False).count():
+            problems.append(f"the long run name is not written out at {width}px")
+        box = sidebar.locator('[data-testid="stSelectbox"]').first
+        box.evaluate("e => e.scrollIntoView({block: 'center'})")
+        box.locator('button[aria-label="Open"]').click()
+        option = page.locator('[role="option"]').filter(has_text=LONG_RUN).first
+        option.wait_for(timeout=30_000)
+        clipped = option.evaluate(
+            "o => [...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1"
+            " || e.scrollHeight > e.clientHeight + 1)")
+        if clipped or option.evaluate("o => o.getBoundingClientRect().height") < 50:
+            problems.append(f"the run list cuts the long run name at {width}px")
+        save(page, f"page-run-list-{width}")
+        page.keyboard.press("Escape")
+        # Two states a newcomer meets: the validation report of a file with missing
+        # scores, and a new campaign in local mode.
+        upload = tmp_path / "summaries.csv"
+        upload.write_text(WITH_MISSING, encoding="utf-8")
+        page.goto(f"{url}/upload?{link}")
+        drawn(page, "Choose a file")
+        page.locator('input[type="file"]').set_input_files(str(upload))
+        drawn(page, "Missing reference scores")
+        page.get_by_text("Validation report").first.evaluate(
+            "e => e.scrollIntoView({block: 'start'})")
+        problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+        save(page, f"page-upload-report-{width}")
+        page.goto(f"{url}/campaigns?{link}")
+        drawn(page, "Progress per annotator")
+        page.get_by_role("tab", name="New campaign").click()
+        drawn(page, "Campaigns hand pairs to signed-in annotators")
+        problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+        save(page, f"page-campaigns-new-{width}")
+        page.close()
+    report = tmp_path / "report.html"
+    report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri())
+    page.locator(".plotly").first.wait_for(timeout=60_000)
+    if page.evaluate(SIDEWAYS_JS) > 0:
+        problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
+    save(page, "report-1280")
+    page.get_by_text("Histogram of the").first.evaluate(
+        "e => e.scrollIntoView({block: 'end'})")   # the histogram above its caption
+    save(page, "report-chart-1280")
     assert not problems, "\n".join(problems)

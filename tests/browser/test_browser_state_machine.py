@@ -44,8 +44,8 @@ WEIGHTS = dict(press=10, switch_dataset=3, switch_run=2, rename=1, delete=1, ope
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    with annotate_world(tmp_path_factory.mktemp("annotate_walk")) as shared:
+def world(tmp_path_factory, chromium_browser):
+    with annotate_world(tmp_path_factory.mktemp("annotate_walk"), chromium_browser) as shared:
         yield shared
 
 
