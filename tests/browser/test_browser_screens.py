@@ -202,17 +202,49 @@ def save(page, name: str) -> None:
                 DOCS_IMG / f"{name}.png", optimize=True)
 
 
+#: Each visible chart's width and its drawing's (a Plotly chart draws again at its container's
+#: new width a moment after the window is resized).
+CHART_WIDTHS_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .filter(c => c.getBoundingClientRect().width > 0)
+  .map(c => { const s = c.querySelector('.main-svg');
+              return [c.getBoundingClientRect().width, s ? s.getBoundingClientRect().width : -1]; })"""
+#: Every visible chart drawn again since ``before`` (CHART_WIDTHS_JS) where its container's
+#: width changed.
+CHARTS_REDRAWN_JS = """(before) => {
+  const now = (%s)();
+  return now.length === before.length && now.every(([box, svg], k) =>
+    Math.abs(box - before[k][0]) <= 1 || Math.abs(svg - before[k][1]) > 1);
+}""" % CHART_WIDTHS_JS
+
+
+def widen(page, width: int, height: int, text: str) -> None:
+    """The same page in a window resized to ``width`` x ``height`` (no new script run: the
+    browser lays the page out again) and scrolled to its top, once it has drawn again: the
+    charts at their new width, the tables laid out (:func:`drawn`)."""
+    before = page.evaluate(CHART_WIDTHS_JS)
+    page.set_viewport_size({"width": width, "height": height})
+    page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
+    page.wait_for_function(f"() => window.innerWidth === {width}", timeout=30_000)
+    page.wait_for_function(CHARTS_REDRAWN_JS, arg=before, timeout=60_000)
+    drawn(page, text)
+
+
 def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium):
     url, db_url = server
     ids = build_store(db_url)
     link = "&".join(f"{k}={v}" for k, v in ids.items() if k != "long_run")
     problems = []
     browser = chromium   # the process's Chromium (tests/browser/conftest.py)
-    for width, height in WIDTHS.items():
-        page = browser.new_page(viewport={"width": width, "height": height})
-        for name, (path, text) in PAGES.items():
-            page.goto(f"{url}/{path}?{link}")
-            drawn(page, text)
+    sizes = list(WIDTHS.items())
+    # Each page is opened once and looked at in both windows (resized: one script run each).
+    page = browser.new_page(viewport={"width": sizes[0][0], "height": sizes[0][1]})
+    for name, (path, text) in PAGES.items():
+        page.set_viewport_size({"width": sizes[0][0], "height": sizes[0][1]})
+        page.goto(f"{url}/{path}?{link}")
+        drawn(page, text)
+        for k, (width, height) in enumerate(sizes):
+            if k:
+                widen(page, width, height, text)
             cut = page.evaluate(CUT_LABELS_JS)
             sideways = page.evaluate(SIDEWAYS_JS)
             problems += [f"{name} at {width}px: {c}" for c in cut]
@@ -222,11 +254,17 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium
                          f"{t['over']}px sideways" for t in page.evaluate(TABLES_SIDEWAYS_JS)
                          if t["head"] in FIT_AT_1024]
             save(page, f"page-{name}-{width}")
-            if name in CHARTS:
+        if name in CHARTS:
+            for k, (width, height) in enumerate(reversed(sizes)):
+                if k:
+                    widen(page, width, height, text)
                 chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
                 chart.locator(".main-svg").first.wait_for()
                 chart.evaluate("e => e.scrollIntoView({block: 'center'})")
                 save(page, f"page-{name}-chart-{width}")
+    page.close()
+    for width, height in WIDTHS.items():
+        page = browser.new_page(viewport={"width": width, "height": height})
         # A run named with 72 characters: its sidebar box shows one cut line, so the name
         # is written out below it, and the box's list wraps it instead of cutting it.
         page.goto(f"{url}/rankings?run={ids['long_run']}")
