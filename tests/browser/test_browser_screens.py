@@ -4,7 +4,9 @@ sample, two simulated judges, an absolute-score run, human labels of two people,
 two judges and a campaign), driven by Debian's chromium through Playwright (the server and helpers
 of ``tests/browser/test_browser.py``).
 
-On every page at both widths the test waits until the page has drawn, then asks the browser for
+Each page is opened once in a 1024 px window, then the window is widened to 1280 px (the browser
+lays the same page out again; the app runs nothing). At both widths the test waits until the page
+has drawn (at 1280 px: every chart drawn again at its new width), then asks the browser for
 every label that shows less than its text (a metric's label, a widget's label, a tab, a button:
 Streamlit cuts those with an ellipsis, ``scrollWidth > clientWidth``) and for any sideways scroll
 of the page; there must be none. The viewport of each page is saved as
