@@ -157,14 +157,13 @@ STEADY_JS = """([token, need]) => {
 }""" % AT_REST_JS
 
 
-#: How often :func:`at_rest` reads the page (ms). A script run the app starts by itself (an
-#: ``st.rerun``, a fragment's tick) or a rerun the page asks for turns Streamlit's script state
-#: away from idle at once, so three readings 50 ms apart catch it; the page's only component
-#: (the answer keys) sends nothing when it mounts.
+#: How often :func:`at_rest` reads the page (ms). Five readings in a row span 0.2 s: a slider
+#: moved from the keyboard asks for its rerun only after Streamlit's 0.2 s debounce, and the page
+#: must not look at rest before that.
 STEADY_POLL_MS = 50
 
 
-def at_rest(page, timeout_ms: int = 30_000, need: int = 3) -> None:
+def at_rest(page, timeout_ms: int = 30_000, need: int = 5) -> None:
     """Wait until the page is at rest (:data:`AT_REST_JS`) and stays so over ``need`` readings
     :data:`STEADY_POLL_MS` apart: what a screenshot or an assertion about the page should see."""
     page.wait_for_function(STEADY_JS, arg=[uuid.uuid4().hex, need], polling=STEADY_POLL_MS,
