@@ -138,14 +138,14 @@ TABLE_LAYOUT_JS = """() => [...document.querySelectorAll('[data-testid="stDataFr
 
 
 def tables_laid_out(page, timeout_s: float = 60.0) -> None:
-    """Wait until every table's layout is the same in three readings in a row: the grid has
-    sized its columns (what the sideways check measures)."""
+    """Wait until every table's layout is the same in five readings in a row 50 ms apart (0.2 s):
+    the grid has sized its columns (what the sideways check measures)."""
     import time
     readings: list = []
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-3:]
-        if len(readings) == 3 and readings[0] == readings[1] == readings[2]:
+        readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-5:]
+        if len(readings) == 5 and all(r == readings[0] for r in readings):
             return
         page.wait_for_timeout(50)   # a poll interval between readings, not a wait for a state
     raise AssertionError(f"the tables' layout kept changing for {timeout_s:.0f} s: {readings}")
