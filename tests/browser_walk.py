@@ -2,7 +2,7 @@
 SQLite store seeded with several datasets (the shipped sample and two copies of it with their own
 context and candidate ids) and runs written by a fake judge (random probabilities straight into
 the store: these tests are about where people's answers go, not about the judge), one chromium
-per module, and the means to act at a person's pace and check every write.
+per test process, and the means to act at a person's pace and check every write.
 
 Waiting is for state: :class:`Reruns` follows the app's websocket (Streamlit's own protobuf
 messages) and says when every rerun the browser asked for has been run; the only fixed pauses are
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 # test_browser skips the module without chromium
-from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, playwright_api
+from tests.browser.test_browser import free_port, playwright_api
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
@@ -325,15 +325,29 @@ class Ledger:
     def renamed(self, ds_id: int, new: str) -> None:
         self.ids_of_name[new] = ds_id
 
-    def rows(self) -> pd.DataFrame:
+    def rows(self, datasets=None) -> pd.DataFrame:
+        """The stored human labels of every dataset (of ``datasets`` only, when given)."""
+        stored = {d.id for d in self.store.list_datasets()}
         frames = [self.store.human_labels(ds_id).assign(dataset_id=ds_id)
                   for ds_id in sorted(set(self.ids_of_name.values()))
-                  if any(d.id == ds_id for d in self.store.list_datasets())]
+                  if ds_id in stored and (datasets is None or ds_id in datasets)]
         every = pd.concat(frames) if frames else pd.DataFrame(columns=["id"])
         return every.sort_values("id")
 
+    def _datasets_of_rows_after(self, seen: int) -> set[int]:
+        """The datasets that hold a label stored after id ``seen`` (one small query: most key
+        presses store nothing or one row, and the full tables cost a loaded machine a second)."""
+        from sqlalchemy import select
+
+        from db.schema import HumanJudgementRow as H
+        with self.store.backend.engine.connect() as conn:
+            return set(conn.execute(select(H.dataset_id).where(H.id > seen).distinct()).scalars())
+
     def new_rows(self) -> list[dict]:
-        rows = self.rows()
+        touched = self._datasets_of_rows_after(self.seen)
+        if not touched:
+            return []
+        rows = self.rows(touched)
         fresh = rows.loc[rows["id"] > self.seen].to_dict("records")
         if fresh:
             self.seen = int(max(r["id"] for r in fresh))
@@ -445,15 +459,11 @@ def pick_one_of(page, label: str, choose) -> str:
 
 
 @contextlib.contextmanager
-def annotate_world(folder: Path):
+def annotate_world(folder: Path, browser):
     """What a module of Annotate browser tests shares: a store seeded by :func:`seed_store` in
-    ``folder``, one app server on it and one Chromium (``url, db_url, datasets, runs,
-    browser``)."""
+    ``folder``, one app server on it, and ``browser`` (the process's Chromium,
+    ``tests/browser/conftest.py``): ``url, db_url, datasets, runs, browser``."""
     db_url = f"sqlite:///{folder / 'compassess.db'}"
     datasets, runs = seed_store(db_url, folder)
-    with app_server(db_url, folder) as url, playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)
-        finally:
-            browser.close()
+    with app_server(db_url, folder) as url:
+        yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)

@@ -472,12 +472,39 @@ def pytest_addoption(parser):
                           "per file (N=0: every test)")
 
 
+def _browser_cpu_s() -> float:
+    """The CPU seconds of the Playwright driver this process started and of the Chromium under
+    it, while they run: the browser tests' one Chromium lives as long as the session, so its
+    CPU would otherwise count nowhere (a process counts in RUSAGE_CHILDREN only once reaped,
+    and then no longer here, so nothing counts twice)."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for child in psutil.Process().children():
+        try:
+            if "run-driver" not in child.cmdline():
+                continue
+            tree = [child, *child.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for proc in tree:
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:   # ended meanwhile: in its parent's children's times
+                continue
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
 def _cpu_s() -> float:
     import resource
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     warm = sys.modules.get("warm_cli")
     return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+            + _browser_cpu_s()
             + (sum(warm.CPU_S) if warm is not None else 0.0))
 
 

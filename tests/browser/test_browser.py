@@ -43,24 +43,6 @@ if not CHROMIUM.exists():
 playwright_api = pytest.importorskip("playwright.sync_api", reason="python package playwright missing")
 
 
-@pytest.fixture(scope="module")
-def chromium_browser():
-    """One Chromium for the tests of a module (each test opens its own contexts)."""
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def chromium(chromium_browser):
-    """The module's Chromium; the contexts (and so the pages and sessions) a test opened are
-    closed after it."""
-    yield chromium_browser
-    for context in chromium_browser.contexts:
-        context.close()
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -175,10 +157,16 @@ STEADY_JS = """([token, need]) => {
 }""" % AT_REST_JS
 
 
-def at_rest(page, timeout_ms: int = 30_000, need: int = 3) -> None:
+#: How often :func:`at_rest` reads the page (ms). Five readings in a row span 0.2 s: a slider
+#: moved from the keyboard asks for its rerun only after Streamlit's 0.2 s debounce, and the page
+#: must not look at rest before that.
+STEADY_POLL_MS = 50
+
+
+def at_rest(page, timeout_ms: int = 30_000, need: int = 5) -> None:
     """Wait until the page is at rest (:data:`AT_REST_JS`) and stays so over ``need`` readings
-    0.1 s apart: what a screenshot or an assertion about the page should see."""
-    page.wait_for_function(STEADY_JS, arg=[uuid.uuid4().hex, need], polling=100,
+    :data:`STEADY_POLL_MS` apart: what a screenshot or an assertion about the page should see."""
+    page.wait_for_function(STEADY_JS, arg=[uuid.uuid4().hex, need], polling=STEADY_POLL_MS,
                            timeout=timeout_ms)
 
 
@@ -254,62 +242,60 @@ def nav(page, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
 
 
-def test_click_through_the_app_in_chromium(server):
+def test_click_through_the_app_in_chromium(server, chromium):
     url, db_url = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
-        page.goto(url)
-        settle(page, "Try it in a minute")
-        visible(page.get_by_text("No dataset yet").first)
-        shot(page, "home-empty")
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    page = browser.new_page(viewport={"width": 1400, "height": 1500})
+    page.goto(url)
+    settle(page, "Try it in a minute")
+    visible(page.get_by_text("No dataset yet").first)
+    shot(page, "home-empty")
 
-        page.get_by_role("button", name="Load the sample dataset").click()
-        settle(page, "Sample dataset 'sample_summeval' is in the store")
-        shot(page, "home")
+    page.get_by_role("button", name="Load the sample dataset").click()
+    settle(page, "Sample dataset 'sample_summeval' is in the store")
+    shot(page, "home")
 
-        run_name = simulate_finished_run(db_url)
+    run_name = simulate_finished_run(db_url)
 
-        nav(page, "Run")
-        settle(page, "Watch run")
-        visible(page.get_by_text("Status: completed").first)
-        shot(page, "run")
+    nav(page, "Run")
+    settle(page, "Watch run")
+    visible(page.get_by_text("Status: completed").first)
+    shot(page, "run")
 
-        nav(page, "Rankings")
-        settle(page, "Agreement with coherence")
-        # the selection is in the URL (by the run's id, which a rename keeps), so a refresh keeps it
-        assert f"run={api.open_store(db_url).get_run(run_name).id}" in page.url
-        # the balanced tau* is the default (docs/results.md); 'off' shows the raw verdicts
-        page.get_by_text("off (tau = 0.5)").first.click()
-        settle(page, "P(A) at tau = 0.500")
-        page.get_by_text("balanced (tau*").first.click()
-        settle(page, "P(A) at tau = 0.")
-        visible(page.get_by_text("0.50", exact=True).first)
-        shot(page, "rankings")
+    nav(page, "Rankings")
+    settle(page, "Agreement with coherence")
+    # the selection is in the URL (by the run's id, which a rename keeps), so a refresh keeps it
+    assert f"run={api.open_store(db_url).get_run(run_name).id}" in page.url
+    # the balanced tau* is the default (docs/results.md); 'off' shows the raw verdicts
+    page.get_by_text("off (tau = 0.5)").first.click()
+    settle(page, "P(A) at tau = 0.500")
+    page.get_by_text("balanced (tau*").first.click()
+    settle(page, "P(A) at tau = 0.")
+    visible(page.get_by_text("0.50", exact=True).first)
+    shot(page, "rankings")
 
-        nav(page, "Matrix")
-        settle(page, "Click a cell to open that comparison")
-        visible(page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first)
-        # Click the cell (row 1 = first position, column 2 = second) of the heatmap.
-        box = page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] * 1.5 / 5, box["y"] + box["height"] * 0.5 / 5)
-        settle(page, "The exact prompt sent")
-        visible(page.get_by_text("Summary A:").first)
-        shot(page, "matrix")
+    nav(page, "Matrix")
+    settle(page, "Click a cell to open that comparison")
+    visible(page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first)
+    # Click the cell (row 1 = first position, column 2 = second) of the heatmap.
+    box = page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 1.5 / 5, box["y"] + box["height"] * 0.5 / 5)
+    settle(page, "The exact prompt sent")
+    visible(page.get_by_text("Summary A:").first)
+    shot(page, "matrix")
 
-        nav(page, "Bias")
-        settle(page, "Most order-dependent comparisons")
-        visible(page.locator('[data-testid="stPlotlyChart"]').nth(5))  # at least 6 charts
-        shot(page, "bias")
+    nav(page, "Bias")
+    settle(page, "Most order-dependent comparisons")
+    visible(page.locator('[data-testid="stPlotlyChart"]').nth(5))  # at least 6 charts
+    shot(page, "bias")
 
-        nav(page, "Export")
-        settle(page, "Settings recorded with every file")
-        visible(page.get_by_role("button", name="Download rankings.csv"))
-        shot(page, "export")
+    nav(page, "Export")
+    settle(page, "Settings recorded with every file")
+    visible(page.get_by_role("button", name="Download rankings.csv"))
+    shot(page, "export")
 
-        nav(page, "Upload")
-        settle(page, "Upload candidates")
-        shot(page, "upload")
-        browser.close()
+    nav(page, "Upload")
+    settle(page, "Upload candidates")
+    shot(page, "upload")
     for name in ("home", "run", "rankings", "matrix", "bias", "export", "upload"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name

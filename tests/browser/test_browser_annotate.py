@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests.browser.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
-                          at_rest, choose, chromium, chromium_browser, server, settle, shot,
+                          at_rest, choose, server, settle, shot,
                           simulate_finished_run)
 from tests.browser.test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 

@@ -28,8 +28,8 @@ PACES = (0.3, 1.0)
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    with annotate_world(tmp_path_factory.mktemp("annotate_switch")) as shared:
+def world(tmp_path_factory, chromium_browser):
+    with annotate_world(tmp_path_factory.mktemp("annotate_switch"), chromium_browser) as shared:
         yield shared
 
 

@@ -15,8 +15,8 @@ walked here in a real browser, each asserting the store after every step:
   named ``NAME-ASPECT`` without another aspect in NAME; Upload does not strip an answer that is
   an HTML document by default.
 
-One ``streamlit run app.py`` server and one Chromium per module, on a real SQLite store seeded
-with several datasets and simulated finished runs (``tests/browser/test_browser.py``'s set-up). Runs
+One ``streamlit run app.py`` server per module (Chromium: one per test process), on a real
+SQLite store seeded with several datasets and simulated finished runs (``tests/browser/test_browser.py``'s set-up). Runs
 started from the page use a FAKE judge: a ``.gguf`` path that does not exist, whose worker
 fails at once (what is checked is the page right after Start and the names stored).
 """
@@ -139,8 +139,8 @@ class Seeded:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """One server on a seeded SQLite store, one Chromium: ``(url, seeded, browser)``."""
+def app(tmp_path_factory, chromium_browser):
+    """One server on a seeded SQLite store, and the process's Chromium: ``(url, seeded, browser)``."""
     folder = tmp_path_factory.mktemp("app_writes")
     db_url = f"sqlite:///{folder / 'compassess.db'}"
     seeded = Seeded(db_url, folder)
@@ -166,10 +166,7 @@ def app(tmp_path_factory):
                                      + (folder / "streamlit.log").read_text()[-2000:]) from None
             time.sleep(0.1)   # the next look at the health endpoint
     try:
-        with playwright_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            yield url, seeded, browser
-            browser.close()
+        yield url, seeded, chromium_browser
     finally:
         proc.terminate()
         try:
@@ -195,7 +192,7 @@ def _until(check, what: str, timeout_s: float = 30.0, page=None):
         if time.monotonic() > deadline:
             shown = page.locator("main").inner_text()[:3000] if page is not None else ""
             raise AssertionError(f"never reached: {what}\n{shown}")
-        time.sleep(0.1)
+        time.sleep(0.05)   # the next look at the store (or page)
 
 
 def _pick(page, label: str, option_text: str) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, chromium, chromium_browser,  # noqa: F401
+from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS,  # noqa: F401
                           nav, playwright_api, settle, simulate_finished_run)
 from tests.browser.test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 from tests.people.test_http_guard import (ADMIN, free_port, local_app, secrets_toml,  # noqa: F401

@@ -43,47 +43,45 @@ def length_loving_logit(x, y, rng) -> float:
             + 0.8 * np.log2(len(x.text) / len(y.text)) + rng.normal(0, 0.6))
 
 
-def test_leaderboard_and_compare_in_chromium(server):
+def test_leaderboard_and_compare_in_chromium(server, chromium):
     url, db_url = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
-        page.goto(url)
-        settle(page, "Try it in a minute")
-        page.get_by_role("button", name="Load the sample dataset").click()
-        settle(page, "Sample dataset 'sample_summeval' is in the store")
-        first = simulate_finished_run(db_url)
-        second = simulate_finished_run(db_url, "sample-coherence-t2", "t2", length_loving_logit, 11)
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    page = browser.new_page(viewport={"width": 1400, "height": 1500})
+    page.goto(url)
+    settle(page, "Try it in a minute")
+    page.get_by_role("button", name="Load the sample dataset").click()
+    settle(page, "Sample dataset 'sample_summeval' is in the store")
+    first = simulate_finished_run(db_url)
+    second = simulate_finished_run(db_url, "sample-coherence-t2", "t2", length_loving_logit, 11)
 
-        nav(page, "Leaderboard")
-        settle(page, "Head to head")
-        # the newest run is selected; the leaderboard names every system of the sample
-        visible(page.get_by_text("Systems", exact=True).first)
-        visible(page.locator('[data-testid="stDataFrame"]').first)
-        visible(page.get_by_text("bootstrap replicates that resample the 3 contexts").first)
-        assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
-        assert f"run={api.open_store(db_url).get_run(second).id}" in page.url
-        page.get_by_role("button", name="Download leaderboard.csv").wait_for()
-        shot(page, "leaderboard")
+    nav(page, "Leaderboard")
+    settle(page, "Head to head")
+    # the newest run is selected; the leaderboard names every system of the sample
+    visible(page.get_by_text("Systems", exact=True).first)
+    visible(page.locator('[data-testid="stDataFrame"]').first)
+    visible(page.get_by_text("bootstrap replicates that resample the 3 contexts").first)
+    assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+    assert f"run={api.open_store(db_url).get_run(second).id}" in page.url
+    page.get_by_role("button", name="Download leaderboard.csv").wait_for()
+    shot(page, "leaderboard")
 
-        nav(page, "Compare runs")
-        settle(page, "Pairs the two runs disagree on")
-        visible(page.get_by_text("Verdict agreement").first)
-        visible(page.get_by_text("Cohen's kappa").first)
-        # open the first disagreement: the comparison view of both runs, in two tabs
-        choose_first_option(page, "Open a disagreement")
-        settle(page, "The exact prompt sent")
-        tabs = page.get_by_role("tab")
-        assert tabs.count() == 2
-        assert second in tabs.nth(0).inner_text() and first in tabs.nth(1).inner_text()
-        tabs.nth(1).click()
-        visible(page.get_by_text("Summary A:").filter(visible=True).first)
-        shot(page, "compare")
+    nav(page, "Compare runs")
+    settle(page, "Pairs the two runs disagree on")
+    visible(page.get_by_text("Verdict agreement").first)
+    visible(page.get_by_text("Cohen's kappa").first)
+    # open the first disagreement: the comparison view of both runs, in two tabs
+    choose_first_option(page, "Open a disagreement")
+    settle(page, "The exact prompt sent")
+    tabs = page.get_by_role("tab")
+    assert tabs.count() == 2
+    assert second in tabs.nth(0).inner_text() and first in tabs.nth(1).inner_text()
+    tabs.nth(1).click()
+    visible(page.get_by_text("Summary A:").filter(visible=True).first)
+    shot(page, "compare")
 
-        # the threshold set here holds on every page and in the URL
-        nav(page, "Bias")
-        settle(page, "Length bias")
-        assert "tau_mode=balanced" in page.url
-        browser.close()
+    # the threshold set here holds on every page and in the URL
+    nav(page, "Bias")
+    settle(page, "Length bias")
+    assert "tau_mode=balanced" in page.url
     for name in ("leaderboard", "compare"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name

@@ -142,87 +142,85 @@ def check(page, url: str, where: str, requests: list[str]) -> None:
     assert outside == [], (where, outside)
 
 
-def test_hostile_strings_stay_inert_on_every_page(server):
+def test_hostile_strings_stay_inert_on_every_page(server, chromium):
     url, db_url = server
     requests: list[str] = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        page.on("request", lambda r: requests.append(r.url))
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.on("request", lambda r: requests.append(r.url))
 
-        # Upload -> Save: the file name becomes the dataset's name.
-        page.goto(f"{url}/upload")
-        settle(page, "Upload candidates")
-        page.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
-            files=[{"name": f"{DATASET}.csv", "mimeType": "text/csv", "buffer": payload_csv()}])
-        settle(page, "No problem found")
-        check(page, url, "upload", requests)
-        page.get_by_role("button", name="Save to the store").click()
-        settle(page, "Saved as dataset")
-        check(page, url, "upload saved", requests)
-        store_run_and_labels(db_url)
+    # Upload -> Save: the file name becomes the dataset's name.
+    page.goto(f"{url}/upload")
+    settle(page, "Upload candidates")
+    page.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(
+        files=[{"name": f"{DATASET}.csv", "mimeType": "text/csv", "buffer": payload_csv()}])
+    settle(page, "No problem found")
+    check(page, url, "upload", requests)
+    page.get_by_role("button", name="Save to the store").click()
+    settle(page, "Saved as dataset")
+    check(page, url, "upload saved", requests)
+    store_run_and_labels(db_url)
 
-        visits = [("Home", "Runs in the store"), ("Run", "Watch run"),
-                  ("Rankings", "Ranking"), ("Matrix", "Click a cell"),
-                  ("Bias", "Most order-dependent comparisons"), ("Annotate", "Which text"),
-                  ("Agreement", "LLM vs humans"), ("Scores", "Scores"), ("Export", "Export")]
-        for title, marker in visits:
-            nav(page, title)
-            settle(page, marker)
-            check(page, url, title, requests)
-            if title == "Run":
-                assert page.get_by_text("Message: HTTP 401: <img src=").first.is_visible()
-            if title == "Matrix":
-                page.get_by_text("Or choose a comparison by name").click()
-                page.get_by_role("button", name="Open comparison").click()
-                settle(page, "The exact prompt sent")
-                check(page, url, "comparison view", requests)
-                assert "\u202e" not in page.locator('[data-testid="stMain"]').inner_text()
-            if title == "Annotate":
-                page.get_by_text("Guidelines", exact=True).last.click()
-                settle(page, "Read [this]")
-                check(page, url, "guidelines", requests)
-                page.get_by_role("tab", name="Import labels").click()
-                page.get_by_role("tab", name="Guidelines").click()
-                settle(page, "Annotation guidelines for this dataset")
-                check(page, url, "guidelines editor", requests)
-            if title == "Bias":
-                # The charts above it load on demand and move it down: wait for them, then open it.
-                page.locator('[data-testid="stPlotlyChart"] .nsewdrag').last.wait_for(timeout=30_000)
-                box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Open comparison")
-                box.scroll_into_view_if_needed()
-                box.click()
-                page.get_by_role("option").first.wait_for(timeout=30_000)  # the list opens
-                options = " ".join(page.get_by_role("option").all_inner_texts())
-                # The override is shown, not obeyed: no option displays "aexe.png".
-                assert "a\u27e8U+202E\u27e9gnp.exe" in options and "\u202e" not in options
-                assert LONG in options
-                page.get_by_role("option").first.click()
-                settle(page, "The exact prompt sent")
-                check(page, url, "bias comparison", requests)
-        # The progress bars of the two runs judged together, each named by run and aspect.
-        nav(page, "Run")
-        settle(page, "Judged in one pass with 1 other run")
-        bars = page.locator('[data-testid="stProgress"]')
-        assert bars.count() >= 2
-        bar_text = " ".join(bars.all_inner_texts())
-        assert "[run](http://" in bar_text and "![run2](http://" in bar_text, bar_text
-        check(page, url, "progress bars of runs judged together", requests)
-        # The Leaderboard with a hostile system as the baseline: the note quoting it is inert.
-        page.goto(f"{url}/leaderboard?baseline={quote(ICON)}")
-        settle(page, "Against the baseline")
-        settle(page, "never met the baseline")
-        check(page, url, "leaderboard baseline note", requests)
-        note = page.get_by_text("never met the baseline").first.inner_text()
-        assert "**PWN**" in note and "$x^2$" in note, note  # shown as typed
-        # Ids display as stored: the bidi override is shown, not obeyed; the long id is whole.
-        nav(page, "Rankings")
-        settle(page, "Ranking")
-        page.locator('[data-testid="stSelectbox"]').filter(
-            has=page.get_by_text("Context", exact=True)).click()
-        page.get_by_role("option").first.wait_for(timeout=30_000)   # the list is drawn
-        options = page.get_by_role("option").all_inner_texts()
-        assert any(t.startswith("<b>PWN</b><img") for t in options), options
-        page.keyboard.press("Escape")
-        shot(page, "payloads-rankings")
-        browser.close()
+    visits = [("Home", "Runs in the store"), ("Run", "Watch run"),
+              ("Rankings", "Ranking"), ("Matrix", "Click a cell"),
+              ("Bias", "Most order-dependent comparisons"), ("Annotate", "Which text"),
+              ("Agreement", "LLM vs humans"), ("Scores", "Scores"), ("Export", "Export")]
+    for title, marker in visits:
+        nav(page, title)
+        settle(page, marker)
+        check(page, url, title, requests)
+        if title == "Run":
+            assert page.get_by_text("Message: HTTP 401: <img src=").first.is_visible()
+        if title == "Matrix":
+            page.get_by_text("Or choose a comparison by name").click()
+            page.get_by_role("button", name="Open comparison").click()
+            settle(page, "The exact prompt sent")
+            check(page, url, "comparison view", requests)
+            assert "\u202e" not in page.locator('[data-testid="stMain"]').inner_text()
+        if title == "Annotate":
+            page.get_by_text("Guidelines", exact=True).last.click()
+            settle(page, "Read [this]")
+            check(page, url, "guidelines", requests)
+            page.get_by_role("tab", name="Import labels").click()
+            page.get_by_role("tab", name="Guidelines").click()
+            settle(page, "Annotation guidelines for this dataset")
+            check(page, url, "guidelines editor", requests)
+        if title == "Bias":
+            # The charts above it load on demand and move it down: wait for them, then open it.
+            page.locator('[data-testid="stPlotlyChart"] .nsewdrag').last.wait_for(timeout=30_000)
+            box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Open comparison")
+            box.scroll_into_view_if_needed()
+            box.click()
+            page.get_by_role("option").first.wait_for(timeout=30_000)  # the list opens
+            options = " ".join(page.get_by_role("option").all_inner_texts())
+            # The override is shown, not obeyed: no option displays "aexe.png".
+            assert "a\u27e8U+202E\u27e9gnp.exe" in options and "\u202e" not in options
+            assert LONG in options
+            page.get_by_role("option").first.click()
+            settle(page, "The exact prompt sent")
+            check(page, url, "bias comparison", requests)
+    # The progress bars of the two runs judged together, each named by run and aspect.
+    nav(page, "Run")
+    settle(page, "Judged in one pass with 1 other run")
+    bars = page.locator('[data-testid="stProgress"]')
+    assert bars.count() >= 2
+    bar_text = " ".join(bars.all_inner_texts())
+    assert "[run](http://" in bar_text and "![run2](http://" in bar_text, bar_text
+    check(page, url, "progress bars of runs judged together", requests)
+    # The Leaderboard with a hostile system as the baseline: the note quoting it is inert.
+    page.goto(f"{url}/leaderboard?baseline={quote(ICON)}")
+    settle(page, "Against the baseline")
+    settle(page, "never met the baseline")
+    check(page, url, "leaderboard baseline note", requests)
+    note = page.get_by_text("never met the baseline").first.inner_text()
+    assert "**PWN**" in note and "$x^2$" in note, note  # shown as typed
+    # Ids display as stored: the bidi override is shown, not obeyed; the long id is whole.
+    nav(page, "Rankings")
+    settle(page, "Ranking")
+    page.locator('[data-testid="stSelectbox"]').filter(
+        has=page.get_by_text("Context", exact=True)).click()
+    page.get_by_role("option").first.wait_for(timeout=30_000)   # the list is drawn
+    options = page.get_by_role("option").all_inner_texts()
+    assert any(t.startswith("<b>PWN</b><img") for t in options), options
+    page.keyboard.press("Escape")
+    shot(page, "payloads-rankings")

@@ -61,23 +61,21 @@ def _plan(page, dataset: str) -> str:
     return caption.inner_text()
 
 
-def test_story_and_instruction_files_are_worded_as_their_task(server):
+def test_story_and_instruction_files_are_worded_as_their_task(server, chromium):
     url, _ = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    page = browser.new_page(viewport={"width": 1400, "height": 1500})
 
-        _upload(page, url, "stories.csv", STORIES, "story")
-        plan = _plan(page, "stories")
-        # engagingness would have meant 'conversation / Response A': the columns say stories
-        assert "Story prompt, then Story A and Story B (task story" in plan, plan
-        assert "story_prompt, story" in plan, plan
-        assert "the reference column engagement" in plan, plan  # engagingness's synonym
-        page.get_by_text("Live preview").first.click()
-        visible(page.get_by_text("Which Story is more engaging relative to the prompt").first)
+    _upload(page, url, "stories.csv", STORIES, "story")
+    plan = _plan(page, "stories")
+    # engagingness would have meant 'conversation / Response A': the columns say stories
+    assert "Story prompt, then Story A and Story B (task story" in plan, plan
+    assert "story_prompt, story" in plan, plan
+    assert "the reference column engagement" in plan, plan  # engagingness's synonym
+    page.get_by_text("Live preview").first.click()
+    visible(page.get_by_text("Which Story is more engaging relative to the prompt").first)
 
-        _upload(page, url, "instructions.csv", INSTRUCTIONS, "instruction", map_context_id="item")
-        plan = _plan(page, "instructions")
-        assert "Instruction, then Response A and Response B (task instruction" in plan, plan
-        assert "the reference column quality" in plan, plan  # overall's synonym
-        browser.close()
+    _upload(page, url, "instructions.csv", INSTRUCTIONS, "instruction", map_context_id="item")
+    plan = _plan(page, "instructions")
+    assert "Instruction, then Response A and Response B (task instruction" in plan, plan
+    assert "the reference column quality" in plan, plan  # overall's synonym

@@ -4,7 +4,9 @@ sample, two simulated judges, an absolute-score run, human labels of two people,
 two judges and a campaign), driven by Debian's chromium through Playwright (the server and helpers
 of ``tests/browser/test_browser.py``).
 
-On every page at both widths the test waits until the page has drawn, then asks the browser for
+Each page is opened once in a 1024 px window, then the window is widened to 1280 px (the browser
+lays the same page out again; the app runs nothing). At both widths the test waits until the page
+has drawn (at 1280 px: every chart drawn again at its new width), then asks the browser for
 every label that shows less than its text (a metric's label, a widget's label, a tab, a button:
 Streamlit cuts those with an ellipsis, ``scrollWidth > clientWidth``) and for any sideways scroll
 of the page; there must be none. The viewport of each page is saved as
@@ -136,16 +138,16 @@ TABLE_LAYOUT_JS = """() => [...document.querySelectorAll('[data-testid="stDataFr
 
 
 def tables_laid_out(page, timeout_s: float = 60.0) -> None:
-    """Wait until every table's layout is the same in three readings in a row: the grid has
-    sized its columns (what the sideways check measures)."""
+    """Wait until every table's layout is the same in five readings in a row 50 ms apart (0.2 s):
+    the grid has sized its columns (what the sideways check measures)."""
     import time
     readings: list = []
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-3:]
-        if len(readings) == 3 and readings[0] == readings[1] == readings[2]:
+        readings = (readings + [page.evaluate(TABLE_LAYOUT_JS)])[-5:]
+        if len(readings) == 5 and all(r == readings[0] for r in readings):
             return
-        page.wait_for_timeout(100)   # a poll interval between readings, not a wait for a state
+        page.wait_for_timeout(50)   # a poll interval between readings, not a wait for a state
     raise AssertionError(f"the tables' layout kept changing for {timeout_s:.0f} s: {readings}")
 
 
@@ -202,80 +204,116 @@ def save(page, name: str) -> None:
                 DOCS_IMG / f"{name}.png", optimize=True)
 
 
-def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path):
+#: Each visible chart's width and its drawing's (a Plotly chart draws again at its container's
+#: new width a moment after the window is resized).
+CHART_WIDTHS_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .filter(c => c.getBoundingClientRect().width > 0)
+  .map(c => { const s = c.querySelector('.main-svg');
+              return [c.getBoundingClientRect().width, s ? s.getBoundingClientRect().width : -1]; })"""
+#: Every visible chart drawn again since ``before`` (CHART_WIDTHS_JS) where its container's
+#: width changed.
+CHARTS_REDRAWN_JS = """(before) => {
+  const now = (%s)();
+  return now.length === before.length && now.every(([box, svg], k) =>
+    Math.abs(box - before[k][0]) <= 1 || Math.abs(svg - before[k][1]) > 1);
+}""" % CHART_WIDTHS_JS
+
+
+def widen(page, width: int, height: int, text: str) -> None:
+    """The same page in a window resized to ``width`` x ``height`` (no new script run: the
+    browser lays the page out again) and scrolled to its top, once it has drawn again: the
+    charts at their new width, the tables laid out (:func:`drawn`)."""
+    before = page.evaluate(CHART_WIDTHS_JS)
+    page.set_viewport_size({"width": width, "height": height})
+    page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
+    page.wait_for_function(f"() => window.innerWidth === {width}", timeout=30_000)
+    page.wait_for_function(CHARTS_REDRAWN_JS, arg=before, timeout=60_000)
+    drawn(page, text)
+
+
+def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium):
     url, db_url = server
     ids = build_store(db_url)
     link = "&".join(f"{k}={v}" for k, v in ids.items() if k != "long_run")
     problems = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        for width, height in WIDTHS.items():
-            page = browser.new_page(viewport={"width": width, "height": height})
-            for name, (path, text) in PAGES.items():
-                page.goto(f"{url}/{path}?{link}")
-                drawn(page, text)
-                cut = page.evaluate(CUT_LABELS_JS)
-                sideways = page.evaluate(SIDEWAYS_JS)
-                problems += [f"{name} at {width}px: {c}" for c in cut]
-                if sideways > 0:
-                    problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
-                problems += [f"{name} at {width}px: table under {t['head']!r} scrolls "
-                             f"{t['over']}px sideways" for t in page.evaluate(TABLES_SIDEWAYS_JS)
-                             if t["head"] in FIT_AT_1024]
-                save(page, f"page-{name}-{width}")
-                if name in CHARTS:
-                    chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
-                    chart.locator(".main-svg").first.wait_for()
-                    chart.evaluate("e => e.scrollIntoView({block: 'center'})")
-                    save(page, f"page-{name}-chart-{width}")
-            # A run named with 72 characters: its sidebar box shows one cut line, so the name
-            # is written out below it, and the box's list wraps it instead of cutting it.
-            page.goto(f"{url}/rankings?run={ids['long_run']}")
-            drawn(page, "Agreement with")
-            sidebar = page.locator('[data-testid="stSidebar"]')
-            if not sidebar.get_by_text(LONG_RUN, exact=False).count():
-                problems.append(f"the long run name is not written out at {width}px")
-            box = sidebar.locator('[data-testid="stSelectbox"]').first
-            box.evaluate("e => e.scrollIntoView({block: 'center'})")
-            box.locator('button[aria-label="Open"]').click()
-            option = page.locator('[role="option"]').filter(has_text=LONG_RUN).first
-            option.wait_for(timeout=30_000)
-            clipped = option.evaluate(
-                "o => [...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1"
-                " || e.scrollHeight > e.clientHeight + 1)")
-            if clipped or option.evaluate("o => o.getBoundingClientRect().height") < 50:
-                problems.append(f"the run list cuts the long run name at {width}px")
-            save(page, f"page-run-list-{width}")
-            page.keyboard.press("Escape")
-            # Two states a newcomer meets: the validation report of a file with missing
-            # scores, and a new campaign in local mode.
-            upload = tmp_path / "summaries.csv"
-            upload.write_text(WITH_MISSING, encoding="utf-8")
-            page.goto(f"{url}/upload?{link}")
-            drawn(page, "Choose a file")
-            page.locator('input[type="file"]').set_input_files(str(upload))
-            drawn(page, "Missing reference scores")
-            page.get_by_text("Validation report").first.evaluate(
-                "e => e.scrollIntoView({block: 'start'})")
-            problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
-            save(page, f"page-upload-report-{width}")
-            page.goto(f"{url}/campaigns?{link}")
-            drawn(page, "Progress per annotator")
-            page.get_by_role("tab", name="New campaign").click()
-            drawn(page, "Campaigns hand pairs to signed-in annotators")
-            problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
-            save(page, f"page-campaigns-new-{width}")
-            page.close()
-        report = tmp_path / "report.html"
-        report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(report.as_uri())
-        page.locator(".plotly").first.wait_for(timeout=60_000)
-        if page.evaluate(SIDEWAYS_JS) > 0:
-            problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
-        save(page, "report-1280")
-        page.get_by_text("Histogram of the").first.evaluate(
-            "e => e.scrollIntoView({block: 'end'})")   # the histogram above its caption
-        save(page, "report-chart-1280")
-        browser.close()
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    sizes = list(WIDTHS.items())
+    # Each page is opened once and looked at in both windows (resized: one script run each).
+    page = browser.new_page(viewport={"width": sizes[0][0], "height": sizes[0][1]})
+    for name, (path, text) in PAGES.items():
+        page.set_viewport_size({"width": sizes[0][0], "height": sizes[0][1]})
+        page.goto(f"{url}/{path}?{link}")
+        drawn(page, text)
+        for k, (width, height) in enumerate(sizes):
+            if k:
+                widen(page, width, height, text)
+            cut = page.evaluate(CUT_LABELS_JS)
+            sideways = page.evaluate(SIDEWAYS_JS)
+            problems += [f"{name} at {width}px: {c}" for c in cut]
+            if sideways > 0:
+                problems.append(f"{name} at {width}px scrolls {sideways}px sideways")
+            problems += [f"{name} at {width}px: table under {t['head']!r} scrolls "
+                         f"{t['over']}px sideways" for t in page.evaluate(TABLES_SIDEWAYS_JS)
+                         if t["head"] in FIT_AT_1024]
+            save(page, f"page-{name}-{width}")
+        if name in CHARTS:
+            for k, (width, height) in enumerate(reversed(sizes)):
+                if k:
+                    widen(page, width, height, text)
+                chart = page.locator(f".st-key-{CHARTS[name]}")   # the chart by its key
+                chart.locator(".main-svg").first.wait_for()
+                chart.evaluate("e => e.scrollIntoView({block: 'center'})")
+                save(page, f"page-{name}-chart-{width}")
+    page.close()
+    for width, height in WIDTHS.items():
+        page = browser.new_page(viewport={"width": width, "height": height})
+        # A run named with 72 characters: its sidebar box shows one cut line, so the name
+        # is written out below it, and the box's list wraps it instead of cutting it.
+        page.goto(f"{url}/rankings?run={ids['long_run']}")
+        drawn(page, "Agreement with")
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        if not sidebar.get_by_text(LONG_RUN, exact=False).count():
+            problems.append(f"the long run name is not written out at {width}px")
+        box = sidebar.locator('[data-testid="stSelectbox"]').first
+        box.evaluate("e => e.scrollIntoView({block: 'center'})")
+        box.locator('button[aria-label="Open"]').click()
+        option = page.locator('[role="option"]').filter(has_text=LONG_RUN).first
+        option.wait_for(timeout=30_000)
+        clipped = option.evaluate(
+            "o => [...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1"
+            " || e.scrollHeight > e.clientHeight + 1)")
+        if clipped or option.evaluate("o => o.getBoundingClientRect().height") < 50:
+            problems.append(f"the run list cuts the long run name at {width}px")
+        save(page, f"page-run-list-{width}")
+        page.keyboard.press("Escape")
+        # Two states a newcomer meets: the validation report of a file with missing
+        # scores, and a new campaign in local mode.
+        upload = tmp_path / "summaries.csv"
+        upload.write_text(WITH_MISSING, encoding="utf-8")
+        page.goto(f"{url}/upload?{link}")
+        drawn(page, "Choose a file")
+        page.locator('input[type="file"]').set_input_files(str(upload))
+        drawn(page, "Missing reference scores")
+        page.get_by_text("Validation report").first.evaluate(
+            "e => e.scrollIntoView({block: 'start'})")
+        problems += [f"upload report at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+        save(page, f"page-upload-report-{width}")
+        page.goto(f"{url}/campaigns?{link}")
+        drawn(page, "Progress per annotator")
+        page.get_by_role("tab", name="New campaign").click()
+        drawn(page, "Campaigns hand pairs to signed-in annotators")
+        problems += [f"new campaign at {width}px: {c}" for c in page.evaluate(CUT_LABELS_JS)]
+        save(page, f"page-campaigns-new-{width}")
+        page.close()
+    report = tmp_path / "report.html"
+    report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri())
+    page.locator(".plotly").first.wait_for(timeout=60_000)
+    if page.evaluate(SIDEWAYS_JS) > 0:
+        problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
+    save(page, "report-1280")
+    page.get_by_text("Histogram of the").first.evaluate(
+        "e => e.scrollIntoView({block: 'end'})")   # the histogram above its caption
+    save(page, "report-chart-1280")
     assert not problems, "\n".join(problems)

@@ -152,64 +152,62 @@ def store_sample_and_run(db_url: str) -> int:
     return dataset_id
 
 
-def test_sign_in_roles_and_identity_in_chromium(team_server):
+def test_sign_in_roles_and_identity_in_chromium(team_server, chromium):
     from db.store import Store
 
     url, db_url = team_server
     dataset_id = store_sample_and_run(db_url)
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
 
-        # An anonymous visitor: the sign-in page and nothing else, on every URL.
-        anon = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
-        for path in PAGES:
-            anon.goto(f"{url}/{path}?run=sample-coherence-t1")
-            assert_only_sign_in(anon, path)
-        shot(anon, "sign-in")
+    # An anonymous visitor: the sign-in page and nothing else, on every URL.
+    anon = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+    for path in PAGES:
+        anon.goto(f"{url}/{path}?run=sample-coherence-t1")
+        assert_only_sign_in(anon, path)
+    shot(anon, "sign-in")
 
-        # The first admin (from configuration) reaches every page and adds an annotator.
-        admin = browser.new_context(viewport={"width": 1300, "height": 1100}).new_page()
-        sign_in(admin, url, ADMIN)
-        assert sidebar_pages(admin) == ADMIN_NAV
-        for title in ("Upload", "Run", "Export"):
-            nav(admin, title)
-            settle(admin, {"Upload": "Upload candidates", "Run": "Run the judge",
-                           "Export": "Export"}[title])
-        nav(admin, "People")
-        settle(admin, "Add a person or change a role")
-        admin.get_by_label("E-mail address").fill("Ann@Example.org")
-        admin.get_by_role("button", name="Save").click()
-        settle(admin, "ann@example.org is now annotator.")
-        assert Store(db_url).role_of("ann@example.org") == "annotator"
-        shot(admin, "people")
-        from compassess_core import api
-        api.Store(Store(db_url)).create_campaign("round1", "sample_summeval", "coherence",
-                                                 ["ann@example.org"], overlap=1, created_by=ADMIN)
+    # The first admin (from configuration) reaches every page and adds an annotator.
+    admin = browser.new_context(viewport={"width": 1300, "height": 1100}).new_page()
+    sign_in(admin, url, ADMIN)
+    assert sidebar_pages(admin) == ADMIN_NAV
+    for title in ("Upload", "Run", "Export"):
+        nav(admin, title)
+        settle(admin, {"Upload": "Upload candidates", "Run": "Run the judge",
+                       "Export": "Export"}[title])
+    nav(admin, "People")
+    settle(admin, "Add a person or change a role")
+    admin.get_by_label("E-mail address").fill("Ann@Example.org")
+    admin.get_by_role("button", name="Save").click()
+    settle(admin, "ann@example.org is now annotator.")
+    assert Store(db_url).role_of("ann@example.org") == "annotator"
+    shot(admin, "people")
+    from compassess_core import api
+    api.Store(Store(db_url)).create_campaign("round1", "sample_summeval", "coherence",
+                                             ["ann@example.org"], overlap=1, created_by=ADMIN)
 
-        # The annotator: Annotate and their own Agreement only; the URL cannot name anyone else.
-        ann = browser.new_context(viewport={"width": 1300, "height": 1100}).new_page()
-        sign_in(ann, url, "ann@example.org")
-        settle(ann, "Which text is more coherent?")
-        assert sidebar_pages(ann) == {"Annotate", "Agreement"}
-        for path in ("upload", "run", "export", "people", "rankings"):
-            ann.goto(f"{url}/{path}")
-            settle(ann, "Which text is more coherent?")  # not theirs: they land on Annotate
-            body = ann.locator("body").inner_text()
-            assert PAGES[path] not in body.split("\n")[:3], path
-            assert ann.locator('[data-testid="stFileUploader"]').count() == 0, path
-            assert ann.get_by_role("button", name="Start").count() == 0, path
-        ann.goto(f"{url}/annotate?annotator=mallory")
-        settle(ann, "ann@example.org: 0 / ")
-        ann.get_by_role("button", name="A is better").click()
-        settle(ann, "ann@example.org: 1 / ")
-        df = Store(db_url).human_judgements_frame(dataset_id)
-        assert df["annotator"].tolist() == ["ann@example.org"]
-        shot(ann, "annotate-signed-in")
+    # The annotator: Annotate and their own Agreement only; the URL cannot name anyone else.
+    ann = browser.new_context(viewport={"width": 1300, "height": 1100}).new_page()
+    sign_in(ann, url, "ann@example.org")
+    settle(ann, "Which text is more coherent?")
+    assert sidebar_pages(ann) == {"Annotate", "Agreement"}
+    for path in ("upload", "run", "export", "people", "rankings"):
+        ann.goto(f"{url}/{path}")
+        settle(ann, "Which text is more coherent?")  # not theirs: they land on Annotate
+        body = ann.locator("body").inner_text()
+        assert PAGES[path] not in body.split("\n")[:3], path
+        assert ann.locator('[data-testid="stFileUploader"]').count() == 0, path
+        assert ann.get_by_role("button", name="Start").count() == 0, path
+    ann.goto(f"{url}/annotate?annotator=mallory")
+    settle(ann, "ann@example.org: 0 / ")
+    ann.get_by_role("button", name="A is better").click()
+    settle(ann, "ann@example.org: 1 / ")
+    df = Store(db_url).human_judgements_frame(dataset_id)
+    assert df["annotator"].tolist() == ["ann@example.org"]
+    shot(ann, "annotate-signed-in")
 
-        # Signing out (the provider's end-session page confirms it) leaves an anonymous visitor.
-        ann.get_by_role("button", name="Sign out").click()
-        ann.get_by_role("button", name="End session").click(timeout=30_000)
-        assert_only_sign_in(ann, "after sign-out")
-        ann.goto(f"{url}/annotate")
-        assert_only_sign_in(ann, "annotate after sign-out")
-        browser.close()
+    # Signing out (the provider's end-session page confirms it) leaves an anonymous visitor.
+    ann.get_by_role("button", name="Sign out").click()
+    ann.get_by_role("button", name="End session").click(timeout=30_000)
+    assert_only_sign_in(ann, "after sign-out")
+    ann.goto(f"{url}/annotate")
+    assert_only_sign_in(ann, "annotate after sign-out")

@@ -44,8 +44,8 @@ WEIGHTS = dict(press=10, switch_dataset=3, switch_run=2, rename=1, delete=1, ope
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    with annotate_world(tmp_path_factory.mktemp("annotate_walk")) as shared:
+def world(tmp_path_factory, chromium_browser):
+    with annotate_world(tmp_path_factory.mktemp("annotate_walk"), chromium_browser) as shared:
         yield shared
 
 
@@ -63,6 +63,7 @@ class Walk:
         self.serial = 0
         self.presses = self.stored = 0
         self.log: list[str] = []
+        self._runs: dict | None = None   # the store's runs by name (only the walk changes them)
 
     # ---------------------------------------------------------------------------- helpers
 
@@ -86,7 +87,9 @@ class Walk:
         now = Screen.read(self.page)
         if not now.run or now.run == "(none)" or not now.has_pair:
             return
-        runs = {r.name: r for r in self.store.list_runs()}
+        if self._runs is None:
+            self._runs = {r.name: r for r in self.store.list_runs()}
+        runs = self._runs
         if now.run in runs:
             assert now.aspect == runs[now.run].settings.aspect, (
                 f"the page shows run {now.run} ({runs[now.run].settings.aspect}) but asks "
@@ -131,6 +134,7 @@ class Walk:
         self.check_run_aspect()
 
     def rename(self) -> None:
+        self._runs = None
         if self.rng.random() < 0.5:
             ds_id = self.rng.choice(sorted(self.names))
             new = self.fresh(self.names[ds_id].split("-w")[0])
@@ -145,6 +149,7 @@ class Walk:
             self.log.append(f"rename run {run_id} to {new}")
 
     def delete(self) -> None:
+        self._runs = None
         if len(self.run_ids) > 2:
             run_id = self.rng.choice(sorted(self.run_ids))
             self.store.delete_run(run_id)

@@ -71,39 +71,37 @@ def _load_sample(page, url: str) -> None:
 
 
 @pytest.mark.model
-def test_the_view_lives_in_the_url_and_the_run_page_keeps_the_live_run(server, bundled_model):
+def test_the_view_lives_in_the_url_and_the_run_page_keeps_the_live_run(server, bundled_model, chromium):
     """A manual tau set on Rankings survives a switch to Bias and a reload, with the same
     numbers; then a run started on Run is still the one shown after a visit to Rankings."""
     url, db_url = server
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        _load_sample(page, url)
-        simulate_finished_run(db_url)
-        nav(page, "Rankings")
-        settle(page, "Agreement with coherence")
-        page.get_by_text("manual", exact=True).first.click()
+    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    _load_sample(page, url)
+    simulate_finished_run(db_url)
+    nav(page, "Rankings")
+    settle(page, "Agreement with coherence")
+    page.get_by_text("manual", exact=True).first.click()
+    settle(page, "Current tau")
+    page.wait_for_url(re.compile(r"tau_mode=manual"), timeout=30_000)
+    thumb = page.get_by_role("slider").first
+    thumb.focus()
+    for _ in range(3):   # 0.003 above the starting value (tau*), one step of 0.001 a key
+        thumb.press("ArrowRight")
         settle(page, "Current tau")
-        page.wait_for_url(re.compile(r"tau_mode=manual"), timeout=30_000)
-        thumb = page.get_by_role("slider").first
-        thumb.focus()
-        for _ in range(3):   # 0.003 above the starting value (tau*), one step of 0.001 a key
-            thumb.press("ArrowRight")
-            settle(page, "Current tau")
-        tau, p_a = _settled_tau_and_p_a(page)
+    tau, p_a = _settled_tau_and_p_a(page)
 
-        nav(page, "Bias")
-        settle(page, "Most order-dependent comparisons")
-        assert "tau_mode=manual" in page.url and f"tau={float(tau):g}" in page.url, page.url
-        assert _settled_tau_and_p_a(page) == (tau, p_a)
+    nav(page, "Bias")
+    settle(page, "Most order-dependent comparisons")
+    assert "tau_mode=manual" in page.url and f"tau={float(tau):g}" in page.url, page.url
+    assert _settled_tau_and_p_a(page) == (tau, p_a)
 
-        page.reload()
-        settle(page, "Most order-dependent comparisons")
-        assert _settled_tau_and_p_a(page) == (tau, p_a)
+    page.reload()
+    settle(page, "Most order-dependent comparisons")
+    assert _settled_tau_and_p_a(page) == (tau, p_a)
 
-        # A run started on Run stays the one shown there after a visit to Rankings.
-        _start_a_run_and_come_back(page)
-        browser.close()
+    # A run started on Run stays the one shown there after a visit to Rankings.
+    _start_a_run_and_come_back(page)
 
 
 def _start_a_run_and_come_back(page) -> None:
