@@ -233,6 +233,10 @@ _EXPECTED_S = {
     "tests/browser/test_browser_annotate_switch.py::test_annotate_asks_about": 12,
     "tests/judges/test_judge.py::test_grouped_query_attention_on_cpu": 12,
     "tests/api/test_worker.py::test_the_app_starts_a_low_priority_worker": 12,
+    "tests/judges/test_tokens.py::test_texts_cut_into_lines": 25,
+    "tests/judges/test_tokens.py::test_random_texts_with_shared_openings": 11,
+    "tests/stats/test_agreement_invariance.py::test_renaming_and_reordering": 15,
+    "tests/judges/test_judge_memory.py::test_out_of_memory_halves_the_batch": 16,
 }
 
 
@@ -474,7 +478,7 @@ def pytest_addoption(parser):
 
 def _browser_cpu_s() -> float:
     """The CPU seconds of the Playwright driver this process started and of the Chromium under
-    it, while they run: the browser tests' one Chromium lives as long as the session, so its
+    it, while they run: a browser module's Chromium lives across its tests, so its
     CPU would otherwise count nowhere (a process counts in RUSAGE_CHILDREN only once reaped,
     and then no longer here, so nothing counts twice)."""
     try:

@@ -1,10 +1,11 @@
-"""One Chromium per test process (an xdist worker, or the one process without xdist): every
-browser test module opens its pages in it, each page in a context of its own (its own cookies,
-so its own Streamlit session). Starting Chromium costs a second or more of a loaded machine's
-two cores; the modules used to start one each.
+"""One Chromium per browser test module, shared by its tests: every test opens its pages in it,
+each page in a context of its own (its own cookies, so its own Streamlit session).
 
-A module's contexts are closed when it ends (a page left open on a stopped server would keep
-reconnecting), and a Chromium that died is started again for the next module.
+Playwright and its Chromium stop when the module ends: while Playwright's sync API is started it
+keeps an asyncio loop marked running in the worker's main thread, so a later test of another
+module on the same worker that calls ``asyncio.run`` (the sign-in guard's ASGI tests) would fail
+with "cannot be called from a running event loop". A Chromium that died within a module is
+started again for its next test.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ def _session_chromium():
 
 @pytest.fixture(scope="module")
 def chromium_browser(_session_chromium):
-    """The process's Chromium for the tests of a module; the contexts (pages, sessions) the
-    module opened are closed after it."""
+    """The module's Chromium; the contexts (pages, sessions) the module opened are closed after
+    it, and Playwright is stopped."""
     yield _session_chromium.get()
     _session_chromium.close_contexts()
+    _session_chromium.stop()   # no running asyncio loop left behind for the next module's tests
 
 
 @pytest.fixture
