@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_browser import pause_as_a_person, playwright_api  # noqa: F401, I001 - first: skips
+from tests.browser.test_browser import at_rest, pause_as_a_person, playwright_api  # noqa: F401, I001 - first: skips
 from tests.browser_walk import (annotate_world, Ledger, Reruns, Screen, SlowLink, blur, keys_heard,
                           pick_option, press_and_check)
 
@@ -56,7 +56,11 @@ def open_page(page, reruns: Reruns, url: str, keys: bool = True) -> Screen:
 
 
 def settled(page, reruns: Reruns) -> Screen:
+    """What the page shows once the app has run every rerun asked for and the browser has drawn
+    it: the run's last message can arrive a frame before React draws it (a click's next pair),
+    so the page is also waited at rest (nothing greyed, no script running, steady)."""
     reruns.wait_idle()
+    at_rest(page)
     return Screen.read(page)
 
 
