@@ -242,9 +242,17 @@ def nav(page, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
 
 
+def load_the_sample(page, url: str) -> None:
+    """Open the app's Home page and load the bundled sample dataset with its button."""
+    page.goto(url)
+    settle(page, "Try it in a minute")
+    page.get_by_role("button", name="Load the sample dataset").click()
+    settle(page, "Sample dataset 'sample_summeval' is in the store")
+
+
 def test_click_through_the_app_in_chromium(server, chromium):
     url, db_url = server
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1500})
     page.goto(url)
     settle(page, "Try it in a minute")

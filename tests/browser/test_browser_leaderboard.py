@@ -15,7 +15,7 @@ import pytest
 
 from compassess_core import api
 
-from tests.browser.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
+from tests.browser.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, load_the_sample, nav, playwright_api, server,  # noqa: F401
                           script_idle, settle, shot, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
@@ -45,12 +45,9 @@ def length_loving_logit(x, y, rng) -> float:
 
 def test_leaderboard_and_compare_in_chromium(server, chromium):
     url, db_url = server
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1500})
-    page.goto(url)
-    settle(page, "Try it in a minute")
-    page.get_by_role("button", name="Load the sample dataset").click()
-    settle(page, "Sample dataset 'sample_summeval' is in the store")
+    load_the_sample(page, url)
     first = simulate_finished_run(db_url)
     second = simulate_finished_run(db_url, "sample-coherence-t2", "t2", length_loving_logit, 11)
 

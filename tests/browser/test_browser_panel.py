@@ -26,7 +26,7 @@ def test_create_a_panel_and_rank_the_judges_in_chromium(server, chromium):
                                            name="sample_summeval"))
     simulate_finished_run(db_url, name="judge-t1", template="t1", seed=1)
     simulate_finished_run(db_url, name="judge-t2", template="t2", seed=2)
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1500})
     page.goto(f"{url}/panel")
     settle(page, "Create a panel")

@@ -145,7 +145,7 @@ def check(page, url: str, where: str, requests: list[str]) -> None:
 def test_hostile_strings_stay_inert_on_every_page(server, chromium):
     url, db_url = server
     requests: list[str] = []
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.on("request", lambda r: requests.append(r.url))
 

@@ -63,7 +63,7 @@ def _plan(page, dataset: str) -> str:
 
 def test_story_and_instruction_files_are_worded_as_their_task(server, chromium):
     url, _ = server
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1500})
 
     _upload(page, url, "stories.csv", STORIES, "story")

@@ -19,7 +19,7 @@ import pytest
 
 from compassess_core import api
 from compassess_core.cli import main
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
+from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, load_the_sample, nav, playwright_api, server,  # noqa: F401
                           next_frame, poll_until, settle, shot, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
@@ -29,12 +29,9 @@ EPOCH = 1_772_600_767  # 2026-03-04 05:06:07 UTC
 
 def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path, monkeypatch, chromium):
     url, db_url = server
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     app = browser.new_page(viewport={"width": 1400, "height": 1500})
-    app.goto(url)
-    settle(app, "Try it in a minute")
-    app.get_by_role("button", name="Load the sample dataset").click()
-    settle(app, "Sample dataset 'sample_summeval' is in the store")
+    load_the_sample(app, url)
     run_name = simulate_finished_run(db_url)
 
     # The Export page's download is the API's report, byte for byte, at the date it states.

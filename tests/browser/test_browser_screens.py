@@ -236,7 +236,7 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium
     ids = build_store(db_url)
     link = "&".join(f"{k}={v}" for k, v in ids.items() if k != "long_run")
     problems = []
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     sizes = list(WIDTHS.items())
     # Each page is opened once and looked at in both windows (resized: one script run each).
     page = browser.new_page(viewport={"width": sizes[0][0], "height": sizes[0][1]})

@@ -157,7 +157,7 @@ def test_sign_in_roles_and_identity_in_chromium(team_server, chromium):
 
     url, db_url = team_server
     dataset_id = store_sample_and_run(db_url)
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
 
     # An anonymous visitor: the sign-in page and nothing else, on every URL.
     anon = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
+from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, load_the_sample, nav, playwright_api, server,  # noqa: F401
                                 settle, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
@@ -63,21 +63,14 @@ def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
             raise AssertionError(f"no metric {label!r} on the page") from None
 
 
-def _load_sample(page, url: str) -> None:
-    page.goto(url)
-    settle(page, "Try it in a minute")
-    page.get_by_role("button", name="Load the sample dataset").click()
-    settle(page, "Sample dataset 'sample_summeval' is in the store")
-
-
 @pytest.mark.model
 def test_the_view_lives_in_the_url_and_the_run_page_keeps_the_live_run(server, bundled_model, chromium):
     """A manual tau set on Rankings survives a switch to Bias and a reload, with the same
     numbers; then a run started on Run is still the one shown after a visit to Rankings."""
     url, db_url = server
-    browser = chromium   # the process's Chromium (tests/browser/conftest.py)
+    browser = chromium   # the module's Chromium (tests/browser/conftest.py)
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
-    _load_sample(page, url)
+    load_the_sample(page, url)
     simulate_finished_run(db_url)
     nav(page, "Rankings")
     settle(page, "Agreement with coherence")
