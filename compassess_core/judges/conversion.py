@@ -124,8 +124,11 @@ def streams(architecture: str) -> bool:
             and architecture not in combines)
 
 
-#: Bytes of each fixed-size GGUF value type (``gguf.GGUFValueType``: UINT8 ... FLOAT64).
-_GGUF_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+#: The ``struct`` format of each fixed-size GGUF value type (``gguf.GGUFValueType``: UINT8 ...
+#: FLOAT64), and so its size in bytes.
+_GGUF_SCALAR_FORMAT = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+                       10: "Q", 11: "q", 12: "d"}
+_GGUF_SCALAR_BYTES = {vtype: struct.calcsize("<" + fmt) for vtype, fmt in _GGUF_SCALAR_FORMAT.items()}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
@@ -169,16 +172,15 @@ def gguf_metadata_value(gguf: Path, key: str) -> str | int | float | bool | None
             return struct.unpack(order + "Q", take(8))[0]
 
         u64()  # the tensor count
-        scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
-                  10: "Q", 11: "q", 12: "d"}
         for _ in range(u64()):
             name = take(u64()).decode("utf-8", errors="replace")
             vtype = u32()
             if name == key:
                 if vtype == _GGUF_STRING:
                     return take(u64()).decode("utf-8")
-                if vtype in scalar:
-                    return struct.unpack(order + scalar[vtype], take(_GGUF_SCALAR_BYTES[vtype]))[0]
+                if vtype in _GGUF_SCALAR_FORMAT:
+                    return struct.unpack(order + _GGUF_SCALAR_FORMAT[vtype],
+                                         take(_GGUF_SCALAR_BYTES[vtype]))[0]
                 raise ValueError(f"{gguf}: metadata {key} is an array, not one value")
             # skip the value
             if vtype == _GGUF_STRING:
