@@ -34,6 +34,7 @@ it, so its tokenizers keep the shared openings.)
 from __future__ import annotations
 
 import json
+import re
 from itertools import chain
 from typing import Sequence
 
@@ -188,13 +189,10 @@ class SharedOpeningEncoder:
         return out if out[0] == done[-1] else None
 
 
+#: Before each newline that is followed by an ASCII letter (the module docstring).
+_LINE_CUT = re.compile(r"(?=\n[A-Za-z])")
+
+
 def _lines(text: str) -> list[str]:
     """``text`` cut before each newline that is followed by an ASCII letter."""
-    pieces = text.split("\n")
-    out = [pieces[0]]
-    for p in pieces[1:]:
-        if p[:1].isascii() and p[:1].isalpha():
-            out.append("\n" + p)
-        else:
-            out[-1] += "\n" + p
-    return out
+    return _LINE_CUT.split(text)
