@@ -64,6 +64,11 @@ class DirectDecoder:
                        for m in (layer.input_layernorm, layer.post_attention_layernorm)]
         self._final_norm = self._norm_of(self.base.norm)
         self._mlps = [self._mlp_of(layer.mlp, cfg) for layer in self.layers]
+        # Per layer the projections' weights and biases and the attention's scale, read once:
+        # a module attribute costs a Python lookup through ``Module.__getattr__`` per pass.
+        self._attn = [(a.q_proj.weight, a.q_proj.bias, a.k_proj.weight, a.k_proj.bias,
+                       a.v_proj.weight, a.v_proj.bias, a.o_proj.weight, a.o_proj.bias, a.scaling)
+                      for a in (layer.self_attn for layer in self.layers)]
 
     @staticmethod
     def _norm_of(norm: torch.nn.Module):
@@ -144,56 +149,57 @@ class DirectDecoder:
         sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
         spans = [c for c in caches if c[0] is not None]
         new_kv = []
-        for li, layer in enumerate(self.layers):
-            attn = layer.self_attn
+        for li in range(len(self.layers)):
+            wq, bq, wk, bk, wv, bv, wo, bo, scaling = self._attn[li]
             x = self._norms[2 * li](h)
-            q = F.linear(x, attn.q_proj.weight, attn.q_proj.bias).view(b, w, -1, hd).transpose(1, 2)
-            k = F.linear(x, attn.k_proj.weight, attn.k_proj.bias).view(b, w, -1, hd).transpose(1, 2)
-            v = F.linear(x, attn.v_proj.weight, attn.v_proj.bias).view(b, w, -1, hd).transpose(1, 2)
+            q = F.linear(x, wq, bq).view(b, w, -1, hd).transpose(1, 2)
+            k = F.linear(x, wk, bk).view(b, w, -1, hd).transpose(1, 2)
+            v = F.linear(x, wv, bv).view(b, w, -1, hd).transpose(1, 2)
             q = (q * cos) + (q.roll(half, -1) * sin)
             k = (k * cos) + (k.roll(half, -1) * sin)
             new_kv.append((k, v))
             kr = k if g == 1 else k[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
             vr = v if g == 1 else v[:, :, None].expand(b, self.kv_heads, g, w, hd).reshape(b, -1, w, hd)
-            out, lse = _flash(q, kr, vr, 0.0, inner is None, attn_mask=inner, scale=attn.scaling)
+            out, lse = _flash(q, kr, vr, 0.0, inner is None, attn_mask=inner, scale=scaling)
             if spans:
-                out = self._merge(q, out, lse, caches, li, attn.scaling)
+                out = self._merge(q, out, lse, caches, li, scaling)
             out = out.transpose(1, 2).reshape(b, w, -1)
-            h = h + F.linear(out, attn.o_proj.weight, attn.o_proj.bias)
+            h = h + F.linear(out, wo, bo)
             h = h + self._mlps[li](self._norms[2 * li + 1](h))
         return self._final_norm(h), new_kv
 
-    def _to_cache(self, q: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor], scale: float
+    def _to_cache(self, folded: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor], scale: float
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attention of the rows ``q`` (n, heads, w, head size) to every key of one cache: the
-        query heads folded onto the cache's key/value heads, one unmasked call, the cache
-        never copied. Returns the output (n, heads, w, head size) and its log-sum-exp."""
+        """Attention of the rows ``folded`` (n, key/value heads, groups x w, head size: each
+        row's query heads folded onto the cache's key/value heads) to every key of one cache:
+        one unmasked call, the cache never copied. Returns the output (n, key/value heads,
+        groups x w, head size) and its log-sum-exp (n, key/value heads, groups x w)."""
         keys, values = kv
-        n, _, w, hd = q.shape
-        kvh, g = self.kv_heads, self.groups
-        folded = q.reshape(n, kvh, g * w, hd).transpose(0, 1).reshape(1, kvh, n * g * w, hd)
-        o, lse = _flash(folded, keys, values, 0.0, False, scale=scale)
-        o = o.reshape(kvh, n, g * w, hd).transpose(0, 1).reshape(n, kvh * g, w, hd)
-        return o, lse.reshape(kvh, n, g * w).transpose(0, 1).reshape(n, kvh * g, w)
+        n, kvh, gw, hd = folded.shape
+        o, lse = _flash(folded.transpose(0, 1).reshape(1, kvh, n * gw, hd), keys, values, 0.0, False,
+                        scale=scale)
+        return o.reshape(kvh, n, gw, hd).transpose(0, 1), lse.reshape(kvh, n, gw).transpose(0, 1)
 
     def _merge(self, q: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, caches, li: int,
                scale: float) -> torch.Tensor:
         """The rows' attention over their cache's keys and their own (``out``, ``lse``): each
         span's part to its cache, then one log-sum-exp merge for every row (a row without a
-        cache gets weight 0 on that part)."""
+        cache gets weight 0 on that part). The queries are folded onto the key/value heads once
+        for all rows (one copy), each span reading its slice."""
+        b, heads, w, hd = q.shape
+        kvh = self.kv_heads
+        folded = q.reshape(b, kvh, heads // kvh * w, hd)
         parts_o, parts_l = [], []
         for cache, lo, hi in caches:
             if cache is None:
-                parts_o.append(out.new_zeros((hi - lo, *out.shape[1:])))
-                parts_l.append(lse.new_full((hi - lo, *lse.shape[1:]), float("-inf")))
+                parts_o.append(folded.new_zeros((hi - lo, *folded.shape[1:])))
+                parts_l.append(folded.new_full((hi - lo, *folded.shape[1:3]), float("-inf")))
             else:
-                o1, l1 = self._to_cache(q[lo:hi], cache[li], scale)
+                o1, l1 = self._to_cache(folded[lo:hi], cache[li], scale)
                 parts_o.append(o1)
                 parts_l.append(l1)
-        o1 = parts_o[0] if len(parts_o) == 1 else torch.cat(parts_o)
-        l1 = parts_l[0] if len(parts_l) == 1 else torch.cat(parts_l)
-        # (o1 e^l1 + o2 e^l2) / (e^l1 + e^l2) = o2 + (o1 - o2) sigmoid(l1 - l2): three operators
-        # (a row without a cache: l1 = -inf, weight 0).
+        o1 = (parts_o[0] if len(parts_o) == 1 else torch.cat(parts_o)).reshape(b, heads, w, hd)
+        l1 = (parts_l[0] if len(parts_l) == 1 else torch.cat(parts_l)).reshape(b, heads, w)
         m = torch.maximum(l1, lse)
         e1, e2 = torch.exp(l1 - m).unsqueeze(-1), torch.exp(lse - m).unsqueeze(-1)
         return (o1 * e1 + out * e2) / (e1 + e2)
