@@ -191,9 +191,8 @@ class _FP32Head:
         if self.bias is not None or self.logit_scale is not None or self.softcap is not None:
             return None
         w, step = self.weight, self.CPU_BLOCK
-        if self._row_norm is None:  # by blocks: a narrower matrix is never upcast whole
-            self._row_norm = max(float(torch.linalg.vector_norm(w[i:i + step].float(), dim=-1).max())
-                                 for i in range(0, w.shape[0], step))
+        if self._row_norm is None:
+            self._row_norm = float(torch.linalg.vector_norm(w.float(), dim=-1).max())
         bound = float(torch.linalg.vector_norm(h, dim=-1).max()) * self._row_norm
         if not bound < self.PLAIN_LIMIT - math.log(w.shape[0]):
             return None
