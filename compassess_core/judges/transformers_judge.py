@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import os
 import time
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -129,7 +128,6 @@ class _FP32Head:
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.logit_scale = getattr(cfg, "logit_scale", None)
-        self._row_norm: float | None = None  # max_i |w_i| (:meth:`_plain_bound`), once
 
     def _logits(self, h: torch.Tensor) -> torch.Tensor:
         w = self.weight
@@ -150,8 +148,7 @@ class _FP32Head:
         rows (each block's logits stay in the core's cache instead of a (B, vocabulary)
         matrix written to memory and read back three times: 8-rows calls cost the same, 64-120
         rows 1.6-3.7x less on a loaded machine); the label tokens' logits are computed on their
-        own; where the logits are bounded safely within fp32's range, the sum needs no maxima
-        (:meth:`_plain_bound`). The same sum, up to fp32 rounding."""
+        own. The same sum, up to fp32 rounding."""
         h = hidden.float()
         if self.scale != 1.0:
             h = h * self.scale
@@ -160,11 +157,6 @@ class _FP32Head:
             lse = torch.logsumexp(logits, dim=-1)
             return (logits[:, list(ids)] - lse[:, None]).double().cpu().numpy()
         w, step = self.weight, self.CPU_BLOCK
-        cols = list(ids)
-        labels = self._finish(h @ w[cols].float().T, cols)
-        plain = self._plain_bound(h)
-        if plain is not None:
-            return (labels - plain).double().cpu().numpy()
         maxes, sums = [], []
         for i in range(0, w.shape[0], step):
             block = self._finish(h @ w[i:i + step].float().T, slice(i, i + step))
@@ -174,33 +166,9 @@ class _FP32Head:
         top, sums = torch.cat(maxes, dim=1), torch.cat(sums, dim=1)
         most = top.amax(dim=-1, keepdim=True)
         lse = (sums * (top - most).exp()).sum(dim=-1, keepdim=True).log() + most
+        cols = list(ids)
+        labels = self._finish(h @ w[cols].float().T, cols)
         return (labels - lse).double().cpu().numpy()
-
-    #: |logit| at most this: every e^logit is a normal fp32 number (> 2^-100) and their sum over
-    #: the vocabulary stays below 2^100, so the sum needs no maximum subtracted.
-    PLAIN_LIMIT = 100 * math.log(2)
-
-    def _plain_bound(self, h: torch.Tensor) -> torch.Tensor | None:
-        """The log-sum-exp (rows, 1) of the logits of ``h`` without maxima, when a bound says it
-        is safe: each logit is a dot product, so |logit| <= |h| max_i |w_i| (Cauchy-Schwarz);
-        below ``PLAIN_LIMIT - log(vocabulary)`` no term underflows or the sum overflows, and a
-        sum of exponentials without the maximum subtracted is as precise in floating point as
-        one with it (the same relative rounding). One matmul, exponential and sum per block
-        instead of six operators. None when the bound does not hold, or the head adds a bias,
-        a scale or a soft cap (their bound is not this one): the max-subtracted sum is used."""
-        if self.bias is not None or self.logit_scale is not None or self.softcap is not None:
-            return None
-        w, step = self.weight, self.CPU_BLOCK
-        if self._row_norm is None:
-            self._row_norm = float(torch.linalg.vector_norm(w.float(), dim=-1).max())
-        bound = float(torch.linalg.vector_norm(h, dim=-1).max()) * self._row_norm
-        if not bound < self.PLAIN_LIMIT - math.log(w.shape[0]):
-            return None
-        total = None
-        for i in range(0, w.shape[0], step):
-            part = (h @ w[i:i + step].float().T).exp_().sum(dim=-1, keepdim=True)
-            total = part if total is None else total.add_(part)
-        return total.log_()
 
     def _finish(self, logits: torch.Tensor, cols) -> torch.Tensor:
         """The model's own steps after the head's matmul, on the vocabulary columns ``cols``."""
