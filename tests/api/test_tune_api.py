@@ -115,6 +115,30 @@ def test_a_judge_that_cannot_write_tunes_the_starting_wordings_and_says_so(store
     assert any("no writer chosen (--writer MODEL" in m for m in messages)
 
 
+def test_the_wordings_of_a_step_are_judged_together_in_one_pass(store):
+    """The starting wordings' runs go to the judge together: the same ordered pairs under every
+    wording in the same judge calls (what lets a real judge read each context and both texts once
+    for all wordings), and each run is still stored, complete, on its own."""
+    calls: list[list] = []
+
+    class Recording(FakeWritingJudge):
+        def judge_stream(self, prompts):
+            prompts = list(prompts)
+            calls.append(prompts)
+            return super().judge_stream(prompts)
+    result = store.tune(SAMPLE, aspect="coherence", name="g", contexts=1, rounds=0,
+                        judge=Recording(), progress=False, n_boot=50)
+    questions = result.table["question"].tolist()
+    assert len(questions) == 7
+    assert len(calls) < len(questions)  # fewer judge calls than wordings: not one run after another
+    assert all(any(q in p.text for p in calls[0]) for q in questions)
+    runs = {r.name: r for r in store.list_runs()}
+    for row in result.table.itertuples():
+        run = runs[f"tune-g-{row.wording}"]
+        assert run.status == "completed"
+        assert run.n_comparisons == row.comparisons_tune + row.comparisons_holdout > 0
+
+
 def test_a_cancelled_tuning_stops_and_resumes(store):
     judge = FakeWritingJudge()
     tuning = store.create_tuning(SAMPLE, aspect="coherence", name="c", contexts=1, rounds=0)
