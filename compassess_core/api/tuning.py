@@ -336,7 +336,11 @@ class Tuning:
                 None if why_not else self._writer(writer, reporter),
                 rounds=o.rounds, max_wordings=plan.max_wordings,
                 cancelled=lambda: backend.tuning_cancel_requested(self.id),
-                judge_together=self._together(dataset, judge, reporter))
+                # Together where that saves work: a judge with a prefix cache reads each pair's
+                # context and texts once for every wording; a served judge is paid per request
+                # (and its progress then moves a wording at a time, as before).
+                judge_together=(self._together(dataset, judge, reporter)
+                                if getattr(judge, "prefix_cache", False) else None))
             if state.stopped == "cancelled":
                 raise RunCancelled("the tuning was cancelled; run it again to resume")
         except (RunCancelled, RunInterrupted, KeyboardInterrupt):

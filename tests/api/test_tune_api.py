@@ -122,6 +122,8 @@ def test_the_wordings_of_a_step_are_judged_together_in_one_pass(store):
     calls: list[list] = []
 
     class Recording(FakeWritingJudge):
+        prefix_cache = True   # as a local judge's: what grouping saves (a served judge goes one by one)
+
         def judge_stream(self, prompts):
             prompts = list(prompts)
             calls.append(prompts)
@@ -132,6 +134,14 @@ def test_the_wordings_of_a_step_are_judged_together_in_one_pass(store):
     assert len(questions) == 7
     assert len(calls) < len(questions)  # fewer judge calls than wordings: not one run after another
     assert all(any(q in p.text for p in calls[0]) for q in questions)
+    # a judge without a prefix cache (a served one) judges a wording at a time, as before
+    calls.clear()
+    Recording.prefix_cache = False
+    served = Recording()
+    served.model_key = "fake-served-judge|labels=[\" A\", \" B\"]"  # nothing cached for it
+    store.tune(SAMPLE, aspect="coherence", name="one-by-one", contexts=1, rounds=0,
+               judge=served, progress=False, n_boot=50)
+    assert len(calls) >= len(questions)
     runs = {r.name: r for r in store.list_runs()}
     for row in result.table.itertuples():
         run = runs[f"tune-g-{row.wording}"]
