@@ -335,7 +335,12 @@ class Tuning:
                                        human, n_boot),
                 None if why_not else self._writer(writer, reporter),
                 rounds=o.rounds, max_wordings=plan.max_wordings,
-                cancelled=lambda: backend.tuning_cancel_requested(self.id))
+                cancelled=lambda: backend.tuning_cancel_requested(self.id),
+                # Together where that saves work: a judge with a prefix cache reads each pair's
+                # context and texts once for every wording; a served judge is paid per request
+                # (and its progress then moves a wording at a time, as before).
+                judge_together=(self._together(dataset, judge, reporter)
+                                if getattr(judge, "prefix_cache", False) else None))
             if state.stopped == "cancelled":
                 raise RunCancelled("the tuning was cancelled; run it again to resume")
         except (RunCancelled, RunInterrupted, KeyboardInterrupt):
@@ -383,17 +388,41 @@ class Tuning:
         return load_judge(o.writer, device=o.device, dtype=o.dtype,
                           batch_size=o.batch_size), None
 
+    def _run_of(self, dataset: Dataset, w: tuning.Wording):
+        """The wording's run (``tune-<name>-<key>``), created or, to resume, the stored one."""
+        return self.store.create_run(self.info.dataset_id, self.settings(dataset, w),
+                                     name=run_name(self.name, w.key))
+
+    def _together(self, dataset: Dataset, judge, reporter
+                  ) -> Callable[[list[tuning.Wording]], None]:
+        def judge_together(wordings: list[tuning.Wording]) -> None:
+            """The wordings' runs judged in one pass (``Store.execute``): the prompts of the
+            same ordered pair differ only in the instruction, so the judge reads the context
+            and both texts once for all of them (its prefix cache); each run is stored and
+            resumed on its own, and a cancel of the tuning cancels them all."""
+            runs = [self._run_of(dataset, w) for w in wordings]
+            for w, run in zip(wordings, runs):
+                reporter.message(f"{w.key} ({w.label}): run '{run.name}'")
+            left = [run for run in runs if run.status != "completed"]
+            if left:
+                self.store.backend.set_tuning_status(
+                    self.id, "running", message="judging " + ", ".join(
+                        f"{w.key} ({w.label})" for w, run in zip(wordings, runs)
+                        if run.status != "completed"))
+                self.store.execute(left, judge=judge, progress=reporter)
+        return judge_together
+
     def _evaluator(self, dataset: Dataset, judge, reporter, tune_ids, hold_ids, reference,
                    human, n_boot: int) -> Callable[[tuning.Wording], tuning.WordingScore]:
         tables: dict = {}
 
         def evaluate(w: tuning.Wording) -> tuning.WordingScore:
-            self.store.backend.set_tuning_status(self.id, "running",
-                                                 message=f"judging {w.key} ({w.label})")
-            run = self.store.create_run(self.info.dataset_id, self.settings(dataset, w),
-                                        name=run_name(self.name, w.key))
-            reporter.message(f"{w.key} ({w.label}): run '{run.name}'")
-            run.execute(judge=judge, progress=reporter)
+            run = self._run_of(dataset, w)
+            if run.status != "completed":  # not judged together with others: judged here
+                self.store.backend.set_tuning_status(self.id, "running",
+                                                     message=f"judging {w.key} ({w.label})")
+                reporter.message(f"{w.key} ({w.label}): run '{run.name}'")
+                run.execute(judge=judge, progress=reporter)
             results = run.results
             if w.key == tuning.BASELINE:
                 tables[w.key] = results

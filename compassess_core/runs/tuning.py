@@ -749,17 +749,38 @@ class SearchState:
 def greedy_search(start: Sequence[Wording], evaluate: Callable[[Wording], WordingScore],
                   write: Callable[[Wording, int], list[Wording]] | None, *, rounds: int = 0,
                   max_wordings: int | None = None,
-                  cancelled: Callable[[], bool] = lambda: False) -> SearchState:
+                  cancelled: Callable[[], bool] = lambda: False,
+                  judge_together: Callable[[list[Wording]], None] | None = None) -> SearchState:
     """ZEPO's greedy search: judge the ``start`` wordings, then for each of ``rounds`` rounds ask
     ``write(best, round)`` for paraphrases of the fairest wording so far (:func:`fairest`, the
     tie-breaker deciding among equals) and judge the new ones;
     never more than ``max_wordings`` wordings in all (the budget), and a text is judged once.
     ``write`` None (a judge that cannot write) or a round that writes nothing usable ends the
-    search. ``cancelled`` is asked before each wording."""
+    search. ``cancelled`` is asked before each wording. ``judge_together``, when given, is
+    handed the wordings of each step that ``evaluate`` will then score (the starting ones, then
+    each round's, within the budget), before the first of them is scored: the caller judges
+    them in one pass (the prompts of the same pair under several wordings share the context
+    and both texts in the judge's prefix cache), and ``evaluate`` reads what was stored."""
     state = SearchState()
     tried: set[str] = set()
 
+    def to_judge(wordings: Sequence[Wording]) -> list[Wording]:
+        """The wordings ``judge_all`` scores, in order (the budget, a text once)."""
+        todo: list[Wording] = []
+        texts = set(tried)
+        for w in wordings:
+            if max_wordings is not None and len(state.scores) + len(todo) >= max_wordings:
+                break
+            if w.text not in texts:
+                texts.add(w.text)
+                todo.append(w)
+        return todo
+
     def judge_all(wordings: Sequence[Wording]) -> bool:
+        if judge_together is not None and not cancelled():
+            todo = to_judge(wordings)
+            if todo:
+                judge_together(todo)
         for w in wordings:
             if max_wordings is not None and len(state.scores) >= max_wordings:
                 state.stopped = f"the budget allows {max_wordings} wording(s)"

@@ -115,6 +115,40 @@ def test_a_judge_that_cannot_write_tunes_the_starting_wordings_and_says_so(store
     assert any("no writer chosen (--writer MODEL" in m for m in messages)
 
 
+def test_the_wordings_of_a_step_are_judged_together_in_one_pass(store):
+    """The starting wordings' runs go to the judge together: the same ordered pairs under every
+    wording in the same judge calls (what lets a real judge read each context and both texts once
+    for all wordings), and each run is still stored, complete, on its own."""
+    calls: list[list] = []
+
+    class Recording(FakeWritingJudge):
+        prefix_cache = True   # as a local judge's: what grouping saves (a served judge goes one by one)
+
+        def judge_stream(self, prompts):
+            prompts = list(prompts)
+            calls.append(prompts)
+            return super().judge_stream(prompts)
+    result = store.tune(SAMPLE, aspect="coherence", name="g", contexts=1, rounds=0,
+                        judge=Recording(), progress=False, n_boot=50)
+    questions = result.table["question"].tolist()
+    assert len(questions) == 7
+    assert len(calls) < len(questions)  # fewer judge calls than wordings: not one run after another
+    assert all(any(q in p.text for p in calls[0]) for q in questions)
+    # a judge without a prefix cache (a served one) judges a wording at a time, as before
+    calls.clear()
+    Recording.prefix_cache = False
+    served = Recording()
+    served.model_key = "fake-served-judge|labels=[\" A\", \" B\"]"  # nothing cached for it
+    store.tune(SAMPLE, aspect="coherence", name="one-by-one", contexts=1, rounds=0,
+               judge=served, progress=False, n_boot=50)
+    assert len(calls) >= len(questions)
+    runs = {r.name: r for r in store.list_runs()}
+    for row in result.table.itertuples():
+        run = runs[f"tune-g-{row.wording}"]
+        assert run.status == "completed"
+        assert run.n_comparisons == row.comparisons_tune + row.comparisons_holdout > 0
+
+
 def test_a_cancelled_tuning_stops_and_resumes(store):
     judge = FakeWritingJudge()
     tuning = store.create_tuning(SAMPLE, aspect="coherence", name="c", contexts=1, rounds=0)

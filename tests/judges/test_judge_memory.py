@@ -312,7 +312,12 @@ def test_streamed_conversion_equals_transformers_gguf_loading(tmp_path, monkeypa
     if not gguf_path.is_file():
         pytest.skip("bundled SmolLM2 model absent (make setup)")
     monkeypatch.setenv("COMPASSESS_CACHE", str(tmp_path))
+    parses = []
+    real_init = gguf.GGUFReader.__init__
+    monkeypatch.setattr(gguf.GGUFReader, "__init__",
+                        lambda self, *a, **k: parses.append(a) or real_init(self, *a, **k))
     streamed = load_model(gguf_path, device="cpu", dtype="fp32")  # converts into tmp_path
+    assert len(parses) == 1, parses  # the tokenizer, the config and the tensors: one parse
     folder = next((tmp_path / "converted").iterdir())
     assert (folder / "model.safetensors.index.json").is_file()  # sharded: written in parts
     reference = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,

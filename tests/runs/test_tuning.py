@@ -320,6 +320,36 @@ def test_greedy_search_paraphrases_the_fairest_within_the_budget():
     assert evaluated == ["a"] and state.stopped == "cancelled"
 
 
+def test_greedy_search_hands_each_steps_wordings_to_judge_together_first():
+    fairness = {"a": -0.3, "b": -0.1, "c": -0.2, "b1": -0.05, "b2": -0.4}
+    events = []
+
+    def evaluate(w):
+        events.append(("score", w.key))
+        return tuning.WordingScore(w, fairness[w.key], 0.5, 0.0, 1, 0)
+
+    def write(best, r):
+        return [tuning.Wording(best.key + s, best.key + s, "Summary", tuning.WRITTEN, "", r)
+                for s in ("1", "2")]
+    start = [tuning.Wording(k, k, "Summary", tuning.LIBRARY, k) for k in ("a", "b", "c")]
+    start.append(tuning.Wording("a again", "a", "Summary", tuning.LIBRARY, "a"))  # a text judged once
+    together = lambda ws: events.append(("together", [w.key for w in ws]))  # noqa: E731
+    tuning.greedy_search(start, evaluate, write, rounds=1, judge_together=together)
+    assert events == [("together", ["a", "b", "c"]), ("score", "a"), ("score", "b"),
+                      ("score", "c"), ("together", ["b1", "b2"]), ("score", "b1"),
+                      ("score", "b2")]
+    # the budget: only what will be scored is judged together
+    events.clear()
+    state = tuning.greedy_search(start, evaluate, write, rounds=1, max_wordings=4,
+                                 judge_together=together)
+    assert events[-2:] == [("together", ["b1"]), ("score", "b1")] and "budget" in state.stopped
+    # a cancel asked before a step judges nothing
+    events.clear()
+    state = tuning.greedy_search(start, evaluate, write, cancelled=lambda: True,
+                                 judge_together=together)
+    assert events == [] and state.stopped == "cancelled"
+
+
 def test_a_text_is_judged_once():
     seen = []
 
