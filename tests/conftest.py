@@ -150,13 +150,13 @@ MTBENCH_LABELS = Path(__file__).resolve().parents[1] / "assets" / "sample_mtbenc
 
 @pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), the browser tests of a
+    """Under pytest-xdist (``make test`` runs ``-n 3 --dist loadgroup``), the browser tests of a
     module share one worker (its one Streamlit server), and so do the real-judge tests of a module
     that share a fixture of the module wider than one test (``_module_fixtures``: a judge or a
     server loaded once per module or session); every other test, a real-judge test that loads
     through the process-wide caches included (``bundled_weights_loaded_once``, the warm command
     line), is a unit of its own and goes to whichever worker is free. The work is queued longest
-    first (``_longest_first``), so both workers stay busy to the end. Without xdist the groups
+    first (``_longest_first``), so the workers stay busy to the end. Without xdist the groups
     mean nothing."""
     for item in items:
         module = item.nodeid.split("::", 1)[0]
@@ -180,16 +180,16 @@ def _module_fixtures(item) -> list[str]:
                    if d.scope != "function" and d.baseid == module})
 
 
-# ------------------------------------------------------------ both workers busy to the end
+# ------------------------------------------------------------- the workers busy to the end
 # Longest-processing-time first: xdist hands each worker the next unit of the queue (a group, or
 # one ungrouped test) when it has two tests or fewer left, so the queue is ordered by a unit's
 # expected seconds, longest first; `pytest_configure` keeps xdist from reordering it by test
 # count. The expected seconds are `--durations` of `make test` on this 2-core machine for every
 # test that took 10 s or more; any other test counts by its mark. The queue's tail is then
-# hundreds of tests under a second, which even out the two workers' ends.
-# Under two workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the judge's
-# own switch; it changes speed, never results), so a forward pass on one worker does not stall
-# on the core the other worker is using.
+# hundreds of tests under a second, which even out the workers' ends.
+# Under several workers each torch judge computes on one thread (COMPASSESS_THREADS=1: the
+# judge's own switch; it changes speed, never results), so a forward pass on one worker does not
+# stall on a core another worker is using.
 
 #: Seconds per test whose node id starts with the key (a test, a parametrized family, or every
 #: test of a module): its wall time in two `make test` runs on this machine, scaled by its CPU
@@ -273,7 +273,7 @@ def pytest_configure(config):
 
 # pytest-xdist's loadgroup puts a test's group into its node id (``item._nodeid``), which pytest 9
 # no longer reads: with `--dist loadgroup` alone every test would be a unit of its own, the
-# browser tests of a module spread over both workers. So each worker writes the groups it
+# browser tests of a module spread over the workers. So each worker writes the groups it
 # collected to a file, and the scheduler (`pytest_xdist_make_scheduler`) reads a test's unit there.
 
 _GROUPS_FILE_ENV = "COMPASSESS_TEST_XDIST_GROUPS"
