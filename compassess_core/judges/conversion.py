@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -210,6 +211,12 @@ def gguf_architecture(gguf: Path) -> str:
     return arch
 
 
+#: Held while ``gguf.GGUFReader`` is swapped (:func:`_parsed_once`): the swap is process-wide,
+#: so two conversions in two threads (two app sessions) take turns instead of restoring each
+#: other's swap out of order. Reentrant: a conversion inside a conversion in one thread nests.
+_READER_SWAP = threading.RLock()
+
+
 @contextmanager
 def _parsed_once(gguf: Path):
     """Within the block, every ``gguf.GGUFReader`` of ``gguf`` (transformers' tokenizer and
@@ -219,7 +226,6 @@ def _parsed_once(gguf: Path):
     it changes nothing it reads. Other files and modes are read as usual."""
     import gguf as gguf_module
 
-    real = gguf_module.GGUFReader
     target = Path(gguf).resolve()
     parsed: list = []
 
@@ -230,11 +236,13 @@ def _parsed_once(gguf: Path):
             parsed.append(real(path, mode))
         return parsed[0]
 
-    gguf_module.GGUFReader = reader
-    try:
-        yield
-    finally:
-        gguf_module.GGUFReader = real
+    with _READER_SWAP:
+        real = gguf_module.GGUFReader   # read under the lock: the reader the block restores
+        gguf_module.GGUFReader = reader
+        try:
+            yield
+        finally:
+            gguf_module.GGUFReader = real
 
 
 def convert_streaming(gguf: Path, out: Path, auto_class: Callable,

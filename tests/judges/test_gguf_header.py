@@ -69,3 +69,35 @@ def test_the_bundled_model_header(bundled_model):
     assert gguf_architecture(bundled_model) == _read_field(reader, "general.architecture")[0] == "llama"
     for key in ("llama.context_length", "tokenizer.ggml.eos_token_id", "general.name"):
         assert gguf_metadata_value(bundled_model, key) == _read_field(reader, key)[0], key
+
+
+def test_the_shared_reader_swap_is_one_conversion_at_a_time_and_undone(tmp_path, monkeypatch):
+    """The conversion swaps ``gguf.GGUFReader`` process-wide for one that parses its file once:
+    while one conversion holds the swap another thread cannot take it (interleaved, the second to
+    leave would restore the first's stand-in for good), other files are read as usual, and the
+    real reader is back afterwards."""
+    import threading
+
+    import gguf
+
+    from compassess_core.judges import conversion
+
+    class FakeReader:   # a fake: records what would have been parsed
+        made: list = []
+
+        def __init__(self, path, mode="r"):
+            FakeReader.made.append(str(path))
+
+    monkeypatch.setattr(gguf, "GGUFReader", FakeReader)
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    taken_elsewhere = []
+    with conversion._parsed_once(a):
+        assert gguf.GGUFReader(a) is gguf.GGUFReader(a)   # one parse of the converted file
+        gguf.GGUFReader(b)                                 # another file: its own parse
+        other = threading.Thread(
+            target=lambda: taken_elsewhere.append(conversion._READER_SWAP.acquire(blocking=False)))
+        other.start()
+        other.join()
+    assert taken_elsewhere == [False]
+    assert gguf.GGUFReader is FakeReader
+    assert FakeReader.made == [str(a), str(b)]
