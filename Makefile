@@ -5,10 +5,11 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 PYTEST_ARGS ?=
 # Both cores: three pytest-xdist workers (a third keeps the cores busy while a test waits on its
-# app server or browser: 15 min against 17 for two on this 2-core machine); the browser tests of
-# a module share a worker (one app server), and so do a module's real-judge tests that share a
-# judge its fixtures load once; the work is queued longest first and each torch judge computes
-# on one thread (tests/conftest.py).
+# app server or browser: 15 min against 17 for two, quiet clean clones of one evening on this
+# 2-core machine, whose speed varies by 30-45% between hours; four were slower); the browser
+# tests of a module share a worker (one app server), and so do a module's real-judge tests that
+# share a judge its fixtures load once; the work is queued longest first and each torch judge
+# computes on one thread (tests/conftest.py).
 # `make test XDIST=` runs in one process.
 # Where the time goes: `make test PYTEST_ARGS="--durations=30 --cpu-durations=30"` (CPU seconds
 # per test and per file, which a machine loaded by other work does not inflate as it does wall time).
