@@ -400,16 +400,15 @@ class Tuning:
             same ordered pair differ only in the instruction, so the judge reads the context
             and both texts once for all of them (its prefix cache); each run is stored and
             resumed on its own, and a cancel of the tuning cancels them all."""
-            runs = [self._run_of(dataset, w) for w in wordings]
-            for w, run in zip(wordings, runs):
+            runs = [(w, self._run_of(dataset, w)) for w in wordings]
+            for w, run in runs:
                 reporter.message(f"{w.key} ({w.label}): run '{run.name}'")
-            left = [run for run in runs if run.status != "completed"]
+            left = [(w, run) for w, run in runs if run.status != "completed"]
             if left:
                 self.store.backend.set_tuning_status(
-                    self.id, "running", message="judging " + ", ".join(
-                        f"{w.key} ({w.label})" for w, run in zip(wordings, runs)
-                        if run.status != "completed"))
-                self.store.execute(left, judge=judge, progress=reporter)
+                    self.id, "running",
+                    message="judging " + ", ".join(f"{w.key} ({w.label})" for w, _ in left))
+                self.store.execute([run for _, run in left], judge=judge, progress=reporter)
         return judge_together
 
     def _evaluator(self, dataset: Dataset, judge, reporter, tune_ids, hold_ids, reference,
