@@ -284,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
                                 "finish_reason": finish, "stop_reason": None})
         prompt_tokens = owner.backend.count_tokens(text)
         completion_tokens = sum(len(s) for s in runs)
+        # Counted before the reply leaves: a client that has its answer finds it counted.
+        dying = owner.count_answer()
         self._send(200, {
             "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
             "object": "chat.completion" if chat else "text_completion",
@@ -291,7 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
             "system_fingerprint": None})
-        owner.answered()
+        if dying:
+            threading.Thread(target=owner.stop, daemon=True).start()
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -356,12 +359,11 @@ class OpenAIServer:
         with self._lock:
             self.in_flight -= 1
 
-    def answered(self) -> None:
+    def count_answer(self) -> bool:
+        """Count one 200 answer; True when it is the answer after which the server dies."""
         with self._lock:
             self.posts += 1
-            dying = self.die_after is not None and self.posts >= self.die_after
-        if dying:
-            threading.Thread(target=self.stop, daemon=True).start()
+            return self.die_after is not None and self.posts >= self.die_after
 
     def stop(self) -> None:
         with self._lock:
