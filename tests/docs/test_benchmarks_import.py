@@ -38,3 +38,20 @@ def test_judge_throughput_runs_on_a_clone_without_the_data_folder(tmp_path, caps
     out = capsys.readouterr().out
     assert "judging the bundled sample assets/sample_summeval.csv" in out
     assert "| tiny-llama | sample | float32 | 6 |" in out
+
+
+def test_suite_timeline_splits_the_machines_cpu_among_the_tests_running():
+    """Hand-worked: readings at 0, 1, 2, 3 s with 2, 1 and 0.5 busy CPU seconds between them;
+    test a runs 0-2 s, b 1-3 s, c 0.5-1 s. First second: a ran 1 s and c 0.5 s, so a gets 2/3 of
+    2, c 1/3; second: a and b 1 s each, half of 1 each; third: b alone, 0.5."""
+    import numpy as np
+
+    from benchmarks.suite_timeline import busy_cpu_seconds, machine_share
+    times, busy = busy_cpu_seconds(["0.0 cpu 100 0 50 800 10 0 0 0 0 0",
+                                    "1.0 cpu 250 0 80 820 10 5 5 0 0 0"], ticks_per_s=100)
+    # busy = user + nice + system + irq + softirq + steal: 150 ticks, then 340
+    assert times.tolist() == [0.0, 1.0] and busy.tolist() == [1.9]
+    share = machine_share(np.array([0.0, 1.0, 0.5]), np.array([2.0, 3.0, 1.0]),
+                          np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.0, 1.0, 0.5]))
+    assert np.allclose(share, [2 * 2 / 3 + 0.5, 0.5 + 0.5, 2 / 3])
+    assert np.isclose(share.sum(), 3.5)   # every busy second a test ran in is counted once
