@@ -316,8 +316,13 @@ def test_streamed_conversion_equals_transformers_gguf_loading(tmp_path, monkeypa
     real_init = gguf.GGUFReader.__init__
     monkeypatch.setattr(gguf.GGUFReader, "__init__",
                         lambda self, *a, **k: parses.append(a) or real_init(self, *a, **k))
+    maps = []
+    real_map_init = gguf.tensor_mapping.TensorNameMap.__init__
+    monkeypatch.setattr(gguf.tensor_mapping.TensorNameMap, "__init__",
+                        lambda self, *a, **k: maps.append(a) or real_map_init(self, *a, **k))
     streamed = load_model(gguf_path, device="cpu", dtype="fp32")  # converts into tmp_path
     assert len(parses) == 1, parses  # the tokenizer, the config and the tensors: one parse
+    assert len(maps) == 1, len(maps)  # the tensor-name map built once, not once per module
     folder = next((tmp_path / "converted").iterdir())
     assert (folder / "model.safetensors.index.json").is_file()  # sharded: written in parts
     reference = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
