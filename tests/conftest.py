@@ -36,6 +36,26 @@ def _empty_database(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def streamlit_components_scanned_once():
+    """Every new ``AppTest`` looks for installed Streamlit components (``discover_and_register_
+    components``): it parses the metadata of every installed distribution, about 0.3 s of CPU
+    each time here, a third of a short AppTest test. What is installed does not change while
+    the tests run, so the first scan's result is kept for the session (the same manifests, the
+    same registry built from them; a served app scans once at start anyway)."""
+    from streamlit.components.v2 import manifest_scanner
+    real = manifest_scanner.scan_component_manifests
+    found: dict[int | None, list] = {}
+
+    def scanned_once(max_workers: int | None = None):
+        if max_workers not in found:
+            found[max_workers] = real(max_workers)
+        return list(found[max_workers])
+    manifest_scanner.scan_component_manifests = scanned_once
+    yield
+    manifest_scanner.scan_component_manifests = real
+
+
 @pytest.fixture(autouse=True)
 def fresh_sign_in_decision():
     """Each test stands for a fresh server: the app decides once per process whether sign-in is

@@ -45,6 +45,12 @@ class CountingJudge(FakeLengthJudge):
         return super().judge_stream(prompts)
 
 
+#: Candidates of the first article in the thin-prefix tests: the first four hold three summaries
+#: that open with the same eight words ("paul merson has restarted his row with a"), the shape
+#: that splits a pair's second texts into thin subtrees; a fifth adds prompts, not a new shape.
+N_THIN = 4
+
+
 def p_of(sink, run_id):
     return {k: r.judgement.p for k, r in sink.stored_results(run_id, "comparative").items()}
 
@@ -268,7 +274,7 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
     assert judge.thin == 0  # CPU default: measured no faster
     ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
-    n = len(ctx.candidates)
+    n = N_THIN
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
                          Aspect.from_name(x)) for a in range(n) for b in range(n) if a != b
                for x in ASPECTS]
@@ -297,7 +303,7 @@ def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(
     judge.token_budget = 1 << 16
     ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
-    n = len(ctx.candidates)
+    n = N_THIN
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
                          Aspect.from_name("coherence")) for a in range(n) for b in range(n) if a != b]
     ps, passes = {}, {}
