@@ -5,8 +5,9 @@ produce, without loading the model's weights: the chat template around the user 
 answer primer for a causal model, the prompt itself for an encoder-decoder model, and for a
 served model what is sent (the chat endpoint's message with its answer instruction; the
 completions endpoint's text through the tokenizer its spec names, else the plain prompt). Only the
-tokenizer and the model's configuration are read (from a ``.gguf`` file's header, a model folder
-or the hub cache), and they are kept for the next call, so a web page can show the chat form of
+tokenizer and the model's configuration are read (from a ``.gguf`` file's header, or from its
+first-use conversion once there is one, which is what the judge loads; a model folder; the hub
+cache), and they are kept for the next call, so a web page can show the chat form of
 any prompt of a run without a model in its process.
 
 This module must never load model weights or contact a judge server.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ModelLoadError
-from .models import default_model_path, is_bundled
+from .models import converted_folder, default_model_path, is_bundled
 from ..types import ComparisonPrompt
 
 
@@ -34,6 +35,9 @@ def _tokenizer(spec: str) -> tuple[Any, bool]:
             if not path.is_file():
                 raise ModelLoadError(f"model file {path} does not exist")
             where, extra = path.parent, dict(gguf_file=path.name)
+            converted = converted_folder(path)
+            if converted is not None:   # what the judge itself loads, in a second not five
+                where, extra = converted, {}
         else:
             where, extra = spec, {}
         tokenizer = AutoTokenizer.from_pretrained(where, **extra)

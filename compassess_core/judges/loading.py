@@ -25,9 +25,8 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError, ModelLoadError
-from .models import cached_sha256, converted_dir
+from .models import CONVERSION_MARKER as _MARKER, cached_sha256, converted_dir
 
-_MARKER = "compassess_source.json"
 #: "org/name" or "name" as the hub spells model ids; anything else that does not exist is a bad path.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt")

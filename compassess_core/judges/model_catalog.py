@@ -26,7 +26,7 @@ import pandas as pd
 from . import memory
 from .servers import is_openai_spec
 from .memory import MemoryNeed, MemoryPlan, ModelShape, shape_from_config
-from .models import (BUNDLED_MODEL, cached_sha256, converted_dir, default_model_path,
+from .models import (BUNDLED_MODEL, converted_folder, default_model_path,
                      is_bundled)
 from .speed import RecordedRun, Speed, measured_speed
 
@@ -285,10 +285,7 @@ def model_shape(model: str | os.PathLike | None) -> ModelShape | None:
 
 def _converted(path: Path) -> bool:
     """Whether the first-use conversion of the GGUF at ``path`` is in the cache already."""
-    try:
-        return (converted_dir() / cached_sha256(path) / "compassess_source.json").is_file()
-    except OSError:
-        return False
+    return converted_folder(path) is not None
 
 
 def memory_needed(model: str | os.PathLike | None, dtype: str = "auto", device: str = "cpu", *,

@@ -56,6 +56,20 @@ def converted_dir() -> Path:
     return Path(env).expanduser() if env else cache_dir() / "converted"
 
 
+#: Written last into a GGUF's converted folder: the conversion is complete (``loading.convert_gguf``).
+CONVERSION_MARKER = "compassess_source.json"
+
+
+def converted_folder(gguf: Path) -> Path | None:
+    """A GGUF file's complete first-use conversion (``converted_dir()/<sha256>``), or None when
+    it is not converted (yet) or the file cannot be read."""
+    try:
+        folder = converted_dir() / cached_sha256(gguf)
+    except OSError:
+        return None
+    return folder if (folder / CONVERSION_MARKER).is_file() else None
+
+
 def default_model_path() -> Path:
     """Where the bundled default model's GGUF file is (or will be, once fetched)."""
     return models_dir() / DEFAULT_MODEL_FILE

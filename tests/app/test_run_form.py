@@ -215,6 +215,17 @@ def test_chat_prompt_is_the_judges_own_rendering_without_its_weights(app_env, mo
     from compassess_core.judges import load_judge
     assert shown == load_judge(None, device="cpu", batch_size=1).render(prompt)
     assert "torch" in sys.modules   # (the judge above; the chat form itself loads no weights)
+    # The judge's GGUF is converted now: the chat form reads the tokenizer the judge loads from
+    # the conversion, without parsing the GGUF's vocabulary again, and shows the same text.
+    import gguf
+    from compassess_core.judges import chat_template
+
+    def no_parse(*a, **k):
+        raise AssertionError("a converted GGUF's tokenizer is read from its conversion")
+    monkeypatch.setattr(gguf.GGUFReader, "__init__", no_parse)
+    chat_template._tokenizer.cache_clear()
+    assert run.chat_prompt("A0", run.dataset.contexts[0].candidate_ids[0],
+                           run.dataset.contexts[0].candidate_ids[1]) == shown
 
 
 @pytest.mark.model

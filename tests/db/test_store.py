@@ -757,7 +757,8 @@ def _raw_settings(db_url: str) -> dict[str, tuple[dict, str | None]]:
     return {name: (json.loads(s) if isinstance(s, str) else s, key) for name, s, key in rows}
 
 
-def test_migration_0004_moves_the_judge_out_of_settings_and_extra_to_references(db_url):
+def test_migration_0004_moves_the_judge_out_of_settings_and_extra_to_references(empty_db_url):
+    db_url = empty_db_url
     from alembic import command
 
     old = _database_at_0003_with_old_runs(db_url)
