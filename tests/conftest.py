@@ -38,23 +38,47 @@ def _empty_database(url: str) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def streamlit_components_scanned_once():
-    """Every new ``AppTest`` looks for installed Streamlit components (``discover_and_register_
-    components``): it parses the metadata of every installed distribution, about 0.3 s of CPU
-    each time here, a third of a short AppTest test. What is installed does not change while
-    the tests run, so the first scan's result is kept for the session (the same manifests, the
-    same registry built from them; a served app scans once at start anyway)."""
+def app_test_starts_like_a_served_app():
+    """``AppTest`` does at every run two things a served app does once, which were a third of the
+    CPU of a short AppTest test here; the tests keep their results for the session instead:
+
+    * it looks for installed Streamlit components (``discover_and_register_components``),
+      parsing the metadata of every installed distribution, about 0.3 s each time. What is
+      installed does not change while the tests run: the first scan's manifests are reused.
+    * it compiles the app's script and the page's (Streamlit's "magic" rewrite of the syntax
+      tree, then ``compile``) into a new ``ScriptCache`` at every run, where a server keeps one
+      cache for its life. The bytecode is kept per file, its size and modification time (a
+      changed file is compiled again) and the magic setting.
+    """
+    from streamlit import config
     from streamlit.components.v2 import manifest_scanner
-    real = manifest_scanner.scan_component_manifests
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+    from streamlit.testing.v1 import app_test
+
+    real_scan = manifest_scanner.scan_component_manifests
     found: dict[int | None, list] = {}
 
     def scanned_once(max_workers: int | None = None):
         if max_workers not in found:
-            found[max_workers] = real(max_workers)
+            found[max_workers] = real_scan(max_workers)
         return list(found[max_workers])
+
+    compiled: dict[tuple, object] = {}
+
+    class CompiledOnce(ScriptCache):
+        def get_bytecode(self, script_path: str):
+            st = os.stat(script_path)
+            key = (os.path.abspath(script_path), st.st_size, st.st_mtime_ns,
+                   config.get_option("runner.magicEnabled"))
+            if key not in compiled:
+                compiled[key] = super().get_bytecode(script_path)
+            return compiled[key]
+
     manifest_scanner.scan_component_manifests = scanned_once
+    app_test.ScriptCache = CompiledOnce
     yield
-    manifest_scanner.scan_component_manifests = real
+    manifest_scanner.scan_component_manifests = real_scan
+    app_test.ScriptCache = ScriptCache
 
 
 @pytest.fixture(autouse=True)

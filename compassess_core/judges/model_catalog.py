@@ -18,6 +18,7 @@ import json
 import os
 import struct
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, Iterable
 
@@ -117,7 +118,19 @@ _GGUF_SHAPE_KEYS = {"block_count": "layers", "embedding_length": "hidden",
 def _gguf_table(path: Path) -> tuple[dict, list[tuple[str, list[int]]]]:
     """A GGUF file's kept metadata (``general.*``, ``<arch>.context_length`` and the shape keys)
     and its tensor table ``[(name, dims in ggml order)]``; arrays are skipped, no tensor data read.
+
+    Read once per file version (path, size, modification time): the Run page plans with it at
+    every rerun, and skipping a vocabulary's strings one by one takes about 25 ms.
     """
+    path = Path(path)
+    st = path.stat()
+    meta, tensors = _read_gguf_table(path, st.st_size, st.st_mtime_ns)
+    return dict(meta), list(tensors)
+
+
+@lru_cache(maxsize=16)
+def _read_gguf_table(path: Path, size: int, mtime_ns: int) -> tuple[dict, tuple]:
+    """:func:`_gguf_table` of one version of a file (``size`` and ``mtime_ns`` only key the cache)."""
     with open(path, "rb") as f:
         if f.read(4) != b"GGUF":
             raise ValueError(f"{path.name} does not start with the GGUF magic bytes")
@@ -140,8 +153,8 @@ def _gguf_table(path: Path) -> tuple[dict, list[tuple[str, list[int]]]]:
             dims = [_read(f, "<Q") for _ in range(_read(f, "<I"))]
             _read(f, "<I")
             _read(f, "<Q")
-            tensors.append((name, dims))
-    return meta, tensors
+            tensors.append((name, tuple(dims)))
+    return meta, tuple(tensors)
 
 
 def _count(dims) -> int:

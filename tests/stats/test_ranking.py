@@ -107,6 +107,36 @@ def test_bradley_terry_recovers_consistent_matrix():
     np.testing.assert_array_equal(r.ranks, [1, 3, 2, 4])
 
 
+def test_bradley_terry_through_evalicas_solver_equals_its_public_function():
+    """The fit hands numbered comparisons to evalica's solver directly (the bootstrap refits
+    hundreds of times); evalica's public ``bradley_terry`` on the same comparisons, labels
+    mapped by its own pandas indexing, gives the same strengths to the bit."""
+    import evalica
+    import pandas as pd
+    from compassess_core.stats.ranking import evalica_bradley_terry
+    rng = np.random.default_rng(20261128)
+    for _ in range(40):
+        total = int(rng.integers(2, 9))
+        m = int(rng.integers(1, 60))
+        x = rng.integers(0, total, m)
+        y = (x + 1 + rng.integers(0, total - 1, m)) % total
+        p = rng.uniform(1e-3, 1 - 1e-3, m)
+        if len(np.union1d(x, y)) < total:
+            continue   # evalica's MM needs every indexed candidate compared
+        direct = evalica_bradley_terry(x, y, p, total, tolerance=1e-10, limit=1000)
+        labels = np.array([f"c{k}" for k in range(total)])
+        public = evalica.bradley_terry(np.concatenate((labels[x], labels[x])),
+                                       np.concatenate((labels[y], labels[y])),
+                                       [evalica.Winner.X] * m + [evalica.Winner.Y] * m,
+                                       index=pd.Index(labels),   # numbered as the direct call
+                                       weights=np.concatenate((p, 1 - p)), tolerance=1e-10,
+                                       limit=1000).scores
+        np.testing.assert_array_equal(direct, public.reindex(labels).to_numpy())
+        np.testing.assert_array_equal(
+            direct, evalica_bradley_terry(x, y, p, total, tolerance=1e-10, limit=1000,
+                                          solver="public"))
+
+
 def test_bradley_terry_hard_outcomes_stay_finite_and_ordered():
     r = bradley_terry(3, [0, 1], [1, 2], [1.0, 1.0])
     assert np.isfinite(r.scores).all()
