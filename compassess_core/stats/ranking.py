@@ -33,6 +33,7 @@ __all__ = [
     "win_ratio",
     "average_probability",
     "bradley_terry",
+    "evalica_bradley_terry",
     "poe_gaussian",
     "rank_scores",
     "METHODS",
