@@ -115,7 +115,7 @@ _GGUF_SHAPE_KEYS = {"block_count": "layers", "embedding_length": "hidden",
                     "attention.head_count_kv": "kv_heads", "attention.key_length": "head_dim"}
 
 
-def _gguf_table(path: Path) -> tuple[dict, list[tuple[str, list[int]]]]:
+def _gguf_table(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...]]]]:
     """A GGUF file's kept metadata (``general.*``, ``<arch>.context_length`` and the shape keys)
     and its tensor table ``[(name, dims in ggml order)]``; arrays are skipped, no tensor data read.
 
