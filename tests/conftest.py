@@ -109,28 +109,32 @@ def _newest_schema_file(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def db_url(tmp_path: Path, _newest_schema_file: Path) -> str:
-    """A fresh store for the test: ``COMPASSESS_TEST_DATABASE_URL`` emptied, else a new SQLite
-    file at the newest schema."""
+def _emptied_test_database() -> str | None:
+    """``COMPASSESS_TEST_DATABASE_URL`` with no table left (the next open migrates it from
+    nothing), or None when the tests run on SQLite files."""
     url = os.environ.get("COMPASSESS_TEST_DATABASE_URL", "").strip()
     if url:
         _empty_database(url)
+    return url or None
+
+
+@pytest.fixture
+def db_url(tmp_path: Path, request) -> str:
+    """A fresh store for the test: the test database emptied, else a new SQLite file at the
+    newest schema (the migrated file is only made when SQLite is used)."""
+    url = _emptied_test_database()
+    if url:
         return url
     path = tmp_path / "compassess.db"
-    shutil.copyfile(_newest_schema_file, path)
+    shutil.copyfile(request.getfixturevalue("_newest_schema_file"), path)
     return f"sqlite:///{path}"
 
 
 @pytest.fixture
 def empty_db_url(tmp_path: Path) -> str:
     """A store with no schema at all (a file not created yet), for a test that builds an old
-    schema revision itself; ``COMPASSESS_TEST_DATABASE_URL`` emptied, as for ``db_url``."""
-    url = os.environ.get("COMPASSESS_TEST_DATABASE_URL", "").strip()
-    if url:
-        _empty_database(url)
-        return url
-    return f"sqlite:///{tmp_path / 'empty.db'}"
+    schema revision itself; the test database emptied, as for ``db_url``."""
+    return _emptied_test_database() or f"sqlite:///{tmp_path / 'empty.db'}"
 
 
 @pytest.fixture
