@@ -1,7 +1,7 @@
 """A judge's memory: the estimate and the GPU batch sizing (pure arithmetic on real headers), the
-out-of-memory retry under a simulated memory limit (the real SmolLM2 judge, and a tiny random T5),
-and the tensor-by-tensor GGUF conversion against transformers' own GGUF loading (same weights,
-same p)."""
+out-of-memory retry under a simulated memory limit (the real engine on FAKE weights: a tiny random
+Llama and a tiny random T5), the tensor-by-tensor GGUF conversion against transformers' own GGUF
+loading (same weights, same p), and the real SmolLM2 judge with bf16 weights."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge,
 from compassess_core.judges.models import default_model_path, fetch_default_model
 from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
+from tests.fakes import fake_tiny_llama
 
 QWEN15 = mem.ModelShape(parameters=1_777_088_000, layers=28, hidden=1536, heads=12, kv_heads=2,
                         intermediate=8960, vocab=151936)
@@ -160,18 +161,36 @@ def _prompts(aspects: tuple[str, ...] = ("coherence",), repeat: int = 1) -> list
 
 
 @pytest.fixture(scope="module")
+def fake_judge() -> LoadedModel:
+    """FAKE weights (``tests.fakes.fake_tiny_llama``) for the out-of-memory tests: they are about
+    what the engine retries and in what order (every comparison once, the p of an unlimited run),
+    which is the same code for any weights; the real judge's arithmetic only made them slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    prompts = [p for repeat in (1, 4) for p in _prompts(repeat=repeat)]
+    yield fake_tiny_llama([t for p in prompts for t in (p.text, p.primer)])
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
 def unlimited(loaded) -> np.ndarray:
-    """p of the prompts with no memory limit (the batches of 8 the judge cuts by itself)."""
+    """The bundled judge's p of the prompts with no memory limit (the batches of 8 the judge cuts
+    by itself)."""
     return np.array([j.p for j in CausalJudge(loaded, batch_size=8).judge(_prompts())])
 
 
-@pytest.mark.model
+@pytest.fixture(scope="module")
+def fake_unlimited(fake_judge) -> np.ndarray:
+    """The FAKE weights' p of the prompts with no memory limit."""
+    return np.array([j.p for j in CausalJudge(fake_judge, batch_size=8).judge(_prompts())])
+
+
 @pytest.mark.parametrize("error", [MemoryError, torch.OutOfMemoryError,
                                    lambda m: RuntimeError(f"DefaultCPUAllocator: not enough memory: {m}")])
-def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded, unlimited, error):
+def test_out_of_memory_halves_the_batch_and_loses_nothing(fake_judge, fake_unlimited, error):
     prompts = _prompts()
-    limit = MemoryLimit(tokens=300, error=error)   # the passes hold 66, 351 and 591 tokens
-    judge = CausalJudge(loaded, batch_size=8, memory_guard=limit)
+    limit = MemoryLimit(tokens=300, error=error)   # the passes hold 38, 435 and 240 tokens
+    judge = CausalJudge(fake_judge, batch_size=8, memory_guard=limit)
     seen: list[int] = []
     got = np.full(len(prompts), np.nan)
     for idx, js in judge.judge_stream(prompts):
@@ -180,7 +199,7 @@ def test_out_of_memory_halves_the_batch_and_loses_nothing(loaded, unlimited, err
     assert sorted(seen) == list(range(len(prompts)))  # every comparison exactly once
     assert limit.refused > 0 and judge.stats["out_of_memory_retries"] == limit.refused
     assert judge.batch_size < 8 and judge.token_budget < 8192  # later batches start smaller
-    assert np.max(np.abs(got - unlimited)) < 1e-5  # fp32: only the batch's rounding order differs
+    assert np.max(np.abs(got - fake_unlimited)) < 1e-5  # fp32: only the batch's rounding order differs
 
 
 class FullWhileWaiting:
@@ -198,10 +217,9 @@ class FullWhileWaiting:
             raise torch.OutOfMemoryError("simulated: CUDA out of memory (caches of waiting prompts)")
 
 
-@pytest.mark.model
 @pytest.mark.parametrize("repeat", [1, 4], ids=["short texts: a fused pass fails",
                                                 "long texts: a cache extension fails"])
-def test_running_out_of_memory_while_prompts_wait_runs_them_first(loaded, repeat):
+def test_running_out_of_memory_while_prompts_wait_runs_them_first(fake_judge, repeat):
     """On a real GPU (an H200 capped 1 GiB above the weights) a batch of 256 ran out of memory on
     a single cache extension: the memory was held by the caches of prompts waiting for their
     micro-batch, and halving one item is not possible. The judge now runs the waiting prompts
@@ -209,9 +227,9 @@ def test_running_out_of_memory_while_prompts_wait_runs_them_first(loaded, repeat
     comes once, with the p of an unlimited run."""
     prompts = _prompts(repeat=repeat)
     guard = FullWhileWaiting()
-    judge = CausalJudge(loaded, batch_size=1, memory_guard=guard)
+    judge = CausalJudge(fake_judge, batch_size=1, memory_guard=guard)
     guard.judge = judge
-    reference = np.array([j.p for j in CausalJudge(loaded, batch_size=1).judge(prompts)])
+    reference = np.array([j.p for j in CausalJudge(fake_judge, batch_size=1).judge(prompts)])
     seen: list[int] = []
     got = np.full(len(prompts), np.nan)
     for idx, js in judge.judge_stream(prompts):
@@ -222,23 +240,21 @@ def test_running_out_of_memory_while_prompts_wait_runs_them_first(loaded, repeat
     assert np.max(np.abs(got - reference)) < 1e-5
 
 
-@pytest.mark.model
-def test_a_prompt_that_never_fits_is_an_error_and_other_errors_pass_through(loaded):
+def test_a_prompt_that_never_fits_is_an_error_and_other_errors_pass_through(fake_judge):
     prompts = _prompts()[:3]
     with pytest.raises(MemoryError, match="simulated"):
-        CausalJudge(loaded, memory_guard=MemoryLimit(tokens=10)).judge(prompts)
+        CausalJudge(fake_judge, memory_guard=MemoryLimit(tokens=10)).judge(prompts)
 
     def broken(rows, tokens):
         raise ValueError("not a memory problem")
     with pytest.raises(ValueError, match="not a memory problem"):
-        CausalJudge(loaded, memory_guard=broken).judge(prompts)
+        CausalJudge(fake_judge, memory_guard=broken).judge(prompts)
     assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
     assert not is_out_of_memory(RuntimeError("shape mismatch"))
 
 
-@pytest.mark.model
-def test_cpu_sizing_keeps_the_measured_defaults(loaded):
-    judge = CausalJudge(loaded, batch_size=None, token_budget=None)
+def test_cpu_sizing_keeps_the_measured_defaults(fake_judge):
+    judge = CausalJudge(fake_judge, batch_size=None, token_budget=None)
     assert (judge.batch_size, judge.token_budget) == (mem.CPU_BATCH_SIZE, mem.CPU_TOKEN_BUDGET)
 
 
@@ -338,7 +354,9 @@ def test_streamed_conversion_equals_transformers_gguf_loading(tmp_path, monkeypa
     assert streamed.model.config.architectures == ["LlamaForCausalLM"]
     ref_loaded = LoadedModel(reference, streamed.tokenizer, streamed.identity, streamed.name, False,
                              streamed.device, torch.float32)
-    prompts = _prompts()
+    # The weights and the configuration are equal (above): p on the first context's first four
+    # pairs shows the model is the same in use (one pair is as good a witness as twelve).
+    prompts = _prompts()[:4]
     p_new = np.array([j.p for j in CausalJudge(streamed).judge(prompts)])
     p_ref = np.array([j.p for j in CausalJudge(ref_loaded).judge(prompts)])
     assert np.max(np.abs(p_new - p_ref)) == 0.0
