@@ -159,30 +159,40 @@ class FakeWritingJudge(FakeLengthJudge):
         return dict(model="fake-writing-judge", max_new_tokens=options.max_new_tokens)
 
 
-def fake_tiny_llama(texts, *, layers: int = 2, width: int = 64):
-    """FAKE judge weights for tests about the engine around the model (what it batches, retries
-    and caches), not about what a judge says: a random-initialised Llama of ``layers`` layers and
-    hidden size ``width`` (grouped-query attention, as the bundled SmolLM2) over a word-level
-    tokenizer built from ``texts``' words (prompts, primers), with " A" and " B" one token each.
-    It runs through the real ``CausalJudge`` the same code paths the bundled judge does, at a
-    hundredth of its arithmetic. Returns a ``LoadedModel`` named ``FAKE tiny llama``."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from compassess_core.judges.loading import LoadedModel
+def fake_word_tokenizer(texts):
+    """FAKE tokenizer: one id per word of ``texts`` (whitespace and punctuation split, no model
+    file needed), with " A" and " B" one token each."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
     pre = pre_tokenizers.Whitespace()
     words = sorted({w for t in [*texts, "Answer: Summary A B"] for w, _ in pre.pre_tokenize_str(t)})
     raw = Tokenizer(models.WordLevel({w: k for k, w in enumerate(
         ["<pad>", "<s>", "</s>", "<unk>", *words])}, unk_token="<unk>"))
     raw.pre_tokenizer = pre
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>",
-                                        eos_token="</s>", unk_token="<unk>")
+    return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>",
+                                   eos_token="</s>", unk_token="<unk>")
+
+
+def fake_tiny_llama(tokenizer, *, layers: int = 2, width: int = 64):
+    """FAKE judge weights for tests about the engine around the model (what it batches, fuses,
+    retries and caches), not about what a judge says: a random-initialised Llama of ``layers``
+    layers and hidden size ``width`` (grouped-query attention, as the bundled SmolLM2) over
+    ``tokenizer``'s ids (the bundled judge's own, for the same tokens and prompt tree, or
+    :func:`fake_word_tokenizer`'s). It runs through the real ``CausalJudge`` the code paths the
+    bundled judge does, with a hundredth of its arithmetic. Returns a ``LoadedModel`` named
+    ``FAKE tiny llama``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from compassess_core.judges.loading import LoadedModel
+
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
                          num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=4096, pad_token_id=0, bos_token_id=1,
-                         eos_token_id=2, tie_word_embeddings=False,
+                         max_position_embeddings=8192, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         tie_word_embeddings=False,
                          initializer_range=0.3)  # p spread over (0, 1): a wrong p shows
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()

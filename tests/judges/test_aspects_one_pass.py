@@ -7,7 +7,10 @@ checked with the FAKE judge of ``tests/fakes.py`` (verdicts are a pure function 
 so grouped and separate results must be equal exactly); p against separate runs with the real
 bundled judge (marker ``model``), on the bundled sample with its articles cut to their opening
 sentences (``short_summeval`` in tests/conftest.py: what the prompts share is checked, not what
-the articles say).
+the articles say). How the engine cuts those prompts into passes (a pair's aspects fused with it,
+thin prefixes looked through) is checked on the bundled judge's own tokenizer and chat template
+with FAKE weights (``fake_weights``: a tiny random Llama), the same prompt tree and code paths at
+a hundredth of the arithmetic; the p each way must agree for any weights.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect
 from compassess_core.runs.sink import MemorySink
 from compassess_core.runs.executor import execute_group_with
-from tests.fakes import FakeLengthJudge
+from tests.fakes import FakeLengthJudge, fake_tiny_llama
 from tests.runs.test_run_loop import Watch, comparative, make_dataset
 
 ASPECTS = ("coherence", "fluency", "consistency", "relevance")
@@ -45,10 +48,19 @@ class CountingJudge(FakeLengthJudge):
         return super().judge_stream(prompts)
 
 
-#: Candidates of the first article in the thin-prefix tests: the first four hold three summaries
-#: that open with the same eight words ("paul merson has restarted his row with a"), the shape
-#: that splits a pair's second texts into thin subtrees; a fifth adds prompts, not a new shape.
-N_THIN = 4
+#: Candidates of the first article in the thin-prefix tests (all five): the first four hold
+#: three summaries that open with the same eight words ("paul merson has restarted his row with
+#: a"), the shape that splits a pair's second texts into thin subtrees.
+N_THIN = 5
+
+
+@pytest.fixture(scope="module")
+def fake_weights(bundled_model):
+    """The bundled judge's tokenizer (and chat template) on FAKE weights, a tiny random Llama
+    (``tests.fakes.fake_tiny_llama``): the prompts' tokens and their prefix tree are the bundled
+    judge's, the arithmetic a hundredth of it."""
+    from compassess_core.judges import load_judge
+    return fake_tiny_llama(load_judge(None).loaded.tokenizer)
 
 
 def p_of(sink, run_id):
@@ -218,15 +230,15 @@ def test_scoring_and_absolute_runs_of_several_aspects_share_each_judge_call():
 
 
 @pytest.mark.model
-def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model, short_summeval):
+def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(fake_weights, short_summeval):
     """Prompts that differ only in the question (the aspects of one pair) run as one row with
     their pair (tree attention: each question sees the context, both candidates and itself)
     instead of a cache per pair and a batch of questions on copies of it: the same p as that
     and as each prompt alone."""
     from compassess_core.data.candidates import load_candidates
-    from compassess_core.judges import load_judge
+    from compassess_core.judges.transformers_judge import CausalJudge
     from compassess_core.runs.prompts import builtin_template
-    judge = load_judge(None, batch_size=8)
+    judge = CausalJudge(fake_weights, batch_size=8)
     ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     pairs = [(0, 1), (0, 2), (2, 3)]
@@ -261,7 +273,7 @@ def test_the_aspects_of_a_pair_run_with_the_pair_in_one_pass(bundled_model, shor
 
 
 @pytest.mark.model
-def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bundled_model,
+def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(fake_weights,
                                                                              short_summeval):
     """After a pair's first text, the second texts share the template's words and often their
     own first words, which split them into small subtrees: fused per subtree, a GPU ran one
@@ -269,9 +281,10 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
     fewer, larger passes with the same p."""
     from compassess_core.data.candidates import load_candidates
     from compassess_core.judges import load_judge
+    from compassess_core.judges.transformers_judge import CausalJudge
     from compassess_core.runs.prompts import builtin_template
-    judge = load_judge(None, batch_size=8)
-    assert judge.thin == 0  # CPU default: measured no faster
+    assert load_judge(None, batch_size=8).thin == 0  # the bundled judge's CPU default: no faster
+    judge = CausalJudge(fake_weights, batch_size=8)
     ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     n = N_THIN
@@ -289,7 +302,7 @@ def test_thin_prefixes_are_looked_through_so_sibling_pairs_share_a_fused_pass(bu
 
 
 @pytest.mark.model
-def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(bundled_model,
+def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(fake_weights,
                                                                                short_summeval):
     """With one aspect no prompt ends near its pair's prefix, so nothing is fused: the second
     texts' shared first words still split a first text's comparisons into small subtrees, and
@@ -297,10 +310,10 @@ def test_thin_prefixes_lift_their_prompts_onto_the_parent_cache_with_one_aspect(
     comparisons). Looked through (``thin``), their prompts run as suffixes on the first text's
     cache: fewer passes, the same p as without and as each prompt alone."""
     from compassess_core.data.candidates import load_candidates
-    from compassess_core.judges import load_judge
+    from compassess_core.judges.transformers_judge import CausalJudge
     from compassess_core.runs.prompts import builtin_template
-    judge = load_judge(None, batch_size=64)   # a GPU's batch: every waiting prompt in one pass
-    judge.token_budget = 1 << 16
+    # a GPU's batch: every waiting prompt in one pass
+    judge = CausalJudge(fake_weights, batch_size=64, token_budget=1 << 16)
     ctx = load_candidates(short_summeval).contexts[0]
     t1 = builtin_template("t1", "summary")
     n = N_THIN

@@ -21,7 +21,7 @@ from compassess_core.judges.transformers_judge import CausalJudge, Seq2SeqJudge,
 from compassess_core.judges.models import default_model_path, fetch_default_model
 from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
-from tests.fakes import fake_tiny_llama
+from tests.fakes import fake_tiny_llama, fake_word_tokenizer
 
 QWEN15 = mem.ModelShape(parameters=1_777_088_000, layers=28, hidden=1536, heads=12, kv_heads=2,
                         intermediate=8960, vocab=151936)
@@ -168,7 +168,7 @@ def fake_judge() -> LoadedModel:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     prompts = [p for repeat in (1, 4) for p in _prompts(repeat=repeat)]
-    yield fake_tiny_llama([t for p in prompts for t in (p.text, p.primer)])
+    yield fake_tiny_llama(fake_word_tokenizer([t for p in prompts for t in (p.text, p.primer)]))
     torch.set_num_threads(threads)
 
 
