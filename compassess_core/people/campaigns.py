@@ -7,7 +7,8 @@ labels are the answers given in it (the store's ``campaign_judgements_frame``): 
 and, apart from them, an admin's adjudications (``source = "adjudication"``), which settle a
 disputed pair and are never counted as a vote.
 
-Pure pandas/numpy: this module must never read or write storage, import ``streamlit`` or ``db``.
+Pure Python, pandas and numpy: this module must never read or write storage, import
+``streamlit`` or ``db``.
 """
 
 from __future__ import annotations
