@@ -7,12 +7,13 @@ labels are the answers given in it (the store's ``campaign_judgements_frame``): 
 and, apart from them, an admin's adjudications (``source = "adjudication"``), which settle a
 disputed pair and are never counted as a vote.
 
-Pure pandas/numpy: this module must never read or write storage, import ``streamlit`` or ``db``.
+Pure Python, pandas and numpy: this module must never read or write storage, import
+``streamlit`` or ``db``.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -123,16 +124,115 @@ def adjudications(labels: pd.DataFrame) -> pd.DataFrame:
     return c.drop_duplicates(_PAIR, keep="last").drop(columns="source").reset_index(drop=True)
 
 
-def _pairs_frame(pairs: pd.DataFrame | Sequence[Pair]) -> pd.DataFrame:
+class _Rows(NamedTuple):
+    """A campaign's labels as plain lists in stored order, skips left out: each row's unordered
+    pair, who answered, the choice (a candidate id, ``tie`` or ``both_bad``) and whether it is an
+    adjudication. The per-answer computations below work on these: a campaign holds a few
+    thousand pairs and tens of thousands of labels, where dict and set look-ups cost
+    microseconds and pandas merges on string columns cost milliseconds each."""
+    pair: list[Pair]
+    annotator: list[str]
+    choice: list[str]
+    adjudication: list[bool]
+
+
+#: The store's winners (``Outcome`` values, seen from the left) and the choice each one means.
+_STORED_WINNERS = {Outcome.A.value: "left", Outcome.B.value: "right", TIE: TIE, SKIP: SKIP,
+                   BOTH_BAD: BOTH_BAD}
+_Columns = tuple[list, list, list, list, list, list]
+
+
+def _stored_columns(labels: pd.DataFrame) -> _Columns | None:
+    """``context_id, left_id, right_id, winner_id, annotator, source`` of a table in the store's
+    shape whose every cell is a plain string and winner exactly an ``Outcome`` value, as lists;
+    None for anything else. For such a table :func:`as_human_table` would only copy the strings
+    (and check what is checked here), at several times the cost, paid at every answer."""
+    names = ("context_id", "candidate_left", "candidate_right", "winner", "annotator", "source")
+    if not set(names) <= set(labels.columns):
+        return None
+    ctx, left, right, winner, who, source = (labels[c].tolist() for c in names)
+    if any(set(map(type, col)) - {str} for col in (ctx, left, right, who, source)):
+        return None
+    choice = []
+    for lt, rt, w in zip(left, right, winner):
+        meaning = _STORED_WINNERS.get(w) if type(w) is str else None
+        if meaning is None or lt == rt:
+            return None
+        choice.append(lt if meaning == "left" else rt if meaning == "right" else meaning)
+    return ctx, left, right, choice, who, source
+
+
+def _columns(labels: pd.DataFrame) -> _Columns:
+    """The canonical columns of ``labels`` as lists (:func:`as_human_table`, which names the
+    first bad row of a bad table)."""
+    fast = _stored_columns(labels)
+    if fast is not None:
+        return fast
+    t = as_human_table(labels)
+    source = t["source"].tolist() if "source" in t else [""] * len(t)
+    return (t["context_id"].tolist(), t["left_id"].tolist(), t["right_id"].tolist(),
+            t["winner_id"].tolist(), t["annotator"].tolist(), source)
+
+
+def _rows(labels: pd.DataFrame) -> _Rows:
+    """:class:`_Rows` of ``labels``; bad rows raise as :func:`as_human_table` does."""
+    out = _Rows([], [], [], [])
+    if labels is None or len(labels) == 0:
+        return out
+    for ctx, left, right, choice, who, src in zip(*_columns(labels)):
+        if choice == SKIP:
+            continue
+        out.pair.append((ctx, left, right) if left < right else (ctx, right, left))
+        out.annotator.append(who)
+        out.choice.append(choice)
+        out.adjudication.append(src == ADJUDICATION)
+    return out
+
+
+def _newest_votes(rows: _Rows, upto: int | None = None) -> dict[tuple[str, Pair], str]:
+    """People's votes (adjudications left out), the newest per ``(annotator, pair)``, from the
+    rows up to index ``upto`` (every row when None), as ``{(annotator, pair): choice}``."""
+    newest: dict[tuple[str, Pair], str] = {}
+    end = len(rows.pair) if upto is None else upto + 1
+    for k in range(end):
+        if not rows.adjudication[k]:
+            newest[rows.annotator[k], rows.pair[k]] = rows.choice[k]
+    return newest
+
+
+class _Tally(NamedTuple):
+    """What every queue derives from: votes per pair and each annotator's voted pairs."""
+    per_pair: dict[Pair, int]
+    mine: dict[str, set[Pair]]
+
+
+def _tally(labels: pd.DataFrame) -> _Tally:
+    per_pair: dict[Pair, int] = {}
+    mine: dict[str, set[Pair]] = {}
+    for who, pair in _newest_votes(_rows(labels)):
+        per_pair[pair] = per_pair.get(pair, 0) + 1
+        mine.setdefault(who, set()).add(pair)
+    return _Tally(per_pair, mine)
+
+
+def _pair_keys(pairs: pd.DataFrame | Sequence[Pair]) -> list[Pair]:
+    """The campaign's pairs as tuples, in its order."""
     if isinstance(pairs, pd.DataFrame):
-        return pairs[_PAIR].reset_index(drop=True)
-    return pd.DataFrame(list(pairs), columns=_PAIR)
+        return list(zip(pairs["context_id"].tolist(), pairs["x"].tolist(), pairs["y"].tolist()))
+    return [tuple(p) for p in pairs]
 
 
-def _counts(pairs: pd.DataFrame, v: pd.DataFrame) -> np.ndarray:
-    per_pair = v.groupby(_PAIR).size().rename("n").reset_index() if len(v) else \
-        pd.DataFrame(columns=[*_PAIR, "n"])
-    return pairs.merge(per_pair, on=_PAIR, how="left")["n"].fillna(0).to_numpy(np.int64)
+def _vote_counts(keys: list[Pair], tally: _Tally) -> np.ndarray:
+    return np.fromiter((tally.per_pair.get(p, 0) for p in keys), np.int64, len(keys))
+
+
+def _open(keys: list[Pair], n: np.ndarray, tally: _Tally, annotator: str,
+          overlap: int) -> np.ndarray:
+    """Which pairs are in ``annotator``'s queue: not voted on by them, fewer than ``overlap``
+    votes."""
+    mine = tally.mine.get(annotator, set())
+    done = np.fromiter((p in mine for p in keys), bool, len(keys))
+    return ~done & (n < int(overlap))
 
 
 def queue(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame, annotator: str,
@@ -141,20 +241,15 @@ def queue(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame, annotator:
     number of votes is still below ``overlap``; the least-labelled first, then a seeded order
     (the same seed gives the same queue). Pairs in ``later`` (skipped in this session) go last:
     a skip is not an answer, the pair stays in the queue."""
-    pairs = _pairs_frame(pairs)
-    v = votes(labels)
-    n = _counts(pairs, v)
-    mine = v.loc[v["annotator"] == annotator, _PAIR]
-    done = (pairs.merge(mine.drop_duplicates(), on=_PAIR, how="left", indicator=True)["_merge"]
-            == "both").to_numpy()
-    keep = ~done & (n < int(overlap))
+    keys = _pair_keys(pairs)
+    tally = _tally(labels)
+    n = _vote_counts(keys, tally)
+    keep = _open(keys, n, tally, annotator, overlap)
     skipped = set(map(tuple, later))
-    postponed = np.array([tuple(r) in skipped for r in pairs.itertuples(index=False)], dtype=bool)
-    shuffle = np.random.default_rng(seed).permutation(len(pairs))
+    postponed = np.fromiter((p in skipped for p in keys), bool, len(keys))
+    shuffle = np.random.default_rng(seed).permutation(len(keys))
     order = np.lexsort((shuffle, n, postponed))
-    order = order[keep[order]]
-    chosen = pairs.iloc[order]
-    return list(zip(chosen["context_id"].tolist(), chosen["x"].tolist(), chosen["y"].tolist()))
+    return [keys[k] for k in order[keep[order]].tolist()]
 
 
 def progress(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame,
@@ -163,16 +258,19 @@ def progress(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame,
     ``assigned``, ``labelled`` (their votes), ``target`` (their fair share of ``n_pairs x
     overlap`` votes, at most ``n_pairs``), ``remaining`` (pairs still in their queue) and
     ``done`` (labelled / target)."""
-    pairs = _pairs_frame(pairs)
-    v = votes(labels)
-    people = list(dict.fromkeys([*annotators, *sorted(v["annotator"].unique().tolist())]))
-    wanted = len(pairs) * int(overlap)
-    target = min(len(pairs), -(-wanted // max(len(annotators), 1))) if annotators else 0
+    keys = _pair_keys(pairs)
+    tally = _tally(labels)
+    # The votes are counted once; each annotator's queue length follows from them (its order,
+    # which needs the seeded shuffle, does not matter here).
+    n = _vote_counts(keys, tally)
+    people = list(dict.fromkeys([*annotators, *sorted(tally.mine)]))
+    wanted = len(keys) * int(overlap)
+    target = min(len(keys), -(-wanted // max(len(annotators), 1))) if annotators else 0
     rows = []
     for who in people:
-        labelled = int((v["annotator"] == who).sum())
+        labelled = len(tally.mine.get(who, ()))
         assigned = who in annotators
-        remaining = len(queue(pairs, labels, who, overlap)) if assigned else 0
+        remaining = int(_open(keys, n, tally, who, overlap).sum()) if assigned else 0
         rows.append(dict(annotator=who, assigned=assigned, labelled=labelled,
                          target=target if assigned else labelled, remaining=remaining,
                          done=(min(labelled / target, 1.0) if assigned and target else 1.0)))
@@ -183,8 +281,8 @@ def progress(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame,
 def completed_pairs(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame,
                     overlap: int) -> int:
     """How many of the campaign's pairs have ``overlap`` votes or more."""
-    pairs = _pairs_frame(pairs)
-    return int((_counts(pairs, votes(labels)) >= int(overlap)).sum())
+    keys = _pair_keys(pairs)
+    return int((_vote_counts(keys, _tally(labels)) >= int(overlap)).sum())
 
 
 def disagreements(labels: pd.DataFrame) -> pd.DataFrame:
@@ -248,34 +346,47 @@ def agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
     and ``batch`` (:data:`AGREEMENT_BATCH`). Adjudications are no votes."""
     from ..stats.agreement import TIE_CODE, X_BETTER, Y_BETTER, pair_kappa
     nan = float("nan")
-    c = _canonical(labels)
-    c = c.loc[c["source"] != ADJUDICATION, [*_PAIR, "annotator", "choice"]].reset_index(drop=True)
-    c["stored"] = np.arange(len(c))
-    first = c.drop_duplicates(["annotator", *_PAIR], keep="first")
-    mine = first.loc[first["annotator"] == annotator, [*_PAIR, "stored"]]
-    others = first.loc[first["annotator"] != annotator].sort_values("stored", kind="stable")
-    nth = others.assign(rank=others.groupby(_PAIR).cumcount())
-    enough = nth.loc[nth["rank"] == MIN_OTHERS_PER_PAIR - 1, [*_PAIR, "stored"]]
-    counted = mine.merge(enough, on=_PAIR, suffixes=("_me", "_others"))
-    counted["at"] = counted[["stored_me", "stored_others"]].max(axis=1)
-    counted = counted.sort_values("at", kind="stable")
+    rows = _rows(labels)
+    # The first vote of each person on each pair, in stored order (dicts keep insertion order).
+    first: dict[tuple[str, Pair], int] = {}
+    for k, (who, pair) in enumerate(zip(rows.annotator, rows.pair)):
+        if not rows.adjudication[k]:
+            first.setdefault((who, pair), k)
+    mine: dict[Pair, int] = {}
+    seen_others: dict[Pair, int] = {}
+    enough: dict[Pair, int] = {}  # the answer that brought a pair to MIN_OTHERS_PER_PAIR others
+    for (who, pair), k in first.items():
+        if who == annotator:
+            mine[pair] = k
+            continue
+        seen_others[pair] = seen_others.get(pair, 0) + 1
+        if seen_others[pair] == MIN_OTHERS_PER_PAIR:
+            enough[pair] = k
+    # A pair counts from the later of my first vote and its last needed other's; two pairs never
+    # share that answer (a row is about one pair), so the order is total.
+    counted = sorted((max(k, enough[pair]), pair) for pair, k in mine.items() if pair in enough)
     covered = len(counted) // AGREEMENT_BATCH * AGREEMENT_BATCH
     if covered == 0:
         return dict(n_items=0, n_others=0, agreement=nan, kappa=nan, withheld=len(mine) > 0,
                     min_others=MIN_OTHERS_PER_PAIR, batch=AGREEMENT_BATCH)
-    counted = counted.iloc[:covered]
-    cutoff = int(counted["at"].iloc[-1])
-    v = (c.loc[c["stored"] <= cutoff].drop_duplicates(["annotator", *_PAIR], keep="last")
-         .merge(counted[_PAIR], on=_PAIR))
-    v = v.assign(code=np.select([v["choice"] == v["x"], v["choice"] == v["y"]],
-                                [X_BETTER, Y_BETTER], default=TIE_CODE).astype(np.int64))
-    both = (v.loc[v["annotator"] == annotator, [*_PAIR, "code"]]
-            .merge(v.loc[v["annotator"] != annotator, [*_PAIR, "annotator", "code"]], on=_PAIR,
-                   suffixes=("_me", "_other")))
-    a, b = both["code_me"].to_numpy(), both["code_other"].to_numpy()
+    cutoff = counted[covered - 1][0]
+    pairs = {pair for _, pair in counted[:covered]}
+    newest = _newest_votes(rows, upto=cutoff)
+
+    def code(pair: Pair, choice: str) -> int:
+        return X_BETTER if choice == pair[1] else Y_BETTER if choice == pair[2] else TIE_CODE
+
+    me = {pair: code(pair, newest[annotator, pair]) for pair in pairs}
+    a, b, others = [], [], set()
+    for (who, pair), choice in newest.items():
+        if who != annotator and pair in pairs:
+            a.append(me[pair])
+            b.append(code(pair, choice))
+            others.add(who)
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     share = round(float((a == b).mean()) / AGREEMENT_ROUNDING) * AGREEMENT_ROUNDING
     kappa = pair_kappa(a, b)
-    return dict(n_items=covered, n_others=int(both["annotator"].nunique()),
+    return dict(n_items=covered, n_others=len(others),
                 agreement=round(share, 4), kappa=kappa if kappa != kappa else round(kappa, 2),
                 withheld=False, min_others=MIN_OTHERS_PER_PAIR, batch=AGREEMENT_BATCH)
 

@@ -55,3 +55,12 @@ def test_suite_timeline_splits_the_machines_cpu_among_the_tests_running():
                           np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.0, 1.0, 0.5]))
     assert np.allclose(share, [2 * 2 / 3 + 0.5, 0.5 + 0.5, 2 / 3])
     assert np.isclose(share.sum(), 3.5)   # every busy second a test ran in is counted once
+
+
+def test_campaign_queue_checks_the_engine_against_its_baseline(capsys):
+    """The script compares every result with its baseline's before timing: a tiny campaign runs
+    through (0: same results)."""
+    from benchmarks import campaign_queue
+    assert campaign_queue.main(["--contexts", "4", "--candidates", "4", "--annotators", "5",
+                                "--repeat", "1"]) == 0
+    assert "agreement_of" in capsys.readouterr().out

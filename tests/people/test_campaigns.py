@@ -6,10 +6,13 @@ answer in a closed campaign are refused. Runs on PostgreSQL too (``.ci/run``).""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compassess_core import api
 from compassess_core.people import campaigns
@@ -273,3 +276,183 @@ def test_agreement_with_the_others_is_withheld_below_three_co_annotators(api_sto
         else:  # 6 pairs: one batch of 5 counts
             assert not mine["withheld"] and mine["agreement"] == 1.0
             assert mine["n_items"] == AGREEMENT_BATCH and mine["n_others"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# queue, progress, completed_pairs and agreement_of against a reference written another way:
+# plain loops over the label rows in stored order (agreement_of's replayed answer by answer),
+# no pandas; kappa from scikit-learn.
+
+_IDS = ("b", "a", "c10", "c9")  # their sorted order is not their listed one
+_ALL_PAIRS = [(ctx, x, y) for ctx in ("d1", "d0") for i, x in enumerate(sorted(_IDS))
+              for y in sorted(_IDS)[i + 1:]]
+_PEOPLE = ("p0", "p1", "p2", "p3", "p4")
+
+
+def _labels_frame(rows: list[tuple], shape: str) -> pd.DataFrame:
+    """``rows``: (pair, annotator, winner as stored: A/B/tie/both_bad/skip, shown y first,
+    adjudication), as the store's frame or as a canonical table (left_id, right_id, winner_id)."""
+    out = []
+    for (ctx, x, y), who, winner, flipped, adjudication in rows:
+        left, right = (y, x) if flipped else (x, y)
+        source = campaigns.ADJUDICATION if adjudication else "app"
+        if shape == "store":
+            out.append(dict(context_id=ctx, candidate_left=left, candidate_right=right,
+                            winner=winner, annotator=who, source=source, comment=""))
+        else:
+            won = {"A": left, "B": right}.get(winner, winner)
+            out.append(dict(context_id=ctx, left_id=left, right_id=right, winner_id=won,
+                            annotator=who, source=source))
+    columns = (["context_id", "candidate_left", "candidate_right", "winner", "annotator",
+                "source", "comment"] if shape == "store"
+               else ["context_id", "left_id", "right_id", "winner_id", "annotator", "source"])
+    return pd.DataFrame(out, columns=columns)
+
+
+def _ref_votes(rows: list[tuple], upto: int | None = None) -> dict:
+    """{(annotator, pair): choice}: the newest vote of each person on each pair among the first
+    ``upto + 1`` rows; skips and adjudications are none."""
+    newest = {}
+    for k, ((ctx, x, y), who, winner, flipped, adjudication) in enumerate(rows):
+        if upto is not None and k > upto:
+            break
+        if winner == "skip" or adjudication:
+            continue
+        left, right = (y, x) if flipped else (x, y)
+        newest[(who, (ctx, x, y))] = {"A": left, "B": right}.get(winner, winner)
+    return newest
+
+
+def _ref_queue(pairs, rows, who, overlap, seed, later) -> list:
+    newest = _ref_votes(rows)
+    n = [sum(1 for (_, p) in newest if p == pair) for pair in pairs]
+    shuffle = np.random.default_rng(seed).permutation(len(pairs))
+    open_ = [k for k, pair in enumerate(pairs) if (who, pair) not in newest and n[k] < overlap]
+    return [pairs[k] for k in sorted(open_, key=lambda k: (pairs[k] in later, n[k], shuffle[k]))]
+
+
+def _ref_agreement_of(rows, me) -> dict:
+    """Replays the answers one by one: a pair counts at the answer after which I and at least
+    MIN_OTHERS_PER_PAIR others have voted on it; the figures cover whole batches of counted pairs
+    with the votes as they stood when the last of them counted."""
+    from sklearn.metrics import cohen_kappa_score
+    counted, at = [], []
+    for k in range(len(rows)):
+        newest = _ref_votes(rows, upto=k)
+        for (ctx, x, y) in _ALL_PAIRS:
+            voters = {who for (who, p) in newest if p == (ctx, x, y)}
+            if (me in voters and len(voters - {me}) >= campaigns.MIN_OTHERS_PER_PAIR
+                    and (ctx, x, y) not in counted):
+                counted.append((ctx, x, y))
+                at.append(k)
+    covered = len(counted) // campaigns.AGREEMENT_BATCH * campaigns.AGREEMENT_BATCH
+    if covered == 0:
+        return dict(n_items=0, withheld=any(who == me for (who, _) in _ref_votes(rows)))
+    newest = _ref_votes(rows, upto=at[covered - 1])
+    mine, theirs, others = [], [], set()
+    for pair in counted[:covered]:
+        def as_code(choice):
+            return "x" if choice == pair[1] else "y" if choice == pair[2] else "tie"
+        for (who, p), choice in newest.items():
+            if p == pair and who != me:
+                mine.append(as_code(newest[(me, pair)]))
+                theirs.append(as_code(choice))
+                others.add(who)
+    share = sum(a == b for a, b in zip(mine, theirs)) / len(mine)
+    # Every pair counted in both orientations (x better <-> y better swapped).
+    swap = {"x": "y", "y": "x", "tie": "tie"}
+    a2, b2 = mine + [swap[v] for v in mine], theirs + [swap[v] for v in theirs]
+    kappa = (float("nan") if set(a2) == set(b2) == {"tie"}
+             else float(cohen_kappa_score(a2, b2, labels=["x", "y", "tie"])))
+    return dict(n_items=covered, n_others=len(others), share=share, kappa=kappa,
+                withheld=False)
+
+
+def _check_against_reference(rows, pairs, overlap, seed, later, shape) -> dict:
+    labels = _labels_frame(rows, shape)
+    for who in _PEOPLE:
+        assert campaigns.queue(pairs, labels, who, overlap, seed=seed, later=later) == \
+            _ref_queue(pairs, rows, who, overlap, seed, set(later)), who
+    newest = _ref_votes(rows)
+    n = {pair: sum(1 for (_, p) in newest if p == pair) for pair in pairs}
+    assert campaigns.completed_pairs(pairs, labels, overlap) == \
+        sum(1 for pair in pairs if n[pair] >= overlap)
+    assigned = list(_PEOPLE[:3])
+    people = assigned + sorted({who for (who, _) in newest} - set(assigned))
+    target = min(len(pairs), math.ceil(len(pairs) * overlap / len(assigned)))
+    expected = []
+    for who in people:
+        labelled = sum(1 for (w, _) in newest if w == who)
+        mine = who in assigned
+        expected.append(dict(
+            annotator=who, assigned=mine, labelled=labelled, target=target if mine else labelled,
+            remaining=len(_ref_queue(pairs, rows, who, overlap, 0, set())) if mine else 0,
+            done=min(labelled / target, 1.0) if mine else 1.0))
+    assert campaigns.progress(pairs, labels, assigned, overlap).to_dict("records") == expected
+    figures = {}
+    for who in _PEOPLE:
+        got, want = campaigns.agreement_of(labels, who), _ref_agreement_of(rows, who)
+        assert (got["n_items"], got["withheld"]) == (want["n_items"], want["withheld"]), who
+        if want["n_items"]:
+            assert got["n_others"] == want["n_others"]
+            assert abs(got["agreement"] - want["share"]) <= 0.005 + 1e-9
+            assert (math.isnan(got["kappa"]) if math.isnan(want["kappa"])
+                    else abs(got["kappa"] - want["kappa"]) <= 0.005 + 1e-9), (got, want)
+        else:
+            assert math.isnan(got["agreement"]) and math.isnan(got["kappa"])
+        figures[who] = got
+    return figures
+
+
+_row = st.tuples(st.integers(0, len(_ALL_PAIRS) - 1), st.sampled_from(_PEOPLE),
+                 st.sampled_from(["A", "B", "tie", "both_bad", "skip"]), st.booleans(),
+                 st.sampled_from([False] * 9 + [True]))  # an adjudication, now and then
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy=st.lists(st.sets(st.sampled_from(_PEOPLE), min_size=2), min_size=5,
+                     max_size=len(_ALL_PAIRS)),
+       extra=st.lists(_row, max_size=40), rnd=st.randoms(use_true_random=False),
+       pairs=st.lists(st.sampled_from(_ALL_PAIRS), min_size=1, unique=True),
+       overlap=st.integers(1, 4), seed=st.integers(0, 2**16),
+       n_later=st.integers(0, 3), shape=st.sampled_from(["store", "canonical"]))
+def test_queue_progress_and_agreement_match_a_plain_reference(busy, extra, rnd, pairs, overlap,
+                                                              seed, n_later, shape):
+    # ``busy[k]`` all vote on the k-th pair (so that agreement_of's batches are reached too);
+    # ``extra`` adds re-answers, skips and adjudications anywhere; all in a shuffled order.
+    rows = [(_ALL_PAIRS[k], who, rnd.choice(["A", "B", "tie", "both_bad"]), rnd.random() < 0.5,
+             False) for k, voters in enumerate(busy) for who in sorted(voters)]
+    rows += [(_ALL_PAIRS[k], *rest) for k, *rest in extra]
+    rnd.shuffle(rows)
+    _check_against_reference(rows, pairs, overlap, seed, pairs[:n_later], shape)
+
+
+def test_the_reference_check_covers_whole_batches_of_agreement():
+    """Busy random campaigns (many answers on few pairs), so agreement_of's batches are reached:
+    the property above rarely gets that far."""
+    rng = np.random.default_rng(5)
+    reached = 0
+    for _ in range(6):
+        pairs = _ALL_PAIRS[:8]
+        rows = [(pairs[rng.integers(len(pairs))], str(rng.choice(_PEOPLE)),
+                 str(rng.choice(["A", "B", "A", "tie", "both_bad", "skip"])),
+                 bool(rng.random() < 0.5), bool(rng.random() < 0.05)) for _ in range(90)]
+        figures = _check_against_reference(rows, pairs, 3, int(rng.integers(100)), pairs[:2],
+                                           "store")
+        reached += sum(f["n_items"] > 0 for f in figures.values())
+    assert reached > 0
+
+
+def test_a_bad_label_table_is_refused_naming_its_first_bad_row():
+    pairs = [("d", "a", "b")]
+    good = dict(context_id="d", candidate_left="a", candidate_right="b", winner="A",
+                annotator="p", source="app", comment="")
+    for bad, says in ((dict(winner="maybe"), "row 1: winner 'maybe'"),
+                      (dict(candidate_right="a"), "row 1 compares candidate 'a' with itself")):
+        labels = pd.DataFrame([good, {**good, **bad}])
+        for call in (lambda: campaigns.queue(pairs, labels, "q", 2),
+                     lambda: campaigns.progress(pairs, labels, ["q"], 2),
+                     lambda: campaigns.completed_pairs(pairs, labels, 2),
+                     lambda: campaigns.agreement_of(labels, "q")):
+            with pytest.raises(InputError, match=says):
+                call()
