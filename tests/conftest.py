@@ -187,6 +187,23 @@ def bundled_model() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def fake_weights(bundled_model):
+    """The bundled judge's tokenizer and chat template on FAKE weights, a tiny random Llama
+    (``tests.fakes.fake_tiny_llama``), as a ``LoadedModel``: for tests of how the engine cuts
+    prompts into passes and pieces, whose prompts, tokens and prefix tree are then the bundled
+    judge's, at a hundredth of its arithmetic. The tokenizer comes from the bundled judge's
+    conversion (made here if no test made it yet); its weights are not loaded."""
+    from transformers import AutoTokenizer
+
+    from compassess_core.judges.loading import convert_gguf
+    from compassess_core.judges.models import cached_sha256
+    from tests.fakes import fake_tiny_llama
+
+    folder = convert_gguf(bundled_model, cached_sha256(bundled_model))
+    return fake_tiny_llama(AutoTokenizer.from_pretrained(str(folder)))
+
+
 #: The SummEval sample the repository ships: 3 articles (about 2,400 characters each) x 5 summaries.
 SUMMEVAL_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "sample_summeval.csv"
 

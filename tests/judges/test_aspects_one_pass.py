@@ -9,7 +9,7 @@ bundled judge (marker ``model``), on the bundled sample with its articles cut to
 sentences (``short_summeval`` in tests/conftest.py: what the prompts share is checked, not what
 the articles say). How the engine cuts those prompts into passes (a pair's aspects fused with it,
 thin prefixes looked through) is checked on the bundled judge's own tokenizer and chat template
-with FAKE weights (``fake_weights``: a tiny random Llama), the same prompt tree and code paths at
+with FAKE weights (``fake_weights`` in tests/conftest.py: a tiny random Llama), the same prompt tree and code paths at
 a hundredth of the arithmetic; the p each way must agree for any weights.
 """
 
@@ -25,7 +25,7 @@ from compassess_core.errors import InputError, RunCancelled
 from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect
 from compassess_core.runs.sink import MemorySink
 from compassess_core.runs.executor import execute_group_with
-from tests.fakes import FakeLengthJudge, fake_tiny_llama
+from tests.fakes import FakeLengthJudge
 from tests.runs.test_run_loop import Watch, comparative, make_dataset
 
 ASPECTS = ("coherence", "fluency", "consistency", "relevance")
@@ -52,15 +52,6 @@ class CountingJudge(FakeLengthJudge):
 #: three summaries that open with the same eight words ("paul merson has restarted his row with
 #: a"), the shape that splits a pair's second texts into thin subtrees.
 N_THIN = 5
-
-
-@pytest.fixture(scope="module")
-def fake_weights(bundled_model):
-    """The bundled judge's tokenizer (and chat template) on FAKE weights, a tiny random Llama
-    (``tests.fakes.fake_tiny_llama``): the prompts' tokens and their prefix tree are the bundled
-    judge's, the arithmetic a hundredth of it."""
-    from compassess_core.judges import load_judge
-    return fake_tiny_llama(load_judge(None).loaded.tokenizer)
 
 
 def p_of(sink, run_id):

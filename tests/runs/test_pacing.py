@@ -95,15 +95,16 @@ def test_a_budget_lowered_by_the_judge_is_never_raised_above_again(monkeypatch):
 
 @pytest.mark.model
 def test_a_prompt_longer_than_a_micro_batch_runs_in_pieces_a_caller_can_stop_between(
-        bundled_model):
+        fake_weights):
     """With a token budget far below one prompt (a long story on a slow machine), the judge
     computes every prompt in pieces and hands out an empty micro-batch after each: the run loop
     looks for a cancel there. p is that of one pass up to fp32 rounding; every prompt still comes
-    once."""
+    once. (The bundled judge's prompts and tokens on FAKE weights, ``fake_weights``: how a prompt
+    is cut into pieces is the engine's, the same for any weights.)"""
     from compassess_core.data.candidates import load_candidates
-    from compassess_core.judges import load_judge
+    from compassess_core.judges.transformers_judge import CausalJudge
     from compassess_core.runs.prompts import ASPECT_ADJECTIVES, Aspect, builtin_template
-    judge = load_judge(None, batch_size=8)
+    judge = CausalJudge(fake_weights, batch_size=8)
     ctx = load_candidates("assets/sample_summeval.csv").contexts[0]
     t1 = builtin_template("t1", "summary")
     prompts = [t1.render(ctx.text, ctx.candidates[a].text, ctx.candidates[b].text,
