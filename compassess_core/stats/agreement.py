@@ -407,21 +407,30 @@ def majority_vote(human: pd.DataFrame) -> pd.DataFrame:
     if len(human) == 0:
         return pd.DataFrame(columns=[*_PAIR, "n_x", "n_y", "n_tie", "n_votes", "label",
                                      "preferred", "annotators"])
-    counts = (pd.crosstab([human["context_id"], human["x"], human["y"]], human["label"])
-              .reindex(columns=range(N_CLASSES), fill_value=0))
-    c = counts.to_numpy(dtype=np.int64)
+    # The pairs in sorted order, each vote's pair as a number: the counts are one bincount and the
+    # annotators one pass over the rows (a crosstab and a per-pair join were 20 ms on 500 pairs,
+    # paid by every agreement figure and the Judges board's every row).
+    grouped = human.groupby(_PAIR, sort=True)
+    pair = grouped.ngroup().to_numpy(np.int64)
+    keys = grouped.size().index
+    kept = pair >= 0   # a row with a missing key belongs to no pair (as in a crosstab)
+    pair, label_of_vote = pair[kept], human["label"].to_numpy(np.int64)[kept]
+    c = np.bincount(pair * N_CLASSES + label_of_vote,
+                    minlength=len(keys) * N_CLASSES).reshape(len(keys), N_CLASSES)
     top = c.max(axis=1)
     unique_top = (c == top[:, None]).sum(axis=1) == 1
     label = np.where(unique_top, c.argmax(axis=1), TIE_CODE)
-    out = counts.index.to_frame(index=False)
+    out = keys.to_frame(index=False)
     out["n_x"], out["n_y"], out["n_tie"] = c[:, 0], c[:, 1], c[:, 2]
     out["n_votes"] = c.sum(axis=1)
     out["label"] = label.astype(np.int64)
     out["preferred"] = np.select([label == X_BETTER, label == Y_BETTER],
                                  [out["x"].to_numpy(dtype=object), out["y"].to_numpy(dtype=object)],
                                  default=TIE)
-    who = human.groupby(_PAIR, sort=True)["annotator"].agg(lambda s: ", ".join(sorted(set(s))))
-    out["annotators"] = who.reindex(pd.MultiIndex.from_frame(out[_PAIR])).to_numpy()
+    names: list[set] = [set() for _ in range(len(keys))]
+    for k, who in zip(pair.tolist(), human["annotator"].to_numpy(dtype=object)[kept].tolist()):
+        names[k].add(who)
+    out["annotators"] = [", ".join(sorted(n)) for n in names]
     return out
 
 

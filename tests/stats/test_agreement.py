@@ -9,6 +9,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from compassess_core.stats import agreement as ag
@@ -167,6 +169,34 @@ def test_majority_vote_breaks_tied_votes_as_tie():
     assert m.loc[("c", "d"), "preferred"] == "tie"
     assert m.loc[("a", "d"), "preferred"] == "d" and m.loc[("a", "d"), "label"] == 1
     assert m.loc[("a", "b"), "annotators"] == "u, v, w"
+
+
+@given(st.lists(st.tuples(st.sampled_from(["q", "r"]), st.sampled_from("abcd"),
+                          st.sampled_from("abcd"), st.sampled_from(["left", "right", "tie"]),
+                          st.sampled_from(["u", "v", "w"])), min_size=1, max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_majority_vote_counts_what_plain_loops_over_the_votes_count(raw):
+    """Each pair's votes, majority and annotators, counted again row by row (no pandas)."""
+    rows = [(c, l, r, {"left": l, "right": r}[w] if w != "tie" else "tie", who)
+            for c, l, r, w, who in raw if l != r]
+    if not rows:
+        return
+    votes = ag.normalise_human_labels(human(rows))
+    want: dict = {}
+    for c, x, y, label, who in zip(votes["context_id"], votes["x"], votes["y"], votes["label"],
+                                   votes["annotator"]):
+        counts, names = want.setdefault((c, x, y), ([0, 0, 0], set()))
+        counts[int(label)] += 1
+        names.add(who)
+    got = ag.majority_vote(votes)
+    assert list(zip(got["context_id"], got["x"], got["y"])) == sorted(want)
+    for row in got.itertuples(index=False):
+        counts, names = want[(row.context_id, row.x, row.y)]
+        assert [row.n_x, row.n_y, row.n_tie] == counts and row.n_votes == sum(counts)
+        top = [k for k in range(3) if counts[k] == max(counts)]
+        assert row.label == (top[0] if len(top) == 1 else 2)
+        assert row.preferred == {0: row.x, 1: row.y, 2: "tie"}[row.label]
+        assert row.annotators == ", ".join(sorted(names))
 
 
 def test_normalise_drops_skips_keeps_last_repeat_and_reads_store_shape():
