@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compassess_core.people import campaigns  # noqa: E402
 from compassess_core.people.campaigns import (_PAIR, ADJUDICATION, AGREEMENT_BATCH,  # noqa: E402
-                                              AGREEMENT_ROUNDING, MIN_OTHERS_PER_PAIR, SKIP,
+                                              AGREEMENT_ROUNDING, MIN_OTHERS_PER_PAIR,
                                               Pair, as_human_table)
 from compassess_core.types import Outcome  # noqa: E402
 
@@ -122,34 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# The baseline: the former pandas implementation, as it was (renamed ``_old_*``).
-
-def _old_canonical(labels: pd.DataFrame) -> pd.DataFrame:
-    """Labels keyed by unordered pair: ``context_id, x, y, annotator, choice, source, comment``
-    where ``choice`` is the preferred candidate id, ``tie`` or ``both_bad``."""
-    if labels is None or len(labels) == 0:
-        return pd.DataFrame(columns=[*_PAIR, "annotator", "choice", "source", "comment"])
-    t = as_human_table(labels)
-    left_first = (t["left_id"] < t["right_id"]).to_numpy()
-    out = pd.DataFrame({"context_id": t["context_id"],
-                        "x": np.where(left_first, t["left_id"], t["right_id"]),
-                        "y": np.where(left_first, t["right_id"], t["left_id"]),
-                        "annotator": t["annotator"], "choice": t["winner_id"],
-                        "source": t["source"] if "source" in t else "",
-                        "comment": (labels["comment"].to_numpy() if "comment" in labels
-                                    else None)})
-    return out.loc[out["choice"] != SKIP].reset_index(drop=True)
-
-
-def _old_votes(labels: pd.DataFrame) -> pd.DataFrame:
-    """People's votes: one per annotator and pair (the newest), adjudications and skips left out.
-
-    Returns ``context_id, x, y, annotator, choice, comment``."""
-    c = _old_canonical(labels)
-    c = c.loc[c["source"] != ADJUDICATION]
-    return (c.drop_duplicates(["annotator", *_PAIR], keep="last")
-            .drop(columns="source").reset_index(drop=True))
-
+# The baseline: the former pandas implementation, as it was (renamed ``_old_*``). Its votes come
+# from ``campaigns.votes`` and ``campaigns._canonical``, which are still the pandas code it used.
 
 def _old_pairs_frame(pairs: pd.DataFrame | Sequence[Pair]) -> pd.DataFrame:
     if isinstance(pairs, pd.DataFrame):
@@ -170,7 +144,7 @@ def _old_queue(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame, annot
     (the same seed gives the same queue). Pairs in ``later`` (skipped in this session) go last:
     a skip is not an answer, the pair stays in the queue."""
     pairs = _old_pairs_frame(pairs)
-    v = _old_votes(labels)
+    v = campaigns.votes(labels)
     n = _old_counts(pairs, v)
     mine = v.loc[v["annotator"] == annotator, _PAIR]
     done = (pairs.merge(mine.drop_duplicates(), on=_PAIR, how="left", indicator=True)["_merge"]
@@ -192,7 +166,7 @@ def _old_progress(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFrame,
     overlap`` votes, at most ``n_pairs``), ``remaining`` (pairs still in their queue) and
     ``done`` (labelled / target)."""
     pairs = _old_pairs_frame(pairs)
-    v = _old_votes(labels)
+    v = campaigns.votes(labels)
     people = list(dict.fromkeys([*annotators, *sorted(v["annotator"].unique().tolist())]))
     wanted = len(pairs) * int(overlap)
     target = min(len(pairs), -(-wanted // max(len(annotators), 1))) if annotators else 0
@@ -212,7 +186,7 @@ def _old_completed_pairs(pairs: pd.DataFrame | Sequence[Pair], labels: pd.DataFr
                     overlap: int) -> int:
     """How many of the campaign's pairs have ``overlap`` votes or more."""
     pairs = _old_pairs_frame(pairs)
-    return int((_old_counts(pairs, _old_votes(labels)) >= int(overlap)).sum())
+    return int((_old_counts(pairs, campaigns.votes(labels)) >= int(overlap)).sum())
 
 
 def _old_agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
@@ -236,7 +210,7 @@ def _old_agreement_of(labels: pd.DataFrame, annotator: str) -> dict:
     and ``batch`` (:data:`AGREEMENT_BATCH`). Adjudications are no votes."""
     from compassess_core.stats.agreement import TIE_CODE, X_BETTER, Y_BETTER, pair_kappa
     nan = float("nan")
-    c = _old_canonical(labels)
+    c = campaigns._canonical(labels)
     c = c.loc[c["source"] != ADJUDICATION, [*_PAIR, "annotator", "choice"]].reset_index(drop=True)
     c["stored"] = np.arange(len(c))
     first = c.drop_duplicates(["annotator", *_PAIR], keep="first")
