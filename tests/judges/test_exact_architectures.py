@@ -8,7 +8,7 @@ and applies the output head itself (``_FP32Head``), so the reference shares noth
 the weights and the token ids.
 
 Each architecture is a tiny random-initialised model built from its transformers config class
-(2 layers, width 64), with a word-level tokenizer built here from the prompts' words: nothing is
+(2 layers, width 64), with a word-level tokenizer over the prompts' words (``tests.fakes.fake_word_tokenizer``): nothing is
 downloaded. Llama (the bundled SmolLM2's shape), Qwen2 (biases in q/k/v, tied embeddings), Gemma
 (scaled embeddings, (1 + w) RMSNorm, GeGLU), Phi-3 (fused qkv and gate/up projections) and Mistral
 (sliding-window attention, with a window shorter than the prompts).
@@ -24,6 +24,7 @@ from compassess_core.judges.loading import LoadedModel
 from compassess_core.judges.transformers_judge import CausalJudge
 from compassess_core.runs.prompts import Aspect, builtin_template
 from compassess_core.types import ComparisonPrompt
+from tests.fakes import fake_word_tokenizer
 
 #: Tolerance on the log-odds log P(A) - log P(B), fp32 on CPU.
 TOL_LOG_ODDS = 1e-4
@@ -48,22 +49,6 @@ def _prompts() -> list[ComparisonPrompt]:
     asp = Aspect.from_name("coherence")
     return [tpl.render(ctx, a, b, asp) for ctx, texts in CONTEXTS
             for ia, a in enumerate(texts) for ib, b in enumerate(texts) if ia != ib]
-
-
-def _tokenizer(prompts: list[ComparisonPrompt]):
-    """A word-level tokenizer over the prompts' words (whitespace and punctuation split), so the
-    label words " A" and " B" are one token each after the primer."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    pre = pre_tokenizers.Whitespace()
-    words = sorted({w for p in prompts for part in (p.text, p.primer, "Answer: Summary A B")
-                    for w, _ in pre.pre_tokenize_str(part)})
-    vocab = {w: k for k, w in enumerate(["<pad>", "<s>", "</s>", "<unk>", *words])}
-    raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    raw.pre_tokenizer = pre
-    return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", bos_token="<s>",
-                                   eos_token="</s>", unk_token="<unk>")
 
 
 def _config(arch: str, vocab: int):
@@ -96,7 +81,8 @@ def prompts() -> list[ComparisonPrompt]:
 
 @pytest.fixture(scope="module")
 def tokenizer(prompts):
-    return _tokenizer(prompts)
+    # a word-level tokenizer over the prompts' words: " A" and " B" one token each
+    return fake_word_tokenizer([t for p in prompts for t in (p.text, p.primer)])
 
 
 def _model(arch: str, tokenizer) -> torch.nn.Module:
