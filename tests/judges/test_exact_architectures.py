@@ -51,6 +51,12 @@ def _prompts() -> list[ComparisonPrompt]:
             for ia, a in enumerate(texts) for ib, b in enumerate(texts) if ia != ib]
 
 
+def _tokenizer(prompts: list[ComparisonPrompt]):
+    """A word-level tokenizer over the prompts' words (``tests.fakes.fake_word_tokenizer``), so
+    the label words " A" and " B" are one token each after the primer."""
+    return fake_word_tokenizer([t for p in prompts for t in (p.text, p.primer)])
+
+
 def _config(arch: str, vocab: int):
     import transformers as tf
 
@@ -81,8 +87,7 @@ def prompts() -> list[ComparisonPrompt]:
 
 @pytest.fixture(scope="module")
 def tokenizer(prompts):
-    # a word-level tokenizer over the prompts' words: " A" and " B" one token each
-    return fake_word_tokenizer([t for p in prompts for t in (p.text, p.primer)])
+    return _tokenizer(prompts)
 
 
 def _model(arch: str, tokenizer) -> torch.nn.Module:
