@@ -156,6 +156,32 @@ def test_llm_verdicts_average_both_orders_and_reweight():
         ag.llm_pair_verdicts(t, 1.0)
 
 
+@given(st.lists(st.tuples(st.sampled_from(["q", "r", "10", "9"]), st.sampled_from(["a", "b", "B", "c2", "c10"]),
+                          st.sampled_from(["a", "b", "B", "c2", "c10"]),
+                          st.one_of(st.floats(0, 1), st.just(float("nan")))), max_size=40))
+@settings(max_examples=80, deadline=None)
+def test_pair_probabilities_are_what_plain_loops_over_the_comparisons_give(rows):
+    """Each unordered pair's mean p per order, collected again comparison by comparison (no
+    numpy grouping, no pandas): the pairs in sorted order, NaN for an order not judged, a
+    comparison of a candidate with itself or with a non-finite p left out."""
+    want: dict = {}
+    for c, a, b, p in rows:
+        if a == b or not np.isfinite(p):
+            continue
+        x, y = min(a, b), max(a, b)
+        orders = want.setdefault((c, x, y), ([], []))
+        orders[0 if a == x else 1].append(p)
+    got = ag.pair_probabilities(table(rows))
+    assert list(zip(got["context_id"], got["x"], got["y"])) == sorted(want)
+    for row in got.itertuples(index=False):
+        xy, yx = want[(row.context_id, row.x, row.y)]
+        for value, ps in ((row.p_xy, xy), (row.p_yx, yx)):
+            if ps:
+                assert value == pytest.approx(sum(ps) / len(ps), rel=0, abs=1e-15)
+            else:
+                assert np.isnan(value)
+
+
 def test_majority_vote_breaks_tied_votes_as_tie():
     rows = [("q", "a", "b", "a", "u"), ("q", "b", "a", "a", "v"), ("q", "a", "b", "b", "w"),
             ("q", "a", "c", "a", "u"), ("q", "a", "c", "c", "v"),
