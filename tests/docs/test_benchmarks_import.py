@@ -64,3 +64,11 @@ def test_campaign_queue_checks_the_engine_against_its_baseline(capsys):
     assert campaign_queue.main(["--contexts", "4", "--candidates", "4", "--annotators", "5",
                                 "--repeat", "1"]) == 0
     assert "agreement_of" in capsys.readouterr().out
+
+
+def test_agreement_tables_checks_the_engine_against_its_baseline(capsys):
+    """The script checks the tables and a report against its baseline before timing: a tiny
+    data set runs through (an inequality would raise)."""
+    from benchmarks import agreement_tables
+    agreement_tables.main(["--contexts", "3", "--candidates", "4", "--repeat", "1"])
+    assert "llm_vs_human" in capsys.readouterr().out
