@@ -166,8 +166,8 @@ def as_human_table(df: pd.DataFrame) -> pd.DataFrame:
     # The columns as arrays and one frame built from them at the end: every agreement figure
     # starts here, and a frame filled column by column cost more than the checks.
     columns = {"context_id": context, "left_id": left_id, "right_id": right_id, "winner_id": win,
-               "annotator": (df["annotator"].fillna("").astype(str).to_numpy() if "annotator" in cols
-                             else np.full(len(df), "")),
+               "annotator": (df["annotator"].fillna("").astype(str).to_numpy()
+                             if "annotator" in cols else np.full(len(df), "")),
                "seconds": (pd.to_numeric(df["seconds"], errors="coerce").to_numpy(dtype=np.float64)
                            if "seconds" in cols else np.full(len(df), np.nan))}
     if "source" in cols:

@@ -156,7 +156,8 @@ def test_llm_verdicts_average_both_orders_and_reweight():
         ag.llm_pair_verdicts(t, 1.0)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["q", "r", "10", "9"]), st.sampled_from(["a", "b", "B", "c2", "c10"]),
+@given(st.lists(st.tuples(st.sampled_from(["q", "r", "10", "9"]),
+                          st.sampled_from(["a", "b", "B", "c2", "c10"]),
                           st.sampled_from(["a", "b", "B", "c2", "c10"]),
                           st.one_of(st.floats(0, 1), st.just(float("nan")))), max_size=40))
 @settings(max_examples=80, deadline=None)
