@@ -167,8 +167,11 @@ class Reruns:
               and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
             self.pending = False
 
-    def wait_sent(self, before: int, timeout_s: float = 15.0) -> bool:
-        """Whether the browser asked for a rerun after ``before`` requests (waiting for it)."""
+    def wait_sent(self, before: int, timeout_s: float = 60.0) -> bool:
+        """Whether the browser asked for a rerun after ``before`` requests (waiting for it). The
+        bound ends only a wait that fails, so it is as long as this module's other waits: a
+        renderer starved by a loaded machine may take many seconds to send what a click asked
+        for."""
         deadline = time.monotonic() + timeout_s
         while self.sent <= before:
             if time.monotonic() > deadline:
