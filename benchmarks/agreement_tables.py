@@ -57,12 +57,7 @@ def make_data(n_contexts: int, n_candidates: int, seed: int = 0
 
 def baseline_pair_probabilities(table: ComparisonTable) -> pd.DataFrame:
     """The former ``pair_probabilities``: a pivot table of the two orders' means."""
-    cid = np.asarray(table.context_ids, dtype=object).astype(str)
-    a = np.asarray(table.a_ids, dtype=object).astype(str)
-    b = np.asarray(table.b_ids, dtype=object).astype(str)
-    p = np.asarray(table.p, dtype=np.float64)
-    keep = np.isfinite(p) & (a != b)
-    cid, a, b, p = cid[keep], a[keep], b[keep], p[keep]
+    cid, a, b, p = agreement.judged_comparisons(table)   # the same comparisons as now
     fwd = a < b
     df = pd.DataFrame({"context_id": cid, "x": np.where(fwd, a, b), "y": np.where(fwd, b, a),
                        "order": np.where(fwd, "p_xy", "p_yx"), "p": p})

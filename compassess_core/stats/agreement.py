@@ -184,8 +184,7 @@ def as_human_table(df: pd.DataFrame) -> pd.DataFrame:
                          f"candidate, '{TIE}' nor '{SKIP}'; the first is row {k}: winner "
                          f"'{win[k]}' for '{left_id[k]}' vs "
                          f"'{right_id[k]}' in context '{context[k]}'")
-    out = pd.DataFrame(columns)
-    return out
+    return pd.DataFrame(columns)
 
 
 def human_table_from_labels(labels: Sequence) -> pd.DataFrame:
@@ -266,12 +265,7 @@ def pair_probabilities(table: ComparisonTable) -> pd.DataFrame:
     first; NaN where that order was not judged, the mean where it was judged more than once.
     Non-finite probabilities are left out. Rows in pair order (context, then x, then y).
     """
-    cid = np.asarray(table.context_ids, dtype=object).astype(str)
-    a = np.asarray(table.a_ids, dtype=object).astype(str)
-    b = np.asarray(table.b_ids, dtype=object).astype(str)
-    p = np.asarray(table.p, dtype=np.float64)
-    keep = np.isfinite(p) & (a != b)
-    cid, a, b, p = cid[keep], a[keep], b[keep], p[keep]
+    cid, a, b, p = judged_comparisons(table)
     fwd = a < b
     # Each comparison's pair as one number, numbered in sorted order, and the two orders' means
     # as bincounts: every agreement figure reads this table (a pivot table was 17 ms on 36
@@ -284,6 +278,18 @@ def pair_probabilities(table: ComparisonTable) -> pd.DataFrame:
         p_yx = (np.bincount(pair, weights=np.where(fwd, 0.0, p), minlength=n)
                 / np.bincount(pair, weights=(~fwd).astype(np.float64), minlength=n))
     return pd.DataFrame({"context_id": ctx, "x": x, "y": y, "p_xy": p_xy, "p_yx": p_yx})
+
+
+def judged_comparisons(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                         FloatArray]:
+    """The comparisons a verdict can rest on: ``(context, a, b, p)``, ids as strings, without
+    non-finite probabilities and comparisons of a candidate with itself."""
+    cid = np.asarray(table.context_ids, dtype=object).astype(str)
+    a = np.asarray(table.a_ids, dtype=object).astype(str)
+    b = np.asarray(table.b_ids, dtype=object).astype(str)
+    p = np.asarray(table.p, dtype=np.float64)
+    keep = np.isfinite(p) & (a != b)
+    return cid[keep], a[keep], b[keep], p[keep]
 
 
 def _pair_numbers(cid: np.ndarray, x: np.ndarray, y: np.ndarray
@@ -597,10 +603,8 @@ def _comparisons(llm: pd.DataFrame | ComparisonTable) -> tuple[np.ndarray, Float
     """Context id and p of every comparison behind the LLM's verdicts (what tau* is the median
     of): a table's own comparisons, else both orders of a pair table."""
     if isinstance(llm, ComparisonTable):
-        p = np.asarray(llm.p, dtype=np.float64)
-        keep = np.isfinite(p) & (np.asarray(llm.a_ids, dtype=object).astype(str)
-                                 != np.asarray(llm.b_ids, dtype=object).astype(str))
-        return np.asarray(llm.context_ids, dtype=object).astype(str)[keep], p[keep]
+        cid, _, _, p = judged_comparisons(llm)
+        return cid, p
     ctx = llm["context_id"].astype(str).to_numpy()
     p = np.concatenate([llm["p_xy"].to_numpy(np.float64), llm["p_yx"].to_numpy(np.float64)])
     ctx = np.concatenate([ctx, ctx])
