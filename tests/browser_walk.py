@@ -12,19 +12,16 @@ a person's pace between a change and a key press.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from tests.app_server import app_server
 # test_browser skips the module without chromium
-from tests.browser.test_browser import free_port, playwright_api
+from tests.browser.test_browser import playwright_api
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
@@ -92,40 +89,6 @@ def seed_store(db_url: str, folder: Path) -> tuple[dict[str, int], dict[str, int
     runs = {name: fake_judge_run(db_url, datasets[ds], aspect, name, seed=k)
             for k, (name, ds, aspect) in enumerate(RUNS)}
     return datasets, runs
-
-
-@contextlib.contextmanager
-def app_server(db_url: str, folder: Path):
-    """``streamlit run app.py`` on a free port against ``db_url``; yields its URL."""
-    port = free_port()
-    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(folder / "home"),
-               PYTHONPATH=str(ROOT))
-    log_path = folder / "streamlit.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-             str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise AssertionError("streamlit did not start: "
-                                             + log_path.read_text()[-2000:]) from None
-                    time.sleep(0.1)   # the next look at the health endpoint
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 class Reruns:
@@ -486,5 +449,5 @@ def annotate_world(folder: Path, browser):
     ``tests/browser/conftest.py``): ``url, db_url, datasets, runs, browser``."""
     db_url = f"sqlite:///{folder / 'compassess.db'}"
     datasets, runs = seed_store(db_url, folder)
-    with app_server(db_url, folder) as url:
-        yield dict(url=url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)
+    with app_server(folder, db_url) as server:
+        yield dict(url=server.url, db_url=db_url, datasets=datasets, runs=runs, browser=browser)

@@ -12,11 +12,7 @@ Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSE
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -24,6 +20,7 @@ import numpy as np
 import pytest
 
 from compassess_core import api
+from tests.app_server import app_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -43,41 +40,10 @@ if not CHROMIUM.exists():
 playwright_api = pytest.importorskip("playwright.sync_api", reason="python package playwright missing")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server(tmp_path: Path, db_url: str):
-    port = free_port()
-    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(tmp_path / "home"),
-               PYTHONPATH=str(ROOT))
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.1)   # the next look at the health endpoint
-    else:
-        proc.terminate()
-        raise AssertionError(f"streamlit did not start: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")
-    yield url, db_url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with app_server(tmp_path, db_url) as app:
+        yield app.url, db_url
 
 
 def biased_judge_logit(x, y, rng) -> float:

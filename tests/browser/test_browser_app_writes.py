@@ -24,20 +24,17 @@ fails at once (what is checked is the page right after Start and the names store
 from __future__ import annotations
 
 import csv
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from compassess_core import api
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, at_rest, free_port,  # noqa: F401
+from tests.app_server import app_server
+from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, at_rest,  # noqa: F401
                                 nav, pause_as_a_person, playwright_api, script_idle, settle,
                                 visible)
 
@@ -144,36 +141,8 @@ def app(tmp_path_factory, chromium_browser):
     folder = tmp_path_factory.mktemp("app_writes")
     db_url = f"sqlite:///{folder / 'compassess.db'}"
     seeded = Seeded(db_url, folder)
-    port = free_port()
-    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(folder / "home"),
-               PYTHONPATH=str(ROOT))
-    log = open(folder / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.terminate()
-                raise AssertionError("streamlit did not start: "
-                                     + (folder / "streamlit.log").read_text()[-2000:]) from None
-            time.sleep(0.1)   # the next look at the health endpoint
-    try:
-        yield url, seeded, chromium_browser
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with app_server(folder, db_url) as server:
+        yield server.url, seeded, chromium_browser
 
 
 def _page(browser):

@@ -30,7 +30,8 @@ import pytest
 from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS,  # noqa: F401
                           nav, playwright_api, settle, simulate_finished_run)
 from tests.browser.test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
-from tests.people.test_http_guard import (ADMIN, free_port, local_app, secrets_toml,  # noqa: F401
+from tests.app_server import free_port
+from tests.people.test_http_guard import (ADMIN, local_app, secrets_toml,  # noqa: F401
                              sign_in_cookie, team_app)
 
 pytestmark = pytest.mark.browser

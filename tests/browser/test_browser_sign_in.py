@@ -16,7 +16,6 @@ Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSE
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import sys
@@ -26,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, nav,  # noqa: F401
+from tests.app_server import app_server, free_port
+from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, nav,  # noqa: F401
                           playwright_api, script_idle, settle, shot, simulate_finished_run)
 
 pytestmark = pytest.mark.browser
@@ -99,22 +99,11 @@ def team_server(tmp_path: Path, db_url: str, oidc_provider: str):
         'client_id = "compassess"\n'
         'client_secret = "test-client-secret"\n'
         f'server_metadata_url = "{oidc_provider}/.well-known/openid-configuration"\n')
-    env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, COMPASSESS_HOME=str(tmp_path / "home"),
-               COMPASSESS_ADMINS=ADMIN, PYTHONPATH=str(ROOT),
-               # The mock provider sends e-mail without email_verified, like Entra ID.
-               COMPASSESS_VERIFIED_EMAIL_ISSUERS=oidc_provider)
-    env.pop("COMPASSESS_ALLOW_ANONYMOUS", None)
-    log = tmp_path / "streamlit.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none", "--secrets.files", str(secrets)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    _wait_http(f"{url}/_stcore/health", proc, log, "streamlit")
-    yield url, db_url
-    _stop(proc)
+    # The mock provider sends e-mail without email_verified, like Entra ID.
+    env = dict(COMPASSESS_ADMINS=ADMIN, COMPASSESS_VERIFIED_EMAIL_ISSUERS=oidc_provider)
+    with app_server(tmp_path, db_url, port=port, env=env, unset=("COMPASSESS_ALLOW_ANONYMOUS",),
+                    secrets_file=secrets) as server:
+        yield server.url, db_url
 
 
 def sign_in(page, url: str, identity: str) -> None:

@@ -14,13 +14,9 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import socket
 import stat
-import subprocess
-import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -36,6 +32,7 @@ from db.store import Store
 from tests.app.test_app_pages import APP, ROOT, app_env, seed_run, texts  # noqa: F401 - app_env is a fixture
 from tests.app.test_app_sign_in import AUTH_SECRETS, ISSUER, app_as, page_titles, token_times
 from tests.answer_buttons import answer_button, has_answer_button
+from tests.app_server import app_server
 
 GOOD_SECRET = secrets.token_hex(24)  # random per run: a fixed one would be a published one
 SECRETS_TOML = f"""[auth]
@@ -373,12 +370,6 @@ def test_the_toolbar_has_no_deploy_menu_in_any_mode():
             config.set_option(k, v)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _upgrade_status(port: int, host: str) -> str:
     """The status line a WebSocket upgrade to Streamlit's stream gets with this Host header."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
@@ -391,32 +382,9 @@ def _upgrade_status(port: int, host: str) -> str:
 def test_local_mode_answers_localhost_names_only(tmp_path):
     """A real `streamlit run` in local mode: a foreign Host (DNS rebinding) is refused on HTTP and
     on the WebSocket, and the metrics endpoint is closed."""
-    port = _free_port()
-    env = dict(os.environ, COMPASSESS_HOME=str(tmp_path / "home"),
-               COMPASSESS_DATABASE_URL=f"sqlite:///{tmp_path / 'compassess.db'}",
-               PYTHONPATH=str(ROOT))
-    env.pop("COMPASSESS_ALLOW_ANONYMOUS", None)
-    log = tmp_path / "streamlit.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none",
-             "--secrets.files", str(tmp_path / "no-secrets.toml")],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/_stcore/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.5)
+    db_url = f"sqlite:///{tmp_path / 'compassess.db'}"
+    with app_server(tmp_path, db_url, unset=("COMPASSESS_ALLOW_ANONYMOUS",)) as server:
+        base, port = server.url, server.port
         assert httpx.get(f"{base}/", headers={"Host": f"localhost:{port}"}).status_code == 200
         assert httpx.get(f"{base}/", headers={"Host": f"[::1]:{port}"}).status_code == 200
         for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):
@@ -426,12 +394,6 @@ def test_local_mode_answers_localhost_names_only(tmp_path):
         assert " 101 " not in _upgrade_status(port, "evil.example") + " "
         assert " 101 " in _upgrade_status(port, f"127.0.0.1:{port}") + " "
         assert httpx.get(f"{base}/_stcore/metrics").status_code == 404
-    finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
 
 
 # ------------------------------------------------------------------------ files

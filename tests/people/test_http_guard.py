@@ -17,13 +17,9 @@ sign-out) is ``tests/browser/test_browser_hardening.py``.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import selectors
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -31,16 +27,11 @@ import psutil
 import pytest
 
 from tests.app.test_app_sign_in import ISSUER, token_times
+from tests.app_server import AppServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN = "admin@example.org"
 MB = 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def secrets_toml(port: int, cookie_secret: str) -> str:
@@ -51,44 +42,17 @@ def secrets_toml(port: int, cookie_secret: str) -> str:
             'server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"\n')
 
 
-class Server:
-    """``streamlit run app.py`` in its own process on a free loopback port."""
+class Server(AppServer):
+    """The app as an attacker meets it: anonymous access not allowed, the first admin from
+    ``COMPASSESS_ADMINS``, sign-in configured when a ``secrets_file`` is given."""
 
     def __init__(self, tmp_path: Path, db_url: str, secrets_file: Path | None, port: int) -> None:
-        self.port, self.url = port, f"http://127.0.0.1:{port}"
-        env = dict(os.environ, COMPASSESS_DATABASE_URL=db_url, PYTHONPATH=str(ROOT),
-                   COMPASSESS_HOME=str(tmp_path / "home"), COMPASSESS_ADMINS=ADMIN)
-        env.pop("COMPASSESS_ALLOW_ANONYMOUS", None)
-        self.log = tmp_path / f"streamlit-{port}.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                 "--server.port", str(port), "--server.address", "127.0.0.1",
-                 "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                 "--server.fileWatcherType", "none",
-                 "--secrets.files", str(secrets_file or tmp_path / "no-secrets.toml")],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 90
-        while True:
-            assert self.proc.poll() is None, self.log.read_text()
-            try:
-                if httpx.get(f"{self.url}/_stcore/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.3)
+        super().__init__(tmp_path, db_url, port=port, env=dict(COMPASSESS_ADMINS=ADMIN),
+                         unset=("COMPASSESS_ALLOW_ANONYMOUS",), secrets_file=secrets_file)
 
     def rss(self) -> int:
         """The server process's resident memory, in bytes."""
         return psutil.Process(self.proc.pid).memory_info().rss
-
-    def stop(self) -> None:
-        os.killpg(self.proc.pid, 15)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, 9)
 
 
 @pytest.fixture
