@@ -22,17 +22,22 @@ spends, and what other processes on a shared machine disturb least; on a GPU the
 the engine's speed over the naive recipe's in the same run, the engine's forward passes, and
 max |p_engine - p_naive| (fp32 noise: ~1e-6).
 
-``--profile`` adds a torch profiler summary of one engine run per aspect count (the first data
-set): the operators' own CPU time (the "kernels": on a CPU every aten operator) against the rest
-of the wall clock (Python: the engine and transformers' module code), the operators split into
-the model's arithmetic (matmuls, attention, the head's normaliser: what the naive recipe
-computes too) and the rest, the steps before the passes (rendering, tokenising, planning) timed
-alone, and the top operators.
+``--profile`` adds a torch profiler summary of one engine run per cell: the operators' own CPU
+time (the "kernels": on a CPU every aten operator) against the rest of the wall clock (Python:
+the engine and transformers' module code), the operators split into the model's arithmetic
+(matmuls, attention, the head's normaliser: what the naive recipe computes too) and the rest,
+the steps before the passes (rendering, tokenising, planning) timed alone, and the top
+operators. Each cell then also gets its **host time proper**: the engine's microseconds per
+comparison less the model's arithmetic (its share of the profiled run). Even this tiny model's
+arithmetic is not negligible on a CPU (each suffix token attends to a context of hundreds of
+tokens, each prompt's last position goes through the 49,152-row head), and no host work of the
+engine can remove it; the host time proper is what is left for the engine's own work.
 
 ``--ab OLD_ROOT`` runs the same measurement on the engine code of another checkout (a folder
 holding ``compassess_core/``, e.g. an older commit's ``git archive``) in alternating child
 processes of this script and prints both tables and the ratio of their microseconds per
-comparison: before/after on the same machine, in the same run.
+comparison (with ``--profile``, of their host time proper too): before/after on the same
+machine, in the same run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/host_overhead.py --threads 1 --profile
     PYTHONPATH=. .venv/bin/python benchmarks/host_overhead.py --summeval assets/sample_summeval.csv \
@@ -209,11 +214,12 @@ def host_stages(judge, chunks) -> dict[str, float]:
     return best
 
 
-def profile_summary(judge, chunks, top: int = 12) -> str:
+def profile_summary(judge, chunks, top: int = 12) -> tuple[str, float]:
     """One engine run under torch's profiler: the operators' own CPU time (and CUDA time on a
     GPU) against the wall clock; the rest is Python (engine and module code) between them. The
     operators are split into the model's arithmetic (``ARITHMETIC_OPS``) and the rest; the
-    steps before the passes (rendering, tokenising, planning) are timed without the profiler."""
+    steps before the passes (rendering, tokenising, planning) are timed without the profiler.
+    Returns the summary and the arithmetic's share of the profiled wall clock."""
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if judge.device.type == "cuda" else [])
     judge.judge(chunks[0][:4])
@@ -248,7 +254,7 @@ def profile_summary(judge, chunks, top: int = 12) -> str:
     lines.append("  top operators by own CPU time (s, calls):")
     for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]:
         lines.append(f"    {e.key:<40} {e.self_cpu_time_total / 1e6:8.3f} {e.count:8d}")
-    return "\n".join(lines)
+    return "\n".join(lines), arith / wall
 
 
 def measure(args) -> list[dict]:
@@ -292,11 +298,13 @@ def measure(args) -> list[dict]:
                               dp=dp))
             print(f"  {name} x{aspects}: engine {1e6 * e / n:.0f} us/cmp, naive {1e6 * v / n:.0f} us/cmp",
                   file=sys.stderr, flush=True)
-    if args.profile:
-        name, path = _first_source(args)
-        for aspects in [int(a) for a in args.aspects.split(",")]:
-            chunks = load_chunks(name, path, args.contexts, args.candidates, aspects)
-            cells.append(dict(profile=f"{name} x{aspects}: " + profile_summary(judge, chunks)))
+    if args.profile:  # every cell: its arithmetic share gives its host time proper
+        sources = dict(_sources(args))
+        for cell in list(cells):
+            path = sources[cell["data"]]
+            chunks = load_chunks(cell["data"], path, args.contexts, args.candidates, cell["aspects"])
+            text, cell["arithmetic_share"] = profile_summary(judge, chunks)
+            cells.append(dict(profile=f"{cell['data']} x{cell['aspects']}: {text}"))
     return cells
 
 
@@ -323,17 +331,27 @@ def _first_source(args) -> tuple[str, Path]:
     return _sources(args)[0]
 
 
+def host_us(cell: dict) -> float | None:
+    """The cell's host time proper, microseconds per comparison: the engine's time without the
+    model's arithmetic (its share of a profiled run, ``--profile``), which even the tiny model
+    does not make negligible on a CPU (attention to a long context, the full-vocabulary head)."""
+    share = cell.get("arithmetic_share")
+    return None if share is None else 1e6 * cell["engine_s"] * (1 - share) / cell["n"]
+
+
 def table(cells: list[dict], label: str = "") -> str:
     rows = [c for c in cells if "profile" not in c]
+    host = all(host_us(c) is not None for c in rows)
     out = [f"| engine{label} | data | aspects | comparisons | naive cmp/s | engine cmp/s | "
-           "naive us/cmp | engine us/cmp | engine / naive speed | forward passes | max abs dp |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "naive us/cmp | engine us/cmp | engine / naive speed | forward passes | max abs dp |"
+           + (" host us/cmp (engine less the model's arithmetic) |" if host else ""),
+           "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if host else "")]
     for c in rows:
         n = c["n"]
         out.append(f"| {label.strip() or 'this'} | {c['data']} | {c['aspects']} | {n} | "
                    f"{n / c['naive_s']:.0f} | {n / c['engine_s']:.0f} | {1e6 * c['naive_s'] / n:.0f} | "
                    f"{1e6 * c['engine_s'] / n:.0f} | **{c['naive_s'] / c['engine_s']:.2f}x** | "
-                   f"{c['passes']} | {c['dp']:.1e} |")
+                   f"{c['passes']} | {c['dp']:.1e} |" + (f" {host_us(c):.0f} |" if host else ""))
     by = {(c["data"], c["aspects"]): c for c in rows}
     for (data, k), c in by.items():
         one = by.get((data, 1))
@@ -366,20 +384,27 @@ def ab(args, argv: list[str]) -> int:
             if "profile" in c:
                 cells.append(c)
                 continue
-            cells.append(dict(c, engine_s=statistics.median(r[k]["engine_s"] for r in runs),
-                              naive_s=statistics.median(r[k]["naive_s"] for r in runs),
-                              dp=max(r[k]["dp"] for r in runs)))
+            merged_cell = dict(c, engine_s=statistics.median(r[k]["engine_s"] for r in runs),
+                               naive_s=statistics.median(r[k]["naive_s"] for r in runs),
+                               dp=max(r[k]["dp"] for r in runs))
+            if "arithmetic_share" in c:
+                merged_cell["arithmetic_share"] = statistics.median(r[k]["arithmetic_share"]
+                                                                    for r in runs)
+            cells.append(merged_cell)
         merged[which] = cells
         print(table(cells, f" {which} ({roots[which]})"))
         print()
-    print("| data | aspects | engine us/cmp old | new | new / old | engine / naive speed old | new |")
-    print("|---|---|---|---|---|---|---|")
-    for o, n in zip(merged["old"], merged["new"]):
-        if "profile" in o:
-            continue
+    pairs = [(o, n) for o, n in zip(merged["old"], merged["new"]) if "profile" not in o]
+    host = all(host_us(c) is not None for pair in pairs for c in pair)
+    print("| data | aspects | engine us/cmp old | new | new / old | engine / naive speed old | new |"
+          + (" host us/cmp old | new | new / old |" if host else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|---|---|" if host else ""))
+    for o, n in pairs:
         uo, un = 1e6 * o["engine_s"] / o["n"], 1e6 * n["engine_s"] / n["n"]
+        extra = (f" {host_us(o):.0f} | {host_us(n):.0f} | **{host_us(n) / host_us(o):.2f}** |"
+                 if host else "")
         print(f"| {o['data']} | {o['aspects']} | {uo:.0f} | {un:.0f} | **{un / uo:.2f}** | "
-              f"{o['naive_s'] / o['engine_s']:.2f}x | {n['naive_s'] / n['engine_s']:.2f}x |")
+              f"{o['naive_s'] / o['engine_s']:.2f}x | {n['naive_s'] / n['engine_s']:.2f}x |" + extra)
     return 0
 
 
@@ -391,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summeval", help="a SummEval-shaped CSV to use instead (e.g. assets/sample_summeval.csv)")
     ap.add_argument("--contexts", type=int, default=1)
     ap.add_argument("--candidates", type=int, default=16)
-    ap.add_argument("--aspects", default="1,4", help="comma list of aspects per pair")
+    ap.add_argument("--aspects", default="1,4", help="comma list of aspect counts per pair (1,4: one, then four aspects)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--naive-per-context", type=int, default=48,
                     help="prompts per context the naive recipe runs (evenly spaced)")
@@ -405,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                                     "judge_throughput.RANDOM_CONFIGS, randomly initialised")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: the judge's default)")
-    ap.add_argument("--profile", action="store_true", help="add a torch profiler summary of one run")
+    ap.add_argument("--profile", action="store_true", help="add a torch profiler summary of one run per cell, and each cell's host time "
+                         "proper (the engine's time less the model's arithmetic)")
     ap.add_argument("--ab", metavar="OLD_ROOT", help="also measure the engine code in OLD_ROOT")
     ap.add_argument("--ab-rounds", type=int, default=2, help="alternating child pairs for --ab")
     ap.add_argument("--engine-root", help=argparse.SUPPRESS)
