@@ -21,7 +21,7 @@ import pandas as pd
 
 from tests.app_server import app_server
 # test_browser skips the module without chromium
-from tests.browser.test_browser import playwright_api
+from tests.browser.test_browser import STATE_WAIT_MS, STATE_WAIT_S, playwright_api
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "sample_summeval.csv"
@@ -130,7 +130,7 @@ class Reruns:
               and msg.script_finished == self._forward.FINISHED_SUCCESSFULLY):
             self.pending = False
 
-    def wait_sent(self, before: int, timeout_s: float = 60.0) -> bool:
+    def wait_sent(self, before: int, timeout_s: float = STATE_WAIT_S) -> bool:
         """Whether the browser asked for a rerun after ``before`` requests (waiting for it). The
         bound ends only a wait that fails, so it is as long as this module's other waits: a
         renderer starved by a loaded machine may take many seconds to send what a click asked
@@ -142,7 +142,7 @@ class Reruns:
             self.page.wait_for_timeout(20)   # lets Playwright deliver the socket's events
         return True
 
-    def wait_idle(self, timeout_s: float = 60.0) -> None:
+    def wait_idle(self, timeout_s: float = STATE_WAIT_S) -> None:
         deadline = time.monotonic() + timeout_s
         while self.pending:
             if time.monotonic() > deadline:
@@ -195,7 +195,7 @@ class SlowLink:
         self.held, self.finished_held, self.everything = [], False, everything
         self.holding = True
 
-    def wait_held(self, page, timeout_s: float = 60.0) -> None:
+    def wait_held(self, page, timeout_s: float = STATE_WAIT_S) -> None:
         """Wait until the end of a run is held back from the browser."""
         deadline = time.monotonic() + timeout_s
         while not self.finished_held:
@@ -203,7 +203,7 @@ class SlowLink:
                 raise AssertionError("the app never finished the run")
             page.wait_for_timeout(20)
 
-    def wait_app_finished(self, page, count: int, timeout_s: float = 60.0) -> None:
+    def wait_app_finished(self, page, count: int, timeout_s: float = STATE_WAIT_S) -> None:
         """Wait until the app has ended ``count`` whole runs (:attr:`server_finished`), whether
         or not the browser has them yet."""
         deadline = time.monotonic() + timeout_s
@@ -352,7 +352,7 @@ class Ledger:
 KEYS_LIVE_JS = "() => !!(window.__compassessAnswerKeys && window.__compassessAnswerKeys.live)"
 
 
-def keys_heard(page, timeout_ms: int = 30_000) -> None:
+def keys_heard(page, timeout_ms: int = STATE_WAIT_MS) -> None:
     """Wait until the answer keys are heard: the listener loads with the page's scripts, a
     moment after a page is first drawn in a tab."""
     page.wait_for_function(KEYS_LIVE_JS, timeout=timeout_ms)

@@ -123,27 +123,35 @@ STEADY_JS = """([token, need]) => {
 }""" % AT_REST_JS
 
 
+#: How long a browser test waits for a state before it fails (ms; :data:`STATE_WAIT_S` in
+#: seconds). Every wait ends as soon as its state is reached, so only a failing wait lasts this
+#: long; it is long because on a machine loaded by other processes (two test suites on two cores)
+#: a starved Chromium renderer has taken over 30 s to draw a page or send a click's rerun.
+STATE_WAIT_MS = 120_000
+STATE_WAIT_S = STATE_WAIT_MS / 1000
+
+
 #: How often :func:`at_rest` reads the page (ms). Five readings in a row span 0.2 s: a slider
 #: moved from the keyboard asks for its rerun only after Streamlit's 0.2 s debounce, and the page
 #: must not look at rest before that.
 STEADY_POLL_MS = 50
 
 
-def at_rest(page, timeout_ms: int = 30_000, need: int = 5) -> None:
+def at_rest(page, timeout_ms: int = STATE_WAIT_MS, need: int = 5) -> None:
     """Wait until the page is at rest (:data:`AT_REST_JS`) and stays so over ``need`` readings
     :data:`STEADY_POLL_MS` apart: what a screenshot or an assertion about the page should see."""
     page.wait_for_function(STEADY_JS, arg=[uuid.uuid4().hex, need], polling=STEADY_POLL_MS,
                            timeout=timeout_ms)
 
 
-def settle(page, text: str, timeout_ms: int = 30_000) -> None:
+def settle(page, text: str, timeout_ms: int = STATE_WAIT_MS) -> None:
     """Wait until ``text`` shows and the page is at rest (:func:`at_rest`): the script done,
     nothing greyed, every chart drawn."""
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     at_rest(page, timeout_ms)
 
 
-def script_idle(page, timeout_ms: int = 30_000) -> None:
+def script_idle(page, timeout_ms: int = STATE_WAIT_MS) -> None:
     """Wait until no script runs and none is asked for (Streamlit's ``data-test-script-state``
     on ``stApp``, :data:`SCRIPT_IDLE_STATES`)."""
     page.wait_for_function(
@@ -152,7 +160,7 @@ def script_idle(page, timeout_ms: int = 30_000) -> None:
         arg=list(SCRIPT_IDLE_STATES), timeout=timeout_ms)
 
 
-def poll_until(page, check, what: str, timeout_s: float = 30.0):
+def poll_until(page, check, what: str, timeout_s: float = STATE_WAIT_S):
     """Wait for a state only Python sees (what Playwright's events brought, the store): check
     ``check()`` every 20 ms while Playwright delivers the page's events, until it is truthy
     (returned); fail naming ``what`` after ``timeout_s``."""
@@ -178,7 +186,7 @@ def next_frame(page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def choose(page, option: str, nth: int = 0, timeout_ms: int = 30_000) -> None:
+def choose(page, option: str, nth: int = 0, timeout_ms: int = STATE_WAIT_MS) -> None:
     """Add one option to the ``nth`` multiselect of the page: type it, click the offered option
     whose text holds it, then wait for its chip and for the rerun the pick starts to end. Typing
     the next pick while that rerun redraws the widget can lose it on a loaded machine."""
@@ -194,7 +202,7 @@ def choose(page, option: str, nth: int = 0, timeout_ms: int = 30_000) -> None:
     script_idle(page, timeout_ms)
 
 
-def visible(locator, timeout_ms: int = 30_000) -> None:
+def visible(locator, timeout_ms: int = STATE_WAIT_MS) -> None:
     """Wait until the element is shown (a page may rerun once after its first draw)."""
     locator.wait_for(state="visible", timeout=timeout_ms)
 

@@ -24,9 +24,9 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.browser.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
-                          at_rest, choose, server, settle, shot,
-                          simulate_finished_run)
+from tests.browser.test_browser import (STATE_WAIT_MS, ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, nav,  # noqa: F401
+                                        playwright_api, at_rest, choose, server, settle, shot,
+                                        simulate_finished_run)
 from tests.browser.test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
@@ -106,7 +106,7 @@ def test_two_annotators_at_once_in_chromium(chromium, team_server):
         pages[who] = page
     for who, page in pages.items():
         settle(page, "Which text is more coherent?")
-        page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").wait_for(timeout=30_000)  # visible, waiting for a slow rerun
+        page.locator('[data-testid="stSidebarNav"]').get_by_text("Agreement").wait_for(timeout=STATE_WAIT_MS)  # visible, waiting for a slow rerun
         wait_done(page, who, 0)
     alice, bob = pages["alice"], pages["bob"]
     df_who = {"alice": "alice@example.org", "bob": "bob@example.org"}
@@ -172,8 +172,8 @@ def test_two_annotators_at_once_in_chromium(chromium, team_server):
     settle(admin, "LLM vs humans (majority vote)")
     admin.get_by_text("balanced (tau*").first.click()
     settle(admin, "At the current tau = 0.")
-    admin.get_by_text("Ties left out").first.wait_for(timeout=30_000)  # a slow rerun
-    admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=30_000)
+    admin.get_by_text("Ties left out").first.wait_for(timeout=STATE_WAIT_MS)  # a slow rerun
+    admin.locator('[data-testid="stPlotlyChart"]').nth(2).wait_for(timeout=STATE_WAIT_MS)
     # The page scrolls inside Streamlit's own container: a tall window shows it whole.
     admin.set_viewport_size({"width": 1400, "height": 4200})
     at_rest(admin)   # the charts drawn again at the new size
@@ -200,7 +200,7 @@ def test_deep_links_first_on_a_fresh_server_in_chromium(chromium, server, links)
         pages.append((link, page))
     for link, page in pages:
         title = TITLES[link.split("?")[0]]
-        page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+        page.get_by_role("heading", name=title).first.wait_for(timeout=STATE_WAIT_MS)
         sidebar = page.locator('[data-testid="stSidebarNav"]')
         sidebar.get_by_text("Agreement", exact=True).wait_for(timeout=10_000)
         assert sidebar.get_by_text("common", exact=True).count() == 0, link

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_browser import at_rest, pause_as_a_person, playwright_api  # noqa: F401, I001 - first: skips
+from tests.browser.test_browser import (STATE_WAIT_MS, at_rest,  # noqa: F401, I001 - first: skips
+                                        pause_as_a_person, playwright_api)
 from tests.browser_walk import (annotate_world, Ledger, Reruns, Screen, SlowLink, blur, keys_heard,
                           pick_option, press_and_check)
 
@@ -47,7 +48,7 @@ def walk(world):
 def open_page(page, reruns: Reruns, url: str, keys: bool = True) -> Screen:
     n = reruns.sent
     page.goto(url)
-    assert reruns.wait_sent(n, 60), f"{url} never ran"
+    assert reruns.wait_sent(n), f"{url} never ran"
     reruns.wait_idle()
     page.locator('[data-testid="stSelectbox"]').first.wait_for()
     if keys:  # a page loaded in the tab: its scripts first (not the change under test)
@@ -217,7 +218,7 @@ def test_a_click_after_a_dataset_switch_goes_to_the_pair_shown_or_nowhere(world,
             """(ids) => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdown"]')]
                  .some(e => { const t = e.innerText.trim();
                               return t.startsWith('Context ') && ids.includes(t.slice(8).trim()); })""",
-            arg=sorted({ctx for (ds, ctx, _) in ledger.text if ds == target_id}), timeout=60_000)
+            arg=sorted({ctx for (ds, ctx, _) in ledger.text if ds == target_id}), timeout=STATE_WAIT_MS)
         now = settled(page, reruns)
         assert now.dataset == target and now.has_pair, now
 

@@ -34,9 +34,9 @@ import pytest
 
 from compassess_core import api
 from tests.app_server import app_server
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, at_rest,  # noqa: F401
-                                nav, pause_as_a_person, playwright_api, script_idle, settle,
-                                visible)
+from tests.browser.test_browser import (STATE_WAIT_MS, STATE_WAIT_S, CHROMIUM, CHROMIUM_ARGS, ROOT,  # noqa: F401
+                                        at_rest, nav, pause_as_a_person, playwright_api,
+                                        script_idle, settle, visible)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -150,7 +150,7 @@ def _page(browser):
     return browser.new_page(viewport={"width": 1400, "height": 1400})
 
 
-def _until(check, what: str, timeout_s: float = 30.0, page=None):
+def _until(check, what: str, timeout_s: float = STATE_WAIT_S, page=None):
     """Wait for the store (or page) state ``check()`` returns truthy; fail naming ``what``
     (and, given the ``page``, with what it shows)."""
     deadline = time.monotonic() + timeout_s
@@ -245,7 +245,7 @@ def test_a_documented_panel_link_opens_the_panels_dataset(app):
     assert "sample_summeval" in caption.inner_text()
     assert page.get_by_text("No panel on this dataset yet").count() == 0
     page.wait_for_url(re.compile(rf"dataset={seeded.datasets['sample_summeval']}\b"),
-                      timeout=30_000)
+                      timeout=STATE_WAIT_MS)
     assert "method=poe" in page.url
     page.close()
 
@@ -271,7 +271,7 @@ def test_a_link_by_name_to_a_renamed_or_deleted_run_shows_only_the_notice(app):
     # The run's current name still opens it.
     page.goto(f"{url}/rankings?run=link-new-name")
     settle(page, "Agreement with")
-    page.wait_for_url(re.compile(rf"run={seeded.runs['link-old-name']}\b"), timeout=30_000)
+    page.wait_for_url(re.compile(rf"run={seeded.runs['link-old-name']}\b"), timeout=STATE_WAIT_MS)
     page.close()
 
 
@@ -510,7 +510,7 @@ def _form_matches_plan(page, reruns, dataset: str, want: tuple[str, str] | None 
     reruns.wait_idle()
     # The browser draws what the last run sent a moment after it ends: each field filled.
     page.wait_for_function(f"() => {{ const f = ({_FORM_JS})(); return !!(f.aspect && f.contexts "
-                           "&& f.plan && f.name); }", timeout=30_000)
+                           "&& f.plan && f.name); }", timeout=STATE_WAIT_MS)
     deadline = time.monotonic() + seconds
     while True:
         form = page.evaluate(_FORM_JS)
@@ -596,7 +596,7 @@ def test_a_revisited_run_form_shows_what_the_plan_uses(app, pace):
             link.hold()
         _switch(page, reruns, "hanna_user")
         if in_flight:   # hanna_user's page drawn, the end of its run still on its way
-            page.wait_for_function(_HANNA_FORM_JS, timeout=30_000)
+            page.wait_for_function(_HANNA_FORM_JS, timeout=STATE_WAIT_MS)
             link.wait_held(page)
             pause_as_a_person(page, pace)
             _switch(page, reruns, "instruct_user")

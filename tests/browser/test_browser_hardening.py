@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS,  # noqa: F401
-                          nav, playwright_api, settle, simulate_finished_run)
+from tests.browser.test_browser import (STATE_WAIT_MS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
+                                        settle, simulate_finished_run)
 from tests.browser.test_browser_sign_in import oidc_provider, sign_in, team_server  # noqa: F401 - fixtures
 from tests.app_server import free_port
 from tests.people.test_http_guard import (ADMIN, local_app, secrets_toml,  # noqa: F401
@@ -78,20 +78,20 @@ def test_the_run_page_stops_streaming_for_a_removed_person_or_a_broken_configura
     admin = signed_in_page(browser, server, ADMIN, cookie_secret)
     for page in (watcher, admin):
         page.goto(f"{server.url}/run")
-        page.get_by_text("8/400 comparisons").first.wait_for(timeout=60_000)
+        page.get_by_text("8/400 comparisons").first.wait_for(timeout=STATE_WAIT_MS)
     progress(12)
-    watcher.get_by_text("12/400 comparisons").first.wait_for(timeout=30_000)  # it streams
+    watcher.get_by_text("12/400 comparisons").first.wait_for(timeout=STATE_WAIT_MS)  # it streams
     # Removed while the page streams: the next tick gives the no-role page, no progress.
     store.remove_person("watcher@example.org")
     progress(48)
-    watcher.get_by_text("nobody has given this account a role yet").wait_for(timeout=30_000)
+    watcher.get_by_text("nobody has given this account a role yet").wait_for(timeout=STATE_WAIT_MS)
     assert "/400 comparisons" not in body(watcher) and "Worker log" not in body(watcher)
-    admin.get_by_text("48/400 comparisons").first.wait_for(timeout=30_000)
+    admin.get_by_text("48/400 comparisons").first.wait_for(timeout=STATE_WAIT_MS)
     # A secrets file that no longer parses: the open page locks at its next tick.
     secrets_file.write_text(secrets_toml(server.port, cookie_secret).replace("[auth]",
                                                                              "[auth"))
     progress(60)
-    admin.get_by_text("Configuration error").first.wait_for(timeout=30_000)
+    admin.get_by_text("Configuration error").first.wait_for(timeout=STATE_WAIT_MS)
     assert "/400 comparisons" not in body(admin) and "Worker log" not in body(admin)
 
 
@@ -152,16 +152,16 @@ def test_a_cookie_copied_before_sign_out_is_refused_after_it(chromium, team_serv
     cookie_header = "; ".join(f"{c['name']}={c['value']}" for c in copied)
     assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 200
     page.get_by_role("button", name="Sign out").click()
-    page.get_by_role("button", name="End session").click(timeout=30_000)
-    page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+    page.get_by_role("button", name="End session").click(timeout=STATE_WAIT_MS)
+    page.get_by_role("button", name="Sign in").wait_for(timeout=STATE_WAIT_MS)
     assert Store(db_url).signed_out_through(ADMIN) is not None
     # Someone kept a copy of the cookie: after the sign-out it opens nothing.
     thief = browser.new_context(viewport={"width": 1300, "height": 1000})
     thief.add_cookies(copied)
     stolen = thief.new_page()
     stolen.goto(f"{url}/export")
-    stolen.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
-    stolen.get_by_text("you signed out since this sign-in").wait_for(timeout=30_000)
+    stolen.get_by_role("button", name="Sign in").wait_for(timeout=STATE_WAIT_MS)
+    stolen.get_by_text("you signed out since this sign-in").wait_for(timeout=STATE_WAIT_MS)
     assert "Download rankings.csv" not in body(stolen)
     assert stolen.locator('[data-testid="stSidebarNav"]').count() == 0
     assert httpx.get(media, headers={"Cookie": cookie_header}).status_code == 403
@@ -213,9 +213,9 @@ def test_another_origin_can_neither_frame_the_app_nor_open_its_websocket(chromiu
         browser = chromium
         page = browser.new_page()
         page.goto(site.url)
-        page.wait_for_function("() => window.socket !== undefined", timeout=30_000)
+        page.wait_for_function("() => window.socket !== undefined", timeout=STATE_WAIT_MS)
         assert page.evaluate("window.socket") == "refused"
-        page.wait_for_function("() => window.frameLoaded === true", timeout=30_000)
+        page.wait_for_function("() => window.frameLoaded === true", timeout=STATE_WAIT_MS)
         [framed] = [f for f in page.frames if f != page.main_frame]
         assert not framed.url.startswith(app)  # chromium shows its error page instead
         assert framed.locator('[data-testid="stApp"]').count() == 0

@@ -9,9 +9,9 @@ Skipped when ``/usr/bin/chromium`` is absent, unless ``COMPASSESS_REQUIRE_BROWSE
 
 from __future__ import annotations
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, nav, playwright_api,  # noqa: F401
-                          choose, script_idle, server, settle, shot,
-                          simulate_finished_run)
+from tests.browser.test_browser import (STATE_WAIT_MS, CHROMIUM, CHROMIUM_ARGS, ROOT, nav,  # noqa: F401
+                                        playwright_api, choose, script_idle, server, settle, shot,
+                                        simulate_finished_run)
 
 
 def test_create_a_panel_and_rank_the_judges_in_chromium(server, chromium):
@@ -46,7 +46,7 @@ def test_create_a_panel_and_rank_the_judges_in_chromium(server, chromium):
     settle(page, "Judges")
     # The table is drawn on a canvas; its cells are also in the page, for screen readers.
     cells = page.locator('td[role="gridcell"]')
-    cells.filter(has_text="jury").first.wait_for(state="attached", timeout=30_000)
+    cells.filter(has_text="jury").first.wait_for(state="attached", timeout=STATE_WAIT_MS)
     for judge in ("judge-t1", "judge-t2"):
         assert cells.filter(has_text=judge).count() > 0, judge
     shot(page, "judges")

@@ -24,8 +24,8 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, nav, playwright_api, server,  # noqa: F401
-                          settle, shot)
+from tests.browser.test_browser import (STATE_WAIT_MS, CHROMIUM, CHROMIUM_ARGS, nav, playwright_api,  # noqa: F401
+                                        server, settle, shot)
 
 pytestmark = pytest.mark.browser
 
@@ -187,11 +187,11 @@ def test_hostile_strings_stay_inert_on_every_page(server, chromium):
             check(page, url, "guidelines editor", requests)
         if title == "Bias":
             # The charts above it load on demand and move it down: wait for them, then open it.
-            page.locator('[data-testid="stPlotlyChart"] .nsewdrag').last.wait_for(timeout=30_000)
+            page.locator('[data-testid="stPlotlyChart"] .nsewdrag').last.wait_for(timeout=STATE_WAIT_MS)
             box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Open comparison")
             box.scroll_into_view_if_needed()
             box.click()
-            page.get_by_role("option").first.wait_for(timeout=30_000)  # the list opens
+            page.get_by_role("option").first.wait_for(timeout=STATE_WAIT_MS)  # the list opens
             options = " ".join(page.get_by_role("option").all_inner_texts())
             # The override is shown, not obeyed: no option displays "aexe.png".
             assert "a\u27e8U+202E\u27e9gnp.exe" in options and "\u202e" not in options
@@ -219,7 +219,7 @@ def test_hostile_strings_stay_inert_on_every_page(server, chromium):
     settle(page, "Ranking")
     page.locator('[data-testid="stSelectbox"]').filter(
         has=page.get_by_text("Context", exact=True)).click()
-    page.get_by_role("option").first.wait_for(timeout=30_000)   # the list is drawn
+    page.get_by_role("option").first.wait_for(timeout=STATE_WAIT_MS)   # the list is drawn
     options = page.get_by_role("option").all_inner_texts()
     assert any(t.startswith("<b>PWN</b><img") for t in options), options
     page.keyboard.press("Escape")

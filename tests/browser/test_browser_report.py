@@ -19,8 +19,9 @@ import pytest
 
 from compassess_core import api
 from compassess_core.cli import main
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, load_the_sample, nav, playwright_api, server,  # noqa: F401
-                          next_frame, poll_until, settle, shot, simulate_finished_run, visible)
+from tests.browser.test_browser import (STATE_WAIT_MS, STATE_WAIT_S, CHROMIUM, CHROMIUM_ARGS,  # noqa: F401
+                                        load_the_sample, nav, playwright_api, server, next_frame,
+                                        poll_until, settle, shot, simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
 
@@ -55,7 +56,7 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
     app.on("download", lambda d: arrived.append(d))
     app.get_by_role("button", name="Download rankings.csv").click()
     button.click()
-    poll_until(app, lambda: len(arrived) >= 2, "both downloads arrived", timeout_s=60)
+    poll_until(app, lambda: len(arrived) >= 2, "both downloads arrived", timeout_s=STATE_WAIT_S)
     names = sorted(d.suggested_filename for d in arrived)
     assert len(names) == 2 and names[0].endswith("rankings.csv") \
         and names[1].endswith("-report.html"), names
@@ -80,7 +81,7 @@ def test_the_report_downloads_and_opens_offline_with_its_charts(server, tmp_path
     page.wait_for_function(   # every chart of the file drawn (its SVG), none still to come
         "() => { const c = [...document.querySelectorAll('.js-plotly-plot')];"
         " return c.length >= 4 && c.every(e => e.querySelector('svg.main-svg')); }",
-        timeout=30_000)
+        timeout=STATE_WAIT_MS)
     # every chart drew: the leaderboard, the p histogram, P(A) per context, the length scatter
     assert page.locator(".js-plotly-plot").count() == 4
     assert page.locator(".js-plotly-plot svg.main-svg").count() >= 4

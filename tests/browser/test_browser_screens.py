@@ -29,8 +29,9 @@ import pandas as pd
 import pytest
 
 from compassess_core import api
-from tests.browser.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, playwright_api,  # noqa: F401
-                          script_idle, server, simulate_finished_run)
+from tests.browser.test_browser import (STATE_WAIT_MS, STATE_WAIT_S, ARTIFACTS, CHROMIUM,  # noqa: F401
+                                        CHROMIUM_ARGS, ROOT, playwright_api, script_idle, server,
+                                        simulate_finished_run)
 
 pytestmark = pytest.mark.browser
 
@@ -125,8 +126,8 @@ def drawn(page, text: str, timeout_ms: int = 120_000) -> None:
     page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     script_idle(page, timeout_ms)
     page.wait_for_function(NO_SPINNER_JS, timeout=timeout_ms)   # cached reads done
-    page.wait_for_function(TABLES_DRAWN_JS, timeout=60_000)
-    page.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000)
+    page.wait_for_function(TABLES_DRAWN_JS, timeout=STATE_WAIT_MS)
+    page.wait_for_function(CHARTS_DRAWN_JS, timeout=STATE_WAIT_MS)
     tables_laid_out(page)
 
 
@@ -137,7 +138,7 @@ TABLE_LAYOUT_JS = """() => [...document.querySelectorAll('[data-testid="stDataFr
     return [t.getBoundingClientRect().width, s ? s.scrollWidth : -1, s ? s.clientWidth : -1]; })"""
 
 
-def tables_laid_out(page, timeout_s: float = 60.0) -> None:
+def tables_laid_out(page, timeout_s: float = STATE_WAIT_S) -> None:
     """Wait until every table's layout is the same in five readings in a row 50 ms apart (0.2 s):
     the grid has sized its columns (what the sideways check measures)."""
     import time
@@ -226,8 +227,8 @@ def widen(page, width: int, height: int, text: str) -> None:
     before = page.evaluate(CHART_WIDTHS_JS)
     page.set_viewport_size({"width": width, "height": height})
     page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
-    page.wait_for_function(f"() => window.innerWidth === {width}", timeout=30_000)
-    page.wait_for_function(CHARTS_REDRAWN_JS, arg=before, timeout=60_000)
+    page.wait_for_function(f"() => window.innerWidth === {width}", timeout=STATE_WAIT_MS)
+    page.wait_for_function(CHARTS_REDRAWN_JS, arg=before, timeout=STATE_WAIT_MS)
     drawn(page, text)
 
 
@@ -278,7 +279,7 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium
         box.evaluate("e => e.scrollIntoView({block: 'center'})")
         box.locator('button[aria-label="Open"]').click()
         option = page.locator('[role="option"]').filter(has_text=LONG_RUN).first
-        option.wait_for(timeout=30_000)
+        option.wait_for(timeout=STATE_WAIT_MS)
         clipped = option.evaluate(
             "o => [...o.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1"
             " || e.scrollHeight > e.clientHeight + 1)")
@@ -309,7 +310,7 @@ def test_every_page_at_1024_and_1280_px_cuts_no_label(server, tmp_path, chromium
     report.write_bytes(api.open_store(db_url).get_run(ids["run"]).report_html())
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(report.as_uri())
-    page.locator(".plotly").first.wait_for(timeout=60_000)
+    page.locator(".plotly").first.wait_for(timeout=STATE_WAIT_MS)
     if page.evaluate(SIDEWAYS_JS) > 0:
         problems.append(f"the report scrolls {page.evaluate(SIDEWAYS_JS)}px sideways at 1280px")
     save(page, "report-1280")

@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from tests.app_server import app_server, free_port
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, nav,  # noqa: F401
-                          playwright_api, script_idle, settle, shot, simulate_finished_run)
+from tests.browser.test_browser import (STATE_WAIT_MS, CHROMIUM, CHROMIUM_ARGS, ROOT, nav,  # noqa: F401
+                                        playwright_api, script_idle, settle, shot,
+                                        simulate_finished_run)
 
 pytestmark = pytest.mark.browser
 
@@ -110,10 +111,10 @@ def sign_in(page, url: str, identity: str) -> None:
     """Sign in through the provider's own page, as a person would, and wait for the app."""
     page.goto(url)
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/oauth2/authorize**", timeout=30_000)
+    page.wait_for_url("**/oauth2/authorize**", timeout=STATE_WAIT_MS)
     page.fill("input[name=sub]", identity)
     page.get_by_role("button", name="Authorize").first.click()
-    page.get_by_text(f"Signed in as {identity}").first.wait_for(timeout=30_000)
+    page.get_by_text(f"Signed in as {identity}").first.wait_for(timeout=STATE_WAIT_MS)
 
 
 def sidebar_pages(page) -> set[str]:
@@ -123,7 +124,7 @@ def sidebar_pages(page) -> set[str]:
 
 
 def assert_only_sign_in(page, path: str) -> None:
-    page.get_by_role("button", name="Sign in").wait_for(timeout=30_000)
+    page.get_by_role("button", name="Sign in").wait_for(timeout=STATE_WAIT_MS)
     script_idle(page)   # what the page shows once its script has ended, not mid-draw
     body = page.locator("body").inner_text()
     for data in ("sample_summeval", "sample-coherence-t1", "Watch run", "Datasets in the store"):
@@ -196,7 +197,7 @@ def test_sign_in_roles_and_identity_in_chromium(team_server, chromium):
 
     # Signing out (the provider's end-session page confirms it) leaves an anonymous visitor.
     ann.get_by_role("button", name="Sign out").click()
-    ann.get_by_role("button", name="End session").click(timeout=30_000)
+    ann.get_by_role("button", name="End session").click(timeout=STATE_WAIT_MS)
     assert_only_sign_in(ann, "after sign-out")
     ann.goto(f"{url}/annotate")
     assert_only_sign_in(ann, "annotate after sign-out")

@@ -77,7 +77,7 @@ class Walk:
     def open(self, path: str) -> None:
         n = self.reruns.sent
         self.page.goto(f"{self.world['url']}{path}")
-        assert self.reruns.wait_sent(n, 60), f"{path} never ran"
+        assert self.reruns.wait_sent(n), f"{path} never ran"
         self.idle()
         if Screen.read(self.page).has_pair:
             keys_heard(self.page)   # a page loaded in the tab: its scripts load first

@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from tests.browser.test_browser import (CHROMIUM, CHROMIUM_ARGS, load_the_sample, nav, playwright_api, server,  # noqa: F401
-                                settle, simulate_finished_run, visible)
+from tests.browser.test_browser import (STATE_WAIT_MS, STATE_WAIT_S, CHROMIUM, CHROMIUM_ARGS,  # noqa: F401
+                                        load_the_sample, nav, playwright_api, server, settle,
+                                        simulate_finished_run, visible)
 
 pytestmark = pytest.mark.browser
 
@@ -43,7 +44,7 @@ _TAU_AND_P_A_AGREE_JS = r"""() => {
 }"""
 
 
-def _settled_tau_and_p_a(page, timeout_s: float = 30.0) -> tuple[str, str]:
+def _settled_tau_and_p_a(page, timeout_s: float = STATE_WAIT_S) -> tuple[str, str]:
     """The sidebar's current tau and the page's P(A) at that tau, once the page shows both for
     the same tau (key presses on the slider queue reruns; the sidebar may be drawn first)."""
     deadline = time.monotonic() + timeout_s
@@ -76,7 +77,7 @@ def test_the_view_lives_in_the_url_and_the_run_page_keeps_the_live_run(server, b
     settle(page, "Agreement with coherence")
     page.get_by_text("manual", exact=True).first.click()
     settle(page, "Current tau")
-    page.wait_for_url(re.compile(r"tau_mode=manual"), timeout=30_000)
+    page.wait_for_url(re.compile(r"tau_mode=manual"), timeout=STATE_WAIT_MS)
     thumb = page.get_by_role("slider").first
     thumb.focus()
     for _ in range(3):   # 0.003 above the starting value (tau*), one step of 0.001 a key
@@ -109,7 +110,7 @@ def _start_a_run_and_come_back(page) -> None:
     page.keyboard.type("symmetric")   # the select box filters its options as one types
     # Click the offered option once it is drawn: Enter pressed before the list is filtered
     # would pick whatever option was first.
-    page.get_by_role("option").filter(has_text="symmetric").first.click(timeout=30_000)
+    page.get_by_role("option").filter(has_text="symmetric").first.click(timeout=STATE_WAIT_MS)
     settle(page, "Watch run")
     assert strategy.input_value() == "symmetric"
     budget = page.get_by_role("spinbutton", name="Budget R (comparisons per context)")
@@ -122,7 +123,7 @@ def _start_a_run_and_come_back(page) -> None:
     settle(page, "Plan: 2 comparisons")
     page.get_by_role("button", name="Start").click()
     settle(page, "Watch run")
-    visible(page.get_by_text(re.compile(r"Status: (running|completed)")).first, 60_000)
+    visible(page.get_by_text(re.compile(r"Status: (running|completed)")).first, STATE_WAIT_MS)
     started = page.locator('[data-testid="stSelectbox"]').filter(has_text="Watch run").first
     name = started.inner_text().split(" [")[0]   # the label goes on with the run's state
     assert earlier not in name
@@ -131,7 +132,7 @@ def _start_a_run_and_come_back(page) -> None:
     # once a comparison is stored, until then a line that says why nothing is shown.
     nav(page, "Rankings")
     visible(page.get_by_text(re.compile(r"Agreement with coherence|has no stored comparison yet"))
-            .first, 60_000)
+            .first, STATE_WAIT_MS)
     assert "run=2" in page.url or f"run={name}" in page.url, page.url
 
     nav(page, "Run")
