@@ -66,8 +66,8 @@ def cmd_run(args) -> int:
                 argv += ["--contexts", str(args.contexts)]
             if model:
                 argv += ["--model", model]
-            if args.db:
-                argv += ["--db", args.db]
+            if args.db:  # the study's own store: made (with its folder) on the first run
+                argv += ["--db", args.db, "--create"]
             print(f"=== {time.strftime('%H:%M:%S')} {name}", file=sys.stderr, flush=True)
             code = cli(argv)
             if code != 0:
