@@ -432,11 +432,14 @@ def _watch(run_id: int) -> None:
 picker_box, panel_box = section.container(), section.container()
 
 #: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
+#: Seconds between two reads of a silent run (marked running, no heartbeat lately).
+SILENT_POLL_S = 5.0
 STATE_HELP = {
     "working": "The worker is computing; results are stored after every batch.",
     "cancelling": "Cancel requested: the worker stops after the batch it is computing and keeps "
                   "everything computed.",
-    "stale": f"No heartbeat for over {STALE_AFTER_S:.0f} s: the worker died or the machine slept. "
+    "stale": f"No heartbeat for over {STALE_AFTER_S:.0f} s: the worker died, the machine slept, "
+             "or it is too busy to let the worker beat (this page keeps looking). "
              "Resume starts a new worker; nothing stored is recomputed.",
     "completed": "Everything planned is stored.",
     "cancelled": "Stopped on request; Resume continues where it stopped.",
@@ -547,13 +550,19 @@ def progress_panel(run_id: int, was_active: bool) -> None:
         st.code(run.worker_log() or "(no log yet)", language=None)
     # This tick's reads (a store read per run at its start, the shown run's again after a
     # Cancel): no second read of every run of the group.
-    if was_active and not (progress.active or any(p.active for _, p in others)):
-        st.rerun()  # the whole page: stop polling, refresh the run list
+    if was_active != (progress.active or any(p.active for _, p in others)):
+        # The whole page: a run that ended stops the polling and refreshes the run list; a
+        # silent run whose worker beats again is polled every second again.
+        st.rerun()
 
 
-active = any(r.progress(refresh=False).active for r in by_id[watch].judged_with())
+watched = [r.progress(refresh=False) for r in by_id[watch].judged_with()]
+active = any(p.active for p in watched)
+# A live run is read every second; a silent one (no heartbeat lately) less often, as its worker
+# may only be starved by a loaded machine; a run that ended, never.
+poll_s = 1.0 if active else SILENT_POLL_S if any(p.silent for p in watched) else None
 with panel_box:
-    st.fragment(progress_panel, run_every=1.0 if active else None)(watch, active)
+    st.fragment(progress_panel, run_every=poll_s)(watch, active)
 pick_id(picker_box, "Watch run", list(by_id), lambda i: labels.get(i, str(i)), key="watch_w",
         current=watch, on_pick=_watch)
 with section:

@@ -138,6 +138,13 @@ class RunProgress:
         return self.state == "working"
 
     @property
+    def silent(self) -> bool:
+        """Marked running, but no heartbeat for ``run_loop.STALE_AFTER_S``: its worker died, or
+        it lives on a machine too loaded to let it beat in time (a start, a judge's load) and
+        will beat again. A watcher keeps looking, less often, so that it sees either."""
+        return self.state == "stale"
+
+    @property
     def can_resume(self) -> bool:
         """No live worker, and something planned is not stored (or nothing started yet)."""
         return self.state in ("stale", "cancelled", "failed", "pending") or (
