@@ -431,9 +431,9 @@ def _watch(run_id: int) -> None:
 # the previous run's progress (right after Start, or a pick); and the progress line names its run.
 picker_box, panel_box = section.container(), section.container()
 
-#: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 #: Seconds between two reads of a silent run (marked running, no heartbeat lately).
 SILENT_POLL_S = 5.0
+#: Why a run is in each worker state (the state's own words are ``RunProgress.state_text``).
 STATE_HELP = {
     "working": "The worker is computing; results are stored after every batch.",
     "cancelling": "Cancel requested: the worker stops after the batch it is computing and keeps "
